@@ -1,0 +1,55 @@
+"""Money amounts: unsigned 64-bit integers in an asset's minor unit.
+
+On the wire and on disk an amount is a canonical decimal string: digits only,
+no sign, exponent, point, whitespace or leading zero. In code it is an ``int``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import BeforeValidator, PlainSerializer
+from pydantic_core import PydanticCustomError
+
+from ledger_engine.errors import ErrorCode, LedgerError
+
+U64_MAX = 2**64 - 1
+_CANONICAL = re.compile(r"0|[1-9][0-9]{0,19}")
+
+
+def parse_amount(text: object) -> int:
+    """Decode a canonical amount string, refusing anything else."""
+    if type(text) is not str or not _CANONICAL.fullmatch(text):
+        raise LedgerError(ErrorCode.INVALID_AMOUNT, f"not a canonical unsigned decimal string: {text!r}")
+    value = int(text)
+    if value > U64_MAX:
+        raise LedgerError(ErrorCode.INVALID_AMOUNT, "amount exceeds u64")
+    return value
+
+
+def format_amount(value: int) -> str:
+    """Encode an amount, asserting it fits u64."""
+    if type(value) is not int or not 0 <= value <= U64_MAX:
+        raise LedgerError(ErrorCode.AMOUNT_OVERFLOW, f"amount outside u64: {value!r}")
+    return str(value)
+
+
+def checked_sum(values) -> int:
+    total = 0
+    for value in values:
+        total += value
+        if total > U64_MAX:
+            raise LedgerError(ErrorCode.AMOUNT_OVERFLOW, "sum exceeds u64")
+    return total
+
+
+def _validate(value: object) -> int:
+    try:
+        return parse_amount(value)
+    except LedgerError as error:
+        raise PydanticCustomError("invalid_amount", error.detail) from None
+
+
+Amount = Annotated[int, BeforeValidator(_validate), PlainSerializer(format_amount, return_type=str)]
+"""A payload field holding an amount: validated from its string form, an ``int`` in code."""

@@ -1,0 +1,1 @@
+"""The ledger owner: admission, the serial executor, the journal chain."""

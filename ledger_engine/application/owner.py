@@ -1,0 +1,154 @@
+"""The ledger owner: the one process that opens the database read-write.
+
+Callers hand it decoded envelopes and read back outcomes and records. There
+is no generic write: the only mutation path is ``submit``, through admission,
+the rules and the serial executor.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Callable
+
+import orjson
+
+from ledger_engine.application.admission import admit
+from ledger_engine.application.executor import SerialExecutor
+from ledger_engine.application.journal import GENESIS_HEAD, Head
+from ledger_engine.application.pending import PendingBatch
+from ledger_engine.application.records import decode_record, encode_record, encode_value
+from ledger_engine.application.transition import HEAD_KEY, CommandOutcome, stored_outcome
+from ledger_engine.domain.view import Record
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.genesis import genesis_hash, genesis_records
+from ledger_engine.keys import seq20
+from ledger_engine.layout import INDEXES, JOURNAL, META, PRIVATE_AUX
+from ledger_engine.projections.maintenance import IndexMaintainer
+from ledger_engine.storage.rocks import RocksStore
+
+GENESIS_KEY = b"genesis"
+DISPATCH_KEY = b"dispatch"
+
+
+def read_head(store: RocksStore) -> Head:
+    raw = store.get(META, HEAD_KEY)
+    if raw is None:
+        raise LedgerError(ErrorCode.NOT_FOUND, f"no initialised ledger at {store.path}")
+    value = orjson.loads(raw)
+    return Head(value["sequence"], value["entry_hash"])
+
+
+def read_genesis(store: RocksStore) -> dict[str, Any]:
+    return orjson.loads(store.get(META, GENESIS_KEY))["document"]
+
+
+def initialise(store: RocksStore, genesis: dict[str, Any]) -> Head:
+    """Write genesis at sequence 0 into an empty database."""
+    if store.get(META, HEAD_KEY) is not None:
+        raise LedgerError(ErrorCode.ALREADY_EXISTS, f"the ledger at {store.path} is already initialised")
+    pending = PendingBatch(store)
+    rows = [(family, key, encode_record(1, data)) for family, key, data in genesis_records(genesis)]
+    for index_key, value in IndexMaintainer().ops_for(rows, pending.get_raw):
+        pending.put(INDEXES, index_key, value)
+    for family, key, value in rows:
+        pending.put(family, key.encode(), value)
+    pending.put(META, GENESIS_KEY, encode_value({"document": genesis, "genesis_hash": genesis_hash(genesis)}))
+    pending.put(META, DISPATCH_KEY, encode_value({"enabled": True, "reason": "initialised"}))
+    pending.put(META, HEAD_KEY, encode_value(GENESIS_HEAD.as_json()))
+    store.write(pending.ops())
+    return GENESIS_HEAD
+
+
+class LedgerOwner:
+    def __init__(self, store: RocksStore, *, max_group: int = 64) -> None:
+        self.store = store
+        self.executor = SerialExecutor(store, read_head(store), max_group=max_group)
+
+    @classmethod
+    def open(cls, data_dir: str | os.PathLike, *, genesis: dict[str, Any] | None = None,
+             max_group: int = 64) -> "LedgerOwner":
+        """Open (and with ``genesis``, first initialise) the ledger in ``data_dir``."""
+        store = RocksStore(data_dir)
+        try:
+            if genesis is not None and store.get(META, HEAD_KEY) is None:
+                initialise(store, genesis)
+            return cls(store, max_group=max_group)
+        except BaseException:
+            store.close()
+            raise
+
+    # Mutation: the only path.
+    def submit_async(self, document: Any) -> Future:
+        return self.executor.submit(admit(document))
+
+    def submit(self, document: Any) -> CommandOutcome:
+        return self.submit_async(document).result()
+
+    # Reads. Point reads are consistent; scans read the live database (docs/adr/0002).
+    def head(self) -> Head:
+        return self.executor.head
+
+    def resolve(self, command_id: str) -> CommandOutcome | None:
+        found = stored_outcome(PendingBatch(self.store), command_id, duplicate=True)
+        return found[1] if found else None
+
+    def get(self, family: str, key: str) -> Record | None:
+        raw = self.store.get(family, key.encode())
+        return decode_record(raw) if raw is not None else None
+
+    def scan(self, family: str, prefix: str = "", *, start: str | None = None,
+             limit: int = 100) -> list[tuple[str, dict[str, Any]]]:
+        rows = []
+        for key, raw in self.store.scan(family, prefix.encode(), start.encode() if start else None):
+            if len(rows) >= limit:
+                break
+            rows.append((key.decode(), orjson.loads(raw)))
+        return rows
+
+    def journal_entry(self, sequence: int) -> dict[str, Any] | None:
+        raw = self.store.get(JOURNAL, seq20(sequence).encode())
+        return orjson.loads(raw) if raw is not None else None
+
+    def dispatch_state(self) -> dict[str, Any]:
+        return orjson.loads(self.store.get(META, DISPATCH_KEY))
+
+    def genesis(self) -> dict[str, Any]:
+        return read_genesis(self.store)
+
+    # Work at a command boundary.
+    def at_boundary(self, function: Callable[[RocksStore], Any]) -> Any:
+        return self.executor.call(function).result()
+
+    def put_private(self, key: str, value: dict[str, Any]) -> None:
+        """Private auxiliary data (identity mappings): outside the logical state and its digest."""
+        self.at_boundary(lambda store: store.write([(PRIVATE_AUX, key.encode(), encode_value(value))]))
+
+    def set_dispatch(self, enabled: bool, reason: str) -> None:
+        self.at_boundary(lambda store: store.write([(META, DISPATCH_KEY, encode_value({"enabled": enabled, "reason": reason}))]))
+
+    def checkpoint(self, destination: str | os.PathLike) -> None:
+        self.at_boundary(lambda store: store.checkpoint(destination))
+
+    def with_checkpoint(self, function: Callable[[RocksStore], Any]) -> Any:
+        """Run ``function`` on a read-only copy taken at a command boundary; writes go on meanwhile."""
+        scratch = Path(tempfile.mkdtemp(prefix="porto-checkpoint-"))
+        try:
+            self.checkpoint(scratch / "db")
+            with RocksStore(scratch / "db", read_only=True) as copy:
+                return function(copy)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def close(self) -> None:
+        self.executor.stop()
+        self.store.close()
+
+    def __enter__(self) -> "LedgerOwner":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

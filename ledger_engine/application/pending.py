@@ -1,0 +1,53 @@
+"""Writes of the commands in the current commit group, read through over the store.
+
+Commands in a group execute one at a time; each sees what the earlier ones
+wrote. Nothing is visible to anyone else until the group's synchronous batch
+returns.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ledger_engine.application.records import decode_record
+from ledger_engine.domain.view import Record
+from ledger_engine.storage.rocks import RocksStore, WriteOp
+
+
+class PendingBatch:
+    def __init__(self, store: RocksStore) -> None:
+        self.store = store
+        self._ops: dict[tuple[str, bytes], bytes | None] = {}
+
+    def get_raw(self, family: str, key: bytes) -> bytes | None:
+        try:
+            return self._ops[(family, key)]
+        except KeyError:
+            return self.store.get(family, key)
+
+    def put(self, family: str, key: bytes, value: bytes | None) -> None:
+        self._ops[(family, key)] = value
+
+    def scan_raw(self, family: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        merged = dict(self.store.scan(family, prefix))
+        for (op_family, key), value in self._ops.items():
+            if op_family == family and key.startswith(prefix):
+                merged[key] = value
+        for key in sorted(merged):
+            if merged[key] is not None:
+                yield key, merged[key]
+
+    def ops(self) -> list[WriteOp]:
+        return [(family, key, value) for (family, key), value in self._ops.items()]
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    # StateView for the rules.
+    def get(self, family: str, key: str) -> Record | None:
+        raw = self.get_raw(family, key.encode())
+        return decode_record(raw) if raw is not None else None
+
+    def scan(self, family: str, prefix: str) -> Iterator[tuple[str, Record]]:
+        for key, raw in self.scan_raw(family, prefix.encode()):
+            yield key.decode(), decode_record(raw)

@@ -1,0 +1,167 @@
+"""One command, applied: the unit of work between admission and the durable batch.
+
+``execute`` runs the rule against the pending view, turns its changes into
+delta rows with revisions, hashes the delta, chains the journal entry and
+stages everything (rows, indexes, result, journal, head) into the pending
+batch. It writes nothing to disk; the executor does, once per group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ledger_engine.application.admission import AdmittedCommand
+from ledger_engine.application.journal import DeltaRow, Head, delta_hash, journal_bytes, journal_entry
+from ledger_engine.application.pending import PendingBatch
+from ledger_engine.application.records import encode_record, encode_value
+from ledger_engine.domain.actors import require_role
+from ledger_engine.domain.changes import Changes, Rejected, require
+from ledger_engine.domain.postings import POSTED, assert_balanced
+from ledger_engine.domain.registry import RuleContext
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.keys import seq20
+from ledger_engine.layout import COMMAND_RESULT, EVENTS, JOURNAL, META, OUTBOX, RULE_WRITABLE_FAMILIES
+from ledger_engine.projections.maintenance import IndexMaintainer
+
+MAX_STATE_WRITES = 10_000
+MAX_DELTA_BYTES = 16 * 1024 * 1024
+HEAD_KEY = b"head"
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutcome:
+    """What the caller learns: the stored result of a command, first time or again."""
+
+    command_id: str
+    sequence: int
+    outcome: str
+    result: dict[str, Any]
+    entry_hash: str
+    duplicate: bool = False
+
+    @property
+    def code(self) -> str:
+        return self.result["code"]
+
+    @property
+    def accepted(self) -> bool:
+        return self.outcome == "accepted"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "command_id": self.command_id,
+            "sequence": self.sequence,
+            "outcome": self.outcome,
+            "code": self.code,
+            "result": self.result,
+            "entry_hash": self.entry_hash,
+            "duplicate": self.duplicate,
+        }
+
+
+def stored_outcome(pending: PendingBatch, command_id: str, duplicate: bool) -> tuple[dict[str, Any], CommandOutcome] | None:
+    raw = pending.get_raw(COMMAND_RESULT, command_id.encode())
+    if raw is None:
+        return None
+    stored = orjson.loads(raw)
+    entry = orjson.loads(pending.get_raw(JOURNAL, seq20(stored["sequence"]).encode()))
+    outcome = CommandOutcome(command_id, stored["sequence"], stored["outcome"], stored["result"],
+                             entry["entry_hash"], duplicate)
+    return stored, outcome
+
+
+def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes: IndexMaintainer) -> tuple[CommandOutcome, Head]:
+    """Apply ``command`` after ``head``; an exact duplicate returns its stored outcome."""
+    previous = stored_outcome(pending, command.command_id, duplicate=True)
+    if previous is not None:
+        stored, outcome = previous
+        if stored["envelope_hash"] != command.envelope_hash:
+            raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
+                              f"command {command.command_id} was already used for another envelope")
+        return outcome, head
+
+    sequence = head.sequence + 1
+    try:
+        rows, data = _accepted_rows(command, pending, sequence)
+        outcome, result = "accepted", {"code": "OK", "data": data}
+    except (Rejected, LedgerError) as rejection:  # a LedgerError from a shared check is a rejection too
+        rows, outcome = [], "rejected"
+        result = {"code": str(rejection.code), "detail": rejection.detail}
+
+    rows, digest = _with_result(command, sequence, outcome, result, rows)
+    entry = journal_entry(sequence=sequence, previous=head.entry_hash, envelope=command.document,
+                          outcome=outcome, result=result, delta=digest)
+    _stage(pending, rows, indexes, sequence, entry)
+    return CommandOutcome(command.command_id, sequence, outcome, result, entry["entry_hash"]), Head(sequence, entry["entry_hash"])
+
+
+def _accepted_rows(command: AdmittedCommand, pending: PendingBatch, sequence: int) -> tuple[list[DeltaRow], dict]:
+    """The rule's changes as delta rows, and the rule's result data."""
+    changes = Changes(base=pending)
+    ctx = RuleContext(command.envelope, sequence, changes)
+    _check_expected_revisions(changes, command)
+    require_role(ctx, command.spec.roles)
+    data = command.spec.rule(ctx, command.payload)
+    require(len(changes.writes) + len(changes.effects) <= MAX_STATE_WRITES,
+            ErrorCode.COMMAND_TOO_LARGE, f"more than {MAX_STATE_WRITES} state writes")
+
+    rows: list[DeltaRow] = []
+    for (family, key), value in changes.writes.items():
+        assert family in RULE_WRITABLE_FAMILIES, family
+        previous = pending.get(family, key)
+        revision = (previous.revision if previous else 0) + 1
+        rows.append((family, key, None if value is None else encode_record(revision, value)))
+    for index, event in enumerate(changes.events):
+        if event["type"] == POSTED:
+            assert_balanced(event)
+        rows.append((EVENTS, f"{seq20(sequence)}/{seq20(index)}", encode_value(event)))
+    for effect in changes.effects:
+        require(changes.get(OUTBOX, effect.effect_id) is None, ErrorCode.ALREADY_EXISTS,
+                f"effect {effect.effect_id} already exists")
+        rows.append((OUTBOX, effect.effect_id, encode_record(1, {
+            "effect_id": effect.effect_id,
+            "kind": effect.kind,
+            "payload": effect.payload,
+            "status": "pending",
+            "command_id": command.command_id,
+            "created_sequence": sequence,
+            "claim": None,
+            "attempts": 0,
+            "result": None,
+        })))
+    return rows, data
+
+
+def _check_expected_revisions(changes: Changes, command: AdmittedCommand) -> None:
+    for expected in command.envelope.expected_revisions:
+        record = changes.get(expected.cf, expected.key)
+        actual = record.revision if record else None
+        require(actual == expected.revision, ErrorCode.STALE_REVISION,
+                f"{expected.cf}/{expected.key}: expected revision {expected.revision}, found {actual}")
+
+
+def _with_result(command: AdmittedCommand, sequence: int, outcome: str, result: dict[str, Any],
+                 rows: list[DeltaRow]) -> tuple[list[DeltaRow], str]:
+    """Add the command result row, sort, hash; an oversized delta becomes a rejection."""
+    stored = encode_value({"envelope_hash": command.envelope_hash, "sequence": sequence,
+                           "outcome": outcome, "result": result})
+    rows = sorted([*rows, (COMMAND_RESULT, command.command_id, stored)])
+    digest, size = delta_hash(rows)
+    if size <= MAX_DELTA_BYTES:
+        return rows, digest
+    result.clear()
+    result.update(code=str(ErrorCode.COMMAND_TOO_LARGE), detail="canonical delta exceeds 16 MiB")
+    return _with_result(command, sequence, "rejected", result, [])
+
+
+def _stage(pending: PendingBatch, rows: list[DeltaRow], indexes: IndexMaintainer, sequence: int,
+           entry: dict[str, Any]) -> None:
+    for index_key, value in indexes.ops_for(rows, pending.get_raw):
+        pending.put("indexes", index_key, value)
+    for family, key, value in rows:
+        pending.put(family, key.encode(), value)
+    pending.put(JOURNAL, seq20(sequence).encode(), journal_bytes(entry))
+    pending.put(META, HEAD_KEY, encode_value(Head(sequence, entry["entry_hash"]).as_json()))

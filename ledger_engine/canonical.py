@@ -1,0 +1,84 @@
+"""Canonical JSON (RFC 8785, JCS) and the domain-separated hashes built on it.
+
+Stored values only contain strings, integers within the IEEE-754 safe range,
+booleans, null, lists and objects. For those shapes with ASCII object keys,
+orjson with sorted keys produces exactly the RFC 8785 bytes; a property test
+pins that equality against the reference ``rfc8785`` package. Anything else
+(non-ASCII keys, where UTF-16 and UTF-8 key orders can differ) falls back to
+the reference encoder, and floats are refused outright: money is integers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+import rfc8785
+
+from ledger_engine.errors import ErrorCode, LedgerError
+
+MAX_SAFE_INTEGER = 2**53 - 1
+
+COMMAND_DOMAIN = "porto:london:command:v1\n"
+DELTA_DOMAIN = "porto:london:delta:v1\n"
+JOURNAL_DOMAIN = "porto:london:journal:v1\n"
+STATE_DOMAIN = "porto:london:state:v1\n"
+GENESIS_DOMAIN = "porto:london:genesis:v1\n"
+
+_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+
+
+def _has_only_ascii_keys(value: Any) -> bool:
+    """Walk the value, refusing floats and unsupported types on the way."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return True
+        raise LedgerError(ErrorCode.INVALID_NUMBER, "integer outside the safe JSON range")
+    if kind is dict:
+        ascii_keys = True
+        for key, item in value.items():
+            if type(key) is not str:
+                raise LedgerError(ErrorCode.INVALID_NUMBER, "object keys must be strings")
+            ascii_keys = _has_only_ascii_keys(item) and ascii_keys and key.isascii()
+        return ascii_keys
+    if kind is list or kind is tuple:
+        ascii_keys = True
+        for item in value:
+            ascii_keys = _has_only_ascii_keys(item) and ascii_keys
+        return ascii_keys
+    if kind is float:
+        raise LedgerError(ErrorCode.INVALID_NUMBER, "floating-point numbers are not accepted")
+    raise LedgerError(ErrorCode.INVALID_NUMBER, f"unsupported value type {kind.__name__}")
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """The RFC 8785 encoding of ``value``."""
+    if _has_only_ascii_keys(value):
+        return orjson.dumps(value, option=_ORJSON_OPTIONS)
+    return rfc8785.dumps(value)
+
+
+def parse_json(raw: bytes | str) -> Any:
+    """Parse JSON text; malformed input raises ``MALFORMED_ENVELOPE``."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, f"not valid JSON: {error}") from None
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def domain_hash(domain: str, value: Any) -> str:
+    """SHA-256 of the UTF-8 domain prefix followed by the JCS of ``value``, as hex."""
+    digest = hashlib.sha256(domain.encode())
+    digest.update(canonical_bytes(value))
+    return digest.hexdigest()
+
+
+ZERO_HASH = "0" * 64

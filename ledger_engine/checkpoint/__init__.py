@@ -1,0 +1,1 @@
+"""Portable checkpoints: digest, export, verification, replay, backup and restore."""

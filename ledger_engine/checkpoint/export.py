@@ -1,0 +1,104 @@
+"""Portable export: sorted logical rows, journal and events as separately hashed files.
+
+The export is taken from a store nobody is writing: a read-only checkpoint of
+a live owner (``LedgerOwner.with_checkpoint``) or a stopped ledger. It never
+relies on rocksdict snapshot iteration (docs/adr/0002).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from ledger_engine.application.journal import row_bytes
+from ledger_engine.application.owner import read_genesis, read_head
+from ledger_engine.canonical import STATE_DOMAIN, canonical_bytes
+from ledger_engine.checkpoint.digest import logical_rows
+from ledger_engine.domain.ruleset import RULESET_VERSION
+from ledger_engine.envelope import ENVELOPE_SCHEMA_VERSION
+from ledger_engine.genesis import genesis_hash
+from ledger_engine.layout import EVENTS, JOURNAL
+from ledger_engine.storage.rocks import RocksStore
+
+EXPORT_FORMAT = "porto-london-export/1"
+ROWS_FILE = "state_rows.jsonl"
+JOURNAL_FILE = "journal.jsonl"
+EVENTS_FILE = "events.jsonl"
+GENESIS_FILE = "genesis.json"
+METADATA_FILE = "metadata.json"
+
+
+class HashedWriter:
+    """Writes lines to a file while hashing its bytes."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = open(path, "wb")
+        self.sha256 = hashlib.sha256()
+        self.bytes = 0
+        self.lines = 0
+
+    def write_line(self, line: bytes) -> None:
+        data = line + b"\n"
+        self._file.write(data)
+        self.sha256.update(data)
+        self.bytes += len(data)
+        self.lines += 1
+
+    def close(self) -> dict[str, Any]:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        return {"sha256": self.sha256.hexdigest(), "bytes": self.bytes, "lines": self.lines}
+
+
+def _write_file(path: Path, lines: Iterable[bytes]) -> dict[str, Any]:
+    writer = HashedWriter(path)
+    for line in lines:
+        writer.write_line(line)
+    return writer.close()
+
+
+def export_store(store: RocksStore, destination: str | os.PathLike) -> dict[str, Any]:
+    """Export ``store`` into ``destination`` (created, must be empty); returns the metadata."""
+    out = Path(destination)
+    out.mkdir(parents=True, exist_ok=True)
+    if any(out.iterdir()):
+        raise FileExistsError(f"export destination {out} is not empty")
+    head = read_head(store)
+    genesis = read_genesis(store)
+
+    state_digest = hashlib.sha256(STATE_DOMAIN.encode() + b"[")
+    first = True
+
+    def rows() -> Iterable[bytes]:
+        nonlocal first
+        for family, key, value in logical_rows(store):
+            line = row_bytes(family, key, value)
+            state_digest.update(line if first else b"," + line)
+            first = False
+            yield line
+
+    files = {
+        ROWS_FILE: _write_file(out / ROWS_FILE, rows()),
+        JOURNAL_FILE: _write_file(out / JOURNAL_FILE, (value for _, value in store.scan(JOURNAL))),
+        EVENTS_FILE: _write_file(out / EVENTS_FILE, (
+            canonical_bytes({"key": key.decode()})[:-1] + b',"value":' + value + b"}"
+            for key, value in store.scan(EVENTS))),
+        GENESIS_FILE: _write_file(out / GENESIS_FILE, [canonical_bytes(genesis)]),
+    }
+    state_digest.update(b"]")
+    metadata = {
+        "format": EXPORT_FORMAT,
+        "schema_version": ENVELOPE_SCHEMA_VERSION,
+        "ruleset_version": RULESET_VERSION,
+        "sequence": head.sequence,
+        "last_entry_hash": head.entry_hash,
+        "logical_state_hash": state_digest.hexdigest(),
+        "genesis_hash": genesis_hash(genesis),
+        "private_aux_excluded": True,
+        "files": files,
+    }
+    (out / METADATA_FILE).write_bytes(canonical_bytes(metadata) + b"\n")
+    return metadata

@@ -1,0 +1,183 @@
+"""``porto-ledger``: drive the engine without Django. Verbs and JSON output are a public interface.
+
+Exit status: 0 success, 1 a verification failed, 2 bad input, 3 the ledger is owned or halted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+import orjson
+
+from ledger_engine.application.owner import LedgerOwner, initialise, read_head
+from ledger_engine.canonical import parse_json
+from ledger_engine.checkpoint.backup import backup, restore
+from ledger_engine.checkpoint.digest import logical_state_hash
+from ledger_engine.checkpoint.export import export_store
+from ledger_engine.checkpoint.replay import replay_export
+from ledger_engine.checkpoint.verify import VerificationError, verify_export
+from ledger_engine.demo import demo_envelopes
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.genesis import default_genesis, genesis_hash
+from ledger_engine.projections.rebuild import rebuild_indexes
+from ledger_engine.storage.rocks import RocksStore
+
+SUBMIT_WINDOW = 256
+
+
+def emit(value: Any, stream: TextIO = sys.stdout) -> None:
+    stream.write(orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode() + "\n")
+    stream.flush()
+
+
+def _require_data(args: argparse.Namespace) -> Path:
+    if args.data is None:
+        raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, f"{args.verb} needs --data DIR")
+    return Path(args.data)
+
+
+def cmd_init(args: argparse.Namespace) -> None:
+    genesis = parse_json(Path(args.genesis).read_bytes()) if args.genesis else default_genesis()
+    with RocksStore(_require_data(args)) as store:
+        head = initialise(store, genesis)
+    emit({**head.as_json(), "genesis_hash": genesis_hash(genesis)})
+
+
+def cmd_submit(args: argparse.Namespace) -> None:
+    """One envelope a line in, one outcome a line out, in order; up to a window share fsyncs."""
+    source = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")
+    with LedgerOwner.open(_require_data(args)) as owner:
+        in_flight: deque = deque()
+        for line in source:
+            if line.strip():
+                in_flight.append(_submit_line(owner, line))
+            while len(in_flight) >= SUBMIT_WINDOW or (in_flight and in_flight[0].done()):
+                emit(_answer(in_flight.popleft()))
+        while in_flight:
+            emit(_answer(in_flight.popleft()))
+
+
+class _Refused:
+    """A line refused before admission; it has an answer already."""
+
+    def __init__(self, answer: dict[str, Any]) -> None:
+        self.answer = answer
+
+    def done(self) -> bool:
+        return True
+
+
+def _submit_line(owner: LedgerOwner, line: bytes):
+    try:
+        document = parse_json(line)
+        return owner.submit_async(document)
+    except LedgerError as error:
+        command_id = document.get("command_id") if isinstance(locals().get("document"), dict) else None
+        return _Refused({"command_id": command_id, "outcome": "refused", **error.as_dict()})
+
+
+def _answer(pending) -> dict[str, Any]:
+    if isinstance(pending, _Refused):
+        return pending.answer
+    try:
+        return pending.result().as_json()
+    except LedgerError as error:
+        if error.code == ErrorCode.LEDGER_HALTED:
+            raise
+        return {"outcome": "refused", **error.as_dict()}
+
+
+def cmd_head(args: argparse.Namespace) -> None:
+    with RocksStore(_require_data(args)) as store:
+        emit({**read_head(store).as_json(), "logical_state_hash": logical_state_hash(store)})
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    with RocksStore(_require_data(args)) as store:
+        emit(export_store(store, args.outdir))
+
+
+def cmd_verify_export(args: argparse.Namespace) -> None:
+    metadata = verify_export(args.outdir)
+    emit({"ok": True, "sequence": metadata["sequence"], "last_entry_hash": metadata["last_entry_hash"],
+          "logical_state_hash": metadata["logical_state_hash"]})
+
+
+def cmd_replay(args: argparse.Namespace) -> None:
+    emit({"ok": True, **replay_export(args.outdir, _require_data(args))})
+
+
+def cmd_backup(args: argparse.Namespace) -> None:
+    data = _require_data(args)
+    with RocksStore(data) as store:
+        manifest = backup(store.checkpoint, data, args.dest)
+    emit({"ok": True, **{k: manifest[k] for k in ("sequence", "entry_hash", "logical_state_hash")}})
+
+
+def cmd_restore(args: argparse.Namespace) -> None:
+    emit({"ok": True, **restore(args.src, _require_data(args))})
+
+
+def cmd_rebuild_indexes(args: argparse.Namespace) -> None:
+    with RocksStore(_require_data(args)) as store:
+        emit(rebuild_indexes(store))
+
+
+def cmd_demo_envelopes(args: argparse.Namespace) -> None:
+    for envelope in demo_envelopes(args.seed, listeners=args.listeners, days=args.days):
+        sys.stdout.write(orjson.dumps(envelope, option=orjson.OPT_SORT_KEYS).decode() + "\n")
+    sys.stdout.flush()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="porto-ledger", description=__doc__)
+    parser.add_argument("--data", help="ledger data directory")
+    verbs = parser.add_subparsers(dest="verb", required=True)
+
+    def verb(name: str, handler: Callable, help_text: str) -> argparse.ArgumentParser:
+        sub = verbs.add_parser(name, help=help_text)
+        sub.add_argument("--data", default=argparse.SUPPRESS, help="ledger data directory")
+        sub.set_defaults(handler=handler)
+        return sub
+
+    verb("init", cmd_init, "initialise an empty ledger from genesis").add_argument("--genesis")
+    verb("submit", cmd_submit, "submit envelopes, one JSON object a line").add_argument("file")
+    verb("head", cmd_head, "print sequence, entry hash and logical state hash")
+    verb("export", cmd_export, "write a portable checkpoint").add_argument("outdir")
+    verb("verify-export", cmd_verify_export, "verify a portable checkpoint").add_argument("outdir")
+    verb("replay", cmd_replay, "rebuild a ledger from an export, verifying every hash").add_argument("outdir")
+    verb("backup", cmd_backup, "verified backup outside the data directory").add_argument("dest")
+    verb("restore", cmd_restore, "restore a verified backup; dispatch stays disabled").add_argument("src")
+    verb("rebuild-indexes", cmd_rebuild_indexes, "rebuild the indexes from logical state")
+    demo = verb("demo-envelopes", cmd_demo_envelopes, "print the deterministic demo scenario")
+    demo.add_argument("--seed", type=int, required=True)
+    demo.add_argument("--listeners", type=int, default=20)
+    demo.add_argument("--days", type=int, default=3)
+    return parser
+
+
+EXIT_CODES = {ErrorCode.VERIFICATION_FAILED: 1, ErrorCode.LEDGER_ALREADY_OWNED: 3, ErrorCode.LEDGER_HALTED: 3}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.handler(args)
+    except VerificationError as error:
+        emit({"ok": False, "code": str(error.code), "item": error.item, "reason": error.reason})
+        return 1
+    except LedgerError as error:
+        emit({"ok": False, **error.as_dict()})
+        return EXIT_CODES.get(error.code, 2)
+    except (OSError, FileExistsError) as error:
+        emit({"ok": False, "code": "IO_ERROR", "detail": str(error)})
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

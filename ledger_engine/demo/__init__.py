@@ -1,0 +1,25 @@
+"""The deterministic, fixture-labelled demo scenario behind ``porto-ledger demo-envelopes``.
+
+Every ID starts with ``demo-`` or comes from the seeded generator, every digest
+is derived from the word ``fixture``, and the console labels the data DEMO DATA.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger_engine.demo.builder import DemoBuilder
+from ledger_engine.demo.foundation import build_foundation
+from ledger_engine.genesis import default_genesis
+
+DEMO_LABEL = "DEMO DATA - fixture scenario, no real money"
+
+
+def demo_genesis() -> dict[str, Any]:
+    return default_genesis(label=DEMO_LABEL)
+
+
+def demo_envelopes(seed: int, *, listeners: int = 20, days: int = 3) -> list[dict[str, Any]]:
+    builder = DemoBuilder(seed)
+    build_foundation(builder, listeners=listeners, days=days)
+    return builder.envelopes

@@ -1,0 +1,111 @@
+"""Demo stage 1: staff and workers, artists and listeners, the catalogue, funding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ledger_engine.demo.builder import DemoBuilder, fixture_address, fixture_digest
+
+GENESIS_ADMIN = "genesis-admin"
+ADMIN = "demo-admin"
+STAFF = {
+    ADMIN: ["admin"],
+    "demo-finance-1": ["finance"],
+    "demo-finance-2": ["finance"],
+    "demo-ops-1": ["ops"],
+    "demo-auditor-1": ["auditor"],
+}
+WORKERS = {
+    "demo-ingest": ["ingest"],
+    "demo-coordinator": ["coordinator"],
+    "demo-signer": ["signer"],
+    "demo-observer": ["observer"],
+    "demo-dispatcher": ["dispatcher"],
+    "demo-committer": ["committer"],
+    "demo-maintenance": ["maintenance"],
+}
+INGEST = "demo-ingest"
+WORKS = 20
+ARTISTS = 8
+USDC_PER_LISTENER_DAY = 80_000  # 0.08 USDC, in micro-units
+
+
+@dataclass
+class Cast:
+    """Who and what the later stages refer to."""
+
+    artists: list[str] = field(default_factory=list)
+    listeners: list[str] = field(default_factory=list)
+    works: list[dict] = field(default_factory=list)
+    lots: list[str] = field(default_factory=list)
+
+
+def build_foundation(builder: DemoBuilder, *, listeners: int, days: int) -> Cast:
+    cast = Cast()
+    _provision(builder, ADMIN, "staff", STAFF[ADMIN], actor=GENESIS_ADMIN)
+    for name, roles in {**STAFF, **WORKERS}.items():
+        if name != ADMIN:
+            _provision(builder, name, "staff" if name in STAFF else "worker", roles, actor=ADMIN)
+    for number in range(ARTISTS):
+        name = f"demo-artist-{number:02d}"
+        _provision(builder, name, "artist", [], actor=ADMIN, payout_address=fixture_address(name))
+        cast.artists.append(name)
+    for number in range(listeners):
+        name = f"demo-listener-{number:05d}"
+        _provision(builder, name, "listener", [], actor=ADMIN)
+        cast.listeners.append(name)
+    _catalogue(builder, cast)
+    _funding(builder, cast, listeners=listeners, days=days)
+    return cast
+
+
+def _provision(builder: DemoBuilder, account_id: str, kind: str, roles: list[str], *, actor: str,
+               payout_address: str | None = None) -> None:
+    payload = {"account_id": account_id, "kind": kind, "identity_digest": fixture_digest("identity", account_id),
+               "roles": sorted(roles)}
+    if payout_address:
+        payload["payout_address"] = payout_address
+    builder.add("RegisterAccount", payload, actor=actor)
+
+
+def _catalogue(builder: DemoBuilder, cast: Cast) -> None:
+    works = []
+    for number in range(WORKS):
+        work_id = f"demo-work-{number:03d}"
+        duration = 120_000 + builder.rng.randrange(0, 180_000, 1_000)
+        chunk_ms = 10_000
+        chunks = [{"index": i, "start_ms": start, "end_ms": min(start + chunk_ms, duration),
+                   "size_bytes": 160_000, "sha256": fixture_digest(work_id, "chunk", i)}
+                  for i, start in enumerate(range(0, duration, chunk_ms))]
+        works.append({"work_id": work_id, "metadata_hash": fixture_digest(work_id, "metadata"),
+                      "licence_ref": f"demo-licence-{number:03d}",
+                      "renditions": [{"rendition_id": f"{work_id}-aac", "codec": "aac-256",
+                                      "duration_ms": duration, "manifest_hash": fixture_digest(work_id, "manifest"),
+                                      "chunks": chunks}]})
+    builder.add("ImportCatalogue", {"import_id": "demo-catalogue-1", "works": works}, actor=INGEST)
+    for number, work in enumerate(works):
+        recipients = sorted(builder.rng.sample(cast.artists, k=1 + number % 3))
+        splits = _even_splits(len(recipients))
+        builder.add("ActivateWork", {"work_id": work["work_id"], "rights": {
+            "version": 1, "effective_at_ms": builder.clock_ms, "licence_ref": work["licence_ref"],
+            "recipients": [{"recipient_id": r, "split_bps": s} for r, s in zip(recipients, splits)]}},
+            actor=INGEST)
+        cast.works.append({"work_id": work["work_id"], "rendition_id": f"{work['work_id']}-aac",
+                           "duration_ms": work["renditions"][0]["duration_ms"]})
+
+
+def _even_splits(count: int) -> list[int]:
+    base, rest = divmod(10_000, count)
+    return [base + (1 if i < rest else 0) for i in range(count)]
+
+
+def _funding(builder: DemoBuilder, cast: Cast, *, listeners: int, days: int) -> None:
+    for day in range(days):
+        lot_id = f"demo-lot-{day:03d}"
+        evidence = fixture_digest(lot_id, "deposit")
+        builder.add("ImportFunding", {
+            "lot_id": lot_id, "asset": "USDC", "amount": str(max(1, listeners) * USDC_PER_LISTENER_DAY),
+            "deposit": {"chain": "simulated", "transaction_hash": fixture_digest(lot_id, "tx"),
+                        "event_index": 0, "evidence_digest": evidence},
+        }, actor=INGEST, evidence=[evidence])
+        cast.lots.append(lot_id)

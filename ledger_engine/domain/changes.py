@@ -1,0 +1,85 @@
+"""What a rule returns: the records it sets, the events it records, the effects it intends.
+
+A rule builds ``Changes`` while it reads; a ``Rejected`` raised at any point
+discards them all. Rules never choose revisions or sequences: the executor does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from ledger_engine.domain.view import Record, StateView
+from ledger_engine.errors import ErrorCode
+from ledger_engine.layout import OUTBOX, STATE, UNIQUE
+
+
+class Rejected(Exception):
+    """A business rejection: journalled with its stable code, changing nothing else."""
+
+    def __init__(self, code: ErrorCode, detail: str = "") -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+
+
+def require(condition: object, code: ErrorCode, detail: str) -> None:
+    if not condition:
+        raise Rejected(code, detail)
+
+
+@dataclass(frozen=True, slots=True)
+class EffectIntent:
+    """A durable request for an external effect, carried out after commit by a worker."""
+
+    effect_id: str
+    kind: str
+    payload: dict[str, Any]
+
+
+@dataclass
+class Changes:
+    """Pending writes of one command, readable back through ``view`` as it goes."""
+
+    base: StateView
+    writes: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    effects: list[EffectIntent] = field(default_factory=list)
+
+    # Reading: a rule sees its own earlier writes.
+    def get(self, family: str, key: str) -> Record | None:
+        if (family, key) in self.writes:
+            data = self.writes[(family, key)]
+            if data is None:
+                return None
+            previous = self.base.get(family, key)
+            return Record((previous.revision if previous else 0) + 1, data)
+        return self.base.get(family, key)
+
+    def scan(self, family: str, prefix: str) -> Iterator[tuple[str, Record]]:
+        pending = {k: v for (f, k), v in self.writes.items() if f == family and k.startswith(prefix)}
+        merged: dict[str, Record | None] = dict(self.base.scan(family, prefix))
+        for key in pending:
+            merged[key] = self.get(family, key)
+        for key in sorted(merged):
+            record = merged[key]
+            if record is not None:
+                yield key, record
+
+    # Writing.
+    def put_state(self, key: str, data: dict[str, Any]) -> None:
+        self.writes[(STATE, key)] = data
+
+    def claim_unique(self, key: str, owner: dict[str, Any], code: ErrorCode, detail: str) -> None:
+        """Take a uniqueness sentinel, rejecting with ``code`` if it is taken."""
+        require(self.get(UNIQUE, key) is None, code, detail)
+        self.writes[(UNIQUE, key)] = owner
+
+    def put_outbox(self, key: str, data: dict[str, Any]) -> None:
+        self.writes[(OUTBOX, key)] = data
+
+    def event(self, event_type: str, **fields: Any) -> None:
+        self.events.append({"type": event_type, **fields})
+
+    def effect(self, effect_id: str, kind: str, payload: dict[str, Any]) -> None:
+        self.effects.append(EffectIntent(effect_id, kind, payload))

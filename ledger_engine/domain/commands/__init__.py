@@ -1,0 +1,3 @@
+"""Every command module; importing this package registers them all."""
+
+from ledger_engine.domain.commands import accounts, catalogue, funding  # noqa: F401

@@ -1,0 +1,144 @@
+"""ImportCatalogue and ActivateWork: works, renditions and append-only rights versions."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from ledger_engine.domain.changes import require
+from ledger_engine.domain.commands.accounts import recipient_key
+from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.types import BasisPoints, Count, Digest, Identifier, TimestampMs
+from ledger_engine.errors import ErrorCode
+from ledger_engine.keys import key, seq20
+from ledger_engine.layout import STATE
+
+TOTAL_BPS = 10_000
+
+
+class Chunk(Payload):
+    index: Count
+    start_ms: TimestampMs
+    end_ms: TimestampMs
+    size_bytes: Count
+    sha256: Digest
+
+
+class Rendition(Payload):
+    rendition_id: Identifier
+    codec: Identifier
+    duration_ms: TimestampMs = Field(gt=0)
+    manifest_hash: Digest
+    chunks: list[Chunk] = Field(min_length=1, max_length=20_000)
+
+    @model_validator(mode="after")
+    def _complete_ordered_coverage(self) -> "Rendition":
+        expected_start = 0
+        for position, chunk in enumerate(self.chunks):
+            if chunk.index != position or chunk.start_ms != expected_start or chunk.end_ms <= chunk.start_ms:
+                raise ValueError(f"chunk {position} breaks the ordered coverage of the rendition")
+            expected_start = chunk.end_ms
+        if expected_start != self.duration_ms:
+            raise ValueError("chunks must cover the rendition's whole duration")
+        return self
+
+
+class WorkImport(Payload):
+    work_id: Identifier
+    metadata_hash: Digest
+    licence_ref: Identifier
+    renditions: list[Rendition] = Field(min_length=1, max_length=16)
+
+
+class ImportCataloguePayload(Payload):
+    import_id: Identifier
+    works: list[WorkImport] = Field(min_length=1, max_length=1000)
+
+
+def work_key(work_id: str) -> str:
+    return key("work", work_id)
+
+
+def rendition_key(rendition_id: str) -> str:
+    return key("rendition", rendition_id)
+
+
+def rights_key(work_id: str, version: int) -> str:
+    return key("rights", work_id, seq20(version))
+
+
+@command("ImportCatalogue", payload=ImportCataloguePayload, roles={"ingest", "admin"})
+def import_catalogue(ctx: RuleContext, p: ImportCataloguePayload) -> dict:
+    changes = ctx.changes
+    changes.claim_unique(key("catalogue_import", p.import_id), {"sequence": ctx.sequence},
+                         ErrorCode.ALREADY_EXISTS, f"catalogue import {p.import_id} was already applied")
+    for work in p.works:
+        require(changes.get(STATE, work_key(work.work_id)) is None,
+                ErrorCode.ALREADY_EXISTS, f"work {work.work_id} already exists")
+        for rendition in work.renditions:
+            require(changes.get(STATE, rendition_key(rendition.rendition_id)) is None,
+                    ErrorCode.ALREADY_EXISTS, f"rendition {rendition.rendition_id} already exists")
+            changes.put_state(rendition_key(rendition.rendition_id), {
+                "work_id": work.work_id,
+                **rendition.model_dump(mode="json"),
+            })
+        changes.put_state(work_key(work.work_id), {
+            "work_id": work.work_id,
+            "status": "imported",
+            "metadata_hash": work.metadata_hash,
+            "licence_ref": work.licence_ref,
+            "rendition_ids": [r.rendition_id for r in work.renditions],
+            "rights_version": 0,
+            "import_id": p.import_id,
+        })
+    work_ids = [work.work_id for work in p.works]
+    changes.event("CatalogueImported", import_id=p.import_id, work_ids=work_ids)
+    return {"import_id": p.import_id, "work_ids": work_ids}
+
+
+class RightsRecipient(Payload):
+    recipient_id: Identifier
+    split_bps: BasisPoints = Field(gt=0)
+
+
+class RightsVersion(Payload):
+    version: Count = Field(ge=1)
+    effective_at_ms: TimestampMs
+    licence_ref: Identifier
+    recipients: list[RightsRecipient] = Field(min_length=1, max_length=64)
+
+
+class ActivateWorkPayload(Payload):
+    work_id: Identifier
+    rights: RightsVersion
+
+
+@command("ActivateWork", payload=ActivateWorkPayload, roles={"ingest", "admin"})
+def activate_work(ctx: RuleContext, p: ActivateWorkPayload) -> dict:
+    changes = ctx.changes
+    work = changes.get(STATE, work_key(p.work_id))
+    require(work is not None, ErrorCode.NOT_FOUND, f"work {p.work_id} does not exist")
+    _check_splits(p.rights)
+    for recipient in p.rights.recipients:
+        require(changes.get(STATE, recipient_key(recipient.recipient_id)) is not None,
+                ErrorCode.INVALID_REFERENCE, f"recipient {recipient.recipient_id} does not exist")
+    current_version = work.data["rights_version"]
+    require(p.rights.version == current_version + 1, ErrorCode.INVALID_STATE,
+            f"rights versions are append-only: next is {current_version + 1}")
+    require(work.data["status"] != "active" or p.rights.version > current_version,
+            ErrorCode.INVALID_STATE, "work is already active under this rights version")
+    changes.put_state(rights_key(p.work_id, p.rights.version),
+                      {"work_id": p.work_id, **p.rights.model_dump(mode="json")})
+    changes.put_state(work_key(p.work_id), {
+        **work.data,
+        "status": "active",
+        "rights_version": p.rights.version,
+    })
+    changes.event("WorkActivated", work_id=p.work_id, rights_version=p.rights.version)
+    return {"work_id": p.work_id, "rights_version": p.rights.version}
+
+
+def _check_splits(rights: RightsVersion) -> None:
+    ids = [r.recipient_id for r in rights.recipients]
+    require(ids == sorted(set(ids)), ErrorCode.INVALID_SPLITS, "recipients must be sorted and distinct")
+    total = sum(r.split_bps for r in rights.recipients)
+    require(total == TOTAL_BPS, ErrorCode.INVALID_SPLITS, f"splits sum to {total}, not {TOTAL_BPS}")

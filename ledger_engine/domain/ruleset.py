@@ -1,0 +1,44 @@
+"""Supported rulesets and the genesis parameters they pin.
+
+A ruleset version names a fixed set of rules and parameters. An envelope that
+names any other version is refused before admission: unknown rules fail closed.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from ledger_engine.errors import ErrorCode, LedgerError
+
+RULESET_VERSION = "london-1"
+SUPPORTED_RULESETS = frozenset({RULESET_VERSION})
+
+# Roles a console user or worker can hold; the ledger checks them itself.
+Role = Literal[
+    "admin",  # provisions accounts and roles
+    "finance",  # prepares, approves and cancels payout runs; approves recipient updates
+    "ops",  # reviews holds, changes node status
+    "auditor",  # reads and exports
+    "ingest",  # trusted adapters: billing, catalogue, funding, node and receipt evidence
+    "coordinator",  # sessions and grants
+    "signer",  # records signed payment attempts
+    "observer",  # records chain observations
+    "dispatcher",  # claims and completes effects
+    "committer",  # anchors artifact batches
+    "maintenance",  # backups and checkpoints
+]
+ROLES = frozenset(get_args(Role))
+
+ASSETS = {"USDC": 6, "GBP": 2}
+
+# DESIGN.md section 6: the london-1 allocation policy, fixed in genesis.
+LONDON_1_POLICY = {
+    "operator_pool_bps": 1500,
+    "porto_retained_bps": 1000,
+    "split_rounding": "largest-remainder-canonical-id",
+}
+
+
+def require_supported(version: str) -> None:
+    if version not in SUPPORTED_RULESETS:
+        raise LedgerError(ErrorCode.UNSUPPORTED_RULESET, f"ruleset {version!r} is not supported")

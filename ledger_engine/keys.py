@@ -1,0 +1,34 @@
+"""Canonical keys: ASCII paths, 20-digit integers, at most 512 bytes."""
+
+from __future__ import annotations
+
+import re
+
+from ledger_engine.errors import ErrorCode, LedgerError
+
+MAX_KEY_BYTES = 512
+_COMPONENT = re.compile(r"[A-Za-z0-9._:@+=-]{1,200}")
+
+
+def seq20(number: int) -> str:
+    """A u64 as 20 zero-padded digits, so byte order equals numeric order."""
+    if type(number) is not int or not 0 <= number < 10**20:
+        raise LedgerError(ErrorCode.INVALID_KEY, f"not a u64 key integer: {number!r}")
+    return f"{number:020d}"
+
+
+def component(value: str) -> str:
+    if not _COMPONENT.fullmatch(value):
+        raise LedgerError(ErrorCode.INVALID_KEY, f"invalid key component: {value!r}")
+    return value
+
+
+def key(*components: str) -> str:
+    """Join validated components with ``/``."""
+    path = "/".join(component(part) for part in components)
+    if len(path) > MAX_KEY_BYTES:
+        raise LedgerError(ErrorCode.INVALID_KEY, "key longer than 512 bytes")
+    return path
+
+
+IDENTIFIER_PATTERN = _COMPONENT.pattern

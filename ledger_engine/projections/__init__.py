@@ -1,0 +1,29 @@
+"""Query projections kept in the ``indexes`` column family.
+
+A projection maps one logical record, or one event, to index entries. The
+executor maintains them in the same batch as the command; ``rebuild`` derives
+them again from the logical state and the events alone, so the two always
+agree byte for byte. Indexes are never authority for a money check.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Protocol
+
+IndexEntry = tuple[str, dict[str, Any]]
+IndexReader = Callable[[str], dict[str, Any] | None]
+
+
+class Projection(Protocol):
+    def record_entries(self, family: str, key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
+        """Entries for one current record; a pure function of its key and data."""
+
+    def event_entries(self, sequence: int, index: int, event: dict[str, Any], read: IndexReader) -> Iterable[IndexEntry]:
+        """Entries for one event, seen in sequence order; ``read`` sees earlier entries."""
+
+
+def all_projections() -> list[Projection]:
+    from ledger_engine.projections.catalogue import CatalogueProjection
+    from ledger_engine.projections.ledger import LedgerProjection
+
+    return [LedgerProjection(), CatalogueProjection()]

@@ -1,0 +1,18 @@
+"""Catalogue projections: works by status."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ledger_engine.keys import key
+from ledger_engine.layout import STATE
+from ledger_engine.projections import IndexEntry, IndexReader
+
+
+class CatalogueProjection:
+    def record_entries(self, family: str, record_key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
+        if family == STATE and record_key.startswith("work/"):
+            yield key("work_by_status", data["status"], data["work_id"]), {"rights_version": data["rights_version"]}
+
+    def event_entries(self, sequence: int, index: int, event: dict[str, Any], read: IndexReader) -> Iterable[IndexEntry]:
+        return ()

@@ -1,0 +1,1 @@
+"""The RocksDB adapter. This package is the only code that imports rocksdict."""

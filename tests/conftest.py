@@ -1,0 +1,57 @@
+"""Shared fixtures: a fresh ledger owner and an envelope factory."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import uuid
+from typing import Any
+
+import pytest
+
+from ledger_engine.application.envelopes import build_envelope
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.genesis import default_genesis
+
+GENESIS_ADMIN = "genesis-admin"
+
+
+class EnvelopeFactory:
+    """Builds valid envelopes with fresh command IDs and a nondecreasing admission clock."""
+
+    def __init__(self) -> None:
+        self._clock = itertools.count(1_790_812_800_000, 1_000)
+
+    def __call__(self, command_type: str, payload: dict[str, Any], *, actor: str = GENESIS_ADMIN,
+                 expected: list[dict[str, Any]] = (), evidence: list[str] = (),
+                 command_id: str | None = None, **overrides: Any) -> dict[str, Any]:
+        envelope = build_envelope(command_type, payload, command_id=command_id or str(uuid.uuid4()),
+                                  actor_id=actor, admitted_at_ms=next(self._clock),
+                                  expected_revisions=expected, evidence_hashes=evidence)
+        envelope.update(overrides)
+        return envelope
+
+    @staticmethod
+    def digest(*parts: object) -> str:
+        return hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()
+
+    def account(self, account_id: str, kind: str = "staff", roles: list[str] = (), **extra: Any) -> dict[str, Any]:
+        payload = {"account_id": account_id, "kind": kind, "identity_digest": self.digest("id", account_id),
+                   "roles": sorted(roles), **extra}
+        return self("RegisterAccount", payload)
+
+
+@pytest.fixture
+def envelopes() -> EnvelopeFactory:
+    return EnvelopeFactory()
+
+
+@pytest.fixture
+def ledger_dir(tmp_path):
+    return tmp_path / "ledger"
+
+
+@pytest.fixture
+def owner(ledger_dir):
+    with LedgerOwner.open(ledger_dir, genesis=default_genesis()) as ledger:
+        yield ledger
