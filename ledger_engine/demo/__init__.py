@@ -10,6 +10,8 @@ from typing import Any
 
 from ledger_engine.demo.builder import DemoBuilder
 from ledger_engine.demo.foundation import build_foundation
+from ledger_engine.demo.money import build_money
+from ledger_engine.demo.streaming import build_streaming
 from ledger_engine.genesis import default_genesis
 
 DEMO_LABEL = "DEMO DATA - fixture scenario, no real money"
@@ -21,5 +23,7 @@ def demo_genesis() -> dict[str, Any]:
 
 def demo_envelopes(seed: int, *, listeners: int = 20, days: int = 3) -> list[dict[str, Any]]:
     builder = DemoBuilder(seed)
-    build_foundation(builder, listeners=listeners, days=days)
+    cast = build_foundation(builder, listeners=listeners, days=days)
+    build_streaming(builder, cast, days=days)
+    build_money(builder, cast, days=days)
     return builder.envelopes

@@ -25,5 +25,7 @@ class Projection(Protocol):
 def all_projections() -> list[Projection]:
     from ledger_engine.projections.catalogue import CatalogueProjection
     from ledger_engine.projections.ledger import LedgerProjection
+    from ledger_engine.projections.money import MoneyProjection
+    from ledger_engine.projections.streaming import StreamingProjection
 
-    return [LedgerProjection(), CatalogueProjection()]
+    return [LedgerProjection(), CatalogueProjection(), StreamingProjection(), MoneyProjection()]

@@ -1,0 +1,1 @@
+"""Money commands: budgets, allocation, payout runs, payments, effects, batches, corrections."""

@@ -1,0 +1,1 @@
+"""Streaming evidence commands: billing, catalogue withdrawal, nodes, sessions, grants, receipts, holds, days."""
