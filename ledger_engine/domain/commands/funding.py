@@ -8,16 +8,13 @@ from pydantic import Field
 
 from ledger_engine.amounts import Amount, format_amount
 from ledger_engine.domain.changes import require
+from ledger_engine.domain.chart import FUNDING_AVAILABLE, TREASURY
 from ledger_engine.domain.postings import credit, debit, post
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
-
-TREASURY = "treasury"
-FUNDING_AVAILABLE = "funding_available"
-
 
 class DepositObservation(Payload):
     """A verified on-chain deposit, normalised by the adapter."""
