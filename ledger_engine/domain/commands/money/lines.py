@@ -1,0 +1,63 @@
+"""Allocation lines and budget terms: the records both sides of the money domain move.
+
+An allocation line is one payable amount owed to one recipient from one
+listener-day. Its life: payable -> reserved (payout run approved) -> paid
+(transfer confirmed); reserved -> payable when a run is cancelled; payable ->
+reversed by a correction. A budget tracks the terms of its conservation
+equation:
+
+    funded + additions == unallocated + outstanding + paid + refunds_reversals
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger_engine.amounts import format_amount, parse_amount
+from ledger_engine.domain.changes import Changes, require
+from ledger_engine.errors import ErrorCode
+from ledger_engine.keys import key
+from ledger_engine.layout import STATE
+
+LINE_STATUSES = ("payable", "reserved", "paid", "reversed")
+FUNDING_TERMS = ("funded", "additions")
+HOLDING_TERMS = ("unallocated", "outstanding", "paid", "refunds_reversals")
+
+
+def line_key(line_id: str) -> str:
+    return key("allocation_line", line_id)
+
+
+def budget_key(budget_id: str) -> str:
+    return key("budget", budget_id)
+
+
+def load_line(changes: Changes, line_id: str) -> dict[str, Any]:
+    record = changes.get(STATE, line_key(line_id))
+    require(record is not None, ErrorCode.NOT_FOUND, f"allocation line {line_id} does not exist")
+    return record.data
+
+
+def set_line_status(changes: Changes, line_id: str, expected: str, status: str, **references: Any) -> dict[str, Any]:
+    """Move a line from ``expected`` to ``status``, recording references such as run or payment IDs."""
+    assert status in LINE_STATUSES, status
+    line = load_line(changes, line_id)
+    require(line["status"] == expected, ErrorCode.INVALID_STATE,
+            f"allocation line {line_id} is {line['status']}, not {expected}")
+    updated = {**line, "status": status, **references}
+    changes.put_state(line_key(line_id), updated)
+    return updated
+
+
+def move_budget(changes: Changes, budget_id: str, source: str, target: str, amount: int) -> None:
+    """Move ``amount`` between two holding terms; the funding side and the equation stay as they were."""
+    assert source in HOLDING_TERMS and target in HOLDING_TERMS, (source, target)
+    record = changes.get(STATE, budget_key(budget_id))
+    require(record is not None, ErrorCode.NOT_FOUND, f"budget {budget_id} does not exist")
+    budget = dict(record.data)
+    available = parse_amount(budget[source])
+    require(available >= amount, ErrorCode.INVARIANT_VIOLATION,
+            f"budget {budget_id}: {source} {available} cannot give {amount}")
+    budget[source] = format_amount(available - amount)
+    budget[target] = format_amount(parse_amount(budget[target]) + amount)
+    changes.put_state(budget_key(budget_id), budget)
