@@ -29,30 +29,57 @@ GENESIS_DOMAIN = "porto:london:genesis:v1\n"
 _ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 
 
-def _has_only_ascii_keys(value: Any) -> bool:
-    """Walk the value, refusing floats and unsupported types on the way."""
-    kind = type(value)
-    if kind is str or kind is bool or value is None:
-        return True
-    if kind is int:
-        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            return True
+def _refuse(value: Any) -> None:
+    if type(value) is float:
+        raise LedgerError(ErrorCode.INVALID_NUMBER, "floating-point numbers are not accepted")
+    if type(value) is int:
         raise LedgerError(ErrorCode.INVALID_NUMBER, "integer outside the safe JSON range")
+    raise LedgerError(ErrorCode.INVALID_NUMBER, f"unsupported value type {type(value).__name__}")
+
+
+def _has_only_ascii_keys(value: Any) -> bool:
+    """Walk the value, refusing floats and unsupported types on the way.
+
+    Scalars are checked inline rather than by recursion: this walk runs on
+    every stored value, so it is on the command hot path.
+    """
+    kind = type(value)
     if kind is dict:
         ascii_keys = True
         for key, item in value.items():
             if type(key) is not str:
                 raise LedgerError(ErrorCode.INVALID_NUMBER, "object keys must be strings")
-            ascii_keys = _has_only_ascii_keys(item) and ascii_keys and key.isascii()
+            if not key.isascii():
+                ascii_keys = False
+            item_kind = type(item)
+            if item_kind is str or item_kind is bool or item is None:
+                continue
+            if item_kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                continue
+            if item_kind is dict or item_kind is list or item_kind is tuple:
+                ascii_keys = _has_only_ascii_keys(item) and ascii_keys
+                continue
+            _refuse(item)
         return ascii_keys
     if kind is list or kind is tuple:
         ascii_keys = True
         for item in value:
-            ascii_keys = _has_only_ascii_keys(item) and ascii_keys
+            item_kind = type(item)
+            if item_kind is str or item_kind is bool or item is None:
+                continue
+            if item_kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                continue
+            if item_kind is dict or item_kind is list or item_kind is tuple:
+                ascii_keys = _has_only_ascii_keys(item) and ascii_keys
+                continue
+            _refuse(item)
         return ascii_keys
-    if kind is float:
-        raise LedgerError(ErrorCode.INVALID_NUMBER, "floating-point numbers are not accepted")
-    raise LedgerError(ErrorCode.INVALID_NUMBER, f"unsupported value type {kind.__name__}")
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return True
+    _refuse(value)
+    return False
 
 
 def canonical_bytes(value: Any) -> bytes:
@@ -60,6 +87,11 @@ def canonical_bytes(value: Any) -> bytes:
     if _has_only_ascii_keys(value):
         return orjson.dumps(value, option=_ORJSON_OPTIONS)
     return rfc8785.dumps(value)
+
+
+def canonical_string(text: str) -> bytes:
+    """JCS of a string; orjson escapes strings exactly as RFC 8785 does."""
+    return orjson.dumps(text)
 
 
 def parse_json(raw: bytes | str) -> Any:

@@ -18,7 +18,7 @@ from ledger_engine.envelope import CommandEnvelope, envelope_hash, parse_envelop
 @dataclass(frozen=True, slots=True)
 class AdmittedCommand:
     envelope: CommandEnvelope
-    document: dict[str, Any]
+    canonical: bytes
     envelope_hash: str
     spec: CommandSpec
     payload: Payload
@@ -33,4 +33,4 @@ def admit(document: Any) -> AdmittedCommand:
     require_supported(envelope.ruleset_version)
     spec = spec_for(envelope.command_type)
     payload = spec.parse_payload(envelope.payload)
-    return AdmittedCommand(envelope, envelope.as_json(), envelope_hash(canonical), spec, payload)
+    return AdmittedCommand(envelope, canonical, envelope_hash(canonical), spec, payload)

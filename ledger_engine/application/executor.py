@@ -1,16 +1,21 @@
-"""The serial executor: one thread orders every mutation, with group commit.
+"""The serial executor: one thread at a time orders every mutation, with group commit.
 
-Commands execute one at a time in sequence order, each against the state the
-earlier ones left. Up to ``max_group`` consecutive commands share one
-synchronous WriteBatch; none is acknowledged before that write returns. A
-failed or uncertain write halts admission: the owner must reopen and resolve
-in-flight commands by their IDs (docs/adr/0003).
+Submissions join one queue. Whichever thread holds the leader lock drains it:
+commands execute one at a time in queue order, each against the state the
+earlier ones left, and up to ``max_group`` of them share one synchronous
+WriteBatch; none is acknowledged before that write returns. A synchronous
+caller with nobody ahead of it leads its own command, so a lone command pays
+no thread hand-off; asynchronous submissions are led by a background thread.
+This is the writer-queue shape of LevelDB's group commit.
+
+A failed or uncertain write halts admission: the owner must reopen and
+resolve in-flight commands by their IDs (docs/adr/0003).
 """
 
 from __future__ import annotations
 
-import queue
 import threading
+from collections import deque
 from concurrent.futures import Future
 from typing import Any, Callable
 
@@ -22,11 +27,9 @@ from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.projections.maintenance import IndexMaintainer
 from ledger_engine.storage.rocks import RocksStore
 
-_STOP = object()
-
 
 class _Task:
-    """Work that needs the executor alone, at a command boundary (exports, consistent reads)."""
+    """Work that needs the executor alone, at a command boundary (exports, checkpoints)."""
 
     def __init__(self, function: Callable[[RocksStore], Any]) -> None:
         self.function = function
@@ -40,55 +43,85 @@ class SerialExecutor:
         self.max_group = max_group
         self.halted: LedgerError | None = None
         self._indexes = IndexMaintainer()
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="ledger-executor", daemon=True)
+        self._queue: deque = deque()
+        self._queue_lock = threading.Lock()
+        self._leader = threading.Lock()
+        self._wakeup = threading.Event()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._lead_in_background, name="ledger-executor", daemon=True)
         self._thread.start()
 
+    # Entry points.
     def submit(self, command: AdmittedCommand) -> Future:
-        future: Future = Future()
-        self._check_running()
-        self._queue.put((command, future))
+        """Queue ``command``; the background leader executes it."""
+        future = self._enqueue((command, Future()))
+        self._wakeup.set()
         return future
 
+    def execute_now(self, command: AdmittedCommand) -> CommandOutcome:
+        """Queue ``command`` and lead the queue from this thread unless another thread already does."""
+        future = self._enqueue((command, Future()))
+        self._lead()
+        return future.result()
+
     def call(self, function: Callable[[RocksStore], Any]) -> Future:
-        """Run ``function(store)`` on the executor thread between two groups."""
-        self._check_running()
+        """Run ``function(store)`` alone, between two groups."""
         task = _Task(function)
-        self._queue.put(task)
-        return task.future
+        future = self._enqueue(task)
+        self._wakeup.set()
+        return future
 
     def stop(self) -> None:
-        self._queue.put(_STOP)
+        self._stopping = True
+        self._wakeup.set()
         self._thread.join()
 
-    def _check_running(self) -> None:
+    # Leading.
+    def _enqueue(self, item: Any) -> Future:
         if self.halted is not None:
             raise LedgerError(ErrorCode.LEDGER_HALTED, f"admission is stopped: {self.halted.detail}")
+        with self._queue_lock:
+            self._queue.append(item)
+        return item.future if isinstance(item, _Task) else item[1]
 
-    def _run(self) -> None:
+    def _lead(self) -> None:
+        """Drain the queue if no other thread leads. Re-checks after letting go, so no item strands."""
         while True:
-            item = self._queue.get()
-            if item is _STOP:
+            if not self._leader.acquire(blocking=False):
                 return
-            if isinstance(item, _Task):
-                self._run_task(item)
-                continue
-            group = [item]
-            while len(group) < self.max_group:
-                try:
-                    following = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if following is _STOP or isinstance(following, _Task):
-                    self._commit(group)
-                    group = []
-                    if following is _STOP:
-                        return
-                    self._run_task(following)
-                    break
-                group.append(following)
-            if group:
-                self._commit(group)
+            try:
+                while self._run_next():
+                    pass
+            finally:
+                self._leader.release()
+            with self._queue_lock:
+                if not self._queue:
+                    return
+
+    def _lead_in_background(self) -> None:
+        while not self._stopping:
+            self._wakeup.wait()
+            self._wakeup.clear()
+            self._lead()
+        self._lead()
+
+    def _run_next(self) -> bool:
+        """Run the next task, or the next group of commands; False when the queue is empty."""
+        with self._queue_lock:
+            if not self._queue:
+                return False
+            if isinstance(self._queue[0], _Task):
+                task = self._queue.popleft()
+                group = None
+            else:
+                group = []
+                while self._queue and len(group) < self.max_group and not isinstance(self._queue[0], _Task):
+                    group.append(self._queue.popleft())
+        if group is None:
+            self._run_task(task)
+        else:
+            self._commit(group)
+        return True
 
     def _run_task(self, task: _Task) -> None:
         try:
@@ -99,7 +132,7 @@ class SerialExecutor:
     def _commit(self, group: list[tuple[AdmittedCommand, Future]]) -> None:
         if self.halted is not None:
             for _, future in group:
-                future.set_exception(LedgerError(ErrorCode.LEDGER_HALTED, self.halted.detail))
+                future.set_exception(self.halted)
             return
         pending = PendingBatch(self.store)
         head = self.head

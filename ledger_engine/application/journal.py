@@ -6,7 +6,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ledger_engine.canonical import DELTA_DOMAIN, JOURNAL_DOMAIN, ZERO_HASH, canonical_bytes, domain_hash
+from ledger_engine.canonical import (
+    DELTA_DOMAIN, JOURNAL_DOMAIN, ZERO_HASH, canonical_bytes, canonical_string, domain_hash,
+)
 
 # (family, key, canonical value bytes or None for a deletion)
 DeltaRow = tuple[str, str, bytes | None]
@@ -41,7 +43,7 @@ def canonical_rows(rows: Iterable[DeltaRow]) -> Iterable[bytes]:
 
 def row_bytes(family: str, key: str, value: bytes | None) -> bytes:
     """JCS of one ``{"cf", "key", "value"}`` row, given the value's canonical bytes."""
-    return (b'{"cf":' + canonical_bytes(family) + b',"key":' + canonical_bytes(key) + b',"value":'
+    return (b'{"cf":' + canonical_string(family) + b',"key":' + canonical_string(key) + b',"value":'
             + (value if value is not None else b"null") + b"}")
 
 
@@ -59,26 +61,29 @@ def delta_hash(rows: list[DeltaRow]) -> tuple[str, int]:
     return rows_hash(DELTA_DOMAIN, rows)
 
 
-def journal_entry(
-    *, sequence: int, previous: str, envelope: dict[str, Any], outcome: str, result: dict[str, Any], delta: str
-) -> dict[str, Any]:
-    """A journal entry with its entry hash."""
-    entry = {
-        "sequence": sequence,
-        "previous_entry_hash": previous,
-        "envelope": envelope,
-        "outcome": outcome,
-        "result": result,
-        "delta_hash": delta,
-    }
-    return {**entry, "entry_hash": domain_hash(JOURNAL_DOMAIN, entry)}
+@dataclass(frozen=True, slots=True)
+class EncodedEntry:
+    entry_hash: str
+    stored: bytes
+
+
+def encode_entry(*, sequence: int, previous: str, envelope: bytes, outcome: str, result: dict[str, Any],
+                 delta: str) -> EncodedEntry:
+    """The journal entry, hashed and encoded without re-encoding the already canonical envelope.
+
+    The pieces are in JCS key order (delta_hash, entry_hash, envelope, outcome,
+    previous_entry_hash, result, sequence), so the concatenation is the JCS of
+    the entry; a test compares it with the reference encoder.
+    """
+    tail = (b',"envelope":' + envelope + b',"outcome":' + canonical_string(outcome)
+            + b',"previous_entry_hash":' + canonical_string(previous)
+            + b',"result":' + canonical_bytes(result) + b',"sequence":' + str(sequence).encode() + b"}")
+    head = b'{"delta_hash":' + canonical_string(delta)
+    entry_hash = hashlib.sha256(JOURNAL_DOMAIN.encode() + head + tail).hexdigest()
+    return EncodedEntry(entry_hash, head + b',"entry_hash":' + canonical_string(entry_hash) + tail)
 
 
 def recompute_entry_hash(entry: dict[str, Any]) -> str:
     body = {name: entry[name] for name in
             ("sequence", "previous_entry_hash", "envelope", "outcome", "result", "delta_hash")}
     return domain_hash(JOURNAL_DOMAIN, body)
-
-
-def journal_bytes(entry: dict[str, Any]) -> bytes:
-    return canonical_bytes(entry)

@@ -86,7 +86,8 @@ class LedgerOwner:
         return self.executor.submit(admit(document))
 
     def submit(self, document: Any) -> CommandOutcome:
-        return self.submit_async(document).result()
+        """Submit and wait until durable; led from the calling thread when nobody is ahead."""
+        return self.executor.execute_now(admit(document))
 
     # Reads. Point reads are consistent; scans read the live database (docs/adr/0002).
     def head(self) -> Head:

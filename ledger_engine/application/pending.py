@@ -18,12 +18,16 @@ class PendingBatch:
     def __init__(self, store: RocksStore) -> None:
         self.store = store
         self._ops: dict[tuple[str, bytes], bytes | None] = {}
+        # Nobody else writes the store, so what it returned stays true for the whole group.
+        self._reads: dict[tuple[str, bytes], bytes | None] = {}
 
     def get_raw(self, family: str, key: bytes) -> bytes | None:
-        try:
-            return self._ops[(family, key)]
-        except KeyError:
-            return self.store.get(family, key)
+        address = (family, key)
+        if address in self._ops:
+            return self._ops[address]
+        if address not in self._reads:
+            self._reads[address] = self.store.get(family, key)
+        return self._reads[address]
 
     def put(self, family: str, key: bytes, value: bytes | None) -> None:
         self._ops[(family, key)] = value

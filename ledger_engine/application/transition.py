@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from ledger_engine.application.admission import AdmittedCommand
-from ledger_engine.application.journal import DeltaRow, Head, delta_hash, journal_bytes, journal_entry
+from ledger_engine.application.journal import DeltaRow, EncodedEntry, Head, delta_hash, encode_entry
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.records import encode_record, encode_value
 from ledger_engine.domain.actors import require_role
@@ -92,10 +92,10 @@ def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes
         result = {"code": str(rejection.code), "detail": rejection.detail}
 
     rows, digest = _with_result(command, sequence, outcome, result, rows)
-    entry = journal_entry(sequence=sequence, previous=head.entry_hash, envelope=command.document,
-                          outcome=outcome, result=result, delta=digest)
+    entry = encode_entry(sequence=sequence, previous=head.entry_hash, envelope=command.canonical,
+                         outcome=outcome, result=result, delta=digest)
     _stage(pending, rows, indexes, sequence, entry)
-    return CommandOutcome(command.command_id, sequence, outcome, result, entry["entry_hash"]), Head(sequence, entry["entry_hash"])
+    return CommandOutcome(command.command_id, sequence, outcome, result, entry.entry_hash), Head(sequence, entry.entry_hash)
 
 
 def _accepted_rows(command: AdmittedCommand, pending: PendingBatch, sequence: int) -> tuple[list[DeltaRow], dict]:
@@ -158,10 +158,10 @@ def _with_result(command: AdmittedCommand, sequence: int, outcome: str, result: 
 
 
 def _stage(pending: PendingBatch, rows: list[DeltaRow], indexes: IndexMaintainer, sequence: int,
-           entry: dict[str, Any]) -> None:
+           entry: EncodedEntry) -> None:
     for index_key, value in indexes.ops_for(rows, pending.get_raw):
         pending.put("indexes", index_key, value)
     for family, key, value in rows:
         pending.put(family, key.encode(), value)
-    pending.put(JOURNAL, seq20(sequence).encode(), journal_bytes(entry))
-    pending.put(META, HEAD_KEY, encode_value(Head(sequence, entry["entry_hash"]).as_json()))
+    pending.put(JOURNAL, seq20(sequence).encode(), entry.stored)
+    pending.put(META, HEAD_KEY, encode_value(Head(sequence, entry.entry_hash).as_json()))
