@@ -108,7 +108,7 @@ def cmd_verify_export(args: argparse.Namespace) -> None:
 
 
 def cmd_replay(args: argparse.Namespace) -> None:
-    emit({"ok": True, **replay_export(args.outdir, _require_data(args))})
+    emit({"ok": True, **replay_export(args.outdir, _require_data(args), checkpoint_dir=args.from_checkpoint)})
 
 
 def cmd_backup(args: argparse.Namespace) -> None:
@@ -149,7 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     verb("head", cmd_head, "print sequence, entry hash and logical state hash")
     verb("export", cmd_export, "write a portable checkpoint").add_argument("outdir")
     verb("verify-export", cmd_verify_export, "verify a portable checkpoint").add_argument("outdir")
-    verb("replay", cmd_replay, "rebuild a ledger from an export, verifying every hash").add_argument("outdir")
+    replay = verb("replay", cmd_replay, "rebuild a ledger from an export, verifying every hash")
+    replay.add_argument("outdir")
+    replay.add_argument("--from-checkpoint", help="an earlier verified export of the same ledger to start from")
     verb("backup", cmd_backup, "verified backup outside the data directory").add_argument("dest")
     verb("restore", cmd_restore, "restore a verified backup; dispatch stays disabled").add_argument("src")
     verb("rebuild-indexes", cmd_rebuild_indexes, "rebuild the indexes from logical state")

@@ -7,7 +7,9 @@ the rules and the serial executor.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 import shutil
 import tempfile
 from concurrent.futures import Future
@@ -16,7 +18,7 @@ from typing import Any, Callable
 
 import orjson
 
-from ledger_engine.application.admission import admit
+from ledger_engine.application.admission import AdmittedCommand, admit
 from ledger_engine.application.executor import SerialExecutor
 from ledger_engine.application.journal import GENESIS_HEAD, Head
 from ledger_engine.application.pending import PendingBatch
@@ -32,6 +34,10 @@ from ledger_engine.storage.rocks import RocksStore
 
 GENESIS_KEY = b"genesis"
 DISPATCH_KEY = b"dispatch"
+WRITER_KEY = b"writer"
+
+# Refusals before admission go here, never to the ledger (seed 000, "Command envelope and sequence").
+security_log = logging.getLogger("porto.security")
 
 
 def read_head(store: RocksStore) -> Head:
@@ -63,9 +69,27 @@ def initialise(store: RocksStore, genesis: dict[str, Any]) -> Head:
     return GENESIS_HEAD
 
 
+def _admit_or_log(document: Any) -> AdmittedCommand:
+    try:
+        return admit(document)
+    except LedgerError as error:
+        command_id = document.get("command_id") if isinstance(document, dict) else None
+        security_log.warning("refused before admission: %s %s (command %s)", error.code, error.detail, command_id)
+        raise
+
+
+def _advance_writer_generation(store: RocksStore) -> int:
+    """An operational counter of read-write opens, kept for recovery records; not consensus."""
+    raw = store.get(META, WRITER_KEY)
+    generation = (orjson.loads(raw)["generation"] if raw else 0) + 1
+    store.write([(META, WRITER_KEY, encode_value({"generation": generation, "opened_at_ms": int(time.time() * 1000)}))])
+    return generation
+
+
 class LedgerOwner:
     def __init__(self, store: RocksStore, *, max_group: int = 64) -> None:
         self.store = store
+        self.writer_generation = _advance_writer_generation(store)
         self.executor = SerialExecutor(store, read_head(store), max_group=max_group)
 
     @classmethod
@@ -83,11 +107,11 @@ class LedgerOwner:
 
     # Mutation: the only path.
     def submit_async(self, document: Any) -> Future:
-        return self.executor.submit(admit(document))
+        return self.executor.submit(_admit_or_log(document))
 
     def submit(self, document: Any) -> CommandOutcome:
         """Submit and wait until durable; led from the calling thread when nobody is ahead."""
-        return self.executor.execute_now(admit(document))
+        return self.executor.execute_now(_admit_or_log(document))
 
     # Reads. Point reads are consistent; scans read the live database (docs/adr/0002).
     def head(self) -> Head:

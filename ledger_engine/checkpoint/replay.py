@@ -18,20 +18,26 @@ import orjson
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.checkpoint.digest import logical_state_hash
 from ledger_engine.checkpoint.export import GENESIS_FILE, JOURNAL_FILE
+from ledger_engine.checkpoint.load import load_checkpoint
 from ledger_engine.checkpoint.verify import VerificationError, verify_export
 
 WINDOW = 512
 
 
-def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike) -> dict[str, Any]:
+def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
+                  checkpoint_dir: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Rebuild ``export_dir``'s ledger from its genesis, or from an earlier verified checkpoint of it."""
     root = Path(export_dir)
     metadata = verify_export(root)
     genesis = orjson.loads((root / GENESIS_FILE).read_bytes())
+    start = 0
+    if checkpoint_dir is not None:
+        start = _load_earlier_checkpoint(checkpoint_dir, data_dir, metadata, root)
     with LedgerOwner.open(data_dir, genesis=genesis, max_group=WINDOW) as owner:
-        if owner.head().sequence != 0:
+        if owner.head().sequence != start:
             raise VerificationError(str(data_dir), "replay needs an empty data directory")
         owner.set_dispatch(False, "rebuilt by replay; reconcile before dispatching")
-        _apply_journal(owner, root / JOURNAL_FILE)
+        _apply_journal(owner, root / JOURNAL_FILE, after=start)
         state_hash = owner.at_boundary(logical_state_hash)
         head = owner.head()
     if state_hash != metadata["logical_state_hash"]:
@@ -39,10 +45,31 @@ def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike) ->
     return {"sequence": head.sequence, "entry_hash": head.entry_hash, "logical_state_hash": state_hash}
 
 
-def _apply_journal(owner: LedgerOwner, journal_path: Path) -> None:
+def _load_earlier_checkpoint(checkpoint_dir: str | os.PathLike, data_dir: str | os.PathLike,
+                             metadata: dict[str, Any], root: Path) -> int:
+    """Load a checkpoint whose head lies on ``root``'s journal; returns its sequence."""
+    checkpoint = verify_export(checkpoint_dir)
+    if checkpoint["genesis_hash"] != metadata["genesis_hash"] or checkpoint["sequence"] > metadata["sequence"]:
+        raise VerificationError(str(checkpoint_dir), "checkpoint is not an earlier state of this ledger")
+    if checkpoint["sequence"] and _entry_hash_at(root / JOURNAL_FILE, checkpoint["sequence"]) != checkpoint["last_entry_hash"]:
+        raise VerificationError(str(checkpoint_dir), "checkpoint head is not on this journal")
+    return load_checkpoint(checkpoint_dir, data_dir).sequence
+
+
+def _entry_hash_at(journal_path: Path, sequence: int) -> str | None:
+    with open(journal_path, "rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if number == sequence:
+                return orjson.loads(line)["entry_hash"]
+    return None
+
+
+def _apply_journal(owner: LedgerOwner, journal_path: Path, *, after: int) -> None:
     in_flight: deque = deque()
     with open(journal_path, "rb") as handle:
         for number, line in enumerate(handle, start=1):
+            if number <= after:
+                continue
             entry = orjson.loads(line)
             in_flight.append((number, entry["entry_hash"], owner.submit_async(entry["envelope"])))
             if len(in_flight) >= WINDOW:
