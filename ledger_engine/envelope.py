@@ -11,10 +11,11 @@ from ledger_engine.canonical import COMMAND_DOMAIN, MAX_SAFE_INTEGER, canonical_
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import IDENTIFIER_PATTERN
 
+# Pydantic searches patterns unanchored, so every pattern here carries ^ and $.
 MAX_ENVELOPE_BYTES = 1024 * 1024
 ENVELOPE_SCHEMA_VERSION = 1
-UUID_PATTERN = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
-SHA256_PATTERN = r"[0-9a-f]{64}"
+UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
 
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -40,7 +41,7 @@ class CommandEnvelope(BaseModel):
 
     schema_version: int
     command_id: str = Field(pattern=UUID_PATTERN)
-    command_type: str = Field(pattern=r"[A-Z][A-Za-z]{2,63}")
+    command_type: str = Field(pattern=r"^[A-Z][A-Za-z]{2,63}$")
     actor_id: str = Field(pattern=IDENTIFIER_PATTERN)
     admitted_at_ms: int = Field(ge=0, le=MAX_SAFE_INTEGER)
     ruleset_version: str = Field(pattern=IDENTIFIER_PATTERN)

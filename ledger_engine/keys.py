@@ -7,7 +7,7 @@ import re
 from ledger_engine.errors import ErrorCode, LedgerError
 
 MAX_KEY_BYTES = 512
-_COMPONENT = re.compile(r"[A-Za-z0-9._:@+=-]{1,200}")
+_COMPONENT = re.compile(r"^[A-Za-z0-9._:@+=-]{1,200}$")
 
 
 def seq20(number: int) -> str:
