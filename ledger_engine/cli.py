@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import deque
+import queue
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
@@ -48,47 +50,63 @@ def cmd_init(args: argparse.Namespace) -> None:
 
 
 def cmd_submit(args: argparse.Namespace) -> None:
-    """One envelope a line in, one outcome a line out, in order; up to a window share fsyncs."""
+    """One envelope a line in, one outcome a line out, in order, each as soon as it is durable.
+
+    Up to a window of lines is in flight at once, so they can share fsyncs; a
+    writer thread prints answers in input order without waiting for more input.
+    """
     source = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")
+    answers: queue.Queue = queue.Queue(maxsize=SUBMIT_WINDOW)
+    failure: list[BaseException] = []
     with LedgerOwner.open(_require_data(args)) as owner:
-        in_flight: deque = deque()
+        writer = threading.Thread(target=_write_answers, args=(answers, failure), daemon=True)
+        writer.start()
         for line in source:
+            if failure:
+                break
             if line.strip():
-                in_flight.append(_submit_line(owner, line))
-            while len(in_flight) >= SUBMIT_WINDOW or (in_flight and in_flight[0].done()):
-                emit(_answer(in_flight.popleft()))
-        while in_flight:
-            emit(_answer(in_flight.popleft()))
+                answers.put(_submit_line(owner, line))
+        answers.put(None)
+        writer.join()
+    if failure:
+        raise failure[0]
 
 
-class _Refused:
-    """A line refused before admission; it has an answer already."""
+def _write_answers(answers: queue.Queue, failure: list[BaseException]) -> None:
+    while (pending := answers.get()) is not None:
+        try:
+            emit(_answer(pending))
+        except BaseException as error:  # halted ledger: stop reading input, report once
+            failure.append(error)
+            while answers.get() is not None:
+                pass
+            return
 
-    def __init__(self, answer: dict[str, Any]) -> None:
-        self.answer = answer
 
-    def done(self) -> bool:
-        return True
-
-
-def _submit_line(owner: LedgerOwner, line: bytes):
+def _submit_line(owner: LedgerOwner, line: bytes) -> tuple[str | None, Future | dict[str, Any]]:
+    """Submit one line: its command ID and a future, or the refusal it already got."""
+    document = None
     try:
         document = parse_json(line)
-        return owner.submit_async(document)
+        return _command_id(document), owner.submit_async(document)
     except LedgerError as error:
-        command_id = document.get("command_id") if isinstance(locals().get("document"), dict) else None
-        return _Refused({"command_id": command_id, "outcome": "refused", **error.as_dict()})
+        return _command_id(document), {"outcome": "refused", **error.as_dict()}
 
 
-def _answer(pending) -> dict[str, Any]:
-    if isinstance(pending, _Refused):
-        return pending.answer
+def _command_id(document: Any) -> str | None:
+    return document.get("command_id") if isinstance(document, dict) else None
+
+
+def _answer(pending: tuple[str | None, Future | dict[str, Any]]) -> dict[str, Any]:
+    command_id, answer = pending
+    if isinstance(answer, dict):
+        return {"command_id": command_id, **answer}
     try:
-        return pending.result().as_json()
+        return answer.result().as_json()
     except LedgerError as error:
         if error.code == ErrorCode.LEDGER_HALTED:
             raise
-        return {"outcome": "refused", **error.as_dict()}
+        return {"command_id": command_id, "outcome": "refused", **error.as_dict()}
 
 
 def cmd_head(args: argparse.Namespace) -> None:

@@ -91,7 +91,7 @@ def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes
         rows, outcome = [], "rejected"
         result = {"code": str(rejection.code), "detail": rejection.detail}
 
-    rows, digest = _with_result(command, sequence, outcome, result, rows)
+    rows, outcome, result, digest = _with_result(command, sequence, outcome, result, rows)
     entry = encode_entry(sequence=sequence, previous=head.entry_hash, envelope=command.canonical,
                          outcome=outcome, result=result, delta=digest)
     _stage(pending, rows, indexes, sequence, entry)
@@ -144,17 +144,16 @@ def _check_expected_revisions(changes: Changes, command: AdmittedCommand) -> Non
 
 
 def _with_result(command: AdmittedCommand, sequence: int, outcome: str, result: dict[str, Any],
-                 rows: list[DeltaRow]) -> tuple[list[DeltaRow], str]:
+                 rows: list[DeltaRow]) -> tuple[list[DeltaRow], str, dict[str, Any], str]:
     """Add the command result row, sort, hash; an oversized delta becomes a rejection."""
     stored = encode_value({"envelope_hash": command.envelope_hash, "sequence": sequence,
                            "outcome": outcome, "result": result})
     rows = sorted([*rows, (COMMAND_RESULT, command.command_id, stored)])
     digest, size = delta_hash(rows)
     if size <= MAX_DELTA_BYTES:
-        return rows, digest
-    result.clear()
-    result.update(code=str(ErrorCode.COMMAND_TOO_LARGE), detail="canonical delta exceeds 16 MiB")
-    return _with_result(command, sequence, "rejected", result, [])
+        return rows, outcome, result, digest
+    too_large = {"code": str(ErrorCode.COMMAND_TOO_LARGE), "detail": "canonical delta exceeds 16 MiB"}
+    return _with_result(command, sequence, "rejected", too_large, [])
 
 
 def _stage(pending: PendingBatch, rows: list[DeltaRow], indexes: IndexMaintainer, sequence: int,

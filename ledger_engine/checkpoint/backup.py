@@ -71,8 +71,10 @@ def verify_backup(source: str | os.PathLike) -> dict[str, Any]:
     if set(actual) != set(manifest["db_files"]):
         raise VerificationError("db", "unexpected or missing files")
     metadata = verify_export(src / "export")
-    if metadata["logical_state_hash"] != manifest["logical_state_hash"]:
-        raise VerificationError("export", "export and manifest disagree")
+    if (metadata["sequence"], metadata["last_entry_hash"], metadata["logical_state_hash"]) != (
+        manifest["sequence"], manifest["entry_hash"], manifest["logical_state_hash"]
+    ):
+        raise VerificationError(MANIFEST, "the manifest's head and state hash differ from the export's")
     return manifest
 
 

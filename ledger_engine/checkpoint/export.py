@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from ledger_engine.application.journal import row_bytes
 from ledger_engine.application.owner import read_genesis, read_head
-from ledger_engine.canonical import STATE_DOMAIN, canonical_bytes
+from ledger_engine.canonical import STATE_DOMAIN, canonical_bytes, canonical_string
 from ledger_engine.checkpoint.digest import logical_rows
 from ledger_engine.domain.ruleset import RULESET_VERSION
 from ledger_engine.envelope import ENVELOPE_SCHEMA_VERSION
@@ -60,6 +60,12 @@ def _write_file(path: Path, lines: Iterable[bytes]) -> dict[str, Any]:
     return writer.close()
 
 
+def event_lines(store: RocksStore) -> Iterable[bytes]:
+    """Each event as the JCS of ``{"key", "value"}``, in key order."""
+    for key, value in store.scan(EVENTS):
+        yield b'{"key":' + canonical_string(key.decode()) + b',"value":' + value + b"}"
+
+
 def export_store(store: RocksStore, destination: str | os.PathLike) -> dict[str, Any]:
     """Export ``store`` into ``destination`` (created, must be empty); returns the metadata."""
     out = Path(destination)
@@ -83,9 +89,7 @@ def export_store(store: RocksStore, destination: str | os.PathLike) -> dict[str,
     files = {
         ROWS_FILE: _write_file(out / ROWS_FILE, rows()),
         JOURNAL_FILE: _write_file(out / JOURNAL_FILE, (value for _, value in store.scan(JOURNAL))),
-        EVENTS_FILE: _write_file(out / EVENTS_FILE, (
-            canonical_bytes({"key": key.decode()})[:-1] + b',"value":' + value + b"}"
-            for key, value in store.scan(EVENTS))),
+        EVENTS_FILE: _write_file(out / EVENTS_FILE, event_lines(store)),
         GENESIS_FILE: _write_file(out / GENESIS_FILE, [canonical_bytes(genesis)]),
     }
     state_digest.update(b"]")

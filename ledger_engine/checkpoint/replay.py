@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import orjson
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.checkpoint.digest import logical_state_hash
-from ledger_engine.checkpoint.export import GENESIS_FILE, JOURNAL_FILE
+from ledger_engine.checkpoint.export import EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, event_lines
 from ledger_engine.checkpoint.load import load_checkpoint
 from ledger_engine.checkpoint.verify import VerificationError, verify_export
 
@@ -38,6 +39,7 @@ def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
             raise VerificationError(str(data_dir), "replay needs an empty data directory")
         owner.set_dispatch(False, "rebuilt by replay; reconcile before dispatching")
         _apply_journal(owner, root / JOURNAL_FILE, after=start)
+        owner.at_boundary(lambda store: _compare_events(store, root / EVENTS_FILE))
         state_hash = owner.at_boundary(logical_state_hash)
         head = owner.head()
     if state_hash != metadata["logical_state_hash"]:
@@ -76,6 +78,15 @@ def _apply_journal(owner: LedgerOwner, journal_path: Path, *, after: int) -> Non
                 _check(*in_flight.popleft())
     while in_flight:
         _check(*in_flight.popleft())
+
+
+def _compare_events(store, events_path: Path) -> None:
+    """The events the replay produced must be exactly the exported ones."""
+    with open(events_path, "rb") as handle:
+        exported = (line.rstrip(b"\n") for line in handle)
+        for number, (replayed, line) in enumerate(zip_longest(event_lines(store), exported), start=1):
+            if replayed != line:
+                raise VerificationError(f"{EVENTS_FILE}:{number}", "differs from the replayed events")
 
 
 def _check(number: int, expected_hash: str, future) -> None:

@@ -75,6 +75,10 @@ class Changes:
         require(self.get(UNIQUE, key) is None, code, detail)
         self.writes[(UNIQUE, key)] = owner
 
+    def release_unique(self, key: str) -> None:
+        """Free a sentinel whose obligation has ended (an active session's, for example)."""
+        self.writes[(UNIQUE, key)] = None
+
     def put_outbox(self, key: str, data: dict[str, Any]) -> None:
         self.writes[(OUTBOX, key)] = data
 

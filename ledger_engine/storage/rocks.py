@@ -95,6 +95,9 @@ class RocksStore:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            # Column-family objects hold the database open; drop them so the LOCK is released now.
+            self._families.clear()
+            self._handles.clear()
             self._db.close()
 
     def __enter__(self) -> "RocksStore":

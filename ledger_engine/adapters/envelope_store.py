@@ -1,0 +1,31 @@
+"""Envelopes by command ID: the first one stored for an ID is the one every retry submits."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ledger_engine.adapters.files import create_durably
+from ledger_engine.canonical import canonical_bytes
+from ledger_engine.keys import component
+
+
+class EnvelopeStore:
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root)
+
+    def _path(self, command_id: str) -> Path:
+        return self.root / f"{component(command_id)}.json"
+
+    def load(self, command_id: str) -> dict[str, Any] | None:
+        path = self._path(command_id)
+        return orjson.loads(path.read_bytes()) if path.exists() else None
+
+    def store(self, envelope: dict[str, Any]) -> dict[str, Any]:
+        """Store ``envelope`` unless its command ID already has one; returns the stored envelope."""
+        if create_durably(self._path(envelope["command_id"]), canonical_bytes(envelope)):
+            return envelope
+        return self.load(envelope["command_id"])

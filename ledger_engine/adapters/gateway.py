@@ -1,0 +1,123 @@
+"""The one path from a caller to the ledger: build once, store, submit or resolve by command ID.
+
+The console, the internal API and the streaming adapters all go through
+``CommandGateway``. The first request for a command ID builds its envelope
+with this process's admission time, checks that it would be admitted, and
+stores it durably; every later request with that ID (a retried form, a
+redelivered webhook, a caller that lost the response) gets the stored envelope
+back, and the ledger answers with the original outcome. The same ID with
+another request is ``COMMAND_ID_CONFLICT``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterable, Protocol
+
+from ledger_engine.adapters.envelope_store import EnvelopeStore
+from ledger_engine.adapters.evidence import EvidenceStore
+from ledger_engine.application.admission import admit
+from ledger_engine.application.envelopes import build_envelope
+from ledger_engine.application.transition import CommandOutcome
+from ledger_engine.canonical import canonical_bytes
+from ledger_engine.domain.view import Record
+from ledger_engine.errors import ErrorCode, LedgerError
+
+COMMAND_ID_DOMAIN = "porto:london:command-id:v1\n"
+
+
+class Ledger(Protocol):
+    """What the gateway needs of a ``LedgerOwner``."""
+
+    def submit(self, document: Any) -> CommandOutcome: ...
+
+    def resolve(self, command_id: str) -> CommandOutcome | None: ...
+
+    def get(self, family: str, key: str) -> Record | None: ...
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def derived_command_id(*parts: str) -> str:
+    """A command ID fixed by the input it admits, so a redelivered input maps to the same command."""
+    digest = hashlib.sha256((COMMAND_ID_DOMAIN + "\n".join(parts)).encode()).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
+class CommandGateway:
+    def __init__(self, ledger: Ledger, root: str | os.PathLike, *, clock: Callable[[], int] = wall_clock_ms) -> None:
+        self.ledger = ledger
+        self.evidence = EvidenceStore(Path(root) / "evidence")
+        self.envelopes = EnvelopeStore(Path(root) / "envelopes")
+        self._clock = clock
+        self._last_ms = 0
+        self._lock = threading.Lock()
+
+    def envelope(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str,
+                 expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = ()) -> dict[str, Any]:
+        """The stored envelope for this request, building and storing it the first time."""
+        request = {"command_type": command_type, "payload": payload, "actor_id": actor_id,
+                   "expected_revisions": list(expected), "evidence_hashes": list(evidence)}
+        stored = self.envelopes.load(command_id)
+        if stored is None:
+            built = _build(command_id, request, admitted_at_ms=self.now_ms())
+            admit(built)  # bad input is refused before anything is stored
+            missing = [digest for digest in built["evidence_hashes"] if digest not in self.evidence]
+            if missing:
+                raise LedgerError(ErrorCode.INVALID_REFERENCE, f"evidence {missing[0]} is not stored")
+            stored = self.envelopes.store(built)
+            if stored is built:
+                return built
+        again = _build(command_id, request, admitted_at_ms=stored["admitted_at_ms"],
+                       ruleset_version=stored["ruleset_version"])
+        if canonical_bytes(again) != canonical_bytes(stored):
+            raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT, f"command {command_id} was stored for another request")
+        return stored
+
+    def submit(self, envelope: dict[str, Any]) -> CommandOutcome:
+        """The ledger's outcome for ``envelope``: recorded already (a lost response), or now."""
+        return self.ledger.resolve(envelope["command_id"]) or self.ledger.submit(envelope)
+
+    def execute(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str | None = None,
+                expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = ()) -> CommandOutcome:
+        return self.submit(self.envelope(command_type, payload, actor_id=actor_id, command_id=command_id or new_id(),
+                                         expected=expected, evidence=evidence))
+
+    def execute_once(self, command_id: str, request: Callable[[], dict[str, Any]]) -> CommandOutcome:
+        """For a command ID derived from its input: a redelivered input submits the stored envelope as it is.
+
+        ``request`` (called only the first time) returns ``execute``'s keyword arguments; it may
+        generate IDs, which the stored envelope then keeps.
+        """
+        stored = self.envelopes.load(command_id)
+        return self.submit(stored) if stored is not None else self.execute(command_id=command_id, **request())
+
+    def existing(self, family: str, record_key: str, what: str) -> Record:
+        """A record an input refers to; when it is missing the input is refused before admission."""
+        record = self.ledger.get(family, record_key)
+        if record is None:
+            raise LedgerError(ErrorCode.NOT_FOUND, f"{what} does not exist (yet)")
+        return record
+
+    def now_ms(self) -> int:
+        """Admission time: this process's clock, never running backwards."""
+        with self._lock:
+            self._last_ms = max(self._last_ms, self._clock())
+            return self._last_ms
+
+
+def _build(command_id: str, request: dict[str, Any], **admission: Any) -> dict[str, Any]:
+    return build_envelope(request["command_type"], request["payload"], command_id=command_id,
+                          actor_id=request["actor_id"], expected_revisions=request["expected_revisions"],
+                          evidence_hashes=request["evidence_hashes"], **admission)

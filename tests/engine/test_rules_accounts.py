@@ -1,0 +1,103 @@
+"""RegisterAccount: admin-only provisioning, one account per identity, no self-service, revisioned changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ledger_engine.errors import ErrorCode
+from tests.support import payloads
+from tests.support.outcomes import assert_accepted, assert_refused, assert_rejected
+
+
+def change(envelopes, account_id: str, *, kind: str = "staff", revision: int | None = 1, actor: str = "genesis-admin",
+           **fields: Any) -> dict[str, Any]:
+    """RegisterAccount for an existing account, stating its expected revision unless ``revision`` is None."""
+    payload = {"account_id": account_id, "kind": kind, "identity_digest": envelopes.digest("id", account_id),
+               "roles": [], **fields}
+    expected = [] if revision is None else [{"cf": "state", "key": f"account/{account_id}", "revision": revision}]
+    return envelopes("RegisterAccount", payload, actor=actor, expected=expected)
+
+
+@pytest.mark.parametrize("actor, roles", [("fin-1", ["finance"]), ("ingest-1", ["ingest"]), ("aud-1", ["auditor"])])
+def test_only_an_admin_provisions(owner, envelopes, actor, roles):
+    assert_accepted(owner, envelopes.account(actor, "worker" if actor.startswith("ingest") else "staff", roles))
+    assert_rejected(owner, envelopes.account("acct-1") | {"actor_id": actor}, "CAPABILITY_MISSING")
+
+
+def test_a_provisioned_admin_provisions_and_a_deactivated_one_does_not(owner, envelopes):
+    assert_accepted(owner, envelopes.account("adm-2", roles=["admin"]))
+    assert_accepted(owner, envelopes.account("acct-1") | {"actor_id": "adm-2"})
+    assert_accepted(owner, change(envelopes, "adm-2", roles=["admin"], status="deactivated"))
+    assert owner.get("state", "actor/adm-2").data == {"roles": ["admin"], "status": "deactivated"}
+    assert_rejected(owner, envelopes.account("acct-2") | {"actor_id": "adm-2"}, "CAPABILITY_MISSING")
+
+
+def test_an_identity_has_one_account(owner, envelopes):
+    assert_accepted(owner, envelopes.account("acct-1"))
+    twin = envelopes.account("acct-2")
+    twin["payload"]["identity_digest"] = envelopes.digest("id", "acct-1")
+    assert_rejected(owner, twin, "ALREADY_EXISTS")
+
+
+def test_an_admin_cannot_change_their_own_account(owner, envelopes):
+    assert_rejected(owner, envelopes.account("genesis-admin", roles=["admin", "finance"]), "FOUR_EYES_REQUIRED")
+    assert_accepted(owner, envelopes.account("adm-2", roles=["admin"]))
+    assert_rejected(owner, change(envelopes, "adm-2", roles=["admin", "finance"], actor="adm-2"), "FOUR_EYES_REQUIRED")
+
+
+def test_changing_roles_needs_the_expected_revision(owner, envelopes):
+    assert_accepted(owner, envelopes.account("acct-1", roles=["finance"]))
+    assert_rejected(owner, change(envelopes, "acct-1", revision=None, roles=["admin"]), "STALE_REVISION")
+    assert_accepted(owner, change(envelopes, "acct-1", roles=["ops"]))
+    assert owner.get("state", "actor/acct-1").data["roles"] == ["ops"]
+
+
+def test_identity_and_kind_never_change(owner, envelopes):
+    assert_accepted(owner, envelopes.account("acct-1", roles=["finance"]))
+    assert_rejected(owner, change(envelopes, "acct-1", kind="worker"), "INVALID_STATE")
+    other_identity = change(envelopes, "acct-1")
+    other_identity["payload"]["identity_digest"] = envelopes.digest("someone else")
+    assert_rejected(owner, other_identity, "INVALID_STATE")
+
+
+@pytest.mark.parametrize("kind", ["listener", "artist", "operator"])
+def test_only_staff_and_workers_hold_roles(owner, envelopes, kind):
+    assert_rejected(owner, envelopes.account("acct-1", kind, ["auditor"]), "INVALID_STATE")
+
+
+@pytest.mark.parametrize("kind", ["staff", "worker"])
+def test_staff_and_workers_become_actors_with_their_roles(owner, envelopes, kind):
+    assert_accepted(owner, envelopes.account("acct-1", kind, ["auditor"]))
+    assert owner.get("state", "actor/acct-1").data == {"roles": ["auditor"], "status": "active"}
+
+
+@pytest.mark.parametrize("kind", ["staff", "worker", "listener"])
+def test_only_artists_and_operators_have_a_payout_address(owner, envelopes, kind):
+    envelope = envelopes.account("acct-1", kind, payout_address=payloads.address("acct-1"))
+    assert_rejected(owner, envelope, "INVALID_STATE")
+
+
+@pytest.mark.parametrize("kind", ["artist", "operator"])
+def test_an_artist_or_operator_gets_a_first_recipient_version(owner, envelopes, kind):
+    assert_accepted(owner, envelopes.account("acct-1", kind, payout_address=payloads.address("acct-1")))
+    recipient = owner.get("state", "recipient/acct-1")
+    assert (recipient.revision, recipient.data) == (
+        1, {"recipient_id": "acct-1", "payout_address": payloads.address("acct-1"), "version": 1})
+    assert owner.get("state", "actor/acct-1") is None
+
+
+def test_a_payout_address_is_never_changed_through_registration(owner, envelopes):
+    assert_accepted(owner, envelopes.account("art-1", "artist", payout_address=payloads.address("art-1")))
+    moved = change(envelopes, "art-1", kind="artist", payout_address=payloads.address("elsewhere"))
+    assert_rejected(owner, moved, "INVALID_STATE")
+    assert_accepted(owner, change(envelopes, "art-1", kind="artist"))
+    assert owner.get("state", "recipient/art-1").data["payout_address"] == payloads.address("art-1")
+
+
+@pytest.mark.parametrize("roles", [["ops", "finance"], ["ops", "ops"], ["superuser"]])
+def test_roles_must_be_known_sorted_and_distinct(owner, envelopes, roles):
+    envelope = envelopes.account("acct-1")
+    envelope["payload"]["roles"] = roles
+    assert_refused(owner, envelope, ErrorCode.INVALID_PAYLOAD)

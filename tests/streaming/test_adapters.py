@@ -1,0 +1,301 @@
+"""The admission adapter: verified signatures, evidence stored first, envelopes reused on retry."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import orjson
+import pytest
+
+from ledger_engine.adapters.billing import BillingAdapter
+from ledger_engine.adapters.files import create_durably
+from ledger_engine.adapters.gateway import CommandGateway, derived_command_id
+from ledger_engine.adapters.grants import GrantAdapter
+from ledger_engine.adapters.node_evidence import NodeEvidenceAdapter
+from ledger_engine.adapters.nodes import NodeAdapter
+from ledger_engine.adapters.signatures import (
+    BILLING_EVENT, KEY_ROTATION, NODE_ADMISSION, PEER_RESULT, RECEIPT, key_from_seed, public_key_hex, sign,
+)
+from ledger_engine.canonical import canonical_bytes
+from ledger_engine.domain.commands.streaming import keys
+from ledger_engine.domain.commands.streaming.nodes import HealthObservation
+from ledger_engine.domain.commands.streaming.policy import DAY_MS
+from ledger_engine.errors import ErrorCode, LedgerError
+from tests.streaming.conftest import ADMIN, COORDINATOR, DAY, INGEST, node_key_for
+
+PROVIDER_KEY = key_from_seed("test-provider:test-pay")
+
+
+@pytest.fixture
+def gateway(world, tmp_path):
+    def clock() -> int:
+        world.now += 1_000
+        return world.now
+
+    return CommandGateway(world.owner, tmp_path / "admission", clock=clock)
+
+
+def _refused(code, call, *args, **kwargs):
+    with pytest.raises(LedgerError) as raised:
+        call(*args, **kwargs)
+    assert raised.value.code == code, raised.value
+    return raised.value
+
+
+# The gateway: build once, store, submit or resolve.
+
+def _registration(account_id):
+    return {"account_id": account_id, "kind": "listener", "identity_digest": "12" * 32, "roles": []}
+
+
+def test_a_retry_submits_the_stored_envelope_and_gets_the_original_outcome(world, gateway):
+    first = gateway.execute("RegisterAccount", _registration("listener-9"), actor_id=ADMIN, command_id=_id(1))
+    stored = gateway.envelopes.load(_id(1))
+    world.now += 60_000
+    again = gateway.execute("RegisterAccount", _registration("listener-9"), actor_id=ADMIN, command_id=_id(1))
+    assert (again.sequence, again.entry_hash, again.duplicate) == (first.sequence, first.entry_hash, True)
+    assert gateway.envelopes.load(_id(1)) == stored
+    assert world.owner.journal_entry(first.sequence)["envelope"] == stored
+
+
+def test_a_lost_response_is_resolved_by_command_id(world, gateway):
+    envelope = gateway.envelope("RegisterAccount", _registration("listener-9"), actor_id=ADMIN, command_id=_id(2))
+    recorded = world.owner.submit(envelope)  # the caller never saw this answer
+    head = world.owner.head()
+    outcome = gateway.submit(gateway.envelopes.load(_id(2)))
+    assert (outcome.sequence, outcome.result) == (recorded.sequence, recorded.result)
+    assert world.owner.head() == head
+
+
+def test_another_request_under_a_stored_command_id_conflicts(gateway):
+    gateway.execute("RegisterAccount", _registration("listener-9"), actor_id=ADMIN, command_id=_id(3))
+    _refused(ErrorCode.COMMAND_ID_CONFLICT, gateway.execute, "RegisterAccount", _registration("listener-8"),
+             actor_id=ADMIN, command_id=_id(3))
+
+
+def test_bad_input_is_refused_before_anything_is_stored(world, gateway):
+    head = world.owner.head()
+    _refused(ErrorCode.UNKNOWN_FIELD, gateway.execute, "RegisterAccount", {**_registration("x"), "email": "a@b"},
+             actor_id=ADMIN, command_id=_id(4))
+    _refused(ErrorCode.INVALID_REFERENCE, gateway.execute, "ImportFunding", {
+        "lot_id": "lot-1", "asset": "USDC", "amount": "1", "deposit": {
+            "chain": "simulated", "transaction_hash": "aa" * 32, "event_index": 0, "evidence_digest": "bb" * 32}},
+        actor_id=INGEST, command_id=_id(5), evidence=["bb" * 32])
+    assert gateway.envelopes.load(_id(4)) is None and gateway.envelopes.load(_id(5)) is None
+    assert world.owner.head() == head
+
+
+def test_admission_time_never_runs_backwards(world, tmp_path):
+    times = iter([5_000, 3_000, 9_000])
+    gateway = CommandGateway(world.owner, tmp_path / "other", clock=lambda: next(times))
+    assert [gateway.now_ms() for _ in range(3)] == [5_000, 5_000, 9_000]
+
+
+def test_evidence_is_content_addressed_and_checked_when_read(gateway):
+    digest = gateway.evidence.put(b"signed bytes")
+    assert gateway.evidence.put(b"signed bytes") == digest
+    assert gateway.evidence.get(digest) == b"signed bytes"
+    gateway.evidence.path_of(digest).write_bytes(b"tampered")
+    _refused(ErrorCode.VERIFICATION_FAILED, gateway.evidence.get, digest)
+
+
+def test_concurrent_requests_for_one_command_id_share_the_first_stored_envelope(gateway):
+    with ThreadPoolExecutor(8) as pool:
+        envelopes = list(pool.map(lambda _: gateway.envelope("RegisterAccount", _registration("listener-9"),
+                                                             actor_id=ADMIN, command_id=_id(6)), range(16)))
+    assert all(envelope == envelopes[0] for envelope in envelopes)
+    assert gateway.envelopes.load(_id(6)) == envelopes[0]
+
+
+def test_a_durable_file_is_created_once_and_whole(tmp_path):
+    with ThreadPoolExecutor(8) as pool:
+        created = list(pool.map(lambda number: create_durably(tmp_path / "evidence", b"bytes %d" % number), range(16)))
+    assert created.count(True) == 1
+    assert (tmp_path / "evidence").read_bytes() == b"bytes %d" % created.index(True)
+    assert [path.name for path in tmp_path.iterdir()] == ["evidence"]
+
+
+def _id(number):
+    return f"00000000-0000-4000-8000-{number:012d}"
+
+
+# Node evidence.
+
+def _receipt_adapter(gateway):
+    return NodeEvidenceAdapter(gateway, actor_id=INGEST)
+
+
+def _consumed(world):
+    session_id = world.session()
+    grant_id = world.grant(session_id)
+    assert world.consume(grant_id).accepted
+    return grant_id
+
+
+def test_a_signed_receipt_is_verified_stored_and_recorded(world, gateway):
+    body = world.receipt_body(_consumed(world))
+    signed = sign(node_key_for("node-1"), RECEIPT, body)
+    outcome = _receipt_adapter(gateway).record_receipt(signed.body, signed.signature)
+    assert outcome.accepted and outcome.result["data"]["disposition"] == "accepted"
+    envelope = world.owner.journal_entry(outcome.sequence)["envelope"]
+    digest = envelope["payload"]["evidence_digest"]
+    assert envelope["evidence_hashes"] == [digest]
+    assert envelope["command_id"] == derived_command_id("RecordReceipt", digest)
+    stored = orjson.loads(gateway.evidence.get(digest))
+    assert (stored["body"].encode(), stored["signature"]) == (signed.body, signed.signature.hex())
+    assert signed.signature.hex() not in canonical_bytes(envelope).decode()
+    again = _receipt_adapter(gateway).record_receipt(signed.body, signed.signature)
+    assert again.duplicate and again.sequence == outcome.sequence
+
+
+def test_a_receipt_not_signed_by_the_key_in_force_is_refused_before_admission(world, gateway):
+    body = world.receipt_body(_consumed(world))
+    head = world.owner.head()
+    forged = sign(key_from_seed("someone else"), RECEIPT, body)
+    _refused(ErrorCode.SIGNATURE_INVALID, _receipt_adapter(gateway).record_receipt, forged.body, forged.signature)
+    as_peer_result = sign(node_key_for("node-1"), PEER_RESULT, body)
+    _refused(ErrorCode.SIGNATURE_INVALID, _receipt_adapter(gateway).record_receipt, as_peer_result.body,
+             as_peer_result.signature)
+    tampered = sign(node_key_for("node-1"), RECEIPT, body)
+    _refused(ErrorCode.SIGNATURE_INVALID, _receipt_adapter(gateway).record_receipt,
+             tampered.body.replace(b"160000", b"150000"), tampered.signature)
+    unknown = sign(node_key_for("node-1"), RECEIPT, {**body, "key_version": 2})
+    _refused(ErrorCode.KEY_NOT_VALID, _receipt_adapter(gateway).record_receipt, unknown.body, unknown.signature)
+    extra = sign(node_key_for("node-1"), RECEIPT, {**body, "listener_email": "x@example.com"})
+    _refused(ErrorCode.UNKNOWN_FIELD, _receipt_adapter(gateway).record_receipt, extra.body, extra.signature)
+    assert world.owner.head() == head
+    assert not gateway.evidence.root.exists() and not gateway.envelopes.root.exists()
+
+
+def test_the_key_version_in_force_at_the_served_time_verifies(world, gateway):
+    grant_id = _consumed(world)
+    served_at = world.now
+    rotation = {"node_id": "node-1", "version": 2, "public_key": public_key_hex(node_key_for("node-1", 2)),
+                "valid_from_ms": world.now + 2_000}
+    signed_rotation = sign(node_key_for("node-1", 1), KEY_ROTATION, rotation)
+    assert NodeAdapter(gateway, actor_id=INGEST).rotate_key(signed_rotation.body, signed_rotation.signature).accepted
+    world.now += 10_000
+    old = sign(node_key_for("node-1", 1), RECEIPT, world.receipt_body(grant_id, served_at_ms=served_at))
+    assert _receipt_adapter(gateway).record_receipt(old.body, old.signature).accepted
+    second = world.grant(world.state(keys.grant_key(grant_id))["session_id"], chunk_index=1)
+    assert world.consume(second).accepted
+    stale = sign(node_key_for("node-1", 1), RECEIPT, world.receipt_body(second))
+    _refused(ErrorCode.KEY_NOT_VALID, _receipt_adapter(gateway).record_receipt, stale.body, stale.signature)
+    fresh = sign(node_key_for("node-1", 2), RECEIPT, world.receipt_body(second, key_version=2))
+    assert _receipt_adapter(gateway).record_receipt(fresh.body, fresh.signature).accepted
+
+
+def test_a_conflicting_receipt_body_reaches_the_rule_and_is_rejected(world, gateway):
+    body = world.receipt_body(_consumed(world))
+    first = sign(node_key_for("node-1"), RECEIPT, body)
+    assert _receipt_adapter(gateway).record_receipt(first.body, first.signature).accepted
+    other = sign(node_key_for("node-1"), RECEIPT, {**body, "bytes_served": 100_000})
+    assert _receipt_adapter(gateway).record_receipt(other.body, other.signature).code == "CONFLICTING_EVIDENCE"
+
+
+def test_a_peer_result_is_verified_with_the_receiving_nodes_key(world, gateway):
+    world.admit("node-2")
+    assert world.health("node-2").accepted
+    grant_id = world.grant(node_id="node-1", destination_node_id="node-2")
+    assert world.consume(grant_id).accepted
+    body = {"result_id": "fill-1", "grant_id": grant_id, "source_node_id": "node-1", "destination_node_id": "node-2",
+            "key_version": 1, "rendition_id": "work-1-aac", "chunk_index": 0, "outcome": "verified",
+            "bytes_received": 160_000, "observed_at_ms": world.now}
+    by_source = sign(node_key_for("node-1"), PEER_RESULT, body)
+    _refused(ErrorCode.SIGNATURE_INVALID, _receipt_adapter(gateway).record_peer_result, by_source.body,
+             by_source.signature)
+    signed = sign(node_key_for("node-2"), PEER_RESULT, body)
+    assert _receipt_adapter(gateway).record_peer_result(signed.body, signed.signature).accepted
+
+
+# Node applications, rotations and health.
+
+def test_a_node_application_proves_possession_of_its_key(world, gateway):
+    application = {"node_id": "node-3", "operator_id": "operator-2", "endpoint": "https://node-3.nodes.example",
+                   "region": "eu-west", "public_key": public_key_hex(node_key_for("node-3")),
+                   "independence": {"declaration_digest": "ab" * 32, "affiliated_account_ids": []}}
+    nodes = NodeAdapter(gateway, actor_id=INGEST)
+    forged = sign(node_key_for("node-4"), NODE_ADMISSION, application)
+    _refused(ErrorCode.SIGNATURE_INVALID, nodes.admit, forged.body, forged.signature)
+    signed = sign(node_key_for("node-3"), NODE_ADMISSION, application)
+    assert nodes.admit(signed.body, signed.signature).accepted
+    assert world.state(keys.node_key("node-3"))["status"] == "pending"
+    observation = HealthObservation(node_id="node-3", observed_at_ms=world.now, status="healthy",
+                                    inventory=["work-1-aac"])
+    assert nodes.record_health(observation).accepted
+
+
+def test_a_rotation_is_signed_by_the_current_key(world, gateway):
+    rotation = {"node_id": "node-1", "version": 2, "public_key": public_key_hex(node_key_for("node-1", 2)),
+                "valid_from_ms": world.now + 60_000}
+    nodes = NodeAdapter(gateway, actor_id=INGEST)
+    by_new_key = sign(node_key_for("node-1", 2), KEY_ROTATION, rotation)
+    _refused(ErrorCode.SIGNATURE_INVALID, nodes.rotate_key, by_new_key.body, by_new_key.signature)
+    signed = sign(node_key_for("node-1", 1), KEY_ROTATION, rotation)
+    outcome = nodes.rotate_key(signed.body, signed.signature)
+    assert outcome.accepted
+    assert nodes.rotate_key(signed.body, signed.signature).sequence == outcome.sequence
+
+
+# Billing.
+
+def _provider_event(event_id, event_type, *, account="listener-2", period="pp-77", **extra):
+    event = {"id": event_id, "type": event_type, "created_ms": DAY * DAY_MS, "client_reference": account,
+             "period": {"id": period, "start_ms": DAY * DAY_MS, "end_ms": (DAY + 30) * DAY_MS},
+             "customer": {"email": "listener@example.com", "name": "A Listener"}, **extra}
+    return sign(PROVIDER_KEY, BILLING_EVENT, event)
+
+
+def _billing(gateway):
+    return BillingAdapter(gateway, {"test-pay": public_key_hex(PROVIDER_KEY)}, actor_id=INGEST)
+
+
+def test_a_provider_event_becomes_a_period_without_personal_data(world, gateway):
+    opened = _provider_event("pay-1", "period.opened", amounts={"currency": "GBP", "gross": "1199", "net": "999"})
+    outcome = _billing(gateway).observe("test-pay", opened.body, opened.signature)
+    assert outcome.accepted, outcome.result
+    period_id = outcome.result["data"]["period_id"]
+    period = world.state(keys.period_key(period_id))
+    assert (period["account_id"], period["net_gbp"], period["provider_period_id"]) == ("listener-2", "999", "pp-77")
+    journalled = canonical_bytes(world.owner.journal_entry(outcome.sequence)).decode()
+    assert "listener@example.com" not in journalled and "A Listener" not in journalled
+    assert b"listener@example.com" in gateway.evidence.get(period["events"][0]["evidence_digest"])
+    again = _billing(gateway).observe("test-pay", opened.body, opened.signature)
+    assert again.duplicate and again.result == outcome.result
+
+
+def test_an_event_for_an_unknown_period_waits_without_being_journalled(world, gateway):
+    cleared = _provider_event("pay-2", "payment.cleared", period="pp-88")
+    head = world.owner.head()
+    _refused(ErrorCode.NOT_FOUND, _billing(gateway).observe, "test-pay", cleared.body, cleared.signature)
+    assert world.owner.head() == head
+    opened = _provider_event("pay-1", "period.opened", period="pp-88",
+                             amounts={"currency": "GBP", "gross": "1199", "net": "999"})
+    assert _billing(gateway).observe("test-pay", opened.body, opened.signature).accepted
+    assert _billing(gateway).observe("test-pay", cleared.body, cleared.signature).accepted
+
+
+def test_a_provider_event_must_carry_its_providers_signature(world, gateway):
+    opened = _provider_event("pay-1", "period.opened", amounts={"currency": "GBP", "gross": "1199", "net": "999"})
+    _refused(ErrorCode.SIGNATURE_INVALID, _billing(gateway).observe, "other-pay", opened.body, opened.signature)
+    forged = sign(key_from_seed("not the provider"), BILLING_EVENT, orjson.loads(opened.body))
+    _refused(ErrorCode.SIGNATURE_INVALID, _billing(gateway).observe, "test-pay", forged.body, forged.signature)
+
+
+# Grants.
+
+def test_a_grant_nonce_stays_with_the_caller_and_opens_its_grant_once(world, gateway):
+    grants = GrantAdapter(gateway, actor_id=COORDINATOR)
+    session_id = world.session()
+    issued, token = grants.issue(session_id=session_id, node_id="node-1", rendition_id="work-1-aac", chunk_index=0,
+                                 ttl_ms=60_000)
+    assert issued.accepted
+    assert token["nonce"] not in canonical_bytes(world.owner.journal_entry(issued.sequence)).decode()
+    _refused(ErrorCode.SIGNATURE_INVALID, grants.consume, token["grant_id"], "00" * 32, "req-1")
+    consumed = grants.consume(token["grant_id"], token["nonce"], "req-1")
+    assert consumed.accepted
+    assert grants.consume(token["grant_id"], token["nonce"], "req-2").sequence == consumed.sequence
+    following, _ = grants.issue(session_id=session_id, node_id="node-1", rendition_id="work-1-aac", chunk_index=1,
+                                ttl_ms=60_000)
+    assert following.accepted
+    assert world.state(keys.coordinator_key(COORDINATOR))["last_sequence"] == 2
