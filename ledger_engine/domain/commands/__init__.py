@@ -1,3 +1,3 @@
 """Every command module; importing this package registers them all."""
 
-from ledger_engine.domain.commands import accounts, catalogue, funding, money, streaming  # noqa: F401
+from ledger_engine.domain.commands import accounts, audit, catalogue, funding, money, streaming  # noqa: F401
