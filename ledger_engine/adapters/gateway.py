@@ -86,8 +86,12 @@ class CommandGateway:
         return stored
 
     def submit(self, envelope: dict[str, Any]) -> CommandOutcome:
-        """The ledger's outcome for ``envelope``: recorded already (a lost response), or now."""
-        return self.ledger.resolve(envelope["command_id"]) or self.ledger.submit(envelope)
+        """The ledger's outcome for ``envelope``: recorded already (a lost response), or now.
+
+        The ledger itself answers an exact duplicate with the original outcome and
+        any other envelope under a used command ID with COMMAND_ID_CONFLICT.
+        """
+        return self.ledger.submit(envelope)
 
     def execute(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str | None = None,
                 expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = ()) -> CommandOutcome:
