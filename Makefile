@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DATA_DIR ?= $(CURDIR)/var/ledger
 PORT ?= 8000
+CHROMIUM := /usr/bin/chromium
 
 .PHONY: setup run test bench clean
 
@@ -18,10 +19,14 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: setup
-	DATA_DIR=$(DATA_DIR) PORT=$(PORT) $(BIN)/python scripts/run_demo.py
+	DATA_DIR=$(DATA_DIR) PORT=$(PORT) $(BIN)/python scripts/run_console.py
 
-test: setup
+test: setup $(CHROMIUM)
 	$(BIN)/python -m pytest
+
+# The browser tests drive Debian's Chromium; it is installed once, never downloaded by Playwright.
+$(CHROMIUM):
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
 
 bench: setup
 	$(BIN)/python -m benchmarks

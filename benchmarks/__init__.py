@@ -11,4 +11,9 @@ BENCHMARKS = (
     "replay",
     "export_hash",
     "commit_profile",
+    "receipts",
+    "allocation",
+    "invariants",
+    "balances",
+    "payments",
 )

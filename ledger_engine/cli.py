@@ -145,6 +145,13 @@ def cmd_rebuild_indexes(args: argparse.Namespace) -> None:
         emit(rebuild_indexes(store))
 
 
+def cmd_dispatch(args: argparse.Namespace) -> None:
+    """Resume or pause effect dispatch on a stopped ledger; resuming after a restore follows reconciliation."""
+    with LedgerOwner.open(_require_data(args)) as owner:
+        owner.set_dispatch(args.state == "resume", args.reason)
+        emit(owner.dispatch_state())
+
+
 def cmd_demo_envelopes(args: argparse.Namespace) -> None:
     for envelope in demo_envelopes(args.seed, listeners=args.listeners, days=args.days):
         sys.stdout.write(orjson.dumps(envelope, option=orjson.OPT_SORT_KEYS).decode() + "\n")
@@ -173,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     verb("backup", cmd_backup, "verified backup outside the data directory").add_argument("dest")
     verb("restore", cmd_restore, "restore a verified backup; dispatch stays disabled").add_argument("src")
     verb("rebuild-indexes", cmd_rebuild_indexes, "rebuild the indexes from logical state")
+    dispatch = verb("dispatch", cmd_dispatch, "resume or pause effect dispatch (an operator decision)")
+    dispatch.add_argument("state", choices=["resume", "pause"])
+    dispatch.add_argument("--reason", required=True)
     demo = verb("demo-envelopes", cmd_demo_envelopes, "print the deterministic demo scenario")
     demo.add_argument("--seed", type=int, required=True)
     demo.add_argument("--listeners", type=int, default=20)

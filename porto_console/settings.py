@@ -14,7 +14,7 @@ SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "porto-local-only-secret-key-ch
 ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "porto_console.console.apps.PortoAdminConfig",  # the stock admin app with the console's site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -57,6 +57,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "porto_console.console.context.ledger_label",
             ],
         },
     },
@@ -71,7 +72,8 @@ DATABASES = {
 
 # The ledger this process owns. Only one process may open it read-write.
 LEDGER_DATA_DIR = Path(os.environ.get("DATA_DIR", VAR_DIR / "ledger"))
-LEDGER_EVIDENCE_DIR = Path(os.environ.get("EVIDENCE_DIR", VAR_DIR / "evidence"))
+# The admission gateway's durable envelopes and evidence for that ledger.
+ADMISSION_DIR = Path(os.environ.get("ADMISSION_DIR", LEDGER_DATA_DIR.parent / "admission"))
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "memory://")
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "cache+memory://")
@@ -95,10 +97,15 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Strict"
 CSRF_COOKIE_SAMESITE = "Strict"
-SESSION_COOKIE_AGE = 60 * 60 * 8
+CSRF_COOKIE_HTTPONLY = True
+SESSION_COOKIE_AGE = 60 * 30  # idle timeout: every request renews it
+SESSION_SAVE_EVERY_REQUEST = True
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+LOGIN_URL = "admin:login"
 SECURE_COOKIES = os.environ.get("PORTO_SECURE_COOKIES", "0") == "1"
 SESSION_COOKIE_SECURE = SECURE_COOKIES
 CSRF_COOKIE_SECURE = SECURE_COOKIES
@@ -108,3 +115,7 @@ AXES_FAILURE_LIMIT = 5
 AXES_COOLOFF_TIME = 1  # hours
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
+
+# Step-up authentication: money actions need a fresh code from the user's TOTP device.
+OTP_TOTP_ISSUER = "Porto London"
+OTP_TOTP_THROTTLE_FACTOR = 1

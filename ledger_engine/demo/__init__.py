@@ -11,6 +11,7 @@ from typing import Any
 from ledger_engine.demo.builder import DemoBuilder
 from ledger_engine.demo.foundation import build_foundation
 from ledger_engine.demo.money import build_money
+from ledger_engine.demo.observe import observe_streaming
 from ledger_engine.demo.streaming import build_streaming
 from ledger_engine.genesis import default_genesis
 
@@ -25,5 +26,6 @@ def demo_envelopes(seed: int, *, listeners: int = 20, days: int = 3) -> list[dic
     builder = DemoBuilder(seed)
     cast = build_foundation(builder, listeners=listeners, days=days)
     build_streaming(builder, cast, days=days)
+    observe_streaming(cast, builder.envelopes, demo_genesis())
     build_money(builder, cast, days=days)
     return builder.envelopes

@@ -38,6 +38,9 @@ class Cast:
     listeners: list[str] = field(default_factory=list)
     works: list[dict] = field(default_factory=list)
     lots: list[str] = field(default_factory=list)
+    rights: dict[str, dict] = field(default_factory=dict)  # work -> {"version", "recipients"}
+    periods: list[dict] = field(default_factory=list)  # cleared subscription periods, as recorded
+    closed_days: list[dict] = field(default_factory=list)  # listener-days, as CloseDay recorded them
 
 
 def build_foundation(builder: DemoBuilder, *, listeners: int, days: int) -> Cast:
@@ -86,10 +89,10 @@ def _catalogue(builder: DemoBuilder, cast: Cast) -> None:
     for number, work in enumerate(works):
         recipients = sorted(builder.rng.sample(cast.artists, k=1 + number % 3))
         splits = _even_splits(len(recipients))
+        rights = {"version": 1, "recipients": [{"recipient_id": r, "split_bps": s} for r, s in zip(recipients, splits)]}
         builder.add("ActivateWork", {"work_id": work["work_id"], "rights": {
-            "version": 1, "effective_at_ms": builder.clock_ms, "licence_ref": work["licence_ref"],
-            "recipients": [{"recipient_id": r, "split_bps": s} for r, s in zip(recipients, splits)]}},
-            actor=INGEST)
+            **rights, "effective_at_ms": builder.clock_ms, "licence_ref": work["licence_ref"]}}, actor=INGEST)
+        cast.rights[work["work_id"]] = rights
         cast.works.append({"work_id": work["work_id"], "rendition_id": f"{work['work_id']}-aac",
                            "duration_ms": work["renditions"][0]["duration_ms"]})
 

@@ -1,10 +1,158 @@
-"""Demo stage 3: budgets, allocation, statements, payout runs, payments, corrections."""
+"""Demo stage 3: budget funding, allocation of every closed listener-day, a correction; then payouts.
+
+The stage reads what earlier stages left in the cast: the rights each work was
+activated with (``cast.rights``), the periods whose payment cleared
+(``cast.periods``) and the listener-days closed (``cast.closed_days``, as
+CloseDay recorded them). Each period's converted net revenue arrives as a
+fixture deposit that funds its budget in the same ImportFunding, at
+``USDC_PER_LISTENER_DAY`` per day; the first budget also gets an approved
+addition drawn from a foundation lot. Every closed day is planned with the same
+london-1 functions the ledger runs, so the stage supplies exactly one line ID
+per output line. One rights error is then corrected, conservation is checked,
+and the payable lines go to the payout stage (``build_payouts``).
+"""
 
 from __future__ import annotations
 
-from ledger_engine.demo.builder import DemoBuilder
-from ledger_engine.demo.foundation import Cast
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger_engine.demo.builder import DemoBuilder, fixture_digest
+from ledger_engine.demo.foundation import INGEST, USDC_PER_LISTENER_DAY, Cast
+from ledger_engine.domain.allocation_policy import ARTIST, Listening, PlannedLine, Policy, Serving, split_listener_day
+from ledger_engine.domain.commands.money.allocation import POLICY_KEY
+from ledger_engine.domain.commands.money.budgets import slice_for_day
+from ledger_engine.domain.commands.money.lines import budget_key
+from ledger_engine.domain.commands.streaming.keys import listener_day_key
+from ledger_engine.domain.commands.streaming.policy import day_of
+from ledger_engine.domain.ruleset import LONDON_1_POLICY
+from ledger_engine.layout import STATE
+
+ALLOCATOR = "demo-finance-1"
+APPROVER = "demo-finance-2"
+POLICY = Policy(LONDON_1_POLICY["operator_pool_bps"], LONDON_1_POLICY["porto_retained_bps"])
+
+
+@dataclass(frozen=True)
+class PayableLine:
+    """One payable allocation line (revision 1), as the payout stage needs it."""
+
+    line_id: str
+    recipient_id: str
+    role: str
+    amount: int
+    budget_id: str
+    listener_id: str
+    day: int
+    work_id: str | None = None
+    rights_version: int | None = None
+    node_id: str | None = None
+
+
+@dataclass
+class Allocation:
+    """What the payout stage pays from: payable lines, and each budget's record revision after this stage."""
+
+    payable: list[PayableLine] = field(default_factory=list)
+    budget_revisions: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Budget:
+    """The stage's copy of a budget's funding: enough to compute its day slices."""
+
+    budget_id: str
+    record: dict[str, Any]
 
 
 def build_money(builder: DemoBuilder, cast: Cast, *, days: int) -> None:
-    del builder, cast, days
+    del days  # the periods and closed days say which days there are
+    from ledger_engine.demo.payouts import build_payouts  # that module imports this one's types
+
+    periods, closed_days = cast.periods, cast.closed_days
+    allocation = Allocation()
+    budgets = {period["period_id"]: _fund(builder, period, allocation) for period in sorted(
+        periods, key=lambda p: p["period_id"])}
+    if budgets and cast.lots:
+        _add_to(builder, budgets[min(budgets)], cast.lots[0], allocation)
+    for closed in sorted(closed_days, key=lambda d: (d["listener_id"], d["day"])):
+        if closed["period_id"] in budgets:
+            _allocate(builder, cast, budgets[closed["period_id"]], closed, allocation)
+    _correct_a_rights_error(builder, cast, allocation)
+    builder.add("CheckConservation", {"check_id": builder.new_id()}, actor=ALLOCATOR)
+    build_payouts(builder, cast, allocation)
+
+
+def _fund(builder: DemoBuilder, period: dict, allocation: Allocation) -> _Budget:
+    """The period's converted revenue arrives as a deposit that funds its budget in the same command."""
+    budget_id, lot_id = builder.new_id(), f"demo-period-lot-{period['period_id']}"
+    amount = period["days"] * USDC_PER_LISTENER_DAY
+    evidence = fixture_digest(lot_id, "deposit")
+    builder.add("ImportFunding", {
+        "lot_id": lot_id, "asset": "USDC", "amount": str(amount), "conversion_ref": f"demo-conversion-{period['period_id']}",
+        "deposit": {"chain": "simulated", "transaction_hash": fixture_digest(lot_id, "tx"), "event_index": 0,
+                    "evidence_digest": evidence},
+        "budgets": [{"budget_id": budget_id, "period_id": period["period_id"], "version": 1,
+                     "draws": [{"lot_id": lot_id, "amount": str(amount)}]}],
+    }, actor=INGEST, evidence=[evidence])
+    allocation.budget_revisions[budget_id] = 1
+    record = {"period_id": period["period_id"], "first_day": day_of(period["start_ms"]), "days": period["days"],
+              "lots": [{"lot_id": lot_id, "amount": str(amount), "version": 1}]}
+    return _Budget(budget_id, record)
+
+
+def _add_to(builder: DemoBuilder, budget: _Budget, lot_id: str, allocation: Allocation) -> None:
+    """A finance-approved addition of one listener-day's worth, drawn from an earlier lot."""
+    builder.add("ImportFunding", {"budgets": [{
+        "budget_id": budget.budget_id, "period_id": budget.record["period_id"], "version": 2,
+        "draws": [{"lot_id": lot_id, "amount": str(USDC_PER_LISTENER_DAY)}]}]}, actor=ALLOCATOR)
+    budget.record["lots"].append({"lot_id": lot_id, "amount": str(USDC_PER_LISTENER_DAY), "version": 2})
+    allocation.budget_revisions[budget.budget_id] += 1
+
+
+def _allocate(builder: DemoBuilder, cast: Cast, budget: _Budget, closed: dict, allocation: Allocation) -> None:
+    if not sum(work["listened_ms"] for work in closed["works"]):
+        return  # no eligible listening: the day's slice stays unallocated
+    listening = [Listening(w["work_id"], w["rights_version"], w["listened_ms"], _splits(cast, w))
+                 for w in closed["works"]]
+    serving = [Serving(n["node_id"], n["operator_id"], n["served_bytes"]) for n in closed["nodes"]]
+    lines = split_listener_day(slice_for_day(budget.record, closed["day"]), listening, serving, POLICY)
+    line_ids = [builder.new_id() for _ in lines]
+    revisions = {listener_day_key(closed["listener_id"], closed["day"]): 1, POLICY_KEY: 1,
+                 budget_key(budget.budget_id): allocation.budget_revisions[budget.budget_id]}
+    builder.add("AllocateListenerDay", {
+        "listener_id": closed["listener_id"], "day": closed["day"], "budget_id": budget.budget_id, "line_ids": line_ids,
+    }, actor=ALLOCATOR, expected=[{"cf": STATE, "key": k, "revision": r} for k, r in sorted(revisions.items())])
+    allocation.budget_revisions[budget.budget_id] += 1
+    allocation.payable += [_payable(line_id, line, budget.budget_id, closed)
+                           for line_id, line in zip(line_ids, lines) if line.recipient_id is not None]
+
+
+def _splits(cast: Cast, work: dict) -> tuple[tuple[str, int], ...]:
+    rights = cast.rights[work["work_id"]]
+    assert rights["version"] == work["rights_version"], work
+    return tuple((r["recipient_id"], r["split_bps"]) for r in rights["recipients"])
+
+
+def _payable(line_id: str, line: PlannedLine, budget_id: str, closed: dict) -> PayableLine:
+    return PayableLine(line_id, line.recipient_id, line.role, line.amount, budget_id, closed["listener_id"],
+                       closed["day"], work_id=line.work_id, rights_version=line.rights_version, node_id=line.node_id)
+
+
+def _correct_a_rights_error(builder: DemoBuilder, cast: Cast, allocation: Allocation) -> None:
+    """The first artist line turns out to belong to another artist: reverse it and pay the right one."""
+    wrong = next((line for line in allocation.payable if line.role == ARTIST), None)
+    if wrong is None:
+        return
+    right_artist = next(artist for artist in cast.artists if artist != wrong.recipient_id)
+    replacement = PayableLine(builder.new_id(), right_artist, ARTIST, wrong.amount, wrong.budget_id,
+                              wrong.listener_id, wrong.day, work_id=wrong.work_id, rights_version=wrong.rights_version)
+    builder.add("RecordCorrection", {
+        "correction_id": builder.new_id(), "budget_id": wrong.budget_id, "reason": "rights_error",
+        "requested_by": ALLOCATOR, "reverses": [wrong.line_id],
+        "replacements": [{"line_id": replacement.line_id, "role": ARTIST, "recipient_id": right_artist,
+                          "work_id": wrong.work_id, "rights_version": wrong.rights_version,
+                          "amount": str(wrong.amount)}],
+    }, actor=APPROVER)
+    allocation.budget_revisions[wrong.budget_id] += 1
+    allocation.payable = [line for line in allocation.payable if line is not wrong] + [replacement]

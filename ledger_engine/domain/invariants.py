@@ -1,10 +1,235 @@
-"""Conservation invariants and the payout block they control."""
+"""Conservation invariants and the payout block they control.
+
+Every funded budget satisfies seed 001's equation
+
+    funded + additions == unallocated + outstanding + paid + refunds_reversals
+
+where ``outstanding`` is the payable and reserved allocation lines, ``paid``
+the paid lines (Porto's retained share is paid when it is allocated) and
+``refunds_reversals`` what corrections took out of the budget, each counted
+once. Two checks hold the terms to the records they summarise:
+
+- ``command_mismatches(changes)``: after one command, for every budget it
+  touched (wrote, or wrote a line, correction or ``budget_unallocated``
+  posting of), the equation holds, and each term changed by exactly what the
+  command's lot draws, line status changes, corrections and postings account
+  for. Accounting rules end with ``require_conserved``: a command that would
+  break conservation is rejected with INVARIANT_VIOLATION and changes nothing.
+- ``ledger_mismatches(view)``: every budget, lot, line and correction from
+  scratch. ``CheckConservation`` runs it and records its verdict at
+  ``state/conservation``; while that says ``blocked``, ``require_payouts_unblocked``
+  rejects with PAYOUTS_BLOCKED. Only a later clean check lifts the block.
+"""
 
 from __future__ import annotations
 
-from ledger_engine.domain.changes import Changes
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ledger_engine.amounts import parse_amount
+from ledger_engine.domain.changes import Changes, Rejected
+from ledger_engine.domain.postings import POSTED
+from ledger_engine.domain.view import StateView
+from ledger_engine.errors import ErrorCode
+from ledger_engine.layout import STATE
+
+CONSERVATION_KEY = "conservation"
+HOLDING_TERMS = ("unallocated", "outstanding", "paid", "refunds_reversals")
+TERMS = ("funded", "additions", *HOLDING_TERMS)
+# Which budget term an allocation line's amount counts in, by the line's status.
+LINE_TERM = {"payable": "outstanding", "reserved": "outstanding", "paid": "paid"}
+# Record key prefixes; kept here because the money command modules import this module.
+BUDGET_PREFIX = "budget/"
+LINE_PREFIX = "allocation_line/"
+LOT_PREFIX = "lot/"
+CORRECTION_PREFIX = "correction/"
+UNALLOCATED_PREFIX = "budget_unallocated:"
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    subject: str
+    check: str
+    detail: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"subject": self.subject, "check": self.check, "detail": self.detail}
+
+
+def require_conserved(changes: Changes) -> None:
+    """Reject with INVARIANT_VIOLATION if this command breaks conservation of a budget it touched."""
+    _require_none(command_mismatches(changes), ErrorCode.INVARIANT_VIOLATION)
 
 
 def require_payouts_unblocked(changes: Changes) -> None:
-    """Reject with PAYOUTS_BLOCKED while any conservation check has failed."""
-    del changes
+    """Reject with PAYOUTS_BLOCKED while the last full check failed, or if this command's
+    writes so far break conservation; call it after the command's own writes."""
+    record = changes.get(STATE, CONSERVATION_KEY)
+    if record is not None and record.data["status"] != "clear":
+        raise Rejected(ErrorCode.PAYOUTS_BLOCKED, f"conservation check {record.data['check_id']} found "
+                                                  f"{record.data['mismatch_count']} mismatches")
+    _require_none(command_mismatches(changes), ErrorCode.PAYOUTS_BLOCKED)
+
+
+def _require_none(mismatches: list[Mismatch], code: ErrorCode) -> None:
+    if mismatches:
+        first = mismatches[0]
+        raise Rejected(code, f"{len(mismatches)} conservation mismatches; first: "
+                             f"{first.subject} {first.check}: {first.detail}")
+
+
+def budget_terms(data: dict | None) -> dict[str, int]:
+    return {term: parse_amount(data[term]) if data else 0 for term in TERMS}
+
+
+def equation_mismatches(subject: str, budget: dict) -> list[Mismatch]:
+    """The equation, and the funding terms against the lot draws the budget records."""
+    terms = budget_terms(budget)
+    found = []
+    funding = terms["funded"] + terms["additions"]
+    holding = terms["unallocated"] + terms["outstanding"] + terms["paid"] + terms["refunds_reversals"]
+    if funding != holding:
+        found.append(Mismatch(subject, "equation", f"funded + additions {funding} != holdings {holding}"))
+    drawn = defaultdict(int)
+    for entry in budget["lots"]:
+        drawn["funded" if entry["version"] == 1 else "additions"] += parse_amount(entry["amount"])
+    for term in ("funded", "additions"):
+        if drawn[term] != terms[term]:
+            found.append(Mismatch(subject, term, f"{term} {terms[term]} != lot draws {drawn[term]}"))
+    return found
+
+
+# After one command.
+
+def command_mismatches(changes: Changes) -> list[Mismatch]:
+    moved = _movements(changes)
+    found, funding_received = [], 0
+    for budget_id in sorted(moved.budgets):
+        subject = BUDGET_PREFIX + budget_id
+        before, after = changes.base.get(STATE, subject), changes.get(STATE, subject)
+        if after is None:
+            found.append(Mismatch(subject, "exists", "money moved for a budget that does not exist"))
+            continue
+        found += equation_mismatches(subject, after.data)
+        old, new = budget_terms(before and before.data), budget_terms(after.data)
+        funding_received += new["funded"] + new["additions"] - old["funded"] - old["additions"]
+        for term in HOLDING_TERMS:
+            change, expected = new[term] - old[term], moved.terms.get((budget_id, term), 0)
+            if change != expected:
+                found.append(Mismatch(subject, term, f"changed by {change}; the command's records account for {expected}"))
+    if funding_received != moved.lots_gave:
+        found.append(Mismatch("lots", "allocated", f"lots gave {moved.lots_gave}, budgets received {funding_received}"))
+    return found + moved.lot_mismatches
+
+
+@dataclass
+class _Movements:
+    """What one command's lines, corrections, lot draws and postings say budget terms moved by."""
+
+    budgets: set[str] = field(default_factory=set)
+    terms: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
+    lots_gave: int = 0
+    lot_mismatches: list[Mismatch] = field(default_factory=list)
+
+    def line(self, before: dict | None, after: dict) -> None:
+        for sign, line in ((-1, before), (1, after)):
+            if line is None:
+                continue
+            self.budgets.add(line["budget_id"])
+            if line["status"] in LINE_TERM:
+                self.terms[(line["budget_id"], LINE_TERM[line["status"]])] += sign * parse_amount(line["amount"])
+
+    def correction(self, correction: dict) -> None:
+        self.budgets.add(correction["budget_id"])
+        self.terms[(correction["budget_id"], "refunds_reversals")] += parse_amount(correction["refunded"])
+
+    def lot(self, subject: str, before: dict | None, after: dict) -> None:
+        self.lots_gave += parse_amount(after["allocated"]) - (parse_amount(before["allocated"]) if before else 0)
+        self.lot_mismatches += _lot_bound(subject, after)
+
+    def postings(self, events: Iterable[dict]) -> None:
+        """Net credits to each ``budget_unallocated:<budget>`` account."""
+        for event in events:
+            if event["type"] != POSTED:
+                continue
+            for line in event["lines"]:
+                if line["account"].startswith(UNALLOCATED_PREFIX):
+                    budget_id = line["account"][len(UNALLOCATED_PREFIX):]
+                    sign = 1 if line["side"] == "credit" else -1
+                    self.budgets.add(budget_id)
+                    self.terms[(budget_id, "unallocated")] += sign * parse_amount(line["amount"])
+
+
+def _movements(changes: Changes) -> _Movements:
+    moved = _Movements()
+    for (family, record_key), data in sorted(changes.writes.items()):
+        if family != STATE or data is None:
+            continue
+        before = changes.base.get(family, record_key)
+        before_data = before.data if before else None
+        if record_key.startswith(LINE_PREFIX):
+            moved.line(before_data, data)
+        elif record_key.startswith(CORRECTION_PREFIX) and before is None:
+            moved.correction(data)
+        elif record_key.startswith(BUDGET_PREFIX):
+            moved.budgets.add(record_key[len(BUDGET_PREFIX):])
+        elif record_key.startswith(LOT_PREFIX):
+            moved.lot(record_key, before_data, data)
+    moved.postings(changes.events)
+    return moved
+
+
+def _lot_bound(subject: str, lot: dict) -> list[Mismatch]:
+    if parse_amount(lot["allocated"]) <= parse_amount(lot["received"]):
+        return []
+    return [Mismatch(subject, "received", f"allocated {lot['allocated']} exceeds received {lot['received']}")]
+
+
+# The whole ledger.
+
+def ledger_mismatches(view: StateView) -> list[Mismatch]:
+    """Every budget's equation and terms against its lines and corrections, every lot against its draws."""
+    found: list[Mismatch] = []
+    recorded: dict[tuple[str, str], int] = defaultdict(int)
+    for _, record in view.scan(STATE, LINE_PREFIX):
+        line = record.data
+        if line["status"] in LINE_TERM:
+            recorded[(line["budget_id"], LINE_TERM[line["status"]])] += parse_amount(line["amount"])
+    for _, record in view.scan(STATE, CORRECTION_PREFIX):
+        recorded[(record.data["budget_id"], "refunds_reversals")] += parse_amount(record.data["refunded"])
+        found += _correction_arithmetic(record.data)
+    drawn: dict[str, int] = defaultdict(int)
+    budget_ids = set()
+    for record_key, record in view.scan(STATE, BUDGET_PREFIX):
+        budget_id, budget = record_key[len(BUDGET_PREFIX):], record.data
+        budget_ids.add(budget_id)
+        found += equation_mismatches(record_key, budget) + _recorded_terms(record_key, budget, recorded)
+        for entry in budget["lots"]:
+            drawn[entry["lot_id"]] += parse_amount(entry["amount"])
+    found += [Mismatch(BUDGET_PREFIX + budget_id, "exists", "lines or corrections name a missing budget")
+              for budget_id in sorted({budget for budget, _ in recorded} - budget_ids)]
+    for record_key, record in view.scan(STATE, LOT_PREFIX):
+        found += _lot_bound(record_key, record.data)
+        draws = drawn.pop(record_key[len(LOT_PREFIX):], 0)
+        if parse_amount(record.data["allocated"]) != draws:
+            found.append(Mismatch(record_key, "allocated", f"allocated {record.data['allocated']} != budget draws {draws}"))
+    return found + [Mismatch(LOT_PREFIX + lot_id, "exists", "budgets draw on a missing lot") for lot_id in sorted(drawn)]
+
+
+def _recorded_terms(subject: str, budget: dict, recorded: dict[tuple[str, str], int]) -> list[Mismatch]:
+    terms, budget_id = budget_terms(budget), subject[len(BUDGET_PREFIX):]
+    return [Mismatch(subject, term, f"{term} {terms[term]} != records {recorded.get((budget_id, term), 0)}")
+            for term in ("outstanding", "paid", "refunds_reversals")
+            if terms[term] != recorded.get((budget_id, term), 0)]
+
+
+def _correction_arithmetic(correction: dict) -> list[Mismatch]:
+    """What a correction reversed went to replacements, back to unallocated, or out as a refund."""
+    reversed_amount = parse_amount(correction["reversed"])
+    accounted = (parse_amount(correction["replaced"]) + parse_amount(correction["released"])
+                 + parse_amount(correction["refunded"]) - parse_amount(correction["refunded_unallocated"]))
+    if reversed_amount == accounted:
+        return []
+    return [Mismatch(CORRECTION_PREFIX + correction["correction_id"], "arithmetic",
+                     f"reversed {reversed_amount} != replaced + released + refunded reversal {accounted}")]

@@ -26,6 +26,7 @@ def all_projections() -> list[Projection]:
     from ledger_engine.projections.catalogue import CatalogueProjection
     from ledger_engine.projections.ledger import LedgerProjection
     from ledger_engine.projections.money import MoneyProjection
+    from ledger_engine.projections.payouts import PayoutsProjection
     from ledger_engine.projections.streaming import StreamingProjection
 
-    return [LedgerProjection(), CatalogueProjection(), StreamingProjection(), MoneyProjection()]
+    return [LedgerProjection(), CatalogueProjection(), StreamingProjection(), MoneyProjection(), PayoutsProjection()]

@@ -1,7 +1,15 @@
 from django.apps import AppConfig
+from django.contrib.admin import apps as admin_apps
 
 
 class ConsoleConfig(AppConfig):
     name = "porto_console.console"
     label = "console"
     verbose_name = "Porto finance console"
+
+
+class PortoAdminConfig(admin_apps.AdminConfig):
+    """The stock admin app, serving the console's site (Users and Groups stay as they are)."""
+
+    default = False
+    default_site = "porto_console.console.site.PortoAdminSite"

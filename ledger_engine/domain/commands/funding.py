@@ -1,20 +1,28 @@
-"""ImportFunding: a verified USDC deposit becomes a funding lot."""
+"""ImportFunding: a verified USDC deposit becomes a funding lot, and lots fund period budgets.
+
+One command may do either or both: import a deposit as a lot, and fund
+budgets by drawing on lots (this one or earlier ones with units left). A lot's
+allocated total never exceeds what it received.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from ledger_engine.amounts import Amount, format_amount
-from ledger_engine.domain.changes import require
+from ledger_engine.amounts import Amount, format_amount, parse_amount
+from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.chart import FUNDING_AVAILABLE, TREASURY
+from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, BudgetFunding, LotDraw, fund_budget
+from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import credit, debit, post
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
+
 
 class DepositObservation(Payload):
     """A verified on-chain deposit, normalised by the adapter."""
@@ -26,11 +34,24 @@ class DepositObservation(Payload):
 
 
 class ImportFundingPayload(Payload):
-    lot_id: Identifier
-    asset: Literal["USDC"]
-    amount: Amount = Field(gt=0)
-    deposit: DepositObservation
+    """The lot fields (``lot_id``, ``amount``, ``deposit``) come together or not at all."""
+
+    lot_id: Identifier | None = None
+    asset: Literal["USDC"] = "USDC"
+    amount: Annotated[Amount, Field(gt=0)] | None = None
+    deposit: DepositObservation | None = None
     conversion_ref: Identifier | None = None
+    budgets: list[BudgetFunding] = Field(default=[], max_length=1000)
+
+    @model_validator(mode="after")
+    def _lot_or_budgets(self) -> "ImportFundingPayload":
+        lot_fields = [self.lot_id, self.amount, self.deposit]
+        has_lot = self.lot_id is not None
+        if any((field is None) == has_lot for field in lot_fields):
+            raise ValueError("lot_id, amount and deposit come together")
+        if not has_lot and (self.conversion_ref is not None or not self.budgets):
+            raise ValueError("without a deposit there must be budgets to fund and no conversion reference")
+        return self
 
 
 def lot_key(lot_id: str) -> str:
@@ -39,6 +60,20 @@ def lot_key(lot_id: str) -> str:
 
 @command("ImportFunding", payload=ImportFundingPayload, roles={"ingest", "finance"})
 def import_funding(ctx: RuleContext, p: ImportFundingPayload) -> dict:
+    changes = ctx.changes
+    if p.lot_id is not None:
+        _import_lot(ctx, p)
+    budgets = []
+    for funding in p.budgets:
+        for draw in funding.draws:
+            _draw_from_lot(changes, draw)
+        budgets.append(fund_budget(ctx, funding))
+    require_conserved(changes)
+    return {"lot_id": p.lot_id, "amount": None if p.amount is None else format_amount(p.amount),
+            "budgets": budgets}
+
+
+def _import_lot(ctx: RuleContext, p: ImportFundingPayload) -> None:
     changes = ctx.changes
     require(p.deposit.evidence_digest in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
             "the deposit's evidence digest must be listed in the envelope's evidence_hashes")
@@ -59,4 +94,15 @@ def import_funding(ctx: RuleContext, p: ImportFundingPayload) -> dict:
     post(changes, journal=f"funding:{p.lot_id}", asset=p.asset,
          lines=[debit(TREASURY, p.amount), credit(FUNDING_AVAILABLE, p.amount)])
     changes.event("FundingImported", lot_id=p.lot_id, asset=p.asset, amount=format_amount(p.amount))
-    return {"lot_id": p.lot_id, "amount": format_amount(p.amount)}
+
+
+def _draw_from_lot(changes: Changes, draw: LotDraw) -> None:
+    record = changes.get(STATE, lot_key(draw.lot_id))
+    require(record is not None, ErrorCode.NOT_FOUND, f"funding lot {draw.lot_id} does not exist")
+    lot = record.data
+    require(lot["asset"] == BUDGET_ASSET, ErrorCode.INVALID_REFERENCE, f"lot {draw.lot_id} is not {BUDGET_ASSET}")
+    allocated = parse_amount(lot["allocated"]) + draw.amount
+    require(allocated <= parse_amount(lot["received"]), ErrorCode.INSUFFICIENT_FUNDS,
+            f"lot {draw.lot_id} received {lot['received']} and has {lot['allocated']} allocated; "
+            f"it cannot give {draw.amount} more")
+    changes.put_state(lot_key(draw.lot_id), {**lot, "allocated": format_amount(allocated)})

@@ -1,0 +1,220 @@
+"""Demo stage 4: statements, payout runs, a recipient update, payments and effects, paying the allocation stage's lines.
+
+Everything from outside the ledger is a fixture: artifact bytes, signed
+transactions, chain observations and their evidence are digests from
+``fixture_digest``, transaction hashes are ``0x`` + such a digest, and the
+sender is the fixture address ``demo-treasury``. The stage:
+
+1. freezes and anchors an allocation batch and a statement index (the index's
+   first anchor attempt fails and is retried), and abandons a superseded batch;
+2. prepares a run that a recipient update then invalidates: demo-finance-1
+   requests a new address for one recipient, demo-finance-2 approves it;
+3. prepares a run and cancels it;
+4. prepares the run that pays every payable line (demo-finance-1) and approves
+   it (demo-finance-2), putting one ``payment.transfer`` intent per payment in
+   the outbox;
+5. pays it: demo-dispatcher claims and reports broadcasts, demo-signer records
+   signed attempts, demo-observer records chain observations. One payment
+   fails (its attempt expires) and is retried, one loses its broadcast answer
+   and is reconciled, and the last stays queued in the outbox.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from typing import Any, NamedTuple
+
+from ledger_engine.demo.builder import DAY_MS, DemoBuilder, fixture_address, fixture_digest
+from ledger_engine.demo.foundation import Cast
+from ledger_engine.demo.money import Allocation, PayableLine
+from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash, run_key
+from ledger_engine.layout import OUTBOX, STATE
+
+PREPARER, APPROVER = "demo-finance-1", "demo-finance-2"
+DISPATCHER, SIGNER, OBSERVER, COMMITTER = "demo-dispatcher", "demo-signer", "demo-observer", "demo-committer"
+SENDER = fixture_address("demo-treasury")
+CLAIM_MS = 60_000
+SIGNED_TTL_MS = 120_000
+
+
+class _Payment(NamedTuple):
+    payment_id: str
+    effect_id: str
+    recipient_id: str
+    amount: int
+
+
+class _Attempt(NamedTuple):
+    attempt_id: str
+    transaction_hash: str
+    expires_at_ms: int
+
+
+class _Stage:
+    """The builder, plus what the ledger will hold that later envelopes must name."""
+
+    def __init__(self, builder: DemoBuilder, allocation: Allocation) -> None:
+        self.builder = builder
+        self.lines: dict[str, list[PayableLine]] = defaultdict(list)
+        for line in allocation.payable:
+            self.lines[line.recipient_id].append(line)
+        self.recipients = {recipient: (1, fixture_address(recipient)) for recipient in self.lines}
+        days = [line.day for line in allocation.payable]
+        self.window = {"window_start_ms": min(days) * DAY_MS, "window_end_ms": (max(days) + 1) * DAY_MS}
+        self.effect_revisions: dict[str, int] = {}
+        self.sequences = itertools.count()  # the treasury's sender sequence numbers
+        self.ledger_versions = itertools.count(1_000)  # the fixture chain's transaction versions
+
+    def add(self, command_type: str, payload: dict[str, Any], *, actor: str, effect: str | None = None,
+            evidence: list[str] = (), expected: list[dict[str, Any]] = ()) -> None:
+        if effect is not None:
+            expected = [{"cf": OUTBOX, "key": effect, "revision": self.effect_revisions[effect]}]
+        self.builder.add(command_type, payload, actor=actor, evidence=evidence, expected=expected)
+
+    def effect_written(self, effect_id: str) -> None:
+        self.effect_revisions[effect_id] = self.effect_revisions.get(effect_id, 0) + 1
+
+    # Effects.
+    def claim(self, effect_id: str, worker: str) -> None:
+        self.add("ClaimEffect", {"effect_id": effect_id, "expires_at_ms": self.builder.clock_ms + 1_000 + CLAIM_MS},
+                 actor=worker, effect=effect_id)
+        self.effect_written(effect_id)
+
+    def complete(self, effect_id: str, worker: str, outcome: str, transaction_hash: str | None = None) -> None:
+        self.add("CompleteEffect", {"effect_id": effect_id, "outcome": outcome, "transaction_hash": transaction_hash},
+                 actor=worker, effect=effect_id)
+        self.effect_written(effect_id)
+
+    # Batches.
+    def batch(self, kind: str, count: int, statements: list[dict[str, Any]] = ()) -> tuple[str, str, str]:
+        """Prepare and freeze a batch; returns its ID, artifact hash and anchor effect ID."""
+        batch_id, anchor = self.builder.new_id(), self.builder.new_id()
+        artifact_hash = fixture_digest(batch_id, "artifact")
+        self.add("FreezeArtifact", {"batch_id": batch_id, "step": {"action": "prepare", "kind": kind, **self.window}},
+                 actor=PREPARER)
+        self.add("FreezeArtifact", {"batch_id": batch_id, "step": {
+            "action": "freeze", "artifact_ref": f"demo-fixture-artifact-{batch_id}", "artifact_hash": artifact_hash,
+            "count": count, "anchor_effect_id": anchor, "statements": list(statements)}},
+            actor=PREPARER, evidence=[artifact_hash])
+        self.effect_written(anchor)
+        return batch_id, artifact_hash, anchor
+
+    def anchor(self, batch_id: str, artifact_hash: str, anchor: str) -> None:
+        self.claim(anchor, COMMITTER)
+        transaction = "0x" + fixture_digest(anchor, "commitment")
+        self.complete(anchor, COMMITTER, "submitted", transaction)
+        evidence = fixture_digest(anchor, "commitment", "observation")
+        self.add("RecordCommitmentObservation", {
+            "batch_id": batch_id, "transaction_hash": transaction, "artifact_hash": artifact_hash,
+            "outcome": "confirmed", "ledger_version": next(self.ledger_versions), "evidence_digest": evidence},
+            actor=OBSERVER, evidence=[evidence])
+
+    # Runs.
+    def prepare(self, plan: dict[str, list[PayableLine]]) -> tuple[str, str, dict[str, tuple[str, str]]]:
+        """Prepare a run paying each recipient in ``plan``; returns its ID, hash and (payment, effect) IDs."""
+        run_id = self.builder.new_id()
+        ids = {recipient: (self.builder.new_id(), self.builder.new_id()) for recipient in sorted(plan)}
+        payments = [{"payment_id": ids[recipient][0], "effect_id": ids[recipient][1], "recipient_id": recipient,
+                     "recipient_version": self.recipients[recipient][0],
+                     "amount": str(sum(line.amount for line in plan[recipient])),
+                     "line_ids": sorted(line.line_id for line in plan[recipient])} for recipient in sorted(plan)]
+        payments.sort(key=lambda payment: payment["payment_id"])
+        frozen = frozen_run(run_id, "USDC", [{**payment, "payout_address": self.recipients[payment["recipient_id"]][1]}
+                                             for payment in payments])
+        stated = run_hash(frozen)
+        self.add("PreparePayoutRun", {"run_id": run_id, "asset": "USDC", "payments": payments, "run_hash": stated},
+                 actor=PREPARER)
+        return run_id, stated, ids
+
+    def update_recipient(self, recipient: str) -> None:
+        update_id, (version, _) = self.builder.new_id(), self.recipients[recipient]
+        new_address = fixture_address(f"{recipient}-new-wallet")
+        evidence = fixture_digest(update_id, "ownership-evidence")
+        self.add("UpdateRecipient", {"update_id": update_id, "recipient_id": recipient, "step": {
+            "action": "request", "version": version + 1, "payout_address": new_address, "evidence_digest": evidence}},
+            actor=PREPARER, evidence=[evidence])
+        self.add("UpdateRecipient", {"update_id": update_id, "recipient_id": recipient, "step": {
+            "action": "approve", "version": version + 1, "payout_address": new_address}}, actor=APPROVER)
+        self.recipients[recipient] = (version + 1, new_address)
+
+    # Payments.
+    def attempt(self, payment: _Payment, *, broadcast: str = "submitted", fate: str = "confirmed") -> None:
+        """One attempt: the dispatcher claims, the signer signs, the dispatcher broadcasts, the observer sees ``fate``."""
+        self.claim(payment.effect_id, DISPATCHER)
+        attempt = self.sign(payment)
+        self.complete(payment.effect_id, DISPATCHER, broadcast, attempt.transaction_hash)
+        if fate == "expired":
+            self.builder.advance_to(attempt.expires_at_ms)
+        self.observe(payment, attempt, fate)
+
+    def sign(self, payment: _Payment) -> _Attempt:
+        attempt_id = self.builder.new_id()
+        attempt = _Attempt(attempt_id, "0x" + fixture_digest(attempt_id, "tx"), self.builder.clock_ms + 1_000 + SIGNED_TTL_MS)
+        signed_hash = fixture_digest(attempt.attempt_id, "signed-bytes")
+        self.add("RecordSignedAttempt", {
+            "payment_id": payment.payment_id, "attempt_id": attempt.attempt_id, "claimed_by": DISPATCHER,
+            "payout_address": self.recipients[payment.recipient_id][1], "amount": str(payment.amount),
+            "sender_address": SENDER, "sender_sequence": next(self.sequences),
+            "signed_bytes_ref": f"demo-fixture-signed-{attempt.attempt_id}", "signed_bytes_hash": signed_hash,
+            "transaction_hash": attempt.transaction_hash, "expires_at_ms": attempt.expires_at_ms,
+        }, actor=SIGNER, evidence=[signed_hash])
+        return attempt
+
+    def observe(self, payment: _Payment, attempt: _Attempt, fate: str) -> None:
+        evidence = fixture_digest(attempt.attempt_id, fate, "observation")
+        self.add("RecordTransferObservation", {
+            "payment_id": payment.payment_id, "attempt_id": attempt.attempt_id,
+            "transaction_hash": attempt.transaction_hash, "outcome": fate, "ledger_version": next(self.ledger_versions),
+            "chain_time_ms": max(self.builder.clock_ms, attempt.expires_at_ms), "evidence_digest": evidence,
+        }, actor=OBSERVER, evidence=[evidence])
+        if fate in ("failed", "expired"):
+            self.effect_written(payment.effect_id)  # reopened for the retry
+
+
+def build_payouts(builder: DemoBuilder, cast: Cast, allocation: Allocation) -> None:
+    del cast  # the allocation stage's lines name every recipient
+    if not allocation.payable:
+        return  # nothing was allocated, so there is nothing to pay
+    stage = _Stage(builder, allocation)
+    recipients = sorted(stage.lines)
+    statement_ids = _statements(stage, allocation)
+
+    updated = recipients[min(1, len(recipients) - 1)]
+    stage.prepare({recipient: stage.lines[recipient] for recipient in recipients[:2]})  # invalidated by the update
+    stage.update_recipient(updated)
+
+    cancelled_run, _, _ = stage.prepare({recipients[0]: stage.lines[recipients[0]]})
+    stage.add("CancelPayoutRun", {"run_id": cancelled_run, "reason": "prepared_in_error"}, actor=PREPARER,
+              expected=[{"cf": STATE, "key": run_key(cancelled_run), "revision": 1}])
+
+    run_id, stated, ids = stage.prepare(dict(stage.lines))
+    stage.add("ApprovePayoutRun", {"run_id": run_id, "run_hash": stated, "statement_ids": statement_ids},
+              actor=APPROVER)
+    for _, effect_id in ids.values():
+        stage.effect_written(effect_id)
+    to_pay = recipients[:-1] if len(recipients) > 2 else recipients  # the last one stays queued in the outbox
+    for number, recipient in enumerate(to_pay):
+        payment = _Payment(*ids[recipient], recipient, sum(line.amount for line in stage.lines[recipient]))
+        if number == 0:
+            stage.attempt(payment, fate="expired")  # the first attempt never lands; the retry does
+        stage.attempt(payment, broadcast="unknown" if number == 1 else "submitted")
+
+
+def _statements(stage: _Stage, allocation: Allocation) -> list[str]:
+    """Anchor the allocation batch and a statement index over it; abandon a superseded draft of the index."""
+    batch_id, artifact_hash, anchor = stage.batch("allocation", len(allocation.payable))
+    stage.anchor(batch_id, artifact_hash, anchor)
+    draft_id, _, draft_anchor = stage.batch("statement_index", 0)
+    stage.add("FreezeArtifact", {"batch_id": draft_id, "step": {"action": "abandon", "reason": "superseded"}},
+              actor=PREPARER)
+    stage.effect_written(draft_anchor)
+    statements = [{"statement_id": stage.builder.new_id(), "recipient_id": recipient, "accounting_batch_id": batch_id,
+                   "artifact_hash": fixture_digest(batch_id, recipient, "statement"),
+                   "public_proof_id": stage.builder.new_id()} for recipient in sorted(stage.lines)]
+    statements.sort(key=lambda statement: statement["statement_id"])
+    index_id, index_hash, index_anchor = stage.batch("statement_index", len(statements), statements)
+    stage.claim(index_anchor, COMMITTER)
+    stage.complete(index_anchor, COMMITTER, "failed")  # the first submission is refused; retried as it was
+    stage.anchor(index_id, index_hash, index_anchor)
+    return sorted(statement["statement_id"] for statement in statements)

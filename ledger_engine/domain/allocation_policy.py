@@ -1,0 +1,140 @@
+"""The ``london-1`` allocation policy (DESIGN.md section 6) as pure integer arithmetic.
+
+Inputs and outputs are unsigned 64-bit integers. A product of two of them
+needs at most 128 bits, which is the widest intermediate any step forms; every
+input is checked against u64 first, so a port to a fixed-width language keeps
+the same results. Every split is largest remainder with ties broken by
+canonical ID order, so the parts always sum to the whole.
+
+A listener-day's output lines come in canonical order: rights lines by
+(work ID, recipient ID), then operator lines by node ID, then Porto's retained
+share. Lines of zero amount are not output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ledger_engine.amounts import U64_MAX, checked_sum
+from ledger_engine.errors import ErrorCode, LedgerError
+
+TOTAL_BPS = 10_000
+ARTIST, OPERATOR, PORTO = "artist", "operator", "porto"
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    operator_pool_bps: int
+    porto_retained_bps: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.operator_pool_bps + self.porto_retained_bps <= TOTAL_BPS:
+            raise LedgerError(ErrorCode.INVALID_SPLITS, "policy pools exceed 10000 basis points")
+
+
+@dataclass(frozen=True, slots=True)
+class Listening:
+    """Eligible listening of one work on one listener-day, with that rights version's splits."""
+
+    work_id: str
+    rights_version: int
+    listened_ms: int
+    splits: tuple[tuple[str, int], ...]  # (recipient ID, basis points), summing to 10000
+
+
+@dataclass(frozen=True, slots=True)
+class Serving:
+    """Verified bytes one node served the listener that day."""
+
+    node_id: str
+    operator_id: str
+    served_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedLine:
+    role: str
+    recipient_id: str | None
+    amount: int
+    work_id: str | None = None
+    rights_version: int | None = None
+    node_id: str | None = None
+
+
+def u64(value: int, what: str) -> int:
+    if type(value) is not int or not 0 <= value <= U64_MAX:
+        raise LedgerError(ErrorCode.AMOUNT_OVERFLOW, f"{what} is not a u64: {value!r}")
+    return value
+
+
+def largest_remainder(total: int, weights: list[tuple[str, int]]) -> dict[str, int]:
+    """Split ``total`` in proportion to ``weights``, keyed by distinct canonical IDs.
+
+    Each part is first ``floor(total * w / W)``; the units left over go one each
+    to the largest remainders ``total * w mod W``, equal remainders in ID order.
+    """
+    u64(total, "split total")
+    ids = [identifier for identifier, _ in weights]
+    if len(set(ids)) != len(ids):
+        raise LedgerError(ErrorCode.INVALID_SPLITS, "split IDs must be distinct")
+    whole = checked_sum(u64(weight, f"weight of {identifier}") for identifier, weight in weights)
+    if whole == 0:
+        raise LedgerError(ErrorCode.INVALID_SPLITS, "cannot split by weights that sum to zero")
+    parts, remainders = {}, []
+    for identifier, weight in weights:
+        parts[identifier], remainder = divmod(total * weight, whole)
+        remainders.append((-remainder, identifier))
+    for _, identifier in sorted(remainders)[: total - sum(parts.values())]:
+        parts[identifier] += 1
+    return parts
+
+
+def day_slice(budget: int, day_index: int, days: int) -> int:
+    """``S_d = floor(B*d/D) - floor(B*(d-1)/D)`` for day ``d`` in ``1..D``; the slices sum to ``B``."""
+    u64(budget, "budget")
+    if not 1 <= day_index <= days:
+        raise LedgerError(ErrorCode.INVALID_TIME, f"day {day_index} is outside the period's days 1..{days}")
+    return budget * day_index // days - budget * (day_index - 1) // days
+
+
+def split_listener_day(slice_amount: int, listening: list[Listening], serving: list[Serving],
+                       policy: Policy) -> list[PlannedLine]:
+    """The output lines of one listener-day's slice, in canonical order.
+
+    With no verified bytes the operator pool has no one to pay, so its basis
+    points join the rights pool and the whole slice is still allocated.
+    """
+    listening = sorted(listening, key=lambda item: item.work_id)
+    serving = sorted(serving, key=lambda item: item.node_id)
+    if checked_sum(item.listened_ms for item in listening) == 0:
+        raise LedgerError(ErrorCode.INVALID_STATE, "a listener-day without eligible listening has nothing to allocate")
+    operator_bps = policy.operator_pool_bps if checked_sum(s.served_bytes for s in serving) else 0
+    pools = largest_remainder(slice_amount, [
+        (OPERATOR, operator_bps),
+        (PORTO, policy.porto_retained_bps),
+        ("rights", TOTAL_BPS - operator_bps - policy.porto_retained_bps),
+    ])
+    lines = _rights_lines(pools["rights"], listening)
+    if operator_bps:
+        lines += _operator_lines(pools[OPERATOR], serving)
+    lines.append(PlannedLine(PORTO, None, pools[PORTO]))
+    return [line for line in lines if line.amount]
+
+
+def _rights_lines(pool: int, listening: list[Listening]) -> list[PlannedLine]:
+    by_work = largest_remainder(pool, [(item.work_id, item.listened_ms) for item in listening])
+    lines = []
+    for item in listening:
+        splits = sorted(item.splits)
+        if checked_sum(bps for _, bps in splits) != TOTAL_BPS:
+            raise LedgerError(ErrorCode.INVALID_SPLITS, f"rights of {item.work_id} do not sum to 10000")
+        for recipient_id, amount in sorted(largest_remainder(by_work[item.work_id], splits).items()):
+            lines.append(PlannedLine(ARTIST, recipient_id, amount, work_id=item.work_id,
+                                     rights_version=item.rights_version))
+    return lines
+
+
+def _operator_lines(pool: int, serving: list[Serving]) -> list[PlannedLine]:
+    by_node = largest_remainder(pool, [(item.node_id, item.served_bytes) for item in serving])
+    return [PlannedLine(OPERATOR, item.operator_id, by_node[item.node_id], node_id=item.node_id)
+            for item in serving]

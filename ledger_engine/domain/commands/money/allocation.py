@@ -1,0 +1,193 @@
+"""AllocateListenerDay: a closed listener-day's slice of its period budget, split by london-1.
+
+The caller plans the day first (``plan_listener_day``, the same function the
+rule runs) and supplies one new line ID per output line, in canonical output
+order, with the expected revisions of the listener-day, the budget and the
+policy. The rule recomputes the plan, binds the IDs in order and takes the
+sentinel ``unique/allocation/<listener_id>/<seq20(day)>``, so a day is
+allocated at most once. Artist and operator lines are payable; Porto's
+retained share is a line too, ``paid`` when it is allocated, so every unit
+that leaves ``unallocated`` is on exactly one line.
+
+    Dr budget_unallocated:<budget>   Cr artist_payable:<recipient>...
+                                     Cr operator_payable:<operator>...
+                                     Cr porto_retained
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from ledger_engine.amounts import format_amount, parse_amount
+from ledger_engine.domain.allocation_policy import (
+    ARTIST, OPERATOR, PORTO, Listening, PlannedLine, Policy, Serving, split_listener_day,
+)
+from ledger_engine.domain.changes import Changes, require
+from ledger_engine.domain.chart import PORTO_RETAINED, artist_payable, budget_unallocated, operator_payable
+from ledger_engine.domain.commands.catalogue import rights_key
+from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, day_index, load_budget, slice_for_day
+from ledger_engine.domain.commands.money.lines import budget_key, line_key, move_budget
+from ledger_engine.domain.commands.streaming.keys import listener_day_key
+from ledger_engine.domain.invariants import require_conserved
+from ledger_engine.domain.postings import Line, credit, debit, post
+from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.ruleset import RULESET_VERSION
+from ledger_engine.domain.types import Count, Identifier
+from ledger_engine.domain.view import StateView
+from ledger_engine.errors import ErrorCode
+from ledger_engine.keys import key, seq20
+from ledger_engine.layout import STATE
+
+MAX_LINES = 4096
+POLICY_KEY = key("ruleset", RULESET_VERSION)
+
+
+def allocation_sentinel_key(listener_id: str, day: int) -> str:
+    return key("allocation", listener_id, seq20(day))
+
+
+@dataclass(frozen=True)
+class AllocationPlan:
+    """What allocating one listener-day would do, and the record revisions it was planned against."""
+
+    slice_amount: int
+    lines: list[PlannedLine]
+    revisions: dict[str, int]  # state key -> revision
+
+    def expected_revisions(self) -> list[dict[str, Any]]:
+        return [{"cf": STATE, "key": state_key, "revision": revision}
+                for state_key, revision in sorted(self.revisions.items())]
+
+
+def plan_listener_day(view: StateView, listener_id: str, day: int, budget_id: str) -> AllocationPlan:
+    day_record = view.get(STATE, listener_day_key(listener_id, day))
+    require(day_record is not None, ErrorCode.NOT_FOUND, f"listener-day {listener_id}/{day} does not exist")
+    budget_record = view.get(STATE, budget_key(budget_id))
+    require(budget_record is not None, ErrorCode.NOT_FOUND, f"budget {budget_id} does not exist")
+    policy_record = view.get(STATE, POLICY_KEY)
+    listener_day, budget, policy = day_record.data, budget_record.data, policy_record.data["allocation_policy"]
+    _require_allocatable(listener_day, budget, budget_id)
+    slice_amount = slice_for_day(budget, day)
+    lines = split_listener_day(
+        slice_amount,
+        [_listening(view, work) for work in listener_day["works"]],
+        [Serving(node["node_id"], node["operator_id"], node["served_bytes"]) for node in listener_day["nodes"]],
+        Policy(policy["operator_pool_bps"], policy["porto_retained_bps"]),
+    )
+    revisions = {listener_day_key(listener_id, day): day_record.revision, budget_key(budget_id): budget_record.revision,
+                 POLICY_KEY: policy_record.revision}
+    return AllocationPlan(slice_amount, lines, revisions)
+
+
+def _require_allocatable(listener_day: dict, budget: dict, budget_id: str) -> None:
+    name = f"listener-day {listener_day['listener_id']}/{listener_day['day']}"
+    require(listener_day["status"] == "closed", ErrorCode.INVALID_STATE, f"{name} is not closed")
+    require(listener_day["hold_free"], ErrorCode.HOLDS_OPEN, f"{name} has undecided holds")
+    require(listener_day["period_id"] == budget["period_id"], ErrorCode.INVALID_REFERENCE,
+            f"{name} is in period {listener_day['period_id']}, budget {budget_id} funds {budget['period_id']}")
+    require(1 <= day_index(budget, listener_day["day"]) <= budget["days"], ErrorCode.INVALID_TIME,
+            f"{name} is outside budget {budget_id}'s period")
+
+
+def _listening(view: StateView, work: dict) -> Listening:
+    rights = view.get(STATE, rights_key(work["work_id"], work["rights_version"]))
+    require(rights is not None, ErrorCode.INVALID_REFERENCE,
+            f"work {work['work_id']} has no rights version {work['rights_version']}")
+    splits = tuple((r["recipient_id"], r["split_bps"]) for r in rights.data["recipients"])
+    return Listening(work["work_id"], work["rights_version"], work["listened_ms"], splits)
+
+
+class AllocateListenerDayPayload(Payload):
+    listener_id: Identifier
+    day: Count
+    budget_id: Identifier
+    line_ids: list[Identifier] = Field(min_length=1, max_length=MAX_LINES)
+
+    @field_validator("line_ids")
+    @classmethod
+    def _distinct(cls, line_ids: list[str]) -> list[str]:
+        if len(set(line_ids)) != len(line_ids):
+            raise ValueError("line IDs must be distinct")
+        return line_ids
+
+
+@command("AllocateListenerDay", payload=AllocateListenerDayPayload, roles={"finance"})
+def allocate_listener_day(ctx: RuleContext, p: AllocateListenerDayPayload) -> dict:
+    changes = ctx.changes
+    plan = plan_listener_day(changes, p.listener_id, p.day, p.budget_id)
+    for state_key in sorted(plan.revisions):
+        require(ctx.states_revision_of(STATE, state_key), ErrorCode.STALE_REVISION,
+                f"allocation needs the expected revision of {state_key}")
+    require(len(p.line_ids) == len(plan.lines), ErrorCode.COUNT_MISMATCH,
+            f"the plan has {len(plan.lines)} output lines, the payload {len(p.line_ids)} line IDs")
+    changes.claim_unique(allocation_sentinel_key(p.listener_id, p.day),
+                         {"budget_id": p.budget_id, "amount": format_amount(plan.slice_amount), "line_ids": p.line_ids},
+                         ErrorCode.ALREADY_ALLOCATED, f"listener-day {p.listener_id}/{p.day} is already allocated")
+    unallocated = parse_amount(load_budget(changes, p.budget_id)["unallocated"])
+    require(unallocated >= plan.slice_amount, ErrorCode.INSUFFICIENT_FUNDS,
+            f"budget {p.budget_id} has {unallocated} unallocated, the day's slice is {plan.slice_amount}")
+    for line_id, planned in zip(p.line_ids, plan.lines):
+        write_line(changes, line_id, planned, listener_id=p.listener_id, day=p.day, budget_id=p.budget_id)
+    for term, amount in sorted(term_totals(plan.lines).items()):
+        move_budget(changes, p.budget_id, "unallocated", term, amount)
+    post(changes, journal=f"allocation:{p.listener_id}:{p.day}", asset=BUDGET_ASSET,
+         lines=[debit(budget_unallocated(p.budget_id), plan.slice_amount), *credit_lines(plan.lines)])
+    changes.event("ListenerDayAllocated", listener_id=p.listener_id, day=p.day, budget_id=p.budget_id,
+                  amount=format_amount(plan.slice_amount), line_ids=p.line_ids)
+    require_conserved(changes)
+    return {"listener_id": p.listener_id, "day": p.day, "budget_id": p.budget_id,
+            "amount": format_amount(plan.slice_amount), "line_ids": p.line_ids}
+
+
+def write_line(changes: Changes, line_id: str, planned: PlannedLine, *, listener_id: str, day: int,
+               budget_id: str, correction_id: str | None = None) -> None:
+    """A new allocation line: payable, or paid at once for Porto's retained share."""
+    require(changes.get(STATE, line_key(line_id)) is None, ErrorCode.ALREADY_EXISTS,
+            f"allocation line {line_id} already exists")
+    line = {
+        "line_id": line_id,
+        "listener_id": listener_id,
+        "day": day,
+        "budget_id": budget_id,
+        "role": planned.role,
+        "recipient_id": planned.recipient_id,
+        "amount": format_amount(planned.amount),
+        "status": "paid" if planned.role == PORTO else "payable",
+        "run_id": None,
+        "payment_id": None,
+        "correction_id": correction_id,
+        "reversed_by": None,
+    }
+    if planned.role == ARTIST:
+        line.update(work_id=planned.work_id, rights_version=planned.rights_version)
+    elif planned.role == OPERATOR:
+        line["node_id"] = planned.node_id
+    changes.put_state(line_key(line_id), line)
+
+
+def term_totals(lines: list[PlannedLine]) -> dict[str, int]:
+    """How much of these new lines counts as outstanding (payable) and as paid (Porto's share)."""
+    totals: dict[str, int] = defaultdict(int)
+    for line in lines:
+        totals["paid" if line.role == PORTO else "outstanding"] += line.amount
+    return totals
+
+
+def line_account(role: str, recipient_id: str | None) -> str:
+    if role == ARTIST:
+        return artist_payable(recipient_id)
+    if role == OPERATOR:
+        return operator_payable(recipient_id)
+    return PORTO_RETAINED
+
+
+def credit_lines(lines: list[PlannedLine]) -> list[Line]:
+    """One credit per account, accounts in name order."""
+    totals: dict[str, int] = defaultdict(int)
+    for line in lines:
+        totals[line_account(line.role, line.recipient_id)] += line.amount
+    return [credit(account, amount) for account, amount in sorted(totals.items())]

@@ -1,0 +1,203 @@
+"""Payment attempts: RecordSignedAttempt and RecordTransferObservation.
+
+The pipeline, one ``payment.transfer`` effect per payment (seed 004: one
+durable session per payment, signed bytes persisted before any broadcast):
+
+1. A dispatcher claims the payment's effect (ClaimEffect).
+2. The signer signs and records the attempt under that live claim: exact
+   signed-bytes reference and hash, transaction hash, sender address and
+   sequence, expiry, and the recipient address and amount it signed. Only
+   after this command is accepted may the bytes be broadcast.
+3. The dispatcher broadcasts those bytes and completes the effect:
+   ``submitted``, or ``unknown`` when the answer was lost (payment uncertain).
+4. Observers record what the chain says about the attempt.
+
+``payment_attempt/<attempt_id>`` keeps the attempt; ``unique/sender/<address>/<seq20>``
+and ``unique/transaction/<hash>`` make sender sequences and transaction hashes
+unique. An attempt's outcome goes pending -> submitted -> confirmed | failed |
+expired (or straight to a final one). A new attempt may be signed only once
+the last one is proven failed or expired, so at most one attempt of a payment
+is ever unresolved, and an obligation is paid at most once.
+
+Observations may arrive in any order, any number of times:
+
+- the same outcome again, or ``submitted`` after ``confirmed`` or ``failed``,
+  is accepted and changes nothing (``"changed": false``);
+- an outcome contradicting a recorded final one (confirmed vs failed or
+  expired, or ``submitted`` after ``expired``) is CONFLICTING_EVIDENCE;
+- ``expired`` needs a chain time at or past the attempt's expiry.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ledger_engine.amounts import Amount
+from ledger_engine.domain.changes import Changes, Rejected, require
+from ledger_engine.domain.commands.money import outbox, payments
+from ledger_engine.domain.commands.money.recipients import load_recipient
+from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.invariants import require_conserved, require_payouts_unblocked
+from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.types import ChainAddress, Count, Digest, Identifier, TimestampMs
+from ledger_engine.errors import ErrorCode
+from ledger_engine.keys import key, seq20
+from ledger_engine.layout import STATE
+
+TransactionHash = Annotated[str, Field(pattern=r"^0x[0-9a-f]{64}$")]
+FINAL = ("confirmed", "failed", "expired")
+
+
+class RecordSignedAttemptPayload(Payload):
+    payment_id: Identifier
+    attempt_id: Identifier
+    claimed_by: Identifier  # the worker whose live claim on the payment's effect authorises this transfer
+    payout_address: ChainAddress
+    amount: Amount
+    sender_address: ChainAddress
+    sender_sequence: Count
+    signed_bytes_ref: Identifier
+    signed_bytes_hash: Digest
+    transaction_hash: TransactionHash
+    expires_at_ms: TimestampMs
+
+
+class RecordTransferObservationPayload(Payload):
+    payment_id: Identifier
+    attempt_id: Identifier
+    transaction_hash: TransactionHash
+    outcome: Literal["submitted", "confirmed", "failed", "expired"]
+    ledger_version: Count
+    chain_time_ms: TimestampMs
+    evidence_digest: Digest
+
+
+def attempt_key(attempt_id: str) -> str:
+    return key("payment_attempt", attempt_id)
+
+
+def load_attempt(changes: Changes, attempt_id: str) -> dict[str, Any]:
+    return load(changes, attempt_key(attempt_id), f"payment attempt {attempt_id}")
+
+
+@command("RecordSignedAttempt", payload=RecordSignedAttemptPayload, roles={"signer"})
+def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> dict:
+    changes = ctx.changes
+    payment = payments.load_payment(changes, p.payment_id)
+    _require_signable(payment)
+    outbox.require_live_claim(outbox.load_effect(changes, payment["effect_id"]), p.claimed_by, ctx.now_ms)
+    _require_signed_terms(changes, payment, p)
+    require(p.signed_bytes_hash in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
+            "the signed bytes' hash must be listed in the envelope's evidence_hashes")
+    require(p.expires_at_ms > ctx.now_ms, ErrorCode.EXPIRED, f"the signed transaction expired at {p.expires_at_ms}")
+    require(changes.get(STATE, attempt_key(p.attempt_id)) is None, ErrorCode.ALREADY_EXISTS,
+            f"payment attempt {p.attempt_id} already exists")
+    owner = {"attempt_id": p.attempt_id, "payment_id": p.payment_id}
+    changes.claim_unique(key("sender", p.sender_address, seq20(p.sender_sequence)), owner, ErrorCode.NONCE_REUSED,
+                         f"sender {p.sender_address} already signed sequence {p.sender_sequence}")
+    changes.claim_unique(key("transaction", p.transaction_hash), owner, ErrorCode.DUPLICATE_EVIDENCE,
+                         f"transaction {p.transaction_hash} is already recorded")
+    changes.put_state(attempt_key(p.attempt_id), {
+        **p.model_dump(mode="json", exclude={"payout_address", "amount"}),
+        "effect_id": payment["effect_id"],
+        "number": len(payment["attempt_ids"]) + 1,
+        "signed_by": ctx.actor_id,
+        "signed_at_ms": ctx.now_ms,
+        "outcome": "pending",
+        "ledger_version": None,
+        "observed_at_ms": None,
+    })
+    payments.move(changes, payment, "signed", attempt_ids=[*payment["attempt_ids"], p.attempt_id])
+    require_payouts_unblocked(changes)
+    return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "transaction_hash": p.transaction_hash}
+
+
+def _require_signable(payment: dict[str, Any]) -> None:
+    state, payment_id = payment["state"], payment["payment_id"]
+    if state in payments.IN_FLIGHT:
+        raise Rejected(ErrorCode.RECONCILIATION_REQUIRED,
+                       f"payment {payment_id} is {state}: its last attempt must be observed before another is signed")
+    require(state != "confirmed", ErrorCode.ALREADY_PAID, f"payment {payment_id} is already paid")
+    require(state in ("approved", "failed"), ErrorCode.INVALID_STATE, f"payment {payment_id} is {state}")
+
+
+def _require_signed_terms(changes: Changes, payment: dict[str, Any], p: RecordSignedAttemptPayload) -> None:
+    """The bytes pay exactly the frozen amount to the frozen address of a recipient that has not changed since."""
+    require((p.payout_address, p.amount) == (payment["payout_address"], payments.amount(payment)),
+            ErrorCode.CONFLICTING_EVIDENCE,
+            f"payment {payment['payment_id']} pays {payment['amount']} to {payment['payout_address']}")
+    recipient = load_recipient(changes, payment["recipient_id"])
+    require(recipient["version"] == payment["recipient_version"], ErrorCode.INVALID_STATE,
+            f"recipient {payment['recipient_id']} changed after payment {payment['payment_id']} was frozen")
+
+
+@command("RecordTransferObservation", payload=RecordTransferObservationPayload, roles={"observer"})
+def record_transfer_observation(ctx: RuleContext, p: RecordTransferObservationPayload) -> dict:
+    changes = ctx.changes
+    require(p.evidence_digest in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
+            "the observation's evidence digest must be listed in the envelope's evidence_hashes")
+    attempt = load_attempt(changes, p.attempt_id)
+    require(attempt["payment_id"] == p.payment_id, ErrorCode.INVALID_REFERENCE,
+            f"attempt {p.attempt_id} belongs to payment {attempt['payment_id']}")
+    require(attempt["transaction_hash"] == p.transaction_hash, ErrorCode.CONFLICTING_EVIDENCE,
+            f"attempt {p.attempt_id} signed transaction {attempt['transaction_hash']}")
+    require(p.outcome != "expired" or p.chain_time_ms >= attempt["expires_at_ms"], ErrorCode.INVALID_TIME,
+            f"attempt {p.attempt_id} can land until {attempt['expires_at_ms']}")
+    if not _outcome_changes(attempt, p.outcome):
+        return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "changed": False}
+    changes.put_state(attempt_key(p.attempt_id), {**attempt, "outcome": p.outcome, "ledger_version": p.ledger_version,
+                                                  "observed_at_ms": ctx.now_ms})
+    changes.event("TransferObserved", payment_id=p.payment_id, attempt_id=p.attempt_id,
+                  transaction_hash=p.transaction_hash, outcome=p.outcome, ledger_version=p.ledger_version,
+                  evidence_digest=p.evidence_digest)
+    _apply_to_payment(changes, payments.load_payment(changes, p.payment_id), attempt, p.outcome)
+    require_conserved(changes)
+    return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "changed": True}
+
+
+def _outcome_changes(attempt: dict[str, Any], outcome: str) -> bool:
+    """Whether ``outcome`` is news for the attempt; a contradiction is rejected."""
+    recorded = attempt["outcome"]
+    if recorded not in FINAL:
+        return outcome != recorded
+    consistent = outcome == recorded or (outcome == "submitted" and recorded != "expired")
+    require(consistent, ErrorCode.CONFLICTING_EVIDENCE,
+            f"attempt {attempt['attempt_id']} was already observed {recorded}; now {outcome}")
+    return False
+
+
+def _apply_to_payment(changes: Changes, payment: dict[str, Any], attempt: dict[str, Any], outcome: str) -> None:
+    """The attempt is the payment's unresolved one (only one ever is), so its news moves the payment."""
+    effect_id = payment["effect_id"]
+    if outcome == "submitted":
+        if payment["state"] != "submitted":
+            payments.move(changes, payment, "submitted")
+        outbox.finish(changes, effect_id, {"observed": "submitted", "attempt_id": attempt["attempt_id"]})
+    elif outcome == "confirmed":
+        payments.settle(changes, payment)
+        payments.move(changes, payment, "confirmed", paid_attempt_id=attempt["attempt_id"])
+        outbox.finish(changes, effect_id, {"observed": "confirmed", "attempt_id": attempt["attempt_id"]})
+    else:
+        payments.move(changes, payment, "failed")
+        outbox.reopen(changes, effect_id, {"observed": outcome, "attempt_id": attempt["attempt_id"]})
+
+
+def complete_transfer(ctx: RuleContext, effect: dict[str, Any], outcome: str, transaction_hash: str | None) -> dict:
+    """The dispatcher's report on broadcasting the payment's current attempt."""
+    changes = ctx.changes
+    payment = payments.load_payment(changes, effect["payload"]["payment_id"])
+    require(payment["state"] in payments.IN_FLIGHT, ErrorCode.INVALID_STATE,
+            f"payment {payment['payment_id']} is {payment['state']}: there is no signed attempt to report on")
+    require(outcome != "failed", ErrorCode.INVALID_STATE,
+            "only a chain observation proves that a signed attempt cannot succeed")
+    attempt = load_attempt(changes, payment["attempt_ids"][-1])
+    require(transaction_hash == attempt["transaction_hash"], ErrorCode.CONFLICTING_EVIDENCE,
+            f"the current attempt of payment {payment['payment_id']} is transaction {attempt['transaction_hash']}")
+    target = "submitted" if outcome == "submitted" else "uncertain"
+    if payments.MACHINE.allows(payment["state"], target):  # a report older than an observation changes nothing
+        payments.move(changes, payment, target)
+    result = {"outcome": outcome, "attempt_id": attempt["attempt_id"], "transaction_hash": transaction_hash}
+    outbox.finish(changes, effect["effect_id"], result)
+    return result

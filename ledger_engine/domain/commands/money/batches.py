@@ -1,0 +1,46 @@
+"""Artifact batches and the seed 001 state machine they follow.
+
+    preparing -> frozen -> submitted -> confirmed
+    failed: retryable with the same payload (the anchor effect is reopened)
+    uncertain: the anchor's answer was lost; a commitment observation resolves it
+    abandoned: a frozen (or failed) batch given up before it was anchored, keeping its ID and reason
+
+``batch/<batch_id>`` is created once and never deleted, so an abandoned ID can
+never be prepared again, let alone frozen with other bytes. Its artifact
+(reference, hash, count) is written once, at freeze; a correction is a new
+batch naming its parent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger_engine.domain.changes import Changes
+from ledger_engine.domain.commands.money.records import StateMachine, load
+from ledger_engine.keys import key
+
+KINDS = ("allocation", "statement_index", "correction")
+ACCOUNTING_KINDS = ("allocation", "correction")
+MACHINE = StateMachine("BatchStateChanged", {
+    "preparing": frozenset({"frozen"}),
+    "frozen": frozenset({"submitted", "uncertain", "failed", "confirmed", "abandoned"}),
+    "submitted": frozenset({"confirmed", "failed"}),
+    "uncertain": frozenset({"confirmed", "failed"}),
+    "failed": frozenset({"submitted", "uncertain", "confirmed", "abandoned"}),
+    "confirmed": frozenset(),
+    "abandoned": frozenset(),
+})
+UNANCHORED = ("preparing", "abandoned")
+
+
+def batch_key(batch_id: str) -> str:
+    return key("batch", batch_id)
+
+
+def load_batch(changes: Changes, batch_id: str) -> dict[str, Any]:
+    return load(changes, batch_key(batch_id), f"batch {batch_id}")
+
+
+def move(changes: Changes, batch: dict[str, Any], state: str, **fields: Any) -> dict[str, Any]:
+    subject = {"batch_id": batch["batch_id"], "kind": batch["kind"]}
+    return MACHINE.move(changes, batch_key(batch["batch_id"]), batch, state, subject=subject, **fields)

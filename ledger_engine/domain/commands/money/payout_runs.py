@@ -1,0 +1,213 @@
+"""PreparePayoutRun, ApprovePayoutRun and CancelPayoutRun.
+
+Preparing freezes a run: exact allocation lines per payment, one payment per
+recipient, the recipient's address and version, amounts and the IDs of the
+payments and their effects. The run hash is
+
+    SHA-256( UTF8("porto:london:payout-run:v1\\n") || JCS(frozen) )
+
+where ``frozen`` is ``{"run_id", "asset", "payments", "total"}`` and each
+payment is its plan as submitted plus the recipient's ``payout_address``
+(``frozen_run``). The preparer states the hash; the rule recomputes it from
+the ledger and rejects a difference with RUN_HASH_MISMATCH, so the hash names
+exactly what the preparer saw. The run record keeps ``frozen`` verbatim.
+
+Approval, by a finance actor other than the preparer, restates that hash and
+names confirmed statements; it reserves each line once, posts the
+reservation and puts one ``payment.transfer`` effect per payment in the
+outbox. Cancelling is allowed until an attempt is signed: it releases what is
+reserved and unpaid, cancels the effects and leaves the run as a tombstone.
+Runs go prepared -> approved, and prepared | approved -> cancelled;
+a recipient update invalidates a prepared run (prepared -> invalidated).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, model_validator
+
+from ledger_engine.amounts import Amount, checked_sum, format_amount, parse_amount
+from ledger_engine.canonical import domain_hash
+from ledger_engine.domain.actors import require_other_actor
+from ledger_engine.domain.changes import Changes, require
+from ledger_engine.domain.commands.money import payments
+from ledger_engine.domain.commands.money.outbox import PAYMENT_TRANSFER
+from ledger_engine.domain.commands.money.recipients import load_recipient, require_no_pending_update
+from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.commands.money.statements import require_confirmed_statements
+from ledger_engine.domain.invariants import require_conserved, require_payouts_unblocked
+from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.types import Count, Digest, Identifier
+from ledger_engine.errors import ErrorCode
+from ledger_engine.keys import key
+from ledger_engine.layout import OUTBOX, STATE
+
+RUN_HASH_DOMAIN = "porto:london:payout-run:v1\n"
+MAX_PAYMENTS = 1_000
+MAX_LINES_PER_PAYMENT = 5_000
+TRANSFER_FIELDS = ("payment_id", "run_id", "recipient_id", "payout_address", "asset", "amount")
+
+
+def _sorted_distinct(values: list[str]) -> list[str]:
+    if values != sorted(set(values)):
+        raise ValueError("the IDs must be sorted and distinct")
+    return values
+
+
+SortedIds = Annotated[list[Identifier], AfterValidator(_sorted_distinct)]
+
+
+class PaymentPlan(Payload):
+    payment_id: Identifier
+    effect_id: Identifier
+    recipient_id: Identifier
+    recipient_version: Count = Field(ge=1)
+    amount: Amount = Field(gt=0)
+    line_ids: SortedIds = Field(min_length=1, max_length=MAX_LINES_PER_PAYMENT)
+
+
+class PreparePayoutRunPayload(Payload):
+    run_id: Identifier
+    asset: Literal["USDC"]
+    payments: list[PaymentPlan] = Field(min_length=1, max_length=MAX_PAYMENTS)
+    run_hash: Digest
+
+    @model_validator(mode="after")
+    def _distinct(self) -> "PreparePayoutRunPayload":
+        payment_ids = [plan.payment_id for plan in self.payments]
+        if payment_ids != sorted(set(payment_ids)):
+            raise ValueError("payments must be sorted by payment_id and distinct")
+        for field in ("recipient_id", "effect_id"):
+            values = [getattr(plan, field) for plan in self.payments]
+            if len(set(values)) != len(values):
+                raise ValueError(f"each payment needs its own {field}")
+        line_ids = [line_id for plan in self.payments for line_id in plan.line_ids]
+        if len(set(line_ids)) != len(line_ids):
+            raise ValueError("an allocation line can be in only one payment of a run")
+        return self
+
+
+class ApprovePayoutRunPayload(Payload):
+    run_id: Identifier
+    run_hash: Digest
+    statement_ids: SortedIds = Field(min_length=1, max_length=MAX_PAYMENTS)
+
+
+CancelReason = Literal["prepared_in_error", "amounts_disputed", "recipient_disputed", "superseded"]
+
+
+class CancelPayoutRunPayload(Payload):
+    run_id: Identifier
+    reason: CancelReason
+
+
+def run_key(run_id: str) -> str:
+    return key("payment_run", run_id)
+
+
+def frozen_run(run_id: str, asset: str, frozen_payments: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the run hash covers; each payment is a plan in JSON form plus ``payout_address``."""
+    total = checked_sum(parse_amount(payment["amount"]) for payment in frozen_payments)
+    return {"run_id": run_id, "asset": asset, "payments": frozen_payments, "total": format_amount(total)}
+
+
+def run_hash(frozen: dict[str, Any]) -> str:
+    return domain_hash(RUN_HASH_DOMAIN, frozen)
+
+
+def load_run(changes: Changes, run_id: str) -> dict[str, Any]:
+    return load(changes, run_key(run_id), f"payout run {run_id}")
+
+
+def run_payments(changes: Changes, run: dict[str, Any]) -> list[dict[str, Any]]:
+    return [payments.load_payment(changes, payment["payment_id"]) for payment in run["frozen"]["payments"]]
+
+
+@command("PreparePayoutRun", payload=PreparePayoutRunPayload, roles={"finance"})
+def prepare_payout_run(ctx: RuleContext, p: PreparePayoutRunPayload) -> dict:
+    changes = ctx.changes
+    require(changes.get(STATE, run_key(p.run_id)) is None, ErrorCode.ALREADY_EXISTS, f"payout run {p.run_id} already exists")
+    frozen = frozen_run(p.run_id, p.asset, [_frozen_payment(changes, plan) for plan in p.payments])
+    planned = [{**payment, "run_id": p.run_id, "asset": p.asset} for payment in frozen["payments"]]
+    for payment in planned:
+        payments.payable_lines(changes, payment)
+    digest = run_hash(frozen)
+    require(digest == p.run_hash, ErrorCode.RUN_HASH_MISMATCH,
+            f"payout run {p.run_id} hashes to {digest}, not the stated {p.run_hash}")
+    for payment in planned:
+        payments.create_payment(changes, payment)
+    changes.put_state(run_key(p.run_id), {
+        "run_id": p.run_id,
+        "status": "prepared",
+        "run_hash": digest,
+        "frozen": frozen,
+        "prepared_by": ctx.actor_id,
+        "prepared_at_ms": ctx.now_ms,
+        "approval": None,
+        "tombstone": None,
+    })
+    changes.event("PayoutRunPrepared", run_id=p.run_id, run_hash=digest, total=frozen["total"],
+                  payments=len(p.payments))
+    return {"run_id": p.run_id, "run_hash": digest, "total": frozen["total"]}
+
+
+def _frozen_payment(changes: Changes, plan: PaymentPlan) -> dict[str, Any]:
+    recipient = load_recipient(changes, plan.recipient_id)
+    require(recipient["version"] == plan.recipient_version, ErrorCode.STALE_REVISION,
+            f"recipient {plan.recipient_id} is at version {recipient['version']}, not {plan.recipient_version}")
+    require(changes.get(STATE, payments.payment_key(plan.payment_id)) is None, ErrorCode.ALREADY_EXISTS,
+            f"payment {plan.payment_id} already exists")
+    require(changes.get(OUTBOX, plan.effect_id) is None, ErrorCode.ALREADY_EXISTS, f"effect {plan.effect_id} already exists")
+    return {**plan.model_dump(mode="json"), "payout_address": recipient["payout_address"]}
+
+
+@command("ApprovePayoutRun", payload=ApprovePayoutRunPayload, roles={"finance"})
+def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> dict:
+    changes = ctx.changes
+    run = load_run(changes, p.run_id)
+    require(run["status"] == "prepared", ErrorCode.INVALID_STATE, f"payout run {p.run_id} is {run['status']}")
+    require_other_actor(ctx, run["prepared_by"], "prepared this payout run")
+    require(p.run_hash == run["run_hash"], ErrorCode.RUN_HASH_MISMATCH,
+            f"payout run {p.run_id} was frozen with hash {run['run_hash']}, not {p.run_hash}")
+    planned = run_payments(changes, run)
+    require_confirmed_statements(changes, p.statement_ids, [payment["recipient_id"] for payment in planned])
+    for payment in planned:
+        require_no_pending_update(changes, payment["recipient_id"])
+        payments.reserve(changes, payment)
+        payments.move(changes, payment, "approved")
+        changes.effect(payment["effect_id"], PAYMENT_TRANSFER.name, {field: payment[field] for field in TRANSFER_FIELDS})
+    approval = {"approved_by": ctx.actor_id, "approved_at_ms": ctx.now_ms, "statement_ids": list(p.statement_ids)}
+    changes.put_state(run_key(p.run_id), {**run, "status": "approved", "approval": approval})
+    changes.event("PayoutRunApproved", run_id=p.run_id, run_hash=run["run_hash"], total=run["frozen"]["total"],
+                  prepared_by=run["prepared_by"], approved_by=ctx.actor_id)
+    require_payouts_unblocked(changes)
+    return {"run_id": p.run_id, "payment_ids": [payment["payment_id"] for payment in planned]}
+
+
+@command("CancelPayoutRun", payload=CancelPayoutRunPayload, roles={"finance"})
+def cancel_payout_run(ctx: RuleContext, p: CancelPayoutRunPayload) -> dict:
+    changes = ctx.changes
+    require(ctx.states_revision_of(STATE, run_key(p.run_id)), ErrorCode.STALE_REVISION,
+            "cancelling a payout run needs its expected revision")
+    run = load_run(changes, p.run_id)
+    require(run["status"] in ("prepared", "approved"), ErrorCode.INVALID_STATE, f"payout run {p.run_id} is {run['status']}")
+    planned = run_payments(changes, run)
+    for payment in planned:
+        require(payment["state"] not in payments.IN_FLIGHT, ErrorCode.INVALID_STATE,
+                f"payment {payment['payment_id']} has a signed attempt that is not resolved")
+    cancellable = [payment for payment in planned if payment["state"] in payments.UNSIGNED]
+    require(cancellable, ErrorCode.INVALID_STATE, f"payout run {p.run_id} has no unsigned payment left to cancel")
+    end_run(ctx, run, "cancelled", p.reason, cancellable)
+    require_conserved(changes)
+    return {"run_id": p.run_id, "cancelled_payment_ids": [payment["payment_id"] for payment in cancellable]}
+
+
+def end_run(ctx: RuleContext, run: dict[str, Any], status: str, reason: str, cancellable: list[dict[str, Any]]) -> None:
+    """Cancel the run's unsigned payments and keep the run as a tombstone saying who ended it and why."""
+    for payment in cancellable:
+        payments.cancel(ctx.changes, payment, reason)
+    tombstone = {"ended_by": ctx.actor_id, "ended_at_ms": ctx.now_ms, "reason": reason}
+    ctx.changes.put_state(run_key(run["run_id"]), {**run, "status": status, "tombstone": tombstone})
+    ctx.changes.event("PayoutRunEnded", run_id=run["run_id"], status=status, reason=reason,
+                      cancelled_payment_ids=[payment["payment_id"] for payment in cancellable])

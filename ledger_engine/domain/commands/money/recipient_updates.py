@@ -1,0 +1,160 @@
+"""UpdateRecipient: a new payout address, requested with ownership evidence and approved by someone else.
+
+One command, three steps on one update record:
+
+- ``request``: names the prospective version (the current one plus one), the
+  new address and the digest of the ownership evidence. The recipient's
+  approved and failed payments are held, so nothing is signed to an address
+  that is being replaced.
+- ``approve``: by a finance actor other than the requester, restating the
+  version and address. Writes the new recipient version and invalidates every
+  unsigned payment to the recipient: a prepared run containing one is
+  invalidated whole; an approved, held or failed payment is cancelled and its
+  reservation released. Signed attempts and their payments are left exactly
+  as they are.
+- ``decline``: held payments return to where they were.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ledger_engine.domain.actors import require_other_actor
+from ledger_engine.domain.changes import require
+from ledger_engine.domain.commands.accounts import recipient_key
+from ledger_engine.domain.commands.money import payments
+from ledger_engine.domain.commands.money.payout_runs import end_run, load_run, run_payments
+from ledger_engine.domain.commands.money.recipients import load_recipient, require_no_pending_update, update_key
+from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.invariants import require_conserved
+from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.types import ChainAddress, Count, Digest, Identifier
+from ledger_engine.errors import ErrorCode
+from ledger_engine.layout import STATE
+
+HOLDABLE = ("approved", "failed")
+
+
+class RequestUpdate(Payload):
+    action: Literal["request"]
+    version: Count = Field(ge=2)
+    payout_address: ChainAddress
+    evidence_digest: Digest
+
+
+class ApproveUpdate(Payload):
+    action: Literal["approve"]
+    version: Count = Field(ge=2)
+    payout_address: ChainAddress
+
+
+class DeclineUpdate(Payload):
+    action: Literal["decline"]
+    reason: Literal["evidence_insufficient", "requested_in_error", "superseded"]
+
+
+class UpdateRecipientPayload(Payload):
+    update_id: Identifier
+    recipient_id: Identifier
+    step: Annotated[RequestUpdate | ApproveUpdate | DeclineUpdate, Field(discriminator="action")]
+
+
+@command("UpdateRecipient", payload=UpdateRecipientPayload, roles={"finance"})
+def update_recipient(ctx: RuleContext, p: UpdateRecipientPayload) -> dict:
+    if isinstance(p.step, RequestUpdate):
+        return _request(ctx, p, p.step)
+    update = _pending(ctx, p)
+    if isinstance(p.step, ApproveUpdate):
+        return _approve(ctx, update, p.step)
+    return _decline(ctx, update, p.step)
+
+
+def _request(ctx: RuleContext, p: UpdateRecipientPayload, step: RequestUpdate) -> dict:
+    changes = ctx.changes
+    recipient = load_recipient(changes, p.recipient_id)
+    require(step.evidence_digest in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
+            "the ownership evidence digest must be listed in the envelope's evidence_hashes")
+    require(step.version == recipient["version"] + 1, ErrorCode.STALE_REVISION,
+            f"recipient {p.recipient_id} is at version {recipient['version']}; the next is {recipient['version'] + 1}")
+    require(step.payout_address != recipient["payout_address"], ErrorCode.INVALID_STATE,
+            f"recipient {p.recipient_id} already uses that address")
+    require(changes.get(STATE, update_key(p.recipient_id, p.update_id)) is None, ErrorCode.ALREADY_EXISTS,
+            f"recipient update {p.update_id} already exists")
+    require_no_pending_update(changes, p.recipient_id)
+    held = [payment for payment in payments.payments_of_recipient(changes, p.recipient_id) if payment["state"] in HOLDABLE]
+    for payment in held:
+        payments.hold(changes, payment)
+    changes.put_state(update_key(p.recipient_id, p.update_id), {
+        "update_id": p.update_id,
+        "recipient_id": p.recipient_id,
+        "status": "pending",
+        "from_version": recipient["version"],
+        "version": step.version,
+        "old_address": recipient["payout_address"],
+        "payout_address": step.payout_address,
+        "evidence_digest": step.evidence_digest,
+        "requested_by": ctx.actor_id,
+        "requested_at_ms": ctx.now_ms,
+        "decision": None,
+    })
+    held_ids = [payment["payment_id"] for payment in held]
+    changes.event("RecipientUpdateRequested", recipient_id=p.recipient_id, update_id=p.update_id,
+                  version=step.version, held_payment_ids=held_ids)
+    return {"update_id": p.update_id, "held_payment_ids": held_ids}
+
+
+def _pending(ctx: RuleContext, p: UpdateRecipientPayload) -> dict[str, Any]:
+    update = load(ctx.changes, update_key(p.recipient_id, p.update_id), f"recipient update {p.update_id}")
+    require(update["status"] == "pending", ErrorCode.INVALID_STATE, f"recipient update {p.update_id} is {update['status']}")
+    return update
+
+
+def _approve(ctx: RuleContext, update: dict[str, Any], step: ApproveUpdate) -> dict:
+    changes = ctx.changes
+    require_other_actor(ctx, update["requested_by"], "requested this recipient update")
+    require((step.version, step.payout_address) == (update["version"], update["payout_address"]),
+            ErrorCode.INVALID_REFERENCE, f"recipient update {update['update_id']} requested another version or address")
+    recipient_id = update["recipient_id"]
+    changes.put_state(recipient_key(recipient_id), {"recipient_id": recipient_id,
+                                                    "payout_address": update["payout_address"],
+                                                    "version": update["version"]})
+    invalidated_runs, cancelled = _invalidate_unsigned(ctx, recipient_id)
+    _decide(ctx, update, "approved")
+    require_conserved(changes)
+    changes.event("RecipientUpdated", recipient_id=recipient_id, update_id=update["update_id"],
+                  version=update["version"], invalidated_run_ids=invalidated_runs, cancelled_payment_ids=cancelled)
+    return {"recipient_id": recipient_id, "version": update["version"],
+            "invalidated_run_ids": invalidated_runs, "cancelled_payment_ids": cancelled}
+
+
+def _invalidate_unsigned(ctx: RuleContext, recipient_id: str) -> tuple[list[str], list[str]]:
+    invalidated_runs, cancelled = [], []
+    for payment in payments.payments_of_recipient(ctx.changes, recipient_id):
+        if payment["state"] == "prepared":
+            run = load_run(ctx.changes, payment["run_id"])
+            end_run(ctx, run, "invalidated", "recipient_updated", run_payments(ctx.changes, run))
+            invalidated_runs.append(run["run_id"])
+        elif payment["state"] in payments.RESERVED:
+            payments.cancel(ctx.changes, payment, "recipient_updated")
+            cancelled.append(payment["payment_id"])
+    return invalidated_runs, cancelled
+
+
+def _decline(ctx: RuleContext, update: dict[str, Any], step: DeclineUpdate) -> dict:
+    resumed = [payment for payment in payments.payments_of_recipient(ctx.changes, update["recipient_id"])
+               if payment["state"] == "held"]
+    for payment in resumed:
+        payments.resume(ctx.changes, payment)
+    _decide(ctx, update, "declined", reason=step.reason)
+    resumed_ids = [payment["payment_id"] for payment in resumed]
+    ctx.changes.event("RecipientUpdateDeclined", recipient_id=update["recipient_id"], update_id=update["update_id"],
+                      reason=step.reason, resumed_payment_ids=resumed_ids)
+    return {"update_id": update["update_id"], "resumed_payment_ids": resumed_ids}
+
+
+def _decide(ctx: RuleContext, update: dict[str, Any], status: str, **details: Any) -> None:
+    decision = {"decided_by": ctx.actor_id, "decided_at_ms": ctx.now_ms, **details}
+    ctx.changes.put_state(update_key(update["recipient_id"], update["update_id"]),
+                          {**update, "status": status, "decision": decision})

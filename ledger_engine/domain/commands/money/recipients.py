@@ -1,0 +1,39 @@
+"""Recipients and their requested updates, as records.
+
+``recipient/<recipient_id>`` is ``{"recipient_id", "payout_address", "version"}``:
+RegisterAccount creates version 1, each approved UpdateRecipient writes the
+next. ``recipient_update/<recipient_id>/<update_id>`` is one requested change
+with its decision; at most one per recipient is pending at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger_engine.domain.changes import Changes, require
+from ledger_engine.domain.commands.accounts import recipient_key
+from ledger_engine.domain.commands.money.records import load
+from ledger_engine.errors import ErrorCode
+from ledger_engine.keys import key
+from ledger_engine.layout import STATE
+
+
+def update_key(recipient_id: str, update_id: str) -> str:
+    return key("recipient_update", recipient_id, update_id)
+
+
+def load_recipient(changes: Changes, recipient_id: str) -> dict[str, Any]:
+    return load(changes, recipient_key(recipient_id), f"recipient {recipient_id}")
+
+
+def pending_update(changes: Changes, recipient_id: str) -> dict[str, Any] | None:
+    for _, record in changes.scan(STATE, key("recipient_update", recipient_id) + "/"):
+        if record.data["status"] == "pending":
+            return record.data
+    return None
+
+
+def require_no_pending_update(changes: Changes, recipient_id: str) -> None:
+    update = pending_update(changes, recipient_id)
+    require(update is None, ErrorCode.INVALID_STATE,
+            f"recipient {recipient_id} has update {update and update['update_id']} awaiting a decision")

@@ -1,0 +1,69 @@
+"""Recipient statements, frozen in a statement-index batch, and what a payout approval needs of them.
+
+A statement summarises one recipient's allocations in one accounting batch
+(an allocation or correction batch). Its full artifact is private; the ledger
+keeps its hash and a public proof ID, which is random and unlinkable across
+periods, so both are unique. ``statement/<statement_id>`` is written when the
+index batch listing it is frozen; a payout may be approved only on statements
+whose index batch is confirmed on chain.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ledger_engine.domain.changes import Changes, require
+from ledger_engine.domain.commands.money.batches import ACCOUNTING_KINDS, UNANCHORED, load_batch
+from ledger_engine.domain.commands.money.recipients import load_recipient
+from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.registry import Payload
+from ledger_engine.domain.types import Digest, Identifier
+from ledger_engine.errors import ErrorCode
+from ledger_engine.keys import key
+from ledger_engine.layout import STATE
+
+
+class Statement(Payload):
+    statement_id: Identifier
+    recipient_id: Identifier
+    accounting_batch_id: Identifier
+    artifact_hash: Digest
+    public_proof_id: Identifier = Field(min_length=16)
+
+
+def statement_key(statement_id: str) -> str:
+    return key("statement", statement_id)
+
+
+def record_statements(changes: Changes, index_batch_id: str, statements: list[Statement]) -> None:
+    for statement in statements:
+        load_recipient(changes, statement.recipient_id)
+        accounting = load_batch(changes, statement.accounting_batch_id)
+        require(accounting["kind"] in ACCOUNTING_KINDS and accounting["state"] not in UNANCHORED,
+                ErrorCode.INVALID_REFERENCE,
+                f"statement {statement.statement_id}: batch {statement.accounting_batch_id} is not a frozen accounting batch")
+        require(changes.get(STATE, statement_key(statement.statement_id)) is None, ErrorCode.ALREADY_EXISTS,
+                f"statement {statement.statement_id} already exists")
+        changes.claim_unique(key("statement", statement.recipient_id, statement.accounting_batch_id),
+                             {"statement_id": statement.statement_id}, ErrorCode.ALREADY_EXISTS,
+                             f"recipient {statement.recipient_id} already has a statement for batch "
+                             f"{statement.accounting_batch_id}")
+        changes.claim_unique(key("public_proof", statement.public_proof_id), {"statement_id": statement.statement_id},
+                             ErrorCode.ALREADY_EXISTS, f"public proof ID {statement.public_proof_id} is taken")
+        changes.put_state(statement_key(statement.statement_id),
+                          {**statement.model_dump(mode="json"), "index_batch_id": index_batch_id})
+
+
+def require_confirmed_statements(changes: Changes, statement_ids: list[str], recipient_ids: list[str]) -> None:
+    """Each statement is in a confirmed index batch, and they cover exactly the run's recipients."""
+    covered = set()
+    for statement_id in statement_ids:
+        statement = load(changes, statement_key(statement_id), f"statement {statement_id}")
+        index = load_batch(changes, statement["index_batch_id"])
+        require(index["state"] == "confirmed", ErrorCode.INVALID_STATE,
+                f"statement {statement_id} is in batch {index['batch_id']}, which is {index['state']}, not confirmed")
+        covered.add(statement["recipient_id"])
+    missing = sorted(set(recipient_ids) - covered)
+    require(not missing, ErrorCode.INVALID_REFERENCE, f"no confirmed statement for recipients {missing}")
+    extra = sorted(covered - set(recipient_ids))
+    require(not extra, ErrorCode.INVALID_REFERENCE, f"statements for recipients {extra} who are not in the run")

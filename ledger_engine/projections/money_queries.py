@@ -1,0 +1,141 @@
+"""Money reads for the console: balances, budget equation terms, payables, the payout block.
+
+Each read names the ledger sequence it read at. A balance is the closest
+cached point at or before that sequence plus the postings after it
+(projections/money.py); ``folded_balance`` ignores the points and folds every
+posting, the audit recompute. No read here backs a money check: the rules and
+the conservation checker read records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ledger_engine.amounts import checked_sum, format_amount, parse_amount
+from ledger_engine.application.owner import read_head
+from ledger_engine.application.pending import PendingBatch
+from ledger_engine.application.records import decode_record
+from ledger_engine.domain.chart import budget_unallocated
+from ledger_engine.domain.commands.money.allocation import AllocationPlan, plan_listener_day
+from ledger_engine.domain.commands.money.lines import budget_key
+from ledger_engine.domain.invariants import Mismatch, budget_terms, equation_mismatches, ledger_mismatches
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.keys import key
+from ledger_engine.layout import INDEXES, STATE
+from ledger_engine.projections.money import cursor_key, payable_prefix, point_key, posting_key, posting_prefix
+from ledger_engine.storage.rocks import RocksStore
+
+
+@dataclass(frozen=True)
+class Balance:
+    account: str
+    asset: str
+    sequence: int
+    debits: int
+    credits: int
+    postings: int
+
+    @property
+    def net_credit(self) -> int:
+        """Credits less debits: what a payable, reserve or funding account holds (treasury shows it negated)."""
+        return self.credits - self.debits
+
+    def as_json(self) -> dict[str, Any]:
+        return {"account": self.account, "asset": self.asset, "sequence": self.sequence,
+                "debits": format_amount(self.debits), "credits": format_amount(self.credits),
+                "net_credit": str(self.net_credit), "postings": self.postings}
+
+
+def balance(store: RocksStore, account: str, asset: str, *, at_sequence: int | None = None) -> Balance:
+    """The closest cached point at or before the read sequence, plus the postings after it."""
+    sequence = _read_sequence(store, at_sequence)
+    return _fold(store, account, asset, sequence, _closest_point(store, account, asset, sequence))
+
+
+def folded_balance(store: RocksStore, account: str, asset: str, *, at_sequence: int | None = None) -> Balance:
+    """Every posting from the first, ignoring cached points."""
+    return _fold(store, account, asset, _read_sequence(store, at_sequence), None)
+
+
+def budget_equation(store: RocksStore, budget_id: str) -> dict[str, Any]:
+    """A budget's conservation terms, whether they balance, and its unallocated account as posted."""
+    raw = store.get(STATE, budget_key(budget_id).encode())
+    if raw is None:
+        raise LedgerError(ErrorCode.NOT_FOUND, f"budget {budget_id} does not exist")
+    budget = decode_record(raw).data
+    posted = balance(store, budget_unallocated(budget_id), budget["asset"])
+    return {
+        "budget_id": budget_id,
+        "sequence": posted.sequence,
+        "terms": {term: format_amount(amount) for term, amount in budget_terms(budget).items()},
+        "mismatches": [m.as_json() for m in equation_mismatches(budget_key(budget_id), budget)],
+        "unallocated_posted": str(posted.net_credit),
+    }
+
+
+def payables(store: RocksStore, recipient_id: str) -> dict[str, Any]:
+    """A recipient's payable allocation lines and their total."""
+    sequence = read_head(store).sequence
+    lines = [{"line_id": raw_key.decode().rsplit("/", 1)[1], **orjson.loads(raw)}
+             for raw_key, raw in store.scan(INDEXES, payable_prefix(recipient_id).encode())]
+    total = checked_sum(parse_amount(line["amount"]) for line in lines)
+    return {"recipient_id": recipient_id, "sequence": sequence, "lines": lines, "total": format_amount(total)}
+
+
+def conservation_status(store: RocksStore) -> dict[str, Any] | None:
+    """The last full conservation check's verdict; ``blocked`` means payouts are blocked."""
+    return _index(store, key("conservation_status"))
+
+
+def conservation_report(store: RocksStore) -> list[Mismatch]:
+    """The full conservation check, run on ``store`` as it is (a checkpoint, or at a command boundary)."""
+    return ledger_mismatches(PendingBatch(store))
+
+
+def allocation_plan(store: RocksStore, listener_id: str, day: int, budget_id: str) -> AllocationPlan:
+    """What AllocateListenerDay would do now: how many line IDs to supply, and the revisions to expect."""
+    return plan_listener_day(PendingBatch(store), listener_id, day, budget_id)
+
+
+def _read_sequence(store: RocksStore, at_sequence: int | None) -> int:
+    return read_head(store).sequence if at_sequence is None else at_sequence
+
+
+def _index(store: RocksStore, index_key: str) -> dict[str, Any] | None:
+    raw = store.get(INDEXES, index_key.encode())
+    return orjson.loads(raw) if raw is not None else None
+
+
+def _closest_point(store: RocksStore, account: str, asset: str, sequence: int) -> dict[str, Any] | None:
+    """Binary search over the account's numbered points for the last one at or before ``sequence``."""
+    cursor = _index(store, cursor_key(asset, account))
+    low, high, closest = 1, cursor["points"] if cursor else 0, None
+    while low <= high:
+        middle = (low + high) // 2
+        point = _index(store, point_key(asset, account, middle))
+        if point["sequence"] <= sequence:
+            closest, low = point, middle + 1
+        else:
+            high = middle - 1
+    return closest
+
+
+def _fold(store: RocksStore, account: str, asset: str, sequence: int, point: dict[str, Any] | None) -> Balance:
+    totals = {"debit": 0, "credit": 0}
+    postings, start = 0, None
+    if point is not None:
+        totals = {"debit": parse_amount(point["debits"]), "credit": parse_amount(point["credits"])}
+        postings = point["postings"]
+        start = posting_key(asset, account, (point["sequence"], point["event"], point["line"])).encode()
+    for raw_key, raw in store.scan(INDEXES, posting_prefix(asset, account).encode(), start):
+        if raw_key == start:
+            continue
+        if int(raw_key.rsplit(b"/", 3)[1]) > sequence:
+            break
+        posting = orjson.loads(raw)
+        totals[posting["side"]] += parse_amount(posting["amount"])
+        postings += 1
+    return Balance(account, asset, sequence, totals["debit"], totals["credit"], postings)

@@ -1,0 +1,142 @@
+"""Payout reads for the console: runs to approve, run detail, payments, reconciliation, updates, the outbox.
+
+Each read names the ledger sequence it read at. Lists come from the payout
+projections (projections/payouts.py) and the effects-by-status index; details
+come from the records themselves. No read here backs a money check.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import orjson
+
+from ledger_engine.amounts import checked_sum, format_amount, parse_amount
+from ledger_engine.application.owner import read_head
+from ledger_engine.application.records import decode_record
+from ledger_engine.domain.commands.money.attempts import attempt_key
+from ledger_engine.domain.commands.money.lines import line_key
+from ledger_engine.domain.commands.money.payments import IN_FLIGHT, payment_key
+from ledger_engine.domain.commands.money.payout_runs import run_hash, run_key
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.keys import key
+from ledger_engine.layout import INDEXES, OUTBOX, STATE
+from ledger_engine.projections.payouts import payment_state_prefix, run_status_prefix, update_status_prefix
+from ledger_engine.storage.rocks import RocksStore
+
+
+def runs_awaiting_approval(store: RocksStore, *, limit: int = 100) -> dict[str, Any]:
+    """Prepared runs, each with its hash, total and preparer (an approver must be someone else)."""
+    runs = [{"run_id": index_key.rsplit("/", 1)[1], **entry}
+            for index_key, entry in _index_rows(store, run_status_prefix("prepared"), limit)]
+    return {"sequence": read_head(store).sequence, "runs": runs}
+
+
+def run_detail(store: RocksStore, run_id: str) -> dict[str, Any]:
+    """A run as frozen, each payment with its state and lines, totals by payment state, and the hash rechecked."""
+    sequence = read_head(store).sequence
+    run = _record(store, STATE, run_key(run_id), f"payout run {run_id}")
+    payments = [_payment_detail(store, frozen) for frozen in run["frozen"]["payments"]]
+    totals: dict[str, int] = Counter()
+    for payment in payments:
+        totals[payment["state"]] += parse_amount(payment["amount"])
+    return {
+        "sequence": sequence,
+        "run_id": run_id,
+        "status": run["status"],
+        "run_hash": run["run_hash"],
+        "run_hash_verified": run_hash(run["frozen"]) == run["run_hash"],
+        "asset": run["frozen"]["asset"],
+        "total": run["frozen"]["total"],
+        "totals_by_state": {state: format_amount(amount) for state, amount in sorted(totals.items())},
+        "prepared_by": run["prepared_by"],
+        "prepared_at_ms": run["prepared_at_ms"],
+        "approval": run["approval"],
+        "tombstone": run["tombstone"],
+        "payments": payments,
+    }
+
+
+def _payment_detail(store: RocksStore, frozen: dict[str, Any]) -> dict[str, Any]:
+    payment = _record(store, STATE, payment_key(frozen["payment_id"]), f"payment {frozen['payment_id']}")
+    lines = [_record(store, STATE, line_key(line_id), f"allocation line {line_id}") for line_id in frozen["line_ids"]]
+    return {
+        **{name: payment[name] for name in ("payment_id", "recipient_id", "recipient_version", "payout_address",
+                                            "amount", "state", "effect_id", "attempt_ids", "paid_attempt_id")},
+        "lines": [{name: line.get(name) for name in ("line_id", "role", "listener_id", "day", "budget_id", "amount",
+                                                     "status")} for line in lines],
+        "lines_total": format_amount(checked_sum(parse_amount(line["amount"]) for line in lines)),
+    }
+
+
+def payments_by_state(store: RocksStore, state: str, *, limit: int = 100) -> dict[str, Any]:
+    payments = [{"payment_id": index_key.rsplit("/", 1)[1], **entry}
+                for index_key, entry in _index_rows(store, payment_state_prefix(state), limit)]
+    return {"sequence": read_head(store).sequence, "state": state, "payments": payments}
+
+
+def reconciliation_queue(store: RocksStore, *, limit: int = 100) -> dict[str, Any]:
+    """Payments whose last attempt may still land, with what an observer must look up to settle it.
+
+    Uncertain payments come first; signed and submitted ones follow, since a
+    lapsed claim on their effect also waits for an observation.
+    """
+    sequence = read_head(store).sequence
+    queue = []
+    for state in ("uncertain", *(state for state in IN_FLIGHT if state != "uncertain")):
+        for index_key, _ in _index_rows(store, payment_state_prefix(state), limit - len(queue)):
+            queue.append(_reconciliation_item(store, index_key.rsplit("/", 1)[1]))
+    return {"sequence": sequence, "payments": queue}
+
+
+def _reconciliation_item(store: RocksStore, payment_id: str) -> dict[str, Any]:
+    payment = _record(store, STATE, payment_key(payment_id), f"payment {payment_id}")
+    attempt = _record(store, STATE, attempt_key(payment["attempt_ids"][-1]), "payment attempt")
+    effect = _record(store, OUTBOX, payment["effect_id"], f"effect {payment['effect_id']}")
+    return {
+        "payment_id": payment_id,
+        "state": payment["state"],
+        "recipient_id": payment["recipient_id"],
+        "amount": payment["amount"],
+        "observe": {name: attempt[name] for name in ("attempt_id", "transaction_hash", "sender_address",
+                                                     "sender_sequence", "expires_at_ms", "outcome")},
+        "effect": {"effect_id": effect["effect_id"], "status": effect["status"], "claim": effect["claim"]},
+    }
+
+
+def recipient_updates_awaiting_approval(store: RocksStore, *, limit: int = 100) -> dict[str, Any]:
+    """Pending updates with the old and the new address side by side."""
+    updates = []
+    for index_key, entry in _index_rows(store, update_status_prefix("pending"), limit):
+        recipient_id, update_id = index_key.split("/")[-2:]
+        updates.append({"recipient_id": recipient_id, "update_id": update_id, **entry})
+    return {"sequence": read_head(store).sequence, "updates": updates}
+
+
+def outbox_backlog(store: RocksStore) -> dict[str, Any]:
+    """How many effects there are of each kind in each status."""
+    counts: dict[tuple[str, str], int] = Counter()
+    for raw_key, _ in store.scan(INDEXES, (key("effect_by_status") + "/").encode()):
+        _, status, kind, _ = raw_key.decode().split("/")
+        counts[(status, kind)] += 1
+    backlog: dict[str, dict[str, int]] = {}
+    for (status, kind), count in sorted(counts.items()):
+        backlog.setdefault(status, {})[kind] = count
+    return {"sequence": read_head(store).sequence, "by_status": backlog}
+
+
+def _index_rows(store: RocksStore, prefix: str, limit: int) -> list[tuple[str, dict[str, Any]]]:
+    rows = []
+    for raw_key, raw in store.scan(INDEXES, prefix.encode()):
+        if len(rows) >= limit:
+            break
+        rows.append((raw_key.decode(), orjson.loads(raw)))
+    return rows
+
+
+def _record(store: RocksStore, family: str, record_key: str, what: str) -> dict[str, Any]:
+    raw = store.get(family, record_key.encode())
+    if raw is None:
+        raise LedgerError(ErrorCode.NOT_FOUND, f"{what} does not exist")
+    return decode_record(raw).data

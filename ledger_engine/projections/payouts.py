@@ -1,0 +1,85 @@
+"""Payout projections: runs, payments, recipient updates and batches by state, and paid totals.
+
+    payout_run_by_status/<status>/<run_id>                        {"run_hash", "total", "payments", "prepared_by", "prepared_at_ms"}
+    payment_by_state/<state>/<payment_id>                         {"run_id", "recipient_id", "amount"}
+    recipient_update_by_status/<status>/<recipient_id>/<update_id> {"old_address", "payout_address", "version", "requested_by", "requested_at_ms"}
+    batch_by_state/<state>/<batch_id>                             {"kind"}
+    paid_total/<asset>/<recipient_id>                             {"amount", "payments"}
+
+The first four follow one record each; ``paid_total`` folds the ``PaymentPaid``
+events, the memo of what each recipient has been paid. Nothing here backs a
+money check.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from ledger_engine.amounts import format_amount, parse_amount
+from ledger_engine.domain.commands.money.payments import PAID_EVENT
+from ledger_engine.keys import key
+from ledger_engine.layout import STATE
+from ledger_engine.projections import IndexEntry, IndexReader
+
+
+def run_status_prefix(status: str) -> str:
+    return key("payout_run_by_status", status) + "/"
+
+
+def payment_state_prefix(state: str) -> str:
+    return key("payment_by_state", state) + "/"
+
+
+def update_status_prefix(status: str) -> str:
+    return key("recipient_update_by_status", status) + "/"
+
+
+def batch_state_prefix(state: str) -> str:
+    return key("batch_by_state", state) + "/"
+
+
+def paid_total_key(asset: str, recipient_id: str) -> str:
+    return key("paid_total", asset, recipient_id)
+
+
+def _run(data: dict[str, Any]) -> IndexEntry:
+    frozen = data["frozen"]
+    return key("payout_run_by_status", data["status"], data["run_id"]), {
+        "run_hash": data["run_hash"], "total": frozen["total"], "payments": len(frozen["payments"]),
+        "prepared_by": data["prepared_by"], "prepared_at_ms": data["prepared_at_ms"]}
+
+
+def _payment(data: dict[str, Any]) -> IndexEntry:
+    return key("payment_by_state", data["state"], data["payment_id"]), {
+        "run_id": data["run_id"], "recipient_id": data["recipient_id"], "amount": data["amount"]}
+
+
+def _update(data: dict[str, Any]) -> IndexEntry:
+    return key("recipient_update_by_status", data["status"], data["recipient_id"], data["update_id"]), {
+        name: data[name] for name in ("old_address", "payout_address", "version", "requested_by", "requested_at_ms")}
+
+
+def _batch(data: dict[str, Any]) -> IndexEntry:
+    return key("batch_by_state", data["state"], data["batch_id"]), {"kind": data["kind"]}
+
+
+ENTRY_BY_RECORD: dict[str, Callable[[dict[str, Any]], IndexEntry]] = {
+    "payment_run": _run,
+    "payment": _payment,
+    "recipient_update": _update,
+    "batch": _batch,
+}
+
+
+class PayoutsProjection:
+    def record_entries(self, family: str, record_key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
+        entry = ENTRY_BY_RECORD.get(record_key.split("/", 1)[0]) if family == STATE else None
+        return [entry(data)] if entry else ()
+
+    def event_entries(self, sequence: int, index: int, event: dict[str, Any], read: IndexReader) -> Iterable[IndexEntry]:
+        if event["type"] != PAID_EVENT:
+            return ()
+        total_key = paid_total_key(event["asset"], event["recipient_id"])
+        previous = read(total_key) or {"amount": "0", "payments": 0}
+        amount = parse_amount(previous["amount"]) + parse_amount(event["amount"])
+        return [(total_key, {"amount": format_amount(amount), "payments": previous["payments"] + 1})]

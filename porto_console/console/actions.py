@@ -1,0 +1,91 @@
+"""Running an action: the screen's role check, step-up, one submit, and telling the user what happened."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from django.contrib import messages
+
+from ledger_engine.application.transition import CommandOutcome
+from ledger_engine.errors import LedgerError
+from porto_console.console import commands, stepup
+from porto_console.console.commands import CommandRequest
+from porto_console.console.roles import actor_id, command_roles, may_submit, require_command
+from porto_console.ledger import owner
+
+
+class ActionRefused(Exception):
+    """Nothing was submitted, or the ledger refused before admission; ``str`` is the reason."""
+
+
+def run(request, command_id: str, command_type: str, build: Callable[[], CommandRequest], *,
+        step_up_token: str | None = None) -> CommandOutcome:
+    """Submit the command ``build`` makes, as the signed-in user, once per command ID.
+
+    A command ID the ledger already answered gets that answer back: nothing is
+    built, verified or submitted again.
+    """
+    require_command(request, command_type)
+    already = _answered(request, command_id)
+    if already is not None:
+        return already
+    if step_up_token is not None:
+        try:
+            stepup.verify(request, step_up_token)
+        except stepup.StepUpFailed as error:
+            raise ActionRefused(str(error)) from None
+    try:
+        command = build()
+        assert command.command_type == command_type, (command.command_type, command_type)
+        return commands.submit(actor_id(request.user), command_id, command)
+    except LedgerError as error:
+        raise ActionRefused(f"The ledger refused the command: {error.code} ({error.detail})") from None
+
+
+def _answered(request, command_id: str) -> CommandOutcome | None:
+    ledger = owner()
+    outcome = ledger.resolve(command_id)
+    if outcome is not None and ledger.journal_entry(outcome.sequence)["envelope"]["actor_id"] != actor_id(request.user):
+        raise ActionRefused("The ledger refused the command: COMMAND_ID_CONFLICT (that form belongs to someone else)")
+    return outcome
+
+
+def report(request, outcome: CommandOutcome, done: str) -> None:
+    """One message: what was done, or the ledger's reason for refusing, with the sequence either way."""
+    where = f"sequence {outcome.sequence}"
+    if outcome.duplicate:
+        where += ", already submitted: this is the original answer"
+    if outcome.accepted:
+        messages.success(request, f"{done} ({where}).")
+    else:
+        messages.error(request, f"Not allowed: {outcome.code}: {outcome.result.get('detail', '')} ({where}).")
+
+
+def run_form(request, form, command_type: str, build: Callable[[dict], CommandRequest], *, done: str,
+             invalid: str) -> None:
+    """Validate ``form``, ``run`` the command ``build`` makes of its data (with its authenticator code, if it
+    has one), and leave one message saying what happened or why nothing was submitted."""
+    if not form.is_valid():
+        messages.error(request, invalid)
+        return
+    data = form.cleaned_data
+    try:
+        outcome = run(request, data["command_id"], command_type, lambda: build(data),
+                      step_up_token=data.get("otp_token"))
+    except ActionRefused as error:
+        messages.error(request, str(error))
+    else:
+        report(request, outcome, done)
+
+
+def approval_blockers(request, command_type: str, *, subject: str, status: str, awaiting: str,
+                      requested_by: str, deed: str) -> list[str]:
+    """Why this user cannot approve ``subject`` now; the ledger would refuse for the same reasons."""
+    blockers = []
+    if not may_submit(request.user, command_type):
+        blockers.append(f"Approving needs the {' or '.join(sorted(command_roles(command_type)))} role.")
+    if status != awaiting:
+        blockers.append(f"The {subject} is {status}; only a {awaiting} {subject} can be approved.")
+    if requested_by == actor_id(request.user):
+        blockers.append(f"You {deed} this {subject}: another finance user must approve it (four eyes).")
+    return blockers

@@ -1,0 +1,69 @@
+"""``make run``: own the ledger, migrate, load the labelled demo, create demo users, serve.
+
+One process serves every request on threads; there is no autoreloader, so no
+second process ever tries to open the ledger. Opening the ledger comes first:
+if another process owns the directory, nothing else happens.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import TextIO
+
+from django.conf import settings
+from django.contrib.staticfiles.handlers import StaticFilesHandler
+from django.core.management import call_command
+from django.core.servers.basehttp import WSGIRequestHandler, run
+from django.core.wsgi import get_wsgi_application
+
+from ledger_engine.demo import demo_genesis
+from ledger_engine.errors import ErrorCode, LedgerError
+from porto_console.console.services import demo
+from porto_console.ledger import close_owner, open_owner
+
+EXIT_LEDGER_OWNED = 3
+
+
+def launch(*, host: str, port: int, out: TextIO = sys.stdout) -> int:
+    settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
+    settings.LEDGER_DATA_DIR.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        ledger = open_owner(genesis=demo_genesis())
+    except LedgerError as error:
+        if error.code != ErrorCode.LEDGER_ALREADY_OWNED:
+            raise
+        print(f"cannot start: {error.detail}. Stop the other console first, or set DATA_DIR "
+              "to another directory.", file=sys.stderr)
+        return EXIT_LEDGER_OWNED
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        call_command("migrate", interactive=False, verbosity=0)
+        loaded = demo.load_scenario(ledger)
+        print(f"ledger {settings.LEDGER_DATA_DIR}: {ledger.genesis()['label']}; "
+              f"head {ledger.head().sequence}" + (f" ({loaded} demo commands loaded)" if loaded else ""), file=out)
+        if demo.is_demo(ledger):
+            _print_users(demo.demo_users(ledger), out)
+        print(f"serving the console at http://{host}:{port}/ (one process; Ctrl-C stops it)", file=out, flush=True)
+        # Workers make many small internal API calls; Nagle's delay would cost each one ~40 ms.
+        WSGIRequestHandler.disable_nagle_algorithm = True
+        run(host, port, StaticFilesHandler(get_wsgi_application()), threading=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        close_owner()
+    return 0
+
+
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _print_users(issued, out: TextIO) -> None:
+    print("\nDEMO DATA users (passwords and authenticators are new at every start):", file=out)
+    for credentials, roles in issued:
+        print(f"  {credentials.username:<18} {','.join(roles):<10} password {credentials.password}", file=out)
+        if "finance" in roles:
+            print(f"  {'':<18} {'':<10} TOTP secret {credentials.totp_secret}\n"
+                  f"  {'':<18} {'':<10} {credentials.otpauth_url}", file=out)
+    print("Current authenticator code for a demo user: .venv/bin/python manage.py demo_totp_code USERNAME\n", file=out)

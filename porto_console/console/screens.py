@@ -1,0 +1,26 @@
+"""The console's screens: where they live in the admin site and which roles may open them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from porto_console.console.roles import ADMIN, AUDITOR, CONSOLE_ROLES, FINANCE, OPS
+
+
+@dataclass(frozen=True)
+class Screen:
+    url_name: str
+    title: str
+    roles: frozenset[str]
+
+
+DASHBOARD = Screen("console-dashboard", "Dashboard", frozenset(CONSOLE_ROLES))
+HOLDS = Screen("console-holds", "Holds", frozenset({OPS, AUDITOR}))
+PAYOUTS = Screen("console-payouts", "Payout runs", frozenset({FINANCE, AUDITOR}))
+PAYMENTS = Screen("console-payments", "Payments", frozenset({FINANCE, AUDITOR}))
+RECIPIENTS = Screen("console-recipients", "Recipient updates", frozenset({FINANCE, AUDITOR}))
+BUDGETS = Screen("console-budgets", "Budgets and balances", frozenset({FINANCE, AUDITOR}))
+ACCOUNTS = Screen("console-accounts", "Accounts", frozenset({ADMIN, AUDITOR}))
+JOURNAL = Screen("console-journal", "Journal explorer", frozenset({AUDITOR, ADMIN}))
+
+SCREENS = (DASHBOARD, HOLDS, PAYOUTS, PAYMENTS, RECIPIENTS, BUDGETS, ACCOUNTS, JOURNAL)

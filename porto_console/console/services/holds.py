@@ -1,0 +1,63 @@
+"""Holds as ops reviews them: the open queue by age and reason, a hold's evidence, and decisions.
+
+A decision's free-text note is stored as evidence first; the command carries
+only its digest. A bulk decision is one command per hold, each with its own
+command ID derived from the bulk form's and the hold ID (``derived_command_id``),
+so a retried bulk form decides nothing twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+from ledger_engine.adapters.gateway import derived_command_id
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.domain.commands.streaming.holds import DecisionReason, HoldReason
+from ledger_engine.domain.commands.streaming.keys import hold_key, receipt_key
+from ledger_engine.layout import STATE
+from ledger_engine.projections import streaming_queries
+from porto_console.console.commands import CommandRequest
+from porto_console.ledger import gateway
+
+HOLD_REASONS = tuple(str(reason) for reason in HoldReason)
+DECISION_REASONS = get_args(DecisionReason)
+DECISIONS = {"release": "released", "reject": "rejected"}  # decision -> the hold's status after it
+PAGE_HOLDS = 25
+
+
+def queue(ledger: LedgerOwner, reason: str, start: str | None) -> streaming_queries.Page:
+    return streaming_queries.open_holds(ledger, reason=reason or None, start=start, limit=PAGE_HOLDS)
+
+
+def counts(ledger: LedgerOwner) -> dict[str, int]:
+    return streaming_queries.open_hold_counts(ledger)
+
+
+def detail(ledger: LedgerOwner, hold_id: str) -> dict[str, Any] | None:
+    """The hold, its receipt, and everything recorded about its session."""
+    record = ledger.get(STATE, hold_key(hold_id))
+    if record is None:
+        return None
+    hold = record.data
+    receipt = ledger.get(STATE, receipt_key(hold["receipt_id"]))
+    return {"hold": hold, "revision": record.revision, "receipt": receipt.data if receipt else None,
+            "evidence": streaming_queries.session_evidence(ledger, hold["session_id"])}
+
+
+def decide(hold_id: str, decision: str, reason: str, seen_revision: int, note: str = "") -> CommandRequest:
+    payload: dict[str, Any] = {"hold_id": hold_id, "decision": decision, "reason": reason}
+    evidence = []
+    if note:
+        payload["note_digest"] = gateway().evidence.put(note.encode())
+        evidence.append(payload["note_digest"])
+    return CommandRequest("DecideHold", payload, evidence_hashes=evidence,
+                          expected_revisions=[{"cf": STATE, "key": hold_key(hold_id), "revision": seen_revision}])
+
+
+def bulk_command_id(bulk_id: str, hold_id: str) -> str:
+    return derived_command_id(bulk_id, hold_id)
+
+
+def current_revision(ledger: LedgerOwner, hold_id: str) -> int | None:
+    record = ledger.get(STATE, hold_key(hold_id))
+    return record.revision if record else None

@@ -1,0 +1,107 @@
+"""The journal as an auditor reads it: entries by sequence or command ID, range checks, exports."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import orjson
+
+from ledger_engine.application.journal import recompute_entry_hash
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.canonical import ZERO_HASH, canonical_bytes, sha256_hex
+from ledger_engine.keys import seq20
+from ledger_engine.layout import EVENTS
+from porto_console.console.services.rows import rows
+
+PAGE_ENTRIES = 50
+SCAN_LIMIT = 10_000  # entries one journal page may look through for filter matches
+MAX_RANGE = 10_000  # entries one verification or export may cover
+CSV_COLUMNS = ("sequence", "command_id", "command_type", "actor_id", "admitted_at_ms", "outcome", "code",
+               "delta_hash", "previous_entry_hash", "entry_hash")
+
+
+@dataclass(frozen=True)
+class JournalWindow:
+    entries: list[dict[str, Any]]
+    newest: int
+    older_than: int | None  # where the next, older window starts, if any
+
+
+@dataclass(frozen=True)
+class RangeCheck:
+    first: int
+    last: int
+    checked: int
+    problem: str = ""  # empty when every entry recomputes and links to its predecessor
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+
+def summary(entry: dict[str, Any]) -> dict[str, Any]:
+    envelope = entry["envelope"]
+    return {"sequence": entry["sequence"], "command_id": envelope["command_id"],
+            "command_type": envelope["command_type"], "actor_id": envelope["actor_id"],
+            "admitted_at_ms": envelope["admitted_at_ms"], "outcome": entry["outcome"],
+            "code": entry["result"]["code"], "delta_hash": entry["delta_hash"],
+            "previous_entry_hash": entry["previous_entry_hash"], "entry_hash": entry["entry_hash"]}
+
+
+def window(ledger: LedgerOwner, head: int, *, before: int | None = None, command_type: str = "",
+           outcome: str = "", actor: str = "") -> JournalWindow:
+    """Up to a page of matching entries, newest first, from ``before`` (exclusive) or the head down."""
+    newest = min(head, before - 1) if before else head
+    found: list[dict[str, Any]] = []
+    sequence = newest
+    while sequence >= 1 and len(found) < PAGE_ENTRIES and newest - sequence < SCAN_LIMIT:
+        entry = summary(ledger.journal_entry(sequence))
+        if ((not command_type or entry["command_type"] == command_type) and (not outcome or entry["outcome"] == outcome)
+                and (not actor or entry["actor_id"] == actor)):
+            found.append(entry)
+        sequence -= 1
+    return JournalWindow(found, newest, sequence + 1 if sequence >= 1 else None)
+
+
+def entry_events(ledger: LedgerOwner, sequence: int) -> list[dict[str, Any]]:
+    return [event for _, event in rows(ledger, EVENTS, seq20(sequence) + "/")]
+
+
+def verify_range(ledger: LedgerOwner, first: int, last: int) -> RangeCheck:
+    """Recompute each entry hash in ``[first, last]`` and check every link back to ``first - 1``."""
+    previous = ZERO_HASH if first == 1 else ledger.journal_entry(first - 1)["entry_hash"]
+    for sequence in range(first, last + 1):
+        entry = ledger.journal_entry(sequence)
+        if entry["previous_entry_hash"] != previous:
+            return RangeCheck(first, last, sequence - first, f"sequence {sequence}: previous entry hash breaks the chain")
+        if recompute_entry_hash(entry) != entry["entry_hash"]:
+            return RangeCheck(first, last, sequence - first, f"sequence {sequence}: entry hash does not match its contents")
+        previous = entry["entry_hash"]
+    return RangeCheck(first, last, last - first + 1)
+
+
+def entries(ledger: LedgerOwner, first: int, last: int) -> Iterator[dict[str, Any]]:
+    for sequence in range(first, last + 1):
+        yield ledger.journal_entry(sequence)
+
+
+def export_bytes(ledger: LedgerOwner, first: int, last: int, file_format: str) -> bytes:
+    """JSON lines of the full canonical entries, or CSV of their summaries."""
+    if file_format == "json":
+        return b"".join(canonical_bytes(entry) + b"\n" for entry in entries(ledger, first, last))
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(summary(entry) for entry in entries(ledger, first, last))
+    return text.getvalue().encode()
+
+
+def export_digest(content: bytes) -> str:
+    return sha256_hex(content)
+
+
+def pretty(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()

@@ -1,0 +1,83 @@
+"""Recipient payout address changes: request with ownership evidence, then approve or decline by someone else.
+
+The evidence bytes are stored first and the command carries their digest. A
+request's update ID derives from its form's command ID (``update-<command ID>``),
+so a retried form requests nothing twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, get_args
+
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.domain.commands.accounts import recipient_key
+from ledger_engine.domain.commands.money.recipient_updates import DeclineUpdate
+from ledger_engine.domain.commands.money.recipients import update_key
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.layout import INDEXES, STATE
+from ledger_engine.projections.payouts import update_status_prefix
+from porto_console.console.commands import CommandRequest
+from porto_console.console.services.rows import records, rows
+from porto_console.ledger import gateway
+
+UPDATE_STATUSES = ("pending", "approved", "declined")
+DECLINE_REASONS = get_args(DeclineUpdate.model_fields["reason"].annotation)
+
+
+def recipients(ledger: LedgerOwner) -> Iterator[dict[str, Any]]:
+    for _key, _revision, recipient in records(ledger, "recipient/"):
+        yield recipient
+
+
+def updates(ledger: LedgerOwner, status: str) -> Iterator[dict[str, Any]]:
+    for index_key, entry in rows(ledger, INDEXES, update_status_prefix(status)):
+        recipient_id, update_id = index_key.split("/")[-2:]
+        yield {"recipient_id": recipient_id, "update_id": update_id, "status": status, **entry}
+
+
+def update(ledger: LedgerOwner, recipient_id: str, update_id: str) -> dict[str, Any] | None:
+    """The update with its evidence bytes (as text) and the recipient as it is now."""
+    record = ledger.get(STATE, update_key(recipient_id, update_id))
+    if record is None:
+        return None
+    data = record.data
+    store = gateway().evidence
+    evidence = store.get(data["evidence_digest"]).decode(errors="replace") if data["evidence_digest"] in store else None
+    return {"update": data, "evidence": evidence, "recipient": ledger.get(STATE, recipient_key(recipient_id)).data}
+
+
+def request_update(ledger: LedgerOwner, command_id: str, recipient_id: str, payout_address: str,
+                   evidence: str) -> CommandRequest:
+    current = ledger.get(STATE, recipient_key(recipient_id))
+    version = current.data["version"] + 1 if current else 2
+    digest = gateway().evidence.put(evidence.encode())
+    return CommandRequest("UpdateRecipient", {
+        "update_id": update_id_for(command_id), "recipient_id": recipient_id,
+        "step": {"action": "request", "version": version, "payout_address": payout_address,
+                 "evidence_digest": digest}}, evidence_hashes=[digest])
+
+
+def approve(ledger: LedgerOwner, recipient_id: str, update_id: str) -> CommandRequest:
+    """Approval restates the requested version and address, the ones shown side by side."""
+    data = _existing(ledger, recipient_id, update_id)
+    return CommandRequest("UpdateRecipient", {
+        "update_id": data["update_id"], "recipient_id": data["recipient_id"],
+        "step": {"action": "approve", "version": data["version"], "payout_address": data["payout_address"]}})
+
+
+def decline(ledger: LedgerOwner, recipient_id: str, update_id: str, reason: str) -> CommandRequest:
+    data = _existing(ledger, recipient_id, update_id)
+    return CommandRequest("UpdateRecipient", {
+        "update_id": data["update_id"], "recipient_id": data["recipient_id"],
+        "step": {"action": "decline", "reason": reason}})
+
+
+def _existing(ledger: LedgerOwner, recipient_id: str, update_id: str) -> dict[str, Any]:
+    record = ledger.get(STATE, update_key(recipient_id, update_id))
+    if record is None:
+        raise LedgerError(ErrorCode.NOT_FOUND, f"recipient update {update_id} does not exist")
+    return record.data
+
+
+def update_id_for(command_id: str) -> str:
+    return f"update-{command_id}"

@@ -1,0 +1,48 @@
+"""Template helpers: paging links that keep filters, times, amounts, hashes and sealed handles."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django import template
+
+from ledger_engine.amounts import parse_amount
+from ledger_engine.domain.ruleset import ASSETS
+from porto_console.console.handles import seal
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def query_with(context, **changes) -> str:
+    """The current query string with ``changes`` applied (filters survive paging)."""
+    query = context["request"].GET.copy()
+    for name, value in changes.items():
+        query[name] = value
+    return "?" + query.urlencode()
+
+
+@register.filter
+def ms_time(milliseconds) -> str:
+    if milliseconds in (None, ""):
+        return ""
+    return datetime.fromtimestamp(int(milliseconds) / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@register.filter
+def amount(minor_units, asset: str = "USDC") -> str:
+    """A canonical minor-unit amount as a decimal in the asset's unit, by integer arithmetic only."""
+    value = parse_amount(str(minor_units))
+    places = ASSETS[asset]
+    whole, fraction = divmod(value, 10**places)
+    return f"{whole:,}.{fraction:0{places}d} {asset}"
+
+
+@register.filter
+def short_hash(digest) -> str:
+    return f"{digest[:12]}…" if digest else ""
+
+
+@register.filter
+def handle(value: str, kind: str) -> str:
+    return seal(kind, value)

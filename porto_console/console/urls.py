@@ -1,0 +1,50 @@
+"""The console's routes inside the admin site. IDs in paths are sequences or sealed handles, never raw."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from django.urls import path
+
+from porto_console.console.roles import command_roles, require_roles
+from porto_console.console.screens import (
+    ACCOUNTS, BUDGETS, DASHBOARD, HOLDS, JOURNAL, PAYMENTS, PAYOUTS, RECIPIENTS,
+)
+from porto_console.console.views import accounts, budgets, dashboard, holds, journal, payouts, recipients
+
+
+def console_urls(site) -> list:
+    def route(pattern: str, view: Callable, name: str, roles: Iterable[str]):
+        return path(pattern, site.admin_view(require_roles(roles)(view)), name=name)
+
+    return [
+        route("ledger/", dashboard.dashboard, DASHBOARD.url_name, DASHBOARD.roles),
+        route("ledger/holds/", holds.hold_queue, HOLDS.url_name, HOLDS.roles),
+        route("ledger/holds/bulk/", holds.hold_bulk, "console-hold-bulk", command_roles("DecideHold")),
+        route("ledger/holds/<str:handle>/", holds.hold_detail, "console-hold", HOLDS.roles),
+        route("ledger/payouts/", payouts.run_list, PAYOUTS.url_name, PAYOUTS.roles),
+        route("ledger/payouts/prepare/", payouts.prepare, "console-payout-prepare", command_roles("PreparePayoutRun")),
+        route("ledger/payouts/payments/", payouts.payment_list, PAYMENTS.url_name, PAYMENTS.roles),
+        route("ledger/payouts/<str:handle>/", payouts.run_detail, "console-payout-run", PAYOUTS.roles),
+        route("ledger/payouts/<str:handle>/approve/", payouts.approve, "console-payout-approve", PAYOUTS.roles),
+        route("ledger/payouts/<str:handle>/cancel/", payouts.cancel, "console-payout-cancel", PAYOUTS.roles),
+        route("ledger/recipients/", recipients.update_list, RECIPIENTS.url_name, RECIPIENTS.roles),
+        route("ledger/recipients/request/", recipients.request_update, "console-recipient-request",
+              command_roles("UpdateRecipient")),
+        route("ledger/recipients/<str:handle>/", recipients.update_detail, "console-recipient-update",
+              RECIPIENTS.roles),
+        route("ledger/recipients/<str:handle>/approve/", recipients.approve, "console-recipient-approve",
+              RECIPIENTS.roles),
+        route("ledger/recipients/<str:handle>/decline/", recipients.decline, "console-recipient-decline",
+              RECIPIENTS.roles),
+        route("ledger/budgets/", budgets.budget_list, BUDGETS.url_name, BUDGETS.roles),
+        route("ledger/budgets/payables/", budgets.balances, "console-balances", BUDGETS.roles),
+        route("ledger/accounts/", accounts.account_list, ACCOUNTS.url_name, ACCOUNTS.roles),
+        route("ledger/accounts/new/", accounts.account_new, "console-account-new", command_roles("RegisterAccount")),
+        route("ledger/accounts/<str:handle>/", accounts.account_detail, "console-account", ACCOUNTS.roles),
+        route("ledger/journal/", journal.journal, JOURNAL.url_name, JOURNAL.roles),
+        route("ledger/journal/lookup/", journal.lookup, "console-journal-lookup", JOURNAL.roles),
+        route("ledger/journal/verify/", journal.verify, "console-journal-verify", JOURNAL.roles),
+        route("ledger/journal/export/", journal.export, "console-journal-export", JOURNAL.roles),
+        route("ledger/journal/<int:sequence>/", journal.entry, "console-journal-entry", JOURNAL.roles),
+    ]

@@ -1,0 +1,122 @@
+"""Holds (ops): the open queue by age and reason, a hold with its session's evidence, decisions one by one or in bulk."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from porto_console.console import actions
+from porto_console.console.forms import CommandForm, ReasonField, accept_posted_choices
+from porto_console.console.handles import seal, unseal
+from porto_console.console.roles import may_submit
+from porto_console.console.screens import HOLDS
+from porto_console.console.services import holds as service
+from porto_console.console.views.common import filter_values, render_screen
+from porto_console.ledger import owner, read_at_boundary
+
+HANDLE = "hold"
+CURSOR = "hold-cursor"
+
+
+class HoldFilter(forms.Form):
+    reason = forms.ChoiceField(choices=[("", "any reason"), *((r, r.replace("_", " ")) for r in service.HOLD_REASONS)],
+                               required=False)
+
+
+class DecisionForm(CommandForm):
+    decision = forms.ChoiceField(choices=[(d, d) for d in service.DECISIONS], widget=forms.RadioSelect)
+    reason = forms.ChoiceField(choices=[(r, r.replace("_", " ")) for r in service.DECISION_REASONS])
+
+
+class DecideForm(DecisionForm):
+    note = ReasonField(required=False, label="Note (kept as private evidence)")
+    revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+
+
+class BulkForm(DecisionForm):
+    hold_reason = forms.ChoiceField(choices=[(r, r) for r in service.HOLD_REASONS], widget=forms.HiddenInput)
+    holds = forms.MultipleChoiceField(choices=[], required=True)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        accept_posted_choices(self, "holds")
+
+
+def hold_queue(request):
+    reason = filter_values(HoldFilter(request.GET or None))["reason"]
+    start = unseal(CURSOR, request.GET["after"]) if request.GET.get("after") else None
+    read = read_at_boundary(lambda ledger: (service.queue(ledger, reason, start),
+                                            service.counts(ledger)))
+    page, counts = read.data
+    return render_screen(request, "console/holds.html", HOLDS.title, read, holds=page.items, counts=counts,
+                         reason=reason, filter_form=HoldFilter(request.GET or None),
+                         next_cursor=seal(CURSOR, page.next_start) if page.next_start else "",
+                         bulk_form=BulkForm(initial={"hold_reason": reason}) if reason else None,
+                         may_decide=may_submit(request.user, "DecideHold"))
+
+
+def hold_detail(request, handle: str):
+    hold_id = unseal(HANDLE, handle)
+    read = read_at_boundary(lambda ledger: service.detail(ledger, hold_id))
+    if read.data is None:
+        raise Http404("no such hold")
+    form = DecideForm(request.POST or None, initial={"revision": read.data["revision"]})
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            outcome = actions.run(request, data["command_id"], "DecideHold", lambda: service.decide(
+                hold_id, data["decision"], data["reason"], data["revision"], data["note"]))
+        except actions.ActionRefused as error:
+            form.add_error(None, str(error))
+        else:
+            actions.report(request, outcome, f"Hold {service.DECISIONS[data['decision']]}")
+            return redirect(hold_url(hold_id))
+    return render_screen(request, "console/hold_detail.html", f"Hold {hold_id}", read, form=form, **read.data,
+                         may_decide=may_submit(request.user, "DecideHold"))
+
+
+@require_POST
+def hold_bulk(request):
+    """Decide many holds of one reason: a separate command for each, reported together."""
+    form = BulkForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose holds, a decision and a reason.")
+        return redirect(queue_url())
+    data = form.cleaned_data
+    done, refused = 0, []
+    for hold_id in data["holds"]:
+        try:
+            outcome = actions.run(request, service.bulk_command_id(data["command_id"], hold_id), "DecideHold",
+                                  lambda: _bulk_decision(hold_id, data))
+        except actions.ActionRefused as error:
+            refused.append(f"{hold_id}: {error}")
+            continue
+        if outcome.accepted:
+            done += 1
+        else:
+            refused.append(f"{hold_id}: {outcome.code} {outcome.result.get('detail', '')}")
+    messages.success(request, f"{done} of {len(data['holds'])} holds {service.DECISIONS[data['decision']]}, "
+                              "one command each.")
+    for line in refused:
+        messages.error(request, f"Not allowed: {line}")
+    return redirect(f"{queue_url()}?reason={data['hold_reason']}")
+
+
+def _bulk_decision(hold_id: str, data: dict):
+    """The hold must still carry the bulk form's reason; the decision is taken on its current revision."""
+    hold = service.detail(owner(), hold_id)
+    if hold is None or data["hold_reason"] not in hold["hold"]["reasons"]:
+        raise actions.ActionRefused(f"the hold is not one of the {data['hold_reason']} holds")
+    return service.decide(hold_id, data["decision"], data["reason"], hold["revision"])
+
+
+def queue_url() -> str:
+    return reverse(f"admin:{HOLDS.url_name}")
+
+
+def hold_url(hold_id: str) -> str:
+    return reverse("admin:console-hold", args=[seal(HANDLE, hold_id)])

@@ -1,0 +1,134 @@
+"""Journal explorer (auditor): entries by sequence or command ID, chain checks and audited exports."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from ledger_engine.domain.registry import registered_types
+from ledger_engine.envelope import UUID_PATTERN
+from porto_console.console import actions
+from porto_console.console.commands import CommandRequest
+from porto_console.console.forms import CommandForm
+from porto_console.console.screens import JOURNAL
+from porto_console.console.services import journal as service
+from porto_console.console.views.common import filter_values, render_screen
+from porto_console.ledger import owner, read_at_boundary
+
+EXPORT_COMMAND = "RecordExportAccess"
+EXPORT_TYPES = {"json": ("application/x-ndjson", "jsonl"), "csv": ("text/csv", "csv")}
+
+
+class JournalFilter(forms.Form):
+    command_type = forms.ChoiceField(required=False)
+    outcome = forms.ChoiceField(choices=[("", "any outcome"), ("accepted", "accepted"), ("rejected", "rejected")],
+                                required=False)
+    before = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["command_type"].choices = [("", "any command"), *((t, t) for t in registered_types())]
+
+
+class LookupForm(forms.Form):
+    command_id = forms.RegexField(regex=f"^{UUID_PATTERN}$", label="Command ID")
+
+
+class RangeForm(forms.Form):
+    first = forms.IntegerField(min_value=1, label="From sequence")
+    last = forms.IntegerField(min_value=1, label="To sequence")
+
+    def __init__(self, *args, head: int, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.head = head
+
+    def clean(self):
+        data = super().clean()
+        first, last = data.get("first"), data.get("last")
+        if first is not None and last is not None:
+            if not first <= last <= self.head:
+                raise forms.ValidationError(f"Choose a range within 1 to {self.head}, first to last.")
+            if last - first >= service.MAX_RANGE:
+                raise forms.ValidationError(f"A range covers at most {service.MAX_RANGE} entries.")
+        return data
+
+
+class ExportForm(CommandForm, RangeForm):
+    file_format = forms.ChoiceField(choices=[("json", "JSON lines"), ("csv", "CSV")], label="Format")
+
+
+def journal(request, *, verify_form=None, check=None):
+    query = JournalFilter(request.GET or None)
+    filters = filter_values(query)
+    before = filters.pop("before") or None
+    read = read_at_boundary(lambda ledger: service.window(ledger, ledger.head().sequence, before=before, **filters))
+    head = read.head.sequence
+    return render_screen(
+        request, "console/journal.html", JOURNAL.title, read, window=read.data, filter_form=query,
+        filters={name: value for name, value in filters.items() if value},
+        lookup_form=LookupForm(), verify_form=verify_form or RangeForm(head=head, initial=_last_entries(head)),
+        export_form=ExportForm(head=head, initial=_last_entries(head)), check=check,
+        export_command=EXPORT_COMMAND)
+
+
+def _last_entries(head: int) -> dict[str, int]:
+    return {"first": max(1, head - 99), "last": max(1, head)}
+
+
+@require_POST
+def lookup(request):
+    form = LookupForm(request.POST)
+    outcome = owner().resolve(form.cleaned_data["command_id"]) if form.is_valid() else None
+    if outcome is None:
+        messages.error(request, "No command with that ID is in the ledger.")
+        return redirect("admin:console-journal")
+    return redirect("admin:console-journal-entry", sequence=outcome.sequence)
+
+
+def entry(request, sequence: int):
+    read = read_at_boundary(lambda ledger: (ledger.journal_entry(sequence), service.entry_events(ledger, sequence)))
+    found, events = read.data
+    if found is None:
+        raise Http404("no journal entry at that sequence")
+    return render_screen(request, "console/journal_entry.html", f"Journal entry {sequence}", read, entry=found,
+                         summary=service.summary(found), events=[service.pretty(event) for event in events], envelope=service.pretty(found["envelope"]),
+                         result=service.pretty(found["result"]),
+                         recomputed_ok=service.verify_range(owner(), sequence, sequence).ok)
+
+
+@require_POST
+def verify(request):
+    form = RangeForm(request.POST, head=owner().head().sequence)
+    if not form.is_valid():
+        return journal(request, verify_form=form)
+    check = service.verify_range(owner(), form.cleaned_data["first"], form.cleaned_data["last"])
+    return journal(request, verify_form=form, check=check)
+
+
+@require_POST
+def export(request):
+    """The file is handed out only after the ledger recorded the access (seed 001, "export access")."""
+    form = ExportForm(request.POST, head=owner().head().sequence)
+    if not form.is_valid():
+        messages.error(request, "Export refused: " + " ".join(form.non_field_errors() or ["check the range"]))
+        return redirect("admin:console-journal")
+    data = form.cleaned_data
+    content = service.export_bytes(owner(), data["first"], data["last"], data["file_format"])
+    command = CommandRequest(EXPORT_COMMAND, {
+        "export_id": data["command_id"], "file_format": data["file_format"], "first_sequence": data["first"],
+        "last_sequence": data["last"], "content_sha256": service.export_digest(content)})
+    try:
+        outcome = actions.run(request, data["command_id"], EXPORT_COMMAND, lambda: command)
+    except actions.ActionRefused as error:
+        messages.error(request, str(error))
+        return redirect("admin:console-journal")
+    if not outcome.accepted:
+        actions.report(request, outcome, "Export recorded")
+        return redirect("admin:console-journal")
+    content_type, suffix = EXPORT_TYPES[data["file_format"]]
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="journal-{data["first"]}-{data["last"]}.{suffix}"'
+    return response

@@ -1,0 +1,166 @@
+"""Payout runs (finance): prepare from unpaid allocations, review the frozen run, approve, cancel, follow payments."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from ledger_engine.domain.commands.money.payout_runs import CancelReason
+from ledger_engine.errors import LedgerError
+from ledger_engine.projections import payout_queries
+from porto_console.console import actions, stepup
+from porto_console.console.forms import CommandForm, StepUpForm, accept_posted_choices
+from porto_console.console.handles import seal, unseal
+from porto_console.console.paging import page_number, paginate
+from porto_console.console.roles import may_submit
+from porto_console.console.screens import PAYMENTS, PAYOUTS
+from porto_console.console.services import payouts as service
+from porto_console.console.views.common import filter_values, render_screen
+from porto_console.ledger import owner, read_at_boundary
+
+HANDLE = "run"
+SHA256 = r"^[0-9a-f]{64}$"
+
+
+class RunFilter(forms.Form):
+    status = forms.ChoiceField(choices=[(s, s) for s in service.RUN_STATUSES], required=False)
+
+
+class PaymentFilter(forms.Form):
+    state = forms.ChoiceField(choices=[(s, s) for s in service.PAYMENT_STATES], required=False)
+
+
+class PrepareForm(CommandForm):
+    recipients = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
+    seen_payables = forms.RegexField(regex=SHA256, widget=forms.HiddenInput)  # what the preparer was shown
+
+    def __init__(self, *args, payables: list[service.Payable], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["recipients"].choices = [(payable.recipient_id, payable.recipient_id) for payable in payables]
+        accept_posted_choices(self, "recipients")
+
+
+class ApproveForm(StepUpForm):
+    seen_hash = forms.RegexField(regex=SHA256, widget=forms.HiddenInput)
+
+
+class CancelForm(CommandForm):
+    reason = forms.ChoiceField(choices=[(reason, reason.replace("_", " ")) for reason in get_args(CancelReason)])
+    revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+
+
+def run_list(request):
+    filters = filter_values(RunFilter(request.GET or None))
+    status = filters["status"] or "prepared"
+    read = read_at_boundary(lambda ledger: paginate(service.runs(ledger, status), page_number(request)))
+    return render_screen(request, "console/payout_runs.html", PAYOUTS.title, read, page=read.data, status=status,
+                         filter_form=RunFilter(request.GET or None, initial={"status": status}),
+                         may_prepare=may_submit(request.user, "PreparePayoutRun"))
+
+
+def payment_list(request):
+    filters = filter_values(PaymentFilter(request.GET or None))
+    state = filters["state"] or "approved"
+    read = read_at_boundary(lambda ledger: (
+        paginate(service.payments(ledger, state), page_number(request)),
+        payout_queries.reconciliation_queue(ledger.store)["payments"]))
+    page, reconciliation = read.data
+    return render_screen(request, "console/payments.html", PAYMENTS.title, read, page=page, state=state,
+                         filter_form=PaymentFilter(request.GET or None), reconciliation=reconciliation)
+
+
+def prepare(request):
+    """The payables now, each recipient ticked unless approval could not cite a confirmed statement for it."""
+    read = read_at_boundary(service.payables)
+    payables = read.data
+    form = PrepareForm(request.POST or None, payables=payables)
+    if request.method == "POST":
+        if not form.is_valid():
+            messages.error(request, "Choose at least one recipient to pay.")
+            return redirect("admin:console-payout-prepare")
+        data = form.cleaned_data
+        try:
+            outcome = actions.run(request, data["command_id"], "PreparePayoutRun", lambda: service.prepare(
+                owner(), data["command_id"], data["recipients"], data["seen_payables"]))
+        except (actions.ActionRefused, service.PlanChanged) as error:
+            messages.error(request, str(error))
+            return redirect("admin:console-payout-prepare")
+        actions.report(request, outcome, "Payout run prepared; another finance user must approve it")
+        if not outcome.accepted:
+            return redirect("admin:console-payout-prepare")
+        return redirect(run_url(service.run_id_for(data["command_id"])))
+    form = PrepareForm(payables=payables, initial={
+        "recipients": [payable.recipient_id for payable in payables if payable.statement_id],
+        "seen_payables": service.payables_digest(payables)})
+    return render_screen(request, "console/payout_prepare.html", "Prepare a payout run", read, form=form,
+                         payables_with_boxes=list(zip(payables, form["recipients"])), payables=payables,
+                         total=service.total(payables), asset=service.ASSET)
+
+
+def run_detail(request, handle: str):
+    run_id = unseal(HANDLE, handle)
+    try:
+        read = read_at_boundary(lambda ledger: _run_view(ledger, run_id))
+    except LedgerError:
+        raise Http404("no such payout run") from None
+    run = read.data["run"]
+    return render_screen(request, "console/payout_run.html", f"Payout run {run_id}", read, **read.data,
+                         approve_form=ApproveForm(initial={"seen_hash": run["run_hash"]}),
+                         cancel_form=CancelForm(initial={"revision": read.data["revision"]}),
+                         approve_blockers=_approve_blockers(request, read.data),
+                         cancel_blockers=_cancel_blockers(request, run))
+
+
+def _run_view(ledger, run_id: str) -> dict:
+    run = payout_queries.run_detail(ledger.store, run_id)
+    return {"run": run, "revision": service.run_revision(ledger, run_id),
+            "missing_statements": service.missing_statements(ledger, run)}
+
+
+def _approve_blockers(request, view: dict) -> list[str]:
+    run = view["run"]
+    blockers = actions.approval_blockers(request, "ApprovePayoutRun", subject="run", status=run["status"],
+                                         awaiting="prepared", requested_by=run["prepared_by"], deed="prepared")
+    if view["missing_statements"]:
+        blockers.append("No confirmed statement yet for: " + ", ".join(view["missing_statements"]) + ".")
+    if not stepup.has_device(request.user):
+        blockers.append("Approving needs an authenticator code, and you have no authenticator enrolled.")
+    return blockers
+
+
+def _cancel_blockers(request, run: dict) -> list[str]:
+    blockers = []
+    if not may_submit(request.user, "CancelPayoutRun"):
+        blockers.append("Cancelling needs the finance role.")
+    if run["status"] not in ("prepared", "approved"):
+        blockers.append(f"The run is {run['status']}.")
+    return blockers
+
+
+@require_POST
+def approve(request, handle: str):
+    run_id = unseal(HANDLE, handle)
+    actions.run_form(request, ApproveForm(request.POST), "ApprovePayoutRun", lambda data: service.approve(
+        owner(), payout_queries.run_detail(owner().store, run_id), data["seen_hash"]),
+        done="Payout run approved; its payments are queued for signing",
+        invalid="Enter the 6-digit code from your authenticator.")
+    return redirect(run_url(run_id))
+
+
+@require_POST
+def cancel(request, handle: str):
+    run_id = unseal(HANDLE, handle)
+    actions.run_form(request, CancelForm(request.POST), "CancelPayoutRun",
+                     lambda data: service.cancel(run_id, data["reason"], data["revision"]),
+                     done="Payout run cancelled", invalid="Choose a reason for cancelling.")
+    return redirect(run_url(run_id))
+
+
+def run_url(run_id: str) -> str:
+    return reverse("admin:console-payout-run", args=[seal(HANDLE, run_id)])

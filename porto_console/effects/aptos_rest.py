@@ -1,0 +1,92 @@
+"""A ChainClient for an Aptos node's REST API (``/v1``); the SIMULATED chain speaks the same subset.
+
+The client refuses to mix the two up: configured for the simulated chain it
+requires the ``X-Porto-Chain: SIMULATED`` label on every answer, configured
+for a real node it refuses any answer that carries it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import httpx
+
+from porto_console.effects.chain import ChainTransaction, ChainUncertain, LedgerState, SubmitRefused
+from porto_console.effects.simulated_chain import LABEL as SIMULATED
+
+BCS_CONTENT_TYPE = "application/x.aptos.signed_transaction+bcs"
+
+log = logging.getLogger("porto.effects.chain")
+
+
+class ChainMisconfigured(Exception):
+    """The node at the configured URL is not the kind of chain the configuration names."""
+
+
+class AptosRestClient:
+    def __init__(self, base_url: str, *, simulated: bool, timeout_secs: float = 10.0,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        self.simulated = simulated
+        self.label = SIMULATED if simulated else f"aptos {base_url}"
+        self._http = httpx.Client(base_url=base_url.rstrip("/") + "/v1", timeout=timeout_secs,
+                                  transport=transport)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def submit(self, signed_bytes: bytes) -> str:
+        response = self._request("POST", "/transactions", content=signed_bytes,
+                                 headers={"Content-Type": BCS_CONTENT_TYPE})
+        if response.status_code in (200, 202):
+            return response.json()["hash"]
+        body = _json_or_empty(response)
+        if 400 <= response.status_code < 500:
+            raise SubmitRefused(body.get("vm_error_code") or body.get("error_code") or str(response.status_code),
+                                body.get("message", response.text))
+        raise ChainUncertain(f"{self.label}: submit answered {response.status_code}")
+
+    def transaction(self, transaction_hash: str) -> ChainTransaction | None:
+        response = self._request("GET", f"/transactions/by_hash/{transaction_hash}")
+        if response.status_code == 404:
+            return None
+        body = self._ok(response)
+        if body["type"] == "pending_transaction":
+            return ChainTransaction(body["hash"], False, False, "pending", None, None)
+        return ChainTransaction(body["hash"], True, bool(body["success"]), body["vm_status"],
+                                int(body["version"]), int(body["timestamp"]))
+
+    def sequence_number(self, address: str) -> int:
+        response = self._request("GET", f"/accounts/{address}")
+        if response.status_code == 404:
+            return 0
+        return int(self._ok(response)["sequence_number"])
+
+    def ledger_state(self) -> LedgerState:
+        info = self._ok(self._request("GET", ""))
+        return LedgerState(int(info["ledger_version"]), int(info["ledger_timestamp"]))
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as error:
+            log.info("%s: %s %s gave no answer: %s", self.label, method, path, error)
+            raise ChainUncertain(f"{self.label}: {method} {path}: {type(error).__name__}: {error}") from None
+        labelled = response.headers.get("X-Porto-Chain") == SIMULATED
+        if labelled != self.simulated:
+            raise ChainMisconfigured(
+                f"{self.label}: the node {'is' if labelled else 'is not'} the SIMULATED chain")
+        return response
+
+    def _ok(self, response: httpx.Response) -> dict[str, Any]:
+        if response.status_code >= 400:
+            raise ChainUncertain(f"{self.label}: {response.request.url.path} answered {response.status_code}")
+        return response.json()
+
+
+def _json_or_empty(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}

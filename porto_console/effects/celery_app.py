@@ -1,0 +1,56 @@
+"""The Celery application of the effect workers: one queue per effect kind, late acknowledgement.
+
+A message is acknowledged only after its task returns, and a worker that
+dies mid-task leaves it to be delivered again (``acks_late`` with
+``task_reject_on_worker_lost``). Redelivery is safe because correctness rests
+on the ledger: a task does nothing without a live ``ClaimEffect`` lease, and
+every command it sends has an ID derived from what it means.
+
+Broker: ``CELERY_BROKER_URL`` (Redis in CI and deployment). Without one the
+app runs tasks eagerly in the calling process, so `make run` needs no broker
+server.
+
+    celery -A porto_console.effects.celery_app worker -Q payments,commitments,maintenance
+    celery -A porto_console.effects.celery_app beat
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from kombu import Queue
+
+PAYMENTS, COMMITMENTS, MAINTENANCE = "payments", "commitments", "maintenance"
+QUEUE_FOR_KIND = {"payment.transfer": PAYMENTS, "batch.anchor": COMMITMENTS}
+EMBEDDED_BROKER = "memory://"
+BACKUP_INTERVAL_SECS = 240  # the specification's ceiling is five minutes between verified backups
+
+
+def make_app(broker_url: str | None = None) -> Celery:
+    broker = broker_url or os.environ.get("CELERY_BROKER_URL", EMBEDDED_BROKER)
+    # No Django fixup: workers never load the console or its database, whatever the environment says.
+    app = Celery("porto_effects", broker=broker, include=["porto_console.effects.tasks"], fixups=[])
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        task_queues=[Queue(PAYMENTS), Queue(COMMITMENTS), Queue(MAINTENANCE)],
+        task_default_queue=MAINTENANCE,
+        task_always_eager=broker == EMBEDDED_BROKER,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={
+            # An unacknowledged message returns to the queue after this long (Redis).
+            "visibility_timeout": int(os.environ.get("PORTO_CELERY_VISIBILITY_SECS", "3600")),
+        },
+        beat_schedule={
+            "sweep-effects": {"task": "porto.effects.sweep",
+                              "schedule": float(os.environ.get("PORTO_SWEEP_SECS", "30"))},
+            "verified-backup": {"task": "porto.effects.backup", "schedule": float(BACKUP_INTERVAL_SECS)},
+        },
+    )
+    return app
+
+
+app = make_app()

@@ -1,0 +1,97 @@
+"""Worker configuration, from the environment only: workers have no Django settings and no ledger.
+
+| variable | meaning | default |
+|---|---|---|
+| ``PORTO_CHAIN`` | ``simulated`` or ``aptos`` | ``simulated`` |
+| ``PORTO_CHAIN_URL`` | the node's REST base URL (without ``/v1``) | ``http://127.0.0.1:8010`` |
+| ``PORTO_CHAIN_ID`` | chain id signed into every transaction | ``4`` |
+| ``PORTO_USDC_METADATA`` | the USDC fungible-asset metadata address | Aptos mainnet USDC |
+| ``PORTO_SIGNER_KEY`` / ``PORTO_SIGNER_KEY_FILE`` | the payer's Ed25519 key (hex or AIP-80) | none: signing refused |
+| ``PORTO_TRANSACTION_TTL_SECS`` | how long a signed transfer may land | ``120`` |
+| ``PORTO_PAYMENT_JOURNAL`` | the independent signed-payment journal file | ``var/effects/signed-payments.jsonl`` |
+| ``PORTO_INTERNAL_API_URL`` | the console's internal API | ``http://127.0.0.1:8000/internal`` |
+| ``PORTO_WORKER_ID`` / ``PORTO_WORKER_TOKEN`` / ``PORTO_WORKER_TOKEN_FILE`` | this worker's ledger actor and bearer credential | none |
+| ``PORTO_CLAIM_TTL_MS`` | how long a claim on an effect lasts | ``60000`` |
+| ``PORTO_QUARANTINE_DIR`` | effects parked for an operator | ``var/effects/quarantine`` |
+| ``PORTO_OBSERVE_WINDOW_SECS`` | how long one task waits for a confirmation before handing over | ``20`` |
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+MAINNET_USDC_METADATA = "0xbae207659db88bea0cbead6da0ed00aac12edcdda169e591cd41c94180b46f3b"
+CHAIN_KINDS = ("simulated", "aptos")
+
+
+class NotConfigured(Exception):
+    """A setting the requested work needs is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class EffectsConfig:
+    chain: str
+    chain_url: str
+    chain_id: int
+    usdc_metadata: str
+    signer_key: str | None
+    transaction_ttl_secs: int
+    max_gas_amount: int
+    gas_unit_price: int
+    payment_journal: Path
+    internal_api_url: str
+    worker_id: str | None
+    worker_token: str | None
+    claim_ttl_ms: int
+    quarantine_dir: Path
+    observe_window_secs: int
+
+    @property
+    def simulated(self) -> bool:
+        return self.chain == "simulated"
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> "EffectsConfig":
+        env = dict(os.environ if env is None else env)
+        var_dir = Path(env.get("PORTO_VAR_DIR", Path(__file__).resolve().parents[2] / "var"))
+        chain = env.get("PORTO_CHAIN", "simulated")
+        if chain not in CHAIN_KINDS:
+            raise NotConfigured(f"PORTO_CHAIN must be one of {CHAIN_KINDS}, not {chain!r}")
+        return cls(
+            chain=chain,
+            chain_url=env.get("PORTO_CHAIN_URL", "http://127.0.0.1:8010"),
+            chain_id=_integer(env, "PORTO_CHAIN_ID", 4),
+            usdc_metadata=env.get("PORTO_USDC_METADATA", MAINNET_USDC_METADATA),
+            signer_key=_secret(env, "PORTO_SIGNER_KEY"),
+            transaction_ttl_secs=_integer(env, "PORTO_TRANSACTION_TTL_SECS", 120),
+            max_gas_amount=_integer(env, "PORTO_MAX_GAS_AMOUNT", 2_000),
+            gas_unit_price=_integer(env, "PORTO_GAS_UNIT_PRICE", 100),
+            payment_journal=Path(env.get("PORTO_PAYMENT_JOURNAL", var_dir / "effects" / "signed-payments.jsonl")),
+            internal_api_url=env.get("PORTO_INTERNAL_API_URL", "http://127.0.0.1:8000/internal"),
+            worker_id=env.get("PORTO_WORKER_ID"),
+            worker_token=_secret(env, "PORTO_WORKER_TOKEN"),
+            claim_ttl_ms=_integer(env, "PORTO_CLAIM_TTL_MS", 60_000),
+            quarantine_dir=Path(env.get("PORTO_QUARANTINE_DIR", var_dir / "effects" / "quarantine")),
+            observe_window_secs=_integer(env, "PORTO_OBSERVE_WINDOW_SECS", 20),
+        )
+
+
+def _integer(env: dict[str, str], name: str, default: int) -> int:
+    text = env.get(name)
+    if text is None:
+        return default
+    if not text.isdigit():
+        raise NotConfigured(f"{name} must be a non-negative integer, not {text!r}")
+    return int(text)
+
+
+def _secret(env: dict[str, str], name: str) -> str | None:
+    """A secret given inline (``NAME``) or in a file (``NAME_FILE``), never both."""
+    inline, path = env.get(name), env.get(f"{name}_FILE")
+    if inline and path:
+        raise NotConfigured(f"set {name} or {name}_FILE, not both")
+    if path:
+        return Path(path).read_text().strip()
+    return inline or None

@@ -1,0 +1,61 @@
+"""Getting effects to workers: the announcement after commit, the periodic sweep, quarantine retries.
+
+Neither path decides who works an effect: ``ClaimEffect`` does. Sending the
+same effect twice costs one rejected claim, never a second effect.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Iterable
+
+from porto_console.effects.celery_app import QUEUE_FOR_KIND
+from porto_console.effects.ledger_api import LedgerApi
+from porto_console.effects.quarantine import Quarantine
+
+log = logging.getLogger("porto.effects.dispatch")
+
+CLAIMABLE = ("pending", "claimed")
+
+
+def send(effect: dict[str, Any]) -> None:
+    """Queue one effect for the workers of its kind."""
+    from porto_console.effects.tasks import payment
+
+    if effect["kind"] != "payment.transfer":
+        log.info("no worker for %s effects yet: %s", effect["kind"], effect["effect_id"])
+        return
+    payment.apply_async(args=[effect], queue=QUEUE_FOR_KIND[effect["kind"]])
+
+
+def announce(effects: Iterable[dict[str, Any]]) -> None:
+    """The owner's hook after an acknowledged command that created or reopened effects."""
+    for effect in effects:
+        send(effect)
+
+
+def sweep(api: LedgerApi, quarantine: Quarantine) -> int:
+    """Send every pending effect and every effect whose claim has lapsed, except quarantined ones."""
+    now_ms = time.time_ns() // 1_000_000
+    sent = 0
+    for status in CLAIMABLE:
+        for effect in api.effects(status):
+            lapsed = effect["claim"] is None or effect["claim"]["expires_at_ms"] <= now_ms
+            if lapsed and not quarantine.contains(effect["effect_id"]):
+                send(effect)
+                sent += 1
+    return sent
+
+
+def quarantined(quarantine: Quarantine) -> list[dict[str, Any]]:
+    """What the console shows: every quarantined effect with its reason, oldest first."""
+    return quarantine.entries()
+
+
+def retry_quarantined(quarantine: Quarantine, effect_id: str) -> bool:
+    """An operator's retry: release the effect; the next sweep sends it if it is still claimable."""
+    if quarantine.release(effect_id) is None:
+        return False
+    log.info("operator released %s from quarantine", effect_id)
+    return True

@@ -1,0 +1,61 @@
+"""Quarantined effects: ones whose work kept failing, parked until an operator retries them.
+
+The sweep never dispatches a quarantined effect. Each entry is one small
+JSON file in the quarantine directory (``PORTO_QUARANTINE_DIR``), which the
+workers and the console share on the ledger host; the ledger's own record of
+the effect is untouched, so a retry continues from whatever the ledger says.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ledger_engine.keys import IDENTIFIER_PATTERN
+
+_EFFECT_ID = re.compile(IDENTIFIER_PATTERN)
+
+
+class Quarantine:
+    def __init__(self, directory: str | os.PathLike) -> None:
+        self.directory = Path(directory)
+
+    def add(self, effect_id: str, kind: str, reason: str, retries: int) -> dict[str, Any]:
+        entry = {"effect_id": effect_id, "kind": kind, "reason": reason[:2000], "retries": retries,
+                 "quarantined_at_ms": time.time_ns() // 1_000_000}
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self._path(effect_id)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_bytes(orjson.dumps(entry))
+        os.replace(temporary, path)
+        return entry
+
+    def contains(self, effect_id: str) -> bool:
+        return self._path(effect_id).exists()
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every quarantined effect, oldest first."""
+        if not self.directory.exists():
+            return []
+        found = [orjson.loads(path.read_bytes()) for path in self.directory.glob("*.json")]
+        return sorted(found, key=lambda entry: (entry["quarantined_at_ms"], entry["effect_id"]))
+
+    def release(self, effect_id: str) -> dict[str, Any] | None:
+        """Take an effect out of quarantine; returns its entry, or None if it was not there."""
+        path = self._path(effect_id)
+        try:
+            entry = orjson.loads(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        path.unlink(missing_ok=True)
+        return entry
+
+    def _path(self, effect_id: str) -> Path:
+        if not _EFFECT_ID.fullmatch(effect_id):
+            raise ValueError(f"not an effect ID: {effect_id!r}")
+        return self.directory / f"{effect_id}.json"

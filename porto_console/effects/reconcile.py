@@ -1,0 +1,119 @@
+"""Reconcile after a restore: the chain and the signed-payment journal against the ledger, before dispatch resumes.
+
+A restored ledger forgets everything after its backup, but the chain and
+the independent signed-payment journal do not. For every transaction the
+journal holds, reconcile asks the chain what became of it and records that
+in the ledger as commands:
+
+- settled on chain (confirmed, failed, expired) or still pending: the
+  observation is recorded, so the payment moves on and is never signed
+  again for a transfer that landed;
+- an attempt the restored ledger never heard of: it is recorded first (claim,
+  then ``RecordSignedAttempt`` with the exact journalled bytes), then observed;
+- an unrecorded transaction that could still land and cannot be recorded:
+  a discrepancy. So is a landed transfer the ledger refuses to record.
+
+It broadcasts nothing and signs nothing. Dispatch stays disabled; the report
+says whether it is safe for an operator to resume it.
+
+    python -m porto_console.effects.reconcile     # worker environment; exit 0 safe, 1 discrepancies
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from porto_console.effects.chain import Fate, observe
+from porto_console.effects.payment_journal import SignedPaymentRecord
+from porto_console.effects.payment_session import (
+    OBSERVED_AS, PaymentWorker, claim, record_attempt, record_observation, recorded_attempt,
+)
+
+
+@dataclass
+class Report:
+    checked: int = 0
+    observed: dict[str, int] = field(default_factory=dict)
+    recorded_attempts: int = 0
+    discrepancies: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def safe_to_resume(self) -> bool:
+        return not self.discrepancies
+
+    def as_json(self) -> dict[str, Any]:
+        return {"checked": self.checked, "observed": dict(sorted(self.observed.items())),
+                "recorded_attempts": self.recorded_attempts, "discrepancies": self.discrepancies,
+                "safe_to_resume": self.safe_to_resume}
+
+
+def reconcile(worker: PaymentWorker) -> Report:
+    report = Report()
+    for record in _latest_per_transaction(worker):
+        report.checked += 1
+        seen = observe(worker.chain, record.transaction_hash, record.expiration_secs)
+        if seen.fate == Fate.UNKNOWN:
+            _unknown(worker, record, report)
+            continue
+        outcome = record_observation(worker, record, seen)
+        if outcome.code == "NOT_FOUND":
+            if seen.fate in (Fate.FAILED, Fate.EXPIRED):
+                continue  # signed, never recorded, can never pay: nothing happened
+            if not _record_missing_attempt(worker, record, report):
+                continue
+            outcome = record_observation(worker, record, seen, attempt_just_recorded=True)
+        if not outcome.accepted:
+            _discrepancy(report, record, f"observation {OBSERVED_AS[seen.fate]} rejected: {outcome.code}")
+            continue
+        report.observed[OBSERVED_AS[seen.fate]] = report.observed.get(OBSERVED_AS[seen.fate], 0) + 1
+    return report
+
+
+def _latest_per_transaction(worker: PaymentWorker) -> list[SignedPaymentRecord]:
+    return list({record.transaction_hash: record for record in worker.journal.records()}.values())
+
+
+def _unknown(worker: PaymentWorker, record: SignedPaymentRecord, report: Report) -> None:
+    """Not on chain yet, not expired: harmless if the ledger holds it as the payment's open attempt."""
+    attempt = recorded_attempt(worker, record)
+    if attempt is None or not attempt.accepted:
+        _discrepancy(report, record, f"could land until {record.expiration_secs} and the ledger has no attempt: "
+                                     "reconcile again after that time")
+
+
+def _record_missing_attempt(worker: PaymentWorker, record: SignedPaymentRecord, report: Report) -> bool:
+    effect = next((e for status in ("pending", "claimed") for e in worker.api.effects(status, "payment.transfer")
+                   if e["effect_id"] == record.effect_id), None)
+    if effect is None:
+        _discrepancy(report, record, f"on chain but the ledger has no open effect {record.effect_id}")
+        return False
+    claimed = claim(worker, effect)
+    attempt = record_attempt(worker, record, claimed_by=worker.worker_id) if claimed.accepted else claimed
+    if not attempt.accepted:
+        _discrepancy(report, record, f"on chain but the attempt cannot be recorded: {attempt.code}")
+        return False
+    report.recorded_attempts += 1
+    return True
+
+
+def _discrepancy(report: Report, record: SignedPaymentRecord, problem: str) -> None:
+    report.discrepancies.append({"payment_id": record.payment_id, "transaction_hash": record.transaction_hash,
+                                 "problem": problem})
+
+
+def main() -> int:
+    from porto_console.effects.tasks import payment_worker
+
+    started = time.monotonic()
+    report = reconcile(payment_worker())
+    sys.stdout.buffer.write(orjson.dumps({**report.as_json(), "seconds": round(time.monotonic() - started, 3)}) + b"\n")
+    return 0 if report.safe_to_resume else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

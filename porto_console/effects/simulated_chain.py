@@ -1,0 +1,248 @@
+"""The SIMULATED chain: an in-memory stand-in for an Aptos node, for `make run`, tests and benchmarks.
+
+It is no chain and holds no real money. It verifies the Ed25519 signature of
+every submitted BCS transaction, enforces each account's sequence number
+(a transaction waits in the mempool until its sequence is next and is dropped
+once its expiry passes), applies USDC-like fungible-asset transfers and
+answers lookups by hash. Failed transfers still use up their sequence number,
+as on Aptos, and resubmitting a committed transaction is refused as
+``SEQUENCE_NUMBER_TOO_OLD``: only a lookup by hash tells what happened.
+
+Faults are queued by tests through ``inject`` and consumed by the next
+submissions: ``drop_response`` (accepted, the answer is lost), ``timeout``
+(not accepted, no answer in time), ``reject`` (refused with a VM status) and
+``confirm_late`` (accepted, held pending until ``release``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from porto_console.effects.refusals import Refused
+from porto_console.effects.transactions import NotATransfer, SignedTransfer, decode_transfer
+
+LABEL = "SIMULATED"
+FAULT_KINDS = ("drop_response", "timeout", "reject", "confirm_late")
+INSUFFICIENT_BALANCE = "Move abort in 0x1::fungible_asset: EINSUFFICIENT_BALANCE(0x10004)"
+EXECUTED = "Executed successfully"
+
+log = logging.getLogger("porto.simulated_chain")
+
+
+class SubmissionRefused(Refused):
+    """A submission the chain does not accept; ``code`` follows Aptos's validation status names."""
+
+
+@dataclass
+class Fault:
+    kind: str
+    hold_seconds: float = 0.0
+    vm_status: str = "SIMULATED_REJECTION"
+
+
+@dataclass
+class Submission:
+    """What the HTTP layer must do with one submission's answer."""
+
+    transfer: SignedTransfer | None
+    fault: Fault | None
+
+
+@dataclass
+class Committed:
+    transfer: SignedTransfer
+    version: int
+    timestamp_us: int
+    success: bool
+    vm_status: str
+
+
+@dataclass
+class Account:
+    sequence_number: int = 0
+    mempool: dict[int, SignedTransfer] = field(default_factory=dict)
+
+
+class SimulatedChain:
+    def __init__(self, *, chain_id: int = 4) -> None:
+        self.chain_id = chain_id
+        self._lock = threading.RLock()
+        self._offset_secs = 0.0
+        self._accounts: dict[str, Account] = {}
+        self._balances: dict[tuple[str, str], int] = {}
+        self._committed: dict[str, Committed] = {}
+        self._held: set[str] = set()
+        self._faults: deque[Fault] = deque()
+        self._version = 0
+
+    # Time: wall clock plus an offset tests may advance.
+    def now_us(self) -> int:
+        return int((time.time() + self._offset_secs) * 1_000_000)
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self._offset_secs += seconds
+            log.info("%s chain: clock advanced %ss", LABEL, seconds)
+            self._execute_ready()
+
+    # Control, for tests and the demo.
+    def fund(self, asset_metadata: str, address: str, amount: int) -> None:
+        with self._lock:
+            self._balances[(asset_metadata, address)] = self.balance(asset_metadata, address) + amount
+            self._accounts.setdefault(address, Account())
+            log.info("%s chain: minted %s of %s to %s", LABEL, amount, asset_metadata, address)
+
+    def inject(self, fault: Fault, times: int = 1) -> None:
+        if fault.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault {fault.kind!r}; one of {FAULT_KINDS}")
+        with self._lock:
+            self._faults.extend([fault] * times)
+
+    def release(self, transaction_hash: str | None = None) -> None:
+        """Let held transactions (one, or all) execute when their turn comes."""
+        with self._lock:
+            self._held = set() if transaction_hash is None else self._held - {transaction_hash}
+            self._execute_ready()
+
+    # Reads.
+    def balance(self, asset_metadata: str, address: str) -> int:
+        with self._lock:
+            return self._balances.get((asset_metadata, address), 0)
+
+    def ledger_info(self) -> dict[str, Any]:
+        with self._lock:
+            self._execute_ready()
+            return {"chain_id": self.chain_id, "ledger_version": str(self._version),
+                    "ledger_timestamp": str(self.now_us()), "chain": LABEL}
+
+    def sequence_number(self, address: str) -> int | None:
+        with self._lock:
+            self._execute_ready()
+            account = self._accounts.get(address)
+            return account.sequence_number if account else None
+
+    def lookup(self, transaction_hash: str) -> dict[str, Any] | None:
+        with self._lock:
+            self._execute_ready()
+            committed = self._committed.get(transaction_hash)
+            if committed is not None:
+                return _committed_json(committed)
+            pending = self._pending(transaction_hash)
+            return _pending_json(pending) if pending else None
+
+    def transfers(self) -> list[dict[str, Any]]:
+        """Every committed transfer in version order, successful or not."""
+        with self._lock:
+            self._execute_ready()
+            return [_committed_json(c) for c in sorted(self._committed.values(), key=lambda c: c.version)]
+
+    # Submission.
+    def submit(self, signed_bytes: bytes) -> Submission:
+        """Validate and accept a transaction, or raise ``SubmissionRefused``; faults shape the answer."""
+        with self._lock:
+            fault = self._faults.popleft() if self._faults else None
+            if fault and fault.kind == "timeout":
+                log.info("%s chain: submission lost before acceptance (timeout fault)", LABEL)
+                return Submission(None, fault)
+            if fault and fault.kind == "reject":
+                raise SubmissionRefused(fault.vm_status, "rejected by an injected fault")
+            transfer = self._validate(signed_bytes)
+            account = self._accounts.setdefault(transfer.terms.sender, Account())
+            account.mempool[transfer.terms.sequence_number] = transfer
+            if fault and fault.kind == "confirm_late":
+                self._held.add(transfer.transaction_hash)
+            log.info("%s chain: accepted %s (sender %s sequence %s)", LABEL, transfer.transaction_hash,
+                     transfer.terms.sender, transfer.terms.sequence_number)
+            self._execute_ready()
+            return Submission(transfer, fault)
+
+    def _validate(self, signed_bytes: bytes) -> SignedTransfer:
+        try:
+            transfer = decode_transfer(signed_bytes)
+        except NotATransfer as error:
+            raise SubmissionRefused("INVALID_SIGNATURE", str(error)) from None
+        terms = transfer.terms
+        if terms.chain_id != self.chain_id:
+            raise SubmissionRefused("BAD_CHAIN_ID", f"chain id {terms.chain_id} is not {self.chain_id}")
+        if terms.expiration_secs * 1_000_000 <= self.now_us():
+            raise SubmissionRefused("TRANSACTION_EXPIRED", "the expiration time has passed")
+        account = self._accounts.get(terms.sender, Account())
+        if terms.sequence_number < account.sequence_number:
+            raise SubmissionRefused("SEQUENCE_NUMBER_TOO_OLD",
+                                    f"sequence {terms.sequence_number} < account sequence {account.sequence_number}")
+        waiting = account.mempool.get(terms.sequence_number)
+        if waiting is not None and waiting.transaction_hash != transfer.transaction_hash:
+            raise SubmissionRefused("SEQUENCE_NUMBER_IN_MEMPOOL",
+                                    f"another transaction waits at sequence {terms.sequence_number}")
+        return transfer
+
+    # Execution: each account runs its mempool in sequence order; expired entries are dropped.
+    def _execute_ready(self) -> None:
+        now = self.now_us()
+        for account in self._accounts.values():
+            for sequence in sorted(account.mempool):
+                if account.mempool[sequence].terms.expiration_secs * 1_000_000 <= now:
+                    dropped = account.mempool.pop(sequence)
+                    log.info("%s chain: %s expired in the mempool", LABEL, dropped.transaction_hash)
+            while (ready := account.mempool.get(account.sequence_number)) and ready.transaction_hash not in self._held:
+                del account.mempool[account.sequence_number]
+                self._apply(ready, account, now)
+
+    def _apply(self, transfer: SignedTransfer, account: Account, now: int) -> None:
+        terms = transfer.terms
+        source = (terms.asset_metadata, terms.sender)
+        success = self._balances.get(source, 0) >= terms.amount
+        if success:
+            self._balances[source] -= terms.amount
+            target = (terms.asset_metadata, terms.recipient)
+            self._balances[target] = self._balances.get(target, 0) + terms.amount
+        account.sequence_number += 1
+        self._version += 1
+        self._committed[transfer.transaction_hash] = Committed(
+            transfer, self._version, now, success, EXECUTED if success else INSUFFICIENT_BALANCE)
+        log.info("%s chain: committed %s at version %s, success=%s", LABEL, transfer.transaction_hash,
+                 self._version, success)
+
+    def _pending(self, transaction_hash: str) -> SignedTransfer | None:
+        for account in self._accounts.values():
+            for transfer in account.mempool.values():
+                if transfer.transaction_hash == transaction_hash:
+                    return transfer
+        return None
+
+
+def _transfer_json(transfer: SignedTransfer) -> dict[str, Any]:
+    terms = transfer.terms
+    return {
+        "hash": transfer.transaction_hash,
+        "sender": terms.sender,
+        "sequence_number": str(terms.sequence_number),
+        "expiration_timestamp_secs": str(terms.expiration_secs),
+        "payload": {
+            "type": "entry_function_payload",
+            "function": "0x1::primary_fungible_store::transfer",
+            "type_arguments": ["0x1::fungible_asset::Metadata"],
+            "arguments": [{"inner": terms.asset_metadata}, terms.recipient, str(terms.amount)],
+        },
+        "chain": LABEL,
+    }
+
+
+def _pending_json(transfer: SignedTransfer) -> dict[str, Any]:
+    return {"type": "pending_transaction", **_transfer_json(transfer)}
+
+
+def _committed_json(committed: Committed) -> dict[str, Any]:
+    return {
+        "type": "user_transaction",
+        **_transfer_json(committed.transfer),
+        "version": str(committed.version),
+        "timestamp": str(committed.timestamp_us),
+        "success": committed.success,
+        "vm_status": committed.vm_status,
+    }

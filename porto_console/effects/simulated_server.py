@@ -1,0 +1,166 @@
+"""The SIMULATED chain over loopback HTTP: an Aptos-compatible subset plus a control surface.
+
+Aptos REST subset (under ``/v1``): ledger info, account sequence numbers,
+BCS transaction submission and lookup by hash. Control (under ``/simulated``,
+for tests and the demo only): mint, queue faults, release held transactions,
+advance the clock, list committed transfers and read balances.
+
+It binds 127.0.0.1 only. Every response carries ``X-Porto-Chain: SIMULATED``
+and every JSON body a ``"chain": "SIMULATED"`` field.
+
+    python -m porto_console.effects.simulated_server --port 8010 --chain-id 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import orjson
+
+from porto_console.effects.simulated_chain import LABEL, Fault, SimulatedChain, SubmissionRefused
+
+BCS_CONTENT_TYPE = "application/x.aptos.signed_transaction+bcs"
+LOOPBACK = "127.0.0.1"
+_ACCOUNT = re.compile(r"/v1/accounts/(0x[0-9a-f]{64})")
+_BY_HASH = re.compile(r"/v1/transactions/by_hash/(0x[0-9a-f]{64})")
+
+log = logging.getLogger("porto.simulated_chain")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "SimulatedChainServer"
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes; do not wait on delayed ACKs
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s chain http: " + format, LABEL, *args)
+
+    @property
+    def chain(self) -> SimulatedChain:
+        return self.server.chain
+
+    def do_GET(self) -> None:
+        path, _, query = self.path.partition("?")
+        if path in ("/v1", "/v1/"):
+            return self._json(200, self.chain.ledger_info())
+        if match := _ACCOUNT.fullmatch(path):
+            sequence = self.chain.sequence_number(match[1])
+            if sequence is None:
+                return self._error(404, "account_not_found", f"account {match[1]} not found")
+            return self._json(200, {"sequence_number": str(sequence), "authentication_key": match[1]})
+        if match := _BY_HASH.fullmatch(path):
+            found = self.chain.lookup(match[1])
+            if found is None:
+                return self._error(404, "transaction_not_found", f"transaction {match[1]} not found")
+            return self._json(200, found)
+        if path == "/simulated/transfers":
+            return self._json(200, {"transfers": self.chain.transfers()})
+        if path == "/simulated/balance":
+            arguments = dict(part.split("=", 1) for part in query.split("&") if "=" in part)
+            amount = self.chain.balance(arguments.get("asset", ""), arguments.get("address", ""))
+            return self._json(200, {"balance": str(amount)})
+        return self._error(404, "not_found", f"no route {path}")
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path == "/v1/transactions":
+            return self._submit(body)
+        try:
+            request = orjson.loads(body or b"{}")
+            answer = self._control(self.path, request)
+        except (ValueError, KeyError, TypeError) as error:
+            return self._error(400, "invalid_input", str(error))
+        if answer is None:
+            return self._error(404, "not_found", f"no route {self.path}")
+        return self._json(200, answer)
+
+    def _control(self, path: str, request: dict[str, Any]) -> dict[str, Any] | None:
+        if path == "/simulated/fund":
+            self.chain.fund(request["asset"], request["address"], _u64(request["amount"]))
+        elif path == "/simulated/faults":
+            fault = Fault(request["kind"], float(request.get("hold_seconds", 0)),
+                          request.get("vm_status", "SIMULATED_REJECTION"))
+            self.chain.inject(fault, int(request.get("times", 1)))
+        elif path == "/simulated/release":
+            self.chain.release(request.get("hash"))
+        elif path == "/simulated/advance":
+            self.chain.advance(float(request["seconds"]))
+        else:
+            return None
+        return {"ok": True}
+
+    def _submit(self, body: bytes) -> None:
+        if self.headers.get("Content-Type") != BCS_CONTENT_TYPE:
+            return self._error(415, "invalid_input", f"submit BCS bytes as {BCS_CONTENT_TYPE}")
+        try:
+            submission = self.chain.submit(body)
+        except SubmissionRefused as refused:
+            return self._error(400, "vm_error", f"Invalid transaction: Type: Validation Code: {refused.code}",
+                               vm_error_code=refused.code)
+        fault = submission.fault
+        if fault and fault.kind in ("drop_response", "timeout"):
+            time.sleep(fault.hold_seconds)
+            self.close_connection = True
+            log.info("%s chain: answer withheld (%s fault)", LABEL, fault.kind)
+            return
+        return self._json(202, {"type": "pending_transaction", "hash": submission.transfer.transaction_hash})
+
+    def _json(self, status: int, value: dict[str, Any]) -> None:
+        data = orjson.dumps({**value, "chain": LABEL})
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("X-Porto-Chain", LABEL)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, code: str, message: str, vm_error_code: str | None = None) -> None:
+        self._json(status, {"message": message, "error_code": code, "vm_error_code": vm_error_code})
+
+
+def _u64(text: Any) -> int:
+    if type(text) is not str or not text.isdigit() or int(text) >= 2**64:
+        raise ValueError("amounts are decimal strings of a u64")
+    return int(text)
+
+
+class SimulatedChainServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, chain: SimulatedChain, port: int = 0) -> None:
+        super().__init__((LOOPBACK, port), _Handler)
+        self.chain = chain
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.server_address[1]}"
+
+    def start(self) -> "SimulatedChainServer":
+        threading.Thread(target=self.serve_forever, name="simulated-chain", daemon=True).start()
+        log.info("%s chain: serving on %s (chain id %s)", LABEL, self.url, self.chain.chain_id)
+        return self
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=f"{LABEL} Aptos-compatible chain on loopback")
+    parser.add_argument("--port", type=int, default=8010)
+    parser.add_argument("--chain-id", type=int, default=4)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    server = SimulatedChainServer(SimulatedChain(chain_id=args.chain_id), args.port)
+    log.info("%s chain: serving on %s (chain id %s)", LABEL, server.url, args.chain_id)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

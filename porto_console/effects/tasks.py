@@ -1,0 +1,106 @@
+"""Celery tasks: thin shells that build this process's collaborators and hand the work on.
+
+Retries are bounded, exponential and jittered. What still fails after them,
+and anything ``Poison``, goes to the quarantine, where an operator sees it
+and can send it back (``dispatch.retry_quarantined``). Waiting for the chain
+is not failure: ``NotYet`` hands the payment to a later ``follow`` task.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+from celery import Task
+
+from porto_console.effects import dispatch, payment_session
+from porto_console.effects.aptos_rest import AptosRestClient
+from porto_console.effects.celery_app import PAYMENTS, app
+from porto_console.effects.config import EffectsConfig
+from porto_console.effects.ledger_api import LedgerApi, LedgerRefused, LedgerUnreachable
+from porto_console.effects.payment_journal import SignedPaymentJournal
+from porto_console.effects.payment_session import NotYet, PaymentWorker, Poison
+from porto_console.effects.quarantine import Quarantine
+from porto_console.effects.signer import Signer
+
+log = logging.getLogger("porto.effects.tasks")
+
+MAX_RETRIES = 8
+FOLLOW_AGAIN_SECS = 5
+
+
+@functools.cache
+def config() -> EffectsConfig:
+    return EffectsConfig.from_env()
+
+
+@functools.cache
+def ledger_api() -> LedgerApi:
+    return LedgerApi.from_config(config())
+
+
+@functools.cache
+def payment_worker() -> PaymentWorker:
+    settings = config()
+    return PaymentWorker(settings, ledger_api(), AptosRestClient(settings.chain_url, simulated=settings.simulated),
+                         Signer.from_config(settings), SignedPaymentJournal(settings.payment_journal))
+
+
+def quarantine() -> Quarantine:
+    return Quarantine(config().quarantine_dir)
+
+
+class EffectTask(Task):
+    """Retries transient failures; quarantines poison and exhausted work."""
+
+    autoretry_for = (Exception,)
+    dont_autoretry_for = (Poison, NotYet, LedgerRefused)
+    max_retries = MAX_RETRIES
+    retry_backoff = 2
+    retry_backoff_max = 300
+    retry_jitter = True
+
+    def on_failure(self, exc: BaseException, task_id: str, args: tuple, kwargs: dict, einfo: Any) -> None:
+        subject = args[0] if args else {}
+        effect_id = subject["effect_id"] if isinstance(subject, dict) else str(subject)
+        kind = subject["kind"] if isinstance(subject, dict) else "payment.transfer"
+        entry = quarantine().add(effect_id, kind, f"{type(exc).__name__}: {exc}", self.request.retries)
+        log.error("quarantined %s after %s retries: %s", effect_id, entry["retries"], entry["reason"])
+
+
+@app.task(bind=True, base=EffectTask, name="porto.effects.payment", queue=PAYMENTS)
+def payment(self: Task, effect: dict[str, Any]) -> str:
+    worker = payment_worker()
+    try:
+        return payment_session.carry_out(worker, effect)
+    except NotYet as waiting:
+        log.info("payment effect %s waits: %s", effect["effect_id"], waiting)
+        if waiting.transaction_hash:
+            follow.apply_async(args=[waiting.transaction_hash], countdown=FOLLOW_AGAIN_SECS)
+        return "waiting"
+
+
+@app.task(bind=True, base=EffectTask, name="porto.effects.follow", queue=PAYMENTS)
+def follow(self: Task, transaction_hash: str) -> str:
+    worker = payment_worker()
+    record = worker.journal.by_hash(transaction_hash)
+    if record is None:
+        raise Poison(f"{transaction_hash} is not in the signed-payment journal")
+    try:
+        return payment_session.follow(worker, record)
+    except NotYet:
+        follow.apply_async(args=[transaction_hash], countdown=FOLLOW_AGAIN_SECS)
+        return "following"
+
+
+@app.task(name="porto.effects.backup", autoretry_for=(LedgerUnreachable,), max_retries=3, retry_backoff=True)
+def backup() -> dict[str, Any]:
+    """Ask the ledger owner for a verified backup (``backups.take_backup`` runs in its process)."""
+    return ledger_api().take_backup()
+
+
+@app.task(name="porto.effects.sweep")
+def sweep() -> int:
+    """Dispatch every claimable effect; a lost announcement only delays an effect."""
+    return dispatch.sweep(ledger_api(), quarantine())

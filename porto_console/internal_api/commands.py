@@ -1,0 +1,90 @@
+"""Commands: submit a typed command, claim an effect, resolve a command by ID.
+
+Every command goes through the admission gateway (``ledger_engine.adapters``):
+the first request for a command ID builds the envelope (actor from the
+credential, admission time from this server's clock, the current ruleset),
+checks it would be admitted and stores it before the ledger sees it; a retry
+with the same request submits that stored envelope again, so the ledger
+answers with the original outcome instead of executing twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Path, Router
+
+from ledger_engine.envelope import UUID_PATTERN
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.keys import IDENTIFIER_PATTERN
+from ledger_engine.layout import OUTBOX
+from porto_console.internal_api.errors import ApiCode, ApiError
+from porto_console.internal_api.models import WorkerCredential
+from porto_console.internal_api.schemas import ERROR_RESPONSES, CommandRequest, EffectClaimRequest, OutcomeOut
+from porto_console.ledger import gateway, owner
+
+router = Router(tags=["commands"])
+
+
+def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, Any]:
+    """Submit a command request as ``credential``'s actor; returns its journalled outcome."""
+    if not credential.may_submit(request["command_type"]):
+        raise ApiError(ApiCode.COMMAND_NOT_ALLOWED,
+                       f"worker {credential.name} may not submit {request['command_type']}; "
+                       f"it may submit {', '.join(credential.command_types) or 'no commands'}")
+    admission = gateway()
+    envelope = admission.envelope(request["command_type"], request["payload"], actor_id=credential.actor_id,
+                                  command_id=request["command_id"], expected=request["expected_revisions"],
+                                  evidence=request["evidence_hashes"])
+    outcome = admission.submit(envelope)
+    if owner().journal_entry(outcome.sequence)["envelope"] != envelope:
+        raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
+                          f"command {request['command_id']} was already used for another command")
+    return outcome.as_json()
+
+
+@router.post("/commands", response={200: OutcomeOut, **ERROR_RESPONSES}, summary="Submit a typed command",
+             description="""\
+Submits one command as the worker's actor. The body is a command envelope without the fields the
+server fills: `actor_id` (from the credential), `admitted_at_ms` (this server's clock),
+`schema_version` and `ruleset_version`; sending any of them is `UNKNOWN_FIELD`. Evidence named in
+`evidence_hashes` must have been stored first (`POST /internal/evidence`), else `INVALID_REFERENCE`.
+
+The first request for a `command_id` stores the envelope before the ledger sees it; a retry with
+the same body reuses that stored envelope and its admission time, so a command executes at most
+once however often it is sent. The same `command_id` with a different body, or one another actor
+used, is `COMMAND_ID_CONFLICT`. Accepted and rejected outcomes both answer 200.""")
+def submit_command(request: HttpRequest, command: CommandRequest) -> dict[str, Any]:
+    return submit(request.auth, command.model_dump(mode="json"))
+
+
+@router.post("/effects/{effect_id}/claim", response={200: OutcomeOut, **ERROR_RESPONSES},
+             summary="Claim an effect", description="""\
+Submits `ClaimEffect` for one effect as the worker's actor: an exclusive lease until
+`expires_at_ms` (after the admission time and at most an hour later, else `INVALID_TIME`).
+`expected_revision` is the effect's revision as listed; another worker's live claim is
+`CLAIM_HELD`, a changed effect `STALE_REVISION`. The holder claiming again renews its lease.
+Retries work as for any command: send the same body with the same `command_id`.""")
+def claim_effect(request: HttpRequest, claim: EffectClaimRequest,
+                 effect_id: str = Path(..., pattern=IDENTIFIER_PATTERN)) -> dict[str, Any]:
+    return submit(request.auth, {
+        "command_id": claim.command_id,
+        "command_type": "ClaimEffect",
+        "payload": {"effect_id": effect_id, "expires_at_ms": claim.expires_at_ms},
+        "expected_revisions": [{"cf": OUTBOX, "key": effect_id, "revision": claim.expected_revision}],
+        "evidence_hashes": [],
+    })
+
+
+@router.get("/commands/{command_id}", response={200: OutcomeOut, **ERROR_RESPONSES},
+            summary="Resolve a command by ID", description="""\
+The journalled outcome of one of this worker's commands: how a worker that lost a response learns
+what happened. `NOT_FOUND` means the ledger has not journalled it under this worker's actor;
+submitting the same request again executes the stored envelope.""")
+def resolve_command(request: HttpRequest, command_id: str = Path(..., pattern=UUID_PATTERN)) -> dict[str, Any]:
+    ledger = owner()
+    outcome = ledger.resolve(command_id)
+    if outcome is None or ledger.journal_entry(outcome.sequence)["envelope"]["actor_id"] != request.auth.actor_id:
+        raise ApiError(ErrorCode.NOT_FOUND, f"no journalled command {command_id} by this worker")
+    return outcome.as_json()

@@ -1,0 +1,102 @@
+"""Worker bearer credentials: issue, revoke, authenticate.
+
+A token is ``porto-worker.<selector>.<secret>``. The selector finds the
+credential; only the SHA-256 of the 32-byte secret is stored, compared in
+constant time. Each credential names the ledger actor the worker acts as and
+the command types it may submit; the ledger checks that actor's roles again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from datetime import timedelta
+
+from django.db import transaction
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja.security import HttpBearer
+
+from ledger_engine.domain.registry import registered_types, spec_for
+from ledger_engine.domain.ruleset import ROLES
+from ledger_engine.keys import IDENTIFIER_PATTERN
+from porto_console.internal_api.errors import ApiCode, ApiError
+from porto_console.internal_api.models import WorkerCredential
+
+TOKEN_PREFIX = "porto-worker"
+SELECTOR_BYTES = 8
+SELECTOR_PATTERN = f"[0-9a-f]{{{2 * SELECTOR_BYTES}}}"
+SECRET_BYTES = 32
+# Recording every request's use would make each read a database write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class CredentialError(Exception):
+    """A credential cannot be issued or revoked as asked."""
+
+
+def commands_for_role(role: str) -> list[str]:
+    """The command types the ledger lets an actor with ``role`` submit."""
+    if role not in ROLES:
+        raise CredentialError(f"unknown role {role!r}; roles are {sorted(ROLES)}")
+    return [command_type for command_type in registered_types() if role in spec_for(command_type).roles]
+
+
+def issue(name: str, actor_id: str, command_types: list[str]) -> tuple[WorkerCredential, str]:
+    """Create an active credential; returns it with its token, which is never stored."""
+    if not re.fullmatch(IDENTIFIER_PATTERN, actor_id):
+        raise CredentialError(f"{actor_id!r} is not a ledger actor ID")
+    unknown = sorted(set(command_types) - set(registered_types()))
+    if unknown:
+        raise CredentialError(f"unknown command types: {', '.join(unknown)}")
+    selector, secret = secrets.token_hex(SELECTOR_BYTES), secrets.token_urlsafe(SECRET_BYTES)
+    with transaction.atomic():
+        if WorkerCredential.objects.filter(name=name, revoked_at=None).exists():
+            raise CredentialError(f"worker {name!r} already has an active credential; revoke it first")
+        credential = WorkerCredential.objects.create(
+            name=name, actor_id=actor_id, command_types=sorted(set(command_types)),
+            selector=selector, secret_sha256=_digest(secret))
+    return credential, f"{TOKEN_PREFIX}.{selector}.{secret}"
+
+
+def revoke(name: str) -> WorkerCredential:
+    credential = WorkerCredential.objects.filter(name=name, revoked_at=None).first()
+    if credential is None:
+        raise CredentialError(f"worker {name!r} has no active credential")
+    credential.revoked_at = timezone.now()
+    credential.save(update_fields=["revoked_at"])
+    return credential
+
+
+def authenticate(token: str) -> WorkerCredential:
+    """The active credential ``token`` belongs to, or ``ApiError(UNAUTHENTICATED)``."""
+    prefix, _, rest = token.partition(".")
+    selector, _, secret = rest.partition(".")
+    well_formed = prefix == TOKEN_PREFIX and re.fullmatch(SELECTOR_PATTERN, selector)
+    credential = WorkerCredential.objects.filter(selector=selector).first() if well_formed else None
+    if credential is None or not hmac.compare_digest(credential.secret_sha256, _digest(secret)):
+        raise ApiError(ApiCode.UNAUTHENTICATED, "unknown bearer credential")
+    if not credential.active:
+        raise ApiError(ApiCode.UNAUTHENTICATED, "this credential has been revoked")
+    _record_use(credential)
+    return credential
+
+
+def _record_use(credential: WorkerCredential) -> None:
+    now = timezone.now()
+    if credential.last_used_at is None or now - credential.last_used_at >= LAST_USED_RESOLUTION:
+        WorkerCredential.objects.filter(pk=credential.pk).update(last_used_at=now)
+        credential.last_used_at = now
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class WorkerBearer(HttpBearer):
+    """Ninja authentication: ``Authorization: Bearer porto-worker.<selector>.<secret>``."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> WorkerCredential:
+        return authenticate(token)

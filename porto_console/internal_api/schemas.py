@@ -1,0 +1,91 @@
+"""Request and response bodies of the internal API, as published in its OpenAPI schema."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+
+from ledger_engine.canonical import MAX_SAFE_INTEGER
+from ledger_engine.domain.registry import registered_types
+from ledger_engine.domain.types import Digest
+from ledger_engine.envelope import UUID_PATTERN, ExpectedRevision
+from ledger_engine.keys import IDENTIFIER_PATTERN
+
+_COMPONENT = IDENTIFIER_PATTERN.removeprefix("^").removesuffix("$")
+EFFECT_CURSOR = f"^{_COMPONENT}/{_COMPONENT}$"  # "<kind>/<effect_id>" of the last effect on a page
+
+
+class CommandRequest(Schema):
+    """A typed command. The server adds the actor (from the credential), the admission time and the ruleset."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    command_id: str = Field(pattern=UUID_PATTERN, description=(
+        "A UUIDv4 the worker generates once and sends again, unchanged, on every retry of this command."))
+    command_type: str = Field(json_schema_extra={"enum": registered_types()}, description=(
+        "One of the ledger's command types; the worker's credential must allow it."))
+    expected_revisions: list[ExpectedRevision] = Field(default_factory=list, description=(
+        "Preconditions: each record's current revision, or null for a record that must not exist."))
+    payload: dict[str, Any] = Field(description="The command type's closed payload; unknown fields are refused.")
+    evidence_hashes: list[Digest] = Field(default_factory=list, description=(
+        "SHA-256 digests of the evidence the command refers to, stored before it is submitted."))
+
+
+class EffectClaimRequest(Schema):
+    """A ``ClaimEffect`` command on the effect named in the path."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    command_id: str = Field(pattern=UUID_PATTERN, description="As for any command: generated once, sent on every retry.")
+    expected_revision: int = Field(ge=1, le=MAX_SAFE_INTEGER, description="The effect's revision as listed.")
+    expires_at_ms: int = Field(ge=0, le=MAX_SAFE_INTEGER, description="When the claim lapses (ms since the epoch).")
+
+
+class ErrorOut(Schema):
+    code: str = Field(description="A stable error code: programs branch on this.")
+    detail: str = Field(description="What was wrong, for people.")
+
+
+ERROR_RESPONSES = {status: ErrorOut for status in (400, 401, 403, 404, 409, 413, 422, 503)}
+
+
+class OutcomeOut(Schema):
+    """A command's journalled outcome, the first time or on any retry."""
+
+    command_id: str
+    sequence: int = Field(description="The ledger sequence that journalled the command.")
+    outcome: Literal["accepted", "rejected"]
+    code: str = Field(description='"OK" when accepted, else the stable rejection code.')
+    result: dict[str, Any]
+    entry_hash: str
+    duplicate: bool = Field(description="True when this command ID had already been journalled.")
+
+
+class HeadOut(Schema):
+    sequence: int
+    entry_hash: str
+
+
+class EffectOut(Schema):
+    effect_id: str
+    kind: str
+    status: str
+    revision: int = Field(description="The outbox record's revision, for expected_revisions.")
+    payload: dict[str, Any]
+    claim: dict[str, Any] | None
+    attempts: int
+    result: dict[str, Any] | None
+    command_id: str = Field(description="The command that created the effect.")
+    created_sequence: int
+
+
+class EvidenceOut(Schema):
+    sha256: str = Field(description="The digest to list in a command's evidence_hashes.")
+
+
+class EffectPage(Schema):
+    sequence: int = Field(description="The ledger sequence this page was read at.")
+    effects: list[EffectOut]
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")

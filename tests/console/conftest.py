@@ -1,0 +1,95 @@
+"""Console fixtures: a demo ledger, or the payout tests' money world, opened as this process's owner;
+signed-in console users."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django_otp.oath import TOTP
+from django_otp.plugins.otp_totp.models import TOTPDevice
+
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.demo import demo_genesis
+from ledger_engine.genesis import default_genesis
+from porto_console import ledger as console_ledger
+from porto_console.console.services.demo import load_scenario
+from porto_console.console.services.users import issue_credentials, sync_user
+from tests.conftest import EnvelopeFactory
+from tests.money_allocation.world import FINANCE, FINANCE_2, MoneyWorld, fixture_commands
+from tests.money_payouts.world import PayoutWorld
+
+DEMO_SEED = 3
+# Demo staff in the ledger and the console group each one gets here.
+STAFF = {"admin": "demo-admin", "finance": "demo-finance-1", "finance2": "demo-finance-2",
+         "ops": "demo-ops-1", "auditor": "demo-auditor-1"}
+ROLE_OF = {"admin": "admin", "finance": "finance", "finance2": "finance", "ops": "ops", "auditor": "auditor"}
+
+
+@pytest.fixture(scope="session")
+def demo_ledger_template(tmp_path_factory) -> Path:
+    """The demo scenario journalled once, as ``make run`` loads it; each test opens its own copy."""
+    path = tmp_path_factory.mktemp("demo-template") / "ledger"
+    with LedgerOwner.open(path, genesis=demo_genesis()) as owner:
+        assert load_scenario(owner, DEMO_SEED) == owner.head().sequence
+    return path
+
+
+@pytest.fixture
+def ledger(demo_ledger_template, tmp_path):
+    """The console's owner for this test, on a fresh copy of the demo ledger."""
+    path = tmp_path / "ledger"
+    shutil.copytree(demo_ledger_template, path)
+    owner = console_ledger.open_owner(path)
+    yield owner
+    console_ledger.close_owner()
+
+
+@pytest.fixture
+def users(db):
+    """Console users named after the demo staff accounts, each in the group of their ledger role."""
+    return {name: sync_user(account, roles=[ROLE_OF[name]], active=True)[0] for name, account in STAFF.items()}
+
+
+@pytest.fixture
+def client_as(users, ledger):
+    """``client_as("finance")`` is a client signed in as that console user."""
+
+    def sign_in(name: str) -> Client:
+        client = Client()
+        client.force_login(users[name])
+        return client
+
+    return sign_in
+
+
+@pytest.fixture
+def payouts_world(tmp_path):
+    """The payout tests' world (payables and confirmed statements for every recipient) on the console's owner."""
+    owner = console_ledger.open_owner(tmp_path / "ledger", genesis=default_genesis())
+    with fixture_commands():
+        payouts = PayoutWorld(MoneyWorld(owner, EnvelopeFactory()).setup()).setup()
+        payouts.confirmed_statements()
+        yield payouts
+    console_ledger.close_owner()
+
+
+@pytest.fixture
+def finance(payouts_world, db) -> dict[str, Client]:
+    """Two finance users (the world's finance actors), each signed in, with an authenticator."""
+    clients = {}
+    for name in (FINANCE, FINANCE_2):
+        user, _ = sync_user(name, roles=["finance"], active=True)
+        issue_credentials(user)
+        client = Client()
+        client.force_login(user)
+        clients[name] = client
+    return clients
+
+
+def code_for(username: str) -> str:
+    """The current code of the user's authenticator, as their phone would show it."""
+    device = TOTPDevice.objects.get(user__username=username)
+    return f"{TOTP(device.bin_key).token():06d}"

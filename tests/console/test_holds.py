@@ -1,0 +1,124 @@
+"""Holds (ops): the queue by age and reason, a hold's evidence, single and bulk decisions.
+
+The ledger comes from the streaming tests' world: an active node whose
+operator declared the listener affiliated, so its receipts are held.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from ledger_engine.genesis import default_genesis
+from porto_console import ledger as console_ledger
+from porto_console.console.commands import new_command_id
+from porto_console.console.handles import seal
+from porto_console.console.services.users import sync_user
+from tests.streaming.conftest import OPS, bare_world, world  # noqa: F401  (the streaming world, on this owner)
+
+HELD_REASONS = ["duration_beyond_rendition", "self_serving_node"]
+
+
+@pytest.fixture
+def owner(tmp_path):
+    """The console's owner is the one the streaming world submits to."""
+    yield console_ledger.open_owner(tmp_path / "ledger", genesis=default_genesis())
+    console_ledger.close_owner()
+
+
+@pytest.fixture
+def held(world) -> dict:  # noqa: F811
+    """Three counted receipts on node-1 and three held ones on self-serving node-2, oldest first."""
+    world.active_node("node-2", "operator-2", affiliated=["listener-1"])
+    session_id = world.session()
+    counted = [world.served(session_id, index)["receipt_id"] for index in range(3)]
+    holds = []
+    for index in range(3):
+        world.now += 5_000
+        holds.append(world.served(session_id, index, node_id="node-2")["receipt_id"])
+    return {"session_id": session_id, "counted": counted, "holds": holds, "world": world}
+
+
+@pytest.fixture
+def ops(db) -> Client:
+    user, _ = sync_user(OPS, roles=["ops"], active=True)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def hold_state(world, hold_id: str) -> dict:
+    return world.state(f"hold/{hold_id}")
+
+
+def test_the_queue_lists_open_holds_oldest_first_with_counts_per_reason(ops, held):
+    page = ops.get("/ledger/holds/").content.decode()
+    listed = re.findall(r'href="/ledger/holds/([^/"]+)/"', page)
+    assert listed == [seal("hold", hold_id) for hold_id in held["holds"]]
+    counts = page.split('id="hold-counts"')[1].split("</div>")[0]
+    for reason in HELD_REASONS:
+        assert re.search(rf"<h2>{reason}</h2><p class=\"figure\">3</p>", counts)
+    assert "No open holds for late." in ops.get("/ledger/holds/", {"reason": "late"}).content.decode()
+
+
+def test_a_hold_shows_its_sessions_evidence(ops, held):
+    page = ops.get(f"/ledger/holds/{seal('hold', held['holds'][0])}/").content.decode()
+    assert held["session_id"] in page and "node-2" in page
+    assert "Receipts (6)" in page and "Grants (6)" in page
+    assert "Decisions history (6)" in page
+    assert ", ".join(HELD_REASONS) in page
+
+
+def test_ops_releases_a_hold_with_a_reason_and_a_private_note(ops, held):
+    hold_id = held["holds"][0]
+    url = f"/ledger/holds/{seal('hold', hold_id)}/"
+    response = ops.post(url, {"command_id": new_command_id(), "decision": "release", "reason": "operator_explained",
+                              "note": "operator showed the affiliation was stale", "revision": "1"}, follow=True)
+    assert "Hold released" in response.content.decode()
+    hold = hold_state(held["world"], hold_id)
+    assert hold["status"] == "released" and hold["decision"]["actor_id"] == OPS
+    assert hold["decision"]["reason"] == "operator_explained" and hold["decision"]["note_digest"]
+    assert "operator showed" not in str(held["world"].owner.journal_entry(held["world"].owner.head().sequence))
+    assert "a hold is decided once" in response.content.decode()
+
+
+def test_a_decision_on_a_hold_someone_else_just_decided_is_refused(ops, held):
+    hold_id = held["holds"][0]
+    url = f"/ledger/holds/{seal('hold', hold_id)}/"
+    ops.post(url, {"command_id": new_command_id(), "decision": "reject", "reason": "fraud_suspected", "revision": "1"})
+    response = ops.post(url, {"command_id": new_command_id(), "decision": "release", "reason": "evidence_verified",
+                              "revision": "1"}, follow=True)
+    assert "Not allowed: STALE_REVISION" in response.content.decode()
+    assert hold_state(held["world"], hold_id)["status"] == "rejected"
+
+
+def test_bulk_decisions_of_one_reason_are_one_command_each_and_never_repeat(ops, held):
+    world, holds = held["world"], held["holds"]
+    data = {"command_id": new_command_id(), "hold_reason": "self_serving_node", "holds": holds[:2],
+            "decision": "reject", "reason": "policy_violation"}
+    head = world.owner.head().sequence
+    response = ops.post("/ledger/holds/bulk/", data, follow=True)
+    assert "2 of 2 holds rejected, one command each." in response.content.decode()
+    entries = [world.owner.journal_entry(sequence) for sequence in (head + 1, head + 2)]
+    assert [entry["envelope"]["payload"]["hold_id"] for entry in entries] == holds[:2]
+    assert world.owner.head().sequence == head + 2
+    assert [hold_state(world, hold_id)["status"] for hold_id in holds] == ["rejected", "rejected", "open"]
+    ops.post("/ledger/holds/bulk/", data)
+    assert world.owner.head().sequence == head + 2
+
+
+def test_bulk_refuses_a_hold_of_another_reason(ops, held):
+    world = held["world"]
+    response = ops.post("/ledger/holds/bulk/", {
+        "command_id": new_command_id(), "hold_reason": "late", "holds": held["holds"][:1], "decision": "release",
+        "reason": "evidence_verified"}, follow=True)
+    assert "the hold is not one of the late holds" in response.content.decode()
+    assert hold_state(world, held["holds"][0])["status"] == "open"
+
+
+def test_the_bulk_form_appears_only_for_one_reason(ops, held):
+    assert 'id="bulk"' not in ops.get("/ledger/holds/").content.decode()
+    page = ops.get("/ledger/holds/", {"reason": "self_serving_node"}).content.decode()
+    assert 'id="bulk"' in page and page.count('name="holds"') == 3

@@ -1,0 +1,88 @@
+"""``make run``'s launcher in real child processes: it serves one process, and a second one is refused."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LAUNCHER = ROOT / "scripts" / "run_console.py"
+STARTUP_GUARD_S = 300  # a guard against a hung child, not a speed requirement
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def launcher_env(var_dir: Path, port: int) -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
+    return {**env, "PORTO_VAR_DIR": str(var_dir), "DATA_DIR": str(var_dir / "ledger"), "PORT": str(port)}
+
+
+class Console:
+    """A launched console; ``output`` collects what it printed until it said it is serving."""
+
+    def __init__(self, var_dir: Path) -> None:
+        self.port = free_port()
+        self.process = subprocess.Popen([sys.executable, str(LAUNCHER)], env=launcher_env(var_dir, self.port),
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.output: list[str] = []
+        self.serving = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.output.append(line)
+            if line.startswith("serving the console at"):
+                self.serving.set()
+
+    def password(self, username: str) -> str:
+        for line in self.output:
+            found = re.match(rf"\s+{re.escape(username)}\s+\S+\s+password (\S+)", line)
+            if found:
+                return found.group(1)
+        raise AssertionError(f"no password printed for {username}")
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=STARTUP_GUARD_S)
+
+
+@pytest.fixture
+def console(tmp_path):
+    launched = Console(tmp_path)
+    assert launched.serving.wait(STARTUP_GUARD_S), "".join(launched.output) + launched.process.stderr.read()
+    yield launched
+    if launched.process.poll() is None:
+        launched.stop()
+
+
+def test_a_printed_demo_user_can_sign_in_and_lands_on_demo_data(console):
+    with httpx.Client(base_url=f"http://127.0.0.1:{console.port}") as client:
+        login = client.get("/login/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text).group(1)
+        signed_in = client.post("/login/?next=/", data={"csrfmiddlewaretoken": token, "username": "demo-finance-2",
+                                                       "password": console.password("demo-finance-2")},
+                                follow_redirects=True)
+    assert str(signed_in.url).endswith("/ledger/")
+    assert "DEMO DATA" in signed_in.text and "Dashboard" in signed_in.text
+
+
+def test_a_second_console_on_the_same_ledger_exits_with_a_clear_reason(console, tmp_path):
+    second = subprocess.run([sys.executable, str(LAUNCHER)], env=launcher_env(tmp_path, free_port()),
+                            capture_output=True, text=True, timeout=STARTUP_GUARD_S)
+    assert second.returncode == 3
+    assert "cannot start" in second.stderr and "already open read-write by another owner process" in second.stderr
+    assert console.process.poll() is None
+    assert console.stop() == 0

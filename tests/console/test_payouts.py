@@ -1,0 +1,139 @@
+"""Payout runs (finance): prepare, four eyes, step-up approval, cancel, payments and reconciliation.
+
+The ledger comes from the payout tests' world: real funding, budgets,
+allocation and confirmed statements for every recipient.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from ledger_engine.layout import OUTBOX, STATE
+from porto_console.console.commands import new_command_id
+from porto_console.console.handles import seal
+from porto_console.console.services import payouts as service
+from tests.console.conftest import code_for
+from tests.money_allocation.world import FINANCE, FINANCE_2
+from tests.money_payouts.world import RECIPIENTS
+
+
+def prepare(client: Client) -> str:
+    """Prepare a run of everything payable, as the form offers it; returns the run ID."""
+    page = client.get("/ledger/payouts/prepare/").content.decode()
+    fields = dict(re.findall(r'name="(command_id|seen_payables)" value="([^"]+)"', page))
+    recipients = re.findall(r'name="recipients" value="([^"]+)"[^>]*checked', page)
+    response = client.post("/ledger/payouts/prepare/", {**fields, "recipients": recipients})
+    assert response.status_code == 302
+    return service.run_id_for(fields["command_id"])
+
+
+def run_page(client: Client, run_id: str) -> str:
+    return client.get(f"/ledger/payouts/{seal('run', run_id)}/").content.decode()
+
+
+def approve(client: Client, run_id: str, payouts_world, *, code: str, command_id: str | None = None):
+    run = payouts_world.state(f"payment_run/{run_id}")
+    return client.post(f"/ledger/payouts/{seal('run', run_id)}/approve/", {
+        "command_id": command_id or new_command_id(), "seen_hash": run["run_hash"], "otp_token": code}, follow=True)
+
+
+def test_prepare_offers_every_payable_recipient_and_freezes_the_run(finance, payouts_world):
+    run_id = prepare(finance[FINANCE])
+    run = payouts_world.state(f"payment_run/{run_id}")
+    assert run["status"] == "prepared" and run["prepared_by"] == FINANCE
+    assert sorted(payment["recipient_id"] for payment in run["frozen"]["payments"]) == sorted(RECIPIENTS)
+    for payment in run["frozen"]["payments"]:
+        assert payment["line_ids"] == payouts_world.payable_line_ids(payment["recipient_id"])
+    page = run_page(finance[FINANCE], run_id)
+    assert run["run_hash"] in page and "recomputed from the frozen run" in page
+    assert "You prepared this run: another finance user must approve it (four eyes)." in page
+
+
+def test_the_preparer_cannot_approve_even_with_a_forged_post(finance, payouts_world):
+    run_id = prepare(finance[FINANCE])
+    head = payouts_world.owner.head().sequence
+    response = approve(finance[FINANCE], run_id, payouts_world, code=code_for(FINANCE))
+    assert "Not allowed: FOUR_EYES_REQUIRED" in response.content.decode()
+    assert payouts_world.owner.journal_entry(head + 1)["result"]["code"] == "FOUR_EYES_REQUIRED"
+    assert payouts_world.state(f"payment_run/{run_id}")["status"] == "prepared"
+
+
+def test_another_finance_user_approves_with_a_current_code_and_payments_are_queued(finance, payouts_world):
+    run_id = prepare(finance[FINANCE])
+    response = approve(finance[FINANCE_2], run_id, payouts_world, code=code_for(FINANCE_2))
+    page = response.content.decode()
+    assert "Payout run approved" in page
+    run = payouts_world.state(f"payment_run/{run_id}")
+    assert run["status"] == "approved" and run["approval"]["approved_by"] == FINANCE_2
+    for payment in run["frozen"]["payments"]:
+        assert payouts_world.state(f"payment/{payment['payment_id']}")["state"] == "approved"
+        assert payouts_world.owner.get(OUTBOX, payment["effect_id"]).data["status"] == "pending"
+    assert page.count('<td class="payment-state">approved</td>') == len(RECIPIENTS)
+
+
+@pytest.mark.parametrize("code", ["000000", "12345", ""])
+def test_approval_without_a_valid_code_submits_nothing(finance, payouts_world, code):
+    run_id = prepare(finance[FINANCE])
+    head = payouts_world.owner.head()
+    response = approve(finance[FINANCE_2], run_id, payouts_world, code=code)
+    assert payouts_world.owner.head() == head
+    assert re.search(r"authenticator code is not valid|Enter the 6-digit code", response.content.decode())
+
+
+def test_a_double_submitted_approval_executes_once(finance, payouts_world):
+    run_id = prepare(finance[FINANCE])
+    command_id, code = new_command_id(), code_for(FINANCE_2)
+    approve(finance[FINANCE_2], run_id, payouts_world, code=code, command_id=command_id)
+    head = payouts_world.owner.head()
+    again = approve(finance[FINANCE_2], run_id, payouts_world, code=code, command_id=command_id)
+    assert payouts_world.owner.head() == head
+    assert "already submitted: this is the original answer" in again.content.decode()
+
+
+def test_someone_elses_command_id_is_not_answered(finance, payouts_world):
+    run_id = prepare(finance[FINANCE])
+    command_id = new_command_id()
+    approve(finance[FINANCE_2], run_id, payouts_world, code=code_for(FINANCE_2), command_id=command_id)
+    response = approve(finance[FINANCE], run_id, payouts_world, code="123456", command_id=command_id)
+    assert "COMMAND_ID_CONFLICT" in response.content.decode()
+
+
+def test_a_run_is_refused_if_the_payables_changed_after_the_form_was_shown(finance, payouts_world):
+    client = finance[FINANCE]
+    page = client.get("/ledger/payouts/prepare/").content.decode()
+    fields = dict(re.findall(r'name="(command_id|seen_payables)" value="([^"]+)"', page))
+    payouts_world.approve(payouts_world.state(f"payment_run/{prepare(finance[FINANCE_2])}")["run_id"],
+                  sorted(service.confirmed_statements(payouts_world.owner).values()), actor=FINANCE)
+    head = payouts_world.owner.head()
+    response = client.post("/ledger/payouts/prepare/", {**fields, "recipients": list(RECIPIENTS)}, follow=True)
+    assert "The payables changed since the form was shown" in response.content.decode()
+    assert payouts_world.owner.head() == head
+
+
+def test_cancelling_keeps_the_run_as_a_tombstone_with_the_reason(finance, payouts_world):
+    run_id = prepare(finance[FINANCE])
+    revision = payouts_world.owner.get(STATE, f"payment_run/{run_id}").revision
+    response = finance[FINANCE_2].post(f"/ledger/payouts/{seal('run', run_id)}/cancel/", {
+        "command_id": new_command_id(), "reason": "amounts_disputed", "revision": str(revision)}, follow=True)
+    assert "Payout run cancelled" in response.content.decode()
+    run = payouts_world.state(f"payment_run/{run_id}")
+    assert run["status"] == "cancelled" and run["tombstone"]["reason"] == "amounts_disputed"
+    assert "The run is cancelled; only a prepared run can be approved." in response.content.decode()
+
+
+def test_payments_show_their_state_and_what_reconciliation_needs(finance, payouts_world):
+    run_id = prepare(finance[FINANCE])
+    approve(finance[FINANCE_2], run_id, payouts_world, code=code_for(FINANCE_2))
+    payment = payouts_world.state(f"payment_run/{run_id}")["frozen"]["payments"][0]
+    assert payouts_world.claim(payment["effect_id"]).accepted
+    assert payouts_world.sign(payment["payment_id"], "attempt-1").accepted
+    page = finance[FINANCE].get("/ledger/payouts/payments/", {"state": "signed"}).content.decode()
+    reconciliation = page.split('id="reconciliation"')[1].split("</table>")[0]
+    attempt = payouts_world.state("payment_attempt/attempt-1") or {}
+    assert payment["payment_id"] in reconciliation
+    assert attempt.get("transaction_hash", "")[:12] in reconciliation
+    listed = page.split('id="payments"')[1]
+    assert payment["payment_id"] in listed

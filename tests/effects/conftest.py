@@ -1,0 +1,73 @@
+"""Fixtures for the effects pipeline: a SIMULATED chain on loopback, a payer key, a funded account."""
+
+from __future__ import annotations
+
+import pytest
+from aptos_sdk.ed25519 import PrivateKey
+
+from porto_console.effects.aptos_rest import AptosRestClient
+from porto_console.effects.signer import Signer
+from porto_console.effects.simulated_chain import SimulatedChain
+from porto_console.effects.simulated_server import SimulatedChainServer
+from porto_console.effects.transactions import TransferTerms
+
+USDC = "0x" + "a1" * 32
+CHAIN_ID = 4
+PAYER_KEY = "0x" + "11" * 32
+RECIPIENT = "0x" + "cc" * 32
+
+
+FAULT_CASES = {"passed": 0, "failed": 0}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "fault_case: a process-kill or chain-fault case, counted in the report")
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" and "fault_case" in report.keywords:
+        FAULT_CASES["passed" if report.passed else "failed"] += 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    if sum(FAULT_CASES.values()):
+        terminalreporter.write_line(
+            f"effects fault cases run: {sum(FAULT_CASES.values())} "
+            f"({FAULT_CASES['passed']} paid exactly once, {FAULT_CASES['failed']} failed)")
+
+
+@pytest.fixture
+def chain_server():
+    server = SimulatedChainServer(SimulatedChain(chain_id=CHAIN_ID)).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def chain(chain_server) -> SimulatedChain:
+    return chain_server.chain
+
+
+@pytest.fixture
+def client(chain_server):
+    rest = AptosRestClient(chain_server.url, simulated=True, timeout_secs=2.0)
+    yield rest
+    rest.close()
+
+
+@pytest.fixture
+def signer() -> Signer:
+    return Signer(PrivateKey.from_str(PAYER_KEY, strict=False))
+
+
+@pytest.fixture
+def funded(chain, signer) -> Signer:
+    chain.fund(USDC, signer.address, 1_000_000_000)
+    return signer
+
+
+def terms(signer: Signer, sequence: int, *, amount: int = 250_000, recipient: str = RECIPIENT,
+          expiration_secs: int = 4_000_000_000, chain_id: int = CHAIN_ID) -> TransferTerms:
+    return TransferTerms(sender=signer.address, sequence_number=sequence, asset_metadata=USDC,
+                         recipient=recipient, amount=amount, expiration_secs=expiration_secs,
+                         chain_id=chain_id, max_gas_amount=2_000, gas_unit_price=100)

@@ -1,0 +1,208 @@
+"""The whole effects stack as real processes: console (ledger owner), Celery workers and beat, Redis, chain.
+
+The ledger is prepared in the test process (approved payout runs through the
+payout tests' world), then handed to a console server process, which owns
+it from then on. Workers are ``celery worker`` processes with their own
+bearer credential, talking to the console's internal API and to the
+SIMULATED chain on loopback. Nothing here reaches into a process: tests
+kill, restart and redeliver from the outside.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+import redis
+
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.application.records import decode_record
+from ledger_engine.domain.commands.money.payments import payment_key
+from ledger_engine.genesis import default_genesis
+from ledger_engine.layout import STATE
+from ledger_engine.storage.rocks import RocksStore
+from porto_console.effects.celery_app import make_app
+from porto_console.effects.payment_journal import SignedPaymentJournal
+from tests.conftest import EnvelopeFactory
+from tests.effects.conftest import CHAIN_ID, PAYER_KEY, USDC
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+REDIS_URL = os.environ.get("PORTO_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
+PAYMENTS_WORKER = "payments-worker-1"
+WORKER_ROLES = ("dispatcher", "observer", "signer")
+CLAIM_TTL_MS = 3_000
+WAIT_SECS = 90
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_SECS) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+class Stack:
+    def __init__(self, tmp_path: Path, chain_url: str) -> None:
+        self.root = tmp_path
+        self.data_dir = tmp_path / "ledger"
+        self.var_dir = tmp_path / "var"
+        self.var_dir.mkdir(parents=True, exist_ok=True)
+        self.chain_url = chain_url
+        self.port = free_port()
+        self.console: subprocess.Popen | None = None
+        self.workers: dict[str, subprocess.Popen] = {}
+        self.beat: subprocess.Popen | None = None
+        self.tokens: dict[str, str] = {}
+        self.journal = SignedPaymentJournal(tmp_path / "effects" / "signed-payments.jsonl")
+        self.broker = make_app(REDIS_URL)
+        redis.Redis.from_url(REDIS_URL).flushdb()
+
+    # The ledger while no console owns it.
+    def ledger(self) -> LedgerOwner:
+        return LedgerOwner.open(self.data_dir, genesis=default_genesis())
+
+    def provision_worker(self, owner: LedgerOwner, envelopes: EnvelopeFactory, actor: str = PAYMENTS_WORKER) -> None:
+        assert owner.submit(envelopes.account(actor, "worker", list(WORKER_ROLES))).accepted
+
+    def payment(self, payment_id: str) -> dict[str, Any]:
+        """A payment as the ledger records it now, read from a read-only view beside its owner."""
+        with RocksStore(self.data_dir, read_only=True) as store:
+            return decode_record(store.get(STATE, payment_key(payment_id).encode())).data
+
+    # Processes.
+    def env(self, **extra: str) -> dict[str, str]:
+        """The console's environment; workers get ``worker_env``, which names no Django settings or ledger."""
+        return {**os.environ, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "porto_console.settings",
+                "PORTO_VAR_DIR": str(self.var_dir), "DATA_DIR": str(self.data_dir), **extra}
+
+    def manage(self, *arguments: str) -> str:
+        done = subprocess.run([PYTHON, str(ROOT / "manage.py"), *arguments], env=self.env(), cwd=ROOT,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def issue_credential(self, name: str, actor: str = PAYMENTS_WORKER) -> str:
+        self.manage("migrate", "--verbosity", "0")
+        roles = [option for role in WORKER_ROLES for option in ("--role", role)]
+        issued = json.loads(self.manage("worker_credentials", "issue", name, "--actor", actor, *roles))
+        self.tokens[name] = issued["token"]
+        return issued["token"]
+
+    def start_console(self) -> None:
+        log = open(self.root / "console.log", "ab")
+        self.console = subprocess.Popen([PYTHON, str(ROOT / "scripts" / "run_console.py")], cwd=ROOT,
+                                        env=self.env(PORT=str(self.port), HOST="127.0.0.1"),
+                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_until(self._console_answers, "the console to serve the internal API")
+
+    def _console_answers(self) -> bool:
+        if self.console.poll() is not None:
+            raise AssertionError(f"the console exited: {(self.root / 'console.log').read_text()[-2000:]}")
+        try:
+            return httpx.get(f"{self.api_url}/head", timeout=1).status_code == 401
+        except httpx.HTTPError:
+            return False
+
+    def stop_console(self, *, kill: bool = False) -> None:
+        self._stop(self.console, kill=kill)
+        self.console = None
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/internal"
+
+    def worker_env(self, name: str, actor: str = PAYMENTS_WORKER) -> dict[str, str]:
+        base = {key: value for key, value in os.environ.items() if key not in ("DJANGO_SETTINGS_MODULE", "DATA_DIR")}
+        return dict(
+            base, PYTHONPATH=str(ROOT), PORTO_VAR_DIR=str(self.root / "worker-var"),
+            CELERY_BROKER_URL=REDIS_URL, PORTO_CELERY_VISIBILITY_SECS="5", PORTO_SWEEP_SECS="1",
+            PORTO_CHAIN="simulated", PORTO_CHAIN_URL=self.chain_url, PORTO_CHAIN_ID=str(CHAIN_ID),
+            PORTO_USDC_METADATA=USDC, PORTO_SIGNER_KEY=PAYER_KEY,
+            PORTO_PAYMENT_JOURNAL=str(self.journal.path),
+            PORTO_QUARANTINE_DIR=str(self.root / "effects" / "quarantine"),
+            PORTO_INTERNAL_API_URL=self.api_url, PORTO_WORKER_ID=actor, PORTO_WORKER_TOKEN=self.tokens[name],
+            PORTO_CLAIM_TTL_MS=str(CLAIM_TTL_MS), PORTO_OBSERVE_WINDOW_SECS="3",
+        )
+
+    def start_worker(self, credential: str, *, process: str | None = None, queues: str = "payments,maintenance",
+                     concurrency: int = 1) -> None:
+        """A ``celery worker`` process (named ``process``, default the credential's name) with that credential."""
+        name = process or credential
+        log = open(self.root / f"{name}.log", "ab")
+        self.workers[name] = subprocess.Popen(
+            [PYTHON, "-m", "celery", "-A", "porto_console.effects.celery_app", "worker", "-Q", queues,
+             "-c", str(concurrency), "-n", f"{name}@%h", "--without-gossip", "--without-mingle",
+             "--without-heartbeat", "--loglevel", "INFO"],
+            cwd=ROOT, env=self.worker_env(credential), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start_beat(self, credential: str) -> None:
+        log = open(self.root / "beat.log", "ab")
+        self.beat = subprocess.Popen(
+            [PYTHON, "-m", "celery", "-A", "porto_console.effects.celery_app", "beat",
+             "-s", str(self.root / "beat-schedule"), "--loglevel", "INFO"],
+            cwd=ROOT, env=self.worker_env(credential), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def pool_children(self, name: str) -> list[int]:
+        found = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.workers[name].pid)],
+                               capture_output=True, text=True).stdout.split()
+        return [int(pid) for pid in found]
+
+    def kill_worker(self, name: str) -> None:
+        self._stop(self.workers.pop(name), kill=True)
+
+    def resume_dispatch(self, reason: str) -> bool:
+        """The operator's explicit resume, on the stopped ledger; returns whether dispatch was enabled before."""
+        with LedgerOwner.open(self.data_dir) as owner:
+            before = owner.dispatch_state()["enabled"]
+            owner.set_dispatch(True, reason)
+        del owner
+        gc.collect()  # the closed owner's database handles go with its last reference, and with them the LOCK
+        return before
+
+    def reconcile(self, name: str = "payments-1") -> dict[str, Any]:
+        """The operator's reconcile step, run with the payment worker's environment."""
+        done = subprocess.run([PYTHON, "-m", "porto_console.effects.reconcile"], cwd=ROOT, env=self.worker_env(name),
+                              capture_output=True, text=True)
+        assert done.returncode in (0, 1), done.stderr
+        return json.loads(done.stdout)
+
+    def send_payment(self, effect: dict[str, Any]) -> None:
+        """Publish one payment message straight onto the broker, as a redelivery would."""
+        self.broker.send_task("porto.effects.payment", args=[effect], queue="payments")
+
+    def stop_all(self) -> None:
+        for name in list(self.workers):
+            self._stop(self.workers.pop(name), kill=False)
+        self._stop(self.beat, kill=False)
+        self.beat = None
+        self.stop_console()
+
+    @staticmethod
+    def _stop(process: subprocess.Popen | None, *, kill: bool) -> None:
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()

@@ -1,0 +1,58 @@
+"""Dispatch and quarantine: what the sweep sends, what it skips, what an operator sees and retries."""
+
+from __future__ import annotations
+
+import pytest
+
+from porto_console.effects import dispatch
+from porto_console.effects.quarantine import Quarantine
+
+NOW_MS = 1_800_000_000_000
+
+
+class ListedEffects:
+    """The internal API's effect listing, as the sweep reads it."""
+
+    def __init__(self, effects):
+        self.listed = effects
+
+    def effects(self, status, kind=None):
+        return [effect for effect in self.listed if effect["status"] == status]
+
+
+def effect(effect_id, status="pending", claim_expires_ms=None):
+    claim = None if claim_expires_ms is None else {"worker_id": "w", "claimed_at_ms": 0,
+                                                   "expires_at_ms": claim_expires_ms}
+    return {"effect_id": effect_id, "kind": "payment.transfer", "status": status, "revision": 1, "claim": claim,
+            "payload": {}}
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    sent = []
+    monkeypatch.setattr(dispatch, "send", sent.append)
+    monkeypatch.setattr(dispatch.time, "time_ns", lambda: NOW_MS * 1_000_000)
+    return sent
+
+
+def test_sweep_sends_pending_and_lapsed_effects_but_not_live_claims_or_quarantined(sent, tmp_path):
+    quarantine = Quarantine(tmp_path / "q")
+    quarantine.add("poisoned", "payment.transfer", "ValueError: bad", 8)
+    listed = ListedEffects([effect("fresh"), effect("poisoned"), effect("lapsed", "claimed", NOW_MS - 1),
+                            effect("held", "claimed", NOW_MS + 60_000)])
+    assert dispatch.sweep(listed, quarantine) == 2
+    assert [e["effect_id"] for e in sent] == ["fresh", "lapsed"]
+
+
+def test_operator_sees_and_retries_a_quarantined_effect(sent, tmp_path):
+    quarantine = Quarantine(tmp_path / "q")
+    entry = quarantine.add("poisoned", "payment.transfer", "Poison: observation rejected", 3)
+    assert dispatch.quarantined(quarantine) == [entry]
+    assert dispatch.retry_quarantined(quarantine, "poisoned") is True
+    assert dispatch.retry_quarantined(quarantine, "poisoned") is False
+    assert dispatch.sweep(ListedEffects([effect("poisoned")]), quarantine) == 1
+
+
+def test_quarantine_refuses_a_path_for_an_id(tmp_path):
+    with pytest.raises(ValueError):
+        Quarantine(tmp_path).add("../escape", "payment.transfer", "x", 0)

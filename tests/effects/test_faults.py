@@ -1,0 +1,183 @@
+"""Tests that kill things: real Celery workers on Redis, a console process owning the ledger, the SIMULATED chain.
+
+Every case ends the same way: each approved payment was paid exactly once on
+the chain, with its exact amount to its recipient, and the ledger says the
+same (confirmed, by the transaction the chain executed).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import signal
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from ledger_engine.layout import STATE
+from porto_console.effects.simulated_chain import Fault
+from tests.effects.conftest import USDC
+from tests.effects.stack import Stack, wait_until
+from tests.money_allocation.world import MoneyWorld, fixture_commands
+from tests.money_payouts.world import PayoutWorld
+
+pytestmark = [pytest.mark.slow, pytest.mark.fault_case]
+
+
+@pytest.fixture
+def stack(tmp_path, chain_server, chain, funded, envelopes):
+    stack = Stack(tmp_path, chain_server.url)
+    stack.approved = approve_payout_run(stack, envelopes)
+    gc.collect()  # the closed owner's database handles go with its last reference, and with them the LOCK
+    stack.issue_credential("payments-1")
+    stack.start_console()
+    yield stack
+    stack.stop_all()
+
+
+def approve_payout_run(stack: Stack, envelopes) -> list[dict[str, Any]]:
+    """An approved payout run (allocation, statements, four eyes) and the payment worker; its payments."""
+    with stack.ledger() as owner, fixture_commands():
+        payouts = PayoutWorld(MoneyWorld(owner, envelopes).setup()).setup()
+        statements = payouts.confirmed_statements()
+        assert payouts.prepare("run-1").accepted
+        assert payouts.approve("run-1", statements).accepted
+        stack.provision_worker(owner, envelopes)
+        return [row["data"] for _, row in owner.scan(STATE, "payment/", limit=1000)]
+
+
+def effects(stack: Stack) -> list[dict[str, Any]]:
+    from porto_console.effects.ledger_api import LedgerApi
+
+    api = LedgerApi(stack.api_url, stack.tokens["payments-1"])
+    try:
+        return [effect for status in ("pending", "claimed") for effect in api.effects(status)]
+    finally:
+        api.close()
+
+
+def settled(stack: Stack) -> bool:
+    return all(stack.payment(p["payment_id"])["state"] == "confirmed" for p in stack.approved)
+
+
+def assert_paid_exactly_once(chain, stack: Stack) -> None:
+    """The chain and the ledger agree: one successful transfer per payment, recorded as its payment."""
+    wait_until(lambda: settled(stack), "every payment to be confirmed in the ledger")
+    stack.stop_all()
+    successes = [t for t in chain.transfers() if t["success"]]
+    assert len(successes) == len(stack.approved)
+    by_hash = {t["hash"]: t for t in successes}
+    for approved in stack.approved:
+        payment = stack.payment(approved["payment_id"])
+        assert payment["state"] == "confirmed", payment
+        paid_hash = "0x" + payment["paid_attempt_id"].removeprefix("tx-")
+        transfer = by_hash[paid_hash]
+        assert transfer["payload"]["arguments"][1:] == [approved["payout_address"], approved["amount"]]
+    total = sum(int(p["amount"]) for p in stack.approved)
+    assert sum(chain.balance(USDC, p["payout_address"]) for p in stack.approved) == total
+
+
+def test_happy_path_pays_every_approved_payment_once(stack, chain):
+    stack.start_worker("payments-1")
+    stack.start_beat("payments-1")
+    assert_paid_exactly_once(chain, stack)
+
+
+def start_with_an_answer_held(stack: Stack, chain) -> None:
+    """The chain takes the first transfer and holds its answer; the worker waits on it."""
+    chain.inject(Fault("drop_response", hold_seconds=60))
+    stack.start_worker("payments-1")
+    stack.start_beat("payments-1")
+    wait_until(lambda: chain.transfers(), "the first transfer to land")
+
+
+def test_worker_killed_mid_effect_after_the_chain_accepted(stack, chain):
+    """The whole worker dies while waiting; a new one settles what it left."""
+    start_with_an_answer_held(stack, chain)
+    stack.kill_worker("payments-1")
+    stack.start_worker("payments-1")
+    assert_paid_exactly_once(chain, stack)
+
+
+def test_pool_process_killed_mid_effect_is_redelivered(stack, chain):
+    """Killing the process running the task: the message is rejected back to the queue and runs again."""
+    start_with_an_answer_held(stack, chain)
+    for child in stack.pool_children("payments-1"):
+        os.kill(child, signal.SIGKILL)
+    assert_paid_exactly_once(chain, stack)
+
+
+def test_chain_loses_the_answer_after_accepting(stack, chain):
+    chain.inject(Fault("drop_response"), times=len(stack.approved))
+    stack.start_worker("payments-1")
+    stack.start_beat("payments-1")
+    assert_paid_exactly_once(chain, stack)
+
+
+def test_same_message_redelivered_many_times(stack, chain):
+    for effect in effects(stack):
+        for _ in range(10):
+            stack.send_payment(effect)
+    stack.start_worker("payments-1", concurrency=4)
+    stack.start_beat("payments-1")
+    assert_paid_exactly_once(chain, stack)
+
+
+def test_late_confirmation_and_timeouts_never_sign_a_second_transfer(stack, chain):
+    chain.inject(Fault("confirm_late"))
+    chain.inject(Fault("timeout", hold_seconds=1))
+    stack.start_worker("payments-1")
+    stack.start_beat("payments-1")
+    wait_until(lambda: list(stack.journal.records()), "the first signed transfer")
+    chain.release()
+    assert_paid_exactly_once(chain, stack)
+    assert len({r.payment_id for r in stack.journal.records()}) == len(stack.approved)
+
+
+def test_ledger_owner_restarted_between_sign_and_broadcast(stack, chain):
+    """The broadcast hangs after the attempt is recorded; the console dies and comes back meanwhile."""
+    chain.inject(Fault("timeout", hold_seconds=4))
+    stack.start_worker("payments-1")
+    stack.start_beat("payments-1")
+    wait_until(lambda: list(stack.journal.records()), "the first signed transfer")
+    stack.stop_console(kill=True)
+    stack.start_console()
+    assert_paid_exactly_once(chain, stack)
+
+
+def test_restore_from_a_backup_taken_before_the_broadcast(stack, chain, tmp_path):
+    """Host loss after a backup that holds a signed, unbroadcast attempt: reconcile, then resume; nothing is paid twice."""
+    chain.inject(Fault("timeout", hold_seconds=6))
+    stack.start_worker("payments-1")
+    stack.start_beat("payments-1")
+    first = wait_until(lambda: list(stack.journal.records()), "the first signed transfer")[0]
+    wait_until(lambda: stack.payment(first.payment_id)["state"] == "signed", "the attempt to be recorded")
+    stack.stop_console()
+    backup = tmp_path / "backups" / "before-broadcast"
+    porto_ledger("--data", str(stack.data_dir), "backup", str(backup))
+    stack.start_console()
+    wait_until(lambda: settled(stack), "every payment to be confirmed before the host is lost")
+    stack.stop_all()
+
+    stack.data_dir = tmp_path / "restored" / "ledger"
+    assert porto_ledger("restore", str(backup), "--data", str(stack.data_dir))["dispatch_enabled"] is False
+    assert stack.payment(first.payment_id)["state"] == "signed"
+    stack.start_console()
+    report = stack.reconcile()
+    assert report["safe_to_resume"], report
+    assert report["observed"] == {"confirmed": len(stack.approved)}
+    stack.stop_console()
+    assert stack.resume_dispatch("reconciled against the chain and the signed-payment journal") is False
+    stack.start_console()
+    stack.start_worker("payments-1")
+    stack.start_beat("payments-1")
+    assert_paid_exactly_once(chain, stack)
+
+
+def porto_ledger(*arguments: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "ledger_engine.cli", *arguments], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -1,0 +1,142 @@
+"""The SIMULATED chain through the Aptos REST client: signatures, sequences, expiry, faults, labels."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from porto_console.effects.aptos_rest import AptosRestClient, ChainMisconfigured
+from porto_console.effects.chain import ChainUncertain, Fate, SubmitRefused, observe
+from porto_console.effects.simulated_chain import Fault
+from tests.effects.conftest import RECIPIENT, USDC, terms
+
+
+def test_transfer_lands_once_and_moves_exact_micro_units(chain, client, funded):
+    signed = funded.sign(terms(funded, 0, amount=250_001))
+    assert client.submit(signed.signed_bytes) == signed.transaction_hash
+    found = client.transaction(signed.transaction_hash)
+    assert found.committed and found.success and found.version == 1
+    assert chain.balance(USDC, RECIPIENT) == 250_001
+    assert chain.balance(USDC, funded.address) == 1_000_000_000 - 250_001
+    assert client.sequence_number(funded.address) == 1
+    with pytest.raises(SubmitRefused) as again:
+        client.submit(signed.signed_bytes)
+    assert again.value.code == "SEQUENCE_NUMBER_TOO_OLD"
+    assert len(chain.transfers()) == 1
+
+
+def test_bad_signature_wrong_chain_and_expired_are_refused(chain, client, funded):
+    tampered = bytearray(funded.sign(terms(funded, 0)).signed_bytes)
+    tampered[60] ^= 1
+    refusals = []
+    for body in (bytes(tampered), funded.sign(terms(funded, 0, chain_id=1)).signed_bytes,
+                 funded.sign(terms(funded, 0, expiration_secs=1)).signed_bytes):
+        with pytest.raises(SubmitRefused) as refused:
+            client.submit(body)
+        refusals.append(refused.value.code)
+    assert refusals == ["INVALID_SIGNATURE", "BAD_CHAIN_ID", "TRANSACTION_EXPIRED"]
+    assert chain.transfers() == [] and client.sequence_number(funded.address) == 0
+
+
+def test_future_sequence_waits_for_the_gap_and_expires_in_the_mempool(chain, client, funded):
+    now = client.ledger_state().timestamp_us // 1_000_000
+    later = funded.sign(terms(funded, 1, expiration_secs=now + 30))
+    client.submit(later.signed_bytes)
+    assert client.transaction(later.transaction_hash).committed is False
+    assert observe(client, later.transaction_hash, now + 30).fate == Fate.PENDING
+    chain.advance(31)
+    assert client.transaction(later.transaction_hash) is None
+    assert observe(client, later.transaction_hash, now + 30).fate == Fate.EXPIRED
+    first = funded.sign(terms(funded, 0))
+    client.submit(first.signed_bytes)
+    assert [t["hash"] for t in chain.transfers()] == [first.transaction_hash]
+
+
+def test_gap_filled_runs_waiting_transactions_in_order(chain, client, funded):
+    second, first = funded.sign(terms(funded, 1, amount=2)), funded.sign(terms(funded, 0, amount=1))
+    client.submit(second.signed_bytes)
+    client.submit(first.signed_bytes)
+    assert [t["hash"] for t in chain.transfers()] == [first.transaction_hash, second.transaction_hash]
+
+
+def test_insufficient_balance_fails_on_chain_and_uses_the_sequence(chain, client, signer):
+    signed = signer.sign(terms(signer, 0))
+    client.submit(signed.signed_bytes)
+    outcome = observe(client, signed.transaction_hash, signed.terms.expiration_secs)
+    assert outcome.fate == Fate.FAILED and "EINSUFFICIENT_BALANCE" in outcome.transaction.vm_status
+    assert client.sequence_number(signer.address) == 1 and chain.balance(USDC, RECIPIENT) == 0
+
+
+def test_lost_response_after_acceptance_is_uncertain_but_landed(chain, client, funded):
+    chain.inject(Fault("drop_response"))
+    signed = funded.sign(terms(funded, 0))
+    with pytest.raises(ChainUncertain):
+        client.submit(signed.signed_bytes)
+    assert observe(client, signed.transaction_hash, signed.terms.expiration_secs).fate == Fate.SUCCESS
+
+
+def test_timeout_before_acceptance_leaves_it_unknown_until_expiry(chain, chain_server, funded):
+    quick = AptosRestClient(chain_server.url, simulated=True, timeout_secs=0.2)
+    chain.inject(Fault("timeout", hold_seconds=0.5))
+    now = quick.ledger_state().timestamp_us // 1_000_000
+    signed = funded.sign(terms(funded, 0, expiration_secs=now + 20))
+    with pytest.raises(ChainUncertain):
+        quick.submit(signed.signed_bytes)
+    assert observe(quick, signed.transaction_hash, now + 20).fate == Fate.UNKNOWN
+    chain.advance(21)
+    assert observe(quick, signed.transaction_hash, now + 20).fate == Fate.EXPIRED
+    quick.close()
+
+
+def test_injected_rejection_and_late_confirmation(chain, client, funded):
+    chain.inject(Fault("reject", vm_status="MEMPOOL_IS_FULL"))
+    signed = funded.sign(terms(funded, 0))
+    with pytest.raises(SubmitRefused) as refused:
+        client.submit(signed.signed_bytes)
+    assert refused.value.code == "MEMPOOL_IS_FULL"
+    chain.inject(Fault("confirm_late"))
+    client.submit(signed.signed_bytes)
+    assert observe(client, signed.transaction_hash, signed.terms.expiration_secs).fate == Fate.PENDING
+    chain.release(signed.transaction_hash)
+    assert observe(client, signed.transaction_hash, signed.terms.expiration_secs).fate == Fate.SUCCESS
+
+
+def test_late_confirmation_released_after_expiry_never_lands(chain, client, funded):
+    now = client.ledger_state().timestamp_us // 1_000_000
+    chain.inject(Fault("confirm_late"))
+    signed = funded.sign(terms(funded, 0, expiration_secs=now + 10))
+    client.submit(signed.signed_bytes)
+    chain.advance(11)
+    chain.release()
+    assert observe(client, signed.transaction_hash, now + 10).fate == Fate.EXPIRED
+    assert chain.transfers() == []
+
+
+def test_every_answer_is_labelled_and_the_client_refuses_a_mismatch(chain_server):
+    answer = httpx.get(chain_server.url + "/v1")
+    assert answer.headers["X-Porto-Chain"] == "SIMULATED" and answer.json()["chain"] == "SIMULATED"
+    missing = httpx.get(chain_server.url + "/v1/transactions/by_hash/0x" + "00" * 32)
+    assert missing.status_code == 404 and missing.json()["chain"] == "SIMULATED"
+    real = AptosRestClient(chain_server.url, simulated=False)
+    with pytest.raises(ChainMisconfigured):
+        real.ledger_state()
+    real.close()
+
+
+def test_control_surface_over_http(chain_server, signer):
+    fund = httpx.post(chain_server.url + "/simulated/fund",
+                      json={"asset": USDC, "address": signer.address, "amount": "5"})
+    assert fund.json() == {"ok": True, "chain": "SIMULATED"}
+    bad = httpx.post(chain_server.url + "/simulated/fund",
+                     json={"asset": USDC, "address": signer.address, "amount": 5.0})
+    assert bad.status_code == 400
+    balance = httpx.get(chain_server.url + "/simulated/balance",
+                        params={"asset": USDC, "address": signer.address}).json()
+    assert balance["balance"] == "5"
+    unknown = httpx.post(chain_server.url + "/simulated/faults", json={"kind": "meteor"})
+    assert unknown.status_code == 400
+
+
+def test_submission_must_be_bcs(chain_server):
+    answer = httpx.post(chain_server.url + "/v1/transactions", json={"hash": "0x00"})
+    assert answer.status_code == 415

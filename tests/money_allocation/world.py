@@ -1,0 +1,264 @@
+"""A small money world for allocation tests: actors, recipients, rights, lots, periods, closed days.
+
+Periods and closed listener-days belong to the streaming domain. Tests make
+them through ``TestStreamingRecords``, a test-only command registered by
+``fixture_commands()`` and removed afterwards, never by writing to RocksDB.
+``TestForgeRecord`` overwrites one money record and ``TestPayoutGate`` runs
+the payout block check, so tests can break conservation and watch payouts stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Iterator, Literal
+
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.application.transition import CommandOutcome
+from ledger_engine.domain import registry
+from ledger_engine.domain.commands.streaming.keys import listener_day_key, period_key
+from ledger_engine.domain.commands.streaming.policy import DAY_MS
+from ledger_engine.domain.invariants import require_payouts_unblocked
+from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.types import Count, Identifier
+from ledger_engine.genesis import default_genesis
+from ledger_engine.projections.money_queries import allocation_plan
+from tests.conftest import GENESIS_ADMIN, EnvelopeFactory
+from tests.support import payloads
+from tests.support.store import changed_keys, owner_dump, rejection_footprint
+
+INGEST = "ingest-1"
+FINANCE = "fin-1"
+FINANCE_2 = "fin-2"
+ARTISTS = ("artist-a", "artist-b", "artist-c")
+OPERATORS = ("operator-x", "operator-y")
+RIGHTS = {
+    "work-1": {"artist-a": 10_000},
+    "work-2": {"artist-a": 5_000, "artist-b": 5_000},
+    "work-3": {"artist-b": 3_333, "artist-c": 6_667},
+}
+FIRST_DAY = 20_727  # 2026-10-01 as a UTC day number
+
+# Day one of listener-1's 30-day period, worked by hand in test_allocate.py.
+LISTENER = "listener-1"
+BUDGET = 3_000_000  # 3 USDC over 30 days: day one's slice is exactly 100_000
+DAY_ONE_WORKS = {"work-1": 60_000, "work-2": 30_000, "work-3": 10_000}
+DAY_ONE_NODES = {"node-1": ("operator-x", 700), "node-2": ("operator-y", 300)}
+DAY_ONE_LINES = [f"l-{n}" for n in range(8)]
+
+
+class FixtureWork(Payload):
+    work_id: Identifier
+    rights_version: Count
+    listened_ms: Count
+
+
+class FixtureNode(Payload):
+    node_id: Identifier
+    operator_id: Identifier
+    served_bytes: Count
+
+
+class FixturePeriod(Payload):
+    period_id: Identifier
+    account_id: Identifier
+    start_ms: Count
+    end_ms: Count
+    days: Count
+    entitlement: Literal["active", "cancelled"] = "active"
+    clearance: Literal["pending", "cleared", "refunded"] = "cleared"
+
+
+class FixtureDay(Payload):
+    listener_id: Identifier
+    day: Count
+    period_id: Identifier
+    status: Literal["open", "closed"] = "closed"
+    hold_free: bool = True
+    works: list[FixtureWork] = []
+    nodes: list[FixtureNode] = []
+
+
+class StreamingRecordsPayload(Payload):
+    periods: list[FixturePeriod] = []
+    days: list[FixtureDay] = []
+
+
+def streaming_records(ctx: RuleContext, p: StreamingRecordsPayload) -> dict:
+    for period in p.periods:
+        ctx.changes.put_state(period_key(period.period_id), period.model_dump(mode="json"))
+    for day in p.days:
+        ctx.changes.put_state(listener_day_key(day.listener_id, day.day),
+                              {**day.model_dump(mode="json"), "closed_at_ms": ctx.now_ms, "sessions": [],
+                               "eligible_ms": sum(work.listened_ms for work in day.works)})
+    return {}
+
+
+class ForgeRecordPayload(Payload):
+    record_key: str
+    changes: dict[str, Any]
+
+
+def forge_record(ctx: RuleContext, p: ForgeRecordPayload) -> dict:
+    record = ctx.changes.get("state", p.record_key)
+    ctx.changes.put_state(p.record_key, {**record.data, **p.changes})
+    return {}
+
+
+class PayoutGatePayload(Payload):
+    note: str = ""
+
+
+def payout_gate(ctx: RuleContext, p: PayoutGatePayload) -> dict:
+    require_payouts_unblocked(ctx.changes)
+    return {}
+
+
+FIXTURES = {
+    "TestStreamingRecords": (StreamingRecordsPayload, streaming_records),
+    "TestForgeRecord": (ForgeRecordPayload, forge_record),
+    "TestPayoutGate": (PayoutGatePayload, payout_gate),
+}
+
+
+@contextlib.contextmanager
+def fixture_commands() -> Iterator[None]:
+    for name, (payload, rule) in FIXTURES.items():
+        command(name, payload=payload, roles={"admin"})(rule)
+    try:
+        yield
+    finally:
+        for name in FIXTURES:
+            registry._REGISTRY.pop(name)
+
+
+class MoneyWorld:
+    """Submits the commands allocation tests need, with valid defaults."""
+
+    def __init__(self, owner: LedgerOwner, envelopes: EnvelopeFactory) -> None:
+        self.owner = owner
+        self.envelopes = envelopes
+        self.line_counter = 0
+
+    def submit(self, command_type: str, payload: dict[str, Any], *, actor: str = GENESIS_ADMIN,
+               expected: list[dict[str, Any]] = (), evidence: list[str] = ()) -> CommandOutcome:
+        return self.owner.submit(self.envelopes(command_type, payload, actor=actor, expected=expected,
+                                                evidence=evidence))
+
+    def submit_ok(self, command_type: str, payload: dict[str, Any], **options: Any) -> CommandOutcome:
+        outcome = self.submit(command_type, payload, **options)
+        assert outcome.accepted, (command_type, outcome.result)
+        return outcome
+
+    def setup(self) -> "MoneyWorld":
+        for envelope in (self.envelopes.account(INGEST, "worker", ["ingest"]),
+                         self.envelopes.account(FINANCE, roles=["finance"]),
+                         self.envelopes.account(FINANCE_2, roles=["finance"])):
+            assert self.owner.submit(envelope).accepted
+        for name in ARTISTS + OPERATORS:
+            kind = "artist" if name in ARTISTS else "operator"
+            assert self.owner.submit(self.envelopes.account(name, kind, payout_address=payloads.address(name))).accepted
+        works = [payloads.work(work_id) for work_id in RIGHTS]
+        self.submit_ok("ImportCatalogue", payloads.catalogue("import-1", *works), actor=INGEST)
+        for work_id, splits in RIGHTS.items():
+            self.submit_ok("ActivateWork", payloads.rights(work_id, splits), actor=INGEST)
+        return self
+
+    # Funding.
+    def lot(self, lot_id: str, amount: int, budgets: list[dict[str, Any]] = ()) -> CommandOutcome:
+        payload = {**payloads.funding(lot_id, str(amount)), "budgets": list(budgets)}
+        return self.submit("ImportFunding", payload, actor=INGEST, evidence=[payloads.deposit_evidence(payload)])
+
+    def fund(self, budget_id: str, period_id: str, draws: dict[str, int], *, version: int = 1,
+             actor: str = INGEST) -> CommandOutcome:
+        return self.submit("ImportFunding", {"budgets": [funding(budget_id, period_id, draws, version=version)]},
+                           actor=actor)
+
+    # Streaming stand-ins.
+    def period(self, period_id: str, listener_id: str, *, days: int, first_day: int = FIRST_DAY,
+               clearance: str = "cleared") -> None:
+        start = first_day * DAY_MS
+        self.submit_ok("TestStreamingRecords", {"periods": [{
+            "period_id": period_id, "account_id": listener_id, "start_ms": start,
+            "end_ms": start + days * DAY_MS, "days": days, "clearance": clearance}]})
+
+    def closed_day(self, listener_id: str, day: int, period_id: str, works: dict[str, int],
+                   nodes: dict[str, tuple[str, int]] = (), **fields: Any) -> None:
+        self.submit_ok("TestStreamingRecords", {"days": [{
+            "listener_id": listener_id, "day": day, "period_id": period_id,
+            "works": [{"work_id": w, "rights_version": 1, "listened_ms": ms} for w, ms in sorted(works.items())],
+            "nodes": [{"node_id": n, "operator_id": op, "served_bytes": b} for n, (op, b) in sorted(dict(nodes).items())],
+            **fields}]})
+
+    # Allocation.
+    def plan(self, listener_id: str, day: int, budget_id: str):
+        return allocation_plan(self.owner.store, listener_id, day, budget_id)
+
+    def new_line_ids(self, count: int) -> list[str]:
+        first = self.line_counter
+        self.line_counter += count
+        return [f"line-{number:06d}" for number in range(first, first + count)]
+
+    def allocate(self, listener_id: str, day: int, budget_id: str, *, line_ids: list[str] | None = None,
+                 expected: list[dict[str, Any]] | None = None, actor: str = FINANCE) -> CommandOutcome:
+        plan = self.plan(listener_id, day, budget_id)
+        return self.submit("AllocateListenerDay", {
+            "listener_id": listener_id, "day": day, "budget_id": budget_id,
+            "line_ids": self.new_line_ids(len(plan.lines)) if line_ids is None else line_ids,
+        }, actor=actor, expected=plan.expected_revisions() if expected is None else expected)
+
+    def correct(self, correction_id: str, budget_id: str, *, actor: str = FINANCE_2, **fields: Any) -> CommandOutcome:
+        payload = {"correction_id": correction_id, "budget_id": budget_id, "reason": "rights_error",
+                   "requested_by": FINANCE, **fields}
+        return self.submit("RecordCorrection", payload, actor=actor)
+
+    def check(self, check_id: str, *, actor: str = FINANCE) -> CommandOutcome:
+        return self.submit("CheckConservation", {"check_id": check_id}, actor=actor)
+
+    def state(self, record_key: str) -> dict[str, Any] | None:
+        record = self.owner.get("state", record_key)
+        return record.data if record else None
+
+    def assert_rejected_without_change(self, code: str, submit: Callable[[], CommandOutcome]) -> None:
+        """``submit()`` is journalled as a rejection with ``code`` and writes nothing else."""
+        before = owner_dump(self.owner)
+        outcome = submit()
+        assert (outcome.outcome, outcome.code) == ("rejected", code), outcome.result
+        assert changed_keys(before, owner_dump(self.owner)) <= rejection_footprint(outcome.command_id, outcome.sequence)
+
+    # Day one of listener-1.
+    def fund_day_one(self) -> "MoneyWorld":
+        """listener-1's period and budget, funded from lot-1, with day one closed."""
+        self.period("period-1", LISTENER, days=30)
+        assert self.lot("lot-1", 5_000_000).accepted
+        assert self.fund("budget-1", "period-1", {"lot-1": BUDGET}).accepted
+        self.closed_day(LISTENER, FIRST_DAY, "period-1", DAY_ONE_WORKS, DAY_ONE_NODES)
+        return self
+
+    def allocate_day_one(self) -> "MoneyWorld":
+        outcome = self.allocate(LISTENER, FIRST_DAY, "budget-1", line_ids=DAY_ONE_LINES)
+        assert outcome.accepted, outcome.result
+        return self
+
+
+class ScratchLedger:
+    """A money world in a temporary directory, for state machines, which cannot use pytest fixtures."""
+
+    def __init__(self, prefix: str) -> None:
+        self.directory = Path(tempfile.mkdtemp(prefix=prefix))
+        self._fixtures = fixture_commands()
+        self._fixtures.__enter__()
+        self.owner = LedgerOwner.open(self.directory / "ledger", genesis=default_genesis())
+        self.world = MoneyWorld(self.owner, EnvelopeFactory()).setup()
+
+    def close(self) -> None:
+        self.owner.close()
+        self._fixtures.__exit__(None, None, None)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def funding(budget_id: str, period_id: str, draws: dict[str, int], *, version: int = 1) -> dict[str, Any]:
+    return {"budget_id": budget_id, "period_id": period_id, "version": version,
+            "draws": [{"lot_id": lot_id, "amount": str(amount)} for lot_id, amount in sorted(draws.items())]}

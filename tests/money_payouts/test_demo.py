@@ -1,0 +1,94 @@
+"""The demo's payout stage, run against a ledger: every envelope accepted, every payout command exercised."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from ledger_engine.demo.builder import DAY_MS, DemoBuilder
+from ledger_engine.demo.foundation import build_foundation
+from ledger_engine.demo.money import Allocation, PayableLine
+from ledger_engine.demo.payouts import build_payouts
+from ledger_engine.layout import OUTBOX, STATE
+from ledger_engine.projections.money_queries import allocation_plan
+from tests.money_allocation.world import FIRST_DAY, fixture_commands, funding
+from tests.money_payouts.oracle import payout_problems
+from tests.support import payloads
+
+PAYOUT_COMMANDS = {"UpdateRecipient", "PreparePayoutRun", "ApprovePayoutRun", "CancelPayoutRun", "RecordSignedAttempt",
+                   "RecordTransferObservation", "FreezeArtifact", "RecordCommitmentObservation", "ClaimEffect",
+                   "CompleteEffect"}
+LISTENER = "demo-listener-00000"
+
+
+def submit_all(owner, envelopes) -> Counter:
+    accepted = Counter()
+    for envelope in envelopes:
+        outcome = owner.submit(envelope)
+        assert outcome.accepted, (envelope["command_type"], outcome.result)
+        accepted[envelope["command_type"]] += 1
+    return accepted
+
+
+def allocated_lines(owner, envelopes, cast, days: int) -> Allocation:
+    """Allocate ``days`` listener-days through AllocateListenerDay; periods and closed days are fixtures."""
+    with fixture_commands():
+        start = FIRST_DAY * DAY_MS
+        works = [{"work_id": work["work_id"], "rights_version": 1, "listened_ms": 10_000 * (n + 1)}
+                 for n, work in enumerate(cast.works[:4])]
+        assert owner.submit(envelopes("TestStreamingRecords", {
+            "periods": [{"period_id": "period-1", "account_id": LISTENER, "start_ms": start,
+                         "end_ms": start + 30 * DAY_MS, "days": 30}],
+            "days": [{"listener_id": LISTENER, "day": FIRST_DAY + day, "period_id": "period-1", "works": works}
+                     for day in range(days)]})).accepted
+    deposit = {**payloads.funding("lot-payouts", "3000000"), "budgets": [funding("budget-1", "period-1", {"lot-payouts": 3_000_000})]}
+    assert owner.submit(envelopes("ImportFunding", deposit, actor="demo-ingest",
+                                  evidence=[payloads.deposit_evidence(deposit)])).accepted
+    for day in range(FIRST_DAY, FIRST_DAY + days):
+        plan = allocation_plan(owner.store, LISTENER, day, "budget-1")
+        assert owner.submit(envelopes("AllocateListenerDay", {
+            "listener_id": LISTENER, "day": day, "budget_id": "budget-1",
+            "line_ids": [f"line-{day}-{n}" for n in range(len(plan.lines))]},
+            actor="demo-finance-1", expected=plan.expected_revisions())).accepted
+    lines = [value["data"] for _, value in owner.scan(STATE, "allocation_line/", limit=10_000)]
+    return Allocation(payable=[PayableLine(line["line_id"], line["recipient_id"], line["role"], int(line["amount"]),
+                                           line["budget_id"], line["listener_id"], line["day"])
+                               for line in lines if line["status"] == "payable"])
+
+
+@pytest.fixture
+def paid_demo(owner, envelopes):
+    builder = DemoBuilder(7)
+    cast = build_foundation(builder, listeners=2, days=2)
+    submit_all(owner, builder.envelopes)
+    allocation = allocated_lines(owner, envelopes, cast, days=2)
+    first_payout = len(builder.envelopes)
+    build_payouts(builder, cast, allocation)
+    return owner, submit_all(owner, builder.envelopes[first_payout:]), allocation
+
+
+def test_the_payout_stage_exercises_every_payout_command(paid_demo):
+    owner, accepted, _ = paid_demo
+    assert set(accepted) == PAYOUT_COMMANDS
+    assert payout_problems(owner) == []
+
+
+def test_the_payout_stage_leaves_each_kind_of_history(paid_demo):
+    owner, _, allocation = paid_demo
+    runs = Counter(value["data"]["status"] for _, value in owner.scan(STATE, "payment_run/"))
+    assert runs == {"invalidated": 1, "cancelled": 1, "approved": 1}
+    approved = next(value["data"] for _, value in owner.scan(STATE, "payment_run/")
+                    if value["data"]["status"] == "approved")
+    assert (approved["prepared_by"], approved["approval"]["approved_by"]) == ("demo-finance-1", "demo-finance-2")
+    payments = [owner.get(STATE, f"payment/{p['payment_id']}").data for p in approved["frozen"]["payments"]]
+    assert len(payments) == len({line.recipient_id for line in allocation.payable}) >= 3
+    states = Counter(payment["state"] for payment in payments)
+    assert states == {"confirmed": len(payments) - 1, "approved": 1}
+    assert sorted(len(payment["attempt_ids"]) for payment in payments)[-1] == 2  # failed, then retried
+    queued = next(payment for payment in payments if payment["state"] == "approved")
+    assert owner.get(OUTBOX, queued["effect_id"]).data["status"] == "pending"
+    assert any(value["data"]["version"] == 2 for _, value in owner.scan(STATE, "recipient/"))
+    batches = Counter((value["data"]["kind"], value["data"]["state"]) for _, value in owner.scan(STATE, "batch/"))
+    assert batches == {("allocation", "confirmed"): 1, ("statement_index", "confirmed"): 1,
+                       ("statement_index", "abandoned"): 1}

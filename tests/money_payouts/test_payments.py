@@ -1,0 +1,178 @@
+"""Payments and attempts: seed 001's state machine, signed before broadcast, unique sequences, paid once."""
+
+from __future__ import annotations
+
+import pytest
+
+from ledger_engine.errors import ErrorCode
+from ledger_engine.layout import EVENTS, OUTBOX
+from tests.money_payouts.oracle import payout_problems
+from tests.money_payouts.world import DISPATCHER, DISPATCHER_2, SENDER, PayoutWorld, transaction_hash
+
+PAYMENT, EFFECT = "run-1.artist-a", "run-1.artist-a.effect"
+
+
+@pytest.fixture
+def approved(payouts: PayoutWorld) -> PayoutWorld:
+    plan = {"artist-a": payouts.payable_line_ids("artist-a"), "artist-b": payouts.payable_line_ids("artist-b")}
+    assert payouts.prepare("run-1", plan).accepted
+    assert payouts.approve("run-1", payouts.confirmed_statements(plan)).accepted
+    return payouts
+
+
+@pytest.fixture
+def signed(approved: PayoutWorld) -> PayoutWorld:
+    assert approved.claim(EFFECT).accepted
+    outcome = approved.sign(PAYMENT, "attempt-1")
+    assert outcome.accepted, outcome.result
+    return approved
+
+
+def payment_state(world: PayoutWorld) -> str:
+    return world.state(f"payment/{PAYMENT}")["state"]
+
+
+def state_changes(world: PayoutWorld) -> list[tuple[str, str]]:
+    return [(event["from_state"], event["to_state"]) for _, event in world.owner.scan(EVENTS, limit=100_000)
+            if event["type"] == "PaymentStateChanged" and event["payment_id"] == PAYMENT]
+
+
+def test_the_happy_path_walks_seed_001_states_and_pays_once(approved: PayoutWorld):
+    budget_before = approved.state("budget/budget-1")
+    approved.pay(PAYMENT, "attempt-1")
+    assert state_changes(approved) == [("prepared", "approved"), ("approved", "signed"), ("signed", "submitted"),
+                                       ("submitted", "confirmed")]
+    payment = approved.state(f"payment/{PAYMENT}")
+    assert (payment["attempt_ids"], payment["paid_attempt_id"]) == (["attempt-1"], "attempt-1")
+    assert {approved.state(f"allocation_line/{line}")["status"] for line in payment["line_ids"]} == {"paid"}
+    budget = approved.state("budget/budget-1")
+    assert int(budget["outstanding"]) == int(budget_before["outstanding"]) - 112_500
+    assert int(budget["paid"]) == int(budget_before["paid"]) + 112_500
+    effect = approved.owner.get(OUTBOX, EFFECT).data
+    assert (effect["status"], effect["result"]["outcome"]) == ("done", "submitted")
+    assert payout_problems(approved.owner) == []
+
+
+def test_the_attempt_records_exactly_what_was_signed(signed: PayoutWorld):
+    attempt = signed.state("payment_attempt/attempt-1")
+    assert {name: attempt[name] for name in ("payment_id", "sender_address", "sender_sequence", "signed_bytes_ref",
+                                             "transaction_hash", "outcome", "number", "claimed_by")} == {
+        "payment_id": PAYMENT, "sender_address": SENDER, "sender_sequence": 0, "signed_bytes_ref": "attempt-1-bytes",
+        "transaction_hash": transaction_hash("attempt-1"), "outcome": "pending", "number": 1, "claimed_by": DISPATCHER}
+    assert signed.owner.get("unique", f"sender/{SENDER}/{0:020d}").data == {"attempt_id": "attempt-1",
+                                                                             "payment_id": PAYMENT}
+    assert signed.owner.get("unique", f"transaction/{transaction_hash('attempt-1')}") is not None
+    assert payment_state(signed) == "signed"
+
+
+def test_signing_needs_a_live_claim_by_the_named_worker(approved: PayoutWorld):
+    approved.rejects(ErrorCode.INVALID_STATE, lambda: approved.sign(PAYMENT, "attempt-1"))  # nobody claimed it
+    assert approved.claim(EFFECT).accepted
+    approved.rejects(ErrorCode.CLAIM_HELD, lambda: approved.sign(PAYMENT, "attempt-1", claimed_by=DISPATCHER_2))
+    approved.now_ms += 61_000
+    approved.rejects(ErrorCode.CLAIM_EXPIRED, lambda: approved.sign(PAYMENT, "attempt-1"))
+    assert approved.claim(EFFECT, actor=DISPATCHER_2).accepted  # nothing was signed: the lapsed claim can be taken
+    assert approved.sign(PAYMENT, "attempt-1", claimed_by=DISPATCHER_2).accepted
+
+
+def test_the_signed_terms_must_be_the_frozen_ones(approved: PayoutWorld):
+    assert approved.claim(EFFECT).accepted
+    approved.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: approved.sign(PAYMENT, "attempt-1", amount="1"))
+    approved.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: approved.sign(PAYMENT, "attempt-1", payout_address=SENDER))
+    approved.rejects(ErrorCode.EXPIRED, lambda: approved.sign(PAYMENT, "attempt-1", ttl_ms=-1_000))
+    payload = approved.attempt_payload(PAYMENT, "attempt-1")
+    approved.rejects(ErrorCode.INVALID_REFERENCE, lambda: approved.submit("RecordSignedAttempt", payload,
+                                                                          actor="signer-1"))  # bytes not in evidence
+    approved.rejects(ErrorCode.CAPABILITY_MISSING, lambda: approved.submit(
+        "RecordSignedAttempt", payload, actor=DISPATCHER, evidence=[payload["signed_bytes_hash"]]))
+
+
+def test_sender_sequences_and_transaction_hashes_are_unique(signed: PayoutWorld):
+    other, other_effect = "run-1.artist-b", "run-1.artist-b.effect"
+    assert signed.claim(other_effect).accepted
+    signed.rejects(ErrorCode.NONCE_REUSED, lambda: signed.sign(other, "attempt-2", sequence=0))
+    signed.rejects(ErrorCode.DUPLICATE_EVIDENCE, lambda: signed.sign(
+        other, "attempt-2", transaction_hash=transaction_hash("attempt-1")))
+    signed.rejects(ErrorCode.ALREADY_EXISTS, lambda: signed.sign(other, "attempt-1"))
+    assert signed.sign(other, "attempt-2").accepted
+
+
+def test_no_fresh_attempt_while_the_last_may_still_land(signed: PayoutWorld):
+    signed.rejects(ErrorCode.RECONCILIATION_REQUIRED, lambda: signed.sign(PAYMENT, "attempt-2"))
+    assert signed.complete(EFFECT, "unknown", transaction_hash("attempt-1")).accepted
+    assert payment_state(signed) == "uncertain"
+    signed.rejects(ErrorCode.RECONCILIATION_REQUIRED, lambda: signed.sign(PAYMENT, "attempt-2"))
+
+
+def test_a_failed_attempt_is_retried_and_the_obligation_paid_once(signed: PayoutWorld):
+    assert signed.complete(EFFECT, "submitted", transaction_hash("attempt-1")).accepted
+    attempt = signed.state("payment_attempt/attempt-1")
+    signed.rejects(ErrorCode.INVALID_TIME, lambda: signed.observe("attempt-1", "expired",
+                                                                  chain_time_ms=attempt["expires_at_ms"] - 1))
+    assert signed.observe("attempt-1", "failed").accepted
+    assert payment_state(signed) == "failed"
+    assert {signed.state(f"allocation_line/{line}")["status"]
+            for line in signed.state(f"payment/{PAYMENT}")["line_ids"]} == {"reserved"}
+    effect = signed.owner.get(OUTBOX, EFFECT).data
+    assert (effect["status"], effect["claim"], effect["result"]["observed"]) == ("pending", None, "failed")
+    assert payout_problems(signed.owner) == []
+    signed.pay(PAYMENT, "attempt-2")
+    assert state_changes(signed)[1:] == [("approved", "signed"), ("signed", "submitted"), ("submitted", "failed"),
+                                         ("failed", "signed"), ("signed", "submitted"), ("submitted", "confirmed")]
+    payment = signed.state(f"payment/{PAYMENT}")
+    assert (payment["state"], payment["attempt_ids"], payment["paid_attempt_id"]) == \
+        ("confirmed", ["attempt-1", "attempt-2"], "attempt-2")
+    assert signed.state("payment_attempt/attempt-2")["number"] == 2
+    assert payout_problems(signed.owner) == []
+
+
+def test_observations_in_any_order_any_number_of_times_pay_once(signed: PayoutWorld):
+    assert signed.observe("attempt-1", "confirmed").accepted  # before the broadcast report
+    paid_memo = signed.index("paid_total/USDC/artist-a")
+    assert paid_memo == {"amount": "112500", "payments": 1}
+    for outcome in ("confirmed", "submitted", "confirmed"):
+        again = signed.observe("attempt-1", outcome)
+        assert again.accepted and again.result["data"]["changed"] is False
+    assert signed.index("paid_total/USDC/artist-a") == paid_memo
+    signed.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: signed.observe("attempt-1", "failed"))
+    signed.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: signed.observe("attempt-1", "expired"))
+    signed.rejects(ErrorCode.INVALID_STATE, lambda: signed.complete(EFFECT, "submitted", transaction_hash("attempt-1")))
+    assert signed.claim("run-1.artist-a.effect").code == ErrorCode.INVALID_STATE
+    signed.rejects(ErrorCode.ALREADY_PAID, lambda: signed.sign(PAYMENT, "attempt-2"))
+    assert payment_state(signed) == "confirmed"
+    assert payout_problems(signed.owner) == []
+
+
+def test_an_expired_attempt_is_final(signed: PayoutWorld):
+    assert signed.observe("attempt-1", "expired").accepted
+    signed.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: signed.observe("attempt-1", "confirmed"))
+    signed.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: signed.observe("attempt-1", "submitted"))
+    assert signed.observe("attempt-1", "expired").result["data"]["changed"] is False
+
+
+def test_a_lost_broadcast_answer_makes_the_payment_uncertain_until_observed(signed: PayoutWorld):
+    assert signed.complete(EFFECT, "unknown", transaction_hash("attempt-1")).accepted
+    assert payment_state(signed) == "uncertain"
+    assert signed.observe("attempt-1", "submitted").accepted
+    assert payment_state(signed) == "submitted"
+    assert signed.observe("attempt-1", "confirmed").accepted
+    assert state_changes(signed)[-3:] == [("signed", "uncertain"), ("uncertain", "submitted"),
+                                          ("submitted", "confirmed")]
+
+
+def test_observations_must_match_the_recorded_attempt(signed: PayoutWorld):
+    attempt = signed.state("payment_attempt/attempt-1")
+    base = {"payment_id": PAYMENT, "attempt_id": "attempt-1", "transaction_hash": attempt["transaction_hash"],
+            "outcome": "confirmed", "ledger_version": 1, "chain_time_ms": 0, "evidence_digest": "e" * 64}
+
+    def observe(**changes):
+        return signed.submit("RecordTransferObservation", {**base, **changes}, actor="observer-1",
+                             evidence=["e" * 64])
+
+    signed.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: observe(transaction_hash=transaction_hash("other")))
+    signed.rejects(ErrorCode.INVALID_REFERENCE, lambda: observe(payment_id="run-1.artist-b"))
+    signed.rejects(ErrorCode.NOT_FOUND, lambda: observe(attempt_id="attempt-9"))
+    signed.rejects(ErrorCode.INVALID_REFERENCE, lambda: signed.submit(
+        "RecordTransferObservation", base, actor="observer-1"))  # evidence not listed
+    signed.rejects(ErrorCode.CAPABILITY_MISSING, lambda: signed.submit(
+        "RecordTransferObservation", base, actor="signer-1", evidence=["e" * 64]))

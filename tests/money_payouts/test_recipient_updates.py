@@ -1,0 +1,128 @@
+"""UpdateRecipient: evidence, four eyes, holds, invalidation of unsigned runs, signed attempts untouched."""
+
+from __future__ import annotations
+
+import pytest
+
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.layout import OUTBOX
+from tests.money_allocation.world import FINANCE, FINANCE_2
+from tests.money_payouts.oracle import payout_problems
+from tests.money_payouts.world import PayoutWorld, digest
+from tests.support import payloads
+
+NEW_ADDRESS = payloads.address("artist-a-new-wallet")
+
+
+def request(world: PayoutWorld, update_id: str = "update-1", *, version: int = 2, address: str = NEW_ADDRESS,
+            actor: str = FINANCE, listed: bool = True):
+    evidence = digest("ownership", update_id)
+    step = {"action": "request", "version": version, "payout_address": address, "evidence_digest": evidence}
+    return world.submit("UpdateRecipient", {"update_id": update_id, "recipient_id": "artist-a", "step": step},
+                        actor=actor, evidence=[evidence] if listed else [])
+
+
+def decide(world: PayoutWorld, action: str, update_id: str = "update-1", *, actor: str = FINANCE_2, **step):
+    if action == "approve":
+        step = {"version": 2, "payout_address": NEW_ADDRESS, **step}
+    return world.submit("UpdateRecipient", {"update_id": update_id, "recipient_id": "artist-a",
+                                            "step": {"action": action, **step}}, actor=actor)
+
+
+def test_a_change_is_requested_with_evidence_and_approved_by_someone_else(payouts: PayoutWorld):
+    old_address = payouts.state("recipient/artist-a")["payout_address"]
+    outcome = request(payouts)
+    assert outcome.accepted, outcome.result
+    update = payouts.state("recipient_update/artist-a/update-1")
+    assert (update["status"], update["from_version"], update["version"], update["old_address"],
+            update["payout_address"], update["requested_by"]) == ("pending", 1, 2, old_address, NEW_ADDRESS, FINANCE)
+    assert payouts.state("recipient/artist-a")["payout_address"] == old_address
+    payouts.rejects(ErrorCode.FOUR_EYES_REQUIRED, lambda: decide(payouts, "approve", actor=FINANCE))
+    payouts.rejects(ErrorCode.INVALID_REFERENCE, lambda: decide(payouts, "approve", payout_address=old_address))
+    assert decide(payouts, "approve").accepted
+    assert payouts.state("recipient/artist-a") == {"recipient_id": "artist-a", "payout_address": NEW_ADDRESS,
+                                                   "version": 2}
+    assert payouts.state("recipient_update/artist-a/update-1")["decision"]["decided_by"] == FINANCE_2
+    payouts.rejects(ErrorCode.INVALID_STATE, lambda: decide(payouts, "approve"))
+
+
+def test_requests_name_listed_evidence_and_the_next_version(payouts: PayoutWorld):
+    payouts.rejects(ErrorCode.INVALID_REFERENCE, lambda: request(payouts, listed=False))
+    payouts.rejects(ErrorCode.STALE_REVISION, lambda: request(payouts, version=3))
+    same = payouts.state("recipient/artist-a")["payout_address"]
+    payouts.rejects(ErrorCode.INVALID_STATE, lambda: request(payouts, address=same))
+    payouts.rejects(ErrorCode.CAPABILITY_MISSING, lambda: request(payouts, actor="signer-1"))
+    assert request(payouts).accepted
+    payouts.rejects(ErrorCode.INVALID_STATE, lambda: request(payouts, "update-2"))  # one pending at a time
+    payouts.rejects(ErrorCode.NOT_FOUND, lambda: decide(payouts, "approve", "update-9"))
+
+
+def test_a_request_holds_payments_and_a_decline_resumes_them(payouts: PayoutWorld):
+    plan = {"artist-a": payouts.payable_line_ids("artist-a")}
+    assert payouts.prepare("run-1", plan).accepted
+    statements = payouts.confirmed_statements(plan)
+    assert payouts.approve("run-1", statements).accepted
+    held = request(payouts)
+    assert held.result["data"]["held_payment_ids"] == ["run-1.artist-a"]
+    assert payouts.state("payment/run-1.artist-a")["state"] == "held"
+    assert payouts.claim("run-1.artist-a.effect").accepted
+    payouts.rejects(ErrorCode.INVALID_STATE, lambda: payouts.sign("run-1.artist-a", "attempt-1"))
+    assert decide(payouts, "decline", reason="evidence_insufficient").accepted
+    assert payouts.state("payment/run-1.artist-a")["state"] == "approved"
+    assert payouts.state("recipient/artist-a")["version"] == 1
+    assert payouts.sign("run-1.artist-a", "attempt-1").accepted
+
+
+def test_a_pending_request_blocks_approval_of_runs_paying_the_recipient(payouts: PayoutWorld):
+    plan = {"artist-a": payouts.payable_line_ids("artist-a")}
+    assert payouts.prepare("run-1", plan).accepted
+    statements = payouts.confirmed_statements(plan)
+    assert request(payouts).accepted
+    payouts.rejects(ErrorCode.INVALID_STATE, lambda: payouts.approve("run-1", statements))
+
+
+def test_approval_invalidates_unsigned_runs_and_leaves_signed_attempts(payouts: PayoutWorld):
+    a_lines, b_lines = payouts.payable_line_ids("artist-a"), payouts.payable_line_ids("artist-b")
+    signed_plan = {"artist-a": a_lines[:1], "artist-b": b_lines[:1]}
+    assert payouts.prepare("run-signed", signed_plan).accepted
+    assert payouts.approve("run-signed", payouts.confirmed_statements(signed_plan)).accepted
+    assert payouts.claim("run-signed.artist-a.effect").accepted
+    assert payouts.sign("run-signed.artist-a", "attempt-1").accepted
+    approved_plan = {"artist-a": a_lines[1:2]}
+    assert payouts.prepare("run-approved", approved_plan).accepted
+    assert payouts.approve("run-approved", payouts.confirmed_statements(approved_plan)).accepted
+    assert payouts.prepare("run-prepared", {"artist-a": a_lines[2:], "artist-b": b_lines[1:]}).accepted
+    attempt_before = payouts.state("payment_attempt/attempt-1")
+
+    assert request(payouts).accepted
+    outcome = decide(payouts, "approve")
+    assert outcome.accepted, outcome.result
+    assert outcome.result["data"]["invalidated_run_ids"] == ["run-prepared"]
+    assert outcome.result["data"]["cancelled_payment_ids"] == ["run-approved.artist-a"]
+    prepared = payouts.state("payment_run/run-prepared")
+    assert (prepared["status"], prepared["tombstone"]["reason"]) == ("invalidated", "recipient_updated")
+    assert payouts.state("payment/run-prepared.artist-b")["state"] == "cancelled"  # the whole run goes
+    assert payouts.state("payment/run-approved.artist-a")["state"] == "cancelled"
+    assert payouts.owner.get(OUTBOX, "run-approved.artist-a.effect").data["status"] == "cancelled"
+    assert payouts.state(f"allocation_line/{a_lines[1]}")["status"] == "payable"
+    # The signed attempt, its payment and the other recipient's payment are exactly as they were.
+    assert payouts.state("payment_attempt/attempt-1") == attempt_before
+    assert payouts.state("payment/run-signed.artist-a")["state"] == "signed"
+    assert payouts.state("payment/run-signed.artist-b")["state"] == "approved"
+    assert payout_problems(payouts.owner) == []
+    # If that attempt fails, no retry goes to the old address: the run must be cancelled and paid anew.
+    assert payouts.observe("attempt-1", "expired").accepted
+    assert payouts.claim("run-signed.artist-a.effect").accepted
+    payouts.rejects(ErrorCode.INVALID_STATE, lambda: payouts.sign("run-signed.artist-a", "attempt-2"))
+    assert payouts.prepare("run-new", {"artist-a": [a_lines[1]]}).accepted
+    assert payouts.state("payment/run-new.artist-a")["payout_address"] == NEW_ADDRESS
+
+
+def test_malformed_steps_are_refused_before_admission(payouts: PayoutWorld):
+    head = payouts.owner.head()
+    for step in ({"action": "approve", "version": 2}, {"action": "rename"}, {"action": "decline", "reason": "bored"},
+                 {"action": "request", "version": 2, "payout_address": "0xABC", "evidence_digest": "0" * 64}):
+        with pytest.raises(LedgerError) as refused:
+            payouts.submit("UpdateRecipient", {"update_id": "u", "recipient_id": "artist-a", "step": step}, actor=FINANCE)
+        assert refused.value.code == ErrorCode.INVALID_PAYLOAD, step
+    assert payouts.owner.head() == head
