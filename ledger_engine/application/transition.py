@@ -41,6 +41,9 @@ class CommandOutcome:
     result: dict[str, Any]
     entry_hash: str
     duplicate: bool = False
+    # Outbox intents this execution created, for the owner to announce to workers; not journalled,
+    # and empty when the outcome is a stored one (a periodic sweep finds those intents anyway).
+    new_effects: tuple[str, ...] = ()
 
     @property
     def code(self) -> str:
@@ -92,10 +95,12 @@ def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes
         result = {"code": str(rejection.code), "detail": rejection.detail}
 
     rows, outcome, result, digest = _with_result(command, sequence, outcome, result, rows)
+    new_effects = tuple(key for family, key, _ in rows if family == OUTBOX and pending.get(OUTBOX, key) is None)
     entry = encode_entry(sequence=sequence, previous=head.entry_hash, envelope=command.canonical,
                          outcome=outcome, result=result, delta=digest)
     _stage(pending, rows, indexes, sequence, entry)
-    return CommandOutcome(command.command_id, sequence, outcome, result, entry.entry_hash), Head(sequence, entry.entry_hash)
+    answer = CommandOutcome(command.command_id, sequence, outcome, result, entry.entry_hash, new_effects=new_effects)
+    return answer, Head(sequence, entry.entry_hash)
 
 
 def _accepted_rows(command: AdmittedCommand, pending: PendingBatch, sequence: int) -> tuple[list[DeltaRow], dict]:

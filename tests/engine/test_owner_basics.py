@@ -47,3 +47,4 @@ def test_rejection_is_journalled_and_never_later_succeeds(owner, envelopes):
     again = owner.submit(envelope)
     assert again.duplicate and again.code == "UNKNOWN_ACTOR"
     assert owner.get("state", "account/x-1") is None
+
