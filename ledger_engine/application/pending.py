@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ledger_engine.application.records import decode_record
+from ledger_engine.ordered import overlay_scan
 from ledger_engine.domain.view import Record
 from ledger_engine.storage.rocks import RocksStore, WriteOp
 
@@ -33,13 +34,9 @@ class PendingBatch:
         self._ops[(family, key)] = value
 
     def scan_raw(self, family: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-        merged = dict(self.store.scan(family, prefix))
-        for (op_family, key), value in self._ops.items():
-            if op_family == family and key.startswith(prefix):
-                merged[key] = value
-        for key in sorted(merged):
-            if merged[key] is not None:
-                yield key, merged[key]
+        pending = {key: value for (op_family, key), value in self._ops.items()
+                   if op_family == family and key.startswith(prefix)}
+        return overlay_scan(self.store.scan(family, prefix), pending)
 
     def ops(self) -> list[WriteOp]:
         return [(family, key, value) for (family, key), value in self._ops.items()]

@@ -12,6 +12,7 @@ from typing import Any, Iterator
 from ledger_engine.domain.view import Record, StateView
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import OUTBOX, STATE, UNIQUE
+from ledger_engine.ordered import overlay_scan
 
 
 class Rejected(Exception):
@@ -58,13 +59,7 @@ class Changes:
 
     def scan(self, family: str, prefix: str) -> Iterator[tuple[str, Record]]:
         pending = {k: v for (f, k), v in self.writes.items() if f == family and k.startswith(prefix)}
-        merged: dict[str, Record | None] = dict(self.base.scan(family, prefix))
-        for key in pending:
-            merged[key] = self.get(family, key)
-        for key in sorted(merged):
-            record = merged[key]
-            if record is not None:
-                yield key, record
+        return overlay_scan(self.base.scan(family, prefix), pending, lambda key: self.get(family, key))
 
     # Writing.
     def put_state(self, key: str, data: dict[str, Any]) -> None:

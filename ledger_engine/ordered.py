@@ -1,0 +1,37 @@
+"""Streaming an ordered scan with pending changes laid over it."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Iterator, Mapping, TypeVar
+
+K = TypeVar("K", str, bytes)
+V = TypeVar("V")
+
+
+def overlay_scan(base: Iterable[tuple[K, V]], overlay: Mapping[K, V | None],
+                 resolve: Callable[[K], V | None] | None = None) -> Iterator[tuple[K, V]]:
+    """Merge ``base`` (sorted by key) with ``overlay``; an overlay value wins and ``None`` deletes.
+
+    ``resolve``, when given, turns an overlay key into the value to yield (for
+    overlays that hold raw changes rather than finished values). Memory stays
+    bounded by the overlay, however long the base scan is.
+    """
+    pending = sorted(overlay)
+    position = 0
+    for key, value in base:
+        while position < len(pending) and pending[position] < key:
+            yield from _present(pending[position], overlay, resolve)
+            position += 1
+        if position < len(pending) and pending[position] == key:
+            yield from _present(key, overlay, resolve)
+            position += 1
+        else:
+            yield key, value
+    for key in pending[position:]:
+        yield from _present(key, overlay, resolve)
+
+
+def _present(key, overlay, resolve) -> Iterator:
+    value = resolve(key) if resolve is not None else overlay[key]
+    if value is not None:
+        yield key, value
