@@ -2,16 +2,30 @@
 
 A sync costs about as much for one file as for many, so concurrent writers
 share them, leader-follower, as the ledger's group commit shares one write
-(docs/adr/0003): each wait returns only after a filesystem sync that began
-after the wait was asked for has finished.
+(docs/adr/0003): each wait returns only after a syncfs(2) of its filesystem
+that began after the wait was asked for has finished.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import tempfile
 import threading
 from pathlib import Path
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def sync_filesystem(directory: Path) -> None:
+    """syncfs(2): flush the one filesystem holding ``directory``, not every filesystem on the host."""
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        if _LIBC.syncfs(descriptor) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, f"syncfs failed: {os.strerror(error)}")
+    finally:
+        os.close(descriptor)
 
 
 class GroupSync:
@@ -23,8 +37,8 @@ class GroupSync:
         self._covered = 0
         self._syncing = False
 
-    def wait_durable(self) -> None:
-        """Return once everything written before this call is on disk."""
+    def wait_durable(self, directory: Path) -> None:
+        """Return once everything written before this call to ``directory``'s filesystem is on disk."""
         with self._changed:
             self._requested += 1
             ticket = self._requested
@@ -36,15 +50,25 @@ class GroupSync:
                 covering = self._requested
                 self._changed.release()
                 try:
-                    os.sync()  # no syncfs in Python: sync(2) flushes every filesystem, ours included
-                finally:
+                    sync_filesystem(directory)
+                finally:  # on failure too: a waiter must lead the next attempt, not wait forever
                     self._changed.acquire()
                     self._syncing = False
-                self._covered = covering
-                self._changed.notify_all()
+                    self._changed.notify_all()
+                self._covered = covering  # still holding the lock, so waiters see it when they wake
 
 
-FILESYSTEM = GroupSync()
+_groups: dict[int, GroupSync] = {}
+_groups_lock = threading.Lock()
+
+
+def _group_for(directory: Path) -> GroupSync:
+    """The shared sync of the filesystem that holds ``directory``."""
+    device = os.stat(directory).st_dev
+    with _groups_lock:
+        if device not in _groups:
+            _groups[device] = GroupSync()
+        return _groups[device]
 
 
 def create_durably(path: Path, data: bytes) -> bool:
@@ -54,11 +78,12 @@ def create_durably(path: Path, data: bytes) -> bool:
     no file or the whole one, never a part.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    filesystem = _group_for(path.parent)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".incoming-")
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
-        FILESYSTEM.wait_durable()
+        filesystem.wait_durable(path.parent)
         try:
             os.link(temporary, path)
             created = True
@@ -66,5 +91,5 @@ def create_durably(path: Path, data: bytes) -> bool:
             created = False
     finally:
         os.unlink(temporary)
-    FILESYSTEM.wait_durable()
+    filesystem.wait_durable(path.parent)
     return created
