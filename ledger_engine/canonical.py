@@ -11,7 +11,7 @@ the reference encoder, and floats are refused outright: money is integers.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 import rfc8785
@@ -29,7 +29,7 @@ GENESIS_DOMAIN = "porto:london:genesis:v1\n"
 _ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 
 
-def _refuse(value: Any) -> None:
+def _refuse(value: Any) -> NoReturn:
     if type(value) is float:
         raise LedgerError(ErrorCode.INVALID_NUMBER, "floating-point numbers are not accepted")
     if type(value) is int:
@@ -46,40 +46,28 @@ def _has_only_ascii_keys(value: Any) -> bool:
     kind = type(value)
     if kind is dict:
         ascii_keys = True
-        for key, item in value.items():
+        for key in value:
             if type(key) is not str:
                 raise LedgerError(ErrorCode.INVALID_NUMBER, "object keys must be strings")
-            if not key.isascii():
-                ascii_keys = False
-            item_kind = type(item)
-            if item_kind is str or item_kind is bool or item is None:
-                continue
-            if item_kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-                continue
-            if item_kind is dict or item_kind is list or item_kind is tuple:
-                ascii_keys = _has_only_ascii_keys(item) and ascii_keys
-                continue
-            _refuse(item)
-        return ascii_keys
-    if kind is list or kind is tuple:
-        ascii_keys = True
-        for item in value:
-            item_kind = type(item)
-            if item_kind is str or item_kind is bool or item is None:
-                continue
-            if item_kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-                continue
-            if item_kind is dict or item_kind is list or item_kind is tuple:
-                ascii_keys = _has_only_ascii_keys(item) and ascii_keys
-                continue
-            _refuse(item)
-        return ascii_keys
-    if kind is str or kind is bool or value is None:
+            ascii_keys = ascii_keys and key.isascii()
+        items = value.values()
+    elif kind is list or kind is tuple:
+        ascii_keys, items = True, value
+    elif kind is str or kind is bool or value is None or (kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER):
         return True
-    if kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-        return True
-    _refuse(value)
-    return False
+    else:
+        _refuse(value)
+    for item in items:
+        item_kind = type(item)
+        if item_kind is str or item_kind is bool or item is None:
+            continue
+        if item_kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+            continue
+        if item_kind is dict or item_kind is list or item_kind is tuple:
+            ascii_keys = _has_only_ascii_keys(item) and ascii_keys
+            continue
+        _refuse(item)
+    return ascii_keys
 
 
 def canonical_bytes(value: Any) -> bytes:
