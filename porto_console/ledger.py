@@ -2,13 +2,16 @@
 
 The launcher (``scripts/run_console.py``) opens them before serving, so a
 second server process against the same data directory fails at start with
-``LEDGER_ALREADY_OWNED``. Every command goes through the gateway, which
-stores its envelope before submitting it. Every read that a screen shows goes
-through ``read_at_boundary``, which pairs the data with the head it was read at.
+``LEDGER_ALREADY_OWNED``. Every command of this process (console forms and the
+internal API alike) goes through ``gateway()``, which stores its envelope
+before submitting it and, after commit, announces the effects it created to the
+workers. Every read that a screen shows goes through ``read_at_boundary``,
+which pairs the data with the head it was read at.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,12 +22,17 @@ from django.conf import settings
 from ledger_engine.adapters.gateway import CommandGateway
 from ledger_engine.application.journal import Head
 from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.application.transition import CommandOutcome
+from ledger_engine.layout import OUTBOX
+from porto_console.effects import dispatch
+
+log = logging.getLogger("porto.console.ledger")
 
 T = TypeVar("T")
 
 _lock = threading.Lock()
 _owner: LedgerOwner | None = None
-_gateway: CommandGateway | None = None
+_gateway: AnnouncingGateway | None = None
 
 
 def open_owner(data_dir: Path | None = None, *, genesis: dict[str, Any] | None = None) -> LedgerOwner:
@@ -38,15 +46,45 @@ def open_owner(data_dir: Path | None = None, *, genesis: dict[str, Any] | None =
         if _owner is None:
             _owner = LedgerOwner.open(data_dir or settings.LEDGER_DATA_DIR, genesis=genesis)
             admission = Path(data_dir).parent / "admission" if data_dir else settings.ADMISSION_DIR
-            _gateway = CommandGateway(_owner, admission)
+            _gateway = AnnouncingGateway(_owner, admission)
         return _owner
+
+
+class AnnouncingGateway(CommandGateway):
+    """The admission gateway that tells the workers about the effects a command created, once it has committed.
+
+    An announcement only saves time: when it is off or fails, the beat sweep
+    finds the pending effect later. So a failure is logged, never raised: the
+    command has committed and its outcome stands.
+    """
+
+    ledger: LedgerOwner
+
+    def submit(self, envelope: dict[str, Any]) -> CommandOutcome:
+        outcome = super().submit(envelope)
+        if outcome.accepted and outcome.new_effects and settings.EFFECTS_ENABLED:
+            try:
+                self._announce(outcome.new_effects)
+            except Exception:
+                log.exception("announcing effects %s failed; the sweep will send them",
+                              ", ".join(outcome.new_effects))
+        return outcome
+
+    def _announce(self, effect_ids: tuple[str, ...]) -> None:
+        state = self.ledger.dispatch_state()
+        if not state["enabled"]:
+            log.info("dispatch disabled (%s): not announcing %s", state["reason"], ", ".join(effect_ids))
+            return
+        records = [self.ledger.get(OUTBOX, effect_id) for effect_id in effect_ids]
+        # Each effect as the internal API lists it, with the revision a claim must name.
+        dispatch.announce([{**record.data, "revision": record.revision} for record in records])
 
 
 def owner() -> LedgerOwner:
     return _owner if _owner is not None else open_owner()
 
 
-def gateway() -> CommandGateway:
+def gateway() -> AnnouncingGateway:
     owner()
     return _gateway
 

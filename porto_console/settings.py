@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -77,6 +78,19 @@ ADMISSION_DIR = Path(os.environ.get("ADMISSION_DIR", LEDGER_DATA_DIR.parent / "a
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "memory://")
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "cache+memory://")
+
+# Verified backups (docs/effects.md): beside the data directory, never inside it, so a restore
+# cannot overwrite its own source and a backup never counts as ledger data.
+BACKUP_DIR = Path(os.environ.get("PORTO_BACKUP_DIR", LEDGER_DATA_DIR.parent / "backups")).resolve()
+if BACKUP_DIR.is_relative_to(LEDGER_DATA_DIR.resolve()):
+    raise ImproperlyConfigured(f"PORTO_BACKUP_DIR {BACKUP_DIR} is inside the ledger data directory")
+# Effects the workers parked for an operator; the same directory as the workers' PORTO_QUARANTINE_DIR.
+QUARANTINE_DIR = Path(os.environ.get("PORTO_QUARANTINE_DIR", VAR_DIR / "effects" / "quarantine"))
+# Announce new effects to the workers after commit. Off without a broker and a signer (`make run`):
+# the embedded broker would run payment tasks inside the request. PORTO_EFFECTS_ENABLED=1/0 overrides.
+EFFECTS_ENABLED = os.environ.get("PORTO_EFFECTS_ENABLED", "1" if (
+    os.environ.get("CELERY_BROKER_URL")
+    and (os.environ.get("PORTO_SIGNER_KEY") or os.environ.get("PORTO_SIGNER_KEY_FILE"))) else "0") == "1"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},

@@ -139,7 +139,9 @@ class LedgerOwner:
         return orjson.loads(raw) if raw is not None else None
 
     def dispatch_state(self) -> dict[str, Any]:
-        return orjson.loads(self.store.get(META, DISPATCH_KEY))
+        """Whether workers may carry out effects, and why: ``{"enabled", "reason"}``."""
+        stored = orjson.loads(self.store.get(META, DISPATCH_KEY))
+        return {"enabled": stored["enabled"], "reason": stored["reason"]}
 
     def genesis(self) -> dict[str, Any]:
         return read_genesis(self.store)

@@ -16,7 +16,9 @@ sender is the fixture address ``demo-treasury``. The stage:
 5. pays it: demo-dispatcher claims and reports broadcasts, demo-signer records
    signed attempts, demo-observer records chain observations. One payment
    fails (its attempt expires) and is retried, one loses its broadcast answer
-   and is reconciled, and the last stays queued in the outbox.
+   and is reconciled, and the last stays queued in the outbox;
+6. prepares one more run (demo-finance-1) for the recipient left out of step 4,
+   which waits for a second finance user to approve it in the console.
 """
 
 from __future__ import annotations
@@ -188,20 +190,25 @@ def build_payouts(builder: DemoBuilder, cast: Cast, allocation: Allocation) -> N
     stage.add("CancelPayoutRun", {"run_id": cancelled_run, "reason": "prepared_in_error"}, actor=PREPARER,
               expected=[{"cf": STATE, "key": run_key(cancelled_run), "revision": 1}])
 
-    run_id, stated, ids = stage.prepare(dict(stage.lines))
-    stage.add("ApprovePayoutRun", {"run_id": run_id, "run_hash": stated, "statement_ids": statement_ids},
+    waiting = recipients[-1] if len(recipients) > 1 else None  # left for a person to approve
+    paid = [recipient for recipient in recipients if recipient != waiting]
+    run_id, stated, ids = stage.prepare({recipient: stage.lines[recipient] for recipient in paid})
+    stage.add("ApprovePayoutRun", {"run_id": run_id, "run_hash": stated,
+                                   "statement_ids": sorted(statement_ids[recipient] for recipient in paid)},
               actor=APPROVER)
     for _, effect_id in ids.values():
         stage.effect_written(effect_id)
-    to_pay = recipients[:-1] if len(recipients) > 2 else recipients  # the last one stays queued in the outbox
+    to_pay = paid[:-1] if len(paid) > 2 else paid  # the last one stays queued in the outbox
     for number, recipient in enumerate(to_pay):
         payment = _Payment(*ids[recipient], recipient, sum(line.amount for line in stage.lines[recipient]))
         if number == 0:
             stage.attempt(payment, fate="expired")  # the first attempt never lands; the retry does
         stage.attempt(payment, broadcast="unknown" if number == 1 else "submitted")
+    if waiting is not None:
+        stage.prepare({waiting: stage.lines[waiting]})
 
 
-def _statements(stage: _Stage, allocation: Allocation) -> list[str]:
+def _statements(stage: _Stage, allocation: Allocation) -> dict[str, str]:
     """Anchor the allocation batch and a statement index over it; abandon a superseded draft of the index."""
     batch_id, artifact_hash, anchor = stage.batch("allocation", len(allocation.payable))
     stage.anchor(batch_id, artifact_hash, anchor)
@@ -217,4 +224,4 @@ def _statements(stage: _Stage, allocation: Allocation) -> list[str]:
     stage.claim(index_anchor, COMMITTER)
     stage.complete(index_anchor, COMMITTER, "failed")  # the first submission is refused; retried as it was
     stage.anchor(index_id, index_hash, index_anchor)
-    return sorted(statement["statement_id"] for statement in statements)
+    return {statement["recipient_id"]: statement["statement_id"] for statement in statements}

@@ -22,5 +22,7 @@ RECIPIENTS = Screen("console-recipients", "Recipient updates", frozenset({FINANC
 BUDGETS = Screen("console-budgets", "Budgets and balances", frozenset({FINANCE, AUDITOR}))
 ACCOUNTS = Screen("console-accounts", "Accounts", frozenset({ADMIN, AUDITOR}))
 JOURNAL = Screen("console-journal", "Journal explorer", frozenset({AUDITOR, ADMIN}))
+QUARANTINE = Screen("console-quarantine", "Effect quarantine", frozenset({OPS, AUDITOR}))
+QUARANTINE_RETRY_ROLES = frozenset({OPS})
 
-SCREENS = (DASHBOARD, HOLDS, PAYOUTS, PAYMENTS, RECIPIENTS, BUDGETS, ACCOUNTS, JOURNAL)
+SCREENS = (DASHBOARD, HOLDS, PAYOUTS, PAYMENTS, RECIPIENTS, BUDGETS, ACCOUNTS, JOURNAL, QUARANTINE)

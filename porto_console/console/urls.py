@@ -8,9 +8,11 @@ from django.urls import path
 
 from porto_console.console.roles import command_roles, require_roles
 from porto_console.console.screens import (
-    ACCOUNTS, BUDGETS, DASHBOARD, HOLDS, JOURNAL, PAYMENTS, PAYOUTS, RECIPIENTS,
+    ACCOUNTS, BUDGETS, DASHBOARD, HOLDS, JOURNAL, PAYMENTS, PAYOUTS, QUARANTINE, QUARANTINE_RETRY_ROLES, RECIPIENTS,
 )
-from porto_console.console.views import accounts, budgets, dashboard, holds, journal, payouts, recipients
+from porto_console.console.views import (
+    accounts, budgets, dashboard, dispatch, holds, journal, payouts, quarantine, recipients,
+)
 
 
 def console_urls(site) -> list:
@@ -19,6 +21,10 @@ def console_urls(site) -> list:
 
     return [
         route("ledger/", dashboard.dashboard, DASHBOARD.url_name, DASHBOARD.roles),
+        route("ledger/dispatch/", dispatch.switch, "console-dispatch", dispatch.DISPATCH_ROLES),
+        route("ledger/quarantine/", quarantine.quarantine_list, QUARANTINE.url_name, QUARANTINE.roles),
+        route("ledger/quarantine/<str:handle>/retry/", quarantine.retry, "console-quarantine-retry",
+              QUARANTINE_RETRY_ROLES),
         route("ledger/holds/", holds.hold_queue, HOLDS.url_name, HOLDS.roles),
         route("ledger/holds/bulk/", holds.hold_bulk, "console-hold-bulk", command_roles("DecideHold")),
         route("ledger/holds/<str:handle>/", holds.hold_detail, "console-hold", HOLDS.roles),

@@ -28,6 +28,15 @@ STAFF = {"admin": "demo-admin", "finance": "demo-finance-1", "finance2": "demo-f
 ROLE_OF = {"admin": "admin", "finance": "finance", "finance2": "finance", "ops": "ops", "auditor": "auditor"}
 
 
+@pytest.fixture(autouse=True)
+def effects_settings(settings, tmp_path):
+    """Backups and quarantine in this test's own directories; no announcements unless a test turns them on."""
+    settings.BACKUP_DIR = tmp_path / "backups"
+    settings.QUARANTINE_DIR = tmp_path / "quarantine"
+    settings.EFFECTS_ENABLED = False
+    return settings
+
+
 @pytest.fixture(scope="session")
 def demo_ledger_template(tmp_path_factory) -> Path:
     """The demo scenario journalled once, as ``make run`` loads it; each test opens its own copy."""

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from ledger_engine.layout import INDEXES
+from porto_console.console.views import dashboard as dashboard_view
+from porto_console.effects import backups
+from porto_console.effects.backups import take_backup
 from tests.console.test_payouts import prepare
 from tests.money_allocation.world import FINANCE
 
@@ -31,3 +35,41 @@ def test_waiting_work_and_daily_charts_follow_the_ledger(finance, payouts_world)
     assert page.count('<svg role="img"') == 1 and "Allocated per day" in page
     assert "Reserved: nothing yet." in page and "Paid: nothing yet." in page
     assert re.search(r"<rect [^>]+><title>\d\d \w{3}: [\d,]+\.\d{6} USDC</title></rect>", page)
+
+
+def card(page: str, element_id: str) -> str:
+    """One dashboard card's markup, from its opening tag to the end of the section."""
+    return re.search(rf'<section class="[^"]*" id="{element_id}">.*?</section>', page, re.DOTALL).group(0)
+
+
+def is_red(page: str, element_id: str) -> bool:
+    return re.search(rf'<section class="card attention" id="{element_id}">', page) is not None
+
+
+def test_without_a_verified_backup_the_backup_card_is_red(client_as):
+    page = client_as("ops").get("/ledger/").content.decode()
+    assert is_red(page, "backup") and 'id="backup-age">none<' in card(page, "backup")
+
+
+def test_a_fresh_backup_shows_its_age_and_sequence_and_a_stale_one_is_red(client_as, ledger, settings, monkeypatch,
+                                                                          tmp_path):
+    backup = take_backup(ledger, settings.BACKUP_DIR)
+    assert not Path(backup["path"]).is_relative_to(tmp_path / "ledger")
+    page = client_as("ops").get("/ledger/").content.decode()
+    assert not is_red(page, "backup")
+    assert re.search(r'id="backup-age">\d+ s old<', page)
+    assert f"sequence {ledger.head().sequence}" in card(page, "backup")
+
+    later = backup["created_at_ms"] + 6 * 60 * 1000
+    monkeypatch.setattr(dashboard_view, "newest_good_backup",
+                        lambda root: backups.newest_good_backup(root, now_ms=later))
+    page = client_as("ops").get("/ledger/").content.decode()
+    assert is_red(page, "backup") and 'id="backup-age">6 min old<' in page and "older than five minutes" in page
+
+
+def test_a_damaged_backup_does_not_count(client_as, ledger, settings):
+    backup = Path(take_backup(ledger, settings.BACKUP_DIR)["path"])
+    victim = next(path for path in sorted((backup / "db").iterdir()) if path.suffix == ".sst")
+    victim.write_bytes(victim.read_bytes() + b"x")
+    page = client_as("ops").get("/ledger/").content.decode()
+    assert is_red(page, "backup") and 'id="backup-age">none<' in page

@@ -46,6 +46,7 @@ SCREENS: dict[str, frozenset[str]] = {
     "/ledger/accounts/new/": frozenset({"admin"}),
     "/ledger/journal/": frozenset({"admin", "auditor"}),
     "/ledger/journal/1/": frozenset({"admin", "auditor"}),
+    "/ledger/quarantine/": frozenset({"ops", "auditor"}),
 }
 
 

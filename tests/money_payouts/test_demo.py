@@ -77,12 +77,15 @@ def test_the_payout_stage_exercises_every_payout_command(paid_demo):
 def test_the_payout_stage_leaves_each_kind_of_history(paid_demo):
     owner, _, allocation = paid_demo
     runs = Counter(value["data"]["status"] for _, value in owner.scan(STATE, "payment_run/"))
-    assert runs == {"invalidated": 1, "cancelled": 1, "approved": 1}
-    approved = next(value["data"] for _, value in owner.scan(STATE, "payment_run/")
-                    if value["data"]["status"] == "approved")
+    assert runs == {"invalidated": 1, "cancelled": 1, "approved": 1, "prepared": 1}
+    approved, waiting = (next(value["data"] for _, value in owner.scan(STATE, "payment_run/")
+                              if value["data"]["status"] == status) for status in ("approved", "prepared"))
     assert (approved["prepared_by"], approved["approval"]["approved_by"]) == ("demo-finance-1", "demo-finance-2")
+    assert waiting["prepared_by"] == "demo-finance-1"  # left for a person to approve in the console
     payments = [owner.get(STATE, f"payment/{p['payment_id']}").data for p in approved["frozen"]["payments"]]
-    assert len(payments) == len({line.recipient_id for line in allocation.payable}) >= 3
+    recipients = {line.recipient_id for line in allocation.payable}
+    assert len(payments) == len(recipients) - 1 >= 3
+    assert {p["recipient_id"] for p in waiting["frozen"]["payments"]} == recipients - {p["recipient_id"] for p in payments}
     states = Counter(payment["state"] for payment in payments)
     assert states == {"confirmed": len(payments) - 1, "approved": 1}
     assert sorted(len(payment["attempt_ids"]) for payment in payments)[-1] == 2  # failed, then retried

@@ -2,30 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import EVENTS, OUTBOX
 from tests.money_payouts.oracle import payout_problems
-from tests.money_payouts.world import DISPATCHER, DISPATCHER_2, SENDER, PayoutWorld, transaction_hash
-
-PAYMENT, EFFECT = "run-1.artist-a", "run-1.artist-a.effect"
-
-
-@pytest.fixture
-def approved(payouts: PayoutWorld) -> PayoutWorld:
-    plan = {"artist-a": payouts.payable_line_ids("artist-a"), "artist-b": payouts.payable_line_ids("artist-b")}
-    assert payouts.prepare("run-1", plan).accepted
-    assert payouts.approve("run-1", payouts.confirmed_statements(plan)).accepted
-    return payouts
-
-
-@pytest.fixture
-def signed(approved: PayoutWorld) -> PayoutWorld:
-    assert approved.claim(EFFECT).accepted
-    outcome = approved.sign(PAYMENT, "attempt-1")
-    assert outcome.accepted, outcome.result
-    return approved
+from tests.money_payouts.world import DISPATCHER, DISPATCHER_2, EFFECT, PAYMENT, SENDER, PayoutWorld, transaction_hash
 
 
 def payment_state(world: PayoutWorld) -> str:

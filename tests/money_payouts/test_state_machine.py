@@ -1,16 +1,19 @@
-"""Random interleavings of prepare, approve, cancel, claim, sign, broadcast and observe: paid once, always balanced.
+"""Random interleavings of prepare, approve, cancel, claim, sign, broadcast, observe and reconcile: paid once, balanced.
 
 Observations arrive confirmed, failed, expired or submitted, duplicated and
-out of order; claims lapse; recipients change address mid-run. After every
-step the lines, payments, attempts, budgets and postings must agree
-(``payout_problems``), no payment is paid twice and nothing paid is ever unpaid.
+out of order; claims lapse; recipients change address mid-run; attempts
+reuse earlier sender sequences; landed transfers the ledger never recorded
+are reconciled. After every step the lines, payments, attempts, budgets and
+postings must agree (``payout_problems``), no payment is paid twice, nothing
+paid is ever unpaid, and a sender sequence is held by exactly the one attempt
+the chain may still use it for.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
@@ -20,8 +23,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.commands.money.payments import PAID_EVENT
 from ledger_engine.genesis import default_genesis
-from ledger_engine.layout import EVENTS, OUTBOX
+from ledger_engine.layout import EVENTS, OUTBOX, UNIQUE
 from tests.conftest import EnvelopeFactory
+from tests.money_allocation.oracle import records
 from tests.money_allocation.world import FINANCE, FINANCE_2, MoneyWorld, fixture_commands
 from tests.money_payouts.oracle import payout_problems
 from tests.money_payouts.world import (
@@ -130,17 +134,41 @@ class PayoutMachine(RuleBasedStateMachine):
             self.expect(self.world.claim(payment["effect_id"], actor=worker, lease_ms=lease_ms))
 
     @precondition(lambda self: self.payments)
-    @rule(payment=st.integers(0, 1000), stranger=st.integers(0, 9), reuse_sequence=st.integers(0, 9))
+    @rule(payment=st.integers(0, 1000), stranger=st.integers(0, 9), reuse_sequence=st.integers(0, 100))
     def sign(self, payment, stranger, reuse_sequence):
         payment = self.pick(payment, ("approved", "failed", "signed"), "claimed")
         if payment is None:
             return
         claimed_by = self.holder(payment, DISPATCHER) if stranger else DISPATCHER_2
         attempt_id = f"attempt-{len(self.attempts)}"
-        sequence = 0 if reuse_sequence == 0 and self.attempts else None
-        outcome = self.world.sign(payment["payment_id"], attempt_id, claimed_by=claimed_by, sequence=sequence)
+        outcome = self.world.sign(payment["payment_id"], attempt_id, claimed_by=claimed_by,
+                                  sequence=self.earlier_sequence(reuse_sequence))
         self.expect(outcome)
         if outcome.accepted:
+            self.attempts.append(attempt_id)
+
+    def earlier_sequence(self, index: int) -> int | None:
+        """A fresh sender sequence, an earlier attempt's whatever became of it, or an expired attempt's."""
+        attempts = [self.world.state(f"payment_attempt/{attempt_id}") for attempt_id in self.attempts]
+        if index % 3 == 2:
+            attempts = [attempt for attempt in attempts if attempt["outcome"] == "expired"]
+        if index % 3 == 0 or not attempts:
+            return None
+        return attempts[index // 3 % len(attempts)]["sender_sequence"]
+
+    @precondition(lambda self: self.payments)
+    @rule(payment=st.integers(0, 1000), outcome=st.sampled_from(["confirmed", "failed"]),
+          reuse_sequence=st.integers(0, 100))
+    def land(self, payment, outcome, reuse_sequence):
+        """Reconcile a transfer the chain committed that the ledger never heard of."""
+        payment = self.pick(payment, ("approved", "failed"), "pending")
+        if payment is None:
+            return
+        attempt_id = f"attempt-{len(self.attempts)}"
+        landed = self.world.land(payment["payment_id"], attempt_id, outcome,
+                                 sequence=self.earlier_sequence(reuse_sequence))
+        self.expect(landed)
+        if landed.accepted:
             self.attempts.append(attempt_id)
 
     @precondition(lambda self: self.payments)
@@ -158,7 +186,11 @@ class PayoutMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.attempts)
     @rule(attempt=st.integers(0, 100), outcome=st.sampled_from(["submitted", "confirmed", "failed", "expired"]))
     def observe(self, attempt, outcome):
-        self.expect(self.world.observe(self.attempts[attempt % len(self.attempts)], outcome))
+        """Mostly an attempt the chain has not settled yet; one time in ten any attempt at all."""
+        unsettled = [attempt_id for attempt_id in self.attempts
+                     if self.world.state(f"payment_attempt/{attempt_id}")["outcome"] in ("pending", "submitted")]
+        attempts = unsettled if attempt % 10 and unsettled else self.attempts
+        self.expect(self.world.observe(attempts[attempt % len(attempts)], outcome))
 
     @rule(milliseconds=st.integers(1, 90_000))
     def time_passes(self, milliseconds):
@@ -184,6 +216,19 @@ class PayoutMachine(RuleBasedStateMachine):
     @invariant()
     def lines_payments_budgets_and_postings_agree(self):
         assert payout_problems(self.owner) == []
+
+    @invariant()
+    def a_sender_sequence_is_held_while_the_chain_may_use_it(self):
+        """Every attempt not proven expired holds its sequence alone; an expired one holds nothing."""
+        holders = defaultdict(list)
+        for attempt in records(self.owner, "payment_attempt/"):
+            sentinel = f"sender/{attempt['sender_address']}/{attempt['sender_sequence']:020d}"
+            holders[sentinel] += [] if attempt["outcome"] == "expired" else [attempt]
+        for sentinel, attempts in sorted(holders.items()):
+            assert len(attempts) <= 1, attempts
+            owner = self.owner.get(UNIQUE, sentinel)
+            expected = [{"attempt_id": a["attempt_id"], "payment_id": a["payment_id"]} for a in attempts]
+            assert ([owner.data] if owner else []) == expected, (sentinel, owner)
 
     @invariant()
     def paid_once_and_for_good(self):

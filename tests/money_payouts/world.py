@@ -30,6 +30,7 @@ LISTENER = "listener-1"
 SENDER = payloads.address("porto-treasury")
 WORKS = {"work-1": 60_000, "work-2": 30_000, "work-3": 10_000}
 NODES = {"node-1": ("operator-x", 700), "node-2": ("operator-y", 300)}
+PAYMENT, EFFECT = "run-1.artist-a", "run-1.artist-a.effect"  # the conftest's approved run's first payment
 CLAIM_MS = 60_000
 SIGNED_TTL_MS = 120_000
 digest = payloads.digest
@@ -200,12 +201,25 @@ class PayoutWorld:
 
     def observe(self, attempt_id: str, outcome: str, *, chain_time_ms: int | None = None) -> CommandOutcome:
         attempt = self.state(attempt_key(attempt_id))
-        evidence = digest("transfer-evidence", attempt_id, outcome)
         chain_time = attempt["expires_at_ms"] if chain_time_ms is None else chain_time_ms
+        reading = self.chain_reading(attempt_id, outcome, chain_time)
         return self.submit("RecordTransferObservation", {
             "payment_id": attempt["payment_id"], "attempt_id": attempt_id, "transaction_hash": attempt["transaction_hash"],
-            "outcome": outcome, "ledger_version": 5_000, "chain_time_ms": chain_time, "evidence_digest": evidence,
-        }, actor=OBSERVER, evidence=[evidence])
+            "outcome": outcome, **reading}, actor=OBSERVER, evidence=[reading["evidence_digest"]])
+
+    def land(self, payment_id: str, attempt_id: str, outcome: str = "confirmed", *, actor: str = OBSERVER,
+             **options: Any) -> CommandOutcome:
+        """Reconciliation: a transfer the chain committed and the ledger never recorded, read after its expiry."""
+        signed = self.attempt_payload(payment_id, attempt_id, ttl_ms=-SIGNED_TTL_MS, **options)
+        del signed["claimed_by"]
+        reading = self.chain_reading(attempt_id, outcome, self.now_ms)
+        return self.submit("RecordLandedAttempt", {**signed, "outcome": outcome, **reading}, actor=actor,
+                           evidence=[signed["signed_bytes_hash"], reading["evidence_digest"]])
+
+    @staticmethod
+    def chain_reading(attempt_id: str, outcome: str, chain_time_ms: int) -> dict[str, Any]:
+        evidence = digest("transfer-evidence", attempt_id, outcome)
+        return {"ledger_version": 5_000, "chain_time_ms": chain_time_ms, "evidence_digest": evidence}
 
     def pay(self, payment_id: str, attempt_id: str) -> None:
         """The happy path of one approved payment: claim, sign, broadcast, confirm."""

@@ -46,3 +46,12 @@ def short_hash(digest) -> str:
 @register.filter
 def handle(value: str, kind: str) -> str:
     return seal(kind, value)
+
+
+@register.filter
+def age(milliseconds) -> str:
+    """A duration for people: the two largest units, e.g. ``4 min 12 s`` or ``3 h 5 min``."""
+    seconds = max(int(milliseconds), 0) // 1000
+    parts = [(seconds // 86400, "d"), (seconds // 3600 % 24, "h"), (seconds // 60 % 60, "min"), (seconds % 60, "s")]
+    shown = [f"{value} {unit}" for value, unit in parts if value]
+    return " ".join(shown[:2]) or "0 s"

@@ -1,15 +1,24 @@
-"""Dashboard: the head, the invariant status and what is waiting for someone."""
+"""Dashboard: the head, the invariant status, what is waiting for someone, backups and dispatch."""
 
 from __future__ import annotations
 
+from django.conf import settings
+
 from porto_console.console.charts import bar_chart
+from porto_console.console.roles import has_role
 from porto_console.console.screens import DASHBOARD
 from porto_console.console.services import dashboard as service
 from porto_console.console.views.common import render_screen
-from porto_console.ledger import read_at_boundary
+from porto_console.console.views.dispatch import DISPATCH_ROLES, DispatchForm
+from porto_console.effects.backups import newest_good_backup
+from porto_console.ledger import owner, read_at_boundary
 
 
 def dashboard(request):
     read = read_at_boundary(service.figures)
     charts = [bar_chart(name.capitalize(), read.data.daily[name]) for name in service.CHART_SERIES]
-    return render_screen(request, "console/dashboard.html", DASHBOARD.title, read, figures=read.data, charts=charts)
+    dispatch_state = owner().dispatch_state()
+    dispatch_form = DispatchForm.to_switch(dispatch_state) if has_role(request.user, DISPATCH_ROLES) else None
+    return render_screen(request, "console/dashboard.html", DASHBOARD.title, read, figures=read.data, charts=charts,
+                         backup=newest_good_backup(settings.BACKUP_DIR), dispatch=dispatch_state,
+                         dispatch_form=dispatch_form)

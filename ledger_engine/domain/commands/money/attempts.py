@@ -1,4 +1,4 @@
-"""Payment attempts: RecordSignedAttempt and RecordTransferObservation.
+"""Payment attempts: RecordSignedAttempt, RecordTransferObservation and RecordLandedAttempt.
 
 The pipeline, one ``payment.transfer`` effect per payment (seed 004: one
 durable session per payment, signed bytes persisted before any broadcast):
@@ -26,6 +26,19 @@ Observations may arrive in any order, any number of times:
 - an outcome contradicting a recorded final one (confirmed vs failed or
   expired, or ``submitted`` after ``expired``) is CONFLICTING_EVIDENCE;
 - ``expired`` needs a chain time at or past the attempt's expiry.
+
+On Aptos a transaction the chain committed used its sender sequence, whether
+it executed successfully (``confirmed``) or aborted (``failed``); one that
+expired was never committed, so its sequence is still unused. Observing an
+attempt ``expired`` therefore releases its sender sentinel for a later
+attempt; the transaction-hash sentinel is never released.
+
+RecordLandedAttempt is reconciliation after a restore: the chain committed a
+transaction whose attempt the restored ledger never recorded. It records the
+attempt and its chain observation together, without the live claim and the
+future expiry that only guard a broadcast still to come; the payment must
+otherwise be signable, so an obligation already paid (ALREADY_PAID) or with
+another attempt in flight (RECONCILIATION_REQUIRED) is never paid again.
 """
 
 from __future__ import annotations
@@ -50,10 +63,11 @@ TransactionHash = Annotated[str, Field(pattern=r"^0x[0-9a-f]{64}$")]
 FINAL = ("confirmed", "failed", "expired")
 
 
-class RecordSignedAttemptPayload(Payload):
+class SignedTransfer(Payload):
+    """What the signed bytes say, and where they are kept."""
+
     payment_id: Identifier
     attempt_id: Identifier
-    claimed_by: Identifier  # the worker whose live claim on the payment's effect authorises this transfer
     payout_address: ChainAddress
     amount: Amount
     sender_address: ChainAddress
@@ -64,18 +78,39 @@ class RecordSignedAttemptPayload(Payload):
     expires_at_ms: TimestampMs
 
 
-class RecordTransferObservationPayload(Payload):
-    payment_id: Identifier
-    attempt_id: Identifier
-    transaction_hash: TransactionHash
-    outcome: Literal["submitted", "confirmed", "failed", "expired"]
+class ChainReading(Payload):
+    """Where and when the chain was read, and the stored evidence of what it said."""
+
     ledger_version: Count
     chain_time_ms: TimestampMs
     evidence_digest: Digest
 
 
+class RecordSignedAttemptPayload(SignedTransfer):
+    claimed_by: Identifier  # the worker whose live claim on the payment's effect authorises this transfer
+
+
+class RecordTransferObservationPayload(ChainReading):
+    payment_id: Identifier
+    attempt_id: Identifier
+    transaction_hash: TransactionHash
+    outcome: Literal["submitted", "confirmed", "failed", "expired"]
+
+
+class RecordLandedAttemptPayload(SignedTransfer, ChainReading):
+    outcome: Literal["confirmed", "failed"]  # committed on chain: executed, or aborted
+
+
+Observed = RecordTransferObservationPayload | RecordLandedAttemptPayload
+ATTEMPT_FIELDS = frozenset(SignedTransfer.model_fields) - {"payout_address", "amount"}
+
+
 def attempt_key(attempt_id: str) -> str:
     return key("payment_attempt", attempt_id)
+
+
+def sender_sentinel(sender_address: str, sender_sequence: int) -> str:
+    return key("sender", sender_address, seq20(sender_sequence))
 
 
 def load_attempt(changes: Changes, attempt_id: str) -> dict[str, Any]:
@@ -89,29 +124,27 @@ def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> di
     _require_signable(payment)
     outbox.require_live_claim(outbox.load_effect(changes, payment["effect_id"]), p.claimed_by, ctx.now_ms)
     _require_signed_terms(changes, payment, p)
-    require(p.signed_bytes_hash in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
-            "the signed bytes' hash must be listed in the envelope's evidence_hashes")
+    _require_evidence(ctx, p.signed_bytes_hash, "the signed bytes' hash")
     require(p.expires_at_ms > ctx.now_ms, ErrorCode.EXPIRED, f"the signed transaction expired at {p.expires_at_ms}")
-    require(changes.get(STATE, attempt_key(p.attempt_id)) is None, ErrorCode.ALREADY_EXISTS,
-            f"payment attempt {p.attempt_id} already exists")
-    owner = {"attempt_id": p.attempt_id, "payment_id": p.payment_id}
-    changes.claim_unique(key("sender", p.sender_address, seq20(p.sender_sequence)), owner, ErrorCode.NONCE_REUSED,
-                         f"sender {p.sender_address} already signed sequence {p.sender_sequence}")
-    changes.claim_unique(key("transaction", p.transaction_hash), owner, ErrorCode.DUPLICATE_EVIDENCE,
-                         f"transaction {p.transaction_hash} is already recorded")
-    changes.put_state(attempt_key(p.attempt_id), {
-        **p.model_dump(mode="json", exclude={"payout_address", "amount"}),
-        "effect_id": payment["effect_id"],
-        "number": len(payment["attempt_ids"]) + 1,
-        "signed_by": ctx.actor_id,
-        "signed_at_ms": ctx.now_ms,
-        "outcome": "pending",
-        "ledger_version": None,
-        "observed_at_ms": None,
-    })
-    payments.move(changes, payment, "signed", attempt_ids=[*payment["attempt_ids"], p.attempt_id])
+    _record_attempt(ctx, payment, p, claimed_by=p.claimed_by)
     require_payouts_unblocked(changes)
     return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "transaction_hash": p.transaction_hash}
+
+
+@command("RecordLandedAttempt", payload=RecordLandedAttemptPayload, roles={"observer"})
+def record_landed_attempt(ctx: RuleContext, p: RecordLandedAttemptPayload) -> dict:
+    """An attempt the chain committed but the ledger never recorded, with that observation (see the module)."""
+    changes = ctx.changes
+    payment = payments.load_payment(changes, p.payment_id)
+    _require_signable(payment)
+    _require_signed_terms(changes, payment, p)
+    _require_evidence(ctx, p.signed_bytes_hash, "the signed bytes' hash")
+    _require_evidence(ctx, p.evidence_digest, "the observation's evidence digest")
+    attempt = _record_attempt(ctx, payment, p, claimed_by=None)
+    _observe(ctx, attempt, p)
+    require_conserved(changes)
+    return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "transaction_hash": p.transaction_hash,
+            "outcome": p.outcome}
 
 
 def _require_signable(payment: dict[str, Any]) -> None:
@@ -123,7 +156,7 @@ def _require_signable(payment: dict[str, Any]) -> None:
     require(state in ("approved", "failed"), ErrorCode.INVALID_STATE, f"payment {payment_id} is {state}")
 
 
-def _require_signed_terms(changes: Changes, payment: dict[str, Any], p: RecordSignedAttemptPayload) -> None:
+def _require_signed_terms(changes: Changes, payment: dict[str, Any], p: SignedTransfer) -> None:
     """The bytes pay exactly the frozen amount to the frozen address of a recipient that has not changed since."""
     require((p.payout_address, p.amount) == (payment["payout_address"], payments.amount(payment)),
             ErrorCode.CONFLICTING_EVIDENCE,
@@ -133,11 +166,42 @@ def _require_signed_terms(changes: Changes, payment: dict[str, Any], p: RecordSi
             f"recipient {payment['recipient_id']} changed after payment {payment['payment_id']} was frozen")
 
 
+def _require_evidence(ctx: RuleContext, digest: str, what: str) -> None:
+    require(digest in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
+            f"{what} must be listed in the envelope's evidence_hashes")
+
+
+def _record_attempt(ctx: RuleContext, payment: dict[str, Any], p: SignedTransfer,
+                    claimed_by: str | None) -> dict[str, Any]:
+    """The attempt as the payment's next, pending, holding its sender sequence and transaction hash."""
+    changes = ctx.changes
+    require(changes.get(STATE, attempt_key(p.attempt_id)) is None, ErrorCode.ALREADY_EXISTS,
+            f"payment attempt {p.attempt_id} already exists")
+    owner = {"attempt_id": p.attempt_id, "payment_id": p.payment_id}
+    changes.claim_unique(sender_sentinel(p.sender_address, p.sender_sequence), owner, ErrorCode.NONCE_REUSED,
+                         f"sender {p.sender_address} already signed sequence {p.sender_sequence}")
+    changes.claim_unique(key("transaction", p.transaction_hash), owner, ErrorCode.DUPLICATE_EVIDENCE,
+                         f"transaction {p.transaction_hash} is already recorded")
+    attempt = {
+        **p.model_dump(mode="json", include=ATTEMPT_FIELDS),
+        "claimed_by": claimed_by,
+        "effect_id": payment["effect_id"],
+        "number": len(payment["attempt_ids"]) + 1,
+        "signed_by": ctx.actor_id,
+        "signed_at_ms": ctx.now_ms,
+        "outcome": "pending",
+        "ledger_version": None,
+        "observed_at_ms": None,
+    }
+    changes.put_state(attempt_key(p.attempt_id), attempt)
+    payments.move(changes, payment, "signed", attempt_ids=[*payment["attempt_ids"], p.attempt_id])
+    return attempt
+
+
 @command("RecordTransferObservation", payload=RecordTransferObservationPayload, roles={"observer"})
 def record_transfer_observation(ctx: RuleContext, p: RecordTransferObservationPayload) -> dict:
     changes = ctx.changes
-    require(p.evidence_digest in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
-            "the observation's evidence digest must be listed in the envelope's evidence_hashes")
+    _require_evidence(ctx, p.evidence_digest, "the observation's evidence digest")
     attempt = load_attempt(changes, p.attempt_id)
     require(attempt["payment_id"] == p.payment_id, ErrorCode.INVALID_REFERENCE,
             f"attempt {p.attempt_id} belongs to payment {attempt['payment_id']}")
@@ -147,12 +211,7 @@ def record_transfer_observation(ctx: RuleContext, p: RecordTransferObservationPa
             f"attempt {p.attempt_id} can land until {attempt['expires_at_ms']}")
     if not _outcome_changes(attempt, p.outcome):
         return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "changed": False}
-    changes.put_state(attempt_key(p.attempt_id), {**attempt, "outcome": p.outcome, "ledger_version": p.ledger_version,
-                                                  "observed_at_ms": ctx.now_ms})
-    changes.event("TransferObserved", payment_id=p.payment_id, attempt_id=p.attempt_id,
-                  transaction_hash=p.transaction_hash, outcome=p.outcome, ledger_version=p.ledger_version,
-                  evidence_digest=p.evidence_digest)
-    _apply_to_payment(changes, payments.load_payment(changes, p.payment_id), attempt, p.outcome)
+    _observe(ctx, attempt, p)
     require_conserved(changes)
     return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "changed": True}
 
@@ -166,6 +225,19 @@ def _outcome_changes(attempt: dict[str, Any], outcome: str) -> bool:
     require(consistent, ErrorCode.CONFLICTING_EVIDENCE,
             f"attempt {attempt['attempt_id']} was already observed {recorded}; now {outcome}")
     return False
+
+
+def _observe(ctx: RuleContext, attempt: dict[str, Any], p: Observed) -> None:
+    """Record a new outcome of the attempt and move its payment accordingly."""
+    changes = ctx.changes
+    changes.put_state(attempt_key(p.attempt_id), {**attempt, "outcome": p.outcome, "ledger_version": p.ledger_version,
+                                                  "observed_at_ms": ctx.now_ms})
+    if p.outcome == "expired":  # never committed: the chain left its sequence unused
+        changes.release_unique(sender_sentinel(attempt["sender_address"], attempt["sender_sequence"]))
+    changes.event("TransferObserved", payment_id=p.payment_id, attempt_id=p.attempt_id,
+                  transaction_hash=p.transaction_hash, outcome=p.outcome, ledger_version=p.ledger_version,
+                  evidence_digest=p.evidence_digest)
+    _apply_to_payment(changes, payments.load_payment(changes, p.payment_id), attempt, p.outcome)
 
 
 def _apply_to_payment(changes: Changes, payment: dict[str, Any], attempt: dict[str, Any], outcome: str) -> None:

@@ -1,0 +1,54 @@
+"""Effect quarantine (ops): effects whose work kept failing, with the ledger's view of each, and a retry.
+
+A retry only releases the effect: the next sweep sends it if the ledger still
+has it pending or its claim has lapsed, and ``ClaimEffect`` decides who works it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.layout import OUTBOX
+from porto_console.console.handles import unseal
+from porto_console.console.roles import has_role
+from porto_console.console.screens import QUARANTINE, QUARANTINE_RETRY_ROLES
+from porto_console.console.views.common import render_screen
+from porto_console.effects import dispatch
+from porto_console.effects.quarantine import Quarantine
+from porto_console.ledger import read_at_boundary
+
+HANDLE = "effect"
+
+
+def quarantine() -> Quarantine:
+    return Quarantine(settings.QUARANTINE_DIR)
+
+
+def quarantine_list(request):
+    read = read_at_boundary(_entries_with_ledger_status)
+    return render_screen(request, "console/quarantine.html", QUARANTINE.title, read, entries=read.data,
+                         may_retry=has_role(request.user, QUARANTINE_RETRY_ROLES))
+
+
+@require_POST
+def retry(request, handle: str):
+    effect_id = unseal(HANDLE, handle)
+    if dispatch.retry_quarantined(quarantine(), effect_id):
+        messages.success(request, f"Effect {effect_id} released: the next sweep sends it if it is still claimable.")
+    else:
+        messages.error(request, f"Effect {effect_id} is not in quarantine (already released?).")
+    return redirect(f"admin:{QUARANTINE.url_name}")
+
+
+def _entries_with_ledger_status(ledger: LedgerOwner) -> list[dict[str, Any]]:
+    def status(effect_id: str) -> str:
+        record = ledger.get(OUTBOX, effect_id)
+        return record.data["status"] if record else "not in this ledger"
+
+    return [{**entry, "ledger_status": status(entry["effect_id"])} for entry in dispatch.quarantined(quarantine())]

@@ -1,0 +1,66 @@
+"""The effect quarantine screen: what the workers parked and why, with the ledger's status; ops retry one by one."""
+
+from __future__ import annotations
+
+import pytest
+
+from ledger_engine.layout import INDEXES, OUTBOX
+from porto_console.console.handles import seal
+from porto_console.console.roles import CONSOLE_ROLES
+from porto_console.effects.quarantine import Quarantine
+from tests.console.test_permissions import client_with_roles
+
+
+@pytest.fixture
+def parked(ledger, settings) -> tuple[Quarantine, str]:
+    """One of the demo's outbox effects, quarantined as a worker would after its retries ran out."""
+    quarantine = Quarantine(settings.QUARANTINE_DIR)
+    index_key, _ = ledger.scan(INDEXES, "effect_by_status/", limit=1)[0]
+    effect_id = index_key.rsplit("/", 1)[1]
+    quarantine.add(effect_id, ledger.get(OUTBOX, effect_id).data["kind"], "Poison: chain refused the transfer", 8)
+    return quarantine, effect_id
+
+
+def retry_url(effect_id: str) -> str:
+    return f"/ledger/quarantine/{seal('effect', effect_id)}/retry/"
+
+
+def test_the_screen_lists_each_effect_with_its_reason_and_ledger_status(client_as, ledger, parked):
+    _, effect_id = parked
+    page = client_as("ops").get("/ledger/quarantine/").content.decode()
+    assert effect_id in page and "Poison: chain refused the transfer" in page
+    assert f'<td class="ledger-status">{ledger.get(OUTBOX, effect_id).data["status"]}</td>' in page
+    assert page.count('value="Retry"') == 1
+
+
+def test_an_empty_quarantine_says_so(client_as, ledger):
+    assert "Nothing is quarantined." in client_as("ops").get("/ledger/quarantine/").content.decode()
+
+
+def test_auditors_see_the_quarantine_without_a_retry_button(client_as, parked):
+    page = client_as("auditor").get("/ledger/quarantine/").content.decode()
+    assert parked[1] in page and 'value="Retry"' not in page
+
+
+def test_ops_retry_releases_the_effect_for_the_next_sweep(client_as, parked):
+    quarantine, effect_id = parked
+    response = client_as("ops").post(retry_url(effect_id), follow=True)
+    assert not quarantine.contains(effect_id)
+    page = response.content.decode()
+    assert "released: the next sweep sends it" in page and "Nothing is quarantined." in page
+    again = client_as("ops").post(retry_url(effect_id), follow=True).content.decode()
+    assert "is not in quarantine" in again
+
+
+def test_a_forged_handle_is_not_found_and_releases_nothing(client_as, parked):
+    quarantine, effect_id = parked
+    assert client_as("ops").post(f"/ledger/quarantine/{seal('hold', effect_id)}/retry/").status_code == 404
+    assert quarantine.contains(effect_id)
+
+
+@pytest.mark.parametrize("role", [*CONSOLE_ROLES, None])
+def test_only_ops_may_retry(db, parked, role):
+    quarantine, effect_id = parked
+    response = client_with_roles([role] if role else []).post(retry_url(effect_id))
+    assert response.status_code == (302 if role == "ops" else 403)
+    assert quarantine.contains(effect_id) == (role != "ops")
