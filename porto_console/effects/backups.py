@@ -14,6 +14,7 @@ ledger); workers never import it.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,10 @@ STALE_AFTER_MS = 5 * 60 * 1000
 
 
 def take_backup(owner: LedgerOwner, root: str | os.PathLike) -> dict[str, Any]:
-    """A verified backup of the live ledger in ``root/<time>-<sequence>``; returns its manifest and path."""
-    destination = Path(root) / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{seq20(owner.head().sequence)}"
+    """A verified backup of the live ledger in a new ``root/<time>-<sequence>-<suffix>``; returns its manifest and path."""
+    Path(root).mkdir(parents=True, exist_ok=True)
+    stamp = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{seq20(owner.head().sequence)}-"
+    destination = Path(tempfile.mkdtemp(prefix=stamp, dir=root))
     manifest = backup_owner(owner, destination)
     return {"path": str(destination), **manifest}
 

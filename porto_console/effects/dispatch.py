@@ -1,7 +1,10 @@
 """Getting effects to workers: the announcement after commit, the periodic sweep, quarantine retries.
 
 Neither path decides who works an effect: ``ClaimEffect`` does. Sending the
-same effect twice costs one rejected claim, never a second effect.
+same effect twice costs one rejected claim, never a second effect. The sweep
+also schedules an observation of every in-flight payment attempt, so the
+follow-up of a submitted payment does not depend on a broker message either.
+While dispatch is disabled the sweep sends nothing.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import logging
 import time
 from typing import Any, Iterable
 
-from porto_console.effects.celery_app import QUEUE_FOR_KIND
+from porto_console.effects.celery_app import PAYMENTS, QUEUE_FOR_KIND
 from porto_console.effects.ledger_api import LedgerApi
 from porto_console.effects.quarantine import Quarantine
 
@@ -35,8 +38,24 @@ def announce(effects: Iterable[dict[str, Any]]) -> None:
         send(effect)
 
 
+def observe(attempt: dict[str, Any]) -> None:
+    """Queue one look at an in-flight attempt on chain; the next sweep sends another if it is still in flight."""
+    from porto_console.effects.tasks import follow
+
+    follow.apply_async(args=[attempt["transaction_hash"]], kwargs={"again": False}, queue=PAYMENTS)
+
+
 def sweep(api: LedgerApi, quarantine: Quarantine) -> int:
-    """Send every pending effect and every effect whose claim has lapsed, except quarantined ones."""
+    """Send every claimable effect and an observation of every in-flight attempt; returns how many."""
+    state = api.dispatch()
+    if not state["enabled"]:
+        log.info("dispatch is disabled (%s): the sweep sends nothing", state["reason"])
+        return 0
+    return _send_claimable(api, quarantine) + _observe_in_flight(api, quarantine)
+
+
+def _send_claimable(api: LedgerApi, quarantine: Quarantine) -> int:
+    """Every pending effect and every effect whose claim has lapsed, except quarantined ones."""
     now_ms = time.time_ns() // 1_000_000
     sent = 0
     for status in CLAIMABLE:
@@ -45,6 +64,15 @@ def sweep(api: LedgerApi, quarantine: Quarantine) -> int:
             if lapsed and not quarantine.contains(effect["effect_id"]):
                 send(effect)
                 sent += 1
+    return sent
+
+
+def _observe_in_flight(api: LedgerApi, quarantine: Quarantine) -> int:
+    sent = 0
+    for attempt in api.in_flight_attempts():
+        if not quarantine.contains(attempt["effect_id"]):
+            observe(attempt)
+            sent += 1
     return sent
 
 

@@ -92,14 +92,26 @@ class LedgerApi:
     def head(self) -> dict[str, Any]:
         return self._call("GET", "/head")
 
+    def dispatch(self) -> dict[str, Any]:
+        """``{"enabled", "reason"}``: workers start no effect while dispatch is disabled."""
+        return self._call("GET", "/dispatch")
+
     def effects(self, status: str, kind: str | None = None) -> Iterator[dict[str, Any]]:
         """Every effect with ``status`` (and ``kind``), page by page."""
-        params: dict[str, Any] = {"status": status, "limit": 200}
+        params: dict[str, Any] = {"status": status}
         if kind:
             params["kind"] = kind
+        return self._pages("/effects", "effects", params)
+
+    def in_flight_attempts(self) -> Iterator[dict[str, Any]]:
+        """Every payment attempt whose outcome is pending or submitted, page by page."""
+        return self._pages("/attempts", "attempts", {})
+
+    def _pages(self, path: str, items: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        params = {**params, "limit": 200}
         while True:
-            page = self._call("GET", "/effects", params=params)
-            yield from page["effects"]
+            page = self._call("GET", path, params=params)
+            yield from page[items]
             if not page["next_cursor"]:
                 return
             params["cursor"] = page["next_cursor"]

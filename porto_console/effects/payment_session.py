@@ -183,10 +183,14 @@ def recorded_attempt(worker: PaymentWorker, record: SignedPaymentRecord) -> Outc
 
 
 def _attempt_payload(record: SignedPaymentRecord, claimed_by: str) -> dict[str, Any]:
+    return {**_transfer_payload(record), "claimed_by": claimed_by}
+
+
+def _transfer_payload(record: SignedPaymentRecord) -> dict[str, Any]:
+    """What the signed bytes say, as the ledger records an attempt."""
     return {
         "payment_id": record.payment_id,
         "attempt_id": attempt_id(record),
-        "claimed_by": claimed_by,
         "payout_address": record.recipient,
         "amount": record.amount,
         "sender_address": record.sender,
@@ -236,27 +240,38 @@ def _broadcast(worker: PaymentWorker, record: SignedPaymentRecord) -> bool:
         return False
 
 
-def record_observation(worker: PaymentWorker, record: SignedPaymentRecord, seen: Observation, *,
-                       attempt_just_recorded: bool = False) -> Outcome:
+def record_observation(worker: PaymentWorker, record: SignedPaymentRecord, seen: Observation) -> Outcome:
     """Store the chain evidence with the ledger owner, then record what the chain says.
 
     Observations are idempotent in the ledger, so each chain reading is its
-    own command; one made again right after recording a missing attempt is
-    another command, not the stored rejection of the first.
+    own command.
     """
-    digest = worker.api.store_evidence(canonical_bytes(seen.evidence(worker.chain.label)))
+    reading = _chain_reading(worker, seen)
     outcome = OBSERVED_AS[seen.fate]
-    payload = {
-        "payment_id": record.payment_id,
-        "attempt_id": attempt_id(record),
-        "transaction_hash": record.transaction_hash,
-        "outcome": outcome,
-        "ledger_version": seen.ledger_version,
-        "chain_time_ms": seen.ledger.timestamp_us // 1000,
-        "evidence_digest": digest,
-    }
+    payload = {"payment_id": record.payment_id, "attempt_id": attempt_id(record),
+               "transaction_hash": record.transaction_hash, "outcome": outcome, **reading}
     return worker.command("RecordTransferObservation", payload, record.transaction_hash, outcome,
-                          str(seen.ledger.version), str(attempt_just_recorded), evidence_hashes=[digest])
+                          str(seen.ledger.version), evidence_hashes=[reading["evidence_digest"]])
+
+
+def record_landed(worker: PaymentWorker, record: SignedPaymentRecord, seen: Observation) -> Outcome:
+    """A transfer the chain committed but the ledger never recorded: the attempt with its observation, at once.
+
+    Reconcile's path after a restore: it needs no claim and no future expiry,
+    because nothing is left to broadcast.
+    """
+    worker.api.store_evidence(record.signed_bytes)
+    reading = _chain_reading(worker, seen)
+    payload = {**_transfer_payload(record), **reading, "outcome": OBSERVED_AS[seen.fate]}
+    return worker.command("RecordLandedAttempt", payload, record.transaction_hash, str(seen.ledger.version),
+                          evidence_hashes=[record.signed_bytes_sha256, reading["evidence_digest"]])
+
+
+def _chain_reading(worker: PaymentWorker, seen: Observation) -> dict[str, Any]:
+    """The chain evidence, stored with the ledger owner first, and where and when the chain was read."""
+    digest = worker.api.store_evidence(canonical_bytes(seen.evidence(worker.chain.label)))
+    return {"ledger_version": seen.ledger_version, "chain_time_ms": seen.ledger.timestamp_us // 1000,
+            "evidence_digest": digest}
 
 
 def _settle(record: SignedPaymentRecord, seen: Observation, observed: Outcome) -> str:

@@ -8,10 +8,13 @@ in the ledger as commands:
 - settled on chain (confirmed, failed, expired) or still pending: the
   observation is recorded, so the payment moves on and is never signed
   again for a transfer that landed;
-- an attempt the restored ledger never heard of: it is recorded first (claim,
-  then ``RecordSignedAttempt`` with the exact journalled bytes), then observed;
-- an unrecorded transaction that could still land and cannot be recorded:
-  a discrepancy. So is a landed transfer the ledger refuses to record.
+- a transfer the chain committed that the restored ledger never heard of,
+  before or after its expiry: ``RecordLandedAttempt`` records the exact
+  journalled attempt together with its observation (no claim: dispatch is
+  disabled, and nothing is left to broadcast);
+- an unrecorded transaction that could still land: a discrepancy, until its
+  expiry has passed and reconcile runs again. So is a landed transfer the
+  ledger refuses to record.
 
 It broadcasts nothing and signs nothing. Dispatch stays disabled; the report
 says whether it is safe for an operator to resume it.
@@ -31,7 +34,7 @@ import orjson
 from porto_console.effects.chain import Fate, observe
 from porto_console.effects.payment_journal import SignedPaymentRecord
 from porto_console.effects.payment_session import (
-    OBSERVED_AS, PaymentWorker, claim, record_attempt, record_observation, recorded_attempt,
+    OBSERVED_AS, PaymentWorker, record_landed, record_observation, recorded_attempt,
 )
 
 
@@ -62,11 +65,10 @@ def reconcile(worker: PaymentWorker) -> Report:
             continue
         outcome = record_observation(worker, record, seen)
         if outcome.code == "NOT_FOUND":
-            if seen.fate in (Fate.FAILED, Fate.EXPIRED):
-                continue  # signed, never recorded, can never pay: nothing happened
-            if not _record_missing_attempt(worker, record, report):
-                continue
-            outcome = record_observation(worker, record, seen, attempt_just_recorded=True)
+            if seen.fate != Fate.SUCCESS:
+                continue  # signed, never recorded, paid nothing: nothing happened
+            outcome = record_landed(worker, record, seen)
+            report.recorded_attempts += outcome.accepted
         if not outcome.accepted:
             _discrepancy(report, record, f"observation {OBSERVED_AS[seen.fate]} rejected: {outcome.code}")
             continue
@@ -84,21 +86,6 @@ def _unknown(worker: PaymentWorker, record: SignedPaymentRecord, report: Report)
     if attempt is None or not attempt.accepted:
         _discrepancy(report, record, f"could land until {record.expiration_secs} and the ledger has no attempt: "
                                      "reconcile again after that time")
-
-
-def _record_missing_attempt(worker: PaymentWorker, record: SignedPaymentRecord, report: Report) -> bool:
-    effect = next((e for status in ("pending", "claimed") for e in worker.api.effects(status, "payment.transfer")
-                   if e["effect_id"] == record.effect_id), None)
-    if effect is None:
-        _discrepancy(report, record, f"on chain but the ledger has no open effect {record.effect_id}")
-        return False
-    claimed = claim(worker, effect)
-    attempt = record_attempt(worker, record, claimed_by=worker.worker_id) if claimed.accepted else claimed
-    if not attempt.accepted:
-        _discrepancy(report, record, f"on chain but the attempt cannot be recorded: {attempt.code}")
-        return False
-    report.recorded_attempts += 1
-    return True
 
 
 def _discrepancy(report: Report, record: SignedPaymentRecord, problem: str) -> None:

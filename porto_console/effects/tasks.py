@@ -4,6 +4,8 @@ Retries are bounded, exponential and jittered. What still fails after them,
 and anything ``Poison``, goes to the quarantine, where an operator sees it
 and can send it back (``dispatch.retry_quarantined``). Waiting for the chain
 is not failure: ``NotYet`` hands the payment to a later ``follow`` task.
+Every effect task first asks whether dispatch is enabled and does nothing
+while it is not; the sweep sends the work again once it is.
 """
 
 from __future__ import annotations
@@ -69,8 +71,17 @@ class EffectTask(Task):
         log.error("quarantined %s after %s retries: %s", effect_id, entry["retries"], entry["reason"])
 
 
+def dispatch_disabled() -> bool:
+    state = ledger_api().dispatch()
+    if not state["enabled"]:
+        log.info("dispatch is disabled (%s): starting nothing", state["reason"])
+    return not state["enabled"]
+
+
 @app.task(bind=True, base=EffectTask, name="porto.effects.payment", queue=PAYMENTS)
 def payment(self: Task, effect: dict[str, Any]) -> str:
+    if dispatch_disabled():
+        return "dispatch disabled"
     worker = payment_worker()
     try:
         return payment_session.carry_out(worker, effect)
@@ -82,7 +93,10 @@ def payment(self: Task, effect: dict[str, Any]) -> str:
 
 
 @app.task(bind=True, base=EffectTask, name="porto.effects.follow", queue=PAYMENTS)
-def follow(self: Task, transaction_hash: str) -> str:
+def follow(self: Task, transaction_hash: str, again: bool = True) -> str:
+    """Settle one signed transaction; ``again`` queues another look when the chain has not settled it yet."""
+    if dispatch_disabled():
+        return "dispatch disabled"
     worker = payment_worker()
     record = worker.journal.by_hash(transaction_hash)
     if record is None:
@@ -90,6 +104,8 @@ def follow(self: Task, transaction_hash: str) -> str:
     try:
         return payment_session.follow(worker, record)
     except NotYet:
+        if not again:
+            return "left to the next sweep"
         follow.apply_async(args=[transaction_hash], countdown=FOLLOW_AGAIN_SECS)
         return "following"
 

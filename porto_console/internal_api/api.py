@@ -2,8 +2,10 @@
 
 Workers authenticate with their own bearer credential (``credentials``). The
 only way to change the ledger is a typed command the credential allows
-(``commands``); the reads are the head and the effects queue (``reads``), and
-evidence bytes are stored by digest before a command names them (``evidence``).
+(``commands``); the reads are the head, dispatch, the effects queue, payments and
+in-flight attempts (``reads``); evidence bytes are stored by digest before a
+command names them (``evidence``); maintenance workers ask for verified backups
+(``maintenance``).
 This module is the HTTP edge: authentication, the body cap and the error bodies.
 """
 
@@ -19,7 +21,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationErrorContext
 
 from ledger_engine.envelope import MAX_ENVELOPE_BYTES, pydantic_error_code
 from ledger_engine.errors import ErrorCode, LedgerError
-from porto_console.internal_api import commands, evidence, reads
+from porto_console.internal_api import commands, evidence, maintenance, reads
 from porto_console.internal_api.credentials import WorkerBearer
 from porto_console.internal_api.errors import ApiCode, ApiError, error_body, http_status
 
@@ -38,7 +40,8 @@ that actor's roles again.
 404 `NOT_FOUND`; 409 `COMMAND_ID_CONFLICT`; 413 `COMMAND_TOO_LARGE` (bodies over
 {MAX_BODY_BYTES} bytes, refused before they are read); 422 `UNKNOWN_FIELD`, `INVALID_PAYLOAD`,
 `INVALID_AMOUNT`, `INVALID_NUMBER`, `INVALID_KEY`, `INVALID_REFERENCE`, `UNKNOWN_COMMAND_TYPE`;
-503 `LEDGER_HALTED`. A 4xx answer to a submit means the ledger journalled nothing for it;
+503 `LEDGER_HALTED` or `DISPATCH_DISABLED` (`ClaimEffect` and `RecordSignedAttempt` after a restore,
+until an operator resumes dispatch). A 4xx answer to a submit means the ledger journalled nothing for it;
 after a 5xx, resolve the command by its ID (`GET /internal/commands/{{command_id}}`).
 
 **Business rejections are not errors.** A command the ledger admits is journalled
@@ -114,3 +117,4 @@ api.add_decorator(cap_body, mode="view")
 api.add_router("", commands.router)
 api.add_router("", reads.router)
 api.add_router("", evidence.router)
+api.add_router("", maintenance.router)

@@ -6,6 +6,10 @@ credential, admission time from this server's clock, the current ruleset),
 checks it would be admitted and stores it before the ledger sees it; a retry
 with the same request submits that stored envelope again, so the ledger
 answers with the original outcome instead of executing twice.
+
+While dispatch is disabled (after a restore, until an operator resumes it)
+the commands that start an effect, ``ClaimEffect`` and ``RecordSignedAttempt``,
+are refused before the gateway sees them.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from porto_console.ledger import gateway, owner
 
 router = Router(tags=["commands"])
 
+STARTS_AN_EFFECT = ("ClaimEffect", "RecordSignedAttempt")
+
 
 def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, Any]:
     """Submit a command request as ``credential``'s actor; returns its journalled outcome."""
@@ -33,6 +39,8 @@ def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, A
         raise ApiError(ApiCode.COMMAND_NOT_ALLOWED,
                        f"worker {credential.name} may not submit {request['command_type']}; "
                        f"it may submit {', '.join(credential.command_types) or 'no commands'}")
+    if request["command_type"] in STARTS_AN_EFFECT:
+        _require_dispatch_enabled()
     admission = gateway()
     envelope = admission.envelope(request["command_type"], request["payload"], actor_id=credential.actor_id,
                                   command_id=request["command_id"], expected=request["expected_revisions"],
@@ -42,6 +50,12 @@ def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, A
         raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
                           f"command {request['command_id']} was already used for another command")
     return outcome.as_json()
+
+
+def _require_dispatch_enabled() -> None:
+    dispatch = owner().dispatch_state()
+    if not dispatch["enabled"]:
+        raise ApiError(ErrorCode.DISPATCH_DISABLED, f"effect dispatch is disabled: {dispatch['reason']}")
 
 
 @router.post("/commands", response={200: OutcomeOut, **ERROR_RESPONSES}, summary="Submit a typed command",
@@ -54,7 +68,8 @@ server fills: `actor_id` (from the credential), `admitted_at_ms` (this server's 
 The first request for a `command_id` stores the envelope before the ledger sees it; a retry with
 the same body reuses that stored envelope and its admission time, so a command executes at most
 once however often it is sent. The same `command_id` with a different body, or one another actor
-used, is `COMMAND_ID_CONFLICT`. Accepted and rejected outcomes both answer 200.""")
+used, is `COMMAND_ID_CONFLICT`. Accepted and rejected outcomes both answer 200. While dispatch is
+disabled, `ClaimEffect` and `RecordSignedAttempt` are 503 `DISPATCH_DISABLED` and nothing is stored.""")
 def submit_command(request: HttpRequest, command: CommandRequest) -> dict[str, Any]:
     return submit(request.auth, command.model_dump(mode="json"))
 
@@ -65,7 +80,8 @@ Submits `ClaimEffect` for one effect as the worker's actor: an exclusive lease u
 `expires_at_ms` (after the admission time and at most an hour later, else `INVALID_TIME`).
 `expected_revision` is the effect's revision as listed; another worker's live claim is
 `CLAIM_HELD`, a changed effect `STALE_REVISION`. The holder claiming again renews its lease.
-Retries work as for any command: send the same body with the same `command_id`.""")
+Retries work as for any command: send the same body with the same `command_id`. While dispatch is
+disabled the claim is 503 `DISPATCH_DISABLED` and nothing is stored.""")
 def claim_effect(request: HttpRequest, claim: EffectClaimRequest,
                  effect_id: str = Path(..., pattern=IDENTIFIER_PATTERN)) -> dict[str, Any]:
     return submit(request.auth, {

@@ -1,18 +1,31 @@
-"""Reads for workers: the ledger head and the effects queue, each with the sequence it was read at."""
+"""Reads for workers: the head, dispatch, the effects queue, payments and in-flight attempts.
+
+Everything but the head and dispatch is read at one command boundary and
+reports the ledger sequence it was read at.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Query, Router
+from ninja import Path, Query, Router
 
 from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.domain.commands.money.attempts import attempt_key
+from ledger_engine.domain.commands.money.payments import payment_key
 from ledger_engine.domain.view import Record
+from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import IDENTIFIER_PATTERN, key
-from ledger_engine.layout import INDEXES, OUTBOX
-from porto_console.internal_api.schemas import EFFECT_CURSOR, ERROR_RESPONSES, EffectPage, HeadOut
+from ledger_engine.layout import INDEXES, OUTBOX, STATE
+from porto_console.internal_api.errors import ApiError
+from porto_console.internal_api.schemas import (
+    EFFECT_CURSOR, ERROR_RESPONSES, AttemptPage, DispatchOut, EffectPage, HeadOut, PaymentOut,
+)
 from porto_console.ledger import owner, read_at_boundary
+
+IN_FLIGHT_OUTCOMES = ("pending", "submitted")
+SCAN_BATCH = 500
 
 router = Router(tags=["reads"])
 
@@ -20,6 +33,16 @@ router = Router(tags=["reads"])
 @router.get("/head", response={200: HeadOut, **ERROR_RESPONSES}, summary="Read the ledger head")
 def read_head(request: HttpRequest) -> dict[str, Any]:
     return owner().head().as_json()
+
+
+@router.get("/dispatch", response={200: DispatchOut, **ERROR_RESPONSES}, summary="Read whether dispatch is enabled",
+            description="""\
+Workers read this before starting any effect and do nothing while it is disabled. After a restore it
+stays disabled until an operator resumes it; meanwhile `ClaimEffect` and `RecordSignedAttempt` are
+503 `DISPATCH_DISABLED`.""")
+def read_dispatch(request: HttpRequest) -> dict[str, Any]:
+    state = owner().dispatch_state()
+    return {"enabled": state["enabled"], "reason": state["reason"]}
 
 
 @router.get("/effects", response={200: EffectPage, **ERROR_RESPONSES}, summary="List effects by status and kind",
@@ -38,7 +61,7 @@ def list_effects(request: HttpRequest,
 
     def effects(ledger: LedgerOwner) -> tuple[list[dict[str, Any]], str | None]:
         rows = ledger.scan(INDEXES, prefix, start=start, limit=limit + 1)
-        page = [_effect(ledger.get(OUTBOX, index_key.rsplit("/", 1)[1])) for index_key, _ in rows[:limit]]
+        page = [_with_revision(ledger.get(OUTBOX, index_key.rsplit("/", 1)[1])) for index_key, _ in rows[:limit]]
         return page, rows[limit - 1][0].removeprefix(status_prefix) if len(rows) > limit else None
 
     read = read_at_boundary(effects)
@@ -46,5 +69,53 @@ def list_effects(request: HttpRequest,
     return {"sequence": read.head.sequence, "effects": page, "next_cursor": next_cursor}
 
 
-def _effect(record: Record) -> dict[str, Any]:
+@router.get("/payments/{payment_id}", response={200: PaymentOut, **ERROR_RESPONSES}, summary="Read one payment",
+            description="The payment and its signed attempts, read at one ledger sequence.")
+def read_payment(request: HttpRequest, payment_id: str = Path(..., pattern=IDENTIFIER_PATTERN)) -> dict[str, Any]:
+    def payment(ledger: LedgerOwner) -> tuple[Record | None, list[Record]]:
+        record = ledger.get(STATE, payment_key(payment_id))
+        attempt_ids = record.data["attempt_ids"] if record else []
+        return record, [ledger.get(STATE, attempt_key(attempt_id)) for attempt_id in attempt_ids]
+
+    read = read_at_boundary(payment)
+    record, attempts = read.data
+    if record is None:
+        raise ApiError(ErrorCode.NOT_FOUND, f"no payment {payment_id}")
+    return {"sequence": read.head.sequence, "payment": _with_revision(record),
+            "attempts": [_with_revision(attempt) for attempt in attempts]}
+
+
+@router.get("/attempts", response={200: AttemptPage, **ERROR_RESPONSES}, summary="List in-flight payment attempts",
+            description="""\
+Signed payment attempts whose outcome is `pending` or `submitted` (they may still land), in attempt ID
+order, read consistently at one ledger sequence. The sweep schedules an observation of each, so a lost
+follow-up only delays it. Pass `next_cursor` back as `cursor` for the next page.""")
+def list_in_flight_attempts(request: HttpRequest,
+                            cursor: str | None = Query(None, pattern=IDENTIFIER_PATTERN),
+                            limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:
+    prefix = key("payment_attempt") + "/"
+
+    def in_flight(ledger: LedgerOwner) -> tuple[list[dict[str, Any]], str | None]:
+        start = f"{attempt_key(cursor)}\x00" if cursor else None
+        found: list[dict[str, Any]] = []
+        for _, row in _rows(ledger, STATE, prefix, start):
+            if row["data"]["outcome"] in IN_FLIGHT_OUTCOMES:
+                if len(found) == limit:
+                    return found, found[-1]["attempt_id"]
+                found.append({**row["data"], "revision": row["revision"]})
+        return found, None
+
+    read = read_at_boundary(in_flight)
+    attempts, next_cursor = read.data
+    return {"sequence": read.head.sequence, "attempts": attempts, "next_cursor": next_cursor}
+
+
+def _rows(ledger: LedgerOwner, family: str, prefix: str, start: str | None):
+    """Every row under ``prefix`` from ``start``, a batch at a time."""
+    while rows := ledger.scan(family, prefix, start=start, limit=SCAN_BATCH):
+        yield from rows
+        start = rows[-1][0] + "\x00"
+
+
+def _with_revision(record: Record) -> dict[str, Any]:
     return {**record.data, "revision": record.revision}

@@ -89,3 +89,28 @@ class EffectPage(Schema):
     sequence: int = Field(description="The ledger sequence this page was read at.")
     effects: list[EffectOut]
     next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
+
+
+class DispatchOut(Schema):
+    enabled: bool = Field(description="False after a restore until an operator resumes dispatch.")
+    reason: str
+
+
+class PaymentOut(Schema):
+    sequence: int = Field(description="The ledger sequence the payment and its attempts were read at.")
+    payment: dict[str, Any] = Field(description="The payment record, with its revision.")
+    attempts: list[dict[str, Any]] = Field(description="Its signed attempts, oldest first.")
+
+
+class AttemptPage(Schema):
+    sequence: int = Field(description="The ledger sequence this page was read at.")
+    attempts: list[dict[str, Any]] = Field(description="Attempts whose outcome is pending or submitted.")
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
+
+
+class BackupOut(Schema):
+    path: str = Field(description="The verified backup's directory, outside the data directory.")
+    sequence: int = Field(description="The ledger sequence the backup holds.")
+    entry_hash: str
+    logical_state_hash: str
+    created_at_ms: int

@@ -30,12 +30,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 OPERATIONS = {"POST /internal/commands", "GET /internal/commands/{command_id}", "POST /internal/effects/{effect_id}/claim",
-              "GET /internal/effects", "GET /internal/head", "POST /internal/evidence"}
+              "GET /internal/effects", "GET /internal/head", "POST /internal/evidence", "GET /internal/dispatch",
+              "GET /internal/payments/{payment_id}", "GET /internal/attempts", "POST /internal/maintenance/backups"}
 
 
 @pytest.fixture
-def server(tmp_path, envelopes):
+def server(tmp_path, envelopes, settings):
     """A live server whose ledger has one worker actor holding every role, so requests reach the rules."""
+    settings.BACKUP_DIR = tmp_path / "backups"
     owner = open_owner(tmp_path / "ledger", genesis=default_genesis())
     assert owner.submit(envelopes.account("fuzz-1", kind="worker", roles=sorted(ROLES))).accepted
     live = LiveServer("127.0.0.1:0")

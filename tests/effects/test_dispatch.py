@@ -11,13 +11,21 @@ NOW_MS = 1_800_000_000_000
 
 
 class ListedEffects:
-    """The internal API's effect listing, as the sweep reads it."""
+    """The internal API's dispatch switch, effect listing and in-flight attempts, as the sweep reads them."""
 
-    def __init__(self, effects):
+    def __init__(self, effects, attempts=(), *, enabled=True):
         self.listed = effects
+        self.attempts = list(attempts)
+        self.enabled = enabled
+
+    def dispatch(self):
+        return {"enabled": self.enabled, "reason": "initialised" if self.enabled else "restored"}
 
     def effects(self, status, kind=None):
         return [effect for effect in self.listed if effect["status"] == status]
+
+    def in_flight_attempts(self):
+        return self.attempts
 
 
 def effect(effect_id, status="pending", claim_expires_ms=None):
@@ -25,6 +33,11 @@ def effect(effect_id, status="pending", claim_expires_ms=None):
                                                    "expires_at_ms": claim_expires_ms}
     return {"effect_id": effect_id, "kind": "payment.transfer", "status": status, "revision": 1, "claim": claim,
             "payload": {}}
+
+
+def attempt(effect_id, outcome="submitted"):
+    return {"attempt_id": f"tx-{effect_id}", "effect_id": effect_id, "outcome": outcome,
+            "transaction_hash": "0x" + "ab" * 32}
 
 
 @pytest.fixture
@@ -35,7 +48,14 @@ def sent(monkeypatch):
     return sent
 
 
-def test_sweep_sends_pending_and_lapsed_effects_but_not_live_claims_or_quarantined(sent, tmp_path):
+@pytest.fixture
+def observed(monkeypatch):
+    observed = []
+    monkeypatch.setattr(dispatch, "observe", observed.append)
+    return observed
+
+
+def test_sweep_sends_pending_and_lapsed_effects_but_not_live_claims_or_quarantined(sent, observed, tmp_path):
     quarantine = Quarantine(tmp_path / "q")
     quarantine.add("poisoned", "payment.transfer", "ValueError: bad", 8)
     listed = ListedEffects([effect("fresh"), effect("poisoned"), effect("lapsed", "claimed", NOW_MS - 1),
@@ -44,7 +64,21 @@ def test_sweep_sends_pending_and_lapsed_effects_but_not_live_claims_or_quarantin
     assert [e["effect_id"] for e in sent] == ["fresh", "lapsed"]
 
 
-def test_operator_sees_and_retries_a_quarantined_effect(sent, tmp_path):
+def test_sweep_observes_every_in_flight_attempt_except_quarantined_ones(sent, observed, tmp_path):
+    quarantine = Quarantine(tmp_path / "q")
+    quarantine.add("poisoned", "payment.transfer", "Poison: observation rejected", 8)
+    listed = ListedEffects([], [attempt("paid-late"), attempt("poisoned"), attempt("signed", "pending")])
+    assert dispatch.sweep(listed, quarantine) == 2
+    assert sent == [] and [a["effect_id"] for a in observed] == ["paid-late", "signed"]
+
+
+def test_sweep_sends_nothing_while_dispatch_is_disabled(sent, observed, tmp_path):
+    listed = ListedEffects([effect("fresh")], [attempt("paid-late")], enabled=False)
+    assert dispatch.sweep(listed, Quarantine(tmp_path / "q")) == 0
+    assert sent == observed == []
+
+
+def test_operator_sees_and_retries_a_quarantined_effect(sent, observed, tmp_path):
     quarantine = Quarantine(tmp_path / "q")
     entry = quarantine.add("poisoned", "payment.transfer", "Poison: observation rejected", 3)
     assert dispatch.quarantined(quarantine) == [entry]

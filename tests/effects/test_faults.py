@@ -16,15 +16,18 @@ import sys
 from typing import Any
 
 import pytest
+import redis
 
 from ledger_engine.layout import STATE
 from porto_console.effects.simulated_chain import Fault
 from tests.effects.conftest import USDC
-from tests.effects.stack import Stack, wait_until
+from tests.effects.stack import REDIS_URL, Stack, wait_until
 from tests.money_allocation.world import MoneyWorld, fixture_commands
 from tests.money_payouts.world import PayoutWorld
 
 pytestmark = [pytest.mark.slow, pytest.mark.fault_case]
+
+TRANSACTION_TTL_SECS = 120  # the workers' default PORTO_TRANSACTION_TTL_SECS
 
 
 @pytest.fixture
@@ -126,6 +129,27 @@ def test_same_message_redelivered_many_times(stack, chain):
     assert_paid_exactly_once(chain, stack)
 
 
+def test_a_lost_follow_up_only_delays_the_observation(stack, chain):
+    """Every payment is broadcast and reported; then the follow-up messages are lost with the broker's data.
+
+    Nothing on the broker remembers the payments (their effects are done); the
+    beat sweep finds their in-flight attempts and observes them.
+    """
+    chain.inject(Fault("confirm_late"), times=len(stack.approved))
+    for effect in effects(stack):
+        stack.send_payment(effect)
+    stack.start_worker("payments-1")
+    wait_until(lambda: all(stack.payment(p["payment_id"])["state"] == "submitted" for p in stack.approved),
+               "every payment to be broadcast and reported")
+    stack.kill_worker("payments-1")
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    assert effects(stack) == []
+    chain.release()
+    stack.start_worker("payments-1")
+    stack.start_beat("payments-1")
+    assert_paid_exactly_once(chain, stack)
+
+
 def test_late_confirmation_and_timeouts_never_sign_a_second_transfer(stack, chain):
     chain.inject(Fault("confirm_late"))
     chain.inject(Fault("timeout", hold_seconds=1))
@@ -169,6 +193,35 @@ def test_restore_from_a_backup_taken_before_the_broadcast(stack, chain, tmp_path
     report = stack.reconcile()
     assert report["safe_to_resume"], report
     assert report["observed"] == {"confirmed": len(stack.approved)}
+    resume_after_reconcile(stack, chain)
+
+
+def test_restore_from_a_backup_taken_before_the_attempts_were_recorded(stack, chain, tmp_path):
+    """The restored ledger never saw any attempt; every transfer landed and expired before reconcile."""
+    stack.stop_console()
+    backup = tmp_path / "backups" / "before-any-attempt"
+    porto_ledger("--data", str(stack.data_dir), "backup", str(backup))
+    stack.start_console()
+    stack.start_worker("payments-1")
+    stack.start_beat("payments-1")
+    wait_until(lambda: settled(stack), "every payment to be confirmed before the host is lost")
+    stack.stop_all()
+    chain.advance(TRANSACTION_TTL_SECS + 60)
+
+    stack.data_dir = tmp_path / "restored" / "ledger"
+    porto_ledger("restore", str(backup), "--data", str(stack.data_dir))
+    assert {stack.payment(p["payment_id"])["state"] for p in stack.approved} == {"approved"}
+    stack.start_console()
+    report = stack.reconcile()
+    assert report["safe_to_resume"], report
+    assert (report["observed"], report["recorded_attempts"]) == ({"confirmed": len(stack.approved)},
+                                                                 len(stack.approved))
+    resume_after_reconcile(stack, chain)
+    assert len(list(stack.journal.records())) == len(stack.approved)
+
+
+def resume_after_reconcile(stack: Stack, chain) -> None:
+    """The operator resumes dispatch on the reconciled ledger; the workers find nothing left to pay."""
     stack.stop_console()
     assert stack.resume_dispatch("reconciled against the chain and the signed-payment journal") is False
     stack.start_console()
