@@ -72,7 +72,8 @@ def payment_list(request):
         payout_queries.reconciliation_queue(ledger.store)["payments"]))
     page, reconciliation = read.data
     return render_screen(request, "console/payments.html", PAYMENTS.title, read, page=page, state=state,
-                         filter_form=PaymentFilter(request.GET or None), reconciliation=reconciliation)
+                         filter_form=PaymentFilter(request.GET or None, initial={"state": state}),
+                         reconciliation=reconciliation)
 
 
 def prepare(request):
