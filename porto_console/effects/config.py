@@ -7,8 +7,10 @@
 | ``PORTO_CHAIN_ID`` | chain id signed into every transaction | ``4`` |
 | ``PORTO_USDC_METADATA`` | the USDC fungible-asset metadata address | Aptos mainnet USDC |
 | ``PORTO_SIGNER_KEY`` / ``PORTO_SIGNER_KEY_FILE`` | the payer's Ed25519 key (hex or AIP-80) | none: signing refused |
-| ``PORTO_TRANSACTION_TTL_SECS`` | how long a signed transfer may land | ``120`` |
+| ``PORTO_COMMITTER_KEY`` / ``PORTO_COMMITTER_KEY_FILE`` | the committer's own Ed25519 key, which anchors batches | none: anchoring refused |
+| ``PORTO_TRANSACTION_TTL_SECS`` | how long a signed transaction may land | ``120`` |
 | ``PORTO_PAYMENT_JOURNAL`` | the independent signed-payment journal file | ``var/effects/signed-payments.jsonl`` |
+| ``PORTO_COMMITMENT_JOURNAL`` | the independent signed-commitment journal file | ``var/effects/signed-commitments.jsonl`` |
 | ``PORTO_INTERNAL_API_URL`` | the console's internal API | ``http://127.0.0.1:8000/internal`` |
 | ``PORTO_WORKER_ID`` / ``PORTO_WORKER_TOKEN`` / ``PORTO_WORKER_TOKEN_FILE`` | this worker's ledger actor and bearer credential | none |
 | ``PORTO_CLAIM_TTL_MS`` | how long a claim on an effect lasts | ``60000`` |
@@ -37,10 +39,12 @@ class EffectsConfig:
     chain_id: int
     usdc_metadata: str
     signer_key: str | None
+    committer_key: str | None
     transaction_ttl_secs: int
     max_gas_amount: int
     gas_unit_price: int
     payment_journal: Path
+    commitment_journal: Path
     internal_api_url: str
     worker_id: str | None
     worker_token: str | None
@@ -65,10 +69,13 @@ class EffectsConfig:
             chain_id=_integer(env, "PORTO_CHAIN_ID", 4),
             usdc_metadata=env.get("PORTO_USDC_METADATA", MAINNET_USDC_METADATA),
             signer_key=_secret(env, "PORTO_SIGNER_KEY"),
+            committer_key=_secret(env, "PORTO_COMMITTER_KEY"),
             transaction_ttl_secs=_integer(env, "PORTO_TRANSACTION_TTL_SECS", 120),
             max_gas_amount=_integer(env, "PORTO_MAX_GAS_AMOUNT", 2_000),
             gas_unit_price=_integer(env, "PORTO_GAS_UNIT_PRICE", 100),
             payment_journal=Path(env.get("PORTO_PAYMENT_JOURNAL", var_dir / "effects" / "signed-payments.jsonl")),
+            commitment_journal=Path(env.get("PORTO_COMMITMENT_JOURNAL",
+                                            var_dir / "effects" / "signed-commitments.jsonl")),
             internal_api_url=env.get("PORTO_INTERNAL_API_URL", "http://127.0.0.1:8000/internal"),
             worker_id=env.get("PORTO_WORKER_ID"),
             worker_token=_secret(env, "PORTO_WORKER_TOKEN"),

@@ -23,13 +23,14 @@ CLAIMABLE = ("pending", "claimed")
 
 
 def send(effect: dict[str, Any]) -> None:
-    """Queue one effect for the workers of its kind."""
-    from porto_console.effects.tasks import payment
+    """Queue one effect for the workers of its kind: payments to ``payments``, batch anchors to ``commitments``."""
+    from porto_console.effects.tasks import commitment, payment
 
-    if effect["kind"] != "payment.transfer":
-        log.info("no worker for %s effects yet: %s", effect["kind"], effect["effect_id"])
+    task = {"payment.transfer": payment, "batch.anchor": commitment}.get(effect["kind"])
+    if task is None:
+        log.info("no worker for %s effects: %s", effect["kind"], effect["effect_id"])
         return
-    payment.apply_async(args=[effect], queue=QUEUE_FOR_KIND[effect["kind"]])
+    task.apply_async(args=[effect], queue=QUEUE_FOR_KIND[effect["kind"]])
 
 
 def announce(effects: Iterable[dict[str, Any]]) -> None:

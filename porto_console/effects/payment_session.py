@@ -27,58 +27,26 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any
 
-from ledger_engine.canonical import canonical_bytes
-from porto_console.effects.chain import ChainClient, ChainUncertain, Fate, Observation, SubmitRefused, observe
-from porto_console.effects.config import EffectsConfig
-from porto_console.effects.ledger_api import LedgerApi, Outcome, command_id_for
+from porto_console.effects.chain import Fate, Observation
+from porto_console.effects.effect_worker import (
+    EffectWorker, NotYet, Poison, broadcast, chain_reading, claim, complete, may_still_land, watch,
+)
+from porto_console.effects.ledger_api import Outcome, command_id_for
 from porto_console.effects.payment_journal import SignedPaymentJournal, SignedPaymentRecord
-from porto_console.effects.signer import Signer
 from porto_console.effects.transactions import TransferTerms
 
 log = logging.getLogger("porto.effects.payments")
 
-SETTLED = (Fate.SUCCESS, Fate.FAILED, Fate.EXPIRED)
 OBSERVED_AS = {Fate.SUCCESS: "confirmed", Fate.FAILED: "failed", Fate.EXPIRED: "expired", Fate.PENDING: "submitted"}
-POLL_SECS = 0.05
-MAX_POLL_SECS = 1.0
 USDC = "USDC"
 
 
-class Poison(Exception):
-    """The ledger or the chain contradicts this payment's records: an operator must look."""
+class PaymentWorker(EffectWorker):
+    """A payment worker: the payer's key and the signed-payment journal."""
 
-
-class NotYet(Exception):
-    """The payment cannot move now (a transaction may still land, a lease is held); try again later.
-
-    ``transaction_hash`` names the transaction to keep following, when there is one.
-    """
-
-    def __init__(self, detail: str, transaction_hash: str | None = None) -> None:
-        super().__init__(detail, transaction_hash)
-        self.transaction_hash = transaction_hash
-
-
-@dataclass
-class PaymentWorker:
-    """The collaborators of one worker process."""
-
-    config: EffectsConfig
-    api: LedgerApi
-    chain: ChainClient
-    signer: Signer
     journal: SignedPaymentJournal
-
-    @property
-    def worker_id(self) -> str:
-        return self.config.worker_id
-
-    def command(self, command_type: str, payload: dict[str, Any], *parts: str, **extra: Any) -> Outcome:
-        command_id = command_id_for(self.worker_id, command_type, *parts)
-        return self.api.submit(command_type, payload, command_id=command_id, **extra)
 
 
 def carry_out(worker: PaymentWorker, effect: dict[str, Any]) -> str:
@@ -93,7 +61,7 @@ def carry_out(worker: PaymentWorker, effect: dict[str, Any]) -> str:
     attempt = record_attempt(worker, record, claimed_by=worker.worker_id)
     if not attempt.accepted:
         return _after_refused_attempt(attempt, record)
-    _broadcast_and_report(worker, effect["effect_id"], effect["revision"] + 1, record)
+    complete(worker, effect["effect_id"], effect["revision"] + 1, broadcast(worker, record), record)
     return follow(worker, record)
 
 
@@ -102,18 +70,8 @@ def follow(worker: PaymentWorker, record: SignedPaymentRecord) -> str:
 
     Raises ``NotYet`` when the observation window closes first.
     """
-    deadline = time.monotonic() + worker.config.observe_window_secs
-    delay = POLL_SECS
-    while True:
-        seen = observe(worker.chain, record.transaction_hash, record.expiration_secs)
-        if seen.fate in SETTLED:
-            return _settle(record, seen, record_observation(worker, record, seen))
-        if seen.fate == Fate.UNKNOWN and _is_recorded(worker, record):
-            _broadcast(worker, record)
-        if time.monotonic() >= deadline:
-            raise NotYet(f"{seen.fate} after {worker.config.observe_window_secs}s", record.transaction_hash)
-        time.sleep(delay)
-        delay = min(delay * 2, MAX_POLL_SECS)
+    seen = watch(worker, record, may_rebroadcast=lambda: _is_recorded(worker, record))
+    return _settle(record, seen, record_observation(worker, record, seen))
 
 
 def _follow_last(worker: PaymentWorker, payment_id: str, why: str) -> str:
@@ -126,26 +84,10 @@ def _follow_last(worker: PaymentWorker, payment_id: str, why: str) -> str:
     return f"{why}; {follow(worker, signed[-1])}" if signed else why
 
 
-def claim(worker: PaymentWorker, effect: dict[str, Any]) -> Outcome:
-    """A fresh lease on the effect at the revision the message names.
-
-    Each delivery asks for its own lease, so a duplicate delivery after the
-    first claim finds the revision moved on (STALE_REVISION) and stands back.
-    """
-    expires_at_ms = time.time_ns() // 1_000_000 + worker.config.claim_ttl_ms
-    return worker.command(
-        "ClaimEffect", {"effect_id": effect["effect_id"], "expires_at_ms": expires_at_ms},
-        effect["effect_id"], str(effect["revision"]), str(expires_at_ms),
-        expected_revisions=[{"cf": "outbox", "key": effect["effect_id"], "revision": effect["revision"]}])
-
-
 def _signed_transfer(worker: PaymentWorker, effect: dict[str, Any]) -> SignedPaymentRecord:
     """The payment's last signed transaction while it could still land, else a new one."""
     payload, config = effect["payload"], worker.config
     chain_now_secs = worker.chain.ledger_state().timestamp_us // 1_000_000
-
-    def could_still_land(last: SignedPaymentRecord) -> bool:
-        return observe(worker.chain, last.transaction_hash, last.expiration_secs).fate not in (Fate.FAILED, Fate.EXPIRED)
 
     def sign(sequence: int):
         return worker.signer.sign(TransferTerms(
@@ -157,7 +99,8 @@ def _signed_transfer(worker: PaymentWorker, effect: dict[str, Any]) -> SignedPay
     record, fresh = worker.journal.sign_next(
         payment_id=payload["payment_id"], effect_id=effect["effect_id"], worker_id=worker.worker_id,
         sender=worker.signer.address, chain_sequence=worker.chain.sequence_number(worker.signer.address),
-        chain_time_secs=chain_now_secs, reuse=could_still_land, sign=sign, now_ms=time.time_ns() // 1_000_000)
+        chain_time_secs=chain_now_secs, reuse=lambda last: may_still_land(worker, last), sign=sign,
+        now_ms=time.time_ns() // 1_000_000)
     if fresh:
         log.info("signed %s for payment %s at sequence %s", record.transaction_hash, record.payment_id,
                  record.sequence_number)
@@ -221,32 +164,13 @@ def _after_refused_attempt(attempt: Outcome, record: SignedPaymentRecord) -> str
     raise Poison(f"attempt {record.transaction_hash} refused: {attempt.code} {attempt.result.get('detail', '')}")
 
 
-def _broadcast_and_report(worker: PaymentWorker, effect_id: str, revision: int, record: SignedPaymentRecord) -> None:
-    outcome = "submitted" if _broadcast(worker, record) else "unknown"
-    report = worker.command(
-        "CompleteEffect", {"effect_id": effect_id, "outcome": outcome, "transaction_hash": record.transaction_hash},
-        effect_id, str(revision), expected_revisions=[{"cf": "outbox", "key": effect_id, "revision": revision}])
-    if not report.accepted:
-        log.info("report on %s not recorded (%s); the observation will settle it", effect_id, report.code)
-
-
-def _broadcast(worker: PaymentWorker, record: SignedPaymentRecord) -> bool:
-    """Send the recorded bytes; True when the chain acknowledged them."""
-    try:
-        worker.chain.submit(record.signed_bytes)
-        return True
-    except (ChainUncertain, SubmitRefused) as error:
-        log.info("broadcast of %s unacknowledged: %s", record.transaction_hash, error)
-        return False
-
-
 def record_observation(worker: PaymentWorker, record: SignedPaymentRecord, seen: Observation) -> Outcome:
     """Store the chain evidence with the ledger owner, then record what the chain says.
 
     Observations are idempotent in the ledger, so each chain reading is its
     own command.
     """
-    reading = _chain_reading(worker, seen)
+    reading = chain_reading(worker, seen)
     outcome = OBSERVED_AS[seen.fate]
     payload = {"payment_id": record.payment_id, "attempt_id": attempt_id(record),
                "transaction_hash": record.transaction_hash, "outcome": outcome, **reading}
@@ -261,17 +185,10 @@ def record_landed(worker: PaymentWorker, record: SignedPaymentRecord, seen: Obse
     because nothing is left to broadcast.
     """
     worker.api.store_evidence(record.signed_bytes)
-    reading = _chain_reading(worker, seen)
+    reading = chain_reading(worker, seen)
     payload = {**_transfer_payload(record), **reading, "outcome": OBSERVED_AS[seen.fate]}
     return worker.command("RecordLandedAttempt", payload, record.transaction_hash, str(seen.ledger.version),
                           evidence_hashes=[record.signed_bytes_sha256, reading["evidence_digest"]])
-
-
-def _chain_reading(worker: PaymentWorker, seen: Observation) -> dict[str, Any]:
-    """The chain evidence, stored with the ledger owner first, and where and when the chain was read."""
-    digest = worker.api.store_evidence(canonical_bytes(seen.evidence(worker.chain.label)))
-    return {"ledger_version": seen.ledger_version, "chain_time_ms": seen.ledger.timestamp_us // 1000,
-            "evidence_digest": digest}
 
 
 def _settle(record: SignedPaymentRecord, seen: Observation, observed: Outcome) -> str:

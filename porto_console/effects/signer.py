@@ -1,4 +1,8 @@
-"""The payer's signing key, from configuration only: the ledger never holds or sees it."""
+"""Signing keys, from configuration only: the ledger never holds or sees them.
+
+The payer (``PORTO_SIGNER_KEY``) signs transfers; the committer
+(``PORTO_COMMITTER_KEY``), a separate account, signs batch commitments.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from aptos_sdk.account_address import AccountAddress
 from aptos_sdk.ed25519 import PrivateKey
 
 from porto_console.effects.config import EffectsConfig, NotConfigured
-from porto_console.effects.transactions import SignedTransfer, TransferTerms, address_text, sign_transfer
+from porto_console.effects.transactions import SignedTransfer, Terms, address_text, sign_transfer
 
 
 class Signer:
@@ -16,14 +20,23 @@ class Signer:
 
     @classmethod
     def from_config(cls, config: EffectsConfig) -> "Signer":
-        if not config.signer_key:
-            raise NotConfigured("no signing key: set PORTO_SIGNER_KEY or PORTO_SIGNER_KEY_FILE")
-        try:
-            return cls(PrivateKey.from_str(config.signer_key, strict=False))
-        except Exception as error:
-            raise NotConfigured(f"the signing key is not an Ed25519 private key: {type(error).__name__}") from None
+        """The payer."""
+        return cls._from_secret(config.signer_key, "PORTO_SIGNER_KEY")
 
-    def sign(self, terms: TransferTerms) -> SignedTransfer:
+    @classmethod
+    def committer(cls, config: EffectsConfig) -> "Signer":
+        return cls._from_secret(config.committer_key, "PORTO_COMMITTER_KEY")
+
+    @classmethod
+    def _from_secret(cls, secret: str | None, setting: str) -> "Signer":
+        if not secret:
+            raise NotConfigured(f"no signing key: set {setting} or {setting}_FILE")
+        try:
+            return cls(PrivateKey.from_str(secret, strict=False))
+        except Exception as error:
+            raise NotConfigured(f"{setting} is not an Ed25519 private key: {type(error).__name__}") from None
+
+    def sign(self, terms: Terms) -> SignedTransfer:
         return sign_transfer(self._key, terms)
 
     def __repr__(self) -> str:

@@ -3,8 +3,9 @@
 It is no chain and holds no real money. It verifies the Ed25519 signature of
 every submitted BCS transaction, enforces each account's sequence number
 (a transaction waits in the mempool until its sequence is next and is dropped
-once its expiry passes), applies USDC-like fungible-asset transfers and
-answers lookups by hash. Failed transfers still use up their sequence number,
+once its expiry passes), applies USDC-like fungible-asset transfers, records
+commitments (``<committer>::commitments::anchor(hash, count)``, listed by
+``anchors``) and answers lookups by hash. Failed transfers still use up their sequence number,
 as on Aptos, and resubmitting a committed transaction is refused as
 ``SEQUENCE_NUMBER_TOO_OLD``: only a lookup by hash tells what happened.
 
@@ -24,7 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from porto_console.effects.refusals import Refused
-from porto_console.effects.transactions import NotATransfer, SignedTransfer, decode_transfer
+from porto_console.effects.transactions import (
+    ANCHOR_FUNCTION, COMMITMENTS_MODULE, METADATA_TYPE, TRANSFER_FUNCTION, TRANSFER_MODULE, CommitmentTerms, NotATransfer,
+    SignedTransfer, TransferTerms, decode_transfer,
+)
 
 LABEL = "SIMULATED"
 FAULT_KINDS = ("drop_response", "timeout", "reject", "confirm_late")
@@ -55,7 +59,7 @@ class Submission:
 
 @dataclass
 class Committed:
-    transfer: SignedTransfer
+    transfer: SignedTransfer  # a transfer or a commitment
     version: int
     timestamp_us: int
     success: bool
@@ -137,9 +141,17 @@ class SimulatedChain:
 
     def transfers(self) -> list[dict[str, Any]]:
         """Every committed transfer in version order, successful or not."""
+        return self._committed_in_order(commitments=False)
+
+    def anchors(self) -> list[dict[str, Any]]:
+        """Every committed commitment in version order: what was anchored, and by which transaction."""
+        return self._committed_in_order(commitments=True)
+
+    def _committed_in_order(self, *, commitments: bool) -> list[dict[str, Any]]:
         with self._lock:
             self._execute_ready()
-            return [_committed_json(c) for c in sorted(self._committed.values(), key=lambda c: c.version)]
+            return [_committed_json(c) for c in sorted(self._committed.values(), key=lambda c: c.version)
+                    if c.transfer.is_commitment == commitments]
 
     # Submission.
     def submit(self, signed_bytes: bytes) -> Submission:
@@ -194,19 +206,23 @@ class SimulatedChain:
                 self._apply(ready, account, now)
 
     def _apply(self, transfer: SignedTransfer, account: Account, now: int) -> None:
-        terms = transfer.terms
-        source = (terms.asset_metadata, terms.sender)
-        success = self._balances.get(source, 0) >= terms.amount
-        if success:
-            self._balances[source] -= terms.amount
-            target = (terms.asset_metadata, terms.recipient)
-            self._balances[target] = self._balances.get(target, 0) + terms.amount
+        success = transfer.is_commitment or self._move_funds(transfer.terms)
         account.sequence_number += 1
         self._version += 1
         self._committed[transfer.transaction_hash] = Committed(
             transfer, self._version, now, success, EXECUTED if success else INSUFFICIENT_BALANCE)
         log.info("%s chain: committed %s at version %s, success=%s", LABEL, transfer.transaction_hash,
                  self._version, success)
+
+    def _move_funds(self, terms: TransferTerms) -> bool:
+        """A transfer moves its amount if the sender holds it; False (a Move abort) otherwise."""
+        source = (terms.asset_metadata, terms.sender)
+        if self._balances.get(source, 0) < terms.amount:
+            return False
+        self._balances[source] -= terms.amount
+        target = (terms.asset_metadata, terms.recipient)
+        self._balances[target] = self._balances.get(target, 0) + terms.amount
+        return True
 
     def _pending(self, transaction_hash: str) -> SignedTransfer | None:
         for account in self._accounts.values():
@@ -223,14 +239,20 @@ def _transfer_json(transfer: SignedTransfer) -> dict[str, Any]:
         "sender": terms.sender,
         "sequence_number": str(terms.sequence_number),
         "expiration_timestamp_secs": str(terms.expiration_secs),
-        "payload": {
-            "type": "entry_function_payload",
-            "function": "0x1::primary_fungible_store::transfer",
-            "type_arguments": ["0x1::fungible_asset::Metadata"],
-            "arguments": [{"inner": terms.asset_metadata}, terms.recipient, str(terms.amount)],
-        },
+        "payload": _commitment_payload(terms) if transfer.is_commitment else _transfer_payload(terms),
         "chain": LABEL,
     }
+
+
+def _transfer_payload(terms: TransferTerms) -> dict[str, Any]:
+    return {"type": "entry_function_payload", "function": f"{TRANSFER_MODULE}::{TRANSFER_FUNCTION}",
+            "type_arguments": [METADATA_TYPE],
+            "arguments": [{"inner": terms.asset_metadata}, terms.recipient, str(terms.amount)]}
+
+
+def _commitment_payload(terms: CommitmentTerms) -> dict[str, Any]:
+    return {"type": "entry_function_payload", "function": f"{terms.sender}::{COMMITMENTS_MODULE}::{ANCHOR_FUNCTION}",
+            "type_arguments": [], "arguments": ["0x" + terms.artifact_hash, str(terms.count)]}
 
 
 def _pending_json(transfer: SignedTransfer) -> dict[str, Any]:

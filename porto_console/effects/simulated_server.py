@@ -3,7 +3,7 @@
 Aptos REST subset (under ``/v1``): ledger info, account sequence numbers,
 BCS transaction submission and lookup by hash. Control (under ``/simulated``,
 for tests and the demo only): mint, queue faults, release held transactions,
-advance the clock, list committed transfers and read balances.
+advance the clock, list committed transfers and anchored commitments, read balances.
 
 It binds 127.0.0.1 only. Every response carries ``X-Porto-Chain: SIMULATED``
 and every JSON body a ``"chain": "SIMULATED"`` field.
@@ -61,6 +61,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(200, found)
         if path == "/simulated/transfers":
             return self._json(200, {"transfers": self.chain.transfers()})
+        if path == "/simulated/anchors":
+            return self._json(200, {"anchors": self.chain.anchors()})
         if path == "/simulated/balance":
             arguments = dict(part.split("=", 1) for part in query.split("&") if "=" in part)
             amount = self.chain.balance(arguments.get("asset", ""), arguments.get("address", ""))

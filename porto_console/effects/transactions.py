@@ -1,10 +1,12 @@
-"""Aptos fungible-asset transfers: building, signing, hashing and decoding BCS transactions.
+"""The transactions workers sign: building, signing, hashing and decoding BCS entry-function calls.
 
 A payment is ``0x1::primary_fungible_store::transfer<0x1::fungible_asset::Metadata>``
 of the USDC metadata object, in integer micro-units, to the recipient's
-address. The transaction hash is Aptos's: SHA3-256 of the ``APTOS::Transaction``
+address. A commitment is ``<committer>::commitments::anchor(hash, count)``: a
+frozen batch's 32-byte artifact hash and its item count, sent to the
+``commitments`` module the committer's own account publishes. The transaction hash is Aptos's: SHA3-256 of the ``APTOS::Transaction``
 prefix hash, the ``UserTransaction`` variant byte and the signed BCS bytes, so
-the hash commits to the recipient, the amount, the sequence and the expiry.
+the hash commits to every argument, the sequence and the expiry.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ METADATA_TYPE = "0x1::fungible_asset::Metadata"
 USER_TRANSACTION_VARIANT = b"\x00"
 _TRANSACTION_PREFIX = hashlib.sha3_256(b"APTOS::Transaction").digest()
 U64_MAX = 2**64 - 1
+COMMITMENTS_MODULE = "commitments"
+ANCHOR_FUNCTION = "anchor"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +47,64 @@ class TransferTerms:
     max_gas_amount: int
     gas_unit_price: int
 
+    def entry_function(self) -> EntryFunction:
+        if type(self.amount) is not int or not 0 < self.amount <= U64_MAX:
+            raise ValueError(f"a transfer amount is a positive u64 of micro-units, not {self.amount!r}")
+        return EntryFunction.natural(
+            TRANSFER_MODULE,
+            TRANSFER_FUNCTION,
+            [TypeTag(StructTag.from_str(METADATA_TYPE))],
+            [
+                TransactionArgument(AccountAddress.from_str(self.asset_metadata), Serializer.struct),
+                TransactionArgument(AccountAddress.from_str(self.recipient), Serializer.struct),
+                TransactionArgument(self.amount, Serializer.u64),
+            ],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CommitmentTerms:
+    """Everything a signed commitment commits to: a batch's artifact hash (64 hex digits) and item count."""
+
+    sender: str
+    sequence_number: int
+    artifact_hash: str
+    count: int
+    expiration_secs: int
+    chain_id: int
+    max_gas_amount: int
+    gas_unit_price: int
+
+    def entry_function(self) -> EntryFunction:
+        if len(self.artifact_hash) != 64 or self.artifact_hash != self.artifact_hash.lower():
+            raise ValueError(f"an artifact hash is 64 lowercase hex digits, not {self.artifact_hash!r}")
+        if type(self.count) is not int or not 0 <= self.count <= U64_MAX:
+            raise ValueError(f"a commitment's count is a u64, not {self.count!r}")
+        return EntryFunction.natural(
+            f"{self.sender}::{COMMITMENTS_MODULE}",
+            ANCHOR_FUNCTION,
+            [],
+            [
+                TransactionArgument(bytes.fromhex(self.artifact_hash), Serializer.to_bytes),
+                TransactionArgument(self.count, Serializer.u64),
+            ],
+        )
+
+
+Terms = TransferTerms | CommitmentTerms
+
 
 @dataclass(frozen=True, slots=True)
 class SignedTransfer:
-    terms: TransferTerms
+    """Signed bytes and what they say: a transfer's or a commitment's terms."""
+
+    terms: Terms
     signed_bytes: bytes
     transaction_hash: str
+
+    @property
+    def is_commitment(self) -> bool:
+        return isinstance(self.terms, CommitmentTerms)
 
 
 def address_text(address: AccountAddress) -> str:
@@ -60,26 +116,15 @@ def transaction_hash(signed_bytes: bytes) -> str:
     return "0x" + hashlib.sha3_256(_TRANSACTION_PREFIX + USER_TRANSACTION_VARIANT + signed_bytes).hexdigest()
 
 
-def sign_transfer(key: PrivateKey, terms: TransferTerms) -> SignedTransfer:
-    """Build and sign the transfer; Ed25519 is deterministic, so equal terms give equal bytes."""
-    if type(terms.amount) is not int or not 0 < terms.amount <= U64_MAX:
-        raise ValueError(f"a transfer amount is a positive u64 of micro-units, not {terms.amount!r}")
+def sign_transfer(key: PrivateKey, terms: Terms) -> SignedTransfer:
+    """Build and sign the transaction; Ed25519 is deterministic, so equal terms give equal bytes."""
     sender = AccountAddress.from_key(key.public_key())
     if address_text(sender) != terms.sender:
         raise ValueError(f"the signing key belongs to {address_text(sender)}, not {terms.sender}")
     raw = RawTransaction(
         sender,
         terms.sequence_number,
-        TransactionPayload(EntryFunction.natural(
-            TRANSFER_MODULE,
-            TRANSFER_FUNCTION,
-            [TypeTag(StructTag.from_str(METADATA_TYPE))],
-            [
-                TransactionArgument(AccountAddress.from_str(terms.asset_metadata), Serializer.struct),
-                TransactionArgument(AccountAddress.from_str(terms.recipient), Serializer.struct),
-                TransactionArgument(terms.amount, Serializer.u64),
-            ],
-        )),
+        TransactionPayload(terms.entry_function()),
         terms.max_gas_amount,
         terms.gas_unit_price,
         terms.expiration_secs,
@@ -90,11 +135,11 @@ def sign_transfer(key: PrivateKey, terms: TransferTerms) -> SignedTransfer:
 
 
 class NotATransfer(ValueError):
-    """Bytes that are not a correctly signed fungible-asset transfer."""
+    """Bytes that are not a correctly signed fungible-asset transfer or commitment."""
 
 
 def decode_transfer(signed_bytes: bytes) -> SignedTransfer:
-    """Decode and verify signed bytes: the signature, the sender's key and the transfer payload."""
+    """Decode and verify signed bytes: the signature, the sender's key and a transfer or commitment payload."""
     try:
         deserializer = Deserializer(signed_bytes)
         signed = SignedTransaction.deserialize(deserializer)
@@ -111,21 +156,44 @@ def decode_transfer(signed_bytes: bytes) -> SignedTransfer:
         raise NotATransfer("only single Ed25519 senders are supported")
     if AccountAddress.from_key(signed.authenticator.authenticator.public_key) != raw.sender:
         raise NotATransfer("the signing key does not own the sender account")
+    if raw.payload.variant != TransactionPayload.SCRIPT_FUNCTION:
+        raise NotATransfer("the payload is not an entry-function call")
     call = raw.payload.value
-    if (raw.payload.variant != TransactionPayload.SCRIPT_FUNCTION
-            or str(call.module) != TRANSFER_MODULE or call.function != TRANSFER_FUNCTION
+    terms = _commitment_terms(raw, call) if call.function == ANCHOR_FUNCTION else _transfer_terms(raw, call)
+    return SignedTransfer(terms, signed_bytes, transaction_hash(signed_bytes))
+
+
+def _transfer_terms(raw: RawTransaction, call: EntryFunction) -> TransferTerms:
+    if (str(call.module) != TRANSFER_MODULE or call.function != TRANSFER_FUNCTION
             or [str(tag) for tag in call.ty_args] != [METADATA_TYPE] or len(call.args) != 3):
         raise NotATransfer("the payload is not a fungible-asset transfer")
     metadata, recipient, amount = (Deserializer(argument) for argument in call.args)
-    terms = TransferTerms(
+    return TransferTerms(
         sender=address_text(raw.sender),
         sequence_number=raw.sequence_number,
         asset_metadata=address_text(AccountAddress.deserialize(metadata)),
         recipient=address_text(AccountAddress.deserialize(recipient)),
         amount=amount.u64(),
-        expiration_secs=raw.expiration_timestamps_secs,
-        chain_id=raw.chain_id,
-        max_gas_amount=raw.max_gas_amount,
-        gas_unit_price=raw.gas_unit_price,
+        **_common_terms(raw),
     )
-    return SignedTransfer(terms, signed_bytes, transaction_hash(signed_bytes))
+
+
+def _commitment_terms(raw: RawTransaction, call: EntryFunction) -> CommitmentTerms:
+    if (str(call.module) != f"{raw.sender}::{COMMITMENTS_MODULE}" or call.ty_args or len(call.args) != 2):
+        raise NotATransfer("the payload is not a commitment to the sender's own commitments module")
+    artifact_hash, count = (Deserializer(argument) for argument in call.args)
+    hash_bytes = artifact_hash.to_bytes()
+    if len(hash_bytes) != 32:
+        raise NotATransfer(f"a commitment anchors a 32-byte artifact hash, not {len(hash_bytes)} bytes")
+    return CommitmentTerms(
+        sender=address_text(raw.sender),
+        sequence_number=raw.sequence_number,
+        artifact_hash=hash_bytes.hex(),
+        count=count.u64(),
+        **_common_terms(raw),
+    )
+
+
+def _common_terms(raw: RawTransaction) -> dict[str, int]:
+    return {"expiration_secs": raw.expiration_timestamps_secs, "chain_id": raw.chain_id,
+            "max_gas_amount": raw.max_gas_amount, "gas_unit_price": raw.gas_unit_price}

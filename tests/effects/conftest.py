@@ -14,6 +14,7 @@ from porto_console.effects.transactions import TransferTerms
 USDC = "0x" + "a1" * 32
 CHAIN_ID = 4
 PAYER_KEY = "0x" + "11" * 32
+COMMITTER_KEY = "0x" + "33" * 32
 RECIPIENT = "0x" + "cc" * 32
 
 
@@ -33,7 +34,7 @@ def pytest_terminal_summary(terminalreporter):
     if sum(FAULT_CASES.values()):
         terminalreporter.write_line(
             f"effects fault cases run: {sum(FAULT_CASES.values())} "
-            f"({FAULT_CASES['passed']} paid exactly once, {FAULT_CASES['failed']} failed)")
+            f"({FAULT_CASES['passed']} paid or anchored exactly once, {FAULT_CASES['failed']} failed)")
 
 
 @pytest.fixture

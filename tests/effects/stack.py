@@ -26,20 +26,26 @@ import redis
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.records import decode_record
+from ledger_engine.domain.commands.money.batches import batch_key
 from ledger_engine.domain.commands.money.payments import payment_key
 from ledger_engine.genesis import default_genesis
 from ledger_engine.layout import STATE
 from ledger_engine.storage.rocks import RocksStore
-from porto_console.effects.celery_app import make_app
+from porto_console.effects.celery_app import QUEUE_FOR_KIND, make_app
+from porto_console.effects.commitment_journal import SignedCommitmentJournal
+from porto_console.effects.ledger_api import LedgerApi
 from porto_console.effects.payment_journal import SignedPaymentJournal
 from tests.conftest import EnvelopeFactory
-from tests.effects.conftest import CHAIN_ID, PAYER_KEY, USDC
+from tests.effects.conftest import CHAIN_ID, COMMITTER_KEY, PAYER_KEY, USDC
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 REDIS_URL = os.environ.get("PORTO_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
 PAYMENTS_WORKER = "payments-worker-1"
 WORKER_ROLES = ("dispatcher", "observer", "signer")
+COMMITMENTS_WORKER = "commitments-worker-1"
+COMMITTER_ROLES = ("committer", "observer")  # one credential anchors and observes its own commitments
+TASK_FOR_KIND = {"payment.transfer": "porto.effects.payment", "batch.anchor": "porto.effects.commitment"}
 CLAIM_TTL_MS = 3_000
 WAIT_SECS = 90
 
@@ -72,7 +78,9 @@ class Stack:
         self.workers: dict[str, subprocess.Popen] = {}
         self.beat: subprocess.Popen | None = None
         self.tokens: dict[str, str] = {}
+        self.actors: dict[str, str] = {}
         self.journal = SignedPaymentJournal(tmp_path / "effects" / "signed-payments.jsonl")
+        self.commitments = SignedCommitmentJournal(tmp_path / "effects" / "signed-commitments.jsonl")
         self.broker = make_app(REDIS_URL)
         redis.Redis.from_url(REDIS_URL).flushdb()
 
@@ -80,13 +88,20 @@ class Stack:
     def ledger(self) -> LedgerOwner:
         return LedgerOwner.open(self.data_dir, genesis=default_genesis())
 
-    def provision_worker(self, owner: LedgerOwner, envelopes: EnvelopeFactory, actor: str = PAYMENTS_WORKER) -> None:
-        assert owner.submit(envelopes.account(actor, "worker", list(WORKER_ROLES))).accepted
+    def provision_worker(self, owner: LedgerOwner, envelopes: EnvelopeFactory, actor: str = PAYMENTS_WORKER,
+                         roles: tuple[str, ...] = WORKER_ROLES) -> None:
+        assert owner.submit(envelopes.account(actor, "worker", list(roles))).accepted
 
     def payment(self, payment_id: str) -> dict[str, Any]:
         """A payment as the ledger records it now, read from a read-only view beside its owner."""
+        return self._state(payment_key(payment_id))
+
+    def batch(self, batch_id: str) -> dict[str, Any]:
+        return self._state(batch_key(batch_id))
+
+    def _state(self, record_key: str) -> dict[str, Any]:
         with RocksStore(self.data_dir, read_only=True) as store:
-            return decode_record(store.get(STATE, payment_key(payment_id).encode())).data
+            return decode_record(store.get(STATE, record_key.encode())).data
 
     # Processes.
     def env(self, **extra: str) -> dict[str, str]:
@@ -100,11 +115,11 @@ class Stack:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    def issue_credential(self, name: str, actor: str = PAYMENTS_WORKER) -> str:
+    def issue_credential(self, name: str, actor: str = PAYMENTS_WORKER, roles: tuple[str, ...] = WORKER_ROLES) -> str:
         self.manage("migrate", "--verbosity", "0")
-        roles = [option for role in WORKER_ROLES for option in ("--role", role)]
-        issued = json.loads(self.manage("worker_credentials", "issue", name, "--actor", actor, *roles))
-        self.tokens[name] = issued["token"]
+        options = [option for role in roles for option in ("--role", role)]
+        issued = json.loads(self.manage("worker_credentials", "issue", name, "--actor", actor, *options))
+        self.tokens[name], self.actors[name] = issued["token"], actor
         return issued["token"]
 
     def start_console(self) -> None:
@@ -130,16 +145,16 @@ class Stack:
     def api_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/internal"
 
-    def worker_env(self, name: str, actor: str = PAYMENTS_WORKER) -> dict[str, str]:
+    def worker_env(self, name: str) -> dict[str, str]:
         base = {key: value for key, value in os.environ.items() if key not in ("DJANGO_SETTINGS_MODULE", "DATA_DIR")}
         return dict(
             base, PYTHONPATH=str(ROOT), PORTO_VAR_DIR=str(self.root / "worker-var"),
             CELERY_BROKER_URL=REDIS_URL, PORTO_CELERY_VISIBILITY_SECS="5", PORTO_SWEEP_SECS="1",
             PORTO_CHAIN="simulated", PORTO_CHAIN_URL=self.chain_url, PORTO_CHAIN_ID=str(CHAIN_ID),
-            PORTO_USDC_METADATA=USDC, PORTO_SIGNER_KEY=PAYER_KEY,
-            PORTO_PAYMENT_JOURNAL=str(self.journal.path),
+            PORTO_USDC_METADATA=USDC, PORTO_SIGNER_KEY=PAYER_KEY, PORTO_COMMITTER_KEY=COMMITTER_KEY,
+            PORTO_PAYMENT_JOURNAL=str(self.journal.path), PORTO_COMMITMENT_JOURNAL=str(self.commitments.path),
             PORTO_QUARANTINE_DIR=str(self.root / "effects" / "quarantine"),
-            PORTO_INTERNAL_API_URL=self.api_url, PORTO_WORKER_ID=actor, PORTO_WORKER_TOKEN=self.tokens[name],
+            PORTO_INTERNAL_API_URL=self.api_url, PORTO_WORKER_ID=self.actors[name], PORTO_WORKER_TOKEN=self.tokens[name],
             PORTO_CLAIM_TTL_MS=str(CLAIM_TTL_MS), PORTO_OBSERVE_WINDOW_SECS="3",
         )
 
@@ -185,9 +200,17 @@ class Stack:
         assert done.returncode in (0, 1), done.stderr
         return json.loads(done.stdout)
 
-    def send_payment(self, effect: dict[str, Any]) -> None:
-        """Publish one payment message straight onto the broker, as a redelivery would."""
-        self.broker.send_task("porto.effects.payment", args=[effect], queue="payments")
+    def open_effects(self, credential: str) -> list[dict[str, Any]]:
+        """Every pending or claimed effect, as the internal API lists it to ``credential``."""
+        api = LedgerApi(self.api_url, self.tokens[credential])
+        try:
+            return [effect for status in ("pending", "claimed") for effect in api.effects(status)]
+        finally:
+            api.close()
+
+    def send_effect(self, effect: dict[str, Any]) -> None:
+        """Publish one effect's message straight onto the broker, as a redelivery would."""
+        self.broker.send_task(TASK_FOR_KIND[effect["kind"]], args=[effect], queue=QUEUE_FOR_KIND[effect["kind"]])
 
     def stop_all(self) -> None:
         for name in list(self.workers):

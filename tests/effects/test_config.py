@@ -10,7 +10,7 @@ import pytest
 
 from porto_console.effects.config import EffectsConfig, NotConfigured
 from porto_console.effects.signer import Signer
-from tests.effects.conftest import PAYER_KEY
+from tests.effects.conftest import COMMITTER_KEY, PAYER_KEY
 
 
 def test_defaults_name_the_simulated_chain_and_no_key():
@@ -52,3 +52,11 @@ def test_workers_load_neither_django_nor_the_ledger_store():
         capture_output=True, text=True, check=True, env={**os.environ, "DJANGO_SETTINGS_MODULE": ""}).stdout.split()
     forbidden = ("django.conf", "django.db", "rocksdict", "ledger_engine.storage", "ledger_engine.application")
     assert [name for name in loaded if name.startswith(forbidden)] == []
+
+
+def test_the_committer_has_its_own_key_apart_from_the_payer(signer):
+    config = EffectsConfig.from_env({"PORTO_SIGNER_KEY": PAYER_KEY})
+    with pytest.raises(NotConfigured, match="PORTO_COMMITTER_KEY"):
+        Signer.committer(config)
+    committer = Signer.committer(EffectsConfig.from_env({"PORTO_COMMITTER_KEY": COMMITTER_KEY}))
+    assert committer.address != signer.address

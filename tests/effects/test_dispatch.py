@@ -90,3 +90,23 @@ def test_operator_sees_and_retries_a_quarantined_effect(sent, observed, tmp_path
 def test_quarantine_refuses_a_path_for_an_id(tmp_path):
     with pytest.raises(ValueError):
         Quarantine(tmp_path).add("../escape", "payment.transfer", "x", 0)
+
+
+def test_each_kind_goes_to_its_own_task_and_queue(monkeypatch):
+    from porto_console.effects import tasks
+
+    queued = []
+
+    class Queued:
+        def __init__(self, name):
+            self.name = name
+
+        def apply_async(self, args, queue):
+            queued.append((self.name, queue))
+
+    monkeypatch.setattr(tasks, "payment", Queued("porto.effects.payment"))
+    monkeypatch.setattr(tasks, "commitment", Queued("porto.effects.commitment"))
+    dispatch.send({**effect("pay"), "kind": "payment.transfer"})
+    dispatch.send({**effect("anchor"), "kind": "batch.anchor"})
+    dispatch.send({**effect("other"), "kind": "unknown.kind"})
+    assert queued == [("porto.effects.payment", "payments"), ("porto.effects.commitment", "commitments")]

@@ -52,16 +52,6 @@ def approve_payout_run(stack: Stack, envelopes) -> list[dict[str, Any]]:
         return [row["data"] for _, row in owner.scan(STATE, "payment/", limit=1000)]
 
 
-def effects(stack: Stack) -> list[dict[str, Any]]:
-    from porto_console.effects.ledger_api import LedgerApi
-
-    api = LedgerApi(stack.api_url, stack.tokens["payments-1"])
-    try:
-        return [effect for status in ("pending", "claimed") for effect in api.effects(status)]
-    finally:
-        api.close()
-
-
 def settled(stack: Stack) -> bool:
     return all(stack.payment(p["payment_id"])["state"] == "confirmed" for p in stack.approved)
 
@@ -121,9 +111,9 @@ def test_chain_loses_the_answer_after_accepting(stack, chain):
 
 
 def test_same_message_redelivered_many_times(stack, chain):
-    for effect in effects(stack):
+    for effect in stack.open_effects("payments-1"):
         for _ in range(10):
-            stack.send_payment(effect)
+            stack.send_effect(effect)
     stack.start_worker("payments-1", concurrency=4)
     stack.start_beat("payments-1")
     assert_paid_exactly_once(chain, stack)
@@ -136,14 +126,14 @@ def test_a_lost_follow_up_only_delays_the_observation(stack, chain):
     beat sweep finds their in-flight attempts and observes them.
     """
     chain.inject(Fault("confirm_late"), times=len(stack.approved))
-    for effect in effects(stack):
-        stack.send_payment(effect)
+    for effect in stack.open_effects("payments-1"):
+        stack.send_effect(effect)
     stack.start_worker("payments-1")
     wait_until(lambda: all(stack.payment(p["payment_id"])["state"] == "submitted" for p in stack.approved),
                "every payment to be broadcast and reported")
     stack.kill_worker("payments-1")
     redis.Redis.from_url(REDIS_URL).flushdb()
-    assert effects(stack) == []
+    assert stack.open_effects("payments-1") == []
     chain.release()
     stack.start_worker("payments-1")
     stack.start_beat("payments-1")

@@ -5,10 +5,18 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from aptos_sdk.account_address import AccountAddress
+from aptos_sdk.bcs import Serializer
+from aptos_sdk.ed25519 import PrivateKey
+from aptos_sdk.transactions import (
+    EntryFunction, RawTransaction, SignedTransaction, TransactionArgument, TransactionPayload,
+)
+
 from porto_console.effects.aptos_rest import AptosRestClient, ChainMisconfigured
 from porto_console.effects.chain import ChainUncertain, Fate, SubmitRefused, observe
-from porto_console.effects.simulated_chain import Fault
-from tests.effects.conftest import RECIPIENT, USDC, terms
+from porto_console.effects.simulated_chain import Fault, SubmissionRefused
+from porto_console.effects.transactions import CommitmentTerms
+from tests.effects.conftest import PAYER_KEY, RECIPIENT, USDC, terms
 
 
 def test_transfer_lands_once_and_moves_exact_micro_units(chain, client, funded):
@@ -140,3 +148,34 @@ def test_control_surface_over_http(chain_server, signer):
 def test_submission_must_be_bcs(chain_server):
     answer = httpx.post(chain_server.url + "/v1/transactions", json={"hash": "0x00"})
     assert answer.status_code == 415
+
+
+def commitment(signer, sequence, *, artifact_hash="ab" * 32, count=3):
+    return signer.sign(CommitmentTerms(sender=signer.address, sequence_number=sequence, artifact_hash=artifact_hash,
+                                       count=count, expiration_secs=4_000_000_000, chain_id=4, max_gas_amount=2_000,
+                                       gas_unit_price=100))
+
+
+def test_a_commitment_is_anchored_once_and_listed_apart_from_transfers(chain, client, signer):
+    signed = commitment(signer, 0)
+    assert client.submit(signed.signed_bytes) == signed.transaction_hash
+    assert client.transaction(signed.transaction_hash).success
+    with pytest.raises(SubmitRefused):
+        client.submit(signed.signed_bytes)
+    anchors = chain.anchors()
+    assert [(a["hash"], a["payload"]["arguments"]) for a in anchors] == [(signed.transaction_hash, ["0x" + "ab" * 32, "3"])]
+    assert anchors[0]["payload"]["function"] == f"{signer.address}::commitments::anchor"
+    assert chain.transfers() == []
+
+
+def test_a_commitment_must_carry_a_32_byte_hash_to_the_senders_own_module(chain, signer):
+    with pytest.raises(ValueError):
+        commitment(signer, 0, artifact_hash="ab" * 31)
+    raw = RawTransaction(AccountAddress.from_str(signer.address), 0, TransactionPayload(EntryFunction.natural(
+        "0x" + "ee" * 32 + "::commitments", "anchor", [],
+        [TransactionArgument(b"\xab" * 32, Serializer.to_bytes), TransactionArgument(3, Serializer.u64)])),
+        2_000, 100, 4_000_000_000, 4)
+    foreign = SignedTransaction(raw, raw.sign(PrivateKey.from_str(PAYER_KEY, strict=False))).bytes()
+    with pytest.raises(SubmissionRefused, match="commitments module"):
+        chain.submit(foreign)
+    assert chain.anchors() == []

@@ -1,0 +1,46 @@
+"""The signed-commitment journal: every signed batch commitment, on disk before it can be broadcast.
+
+``PORTO_COMMITMENT_JOURNAL``: the commitment session's memory of which
+commitment a batch last signed, the committer's sequence allocator, and an
+independent record of every commitment ever signed (see ``signed_journal``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from porto_console.effects.signed_journal import SignedBytes, SignedJournal
+from porto_console.effects.transactions import SignedTransfer
+
+
+@dataclass(frozen=True, slots=True)
+class SignedCommitmentRecord(SignedBytes):
+    batch_id: str
+    effect_id: str
+    worker_id: str
+    transaction_hash: str
+    sender: str
+    sequence_number: int
+    artifact_hash: str
+    count: int
+    expiration_secs: int
+    chain_id: int
+    signed_bytes_hex: str
+    recorded_at_ms: int
+
+    @classmethod
+    def of(cls, batch_id: str, effect_id: str, worker_id: str, commitment: SignedTransfer,
+           recorded_at_ms: int) -> "SignedCommitmentRecord":
+        terms = commitment.terms
+        return cls(batch_id, effect_id, worker_id, commitment.transaction_hash, terms.sender, terms.sequence_number,
+                   terms.artifact_hash, terms.count, terms.expiration_secs, terms.chain_id,
+                   commitment.signed_bytes.hex(), recorded_at_ms)
+
+    @property
+    def subject(self) -> str:
+        return self.batch_id
+
+
+class SignedCommitmentJournal(SignedJournal[SignedCommitmentRecord]):
+    domain = "porto:london:signed-commitment:v1\n"
+    record_type = SignedCommitmentRecord

@@ -1,0 +1,130 @@
+"""What every effect session shares: a worker's collaborators, its lease, broadcasting and watching the chain.
+
+A session (``payment_session``, ``commitment_session``) claims its effect,
+signs or reuses one journalled transaction, broadcasts it and watches it by
+hash until the chain settles its fate. Every command carries an ID derived
+from the worker, the step and its subject, so a repeated step is the same
+command and the ledger runs it once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ledger_engine.canonical import canonical_bytes
+from porto_console.effects.chain import ChainClient, ChainUncertain, Fate, Observation, SubmitRefused, observe
+from porto_console.effects.config import EffectsConfig
+from porto_console.effects.ledger_api import LedgerApi, Outcome, command_id_for
+from porto_console.effects.signed_journal import SignedJournal, SignedRecord
+from porto_console.effects.signer import Signer
+
+log = logging.getLogger("porto.effects")
+
+SETTLED = (Fate.SUCCESS, Fate.FAILED, Fate.EXPIRED)
+POLL_SECS = 0.05
+MAX_POLL_SECS = 1.0
+
+
+class Poison(Exception):
+    """The ledger or the chain contradicts this effect's records: an operator must look."""
+
+
+class NotYet(Exception):
+    """The effect cannot move now (a transaction may still land, a lease is held); try again later.
+
+    ``transaction_hash`` names the transaction to keep following, when there is one.
+    """
+
+    def __init__(self, detail: str, transaction_hash: str | None = None) -> None:
+        super().__init__(detail, transaction_hash)
+        self.transaction_hash = transaction_hash
+
+
+@dataclass
+class EffectWorker:
+    """The collaborators of one worker process: its ledger credential, the chain, its key and its journal."""
+
+    config: EffectsConfig
+    api: LedgerApi
+    chain: ChainClient
+    signer: Signer
+    journal: SignedJournal
+
+    @property
+    def worker_id(self) -> str:
+        return self.config.worker_id
+
+    def command(self, command_type: str, payload: dict[str, Any], *parts: str, **extra: Any) -> Outcome:
+        command_id = command_id_for(self.worker_id, command_type, *parts)
+        return self.api.submit(command_type, payload, command_id=command_id, **extra)
+
+
+def claim(worker: EffectWorker, effect: dict[str, Any]) -> Outcome:
+    """A fresh lease on the effect at the revision the message names.
+
+    Each delivery asks for its own lease, so a duplicate delivery after the
+    first claim finds the revision moved on (STALE_REVISION) and stands back.
+    """
+    expires_at_ms = time.time_ns() // 1_000_000 + worker.config.claim_ttl_ms
+    return worker.command(
+        "ClaimEffect", {"effect_id": effect["effect_id"], "expires_at_ms": expires_at_ms},
+        effect["effect_id"], str(effect["revision"]), str(expires_at_ms),
+        expected_revisions=[{"cf": "outbox", "key": effect["effect_id"], "revision": effect["revision"]}])
+
+
+def complete(worker: EffectWorker, effect_id: str, revision: int, sent: bool, record: SignedRecord,
+             **extra: Any) -> None:
+    """``CompleteEffect`` ``submitted`` (the chain acknowledged the bytes) or ``unknown``, naming the transaction."""
+    outcome = "submitted" if sent else "unknown"
+    report = worker.command(
+        "CompleteEffect", {"effect_id": effect_id, "outcome": outcome, "transaction_hash": record.transaction_hash},
+        effect_id, str(revision), expected_revisions=[{"cf": "outbox", "key": effect_id, "revision": revision}],
+        **extra)
+    if not report.accepted:
+        log.info("report on %s not recorded (%s); the observation will settle it", effect_id, report.code)
+
+
+def broadcast(worker: EffectWorker, record: SignedRecord) -> bool:
+    """Send the journalled bytes; True when the chain acknowledged them."""
+    try:
+        worker.chain.submit(record.signed_bytes)
+        return True
+    except (ChainUncertain, SubmitRefused) as error:
+        log.info("broadcast of %s unacknowledged: %s", record.transaction_hash, error)
+        return False
+
+
+def may_still_land(worker: EffectWorker, record: SignedRecord) -> bool:
+    """Whether the chain leaves this transaction a chance: neither failed nor expired."""
+    return observe(worker.chain, record.transaction_hash, record.expiration_secs).fate not in (Fate.FAILED, Fate.EXPIRED)
+
+
+def watch(worker: EffectWorker, record: SignedRecord, *, may_rebroadcast: Callable[[], bool]) -> Observation:
+    """Watch one signed transaction until the chain settles its fate; returns that observation.
+
+    Bytes the chain does not know are broadcast again when ``may_rebroadcast``
+    allows it: the same bytes land at most once. Raises ``NotYet`` when the
+    observation window (``PORTO_OBSERVE_WINDOW_SECS``) closes first.
+    """
+    deadline = time.monotonic() + worker.config.observe_window_secs
+    delay = POLL_SECS
+    while True:
+        seen = observe(worker.chain, record.transaction_hash, record.expiration_secs)
+        if seen.fate in SETTLED:
+            return seen
+        if seen.fate == Fate.UNKNOWN and may_rebroadcast():
+            broadcast(worker, record)
+        if time.monotonic() >= deadline:
+            raise NotYet(f"{seen.fate} after {worker.config.observe_window_secs}s", record.transaction_hash)
+        time.sleep(delay)
+        delay = min(delay * 2, MAX_POLL_SECS)
+
+
+def chain_reading(worker: EffectWorker, seen: Observation) -> dict[str, Any]:
+    """The chain evidence, stored with the ledger owner first, and where and when the chain was read."""
+    digest = worker.api.store_evidence(canonical_bytes(seen.evidence(worker.chain.label)))
+    return {"ledger_version": seen.ledger_version, "chain_time_ms": seen.ledger.timestamp_us // 1000,
+            "evidence_digest": digest}

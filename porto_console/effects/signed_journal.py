@@ -1,0 +1,164 @@
+"""A signed-transaction journal: every transaction a worker signs, on disk before it can be broadcast.
+
+It lives outside the ledger (its own file, normally on other storage) so
+that after a ledger restore the chain can still be compared with everything
+that was ever signed, including what was signed after the backup was taken.
+Records are appended under an exclusive file lock, one canonical JSON line
+each, fsynced before ``sign_next`` or ``append`` returns, and hash-chained so
+that a truncated or edited journal is detected when it is read.
+
+Each record names its ``subject`` (the payment or the batch it carries out)
+and its sender's sequence number; ``sign_next`` is the session's memory of a
+subject's last transaction and the sequence allocator shared by worker
+processes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable, ClassVar, Generic, Iterator, Protocol, TypeVar
+
+import orjson
+
+from ledger_engine.canonical import canonical_bytes, domain_hash
+
+GENESIS = "0" * 64
+
+
+class JournalCorrupt(Exception):
+    """The journal's chain is broken at the named line."""
+
+
+class SignedRecord(Protocol):
+    transaction_hash: str
+    sender: str
+    sequence_number: int
+    expiration_secs: int
+    signed_bytes: bytes
+
+    @property
+    def subject(self) -> str: ...
+
+
+R = TypeVar("R", bound=SignedRecord)
+
+
+class SignedBytes:
+    """A record's signed bytes, kept as ``signed_bytes_hex``, and their SHA-256 (the evidence hash)."""
+
+    __slots__ = ()
+    signed_bytes_hex: str
+
+    @property
+    def signed_bytes(self) -> bytes:
+        return bytes.fromhex(self.signed_bytes_hex)
+
+    @property
+    def signed_bytes_sha256(self) -> str:
+        return hashlib.sha256(self.signed_bytes).hexdigest()
+
+
+class SignedJournal(Generic[R]):
+    """One journal file of ``record_type`` lines; an instance remembers how far it has read."""
+
+    domain: ClassVar[str]
+    record_type: ClassVar[type]
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._offset = 0
+        self._last_hash = GENESIS
+        self._expiries: dict[str, dict[int, int]] = {}  # sender -> sequence -> latest expiry (seconds)
+        self._last_by_subject: dict[str, R] = {}
+
+    def sign_next_for(self, subject: str, *, sender: str, chain_sequence: int, chain_time_secs: int,
+                      reuse: Callable[[R], bool], sign: Callable[[int], R]) -> tuple[R, bool]:
+        """The subject's last signed record if ``reuse`` accepts it, else a new one; True when new.
+
+        All under the journal's lock, so concurrent deliveries of one subject
+        agree on one transaction. A new one takes the lowest sequence from the
+        chain's next one up at which no journalled transaction can still land
+        (none, or all expired by chain time), so workers in any number of
+        processes never sign two live transactions at one sequence.
+        """
+        with self._locked() as fd:
+            last = self._last_by_subject.get(subject)
+            if last is not None and reuse(last):
+                return last, False
+            taken = self._expiries.get(sender, {})
+            sequence = chain_sequence
+            while taken.get(sequence, 0) > chain_time_secs:
+                sequence += 1
+            record = sign(sequence)
+            self._write(fd, record)
+            return record, True
+
+    def append(self, record: R) -> None:
+        """Append one record durably; returns only after the line is fsynced."""
+        with self._locked() as fd:
+            self._write(fd, record)
+
+    def records(self) -> Iterator[R]:
+        """Every record in order, each checked against the chain."""
+        if not self.path.exists():
+            return
+        previous = GENESIS
+        with open(self.path, "rb") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+            for number, line in enumerate(handle, start=1):
+                record, previous = self._verified(line, previous, f"{self.path}:{number}")
+                yield record
+
+    def for_subject(self, subject: str) -> list[R]:
+        return [record for record in self.records() if record.subject == subject]
+
+    def by_hash(self, transaction_hash: str) -> R | None:
+        return next((record for record in self.records() if record.transaction_hash == transaction_hash), None)
+
+    @contextmanager
+    def _locked(self) -> Iterator[int]:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._catch_up(fd)
+            yield fd
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _catch_up(self, fd: int) -> None:
+        """Read what other processes appended since this instance last looked."""
+        size = os.fstat(fd).st_size
+        if size < self._offset:
+            raise JournalCorrupt(f"{self.path}: the journal shrank")
+        for line in os.pread(fd, size - self._offset, self._offset).splitlines(keepends=True):
+            record, self._last_hash = self._verified(line, self._last_hash, f"{self.path}@{self._offset}")
+            self._remember(record)
+            self._offset += len(line)
+
+    def _write(self, fd: int, record: R) -> None:
+        body = {**asdict(record), "previous_hash": self._last_hash}
+        record_hash = domain_hash(self.domain, body)
+        line = canonical_bytes({**body, "record_hash": record_hash}) + b"\n"
+        os.write(fd, line)
+        os.fsync(fd)
+        self._offset += len(line)
+        self._last_hash = record_hash
+        self._remember(record)
+
+    def _remember(self, record: R) -> None:
+        self._last_by_subject[record.subject] = record
+        expiries = self._expiries.setdefault(record.sender, {})
+        expiries[record.sequence_number] = max(expiries.get(record.sequence_number, 0), record.expiration_secs)
+
+    def _verified(self, line: bytes, previous: str, where: str) -> tuple[R, str]:
+        body = orjson.loads(line)
+        stated = body.pop("record_hash")
+        if body.pop("previous_hash") != previous or domain_hash(self.domain, {**body, "previous_hash": previous}) != stated:
+            raise JournalCorrupt(f"{where}: the hash chain is broken")
+        return self.record_type(**body), stated
