@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from porto_console.effects.celery_app import PAYMENTS, QUEUE_FOR_KIND
+from porto_console.effects.celery_app import COMMITMENTS, PAYMENTS, QUEUE_FOR_KIND
 from porto_console.effects.ledger_api import LedgerApi
 from porto_console.effects.quarantine import Quarantine
 
@@ -46,8 +46,15 @@ def observe(attempt: dict[str, Any]) -> None:
     follow.apply_async(args=[attempt["transaction_hash"]], kwargs={"again": False}, queue=PAYMENTS)
 
 
+def observe_batch(batch: dict[str, Any]) -> None:
+    """Queue one look at an in-flight anchor on chain; the next sweep sends another if it is still in flight."""
+    from porto_console.effects.tasks import follow_commitment
+
+    follow_commitment.apply_async(args=[batch["transaction_hash"]], kwargs={"again": False}, queue=COMMITMENTS)
+
+
 def sweep(api: LedgerApi, quarantine: Quarantine) -> int:
-    """Send every claimable effect and an observation of every in-flight attempt; returns how many."""
+    """Send every claimable effect and an observation of every in-flight attempt and anchor; returns how many."""
     state = api.dispatch()
     if not state["enabled"]:
         log.info("dispatch is disabled (%s): the sweep sends nothing", state["reason"])
@@ -69,10 +76,17 @@ def _send_claimable(api: LedgerApi, quarantine: Quarantine) -> int:
 
 
 def _observe_in_flight(api: LedgerApi, quarantine: Quarantine) -> int:
+    return (_observe_each(api.in_flight_attempts(), "effect_id", observe, quarantine)
+            + _observe_each(api.in_flight_batches(), "anchor_effect_id", observe_batch, quarantine))
+
+
+def _observe_each(items: Iterable[dict[str, Any]], effect_field: str, look: Callable[[dict[str, Any]], None],
+                  quarantine: Quarantine) -> int:
+    """Queue ``look`` for every item whose effect is not quarantined; returns how many."""
     sent = 0
-    for attempt in api.in_flight_attempts():
-        if not quarantine.contains(attempt["effect_id"]):
-            observe(attempt)
+    for item in items:
+        if not quarantine.contains(item[effect_field]):
+            look(item)
             sent += 1
     return sent
 

@@ -107,6 +107,10 @@ class LedgerApi:
         """Every payment attempt whose outcome is pending or submitted, page by page."""
         return self._pages("/attempts", "attempts", {})
 
+    def in_flight_batches(self) -> Iterator[dict[str, Any]]:
+        """Every artifact batch whose anchor is submitted or uncertain, page by page."""
+        return self._pages("/batches", "batches", {})
+
     def _pages(self, path: str, items: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
         params = {**params, "limit": 200}
         while True:

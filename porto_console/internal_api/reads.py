@@ -1,4 +1,4 @@
-"""Reads for workers: the head, dispatch, the effects queue, payments and in-flight attempts.
+"""Reads for workers: the head, dispatch, the effects queue, payments, in-flight attempts and batches.
 
 Everything but the head and dispatch is read at one command boundary and
 reports the ledger sequence it was read at.
@@ -6,7 +6,7 @@ reports the ledger sequence it was read at.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from django.http import HttpRequest
 from ninja import Path, Query, Router
@@ -20,11 +20,12 @@ from ledger_engine.keys import IDENTIFIER_PATTERN, key
 from ledger_engine.layout import INDEXES, OUTBOX, STATE
 from porto_console.internal_api.errors import ApiError
 from porto_console.internal_api.schemas import (
-    EFFECT_CURSOR, ERROR_RESPONSES, AttemptPage, DispatchOut, EffectPage, HeadOut, PaymentOut,
+    EFFECT_CURSOR, ERROR_RESPONSES, AttemptPage, BatchPage, DispatchOut, EffectPage, HeadOut, PaymentOut,
 )
 from porto_console.ledger import owner, read_at_boundary
 
 IN_FLIGHT_OUTCOMES = ("pending", "submitted")
+IN_FLIGHT_BATCH_STATES = ("submitted", "uncertain")
 SCAN_BATCH = 500
 
 router = Router(tags=["reads"])
@@ -93,21 +94,39 @@ follow-up only delays it. Pass `next_cursor` back as `cursor` for the next page.
 def list_in_flight_attempts(request: HttpRequest,
                             cursor: str | None = Query(None, pattern=IDENTIFIER_PATTERN),
                             limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:
-    prefix = key("payment_attempt") + "/"
-
-    def in_flight(ledger: LedgerOwner) -> tuple[list[dict[str, Any]], str | None]:
-        start = f"{attempt_key(cursor)}\x00" if cursor else None
-        found: list[dict[str, Any]] = []
-        for _, row in _rows(ledger, STATE, prefix, start):
-            if row["data"]["outcome"] in IN_FLIGHT_OUTCOMES:
-                if len(found) == limit:
-                    return found, found[-1]["attempt_id"]
-                found.append({**row["data"], "revision": row["revision"]})
-        return found, None
-
-    read = read_at_boundary(in_flight)
+    read = read_at_boundary(lambda ledger: _page(
+        ledger, "payment_attempt", "attempt_id", cursor, limit,
+        lambda attempt: attempt["outcome"] in IN_FLIGHT_OUTCOMES))
     attempts, next_cursor = read.data
     return {"sequence": read.head.sequence, "attempts": attempts, "next_cursor": next_cursor}
+
+
+@router.get("/batches", response={200: BatchPage, **ERROR_RESPONSES}, summary="List in-flight artifact batches",
+            description="""\
+Artifact batches whose anchor was broadcast but not yet observed (state `submitted` or `uncertain`),
+with the anchor's transaction hash, in batch ID order, read consistently at one ledger sequence. The
+sweep schedules a look at each, so a lost commitment follow-up only delays its observation.""")
+def list_in_flight_batches(request: HttpRequest,
+                           cursor: str | None = Query(None, pattern=IDENTIFIER_PATTERN),
+                           limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:
+    read = read_at_boundary(lambda ledger: _page(
+        ledger, "batch", "batch_id", cursor, limit,
+        lambda batch: batch["state"] in IN_FLIGHT_BATCH_STATES and batch["transaction_hash"] is not None))
+    batches, next_cursor = read.data
+    return {"sequence": read.head.sequence, "batches": batches, "next_cursor": next_cursor}
+
+
+def _page(ledger: LedgerOwner, record: str, id_field: str, cursor: str | None, limit: int,
+          wanted: Callable[[dict[str, Any]], bool]) -> tuple[list[dict[str, Any]], str | None]:
+    """Up to ``limit`` records of one kind that ``wanted`` keeps, after ``cursor``, and the next cursor."""
+    start = f"{key(record, cursor)}\x00" if cursor else None
+    found: list[dict[str, Any]] = []
+    for _, row in _rows(ledger, STATE, key(record) + "/", start):
+        if wanted(row["data"]):
+            if len(found) == limit:
+                return found, found[-1][id_field]
+            found.append({**row["data"], "revision": row["revision"]})
+    return found, None
 
 
 def _rows(ledger: LedgerOwner, family: str, prefix: str, start: str | None):

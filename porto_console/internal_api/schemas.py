@@ -108,6 +108,12 @@ class AttemptPage(Schema):
     next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
 
 
+class BatchPage(Schema):
+    sequence: int = Field(description="The ledger sequence this page was read at.")
+    batches: list[dict[str, Any]] = Field(description="Batches whose anchor is submitted or uncertain.")
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
+
+
 class BackupOut(Schema):
     path: str = Field(description="The verified backup's directory, outside the data directory.")
     sequence: int = Field(description="The ledger sequence the backup holds.")

@@ -443,7 +443,8 @@ def test_openapi_schema_is_published_with_the_error_policy(ledger):
     schema = Client().get("/internal/openapi.json").json()
     assert {"/internal/commands", "/internal/commands/{command_id}", "/internal/head", "/internal/effects",
             "/internal/effects/{effect_id}/claim", "/internal/evidence", "/internal/dispatch",
-            "/internal/payments/{payment_id}", "/internal/attempts", "/internal/maintenance/backups"} == set(schema["paths"])
+            "/internal/payments/{payment_id}", "/internal/attempts", "/internal/batches",
+            "/internal/maintenance/backups"} == set(schema["paths"])
     submit = schema["paths"]["/internal/commands"]["post"]
     assert {"200", "400", "401", "403", "409", "413", "422", "503"} <= set(submit["responses"])
     assert "Accepted and rejected outcomes both answer 200" in submit["description"]

@@ -138,6 +138,26 @@ def test_in_flight_attempts_are_listed_in_pages_and_settled_ones_are_not(payouts
         (attempt_ids[2], "pending", True)]
 
 
+def test_in_flight_batches_are_those_whose_anchor_was_broadcast_and_not_yet_observed(payouts):
+    from tests.money_payouts.world import COMMITTER, transaction_hash
+
+    for batch_id in ("batch-a", "batch-b", "batch-c"):
+        anchor = payouts.batch(batch_id, "allocation")
+        assert payouts.claim(anchor, actor=COMMITTER).accepted
+        outcome = "unknown" if batch_id == "batch-b" else "submitted"
+        assert payouts.complete(anchor, outcome, transaction_hash("commitment", batch_id), actor=COMMITTER).accepted
+    assert payouts.observe_commitment("batch-c", transaction_hash("commitment", "batch-c"), "confirmed").accepted
+    observer = worker("api-observer")
+
+    first = observer.get("/internal/batches", limit=1).json()
+    assert first["sequence"] == payouts.owner.head().sequence
+    second = observer.get("/internal/batches", limit=1, cursor=first["next_cursor"]).json()
+    listed = first["batches"] + second["batches"]
+    assert [(b["batch_id"], b["state"]) for b in listed] == [("batch-a", "submitted"), ("batch-b", "uncertain")]
+    assert listed[0]["transaction_hash"] == transaction_hash("commitment", "batch-a")
+    assert second["next_cursor"] is None
+
+
 @pytest.mark.parametrize("query", [{"limit": 0}, {"limit": 201}, {"cursor": "a/b"}])
 def test_bad_attempt_queries_are_400(payouts, query):
     assert_error(worker("api-observer").get("/internal/attempts", **query), 400, "INVALID_REQUEST")

@@ -31,7 +31,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 OPERATIONS = {"POST /internal/commands", "GET /internal/commands/{command_id}", "POST /internal/effects/{effect_id}/claim",
               "GET /internal/effects", "GET /internal/head", "POST /internal/evidence", "GET /internal/dispatch",
-              "GET /internal/payments/{payment_id}", "GET /internal/attempts", "POST /internal/maintenance/backups"}
+              "GET /internal/payments/{payment_id}", "GET /internal/attempts", "GET /internal/batches",
+              "POST /internal/maintenance/backups"}
 
 
 @pytest.fixture

@@ -106,7 +106,10 @@ class Stack:
     # Processes.
     def env(self, **extra: str) -> dict[str, str]:
         """The console's environment; workers get ``worker_env``, which names no Django settings or ledger."""
-        return {**os.environ, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "porto_console.settings",
+        # Without DATABASE_URL the console keeps Django's database in its own var directory, so
+        # credentials issued for one stack never outlive it in a shared server database.
+        inherited = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
+        return {**inherited, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "porto_console.settings",
                 "PORTO_VAR_DIR": str(self.var_dir), "DATA_DIR": str(self.data_dir), **extra}
 
     def manage(self, *arguments: str) -> str:

@@ -13,9 +13,10 @@ NOW_MS = 1_800_000_000_000
 class ListedEffects:
     """The internal API's dispatch switch, effect listing and in-flight attempts, as the sweep reads them."""
 
-    def __init__(self, effects, attempts=(), *, enabled=True):
+    def __init__(self, effects, attempts=(), *, enabled=True, batches=()):
         self.listed = effects
         self.attempts = list(attempts)
+        self.batches = list(batches)
         self.enabled = enabled
 
     def dispatch(self):
@@ -26,6 +27,9 @@ class ListedEffects:
 
     def in_flight_attempts(self):
         return self.attempts
+
+    def in_flight_batches(self):
+        return self.batches
 
 
 def effect(effect_id, status="pending", claim_expires_ms=None):
@@ -48,10 +52,16 @@ def sent(monkeypatch):
     return sent
 
 
+def batch(effect_id, state="submitted"):
+    return {"batch_id": f"batch-{effect_id}", "anchor_effect_id": effect_id, "state": state,
+            "transaction_hash": "0x" + "cd" * 32}
+
+
 @pytest.fixture
 def observed(monkeypatch):
     observed = []
     monkeypatch.setattr(dispatch, "observe", observed.append)
+    monkeypatch.setattr(dispatch, "observe_batch", observed.append)
     return observed
 
 
@@ -72,8 +82,16 @@ def test_sweep_observes_every_in_flight_attempt_except_quarantined_ones(sent, ob
     assert sent == [] and [a["effect_id"] for a in observed] == ["paid-late", "signed"]
 
 
+def test_sweep_looks_at_every_in_flight_anchor_except_quarantined_ones(sent, observed, tmp_path):
+    quarantine = Quarantine(tmp_path / "q")
+    quarantine.add("poisoned", "batch.anchor", "Poison: observation rejected", 8)
+    listed = ListedEffects([], batches=[batch("anchor-lost"), batch("poisoned"), batch("anchor-unknown", "uncertain")])
+    assert dispatch.sweep(listed, quarantine) == 2
+    assert sent == [] and [b["anchor_effect_id"] for b in observed] == ["anchor-lost", "anchor-unknown"]
+
+
 def test_sweep_sends_nothing_while_dispatch_is_disabled(sent, observed, tmp_path):
-    listed = ListedEffects([effect("fresh")], [attempt("paid-late")], enabled=False)
+    listed = ListedEffects([effect("fresh")], [attempt("paid-late")], enabled=False, batches=[batch("anchor")])
     assert dispatch.sweep(listed, Quarantine(tmp_path / "q")) == 0
     assert sent == observed == []
 
