@@ -32,6 +32,9 @@ def make_app(broker_url: str | None = None) -> Celery:
     # No Django fixup: workers never load the console or its database, whatever the environment says.
     app = Celery("porto_effects", broker=broker, include=["porto_console.effects.tasks"], fixups=[])
     app.conf.update(
+        # Celery lets CELERY_BROKER_URL override broker_url; the read and write URLs make an explicit broker win.
+        broker_read_url=broker,
+        broker_write_url=broker,
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,

@@ -128,3 +128,13 @@ def test_each_kind_goes_to_its_own_task_and_queue(monkeypatch):
     dispatch.send({**effect("anchor"), "kind": "batch.anchor"})
     dispatch.send({**effect("other"), "kind": "unknown.kind"})
     assert queued == [("porto.effects.payment", "payments"), ("porto.effects.commitment", "commitments")]
+
+
+def test_an_explicit_broker_wins_over_the_environment(monkeypatch):
+    from porto_console.effects.celery_app import make_app
+
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+    explicit, from_environment = make_app("redis://127.0.0.1:6379/11"), make_app()
+    assert explicit.connection_for_write().as_uri().endswith("@127.0.0.1:6379/11")
+    assert explicit.connection_for_read().as_uri().endswith("@127.0.0.1:6379/11")
+    assert from_environment.connection_for_write().as_uri().endswith("@127.0.0.1:6379/0")
