@@ -100,7 +100,7 @@ def _throughput(report: Report, stack: Stack, runs: list[list[dict]]) -> None:
     time.sleep(3)  # workers connected and idle before the clock starts
     started = time.perf_counter()
     for effect in effects:
-        stack.send_payment(effect)
+        stack.send_effect(effect)
     wait_until(lambda: all(stack.payment(e["payload"]["payment_id"])["state"] == "confirmed" for e in effects),
                "every announced payment to be confirmed", timeout=600)
     elapsed = time.perf_counter() - started
