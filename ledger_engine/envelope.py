@@ -66,9 +66,6 @@ class CommandEnvelope(BaseModel):
             raise ValueError("evidence_hashes must be sorted and distinct")
         return value
 
-    def as_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
-
 
 def envelope_hash(canonical: bytes) -> str:
     return sha256_hex(COMMAND_DOMAIN.encode() + canonical)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import orjson
 
@@ -10,7 +10,7 @@ from ledger_engine.canonical import canonical_bytes
 from ledger_engine.layout import DIGEST_FAMILIES, EVENTS, INDEXES, REVISIONED_FAMILIES
 from ledger_engine.projections import IndexEntry, IndexReader, Projection, all_projections
 
-RawGet = Any  # Callable[[str, bytes], bytes | None]
+RawGet = Callable[[str, bytes], bytes | None]
 
 
 class IndexMaintainer:
@@ -33,7 +33,8 @@ class IndexMaintainer:
         changes: dict[bytes, bytes | None] = {}
 
         def read(index_key: str) -> dict[str, Any] | None:
-            raw = changes.get(index_key.encode()) if index_key.encode() in changes else get_raw(INDEXES, index_key.encode())
+            encoded = index_key.encode()
+            raw = changes[encoded] if encoded in changes else get_raw(INDEXES, encoded)
             return orjson.loads(raw) if raw is not None else None
 
         for family, key, new_raw in rows:

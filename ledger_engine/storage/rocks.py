@@ -73,11 +73,6 @@ class RocksStore:
             yield key, iterator.value()
             iterator.next()
 
-    def last(self, family: str) -> tuple[bytes, bytes] | None:
-        iterator = self._families[family].iter()
-        iterator.seek_to_last()
-        return (iterator.key(), iterator.value()) if iterator.valid() else None
-
     def write(self, ops: Iterable[WriteOp]) -> None:
         """Apply ``ops`` atomically, WAL on, synced to disk before returning."""
         batch = WriteBatch(raw_mode=True)
