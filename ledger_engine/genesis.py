@@ -6,9 +6,11 @@ genesis document is hashed and its hash is kept with every export.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ledger_engine.canonical import GENESIS_DOMAIN, domain_hash
+from ledger_engine.domain.step_up import PUBLIC_KEY_PATTERN, VERIFIER_KEY, verifier_record
 from ledger_engine.domain.ruleset import ASSETS, LONDON_1_POLICY, RULESET_VERSION, ROLES
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import key
@@ -17,9 +19,15 @@ from ledger_engine.layout import STATE
 GENESIS_SCHEMA = 1
 
 
-def default_genesis(*, admin_actor_id: str = "genesis-admin", label: str = "porto london ledger") -> dict[str, Any]:
-    """A genesis with one bootstrap administrator, who provisions everyone else."""
-    return {
+def default_genesis(*, admin_actor_id: str = "genesis-admin", label: str = "porto london ledger",
+                    step_up_public_key: str | None = None) -> dict[str, Any]:
+    """A genesis with one bootstrap administrator, who provisions everyone else.
+
+    ``step_up_public_key`` is the verifier of the console's step-up proofs; without
+    it, nothing that needs a person's step-up can be approved until two admins
+    register one.
+    """
+    document = {
         "schema_version": GENESIS_SCHEMA,
         "ruleset_version": RULESET_VERSION,
         "label": label,
@@ -27,6 +35,9 @@ def default_genesis(*, admin_actor_id: str = "genesis-admin", label: str = "port
         "allocation_policy": dict(LONDON_1_POLICY),
         "actors": [{"actor_id": admin_actor_id, "roles": ["admin"]}],
     }
+    if step_up_public_key is not None:
+        document["step_up_verifier"] = verifier_record(step_up_public_key)
+    return document
 
 
 def genesis_hash(document: dict[str, Any]) -> str:
@@ -44,6 +55,8 @@ def genesis_records(document: dict[str, Any]) -> list[tuple[str, str, dict[str, 
     })]
     for actor in document["actors"]:
         records.append((STATE, key("actor", actor["actor_id"]), {"roles": sorted(actor["roles"]), "status": "active"}))
+    if "step_up_verifier" in document:
+        records.append((STATE, VERIFIER_KEY, verifier_record(document["step_up_verifier"]["public_key"])))
     return records
 
 
@@ -55,3 +68,7 @@ def _validate(document: dict[str, Any]) -> None:
     for actor in document.get("actors", []):
         if not set(actor["roles"]) <= ROLES:
             raise LedgerError(ErrorCode.VERIFICATION_FAILED, f"genesis actor {actor['actor_id']} has unknown roles")
+    verifier = document.get("step_up_verifier")
+    if verifier is not None and (set(verifier) != {"public_key"}
+                                 or not re.fullmatch(PUBLIC_KEY_PATTERN, str(verifier["public_key"]))):
+        raise LedgerError(ErrorCode.VERIFICATION_FAILED, "genesis step_up_verifier is not one Ed25519 public key")

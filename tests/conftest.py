@@ -11,7 +11,7 @@ import pytest
 
 from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.genesis import default_genesis
+from tests.support.step_up import genesis as step_up_genesis, stepped_up
 
 GENESIS_ADMIN = "genesis-admin"
 
@@ -24,12 +24,13 @@ class EnvelopeFactory:
 
     def __call__(self, command_type: str, payload: dict[str, Any], *, actor: str = GENESIS_ADMIN,
                  expected: list[dict[str, Any]] = (), evidence: list[str] = (),
-                 command_id: str | None = None, **overrides: Any) -> dict[str, Any]:
+                 command_id: str | None = None, step_up: bool = False, **overrides: Any) -> dict[str, Any]:
+        """``step_up=True`` adds a proof from the test step-up key (``tests.support.step_up``)."""
         envelope = build_envelope(command_type, payload, command_id=command_id or str(uuid.uuid4()),
                                   actor_id=actor, admitted_at_ms=next(self._clock),
                                   expected_revisions=expected, evidence_hashes=evidence)
         envelope.update(overrides)
-        return envelope
+        return stepped_up(envelope) if step_up else envelope
 
     @staticmethod
     def digest(*parts: object) -> str:
@@ -53,5 +54,5 @@ def ledger_dir(tmp_path):
 
 @pytest.fixture
 def owner(ledger_dir):
-    with LedgerOwner.open(ledger_dir, genesis=default_genesis()) as ledger:
+    with LedgerOwner.open(ledger_dir, genesis=step_up_genesis()) as ledger:
         yield ledger

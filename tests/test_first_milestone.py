@@ -33,9 +33,9 @@ def milestone(tmp_path_factory):
     root = tmp_path_factory.mktemp("milestone")
     lines = cli.demo_lines(SEED, listeners=LISTENERS, days=DAYS)
     stream = cli.write_stream(root / "demo.jsonl", lines)
-    cli.init(root / "uninterrupted")
+    cli.init_demo(root / "uninterrupted")
     cli.submit(root / "uninterrupted", stream)
-    cli.init(root / "ledger")
+    cli.init_demo(root / "ledger")
     kills = _submit_through_kills(root, lines)
     assert kills == KILLS, f"only {kills} kills landed before the stream ended"
     return root, lines

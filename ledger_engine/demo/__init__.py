@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger_engine.demo.builder import DemoBuilder
+from ledger_engine.demo.builder import DEMO_STEP_UP_PUBLIC_KEY, DemoBuilder
 from ledger_engine.demo.foundation import build_foundation
 from ledger_engine.demo.money import build_money
 from ledger_engine.demo.observe import observe_streaming
@@ -19,7 +19,7 @@ DEMO_LABEL = "DEMO DATA - fixture scenario, no real money"
 
 
 def demo_genesis() -> dict[str, Any]:
-    return default_genesis(label=DEMO_LABEL)
+    return default_genesis(label=DEMO_LABEL, step_up_public_key=DEMO_STEP_UP_PUBLIC_KEY)
 
 
 def demo_envelopes(seed: int, *, listeners: int = 20, days: int = 3) -> list[dict[str, Any]]:

@@ -7,12 +7,18 @@ import random
 import uuid
 from typing import Any, Iterable
 
+from ledger_engine.adapters.signatures import key_from_seed
 from ledger_engine.application.envelopes import build_envelope
+from ledger_engine.domain.step_up import public_key_hex, with_proof
 
 # 2026-10-01T00:00:00Z: the demo period starts here, whatever today is.
 DEMO_EPOCH_MS = 1_790_812_800_000
 DAY_MS = 86_400_000
 FIXTURE_PREFIX = "demo"
+# The demo's own step-up key: its genesis trusts it, its approvals carry proofs signed by it, and the demo
+# console signs with it. A fixture, labelled as one; a real ledger trusts its console's own key.
+DEMO_STEP_UP_KEY = key_from_seed("fixture:demo-step-up-key")
+DEMO_STEP_UP_PUBLIC_KEY = public_key_hex(DEMO_STEP_UP_KEY)
 
 
 def fixture_digest(*parts: object) -> str:
@@ -43,9 +49,13 @@ class DemoBuilder:
         self.clock_ms = max(self.clock_ms, timestamp_ms)
 
     def add(self, command_type: str, payload: dict[str, Any], *, actor: str,
-            expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = ()) -> dict[str, Any]:
+            expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = (),
+            step_up: bool = False) -> dict[str, Any]:
+        """Append one envelope; ``step_up`` approves it with a proof from the demo's fixture step-up key."""
         envelope = build_envelope(command_type, payload, command_id=self.new_id(), actor_id=actor,
                                   admitted_at_ms=self.tick(), expected_revisions=expected,
                                   evidence_hashes=evidence)
+        if step_up:
+            envelope = with_proof(envelope, DEMO_STEP_UP_KEY)
         self.envelopes.append(envelope)
         return envelope

@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ledger_engine.demo.builder import DemoBuilder, fixture_address, fixture_digest
+from ledger_engine.domain.actors import GUARDED_ROLES
+from ledger_engine.domain.commands.accounts import identity_digest
 
 GENESIS_ADMIN = "genesis-admin"
 ADMIN = "demo-admin"
 STAFF = {
     ADMIN: ["admin"],
+    "demo-admin-2": ["admin"],
     "demo-finance-1": ["finance"],
     "demo-finance-2": ["finance"],
     "demo-ops-1": ["ops"],
@@ -43,12 +46,16 @@ class Cast:
     closed_days: list[dict] = field(default_factory=list)  # listener-days, as CloseDay recorded them
 
 
+def staff_email(name: str) -> str:
+    """A demo staff member's work email: the identity their account's digest is made of."""
+    return f"{name}@demo.porto.invalid"
+
+
 def build_foundation(builder: DemoBuilder, *, listeners: int, days: int) -> Cast:
     cast = Cast()
-    _provision(builder, ADMIN, "staff", STAFF[ADMIN], actor=GENESIS_ADMIN)
-    for name, roles in {**STAFF, **WORKERS}.items():
-        if name != ADMIN:
-            _provision(builder, name, "staff" if name in STAFF else "worker", roles, actor=ADMIN)
+    _staff(builder)
+    for name, roles in WORKERS.items():
+        _provision(builder, name, "worker", roles, actor=ADMIN)
     for number in range(ARTISTS):
         name = f"demo-artist-{number:02d}"
         _provision(builder, name, "artist", [], actor=ADMIN, payout_address=fixture_address(name))
@@ -62,10 +69,34 @@ def build_foundation(builder: DemoBuilder, *, listeners: int, days: int) -> Cast
     return cast
 
 
+def _staff(builder: DemoBuilder) -> None:
+    """The genesis admin provisions demo-admin alone (while it is the only admin); from then on two admins
+    decide every guarded role: demo-admin requests it, the genesis admin approves with a step-up proof.
+    Every demo staff member then enrols through their own link."""
+    _provision(builder, ADMIN, "staff", STAFF[ADMIN], actor=GENESIS_ADMIN)
+    for name, roles in STAFF.items():
+        if name != ADMIN:
+            _provision(builder, name, "staff", [role for role in roles if role not in GUARDED_ROLES], actor=ADMIN)
+    for name, roles in STAFF.items():
+        for role in sorted(set(roles) & GUARDED_ROLES) if name != ADMIN else ():
+            change_id = builder.new_id()
+            builder.add("RequestStaffChange", {"change_id": change_id, "change": {
+                "kind": "grant_role", "account_id": name, "role": role}}, actor=ADMIN)
+            builder.add("DecideStaffChange", {"change_id": change_id, "decision": "approve"}, actor=GENESIS_ADMIN,
+                        step_up=True)
+    for name in STAFF:
+        link_id = f"demo-link-{name}"
+        builder.add("RecordProfileChange", {"account_id": name, "change": "enrolment_link_issued", "link_id": link_id},
+                    actor=GENESIS_ADMIN if name == ADMIN else ADMIN)
+        builder.add("RecordProfileChange", {"account_id": name, "change": "enrolment_completed", "link_id": link_id,
+                                            "factors": ["authenticator", "password"]}, actor=name)
+
+
 def _provision(builder: DemoBuilder, account_id: str, kind: str, roles: list[str], *, actor: str,
                payout_address: str | None = None) -> None:
-    payload = {"account_id": account_id, "kind": kind, "identity_digest": fixture_digest("identity", account_id),
-               "roles": sorted(roles)}
+    identity = identity_digest(kind, staff_email(account_id)) if kind == "staff" \
+        else fixture_digest("identity", account_id)
+    payload = {"account_id": account_id, "kind": kind, "identity_digest": identity, "roles": sorted(roles)}
     if payout_address:
         payload["payout_address"] = payout_address
     builder.add("RegisterAccount", payload, actor=actor)

@@ -69,10 +69,10 @@ class _Stage:
         self.ledger_versions = itertools.count(1_000)  # the fixture chain's transaction versions
 
     def add(self, command_type: str, payload: dict[str, Any], *, actor: str, effect: str | None = None,
-            evidence: list[str] = (), expected: list[dict[str, Any]] = ()) -> None:
+            evidence: list[str] = (), expected: list[dict[str, Any]] = (), step_up: bool = False) -> None:
         if effect is not None:
             expected = [{"cf": OUTBOX, "key": effect, "revision": self.effect_revisions[effect]}]
-        self.builder.add(command_type, payload, actor=actor, evidence=evidence, expected=expected)
+        self.builder.add(command_type, payload, actor=actor, evidence=evidence, expected=expected, step_up=step_up)
 
     def effect_written(self, effect_id: str) -> None:
         self.effect_revisions[effect_id] = self.effect_revisions.get(effect_id, 0) + 1
@@ -137,7 +137,7 @@ class _Stage:
             "action": "request", "version": version + 1, "payout_address": new_address, "evidence_digest": evidence}},
             actor=PREPARER, evidence=[evidence])
         self.add("UpdateRecipient", {"update_id": update_id, "recipient_id": recipient, "step": {
-            "action": "approve", "version": version + 1, "payout_address": new_address}}, actor=APPROVER)
+            "action": "approve", "version": version + 1, "payout_address": new_address}}, actor=APPROVER, step_up=True)
         self.recipients[recipient] = (version + 1, new_address)
 
     # Payments.
@@ -195,7 +195,7 @@ def build_payouts(builder: DemoBuilder, cast: Cast, allocation: Allocation) -> N
     run_id, stated, ids = stage.prepare({recipient: stage.lines[recipient] for recipient in paid})
     stage.add("ApprovePayoutRun", {"run_id": run_id, "run_hash": stated,
                                    "statement_ids": sorted(statement_ids[recipient] for recipient in paid)},
-              actor=APPROVER)
+              actor=APPROVER, step_up=True)
     for _, effect_id in ids.values():
         stage.effect_written(effect_id)
     to_pay = paid[:-1] if len(paid) > 2 else paid  # the last one stays queued in the outbox

@@ -1,16 +1,39 @@
-"""Actors and their capabilities, as the ledger itself records them."""
+"""Actors and their capabilities, as the ledger itself records them.
+
+Some roles are guarded: ``finance`` moves money and ``admin`` decides who may.
+Once the ledger has two active admins, a guarded role is granted or removed,
+and an account holding one is deactivated or any account reactivated, only by
+a request of one admin and the decision of another (``staff_changes``). Before
+that, the genesis administrator is the only admin and the reviewed genesis is
+the root of trust, so they provision alone. The step from one active admin to
+two is one way: removing an admin needs a second admin who is not the one
+removed, so the ledger never returns to a single admin by its own commands.
+"""
 
 from __future__ import annotations
 
-from ledger_engine.domain.changes import require
+from typing import Iterable
+
+from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.registry import RuleContext
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
+ADMIN, FINANCE = "admin", "finance"
+GUARDED_ROLES = frozenset({ADMIN, FINANCE})
+# No account holds both: whoever manages access cannot also move money.
+CONFLICTING_ROLES = frozenset({ADMIN, FINANCE})
+# A capability marker, not a role: any active staff account may submit commands about itself.
+ANY_STAFF = "any-staff"
+
 
 def actor_key(actor_id: str) -> str:
     return key("actor", actor_id)
+
+
+def account_key(account_id: str) -> str:
+    return key("account", account_id)
 
 
 def actor_roles(ctx: RuleContext, actor_id: str) -> frozenset[str]:
@@ -21,15 +44,26 @@ def actor_roles(ctx: RuleContext, actor_id: str) -> frozenset[str]:
 
 
 def require_role(ctx: RuleContext, allowed: frozenset[str]) -> None:
-    """The acting actor must be active and hold one of ``allowed``."""
+    """The acting actor must be active and hold one of ``allowed`` (or be staff, for ``ANY_STAFF``)."""
     record = ctx.changes.get(STATE, actor_key(ctx.actor_id))
     require(record is not None, ErrorCode.UNKNOWN_ACTOR, f"actor {ctx.actor_id} is not provisioned")
     roles = actor_roles(ctx, ctx.actor_id)
+    if ANY_STAFF in allowed and record.data["status"] == "active" and is_staff(ctx.changes, ctx.actor_id):
+        return
     require(
         roles & allowed,
         ErrorCode.CAPABILITY_MISSING,
         f"actor {ctx.actor_id} needs one of {sorted(allowed)}",
     )
+
+
+def is_staff(changes: Changes, actor_id: str) -> bool:
+    """A person: a staff account, or an administrator named in genesis (who has no account record)."""
+    account = changes.get(STATE, account_key(actor_id))
+    if account is not None:
+        return account.data["kind"] == "staff"
+    actor = changes.get(STATE, actor_key(actor_id))
+    return actor is not None and ADMIN in actor.data["roles"]
 
 
 def require_other_actor(ctx: RuleContext, other_actor_id: str, what: str) -> None:
@@ -39,3 +73,18 @@ def require_other_actor(ctx: RuleContext, other_actor_id: str, what: str) -> Non
         ErrorCode.FOUR_EYES_REQUIRED,
         f"the actor who {what} cannot also approve it",
     )
+
+
+def active_admins(changes: Changes) -> list[str]:
+    return [record_key.split("/", 1)[1] for record_key, record in changes.scan(STATE, "actor/")
+            if record.data["status"] == "active" and ADMIN in record.data["roles"]]
+
+
+def four_eyes_governance(changes: Changes) -> bool:
+    """Whether staff changes need two admins: from the moment two admins are active, for good."""
+    return len(active_admins(changes)) >= 2
+
+
+def require_no_role_conflict(roles: Iterable[str]) -> None:
+    require(not CONFLICTING_ROLES <= set(roles), ErrorCode.ROLE_CONFLICT,
+            f"no account may hold {' and '.join(sorted(CONFLICTING_ROLES))} together")

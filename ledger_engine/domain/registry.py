@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ledger_engine.domain import step_up as step_up_proofs
 from ledger_engine.domain.changes import Changes
 from ledger_engine.envelope import CommandEnvelope, pydantic_error_code
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -44,6 +45,8 @@ class RuleContext:
 
 
 Rule = Callable[[RuleContext, Any], dict[str, Any]]
+# Which payloads of a command type a person approves with a fresh second factor (ledger_engine.domain.step_up).
+StepUp = Callable[[Any], bool]
 
 
 @dataclass(frozen=True)
@@ -52,26 +55,69 @@ class CommandSpec:
     payload_model: type[Payload]
     rule: Rule
     roles: frozenset[str]
+    step_up: StepUp | None = None
+
+    @property
+    def human_approval(self) -> bool:
+        """Some payload of this type needs a person's step-up proof, so no worker may ever submit it."""
+        return self.step_up is not None
 
     def parse_payload(self, document: dict[str, Any]) -> Payload:
+        if self.step_up is not None:
+            document = self._without_valid_proof(document)
         try:
             return self.payload_model.model_validate(document)
         except ValidationError as error:
             raise LedgerError(*pydantic_error_code(error, ErrorCode.INVALID_PAYLOAD)) from None
 
+    def requires_step_up(self, payload: Payload) -> bool:
+        return self.step_up is not None and self.step_up(payload)
+
+    @staticmethod
+    def _without_valid_proof(document: dict[str, Any]) -> dict[str, Any]:
+        """A proof field must be well formed; the rest is the command's own payload."""
+        if not isinstance(document, dict) or step_up_proofs.PROOF_FIELD not in document:
+            return document
+        try:
+            step_up_proofs.StepUpProof.model_validate(document[step_up_proofs.PROOF_FIELD])
+        except ValidationError as error:
+            code, detail = pydantic_error_code(error, ErrorCode.INVALID_PAYLOAD)
+            raise LedgerError(code, f"{step_up_proofs.PROOF_FIELD}.{detail}") from None
+        return step_up_proofs.without_proof(document)
+
 
 _REGISTRY: dict[str, CommandSpec] = {}
 
 
-def command(command_type: str, *, payload: type[Payload], roles: set[str]):
-    """Register ``rule`` as the only way to apply ``command_type``."""
+def command(command_type: str, *, payload: type[Payload], roles: set[str], step_up: bool | StepUp = False):
+    """Register ``rule`` as the only way to apply ``command_type``.
+
+    ``step_up`` declares that a person approves this command with a fresh
+    second factor: ``True`` for every payload, or a predicate on the parsed
+    payload (an approval step, say). The ledger then refuses the command
+    without a valid proof bound to it, whatever path it came by.
+    """
+    needs = (lambda _payload: True) if step_up is True else (step_up or None)
 
     def register(rule: Rule) -> Rule:
         assert command_type not in _REGISTRY, f"{command_type} registered twice"
-        _REGISTRY[command_type] = CommandSpec(command_type, payload, rule, frozenset(roles))
+        _REGISTRY[command_type] = CommandSpec(command_type, payload, _guarded(rule, needs), frozenset(roles), needs)
         return rule
 
     return register
+
+
+def _guarded(rule: Rule, needs: StepUp | None) -> Rule:
+    """The rule, behind the step-up check its declaration asks for; a proof that is present is always checked."""
+    if needs is None:
+        return rule
+
+    def guarded(ctx: RuleContext, payload: Any) -> dict[str, Any]:
+        if needs(payload) or step_up_proofs.PROOF_FIELD in ctx.envelope.payload:
+            step_up_proofs.require_proof(ctx)
+        return rule(ctx, payload)
+
+    return guarded
 
 
 def spec_for(command_type: str) -> CommandSpec:

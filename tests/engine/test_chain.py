@@ -83,6 +83,7 @@ def test_genesis_is_sequence_zero_with_the_zero_head(owner):
         "ruleset/london-1": {"v": 1, "revision": 1, "data": {
             "ruleset_version": genesis["ruleset_version"], "label": genesis["label"],
             "assets": genesis["assets"], "allocation_policy": genesis["allocation_policy"]}},
+        "step_up_verifier": {"v": 1, "revision": 1, "data": {"public_key": genesis["step_up_verifier"]["public_key"]}},
     }
 
 

@@ -102,7 +102,7 @@ def crash_epoch(rng: random.Random, lines: list[bytes], stream: Path, workdir: P
     Ends by submitting the whole stream; returns the kills.
     """
     data = workdir / "ledger"
-    cli.init(data)
+    cli.init_demo(data)
     acknowledged: Acknowledged = {}
     witness = JournalWitness()
     kills = answered = 0
@@ -132,7 +132,7 @@ def test_sigkill_at_random_points_loses_nothing_acknowledged(tmp_path):
     rng = random.Random(seed)
     lines = with_retries(rng, cli.demo_lines(seed % 1000, listeners=30, days=3)[:STREAM_LINES])
     stream = cli.write_stream(tmp_path / "stream.jsonl", lines)
-    cli.init(tmp_path / "uninterrupted")
+    cli.init_demo(tmp_path / "uninterrupted")
     cli.submit(tmp_path / "uninterrupted", stream)
     uninterrupted_head = cli.head(tmp_path / "uninterrupted")
 

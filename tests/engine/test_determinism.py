@@ -15,7 +15,7 @@ def test_the_demo_scenario_does_not_depend_on_the_hash_seed(demo_ledger):
 
 def test_submitting_in_another_process_gives_identical_entries_and_state(demo_ledger, tmp_path):
     data = tmp_path / "ledger"
-    cli.init(data, hash_seed=12345)
+    cli.init_demo(data, hash_seed=12345)
     outcomes = cli.submit(data, demo_ledger.stream, hash_seed=12345)
 
     assert [answer["entry_hash"] for answer in outcomes] == [answer["entry_hash"] for answer in demo_ledger.outcomes]

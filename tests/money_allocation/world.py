@@ -23,10 +23,9 @@ from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.domain.invariants import require_payouts_unblocked
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Identifier
-from ledger_engine.genesis import default_genesis
 from ledger_engine.projections.money_queries import allocation_plan
 from tests.conftest import GENESIS_ADMIN, EnvelopeFactory
-from tests.support import payloads
+from tests.support import payloads, step_up
 from tests.support.store import changed_keys, owner_dump, rejection_footprint
 
 INGEST = "ingest-1"
@@ -250,7 +249,7 @@ class ScratchLedger:
         self.directory = Path(tempfile.mkdtemp(prefix=prefix))
         self._fixtures = fixture_commands()
         self._fixtures.__enter__()
-        self.owner = LedgerOwner.open(self.directory / "ledger", genesis=default_genesis())
+        self.owner = LedgerOwner.open(self.directory / "ledger", genesis=step_up.genesis())
         self.world = MoneyWorld(self.owner, EnvelopeFactory()).setup()
 
     def close(self) -> None:

@@ -6,6 +6,8 @@ from collections import Counter
 
 import pytest
 
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.demo import demo_genesis
 from ledger_engine.demo.builder import DAY_MS, DemoBuilder
 from ledger_engine.demo.foundation import build_foundation
 from ledger_engine.demo.money import Allocation, PayableLine
@@ -55,6 +57,13 @@ def allocated_lines(owner, envelopes, cast, days: int) -> Allocation:
     return Allocation(payable=[PayableLine(line["line_id"], line["recipient_id"], line["role"], int(line["amount"]),
                                            line["budget_id"], line["listener_id"], line["day"])
                                for line in lines if line["status"] == "payable"])
+
+
+@pytest.fixture
+def owner(tmp_path):
+    """The demo's approvals carry proofs from the demo's step-up key, which the demo genesis trusts."""
+    with LedgerOwner.open(tmp_path / "demo-ledger", genesis=demo_genesis()) as ledger:
+        yield ledger
 
 
 @pytest.fixture

@@ -26,7 +26,8 @@ def decide(world: PayoutWorld, action: str, update_id: str = "update-1", *, acto
     if action == "approve":
         step = {"version": 2, "payout_address": NEW_ADDRESS, **step}
     return world.submit("UpdateRecipient", {"update_id": update_id, "recipient_id": "artist-a",
-                                            "step": {"action": action, **step}}, actor=actor)
+                                            "step": {"action": action, **step}}, actor=actor,
+                        step_up=action == "approve")
 
 
 def test_a_change_is_requested_with_evidence_and_approved_by_someone_else(payouts: PayoutWorld):

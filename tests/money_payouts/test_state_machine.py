@@ -22,7 +22,6 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.commands.money.payments import PAID_EVENT
-from ledger_engine.genesis import default_genesis
 from ledger_engine.layout import EVENTS, OUTBOX, UNIQUE
 from tests.conftest import EnvelopeFactory
 from tests.money_allocation.oracle import records
@@ -31,7 +30,7 @@ from tests.money_payouts.oracle import payout_problems
 from tests.money_payouts.world import (
     DISPATCHER, DISPATCHER_2, RECIPIENTS, PayoutWorld, digest, transaction_hash,
 )
-from tests.support import payloads
+from tests.support import payloads, step_up
 
 # Codes a well-formed command may meet in a random history; anything else is a bug.
 EXPECTED_REJECTIONS = {
@@ -47,7 +46,7 @@ class PayoutMachine(RuleBasedStateMachine):
         self.directory = Path(tempfile.mkdtemp(prefix="porto-payout-machine-"))
         self.fixtures = fixture_commands()
         self.fixtures.__enter__()
-        self.owner = LedgerOwner.open(self.directory / "ledger", genesis=default_genesis())
+        self.owner = LedgerOwner.open(self.directory / "ledger", genesis=step_up.genesis())
         self.world = PayoutWorld(MoneyWorld(self.owner, EnvelopeFactory()).setup()).setup(days=3)
         self.statements = dict(zip(sorted(RECIPIENTS), self.world.confirmed_statements()))
         self.lines = {recipient: self.world.payable_line_ids(recipient) for recipient in RECIPIENTS}
@@ -211,7 +210,7 @@ class PayoutMachine(RuleBasedStateMachine):
             self.updates += 1
         self.expect(self.world.submit("UpdateRecipient", {
             "update_id": f"update-{self.updates}", "recipient_id": "artist-a", "step": step}, actor=actor,
-            evidence=[evidence] if step["action"] == "request" else []))
+            evidence=[evidence] if step["action"] == "request" else [], step_up=step["action"] == "approve"))
 
     @invariant()
     def lines_payments_budgets_and_postings_agree(self):

@@ -62,10 +62,10 @@ class PayoutWorld:
 
     # Submitting on this world's clock.
     def submit(self, command_type: str, payload: dict[str, Any], *, actor: str,
-               expected: list[dict[str, Any]] = (), evidence: list[str] = ()) -> CommandOutcome:
+               expected: list[dict[str, Any]] = (), evidence: list[str] = (), step_up: bool = False) -> CommandOutcome:
         self.now_ms += 1_000
         envelope = self.money.envelopes(command_type, payload, actor=actor, expected=expected, evidence=evidence,
-                                        admitted_at_ms=self.now_ms)
+                                        admitted_at_ms=self.now_ms, step_up=step_up)
         return self.owner.submit(envelope)
 
     def rejects(self, code: str, submit: Callable[[], CommandOutcome]) -> CommandOutcome:
@@ -165,10 +165,10 @@ class PayoutWorld:
         return self.submit("PreparePayoutRun", {**self.run_payload(run_id, plan), **overrides}, actor=actor)
 
     def approve(self, run_id: str, statement_ids: list[str], *, actor: str = FINANCE_2,
-                stated_hash: str | None = None) -> CommandOutcome:
+                stated_hash: str | None = None, step_up: bool = True) -> CommandOutcome:
         stated = stated_hash or self.state(run_key(run_id))["run_hash"]
         return self.submit("ApprovePayoutRun", {"run_id": run_id, "run_hash": stated,
-                                                "statement_ids": sorted(statement_ids)}, actor=actor)
+                                                "statement_ids": sorted(statement_ids)}, actor=actor, step_up=step_up)
 
     def cancel(self, run_id: str, reason: str = "prepared_in_error", *, actor: str = FINANCE) -> CommandOutcome:
         return self.submit("CancelPayoutRun", {"run_id": run_id, "reason": reason}, actor=actor,

@@ -30,7 +30,7 @@ def demo(tmp_path_factory):
     lines = cli.demo_lines(SEED, listeners=20, days=3)
     stream = cli.write_stream(root / "demo.jsonl", lines)
     data = root / "ledger"
-    cli.init(data)
+    cli.init_demo(data)
     outcomes = cli.submit(data, stream)
     envelopes = [orjson.loads(line) for line in lines]
     return {"root": root, "data": data, "envelopes": envelopes, "outcomes": outcomes, "head": cli.head(data)}

@@ -18,6 +18,8 @@ from typing import Any, Iterator
 
 import orjson
 
+from ledger_engine.demo import demo_genesis
+
 PORTO_LEDGER = Path(sys.executable).with_name("porto-ledger")
 
 # A guard against a hung child, not a speed requirement.
@@ -136,8 +138,18 @@ def owner_in_subprocess(data: Path) -> Iterator[None]:
 
 # The verbs most tests need, asserting success.
 
-def init(data: Path, *, hash_seed: int | None = None) -> dict[str, Any]:
-    return succeeded(porto_ledger("init", data=data, hash_seed=hash_seed)).last
+def init(data: Path, *, hash_seed: int | None = None, genesis: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``porto-ledger init``, from ``genesis`` (written beside ``data``) or the default genesis."""
+    if genesis is None:
+        return succeeded(porto_ledger("init", data=data, hash_seed=hash_seed)).last
+    document = data.parent / f"{data.name}-genesis.json"
+    document.write_bytes(orjson.dumps(genesis))
+    return succeeded(porto_ledger("init", "--genesis", document, data=data, hash_seed=hash_seed)).last
+
+
+def init_demo(data: Path, *, hash_seed: int | None = None) -> dict[str, Any]:
+    """A ledger for the demo scenario: its genesis trusts the demo's fixture step-up key."""
+    return init(data, hash_seed=hash_seed, genesis=demo_genesis())
 
 
 def submit(data: Path, stream: Path, *, hash_seed: int | None = None) -> list[dict[str, Any]]:

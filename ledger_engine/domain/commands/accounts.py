@@ -3,22 +3,32 @@
 Only an admin provisions. The core never sees the raw provider subject: the
 admission adapter keeps that mapping in ``private_aux`` and hands the core a
 digest, which is the account's identity sentinel.
+
+Once two admins are active (``actors.four_eyes_governance``), one admin alone
+may no longer grant or remove a guarded role (admin, finance), reactivate an
+account or deactivate an admin: those go through ``RequestStaffChange`` and
+another admin's ``DecideStaffChange``. Guarded roles belong to staff only, and
+never both on one account.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import hashlib
+from typing import Any, Iterable, Literal
 
 from pydantic import field_validator
 
-from ledger_engine.domain.actors import actor_key
-from ledger_engine.domain.changes import require
+from ledger_engine.domain.actors import (
+    ADMIN, GUARDED_ROLES, account_key, actor_key, four_eyes_governance, require_no_role_conflict,
+)
+from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import ChainAddress, Digest, Identifier, Role
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
+IDENTITY_DOMAIN = "porto:identity:v1\n"
 AccountKind = Literal["staff", "worker", "listener", "artist", "operator"]
 
 
@@ -38,10 +48,6 @@ class RegisterAccountPayload(Payload):
         return roles
 
 
-def account_key(account_id: str) -> str:
-    return key("account", account_id)
-
-
 def recipient_key(recipient_id: str) -> str:
     return key("recipient", recipient_id)
 
@@ -56,6 +62,11 @@ def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> dict:
         ErrorCode.INVALID_STATE,
         "only staff and worker accounts hold roles",
     )
+    require(not set(p.roles) & GUARDED_ROLES or p.kind == "staff", ErrorCode.INVALID_STATE,
+            f"only staff accounts hold {' or '.join(sorted(GUARDED_ROLES))}")
+    require_no_role_conflict(p.roles)
+    if four_eyes_governance(changes):
+        _require_single_admin_change(existing.data if existing else None, p)
     if existing is None:
         changes.claim_unique(
             key("identity", p.identity_digest),
@@ -77,20 +88,8 @@ def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> dict:
         )
         created_at = existing.data["created_at_ms"]
 
-    changes.put_state(
-        account_key(p.account_id),
-        {
-            "account_id": p.account_id,
-            "kind": p.kind,
-            "identity_digest": p.identity_digest,
-            "roles": list(p.roles),
-            "status": p.status,
-            "created_at_ms": created_at,
-            "updated_at_ms": ctx.now_ms,
-        },
-    )
-    if p.kind in ("staff", "worker"):
-        changes.put_state(actor_key(p.account_id), {"roles": list(p.roles), "status": p.status})
+    put_account(changes, {"account_id": p.account_id, "kind": p.kind, "identity_digest": p.identity_digest,
+                          "created_at_ms": created_at}, roles=p.roles, status=p.status, now_ms=ctx.now_ms)
     if p.payout_address is not None:
         _set_initial_recipient(ctx, p)
     changes.event(
@@ -102,6 +101,42 @@ def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> dict:
         created=existing is None,
     )
     return {"account_id": p.account_id, "created": existing is None}
+
+
+def put_account(changes: Changes, account: dict[str, Any], *, roles: Iterable[str], status: str, now_ms: int) -> None:
+    """Write an account with these roles and status; a staff or worker account's actor record follows it."""
+    assert status in ("active", "deactivated"), status
+    roles = sorted(roles)
+    changes.put_state(account_key(account["account_id"]), {
+        "account_id": account["account_id"],
+        "kind": account["kind"],
+        "identity_digest": account["identity_digest"],
+        "roles": roles,
+        "status": status,
+        "created_at_ms": account["created_at_ms"],
+        "updated_at_ms": now_ms,
+    })
+    if account["kind"] in ("staff", "worker"):
+        changes.put_state(actor_key(account["account_id"]), {"roles": roles, "status": status})
+
+
+def identity_digest(kind: str, evidence: str) -> str:
+    """The identity sentinel the ledger keeps instead of the identity itself (an email or provider subject)."""
+    return hashlib.sha256(f"{IDENTITY_DOMAIN}{kind}\n{evidence.strip().lower()}".encode()).hexdigest()
+
+
+def _require_single_admin_change(existing: dict | None, p: RegisterAccountPayload) -> None:
+    """What one admin may do alone once there are two: nothing that grants power, or removes an admin."""
+    before_roles = set(existing["roles"]) if existing else set()
+    changed = sorted((before_roles ^ set(p.roles)) & GUARDED_ROLES)
+    require(not changed, ErrorCode.FOUR_EYES_REQUIRED,
+            f"granting or removing {', '.join(changed)} needs a second admin: request it as a staff change")
+    if existing is None:
+        return
+    require(not (existing["status"] == "deactivated" and p.status == "active"), ErrorCode.FOUR_EYES_REQUIRED,
+            "reactivating an account needs a second admin: request it as a staff change")
+    require(not (ADMIN in before_roles and existing["status"] == "active" and p.status == "deactivated"),
+            ErrorCode.FOUR_EYES_REQUIRED, "deactivating an admin needs a second admin: request it as a staff change")
 
 
 def _set_initial_recipient(ctx: RuleContext, p: RegisterAccountPayload) -> None:

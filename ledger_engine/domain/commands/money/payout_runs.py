@@ -162,7 +162,7 @@ def _frozen_payment(changes: Changes, plan: PaymentPlan) -> dict[str, Any]:
     return {**plan.model_dump(mode="json"), "payout_address": recipient["payout_address"]}
 
 
-@command("ApprovePayoutRun", payload=ApprovePayoutRunPayload, roles={"finance"})
+@command("ApprovePayoutRun", payload=ApprovePayoutRunPayload, roles={"finance"}, step_up=True)
 def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> dict:
     changes = ctx.changes
     run = load_run(changes, p.run_id)

@@ -61,7 +61,8 @@ class UpdateRecipientPayload(Payload):
     step: Annotated[RequestUpdate | ApproveUpdate | DeclineUpdate, Field(discriminator="action")]
 
 
-@command("UpdateRecipient", payload=UpdateRecipientPayload, roles={"finance"})
+@command("UpdateRecipient", payload=UpdateRecipientPayload, roles={"finance"},
+         step_up=lambda p: isinstance(p.step, ApproveUpdate))
 def update_recipient(ctx: RuleContext, p: UpdateRecipientPayload) -> dict:
     if isinstance(p.step, RequestUpdate):
         return _request(ctx, p, p.step)
