@@ -6,12 +6,28 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
+
+def _secret(name: str) -> str | None:
+    """A secret from ``NAME``, or from the file ``NAME_FILE`` names (its text, stripped)."""
+    if os.environ.get(name):
+        return os.environ[name]
+    path = os.environ.get(f"{name}_FILE")
+    return Path(path).read_text().strip() if path else None
+
+
 DEBUG = os.environ.get("DJANGO_DEBUG", "0") == "1"
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "porto-local-only-secret-key-change-me-in-deployment")
+# Keys. Outside the labelled demo the console refuses to serve with the default SECRET_KEY, without a
+# key of its own for sealed handles, or with a step-up key the ledger does not trust
+# (porto_console/console/safety.py); the demo launcher fills in ephemeral keys and the demo's fixture key.
+DEFAULT_SECRET_KEY = "porto-local-only-secret-key-change-me-in-deployment"
+SECRET_KEY = _secret("DJANGO_SECRET_KEY") or DEFAULT_SECRET_KEY
+HANDLE_KEY = _secret("PORTO_HANDLE_KEY")  # seals ledger IDs into URL handles (console/handles.py)
+STEP_UP_KEY = _secret("PORTO_STEP_UP_KEY")  # Ed25519 private key, hex: signs step-up proofs (console/stepup.py)
 ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")
 
 INSTALLED_APPS = [
@@ -24,6 +40,7 @@ INSTALLED_APPS = [
     "django_otp",
     "django_otp.plugins.otp_totp",
     "axes",
+    "ninja",  # swagger-ui from the package's static files, never a CDN
     "porto_console.console",
     "porto_console.internal_api",
 ]
@@ -37,6 +54,7 @@ MIDDLEWARE = [
     "django_otp.middleware.OTPMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
 
@@ -124,12 +142,54 @@ SECURE_COOKIES = os.environ.get("PORTO_SECURE_COOKIES", "0") == "1"
 SESSION_COOKIE_SECURE = SECURE_COOKIES
 CSRF_COOKIE_SECURE = SECURE_COOKIES
 
-# Login throttling and lockout.
+# Content-Security-Policy on every response: nothing but this origin's own files, no inline script.
+CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
+    "default-src": [SELF], "script-src": [SELF], "style-src": [SELF], "img-src": [SELF, "data:"],
+    "font-src": [SELF], "connect-src": [SELF], "object-src": [NONE], "base-uri": [NONE],
+    "frame-ancestors": [NONE], "form-action": [SELF],
+}}
+
+# Sign-in throttling: a lockout is for one username from one address, so five bad tries for one
+# person lock out that person there, not the whole office behind one address. Admins clear lockouts
+# on the Sign-in lockouts screen, and the ledger records who cleared which.
 AXES_FAILURE_LIMIT = 5
 AXES_COOLOFF_TIME = 1  # hours
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "console/lockout.html"
 
-# Step-up authentication: money actions need a fresh code from the user's TOTP device.
+# Step-up authentication: approvals need a fresh code from the user's TOTP device, and the console
+# then signs a proof the ledger checks. Nobody's authenticator secret is shown on any staff screen.
 OTP_TOTP_ISSUER = "Porto London"
 OTP_TOTP_THROTTLE_FACTOR = 1
+OTP_ADMIN_HIDE_SENSITIVE_DATA = True
+
+# Staff enrol their own password and authenticator through a one-time link sent to their work
+# email (the address whose digest their ledger account holds); the link expires.
+# Where staff reach the console: enrolment links in emails point here.
+CONSOLE_URL = os.environ.get("PORTO_CONSOLE_URL", "http://127.0.0.1:8000")
+ENROLMENT_LINK_TTL_S = int(os.environ.get("PORTO_ENROLMENT_LINK_TTL_S", str(24 * 3600)))
+EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend")
+EMAIL_FILE_PATH = Path(os.environ.get("PORTO_MAIL_DIR", VAR_DIR / "mail"))
+DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "Porto console <console@porto.invalid>")
+
+# Logs: request errors with their tracebacks, ledger halts and security events, to stderr and to a
+# rotating file.
+LOG_DIR = Path(os.environ.get("PORTO_LOG_DIR", VAR_DIR / "log"))
+LOG_DIR.mkdir(parents=True, exist_ok=True)
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(process)d:%(threadName)s] %(message)s"}},
+    "handlers": {
+        "stderr": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "file": {"class": "logging.handlers.RotatingFileHandler", "formatter": "plain", "delay": True,
+                 "filename": LOG_DIR / "console.log", "maxBytes": 10 * 1024 * 1024, "backupCount": 10},
+    },
+    "loggers": {
+        "django.request": {"handlers": ["stderr", "file"], "level": "ERROR", "propagate": False},
+        "django.security": {"handlers": ["stderr", "file"], "level": "WARNING", "propagate": False},
+        "axes": {"handlers": ["stderr", "file"], "level": "WARNING", "propagate": False},
+        "porto": {"handlers": ["stderr", "file"], "level": "INFO", "propagate": False},
+    },
+}

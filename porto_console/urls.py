@@ -1,11 +1,21 @@
-"""URL routes: the internal worker API and the admin-based console."""
+"""URL routes: the internal worker API, self-service enrolment, and the admin-based console.
+
+The error pages are console pages (``console/views/errors.py``).
+"""
 
 from django.contrib import admin
 from django.urls import path
 
+from porto_console.console.views import enrolment
 from porto_console.internal_api.api import api as internal_api
 
 urlpatterns = [
     path("internal/", internal_api.urls),
+    path("enrol/", enrolment.enrol, name="enrol"),
+    path("enrol/<str:token>/", enrolment.enrol_start, name="enrol-start"),
     path("", admin.site.urls),
 ]
+
+handler403 = "porto_console.console.views.errors.permission_denied"
+handler404 = "porto_console.console.views.errors.not_found"
+handler500 = "porto_console.console.views.errors.server_error"

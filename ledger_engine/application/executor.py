@@ -14,6 +14,7 @@ resolve in-flight commands by their IDs (docs/adr/0003).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from concurrent.futures import Future
@@ -26,6 +27,8 @@ from ledger_engine.application.transition import CommandOutcome, execute
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.projections.maintenance import IndexMaintainer
 from ledger_engine.storage.rocks import RocksStore
+
+log = logging.getLogger("porto.ledger")
 
 
 class _Task:
@@ -150,6 +153,7 @@ class SerialExecutor:
                 self.store.write(pending.ops())
             except Exception as error:  # uncertain: the batch may or may not be on disk
                 self.halted = LedgerError(ErrorCode.LEDGER_HALTED, f"synchronous write failed: {error}")
+                log.critical("ledger halted: admission stopped until the owner is reopened", exc_info=True)
                 for future, _ in answers:
                     future.set_exception(self.halted)
                 return

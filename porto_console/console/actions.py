@@ -7,6 +7,7 @@ from typing import Callable
 from django.contrib import messages
 
 from ledger_engine.application.transition import CommandOutcome
+from ledger_engine.domain.registry import spec_for
 from ledger_engine.errors import LedgerError
 from porto_console.console import commands, stepup
 from porto_console.console.commands import CommandRequest
@@ -22,24 +23,36 @@ def run(request, command_id: str, command_type: str, build: Callable[[], Command
         step_up_token: str | None = None) -> CommandOutcome:
     """Submit the command ``build`` makes, as the signed-in user, once per command ID.
 
-    A command ID the ledger already answered gets that answer back: nothing is
-    built, verified or submitted again.
+    A command the registry marks as a human approval is submitted only with a
+    step-up proof, made once ``step_up_token`` proves a fresh authenticator
+    code. A command ID the ledger already answered gets that answer back:
+    nothing is built, verified or submitted again.
     """
     require_command(request, command_type)
     already = _answered(request, command_id)
     if already is not None:
         return already
-    if step_up_token is not None:
-        try:
-            stepup.verify(request, step_up_token)
-        except stepup.StepUpFailed as error:
-            raise ActionRefused(str(error)) from None
     try:
         command = build()
         assert command.command_type == command_type, (command.command_type, command_type)
-        return commands.submit(actor_id(request.user), command_id, command)
+        prove = _prover(request, command_id, command, step_up_token)
+        return commands.submit(actor_id(request.user), command_id, command, prove=prove)
+    except stepup.StepUpFailed as error:
+        raise ActionRefused(str(error)) from None
     except LedgerError as error:
         raise ActionRefused(f"The ledger refused the command: {error.code} ({error.detail})") from None
+
+
+def needs_step_up(command: CommandRequest) -> bool:
+    spec = spec_for(command.command_type)
+    return spec.requires_step_up(spec.parse_payload(command.payload))
+
+
+def _prover(request, command_id: str, command: CommandRequest, token: str | None) -> Callable | None:
+    if not needs_step_up(command):
+        return None
+    return lambda payload: stepup.prove(request, token, command_id=command_id, command_type=command.command_type,
+                                        payload=payload)
 
 
 def _answered(request, command_id: str) -> CommandOutcome | None:
@@ -62,20 +75,22 @@ def report(request, outcome: CommandOutcome, done: str) -> None:
 
 
 def run_form(request, form, command_type: str, build: Callable[[dict], CommandRequest], *, done: str,
-             invalid: str) -> None:
+             invalid: str) -> CommandOutcome | None:
     """Validate ``form``, ``run`` the command ``build`` makes of its data (with its authenticator code, if it
-    has one), and leave one message saying what happened or why nothing was submitted."""
+    has one), and leave one message saying what happened or why nothing was submitted. Returns the outcome,
+    if there is one."""
     if not form.is_valid():
         messages.error(request, invalid)
-        return
+        return None
     data = form.cleaned_data
     try:
         outcome = run(request, data["command_id"], command_type, lambda: build(data),
                       step_up_token=data.get("otp_token"))
     except ActionRefused as error:
         messages.error(request, str(error))
-    else:
-        report(request, outcome, done)
+        return None
+    report(request, outcome, done)
+    return outcome
 
 
 def approval_blockers(request, command_type: str, *, subject: str, status: str, awaiting: str,

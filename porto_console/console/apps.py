@@ -9,7 +9,7 @@ class ConsoleConfig(AppConfig):
 
 
 class PortoAdminConfig(admin_apps.AdminConfig):
-    """The stock admin app, serving the console's site (Users and Groups stay as they are)."""
+    """The stock admin app, serving the console's site, which registers no stock model screens."""
 
     default = False
     default_site = "porto_console.console.site.PortoAdminSite"

@@ -11,10 +11,11 @@ same command ID with a different request is ``COMMAND_ID_CONFLICT``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ledger_engine.adapters.gateway import new_id
 from ledger_engine.application.transition import CommandOutcome
+from ledger_engine.domain.step_up import without_proof
 from ledger_engine.errors import ErrorCode, LedgerError
 from porto_console.ledger import gateway
 
@@ -33,15 +34,21 @@ def new_command_id() -> str:
     return new_id()
 
 
-def submit(actor_id: str, command_id: str, request: CommandRequest) -> CommandOutcome:
+def submit(actor_id: str, command_id: str, request: CommandRequest, *,
+           prove: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> CommandOutcome:
     """Hand the form's command to the ledger once, whatever number of times the form arrives.
 
+    ``prove`` adds a step-up proof to the payload; a retry of an approval whose
+    envelope is already stored (with its proof) submits that envelope as it is.
     Raises ``LedgerError`` for what is refused before admission. If the answer
     is lost to a halted ledger, the command ID resolves it.
     """
     admission = gateway()
-    envelope = admission.envelope(request.command_type, request.payload, actor_id=actor_id, command_id=command_id,
-                                  expected=request.expected_revisions, evidence=request.evidence_hashes)
+    envelope = _stored_approval(admission, actor_id, command_id, request) if prove else None
+    if envelope is None:
+        payload = prove(request.payload) if prove else request.payload
+        envelope = admission.envelope(request.command_type, payload, actor_id=actor_id, command_id=command_id,
+                                      expected=request.expected_revisions, evidence=request.evidence_hashes)
     try:
         return admission.submit(envelope)
     except LedgerError as error:
@@ -49,3 +56,17 @@ def submit(actor_id: str, command_id: str, request: CommandRequest) -> CommandOu
         if resolved is None:
             raise
         return resolved
+
+
+def _stored_approval(admission, actor_id: str, command_id: str, request: CommandRequest) -> dict[str, Any] | None:
+    """The stored envelope of this very approval (same actor and request, proof aside), if one is stored."""
+    stored = admission.envelopes.load(command_id)
+    if stored is None:
+        return None
+    same = (stored["actor_id"], stored["command_type"], without_proof(stored["payload"]),
+            stored["expected_revisions"], stored["evidence_hashes"]) == (
+        actor_id, request.command_type, request.payload,
+        sorted(request.expected_revisions, key=lambda item: (item["cf"], item["key"])), sorted(set(request.evidence_hashes)))
+    if not same:
+        raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT, f"command {command_id} was stored for another request")
+    return stored

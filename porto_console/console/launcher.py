@@ -1,8 +1,11 @@
-"""``make run``: own the ledger, migrate, load the labelled demo, create demo users, serve.
+"""``make run``: own the ledger, check the keys, migrate, load the labelled demo, create demo users, serve.
 
 One process serves every request on threads; there is no autoreloader, so no
 second process ever tries to open the ledger. Opening the ledger comes first:
-if another process owns the directory, nothing else happens.
+if another process owns the directory, nothing else happens. Then the keys:
+outside the labelled demo the console refuses to serve with the default
+``SECRET_KEY``, without a handle key of its own or without a step-up key the
+ledger trusts (``safety``); the demo gets ephemeral keys and its fixture key.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from django.core.wsgi import get_wsgi_application
 
 from ledger_engine.demo import demo_genesis
 from ledger_engine.errors import ErrorCode, LedgerError
-from porto_console.console.services import demo
+from porto_console.console import safety
+from porto_console.console.services import demo, staff_changes
 from porto_console.ledger import close_owner, open_owner
 
+EXIT_UNSAFE = 2
 EXIT_LEDGER_OWNED = 3
 
 
@@ -36,14 +41,25 @@ def launch(*, host: str, port: int, out: TextIO = sys.stdout) -> int:
         print(f"cannot start: {error.detail}. Stop the other console first, or set DATA_DIR "
               "to another directory.", file=sys.stderr)
         return EXIT_LEDGER_OWNED
+    try:
+        made = safety.prepare(ledger)
+    except safety.UnsafeConfiguration as error:
+        close_owner()
+        print("cannot start: this is not the labelled demo ledger, and", file=sys.stderr)
+        for problem in error.problems:
+            print(f"  - {problem}", file=sys.stderr)
+        return EXIT_UNSAFE
     signal.signal(signal.SIGTERM, _stop)
     try:
         call_command("migrate", interactive=False, verbosity=0)
         loaded = demo.load_scenario(ledger)
         print(f"ledger {settings.LEDGER_DATA_DIR}: {ledger.genesis()['label']}; "
               f"head {ledger.head().sequence}" + (f" ({loaded} demo commands loaded)" if loaded else ""), file=out)
+        if made:
+            print(f"DEMO DATA console: using {', '.join(made)}", file=out)
         if demo.is_demo(ledger):
             _print_users(demo.demo_users(ledger), out)
+        staff_changes.apply_approved(ledger)
         print(f"serving the console at http://{host}:{port}/ (one process; Ctrl-C stops it)", file=out, flush=True)
         # Workers make many small internal API calls; Nagle's delay would cost each one ~40 ms.
         WSGIRequestHandler.disable_nagle_algorithm = True
@@ -60,10 +76,11 @@ def _stop(signum, frame) -> None:
 
 
 def _print_users(issued, out: TextIO) -> None:
+    """The labelled demo's sign-ins, on the host's terminal (never on a console screen)."""
     print("\nDEMO DATA users (passwords and authenticators are new at every start):", file=out)
     for credentials, roles in issued:
         print(f"  {credentials.username:<18} {','.join(roles):<10} password {credentials.password}", file=out)
-        if "finance" in roles:
+        if set(roles) & {"admin", "finance"}:  # the roles that approve, with a step-up code
             print(f"  {'':<18} {'':<10} TOTP secret {credentials.totp_secret}\n"
                   f"  {'':<18} {'':<10} {credentials.otpauth_url}", file=out)
     print("Current authenticator code for a demo user: .venv/bin/python manage.py demo_totp_code USERNAME\n", file=out)

@@ -13,6 +13,7 @@ from typing import Callable, Iterable
 
 from django.core.exceptions import PermissionDenied
 
+from ledger_engine.domain.actors import ANY_STAFF
 from ledger_engine.domain.registry import spec_for
 
 FINANCE, OPS, ADMIN, AUDITOR = "finance", "ops", "admin", "auditor"
@@ -41,7 +42,10 @@ def command_roles(command_type: str) -> frozenset[str]:
 
 
 def may_submit(user, command_type: str) -> bool:
-    return has_role(user, command_roles(command_type))
+    roles = command_roles(command_type)
+    if ANY_STAFF in roles and user.is_authenticated and user.is_active and user.is_staff:
+        return True
+    return has_role(user, roles)
 
 
 def require_roles(roles: Iterable[str]) -> Callable:
@@ -52,7 +56,7 @@ def require_roles(roles: Iterable[str]) -> Callable:
         @wraps(view)
         def guarded(request, *args, **kwargs):
             if not has_role(request.user, allowed):
-                raise PermissionDenied(f"This screen needs one of the roles: {', '.join(sorted(allowed))}.")
+                raise PermissionDenied(f"This screen needs the {' or '.join(sorted(allowed))} role.")
             return view(request, *args, **kwargs)
 
         return guarded
@@ -63,5 +67,5 @@ def require_roles(roles: Iterable[str]) -> Callable:
 def require_command(request, command_type: str) -> None:
     """The screen's check before it builds a command; the ledger repeats it with the actor's roles."""
     if not may_submit(request.user, command_type):
-        needed = ", ".join(sorted(command_roles(command_type)))
-        raise PermissionDenied(f"{command_type} needs one of the roles: {needed}.")
+        needed = " or ".join(sorted(command_roles(command_type)))
+        raise PermissionDenied(f"This action ({command_type}) needs the {needed} role.")

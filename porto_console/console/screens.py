@@ -24,5 +24,8 @@ ACCOUNTS = Screen("console-accounts", "Accounts", frozenset({ADMIN, AUDITOR}))
 JOURNAL = Screen("console-journal", "Journal explorer", frozenset({AUDITOR, ADMIN}))
 QUARANTINE = Screen("console-quarantine", "Effect quarantine", frozenset({OPS, AUDITOR}))
 QUARANTINE_RETRY_ROLES = frozenset({OPS})
+STAFF_CHANGES = Screen("console-staff-changes", "Staff changes", frozenset({ADMIN, AUDITOR}))
+LOCKOUTS = Screen("console-lockouts", "Sign-in lockouts", frozenset({ADMIN}))
 
-SCREENS = (DASHBOARD, HOLDS, PAYOUTS, PAYMENTS, RECIPIENTS, BUDGETS, ACCOUNTS, JOURNAL, QUARANTINE)
+SCREENS = (DASHBOARD, HOLDS, PAYOUTS, PAYMENTS, RECIPIENTS, BUDGETS, ACCOUNTS, STAFF_CHANGES, LOCKOUTS, JOURNAL,
+           QUARANTINE)

@@ -1,13 +1,26 @@
-"""The admin site that hosts the console: the ledger screens beside the stock Users and Groups."""
+"""The admin site that hosts the console: the ledger screens, and no stock model screens at all.
+
+Django's own Users, Groups, authenticator and sign-in-attempt screens would let
+an admin set any password, read any authenticator secret, tick
+``is_superuser`` or join any group. None of them is registered here: staff
+accounts, roles and credentials change only through the console's
+ledger-backed screens (Accounts, Staff changes, Sign-in lockouts), and a
+superuser exists only through ``manage.py createsuperuser`` on the host.
+"""
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib.admin import AdminSite
 from django.shortcuts import redirect
+from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from porto_console.console.roles import has_role
 from porto_console.console.screens import DASHBOARD, SCREENS
+
+log = logging.getLogger("porto.console.site")
 
 
 class PortoAdminSite(AdminSite):
@@ -16,23 +29,29 @@ class PortoAdminSite(AdminSite):
     index_title = "Administration"
     site_url = None  # the console is the whole site
 
+    def register(self, model_or_iterable, admin_class=None, **options) -> None:
+        """Refuse every model screen, whichever app offers one (auth, django-otp, axes, ...)."""
+        log.debug("not registering a model screen for %s", model_or_iterable)
+
     def get_urls(self):
         from porto_console.console.urls import console_urls
 
         return console_urls(self) + super().get_urls()
 
     def get_app_list(self, request, app_label=None):
-        app_list = super().get_app_list(request, app_label)
         screens = [screen for screen in SCREENS if has_role(request.user, screen.roles)]
-        if app_label is None and screens:
-            app_list.insert(0, _ledger_app(screens, self.name))
-        return app_list
+        return [_ledger_app(screens, self.name)] if app_label is None and screens else []
 
     def index(self, request, extra_context=None):
-        """A console user lands on the dashboard; anyone else gets the stock index."""
+        """A console user lands on the dashboard; anyone else is told why there is nothing here."""
         if has_role(request.user, DASHBOARD.roles):
             return redirect(f"admin:{DASHBOARD.url_name}")
-        return super().index(request, extra_context)
+        return TemplateResponse(request, "console/no_role.html", {**self.each_context(request), "title": "No role"})
+
+    def password_change(self, request, extra_context=None):
+        from porto_console.console.views.enrolment import password_change
+
+        return password_change(request)
 
 
 def _ledger_app(screens, site_name: str) -> dict:

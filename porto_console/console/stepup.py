@@ -1,14 +1,29 @@
-"""Step-up authentication for money actions: a fresh code from one of the user's TOTP devices.
+"""Step-up for human approvals: a fresh code from the user's own authenticator, then a proof the ledger checks.
 
-The code travels with the action's form and is checked just before the command
-is built. django-otp refuses a code it has already accepted and throttles
-wrong guesses per device.
+The code travels with the approval's form. ``prove`` checks it against the
+signed-in user's confirmed TOTP devices (django-otp refuses a code it has
+already accepted and throttles wrong guesses per device) and only then signs a
+step-up proof for exactly the command about to be submitted, with this
+console's step-up key (``ledger_engine.domain.step_up``). The ledger verifies
+that proof against the key it trusts; without one it refuses the approval, so
+nothing but this path (a person with their authenticator, signed in to the
+console) can approve. The internal API and worker credentials never come here.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
+from typing import Any
+
 import django_otp
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django_otp.plugins.otp_totp.models import TOTPDevice
+
+from ledger_engine.domain import step_up
+from porto_console.console.roles import actor_id
+from porto_console.ledger import gateway
 
 
 class StepUpFailed(Exception):
@@ -19,11 +34,21 @@ def has_device(user) -> bool:
     return TOTPDevice.objects.filter(user=user, confirmed=True).exists()
 
 
-def verify(request, token: str) -> None:
+def prove(request, token: str | None, *, command_id: str, command_type: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with a step-up proof for this command, once ``token`` is a fresh code of the user's."""
+    if not token:
+        raise StepUpFailed(f"{command_type} needs a current code from your authenticator.")
+    _verify(request, token)
+    return {**step_up.without_proof(payload), step_up.PROOF_FIELD: step_up.sign(
+        signing_key(), command_id=command_id, command_type=command_type, actor_id=actor_id(request.user),
+        payload=payload, issued_at_ms=gateway().now_ms())}
+
+
+def _verify(request, token: str) -> None:
     """Accept ``token`` from one of the user's confirmed devices and mark the session verified."""
     devices = list(TOTPDevice.objects.filter(user=request.user, confirmed=True))
     if not devices:
-        raise StepUpFailed("You have no authenticator enrolled; an admin must provision one before you can approve.")
+        raise StepUpFailed("You have no authenticator enrolled; ask an admin for an enrolment link.")
     for device in devices:
         if device.verify_token(token):
             django_otp.login(request, device)
@@ -31,6 +56,19 @@ def verify(request, token: str) -> None:
     raise StepUpFailed("The authenticator code is not valid (or was already used). Enter the current code.")
 
 
-def enrol(user) -> TOTPDevice:
-    """A new confirmed TOTP device for ``user``; its ``config_url`` is shown once to set up an app."""
-    return TOTPDevice.objects.create(user=user, name="authenticator", confirmed=True)
+def signing_key() -> Ed25519PrivateKey:
+    if not settings.STEP_UP_KEY:
+        raise ImproperlyConfigured("PORTO_STEP_UP_KEY is not set: this console cannot sign step-up proofs")
+    return _key(settings.STEP_UP_KEY)
+
+
+def public_key() -> str | None:
+    return step_up.public_key_hex(signing_key()) if settings.STEP_UP_KEY else None
+
+
+@lru_cache(maxsize=2)
+def _key(private_hex: str) -> Ed25519PrivateKey:
+    try:
+        return Ed25519PrivateKey.from_private_bytes(bytes.fromhex(private_hex))
+    except ValueError:
+        raise ImproperlyConfigured("PORTO_STEP_UP_KEY is not a 32-byte Ed25519 private key in hex") from None

@@ -6,13 +6,16 @@ from typing import Callable, Iterable
 
 from django.urls import path
 
-from porto_console.console.roles import command_roles, require_roles
+from porto_console.console.roles import ADMIN, command_roles, require_roles
 from porto_console.console.screens import (
-    ACCOUNTS, BUDGETS, DASHBOARD, HOLDS, JOURNAL, PAYMENTS, PAYOUTS, QUARANTINE, QUARANTINE_RETRY_ROLES, RECIPIENTS,
+    ACCOUNTS, BUDGETS, DASHBOARD, HOLDS, JOURNAL, LOCKOUTS, PAYMENTS, PAYOUTS, QUARANTINE, QUARANTINE_RETRY_ROLES,
+    RECIPIENTS, STAFF_CHANGES,
 )
 from porto_console.console.views import (
-    accounts, budgets, dashboard, dispatch, holds, journal, payouts, quarantine, recipients,
+    accounts, budgets, dashboard, dispatch, holds, journal, payouts, quarantine, recipients, staff,
 )
+
+ADMIN_ONLY = frozenset({ADMIN})
 
 
 def console_urls(site) -> list:
@@ -48,6 +51,18 @@ def console_urls(site) -> list:
         route("ledger/accounts/", accounts.account_list, ACCOUNTS.url_name, ACCOUNTS.roles),
         route("ledger/accounts/new/", accounts.account_new, "console-account-new", command_roles("RegisterAccount")),
         route("ledger/accounts/<str:handle>/", accounts.account_detail, "console-account", ACCOUNTS.roles),
+        route("ledger/accounts/<str:handle>/request/", accounts.request_change, "console-account-request",
+              command_roles("RequestStaffChange")),
+        route("ledger/accounts/<str:handle>/link/", accounts.send_link, "console-account-link", ADMIN_ONLY),
+        route("ledger/staff-changes/", staff.change_list, STAFF_CHANGES.url_name, STAFF_CHANGES.roles),
+        route("ledger/staff-changes/<str:handle>/", staff.change_detail, "console-staff-change", STAFF_CHANGES.roles),
+        route("ledger/staff-changes/<str:handle>/approve/", staff.approve, "console-staff-change-approve",
+              command_roles("DecideStaffChange")),
+        route("ledger/staff-changes/<str:handle>/decline/", staff.decline, "console-staff-change-decline",
+              command_roles("DecideStaffChange")),
+        route("ledger/lockouts/", staff.lockout_list, LOCKOUTS.url_name, LOCKOUTS.roles),
+        route("ledger/lockouts/<str:handle>/clear/", staff.lockout_clear, "console-lockout-clear",
+              command_roles("RecordLockoutCleared")),
         route("ledger/journal/", journal.journal, JOURNAL.url_name, JOURNAL.roles),
         route("ledger/journal/lookup/", journal.lookup, "console-journal-lookup", JOURNAL.roles),
         route("ledger/journal/verify/", journal.verify, "console-journal-verify", JOURNAL.roles),

@@ -15,6 +15,7 @@ import logging
 from functools import wraps
 from typing import Any, Callable
 
+from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationErrorContext
@@ -61,7 +62,7 @@ class WorkerApi(NinjaAPI):
 
 
 api = WorkerApi(title="Porto internal worker API", version="1", urls_namespace="internal",
-                description=DESCRIPTION, auth=WorkerBearer())
+                description=DESCRIPTION, auth=WorkerBearer(), docs_decorator=staff_member_required)
 
 
 def error_response(request: HttpRequest, code: str, detail: str) -> HttpResponse:

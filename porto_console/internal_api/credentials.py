@@ -4,6 +4,12 @@ A token is ``porto-worker.<selector>.<secret>``. The selector finds the
 credential; only the SHA-256 of the 32-byte secret is stored, compared in
 constant time. Each credential names the ledger actor the worker acts as and
 the command types it may submit; the ledger checks that actor's roles again.
+
+No credential is ever issued for a human-approval command type (one whose
+registry entry declares step-up: approving a payout run, a recipient update,
+a staff change, ...). Those need a person's fresh authenticator proof, which
+only the console's step-up service makes after checking a code; a worker
+token cannot carry one, and the ledger refuses the command without it.
 """
 
 from __future__ import annotations
@@ -51,6 +57,12 @@ def issue(name: str, actor_id: str, command_types: list[str]) -> tuple[WorkerCre
     unknown = sorted(set(command_types) - set(registered_types()))
     if unknown:
         raise CredentialError(f"unknown command types: {', '.join(unknown)}")
+    human = sorted(command_type for command_type in set(command_types) if spec_for(command_type).human_approval)
+    if human:
+        raise CredentialError(
+            f"refusing {', '.join(human)}: a person approves these with a fresh authenticator code through the "
+            "console's step-up, and the ledger refuses them without its proof, so no worker credential may carry "
+            "them")
     selector, secret = secrets.token_hex(SELECTOR_BYTES), secrets.token_urlsafe(SECRET_BYTES)
     with transaction.atomic():
         if WorkerCredential.objects.filter(name=name, revoked_at=None).exists():

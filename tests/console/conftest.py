@@ -3,29 +3,34 @@ signed-in console users."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.demo import demo_genesis
-from ledger_engine.genesis import default_genesis
+from ledger_engine.demo.builder import DEMO_STEP_UP_KEY
+from ledger_engine.demo.foundation import staff_email
 from porto_console import ledger as console_ledger
 from porto_console.console.services.demo import load_scenario
 from porto_console.console.services.users import issue_credentials, sync_user
 from tests.conftest import EnvelopeFactory
 from tests.money_allocation.world import FINANCE, FINANCE_2, MoneyWorld, fixture_commands
 from tests.money_payouts.world import PayoutWorld
+from tests.support import step_up
 
 DEMO_SEED = 3
 # Demo staff in the ledger and the console group each one gets here.
-STAFF = {"admin": "demo-admin", "finance": "demo-finance-1", "finance2": "demo-finance-2",
+STAFF = {"admin": "demo-admin", "admin2": "demo-admin-2", "finance": "demo-finance-1", "finance2": "demo-finance-2",
          "ops": "demo-ops-1", "auditor": "demo-auditor-1"}
-ROLE_OF = {"admin": "admin", "finance": "finance", "finance2": "finance", "ops": "ops", "auditor": "auditor"}
+ROLE_OF = {"admin": "admin", "admin2": "admin", "finance": "finance", "finance2": "finance", "ops": "ops",
+           "auditor": "auditor"}
 
 
 @pytest.fixture(autouse=True)
@@ -47,8 +52,10 @@ def demo_ledger_template(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def ledger(demo_ledger_template, tmp_path):
-    """The console's owner for this test, on a fresh copy of the demo ledger."""
+def ledger(demo_ledger_template, tmp_path, settings):
+    """The console's owner for this test, on a fresh copy of the demo ledger, signing with the demo's step-up key
+    (as the launcher does for the demo)."""
+    settings.STEP_UP_KEY = DEMO_STEP_UP_KEY.private_bytes_raw().hex()
     path = tmp_path / "ledger"
     shutil.copytree(demo_ledger_template, path)
     owner = console_ledger.open_owner(path)
@@ -59,7 +66,8 @@ def ledger(demo_ledger_template, tmp_path):
 @pytest.fixture
 def users(db):
     """Console users named after the demo staff accounts, each in the group of their ledger role."""
-    return {name: sync_user(account, roles=[ROLE_OF[name]], active=True)[0] for name, account in STAFF.items()}
+    return {name: sync_user(account, roles=[ROLE_OF[name]], active=True, email=staff_email(account))[0]
+            for name, account in STAFF.items()}
 
 
 @pytest.fixture
@@ -77,7 +85,7 @@ def client_as(users, ledger):
 @pytest.fixture
 def payouts_world(tmp_path):
     """The payout tests' world (payables and confirmed statements for every recipient) on the console's owner."""
-    owner = console_ledger.open_owner(tmp_path / "ledger", genesis=default_genesis())
+    owner = console_ledger.open_owner(tmp_path / "ledger", genesis=step_up.genesis())
     with fixture_commands():
         payouts = PayoutWorld(MoneyWorld(owner, EnvelopeFactory()).setup()).setup()
         payouts.confirmed_statements()
@@ -102,3 +110,11 @@ def code_for(username: str) -> str:
     """The current code of the user's authenticator, as their phone would show it."""
     device = TOTPDevice.objects.get(user__username=username)
     return f"{TOTP(device.bin_key).token():06d}"
+
+
+def enrolment_link(outbox, username: str) -> str:
+    """The path of the newest enrolment link mailed to ``username``: what only its owner reads."""
+    user = User.objects.get(username=username)
+    mails = [mail for mail in outbox if mail.to == [user.email]]
+    assert mails, f"no mail to {user.email}"
+    return re.search(r"https?://[^/]+(/enrol/[^/\s]+/)", mails[-1].body).group(1)

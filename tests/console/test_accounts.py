@@ -1,69 +1,130 @@
-"""Accounts (admin): provisioning staff and domain accounts, changing roles, deactivating."""
+"""Accounts (admin): provisioning with enrolment links, changing roles, deactivating; no secret on any screen."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.layout import STATE
 from porto_console.console.commands import new_command_id
 from porto_console.console.handles import seal
+from porto_console.console.models import EnrolmentLink
 from porto_console.console.services.accounts import identity_digest
-from tests.console.conftest import STAFF
+from tests.console.conftest import STAFF, enrolment_link
 
 
 def provision(client, **fields):
-    data = {"command_id": new_command_id(), "kind": "staff", "account_id": "fin-3", "identity": "fin3@porto.test",
-            "roles": ["finance"], "payout_address": "", **fields}
-    return client.post("/ledger/accounts/new/", data)
+    data = {"command_id": new_command_id(), "kind": "staff", "account_id": "ops-3", "identity": "ops3@porto.test",
+            "roles": ["ops"], "payout_address": "", **fields}
+    return client.post("/ledger/accounts/new/", data, follow=True)
 
 
-def test_provisioning_staff_registers_the_account_and_creates_a_user_who_can_sign_in(client_as, ledger):
+def pending_code(username: str) -> str:
+    """The code the new owner's authenticator app shows, from the device being enrolled."""
+    device = TOTPDevice.objects.get(user__username=username, confirmed=False)
+    return f"{TOTP(device.bin_key).token():06d}"
+
+
+def test_provisioning_staff_shows_no_secret_and_emails_the_owner_a_link(client_as, ledger, mailoutbox):
     head = ledger.head().sequence
     response = provision(client_as("admin"))
-    assert response.status_code == 200
     page = response.content.decode()
-    password = re.search(r'id="new-password">([^<]+)<', page).group(1)
-    account = ledger.get(STATE, "account/fin-3").data
-    assert account["roles"] == ["finance"] and account["kind"] == "staff"
-    assert account["identity_digest"] == identity_digest("staff", "fin3@porto.test")
-    assert ledger.get(STATE, "actor/fin-3").data == {"roles": ["finance"], "status": "active"}
-    assert ledger.head().sequence == head + 1
-    entry = ledger.journal_entry(head + 1)["envelope"]
-    assert (entry["command_type"], entry["actor_id"]) == ("RegisterAccount", STAFF["admin"])
-    user = User.objects.get(username="fin-3")
-    assert user.check_password(password) and user.is_staff and user.is_active
-    assert [group.name for group in user.groups.all()] == ["finance"]
-    secret = re.search(r'id="new-totp-secret">([^<]+)<', page).group(1)
-    device = TOTPDevice.objects.get(user=user)
-    assert device.confirmed and secret
-    assert device.verify_token(TOTP(device.bin_key).token())
+    assert ledger.get(STATE, "account/ops-3").data["identity_digest"] == identity_digest("staff", "ops3@porto.test")
+    assert ledger.get(STATE, "actor/ops-3").data == {"roles": ["ops"], "status": "active"}
+    provisioned, link_sent = (ledger.journal_entry(head + n)["envelope"] for n in (1, 2))
+    assert (provisioned["command_type"], provisioned["actor_id"]) == ("RegisterAccount", STAFF["admin"])
+    assert (link_sent["command_type"], link_sent["actor_id"], link_sent["payload"]["change"]) == (
+        "RecordProfileChange", STAFF["admin"], "enrolment_link_issued")
+    user = User.objects.get(username="ops-3")
+    assert (user.is_staff, user.is_active, user.is_superuser, user.has_usable_password()) == (True, True, False, False)
+    assert not TOTPDevice.objects.filter(user=user).exists()
+    [mail] = mailoutbox
+    assert mail.to == ["ops3@porto.test"]
+    token = enrolment_link(mailoutbox, "ops-3").rsplit("/", 2)[-2]
+    assert token not in page and "otpauth://" not in page and 'type="password"' not in page
+    assert re.search(r'id="enrolment-status">pending: link sent to o\*\*\*@porto\.test', page)
 
 
-def test_provisioning_an_artist_records_the_payout_address_and_no_user(client_as, ledger):
-    address = "0x" + "ab" * 32
-    response = provision(client_as("admin"), kind="artist", account_id="acct-artist-9", identity="provider|9",
-                         roles=[], payout_address=address)
+def test_the_owner_sets_their_own_password_and_authenticator_through_the_link_once(client_as, ledger, mailoutbox):
+    provision(client_as("admin"))
+    link = enrolment_link(mailoutbox, "ops-3")
+    owner = Client()
+    assert owner.get(link)["Location"] == "/enrol/"
+    page = owner.get("/enrol/").content.decode()
+    assert 'id="totp-secret"' in page and "<svg" in page
+    head = ledger.head().sequence
+    response = owner.post("/enrol/", {"password1": "a long new passphrase 7", "password2": "a long new passphrase 7",
+                                      "otp_token": pending_code("ops-3")})
     assert response.status_code == 302
-    assert response["Location"] == f"/ledger/accounts/{seal('account', 'acct-artist-9')}/"
-    assert ledger.get(STATE, "recipient/acct-artist-9").data["payout_address"] == address
-    assert not User.objects.filter(username="acct-artist-9").exists()
+    entry = ledger.journal_entry(head + 1)["envelope"]
+    assert (entry["actor_id"], entry["payload"]["change"], entry["payload"]["factors"]) == (
+        "ops-3", "enrolment_completed", ["authenticator", "password"])
+    assert ledger.get(STATE, "staff_credentials/ops-3").data["status"] == "enrolled"
+    user = User.objects.get(username="ops-3")
+    assert user.check_password("a long new passphrase 7")
+    assert TOTPDevice.objects.get(user=user).confirmed
+    assert Client().get(link).status_code == 404  # used once
+    account_page = client_as("admin").get(f"/ledger/accounts/{seal('account', 'ops-3')}/").content.decode()
+    assert 'id="enrolment-status">enrolled' in account_page
 
 
-def test_a_double_submitted_provisioning_form_registers_once(client_as, ledger):
+def test_an_expired_link_opens_nothing(client_as, ledger, mailoutbox, settings):
+    settings.ENROLMENT_LINK_TTL_S = -1
+    provision(client_as("admin"))
+    response = Client().get(enrolment_link(mailoutbox, "ops-3"))
+    assert response.status_code == 404 and "not valid" in response.content.decode()
+
+
+def test_a_link_used_to_guess_codes_dies(client_as, ledger, mailoutbox):
+    provision(client_as("admin"))
+    owner = Client()
+    owner.get(enrolment_link(mailoutbox, "ops-3"))
+    for _ in range(5):
+        owner.post("/enrol/", {"password1": "a long new passphrase 7", "password2": "a long new passphrase 7",
+                               "otp_token": "000000"})
+    assert owner.get("/enrol/").status_code == 404
+    assert EnrolmentLink.objects.get(user__username="ops-3").revoked_at is not None
+
+
+@pytest.mark.parametrize("role", ["finance", "admin"])
+def test_with_two_admins_provisioning_cannot_grant_finance_or_admin(client_as, ledger, role):
+    head = ledger.head()
+    page = provision(client_as("admin"), roles=[role]).content.decode()
+    assert "granted through a staff change" in page
+    assert ledger.head() == head and not User.objects.filter(username="ops-3").exists()
+
+
+def test_the_change_form_cannot_grant_finance_even_when_forged(client_as, ledger):
+    handle = seal("account", STAFF["ops"])
+    head = ledger.head()
+    client_as("admin").post(f"/ledger/accounts/{handle}/", {"command_id": new_command_id(), "roles": ["finance", "ops"],
+                                                            "revision": "1", "active": "on"})
+    assert ledger.head() == head
+    assert ledger.get(STATE, f"actor/{STAFF['ops']}").data["roles"] == ["ops"]
+
+
+def test_an_enrolled_user_gets_no_link_from_one_admin(client_as, ledger, mailoutbox):
+    head = ledger.head()
+    response = client_as("admin").post(f"/ledger/accounts/{seal('account', STAFF['finance'])}/link/",
+                                       {"command_id": new_command_id()}, follow=True)
+    assert "has enrolled already" in response.content.decode()
+    assert ledger.head() == head and mailoutbox == []
+
+
+def test_a_double_submitted_provisioning_form_registers_once(client_as, ledger, mailoutbox):
     client = client_as("admin")
     command_id = new_command_id()
     head = ledger.head().sequence
-    first = provision(client, command_id=command_id)
+    provision(client, command_id=command_id)
     second = provision(client, command_id=command_id)
-    assert ledger.head().sequence == head + 1
-    assert "id=\"new-password\"" in first.content.decode()
-    assert second.status_code == 302
-    messages = [str(m) for m in second.wsgi_request._messages]
-    assert any("already submitted" in text for text in messages)
+    assert ledger.head().sequence == head + 2  # the account and its first link, once
+    assert len(mailoutbox) == 1
+    assert "already submitted" in second.content.decode()
 
 
 def test_reusing_a_forms_command_id_for_another_request_is_refused(client_as, ledger):
@@ -71,23 +132,39 @@ def test_reusing_a_forms_command_id_for_another_request_is_refused(client_as, le
     command_id = new_command_id()
     provision(client, command_id=command_id)
     head = ledger.head()
-    response = provision(client, command_id=command_id, account_id="fin-4", identity="fin4@porto.test")
+    response = provision(client, command_id=command_id, account_id="ops-4", identity="ops4@porto.test")
     assert ledger.head() == head
-    assert ledger.get(STATE, "account/fin-4") is None
-    assert "already submitted" in " ".join(str(m) for m in response.wsgi_request._messages)
+    assert ledger.get(STATE, "account/ops-4") is None
+    assert "already submitted" in response.content.decode()
 
 
 def test_a_rejected_provisioning_shows_the_reason_and_offers_a_new_command_id(client_as, ledger):
     client = client_as("admin")
     provision(client)
     head = ledger.head().sequence
-    response = provision(client, account_id="fin-5")  # same identity as fin-3
-    page = response.content.decode()
+    page = provision(client, account_id="ops-5").content.decode()  # same identity as ops-3
     assert ledger.head().sequence == head + 1  # the rejection is journalled
     assert ledger.journal_entry(head + 1)["result"]["code"] == "ALREADY_EXISTS"
     assert "Not allowed: ALREADY_EXISTS" in page
-    assert 'value="fin-5"' in page
-    assert ledger.get(STATE, "account/fin-5") is None
+    assert 'value="ops-5"' in page
+    assert ledger.get(STATE, "account/ops-5") is None
+
+
+def test_a_staff_identity_is_a_work_email(client_as, ledger):
+    head = ledger.head()
+    page = provision(client_as("admin"), identity="not an email").content.decode()
+    assert "their work email" in page and ledger.head() == head
+
+
+def test_provisioning_an_artist_records_the_payout_address_and_no_user(client_as, ledger):
+    address = "0x" + "ab" * 32
+    response = client_as("admin").post("/ledger/accounts/new/", {
+        "command_id": new_command_id(), "kind": "artist", "account_id": "acct-artist-9", "identity": "provider|9",
+        "roles": [], "payout_address": address})
+    assert response.status_code == 302
+    assert response["Location"] == f"/ledger/accounts/{seal('account', 'acct-artist-9')}/"
+    assert ledger.get(STATE, "recipient/acct-artist-9").data["payout_address"] == address
+    assert not User.objects.filter(username="acct-artist-9").exists()
 
 
 def test_deactivating_a_staff_account_deactivates_the_actor_and_the_user(client_as, users, ledger):
@@ -99,6 +176,14 @@ def test_deactivating_a_staff_account_deactivates_the_actor_and_the_user(client_
     assert ledger.get(STATE, f"account/{STAFF['ops']}").data["status"] == "deactivated"
     users["ops"].refresh_from_db()
     assert not users["ops"].is_active
+
+
+def test_deactivating_a_finance_user_keeps_their_finance_role(client_as, users, ledger):
+    handle = seal("account", STAFF["finance"])
+    revision = ledger.get(STATE, f"account/{STAFF['finance']}").revision
+    client_as("admin").post(f"/ledger/accounts/{handle}/", {"command_id": new_command_id(), "roles": [],
+                                                            "revision": str(revision)})
+    assert ledger.get(STATE, f"actor/{STAFF['finance']}").data == {"roles": ["finance"], "status": "deactivated"}
 
 
 def test_changing_roles_is_checked_against_the_revision_the_admin_saw(client_as, ledger):

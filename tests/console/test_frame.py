@@ -25,12 +25,13 @@ def test_every_screen_needs_a_signed_in_user(ledger, db):
         assert response.status_code == 302 and response["Location"].startswith("/login/")
 
 
-def test_a_console_user_lands_on_the_dashboard_beside_users_and_groups(client_as):
+def test_a_console_user_lands_on_the_dashboard_with_the_ledger_screens_only(client_as):
     response = client_as("admin").get("/", follow=True)
     assert response.redirect_chain == [("/ledger/", 302)]
     page = response.content.decode()
-    for link in ("/ledger/accounts/", "/ledger/journal/", "/auth/user/", "/auth/group/"):  # admin's screens
+    for link in ("/ledger/accounts/", "/ledger/staff-changes/", "/ledger/lockouts/", "/ledger/journal/"):
         assert f'href="{link}"' in page
+    assert "/auth/" not in page and "/otp_totp/" not in page and "/axes/" not in page
 
 
 def test_every_page_of_a_demo_ledger_says_demo_data(client_as, ledger):

@@ -7,12 +7,12 @@ import pytest
 
 from ledger_engine.checkpoint.backup import verify_backup
 from ledger_engine.domain.commands.money.payments import payment_key
-from ledger_engine.genesis import default_genesis
 from porto_console.internal_api import credentials
 from porto_console.ledger import close_owner, gateway, open_owner
 from tests.console.test_internal_api import COMMANDS, Worker, assert_error, claim_body
 from tests.money_allocation.world import MoneyWorld, fixture_commands
 from tests.money_payouts.world import PayoutWorld, transaction_hash
+from tests.support import step_up
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +23,7 @@ API_WORKERS = {"api-dispatcher": ["dispatcher"], "api-signer": ["signer"], "api-
 @pytest.fixture
 def payouts(tmp_path, envelopes) -> PayoutWorld:
     """An approved payout run on the console's ledger, and worker actors for the API's credentials."""
-    owner = open_owner(tmp_path / "ledger", genesis=default_genesis())
+    owner = open_owner(tmp_path / "ledger", genesis=step_up.genesis())
     for actor, roles in API_WORKERS.items():
         assert owner.submit(envelopes.account(actor, kind="worker", roles=roles)).accepted
     with fixture_commands():

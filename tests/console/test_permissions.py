@@ -81,7 +81,7 @@ ACTIONS = [
         "command_id": new_command_id(), "reason": "requested_in_error"}),
     Action("provision", "/ledger/accounts/new/", "RegisterAccount", lambda: {
         "command_id": new_command_id(), "kind": "staff", "account_id": "forged-admin", "identity": "f@porto.test",
-        "roles": ["admin"]}),
+        "roles": ["ops"]}),
     Action("change account", f"/ledger/accounts/{ACCOUNT}/", "RegisterAccount", lambda: {
         "command_id": new_command_id(), "revision": "1", "roles": []}),
 ]

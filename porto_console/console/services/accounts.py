@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.domain.actors import actor_key
-from ledger_engine.domain.commands.accounts import account_key, recipient_key
+from ledger_engine.application.pending import PendingBatch
+from ledger_engine.domain.actors import GUARDED_ROLES, actor_key, four_eyes_governance
+from ledger_engine.domain.changes import Changes
+from ledger_engine.domain.commands.accounts import account_key, identity_digest, recipient_key
 from ledger_engine.layout import STATE
 from porto_console.console.commands import CommandRequest
 from porto_console.console.services.rows import records
-
-IDENTITY_DOMAIN = "porto:identity:v1\n"
 
 
 @dataclass(frozen=True)
@@ -29,11 +28,6 @@ class Account:
     @property
     def active(self) -> bool:
         return self.data["status"] == "active"
-
-
-def identity_digest(kind: str, evidence: str) -> str:
-    """The identity sentinel the ledger keeps instead of the identity itself (an email or provider subject)."""
-    return hashlib.sha256(f"{IDENTITY_DOMAIN}{kind}\n{evidence.strip().lower()}".encode()).hexdigest()
 
 
 def accounts(ledger: LedgerOwner, *, kind: str = "", status: str = "", role: str = "") -> Iterator[Account]:
@@ -59,6 +53,15 @@ def actor_roles(ledger: LedgerOwner, account_id: str) -> list[str]:
     return record.data["roles"] if record and record.data["status"] == "active" else []
 
 
+def four_eyes(ledger: LedgerOwner) -> bool:
+    """Whether guarded staff changes need two admins now: the ledger's own rule, read at this moment."""
+    return four_eyes_governance(Changes(base=PendingBatch(ledger.store)))
+
+
+def guarded(roles) -> list[str]:
+    return sorted(set(roles) & GUARDED_ROLES)
+
+
 def provision(*, account_id: str, kind: str, identity: str, roles: list[str],
               payout_address: str = "") -> CommandRequest:
     payload: dict[str, Any] = {"account_id": account_id, "kind": kind,
@@ -70,7 +73,10 @@ def provision(*, account_id: str, kind: str, identity: str, roles: list[str],
 
 
 def change(current: Account, *, roles: list[str], active: bool, seen_revision: int) -> CommandRequest:
-    """The same account with other roles or status, expected at the revision the admin saw."""
+    """The same account with other roles or status, expected at the revision the admin saw.
+
+    Guarded roles the form could not offer (four eyes) stay as the account holds them.
+    """
     payload = {"account_id": current.account_id, "kind": current.data["kind"],
                "identity_digest": current.data["identity_digest"], "roles": sorted(roles),
                "status": "active" if active else "deactivated"}

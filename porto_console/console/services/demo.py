@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.demo import DEMO_LABEL, demo_envelopes
+from ledger_engine.demo.foundation import staff_email
 from porto_console.console.roles import CONSOLE_ROLES
 from porto_console.console.services.accounts import accounts
 from porto_console.console.services.users import Credentials, issue_credentials, sync_user
@@ -35,6 +36,6 @@ def demo_users(ledger: LedgerOwner) -> list[tuple[Credentials, list[str]]]:
     for account in accounts(ledger, kind="staff", status="active"):
         roles = [role for role in account.roles if role in CONSOLE_ROLES]
         if roles:
-            user, _ = sync_user(account.account_id, roles=roles, active=True)
+            user, _ = sync_user(account.account_id, roles=roles, active=True, email=staff_email(account.account_id))
             issued.append((issue_credentials(user), roles))
     return issued

@@ -1,7 +1,10 @@
 """Console users: the Django side of a staff account provisioned in the ledger.
 
 The ledger account comes first; the Django user (same name, groups for its
-console roles) follows only once the ledger accepted it.
+console roles, active as the account is) follows only once the ledger
+accepted it. No console user is ever a superuser, and the groups carry no
+Django permissions: there are no stock model screens to use them on.
+Superusers exist only through ``manage.py createsuperuser`` on the host.
 """
 
 from __future__ import annotations
@@ -10,19 +13,18 @@ import secrets
 from base64 import b32encode
 from dataclasses import dataclass
 
-from django.contrib.auth.models import Group, Permission, User
+from django.contrib.auth.models import Group, User
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from porto_console.console import stepup
-from porto_console.console.roles import ADMIN, CONSOLE_ROLES
-
-# The admin role also looks after Django's own users and authenticators in the stock admin.
-ADMIN_PERMISSIONS = ("auth.view_user", "auth.change_user", "auth.view_group",
-                     "otp_totp.view_totpdevice", "otp_totp.delete_totpdevice")
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.domain.actors import account_key
+from ledger_engine.layout import STATE
+from porto_console.console.roles import CONSOLE_ROLES
 
 
 @dataclass(frozen=True)
 class Credentials:
-    """Shown once: the initial password and the authenticator set-up."""
+    """A password and authenticator made for a labelled demo user (or a test), printed on the host."""
 
     username: str
     password: str
@@ -32,31 +34,46 @@ class Credentials:
 
 def ensure_groups() -> dict[str, Group]:
     groups = {name: Group.objects.get_or_create(name=name)[0] for name in CONSOLE_ROLES}
-    groups[ADMIN].permissions.set([_permission(name) for name in ADMIN_PERMISSIONS])
+    for group in groups.values():
+        group.permissions.clear()
     return groups
 
 
-def _permission(dotted: str) -> Permission:
-    app_label, codename = dotted.split(".")
-    return Permission.objects.get(content_type__app_label=app_label, codename=codename)
-
-
 def sync_user(account_id: str, *, roles: list[str], active: bool, email: str = "") -> tuple[User, bool]:
-    """Create or update the console user for a staff account; returns it and whether it is new."""
+    """Create or update the console user for a staff account; returns it and whether it is new.
+
+    A new user has no usable password and no authenticator until its owner enrols.
+    """
     groups = ensure_groups()
     user, created = User.objects.get_or_create(username=account_id, defaults={"email": email})
-    user.is_staff = True
-    user.is_active = active
-    user.save(update_fields=["is_staff", "is_active"])
+    if created:
+        user.set_unusable_password()
+    user.is_staff, user.is_superuser, user.is_active = True, False, active
+    user.save()
     user.groups.set([groups[role] for role in roles if role in groups])
     return user, created
 
 
+def sync_from_ledger(ledger: LedgerOwner, account_id: str) -> User | None:
+    """Bring an existing console user's groups and status to what the ledger now says of its account."""
+    record = ledger.get(STATE, account_key(account_id))
+    if record is None or not User.objects.filter(username=account_id).exists():
+        return None
+    return sync_user(account_id, roles=record.data["roles"], active=record.data["status"] == "active")[0]
+
+
+def has_enrolled(user: User) -> bool:
+    return user.has_usable_password() or TOTPDevice.objects.filter(user=user, confirmed=True).exists()
+
+
 def issue_credentials(user: User) -> Credentials:
-    """A fresh random password and a new authenticator, replacing any earlier ones."""
+    """A fresh random password and a new authenticator: only for the labelled demo's users and for tests.
+
+    Real staff set their own through an enrolment link (``services.enrolment``).
+    """
     password = secrets.token_urlsafe(12)
     user.set_password(password)
     user.save(update_fields=["password"])
     user.totpdevice_set.all().delete()
-    device = stepup.enrol(user)
+    device = TOTPDevice.objects.create(user=user, name="authenticator", confirmed=True)
     return Credentials(user.username, password, device.config_url, b32encode(device.bin_key).decode())

@@ -1,34 +1,50 @@
-"""Accounts (admin): provision staff and domain accounts with roles, change roles, deactivate."""
+"""Accounts (admin): provision staff and domain accounts, change roles, deactivate, and for staff:
+enrolment links and two-admin staff change requests.
+
+No screen shows anyone's password, one-time password or authenticator secret.
+A new staff user gets an enrolment link by email and sets their own; the admin
+sees only that enrolment is pending. Once two admins are active, finance and
+admin are granted or removed, and accounts reactivated, only by a staff change
+another admin approves.
+"""
 
 from __future__ import annotations
 
 from typing import get_args
 
 from django import forms
+from django.contrib import messages
+from django.contrib.auth.models import User
 from django.http import Http404
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
+from ledger_engine.adapters.gateway import derived_command_id
+from ledger_engine.domain.actors import GUARDED_ROLES
 from ledger_engine.domain.commands.accounts import AccountKind
 from ledger_engine.domain.ruleset import ROLES
 from ledger_engine.keys import IDENTIFIER_PATTERN
-from porto_console.console import actions
+from porto_console.console import actions, commands
 from porto_console.console.commands import new_command_id
 from porto_console.console.forms import CommandForm
-from porto_console.console.handles import seal, unseal
+from porto_console.console.handles import seal, unseal_id
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import actor_id, may_submit
 from porto_console.console.screens import ACCOUNTS
 from porto_console.console.services import accounts as service
-from porto_console.console.services.users import issue_credentials, sync_user
+from porto_console.console.services import enrolment
+from porto_console.console.services import staff_changes
+from porto_console.console.services.users import has_enrolled, sync_user
 from porto_console.console.views.common import filter_values, render_screen
-from porto_console.ledger import read_at_boundary
+from porto_console.ledger import owner, read_at_boundary
 
 HANDLE = "account"
 KINDS = get_args(AccountKind)
 PERSON_KINDS = ("staff",)  # accounts that sign in to the console
 ROLE_CHOICES = [(role, role) for role in sorted(ROLES)]
 STAFF_NAME = r"^[A-Za-z0-9.@+-]{1,150}$"  # a ledger identifier that is also a Django username
+GUARDED_NOTE = "Finance and admin are granted through a staff change that another admin approves."
 
 
 class AccountFilter(forms.Form):
@@ -43,20 +59,30 @@ class ProvisionForm(CommandForm):
     account_id = forms.RegexField(regex=f"^{IDENTIFIER_PATTERN}$", label="Account ID",
                                   help_text="Staff: their sign-in name. Others: keep the generated opaque ID.")
     identity = forms.CharField(max_length=200, label="Identity evidence",
-                               help_text="Staff: work email. Others: the verified provider subject. "
-                                         "The ledger keeps only its digest.")
+                               help_text="Staff: work email, where their enrolment link goes. Others: the verified "
+                                         "provider subject. The ledger keeps only its digest.")
     roles = forms.MultipleChoiceField(choices=ROLE_CHOICES, required=False, widget=forms.CheckboxSelectMultiple)
     payout_address = forms.RegexField(regex=r"^0x[0-9a-f]{64}$", required=False,
                                       help_text="Artists and operators only: 0x and 64 hex digits.")
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, four_eyes: bool, **kwargs) -> None:
         kwargs.setdefault("initial", {}).setdefault("account_id", f"acct-{new_command_id()}")
         super().__init__(*args, **kwargs)
+        self.four_eyes = four_eyes
+        if four_eyes:
+            self.fields["roles"].help_text = GUARDED_NOTE
 
     def clean(self):
         data = super().clean()
-        if data.get("kind") in PERSON_KINDS and not forms.RegexField(regex=STAFF_NAME).clean(data.get("account_id", "")):
-            self.add_error("account_id", "A staff account ID is a sign-in name: letters, digits and . @ + -")
+        if data.get("kind") in PERSON_KINDS:
+            if not forms.RegexField(regex=STAFF_NAME).clean(data.get("account_id", "")):
+                self.add_error("account_id", "A staff account ID is a sign-in name: letters, digits and . @ + -")
+            try:
+                forms.EmailField().clean(data.get("identity", ""))
+            except forms.ValidationError:
+                self.add_error("identity", "A staff member's identity is their work email: the link goes there.")
+        if self.four_eyes and service.guarded(data.get("roles", [])):
+            self.add_error("roles", GUARDED_NOTE)
         return data
 
 
@@ -64,6 +90,16 @@ class ChangeForm(CommandForm):
     revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)  # the revision the admin saw
     roles = forms.MultipleChoiceField(choices=ROLE_CHOICES, required=False, widget=forms.CheckboxSelectMultiple)
     active = forms.BooleanField(required=False, help_text="Untick to deactivate the account.")
+
+    def __init__(self, *args, four_eyes: bool, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if four_eyes:
+            self.fields["roles"].choices = [(r, r) for r, _ in ROLE_CHOICES if r not in GUARDED_ROLES]
+            self.fields["roles"].help_text = GUARDED_NOTE + " Reactivating takes one too."
+
+
+class StaffRequestForm(CommandForm):
+    change = forms.ChoiceField(choices=list(staff_changes.REQUESTS.items()), label="Request")
 
 
 def account_list(request):
@@ -76,8 +112,8 @@ def account_list(request):
 
 
 def account_new(request):
-    form = ProvisionForm(request.POST or None)
-    credentials = None
+    read = read_at_boundary(service.four_eyes)
+    form = ProvisionForm(request.POST or None, four_eyes=read.data)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -88,48 +124,100 @@ def account_new(request):
             form.add_error(None, str(error))
         else:
             actions.report(request, outcome, f"Account {data['account_id']} provisioned")
-            if not outcome.accepted:  # that command ID is spent: offer the same inputs under a new one
-                retry = {name: value for name, value in data.items() if name != "command_id"}
-                form = ProvisionForm(initial=retry)
-            elif data["kind"] in PERSON_KINDS:
-                user, created = sync_user(data["account_id"], roles=data["roles"], active=True,
-                                          email=data["identity"] if "@" in data["identity"] else "")
-                credentials = issue_credentials(user) if created else None
-            if outcome.accepted and credentials is None:
+            if outcome.accepted:
+                if data["kind"] in PERSON_KINDS:
+                    _new_staff_user(request, data)
                 return redirect(account_url(data["account_id"]))
-    read = read_at_boundary(lambda ledger: None)
+            retry = {name: value for name, value in data.items() if name != "command_id"}
+            form = ProvisionForm(initial=retry, four_eyes=read.data)  # that command ID is spent
     return render_screen(request, "console/account_new.html", "Provision an account", read, form=form,
-                         credentials=credentials)
+                         four_eyes=read.data)
+
+
+def _new_staff_user(request, data: dict) -> None:
+    """The console user for a new staff account, and the first enrolment link (recorded by the ledger first)."""
+    user, _ = sync_user(data["account_id"], roles=data["roles"], active=True, email=data["identity"].strip().lower())
+    if has_enrolled(user):
+        return
+    _send_link(request, user, derived_command_id("first-enrolment-link", data["command_id"]))
+
+
+def _send_link(request, user: User, command_id: str) -> None:
+    ledger = owner()
+    try:
+        enrolment.require_not_enrolled(ledger, user)
+        enrolment.require_deliverable(ledger, user)
+        link_id = enrolment.link_id_for(command_id)
+        outcome = commands.submit(actor_id(request.user), command_id, enrolment.link_request(user.username, link_id))
+    except enrolment.EnrolmentRefused as error:
+        messages.error(request, str(error))
+        return
+    if not outcome.accepted:
+        actions.report(request, outcome, "")
+        return
+    link = enrolment.create_link(ledger, user, link_id, issued_by=actor_id(request.user))
+    messages.success(request, f"An enrolment link went to {user.username}'s work email; it expires at "
+                              f"{link.expires_at:%Y-%m-%d %H:%M} UTC. Enrolment is pending until they use it.")
 
 
 def account_detail(request, handle: str):
-    account_id = unseal(HANDLE, handle)
+    account_id = unseal_id(HANDLE, handle)
     read = read_at_boundary(lambda ledger: _detail(ledger, account_id))
     account = read.data["account"]
     if account is None:
         raise Http404("no such account")
-    form = ChangeForm(request.POST or None,
+    four_eyes = read.data["four_eyes"]
+    user = User.objects.filter(username=account_id).first() if account.data["kind"] in PERSON_KINDS else None
+    form = ChangeForm(request.POST or None, four_eyes=four_eyes,
                       initial={"roles": account.roles, "active": account.active, "revision": account.revision})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
+        roles = sorted(set(data["roles"]) | set(service.guarded(account.roles) if four_eyes else ()))
         try:
             outcome = actions.run(request, data["command_id"], "RegisterAccount", lambda: service.change(
-                account, roles=data["roles"], active=data["active"], seen_revision=data["revision"]))
+                account, roles=roles, active=data["active"], seen_revision=data["revision"]))
         except actions.ActionRefused as error:
             form.add_error(None, str(error))
         else:
             actions.report(request, outcome, f"Account {account_id} changed")
             if outcome.accepted and account.data["kind"] in PERSON_KINDS:
-                sync_user(account_id, roles=data["roles"], active=data["active"])
+                sync_user(account_id, roles=roles, active=data["active"])
             return redirect(account_url(account_id))
     return render_screen(request, "console/account_detail.html", f"Account {account_id}", read, form=form,
-                         **read.data, own_account=account_id == actor_id(request.user),
-                         may_change=may_submit(request.user, "RegisterAccount"))
+                         **read.data, handle=handle, own_account=account_id == actor_id(request.user),
+                         may_change=may_submit(request.user, "RegisterAccount"), console_user=user,
+                         enrolment=enrolment.status(owner(), user) if user else None,
+                         request_form=StaffRequestForm(), link_form=CommandForm())
 
 
 def _detail(ledger, account_id: str) -> dict:
+    """What the ledger says of the account, read at one boundary (Django's side is read apart from it)."""
     return {"account": service.account(ledger, account_id), "recipient": service.recipient(ledger, account_id),
-            "actor_roles": service.actor_roles(ledger, account_id)}
+            "actor_roles": service.actor_roles(ledger, account_id), "four_eyes": service.four_eyes(ledger),
+            "staff_changes": [{**change, "handle": seal("staff-change", change["change_id"]),
+                               "description": staff_changes.describe(change)}
+                              for change in staff_changes.changes(ledger, account_id=account_id)]}
+
+
+@require_POST
+def request_change(request, handle: str):
+    account_id = unseal_id(HANDLE, handle)
+    actions.run_form(request, StaffRequestForm(request.POST), "RequestStaffChange",
+                     lambda data: staff_changes.request(data["command_id"], account_id, data["change"]),
+                     done="Staff change requested; another admin must approve it", invalid="Choose a change.")
+    return redirect(account_url(account_id))
+
+
+@require_POST
+def send_link(request, handle: str):
+    """Send a first enrolment link again (a lost email); replacing enrolled credentials is a reset instead."""
+    account_id = unseal_id(HANDLE, handle)
+    form = CommandForm(request.POST)
+    user = User.objects.filter(username=account_id).first()
+    if not form.is_valid() or user is None:
+        raise Http404("no console user for that account")
+    _send_link(request, user, form.cleaned_data["command_id"])
+    return redirect(account_url(account_id))
 
 
 def account_url(account_id: str) -> str:

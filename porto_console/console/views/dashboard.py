@@ -6,7 +6,7 @@ from django.conf import settings
 
 from porto_console.console.charts import bar_chart
 from porto_console.console.roles import has_role
-from porto_console.console.screens import DASHBOARD
+from porto_console.console.screens import DASHBOARD, SCREENS
 from porto_console.console.services import dashboard as service
 from porto_console.console.views.common import render_screen
 from porto_console.console.views.dispatch import DISPATCH_ROLES, DispatchForm
@@ -21,4 +21,6 @@ def dashboard(request):
     dispatch_form = DispatchForm.to_switch(dispatch_state) if has_role(request.user, DISPATCH_ROLES) else None
     return render_screen(request, "console/dashboard.html", DASHBOARD.title, read, figures=read.data, charts=charts,
                          backup=newest_good_backup(settings.BACKUP_DIR), dispatch=dispatch_state,
-                         dispatch_form=dispatch_form)
+                         dispatch_form=dispatch_form,
+                         opens={screen.url_name.replace("-", "_"): has_role(request.user, screen.roles)
+                                for screen in SCREENS})

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, ReasonField, accept_posted_choices
-from porto_console.console.handles import seal, unseal
+from porto_console.console.handles import seal, unseal, unseal_id
 from porto_console.console.roles import may_submit
 from porto_console.console.screens import HOLDS
 from porto_console.console.services import holds as service
@@ -60,7 +60,7 @@ def hold_queue(request):
 
 
 def hold_detail(request, handle: str):
-    hold_id = unseal(HANDLE, handle)
+    hold_id = unseal_id(HANDLE, handle)
     read = read_at_boundary(lambda ledger: service.detail(ledger, hold_id))
     if read.data is None:
         raise Http404("no such hold")

@@ -16,7 +16,7 @@ from ledger_engine.errors import LedgerError
 from ledger_engine.projections import payout_queries
 from porto_console.console import actions, stepup
 from porto_console.console.forms import CommandForm, StepUpForm, accept_posted_choices
-from porto_console.console.handles import seal, unseal
+from porto_console.console.handles import seal, unseal_id
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import may_submit
 from porto_console.console.screens import PAYMENTS, PAYOUTS
@@ -105,7 +105,7 @@ def prepare(request):
 
 
 def run_detail(request, handle: str):
-    run_id = unseal(HANDLE, handle)
+    run_id = unseal_id(HANDLE, handle)
     try:
         read = read_at_boundary(lambda ledger: _run_view(ledger, run_id))
     except LedgerError:
@@ -146,7 +146,7 @@ def _cancel_blockers(request, run: dict) -> list[str]:
 
 @require_POST
 def approve(request, handle: str):
-    run_id = unseal(HANDLE, handle)
+    run_id = unseal_id(HANDLE, handle)
     actions.run_form(request, ApproveForm(request.POST), "ApprovePayoutRun", lambda data: service.approve(
         owner(), payout_queries.run_detail(owner().store, run_id), data["seen_hash"]),
         done="Payout run approved; its payments are queued for signing",
@@ -156,7 +156,7 @@ def approve(request, handle: str):
 
 @require_POST
 def cancel(request, handle: str):
-    run_id = unseal(HANDLE, handle)
+    run_id = unseal_id(HANDLE, handle)
     actions.run_form(request, CancelForm(request.POST), "CancelPayoutRun",
                      lambda data: service.cancel(run_id, data["reason"], data["revision"]),
                      done="Payout run cancelled", invalid="Choose a reason for cancelling.")

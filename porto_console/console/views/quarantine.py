@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.layout import OUTBOX
-from porto_console.console.handles import unseal
+from porto_console.console.handles import unseal_id
 from porto_console.console.roles import has_role
 from porto_console.console.screens import QUARANTINE, QUARANTINE_RETRY_ROLES
 from porto_console.console.views.common import render_screen
@@ -38,7 +38,7 @@ def quarantine_list(request):
 
 @require_POST
 def retry(request, handle: str):
-    effect_id = unseal(HANDLE, handle)
+    effect_id = unseal_id(HANDLE, handle)
     if dispatch.retry_quarantined(quarantine(), effect_id):
         messages.success(request, f"Effect {effect_id} released: the next sweep sends it if it is still claimable.")
     else:

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, StepUpForm
-from porto_console.console.handles import seal, unseal
+from porto_console.console.handles import seal, unseal_ids
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import may_submit
 from porto_console.console.screens import RECIPIENTS
@@ -70,7 +70,7 @@ def request_update(request):
 
 
 def update_detail(request, handle: str):
-    recipient_id, update_id = unseal(HANDLE, handle).split("/")
+    recipient_id, update_id = unseal_ids(HANDLE, handle, 2)
     read = read_at_boundary(lambda ledger: service.update(ledger, recipient_id, update_id))
     if read.data is None:
         raise Http404("no such recipient update")
@@ -86,7 +86,7 @@ def _blockers(request, update: dict) -> list[str]:
 
 @require_POST
 def approve(request, handle: str):
-    recipient_id, update_id = unseal(HANDLE, handle).split("/")
+    recipient_id, update_id = unseal_ids(HANDLE, handle, 2)
     actions.run_form(request, StepUpForm(request.POST), "UpdateRecipient",
                      lambda data: service.approve(owner(), recipient_id, update_id), done="Address change approved",
                      invalid="Enter the 6-digit code from your authenticator.")
@@ -95,7 +95,7 @@ def approve(request, handle: str):
 
 @require_POST
 def decline(request, handle: str):
-    recipient_id, update_id = unseal(HANDLE, handle).split("/")
+    recipient_id, update_id = unseal_ids(HANDLE, handle, 2)
     actions.run_form(request, DeclineForm(request.POST), "UpdateRecipient",
                      lambda data: service.decline(owner(), recipient_id, update_id, data["reason"]),
                      done="Address change declined", invalid="Choose a reason for declining.")

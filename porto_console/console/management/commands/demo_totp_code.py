@@ -1,7 +1,8 @@
-"""Print a demo user's current authenticator code, for trying the console without a phone app.
+"""Print a labelled demo user's current authenticator code, for trying the demo without a phone app.
 
-It reads the same secret the server checks, so it shows nothing that the
-database does not already hold; real deployments enrol a real authenticator.
+It runs on the host and reads the same secret the server checks. It refuses
+anyone but the demo's own staff (their work email is at the demo's fixture
+domain): a real staff member's authenticator is theirs alone.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
+
+from ledger_engine.demo.foundation import staff_email
 
 
 class Command(BaseCommand):
@@ -19,6 +22,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, username: str, **options) -> None:
         device = TOTPDevice.objects.filter(user__username=username, confirmed=True).first()
+        if device is not None and device.user.email != staff_email(username):
+            raise CommandError(f"{username} is not a demo user; their authenticator is theirs alone")
         if device is None:
             raise CommandError(f"{username} has no authenticator")
         self.stdout.write(f"{TOTP(device.bin_key, device.step, device.t0, device.digits, device.drift).token():06d}")

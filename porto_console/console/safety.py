@@ -1,0 +1,87 @@
+"""Safe defaults: outside the labelled demo, the console refuses to serve with keys that are not its own.
+
+A default ``SECRET_KEY`` is public (it is in this repository), so anyone could
+forge sessions with it; sealed handles need a key of their own, so a leaked
+session key does not also open every URL; and the step-up key must be one the
+ledger trusts, or no approval could ever be proven. The labelled demo is the
+exception: the launcher gives it ephemeral keys and the demo's own fixture
+step-up key, which its genesis trusts.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.demo.builder import DEMO_STEP_UP_KEY
+from ledger_engine.domain.step_up import VERIFIER_KEY
+from ledger_engine.layout import STATE
+from porto_console.console import stepup
+from porto_console.console.services.demo import is_demo
+
+MIN_KEY_CHARS = 32
+
+
+class UnsafeConfiguration(ImproperlyConfigured):
+    """The console must not serve like this; ``problems`` says why, one sentence each."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def problems(ledger: LedgerOwner) -> list[str]:
+    found = []
+    if settings.SECRET_KEY == settings.DEFAULT_SECRET_KEY or len(settings.SECRET_KEY) < MIN_KEY_CHARS:
+        found.append(f"DJANGO_SECRET_KEY is the built-in default or shorter than {MIN_KEY_CHARS} characters")
+    if not settings.HANDLE_KEY or len(settings.HANDLE_KEY) < MIN_KEY_CHARS:
+        found.append(f"PORTO_HANDLE_KEY (the key that seals record handles in URLs) is not set or shorter than "
+                     f"{MIN_KEY_CHARS} characters")
+    elif settings.HANDLE_KEY == settings.SECRET_KEY:
+        found.append("PORTO_HANDLE_KEY must be a key of its own, not DJANGO_SECRET_KEY")
+    found.extend(_step_up_problems(ledger))
+    if settings.DEBUG:
+        found.append("DJANGO_DEBUG is on: error pages would show settings and tracebacks")
+    return found
+
+
+def _step_up_problems(ledger: LedgerOwner) -> list[str]:
+    try:
+        ours = stepup.public_key()
+    except ImproperlyConfigured as error:
+        return [str(error)]
+    if ours is None:
+        return ["PORTO_STEP_UP_KEY is not set: nobody could approve anything"]
+    trusted = ledger.get(STATE, VERIFIER_KEY)
+    if trusted is not None and trusted.data["public_key"] != ours:
+        return [f"the ledger trusts step-up key {trusted.data['public_key']}, not this console's {ours}: "
+                "approvals would all be refused"]
+    return []
+
+
+def prepare(ledger: LedgerOwner) -> list[str]:
+    """Make the console safe to serve this ledger, or raise ``UnsafeConfiguration``; returns what it set up."""
+    if is_demo(ledger):
+        return use_demo_keys()
+    found = problems(ledger)
+    if found:
+        raise UnsafeConfiguration(found)
+    return []
+
+
+def use_demo_keys() -> list[str]:
+    """The labelled demo's keys: ephemeral where none is configured, and the demo's fixture step-up key."""
+    made = []
+    if settings.SECRET_KEY == settings.DEFAULT_SECRET_KEY:
+        settings.SECRET_KEY = secrets.token_urlsafe(48)
+        made.append("an ephemeral SECRET_KEY")
+    if not settings.HANDLE_KEY:
+        settings.HANDLE_KEY = secrets.token_urlsafe(48)
+        made.append("an ephemeral handle key")
+    if not settings.STEP_UP_KEY:
+        settings.STEP_UP_KEY = DEMO_STEP_UP_KEY.private_bytes_raw().hex()
+        made.append("the demo's fixture step-up key")
+    return made

@@ -1,0 +1,178 @@
+"""Enrolment links: how a staff member sets their own password and authenticator, seen by nobody else.
+
+An admin never sees a staff member's password, one-time password or
+authenticator secret. Instead the ledger records that an admin sent an
+enrolment link (``RecordProfileChange``), and only then does the console make
+the link and email it to the address whose digest the account's ledger
+identity holds. The link works once and expires; opening it lets its holder
+set what the link is for (a new account: both factors; a reset: the one that
+was reset, proving the other), and the ledger records the owner's completion
+before the console stores the new secret. The admin sees only whether
+enrolment is pending.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.mail import send_mail
+from django.db import transaction
+from django.utils import timezone
+from django_otp.plugins.otp_totp.models import TOTPDevice
+
+from ledger_engine.adapters.gateway import derived_command_id
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.application.transition import CommandOutcome
+from ledger_engine.domain.actors import account_key
+from ledger_engine.domain.commands.accounts import identity_digest
+from ledger_engine.domain.commands.profile_changes import FACTORS_FOR
+from ledger_engine.domain.commands.staff_changes import credentials_key
+from ledger_engine.layout import STATE
+from porto_console.console import commands
+from porto_console.console.commands import CommandRequest
+from porto_console.console.models import EnrolmentLink
+from porto_console.console.services.users import has_enrolled
+
+BOTH = FACTORS_FOR[None]
+
+
+class EnrolmentRefused(Exception):
+    """The link cannot be sent or completed; ``str`` says why."""
+
+
+@dataclass(frozen=True)
+class EnrolmentStatus:
+    """What an admin may know: the state, where the link went (masked) and when it expires."""
+
+    state: str  # "enrolled", "pending" or "not enrolled"
+    sent_to: str = ""
+    expires_at: datetime | None = None
+    link_open: bool = False
+
+
+def link_id_for(command_id: str) -> str:
+    return f"link-{command_id}"
+
+
+def link_request(account_id: str, link_id: str) -> CommandRequest:
+    return CommandRequest("RecordProfileChange", {"account_id": account_id, "change": "enrolment_link_issued",
+                                                  "link_id": link_id})
+
+
+def pending_factors(ledger: LedgerOwner, account_id: str) -> list[str]:
+    """What the owner's next enrolment sets: both for a new account, else the factor that was reset."""
+    record = ledger.get(STATE, credentials_key(account_id))
+    return FACTORS_FOR[record.data["reset"] if record else None]
+
+
+def require_not_enrolled(ledger: LedgerOwner, user: User) -> None:
+    """One admin sends a link only to someone who has not set credentials, or whose reset two admins approved."""
+    record = ledger.get(STATE, credentials_key(user.username))
+    pending = record is not None and record.data["status"] == "pending"
+    enrolled = (record is not None and record.data["status"] == "enrolled") or (record is None and has_enrolled(user))
+    if enrolled and not pending:
+        raise EnrolmentRefused(f"{user.username} has enrolled already: new credentials need a reset, which a "
+                               "second admin approves")
+
+
+def require_deliverable(ledger: LedgerOwner, user: User) -> None:
+    """The link goes only to the address the ledger's identity digest was made of."""
+    account = ledger.get(STATE, account_key(user.username))
+    if account is None or not user.email or identity_digest("staff", user.email) != account.data["identity_digest"]:
+        raise EnrolmentRefused(f"{user.username}'s email on file is not the identity their ledger account was "
+                               "provisioned with, so no enrolment link can be sent")
+
+
+def create_link(ledger: LedgerOwner, user: User, link_id: str, *, issued_by: str) -> EnrolmentLink:
+    """Once the ledger accepted the link's record: replace any open link, store this one, email it."""
+    token = secrets.token_urlsafe(32)
+    expires_at = timezone.now() + timedelta(seconds=settings.ENROLMENT_LINK_TTL_S)
+    with transaction.atomic():
+        EnrolmentLink.objects.filter(user=user, used_at=None, revoked_at=None).update(revoked_at=timezone.now())
+        link, created = EnrolmentLink.objects.get_or_create(link_id=link_id, defaults={
+            "user": user, "token_sha256": _digest(token), "factors": pending_factors(ledger, user.username),
+            "issued_by": issued_by, "expires_at": expires_at})
+        if not created:  # a retried form: the link exists and was mailed
+            return link
+    url = f"{settings.CONSOLE_URL.rstrip('/')}/enrol/{token}/"
+    send_mail("Your Porto console enrolment link", _message(user, url, link), None, [user.email])
+    return link
+
+
+def _message(user: User, url: str, link: EnrolmentLink) -> str:
+    sets = " and ".join("a password" if factor == "password" else "an authenticator app" for factor in link.factors)
+    return (f"Hello {user.username},\n\nSet up your Porto console sign-in ({sets}) with this link. It works once "
+            f"and expires at {link.expires_at:%Y-%m-%d %H:%M} UTC:\n\n{url}\n\nIf you did not expect this, tell "
+            "your Porto admin; nobody else sees what you set.\n")
+
+
+def open_link(token: str) -> EnrolmentLink | None:
+    link = EnrolmentLink.objects.filter(token_sha256=_digest(token)).select_related("user").first()
+    return link if link is not None and link.open else None
+
+
+def status(ledger: LedgerOwner, user: User | None) -> EnrolmentStatus:
+    record = ledger.get(STATE, credentials_key(user.username)) if user else None
+    if user is None:
+        return EnrolmentStatus("no console user")
+    if record is not None and record.data["status"] == "enrolled":
+        return EnrolmentStatus("enrolled")
+    link = EnrolmentLink.objects.filter(user=user, revoked_at=None).order_by("-created_at").first()
+    if record is None and link is None:
+        return EnrolmentStatus("enrolled" if user.has_usable_password() else "not enrolled")
+    if link is None:
+        return EnrolmentStatus("pending")
+    return EnrolmentStatus("pending", _masked(user.email), link.expires_at, link.open)
+
+
+def pending_device(link: EnrolmentLink) -> TOTPDevice:
+    """The unconfirmed authenticator this link's owner is setting up (made the first time the link is opened)."""
+    device, _ = TOTPDevice.objects.get_or_create(user=link.user, name=f"enrolment {link.link_id}",
+                                                 defaults={"confirmed": False})
+    return device
+
+
+def complete(link: EnrolmentLink, *, password: str | None) -> CommandOutcome:
+    """The owner's enrolment: recorded by the ledger as theirs, then their new secrets are kept.
+
+    The caller has checked the new factor (a code from the pending device, or
+    the new password) and the factor the owner already had.
+    """
+    factors = sorted(link.factors)
+    assert ("password" in factors) == (password is not None), factors
+    request = CommandRequest("RecordProfileChange", {"account_id": link.user.username, "change": "enrolment_completed",
+                                                     "link_id": link.link_id, "factors": factors})
+    outcome = commands.submit(link.user.username, derived_command_id("enrolment-completed", link.link_id), request)
+    if outcome.accepted:
+        _keep(link, password)
+    return outcome
+
+
+def _keep(link: EnrolmentLink, password: str | None) -> None:
+    user = link.user
+    with transaction.atomic():
+        if password is not None:
+            user.set_password(password)
+            user.save(update_fields=["password"])
+        if "authenticator" in link.factors:
+            device = pending_device(link)
+            TOTPDevice.objects.filter(user=user).exclude(pk=device.pk).delete()
+            device.confirmed, device.name = True, "authenticator"
+            device.save(update_fields=["confirmed", "name"])
+        link.used_at = timezone.now()
+        link.save(update_fields=["used_at"])
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _masked(email: str) -> str:
+    name, _, domain = email.partition("@")
+    return f"{name[:1]}***@{domain}" if domain else "***"
+

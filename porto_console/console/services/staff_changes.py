@@ -1,0 +1,134 @@
+"""Staff changes by two admins: the ledger's requests and decisions, and their Django side afterwards.
+
+One admin requests (``RequestStaffChange``), another decides with a step-up
+proof (``DecideStaffChange``); the ledger enforces both. Only an approved
+change is carried out in Django: groups and status follow the ledger's
+account, a reset clears the password or the authenticators and sends the owner
+an enrolment link. Each change is carried out once, remembered by an
+``AppliedStaffChange`` row written with it; ``apply_approved`` finds every
+approved change not yet carried out (after a crash, say) and finishes it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+from django_otp.plugins.otp_totp.models import TOTPDevice
+
+from ledger_engine.adapters.gateway import derived_command_id
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.domain.commands.staff_changes import CREDENTIAL_RESETS, change_key, credentials_key
+from ledger_engine.layout import STATE
+from porto_console.console import commands
+from porto_console.console.commands import CommandRequest
+from porto_console.console.models import AppliedStaffChange, EnrolmentLink
+from porto_console.console.services import enrolment
+from porto_console.console.services.rows import records
+from porto_console.console.services.users import sync_from_ledger
+
+STATUSES = ("pending", "approved", "declined", "expired")
+# What an admin may ask for on a staff account's page, as (kind, role) with a label.
+REQUESTS = {
+    "grant_role:finance": "Grant the finance role",
+    "grant_role:admin": "Grant the admin role",
+    "remove_role:finance": "Remove the finance role",
+    "remove_role:admin": "Remove the admin role",
+    "reset_password": "Reset the password (the owner sets a new one through a link)",
+    "reset_authenticator": "Reset the authenticator (the owner enrols a new one through a link)",
+    "reactivate": "Reactivate the account",
+    "deactivate": "Deactivate the account",
+}
+
+
+def change_id_for(command_id: str) -> str:
+    return f"change-{command_id}"
+
+
+def request(command_id: str, account_id: str, choice: str) -> CommandRequest:
+    kind, _, role = choice.partition(":")
+    change: dict[str, Any] = {"kind": kind, "account_id": account_id}
+    if role:
+        change["role"] = role
+    return CommandRequest("RequestStaffChange", {"change_id": change_id_for(command_id), "change": change})
+
+
+def decide(change_id: str, decision: str, reason: str | None = None) -> CommandRequest:
+    payload: dict[str, Any] = {"change_id": change_id, "decision": decision}
+    if reason is not None:
+        payload["reason"] = reason
+    return CommandRequest("DecideStaffChange", payload)
+
+
+def changes(ledger: LedgerOwner, status: str = "", account_id: str = "") -> Iterator[dict[str, Any]]:
+    for _key, _revision, record in records(ledger, "staff_change/"):
+        if (not status or record["status"] == status) and (not account_id or record["target"] == account_id):
+            yield record
+
+
+def change(ledger: LedgerOwner, change_id: str) -> dict[str, Any] | None:
+    record = ledger.get(STATE, change_key(change_id))
+    return record.data if record else None
+
+
+def describe(record: dict[str, Any]) -> str:
+    change = record["change"]
+    if change["kind"] == "set_step_up_verifier":
+        return f"Register the step-up verifier key {change['public_key'][:16]}…"
+    choice = change["kind"] + (f":{change['role']}" if "role" in change else "")
+    return REQUESTS.get(choice, choice.replace("_", " ")).split(" (")[0] + f" of {change['account_id']}"
+
+
+def apply_approved(ledger: LedgerOwner) -> list[str]:
+    """Carry out, in Django, every approved change not yet carried out; returns their IDs."""
+    applied = []
+    done = set(AppliedStaffChange.objects.values_list("change_id", flat=True))
+    for record in changes(ledger, "approved"):
+        if record["change"]["kind"] == "set_step_up_verifier":
+            continue  # nothing in Django: the console is restarted with the new key
+        if record["change_id"] not in done:
+            _apply(ledger, record)
+            applied.append(record["change_id"])
+        if record["change"]["kind"] in CREDENTIAL_RESETS:
+            _send_reset_link(ledger, record)
+    return applied
+
+
+def _apply(ledger: LedgerOwner, record: dict[str, Any]) -> None:
+    kind, account_id = record["change"]["kind"], record["change"]["account_id"]
+    with transaction.atomic():
+        _, created = AppliedStaffChange.objects.get_or_create(change_id=record["change_id"])
+        if not created:
+            return
+        user = User.objects.filter(username=account_id).first()
+        if user is None:
+            return  # no console user (an administrator named in genesis): nothing to carry out
+        if kind == "reset_password":
+            user.set_unusable_password()  # also signs the user out of every session
+            user.save(update_fields=["password"])
+        elif kind == "reset_authenticator":
+            TOTPDevice.objects.filter(user=user).delete()
+        if kind in CREDENTIAL_RESETS:
+            EnrolmentLink.objects.filter(user=user, used_at=None, revoked_at=None).update(revoked_at=timezone.now())
+        else:
+            sync_from_ledger(ledger, account_id)
+
+
+def _send_reset_link(ledger: LedgerOwner, record: dict[str, Any]) -> None:
+    """The owner's link for an approved reset, recorded as the deciding admin's, once."""
+    account_id = record["change"]["account_id"]
+    credentials = ledger.get(STATE, credentials_key(account_id))
+    user = User.objects.filter(username=account_id).first()
+    waiting = credentials is not None and credentials.data["status"] == "pending" \
+        and credentials.data["staff_change_id"] == record["change_id"]
+    link_id = enrolment.link_id_for(record["change_id"])
+    if user is None or not waiting or EnrolmentLink.objects.filter(link_id=link_id).exists():
+        return
+    enrolment.require_deliverable(ledger, user)
+    decider = record["decision"]["decided_by"]
+    outcome = commands.submit(decider, derived_command_id("reset-link", record["change_id"]),
+                              enrolment.link_request(account_id, link_id))
+    if outcome.accepted:
+        enrolment.create_link(ledger, user, link_id, issued_by=decider)

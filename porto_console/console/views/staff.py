@@ -1,0 +1,134 @@
+"""Staff changes (admin decides, auditor reads) and sign-in lockouts (admin): two admins, and a record of each.
+
+A staff change is requested on an account's page by one admin and decided
+here by another, whose approval needs a fresh authenticator code (a step-up
+proof the ledger checks). Only then does the console carry it out in Django.
+A lockout is cleared only after the ledger recorded who cleared it.
+"""
+
+from __future__ import annotations
+
+from typing import get_args
+
+from axes.models import AccessAttempt
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.models import User
+from django.http import Http404
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from ledger_engine.domain.commands.staff_changes import DeclineReason
+from ledger_engine.errors import LedgerError
+from porto_console.console import actions
+from porto_console.console.forms import CommandForm, StepUpForm
+from porto_console.console.handles import seal, unseal_id
+from porto_console.console.paging import page_number, paginate
+from porto_console.console.roles import actor_id, may_submit
+from porto_console.console.screens import LOCKOUTS, STAFF_CHANGES
+from porto_console.console.services import enrolment, lockouts
+from porto_console.console.services import staff_changes as service
+from porto_console.console.views.common import filter_values, render_screen
+from porto_console.ledger import owner, read_at_boundary
+
+HANDLE = "staff-change"
+
+
+class ChangeFilter(forms.Form):
+    status = forms.ChoiceField(choices=[(s, s) for s in service.STATUSES], required=False)
+
+
+class DeclineForm(CommandForm):
+    reason = forms.ChoiceField(choices=[(r, r.replace("_", " ")) for r in get_args(DeclineReason)])
+
+
+def change_list(request):
+    status = filter_values(ChangeFilter(request.GET or None))["status"] or "pending"
+    read = read_at_boundary(lambda ledger: paginate(service.changes(ledger, status), page_number(request)))
+    rows = [(change, seal(HANDLE, change["change_id"]), service.describe(change)) for change in read.data.items]
+    return render_screen(request, "console/staff_changes.html", STAFF_CHANGES.title, read, page=read.data, rows=rows,
+                         status=status, filter_form=ChangeFilter(request.GET or None, initial={"status": status}))
+
+
+def change_detail(request, handle: str):
+    change_id = unseal_id(HANDLE, handle)
+    read = read_at_boundary(lambda ledger: service.change(ledger, change_id))
+    change = read.data
+    if change is None:
+        raise Http404("no such staff change")
+    target = change["target"]
+    user = User.objects.filter(username=target).first()
+    return render_screen(request, "console/staff_change.html", f"Staff change {change_id}", read, change=change,
+                         handle=handle, description=service.describe(change), target_user=user,
+                         blockers=_blockers(request, change), approve_form=StepUpForm(), decline_form=DeclineForm())
+
+
+def _blockers(request, change: dict) -> list[str]:
+    blockers = []
+    if not may_submit(request.user, "DecideStaffChange"):
+        blockers.append("Deciding a staff change needs the admin role.")
+    if change["status"] != "pending":
+        blockers.append(f"The change is {change['status']}.")
+    if change["requested_by"] == actor_id(request.user):
+        blockers.append("You requested this change: another admin must decide it (four eyes).")
+    if change["target"] == actor_id(request.user):
+        blockers.append("This change is to your own account: another admin must decide it.")
+    return blockers
+
+
+@require_POST
+def approve(request, handle: str):
+    change_id = unseal_id(HANDLE, handle)
+    outcome = actions.run_form(request, StepUpForm(request.POST), "DecideStaffChange",
+                               lambda data: service.decide(change_id, "approve"), done="Staff change approved",
+                               invalid="Enter the 6-digit code from your authenticator.")
+    if outcome is not None and outcome.accepted:
+        _carry_out(request)
+    return redirect(change_url(change_id))
+
+
+def _carry_out(request) -> None:
+    """The Django side of every approved change (this one, and any a crash left unfinished)."""
+    try:
+        service.apply_approved(owner())
+    except (enrolment.EnrolmentRefused, LedgerError) as error:
+        messages.error(request, f"Approved in the ledger, but not yet carried out here: {error}")
+
+
+@require_POST
+def decline(request, handle: str):
+    change_id = unseal_id(HANDLE, handle)
+    actions.run_form(request, DeclineForm(request.POST), "DecideStaffChange",
+                     lambda data: service.decide(change_id, "decline", data["reason"]), done="Staff change declined",
+                     invalid="Choose a reason for declining.")
+    return redirect(change_url(change_id))
+
+
+def change_url(change_id: str) -> str:
+    return reverse("admin:console-staff-change", args=[seal(HANDLE, change_id)])
+
+
+# Sign-in lockouts.
+
+def lockout_list(request):
+    read = read_at_boundary(lambda ledger: None)
+    attempts = paginate(lockouts.locked(), page_number(request))
+    rows = [(attempt, seal(lockouts.HANDLE, str(attempt.pk))) for attempt in attempts.items]
+    return render_screen(request, "console/lockouts.html", LOCKOUTS.title, read, page=attempts, rows=rows,
+                         clear_form=CommandForm(), failure_limit=settings.AXES_FAILURE_LIMIT)
+
+
+@require_POST
+def lockout_clear(request, handle: str):
+    attempt = AccessAttempt.objects.filter(pk=int(unseal_id(lockouts.HANDLE, handle))).first()
+    if attempt is None:
+        messages.info(request, "That lockout has already been cleared (or has expired).")
+        return redirect(f"admin:{LOCKOUTS.url_name}")
+    outcome = actions.run_form(request, CommandForm(request.POST), "RecordLockoutCleared",
+                               lambda data: lockouts.clearance(data["command_id"], attempt),
+                               done=f"Lockout of {attempt.username} cleared", invalid="Reload the page and try again.")
+    if outcome is not None and outcome.accepted:
+        lockouts.clear(attempt)
+    return redirect(f"admin:{LOCKOUTS.url_name}")

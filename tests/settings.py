@@ -1,0 +1,19 @@
+"""The console's settings for the test suite: the real ones, plus the keys a deployment must provide.
+
+A real console refuses to serve without its own handle key and a step-up key its
+ledger trusts (porto_console/console/safety.py); tests use labelled test keys.
+"""
+
+import tempfile
+from pathlib import Path
+
+from porto_console.settings import *  # noqa: F403
+from porto_console.settings import LOGGING
+
+from tests.support.step_up import PRIVATE_KEY_HEX
+
+HANDLE_KEY = "porto-test-only-handle-key-for-sealed-urls"
+STEP_UP_KEY = PRIVATE_KEY_HEX
+# The rotating log file of this test run, away from the developer's own var/log.
+LOG_DIR = Path(tempfile.mkdtemp(prefix="porto-test-logs-"))
+LOGGING["handlers"]["file"]["filename"] = LOG_DIR / "console.log"
