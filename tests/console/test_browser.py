@@ -7,89 +7,24 @@ Screenshots of the main screens go to a temporary directory, or to
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import expect
 
-from porto_console.console.services.users import issue_credentials, sync_user
-from tests.console.conftest import ROLE_OF, STAFF, code_for
+from ledger_engine.layout import STATE
+from tests.console.browser import (  # noqa: F401  (fixtures)
+    browse, chromium, code_from_secret, console_users, new_page, screenshots, sign_in_as, staff,
+)
+from tests.console.conftest import code_for, enrolment_link
 from tests.money_allocation.world import FINANCE, FINANCE_2
 from tests.money_payouts.world import RECIPIENTS
 
-# Playwright's sync API keeps an event loop in this thread; the ORM calls made here are synchronous.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
-
-@pytest.fixture(scope="module")
-def chromium():
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def screenshots(tmp_path) -> Path:
-    directory = Path(os.environ.get("PORTO_SCREENSHOTS") or tmp_path / "screenshots")
-    directory.mkdir(parents=True, exist_ok=True)
-    return directory
-
-
-def console_users(names: dict[str, tuple[str, str]]) -> dict[str, dict[str, str]]:
-    """Users with fresh passwords and authenticators: short name -> username and password."""
-    issued = {}
-    for name, (username, role) in names.items():
-        user, _ = sync_user(username, roles=[role], active=True)
-        issued[name] = {"username": username, "password": issue_credentials(user).password}
-    return issued
-
-
-@pytest.fixture
-def new_page(chromium, live_server):
-    """``new_page()``: a page in a fresh browser context (its own cookies) on the live server."""
-    contexts = []
-
-    def open_page() -> Page:
-        context = chromium.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
-        contexts.append(context)
-        return context.new_page()
-
-    yield open_page
-    for context in contexts:
-        context.close()
-
-
-@pytest.fixture
-def browse(ledger, transactional_db, new_page):
-    """``browse("admin")``: a page signed in as that demo staff user, on the demo ledger."""
-    staff = console_users({name: (account, ROLE_OF[name]) for name, account in STAFF.items()})
-
-    def sign_in(name: str) -> Page:
-        page = new_page()
-        sign_in_as(page, staff[name]["username"], staff[name]["password"])
-        return page
-
-    return sign_in
-
-
-def sign_in_as(page: Page, username: str, password: str) -> None:
-    page.goto("/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("input[type=submit]")
-    expect(page.locator("#content h1")).to_have_text("Dashboard")
-
-
-def test_admin_provisions_a_staff_account_who_then_signs_in(browse, new_page, ledger, screenshots):
+def test_admin_provisions_a_staff_member_who_enrols_through_their_own_link(browse, new_page, ledger, screenshots,
+                                                                           mailoutbox):
     page = browse("admin")
     expect(page.locator(".demo-banner")).to_contain_text("DEMO DATA")
     page.screenshot(path=screenshots / "dashboard.png", full_page=True)
@@ -102,12 +37,26 @@ def test_admin_provisions_a_staff_account_who_then_signs_in(browse, new_page, le
     page.fill("#id_identity", "ops2@porto.test")
     page.check("input[name=roles][value=ops]")
     page.click("input[value=Provision]")
-    expect(page.locator("#credentials")).to_contain_text("Sign-in details for ops-2")
+    expect(page.locator("#enrolment-status")).to_contain_text("pending: link sent to o***@porto.test")
+    expect(page.locator(".messagelist")).to_contain_text("An enrolment link went to ops-2's work email")
     page.screenshot(path=screenshots / "account-provisioned.png", full_page=True)
-    password = page.inner_text("#new-password")
-    assert ledger.get("state", "actor/ops-2").data == {"roles": ["ops"], "status": "active"}
+    assert ledger.get(STATE, "actor/ops-2").data == {"roles": ["ops"], "status": "active"}
 
-    sign_in_as(new_page(), "ops-2", password)
+    owner = new_page()  # the new staff member, reading their own mail
+    owner.goto(enrolment_link(mailoutbox, "ops-2"))
+    expect(owner.locator("#qr svg")).to_be_visible()
+    owner.screenshot(path=screenshots / "enrolment.png", full_page=True)
+    secret = owner.inner_text("#totp-secret")
+    owner.fill("#id_password1", "ops two's own passphrase")
+    owner.fill("#id_password2", "ops two's own passphrase")
+    owner.fill("#id_otp_token", code_from_secret(secret))
+    owner.click("input[value='Set up my sign-in']")
+    expect(owner.locator("#content h1")).to_have_text("Dashboard")
+    assert owner.csp_violations == []
+    assert ledger.get(STATE, "staff_credentials/ops-2").data["status"] == "enrolled"
+    page.reload()
+    expect(page.locator("#enrolment-status")).to_have_text("enrolled")
+    sign_in_as(new_page(), "ops-2", "ops two's own passphrase")
 
 
 def test_auditor_verifies_the_chain_and_opens_an_entry(browse, ledger, screenshots):
@@ -139,9 +88,10 @@ def test_ops_releases_a_hold_after_reading_its_evidence(browse, ledger, screensh
 
 def test_a_run_is_prepared_by_one_finance_user_and_approved_by_another_with_a_code(
         payouts_world, transactional_db, new_page, screenshots):
+    """The approval carries a step-up proof the ledger checks (the payout world trusts the test step-up key)."""
     finance = console_users({"preparer": (FINANCE, "finance"), "approver": (FINANCE_2, "finance")})
     preparer = new_page()
-    sign_in_as(preparer, **finance["preparer"])
+    sign_in_as(preparer, finance["preparer"]["username"], finance["preparer"]["password"])
     preparer.click("#nav-sidebar >> text=Payout runs")
     preparer.click("text=Prepare a payout run")
     expect(preparer.locator("#payables tbody tr")).to_have_count(len(RECIPIENTS))
@@ -152,7 +102,7 @@ def test_a_run_is_prepared_by_one_finance_user_and_approved_by_another_with_a_co
     expect(preparer.locator("#approve form")).to_have_count(0)
 
     approver = new_page()
-    sign_in_as(approver, **finance["approver"])
+    sign_in_as(approver, finance["approver"]["username"], finance["approver"]["password"])
     approver.click("#nav-sidebar >> text=Payout runs")
     approver.locator("#runs tbody a").first.click()
     expect(approver.locator("#run-status")).to_have_text("prepared")
@@ -162,6 +112,8 @@ def test_a_run_is_prepared_by_one_finance_user_and_approved_by_another_with_a_co
     expect(approver.locator(".messagelist")).to_contain_text("Payout run approved")
     expect(approver.locator("#run-status")).to_have_text("approved")
     expect(approver.locator("#payments td.payment-state")).to_have_text(["approved"] * len(RECIPIENTS))
+    approval = payouts_world.owner.journal_entry(payouts_world.owner.head().sequence)["envelope"]
+    assert approval["command_type"] == "ApprovePayoutRun" and "step_up" in approval["payload"]
     approver.click("#nav-sidebar >> text=Payments")
     expect(approver.locator("#payments tbody tr")).to_have_count(len(RECIPIENTS))
     approver.screenshot(path=screenshots / "payments.png", full_page=True)
