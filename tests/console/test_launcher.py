@@ -25,9 +25,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def launcher_env(var_dir: Path, port: int) -> dict[str, str]:
-    env = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
-    return {**env, "PORTO_VAR_DIR": str(var_dir), "DATA_DIR": str(var_dir / "ledger"), "PORT": str(port)}
+def launcher_env(var_dir: Path, port: int, **extra: str) -> dict[str, str]:
+    """The environment ``make run`` gives the launcher: the real settings, no keys (the demo brings its own)."""
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("DATABASE_URL", "DJANGO_SECRET_KEY", "PORTO_HANDLE_KEY", "PORTO_STEP_UP_KEY")}
+    return {**env, "DJANGO_SETTINGS_MODULE": "porto_console.settings", "PORTO_VAR_DIR": str(var_dir),
+            "DATA_DIR": str(var_dir / "ledger"), "PORT": str(port), **extra}
 
 
 class Console:
@@ -86,3 +89,16 @@ def test_a_second_console_on_the_same_ledger_exits_with_a_clear_reason(console, 
     assert "cannot start" in second.stderr and "already open read-write by another owner process" in second.stderr
     assert console.process.poll() is None
     assert console.stop() == 0
+
+
+def test_outside_the_demo_the_console_refuses_to_start_with_default_keys(tmp_path):
+    """A ledger that is not the labelled demo: the default SECRET_KEY and missing keys stop the server."""
+    subprocess.run([str(Path(sys.executable).with_name("porto-ledger")), "--data", str(tmp_path / "ledger"), "init"],
+                   check=True, capture_output=True, timeout=STARTUP_GUARD_S)
+    refused = subprocess.run([sys.executable, str(LAUNCHER)], env=launcher_env(tmp_path, free_port()),
+                             capture_output=True, text=True, timeout=STARTUP_GUARD_S)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "cannot start: this is not the labelled demo ledger" in refused.stderr
+    for key in ("DJANGO_SECRET_KEY", "PORTO_HANDLE_KEY", "PORTO_STEP_UP_KEY"):
+        assert key in refused.stderr
+    assert "serving the console" not in refused.stdout
