@@ -101,3 +101,14 @@ def sign_in_as(page: Page, username: str, password: str, *, lands_on: str = "Das
 def code_from_secret(secret: str) -> str:
     """What an authenticator app shows for a base32 key, as a person would type it."""
     return f"{TOTP(b32decode(secret)).token():06d}"
+
+
+def provision_staff(page: Page, account_id: str, email: str, roles: tuple[str, ...] = ()) -> None:
+    """An admin's page fills in and submits the provisioning form for one staff member."""
+    page.goto("/ledger/accounts/new/")
+    page.select_option("#id_kind", "staff")
+    page.fill("#id_account_id", account_id)
+    page.fill("#id_identity", email)
+    for role in roles:
+        page.check(f"input[name=roles][value={role}]")
+    page.click("input[value=Provision]")

@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 
 from ledger_engine.layout import STATE
 from tests.console.browser import (  # noqa: F401  (fixtures)
-    browse, chromium, code_from_secret, new_page, screenshots, sign_in_as, staff,
+    browse, chromium, code_from_secret, new_page, provision_staff, screenshots, sign_in_as, staff,
 )
 from tests.console.conftest import STAFF
 
@@ -93,21 +93,12 @@ def test_attack_1_a_forged_approval_with_the_admins_own_code_is_four_eyes_in_the
 
 def test_attack_2_an_admin_cannot_provision_two_finance_accounts_and_use_them(browse, ledger, mailoutbox):
     page = browse("admin")
-    page.goto("/ledger/accounts/new/")
-    page.select_option("#id_kind", "staff")
-    page.fill("#id_account_id", "fin-x")
-    page.fill("#id_identity", "admin-controlled@porto.test")
-    page.check("input[name=roles][value=finance]")
-    page.click("input[value=Provision]")
+    provision_staff(page, "fin-x", "admin-controlled@porto.test", roles=("finance",))
     expect(page.locator(".errorlist")).to_contain_text("granted through a staff change that another admin approves")
     assert ledger.get(STATE, "account/fin-x") is None
 
     for name in ("fin-x", "fin-y"):
-        page.goto("/ledger/accounts/new/")
-        page.select_option("#id_kind", "staff")
-        page.fill("#id_account_id", name)
-        page.fill("#id_identity", f"{name}@porto.test")
-        page.click("input[value=Provision]")
+        provision_staff(page, name, f"{name}@porto.test")
         expect(page.locator("#enrolment-status")).to_contain_text("pending")
         content = page.content()
         assert 'type="password"' not in content and "otpauth://" not in content and "/enrol/" not in content

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from ledger_engine.layout import STATE
 from tests.console.browser import (  # noqa: F401  (fixtures)
-    browse, chromium, code_from_secret, console_users, new_page, screenshots, sign_in_as, staff,
+    browse, chromium, code_from_secret, console_users, new_page, provision_staff, screenshots, sign_in_as, staff,
 )
 from tests.console.conftest import code_for, enrolment_link
 from tests.money_allocation.world import FINANCE, FINANCE_2
@@ -31,12 +31,8 @@ def test_admin_provisions_a_staff_member_who_enrols_through_their_own_link(brows
     page.click("text=Accounts")
     expect(page.locator("#content h1")).to_have_text("Accounts")
     page.screenshot(path=screenshots / "accounts.png", full_page=True)
-    page.click("text=Provision an account")
-    page.select_option("#id_kind", "staff")
-    page.fill("#id_account_id", "ops-2")
-    page.fill("#id_identity", "ops2@porto.test")
-    page.check("input[name=roles][value=ops]")
-    page.click("input[value=Provision]")
+    expect(page.locator("a:text-is('Provision an account')")).to_be_visible()
+    provision_staff(page, "ops-2", "ops2@porto.test", roles=("ops",))
     expect(page.locator("#enrolment-status")).to_contain_text("pending: link sent to o***@porto.test")
     expect(page.locator(".messagelist")).to_contain_text("An enrolment link went to ops-2's work email")
     page.screenshot(path=screenshots / "account-provisioned.png", full_page=True)
@@ -119,3 +115,18 @@ def test_a_run_is_prepared_by_one_finance_user_and_approved_by_another_with_a_co
     approver.screenshot(path=screenshots / "payments.png", full_page=True)
     approver.click("#nav-sidebar >> text=Budgets and balances")
     approver.screenshot(path=screenshots / "budgets.png", full_page=True)
+
+
+def test_pages_and_the_api_docs_render_within_the_content_security_policy(browse):
+    """The browser itself reports any script, style or image the policy blocks; none may be."""
+    page = browse("auditor")
+    for path in ("/ledger/", "/ledger/holds/", "/ledger/payouts/", "/ledger/accounts/", "/ledger/staff-changes/",
+                 "/ledger/journal/", "/ledger/budgets/", "/ledger/holds/no-such-handle/"):
+        page.goto(path)
+    page.goto("/internal/docs")
+    expect(page.locator("#swagger-ui .info .title")).to_contain_text("Porto internal worker API")
+    assert page.csp_violations == []
+    admin = browse("admin")
+    admin.goto("/ledger/lockouts/")
+    admin.goto("/ledger/accounts/new/")
+    assert admin.csp_violations == []

@@ -246,13 +246,17 @@ def concrete(pattern: str, targets: Targets) -> str:
     return "/" + path
 
 
-def client_for(requester: str) -> Client:
+def client_with_roles(roles: list[str], name: str = "probe") -> Client:
+    user, _ = sync_user(name, roles=roles, active=True)
     client = Client()
-    if requester != ANONYMOUS:
-        user, _ = sync_user(f"probe-{requester.replace(' ', '-')}",
-                            roles=[] if requester == NO_ROLE else [requester], active=True)
-        client.force_login(user)
+    client.force_login(user)
     return client
+
+
+def client_for(requester: str) -> Client:
+    if requester == ANONYMOUS:
+        return Client()
+    return client_with_roles([] if requester == NO_ROLE else [requester], f"probe-{requester.replace(' ', '-')}")
 
 
 @pytest.mark.parametrize("pattern", list(MATRIX))

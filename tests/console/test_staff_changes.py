@@ -151,3 +151,18 @@ def test_the_auditor_reads_staff_changes_but_cannot_decide(admins, client_as, le
                                                                      "otp_token": "123456"}).status_code == 403
     assert ledger.head() == head
     assert User.objects.get(username=STAFF["ops"]).groups.count() == 1
+
+
+def test_reactivating_an_account_takes_a_second_admin(admins, users, ledger):
+    handle = seal("account", STAFF["ops"])
+    admins["admin"].post(f"/ledger/accounts/{handle}/", {"command_id": new_command_id(), "roles": ["ops"],
+                                                         "revision": "1"})  # one admin may deactivate
+    users["ops"].refresh_from_db()
+    assert not users["ops"].is_active
+    head = ledger.head().sequence
+    admins["admin"].post(f"/ledger/accounts/{handle}/", {"command_id": new_command_id(), "roles": ["ops"],
+                                                         "revision": "2", "active": "on"})
+    assert ledger.journal_entry(head + 1)["result"]["code"] == "FOUR_EYES_REQUIRED"
+    approve(admins["admin2"], request_change(admins["admin"], STAFF["ops"], "reactivate"), STAFF["admin2"])
+    users["ops"].refresh_from_db()
+    assert users["ops"].is_active and ledger.get(STATE, f"actor/{STAFF['ops']}").data["status"] == "active"

@@ -28,7 +28,6 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.records import decode_record
 from ledger_engine.domain.commands.money.batches import batch_key
 from ledger_engine.domain.commands.money.payments import payment_key
-from ledger_engine.genesis import default_genesis
 from ledger_engine.layout import STATE
 from ledger_engine.storage.rocks import RocksStore
 from porto_console.effects.celery_app import QUEUE_FOR_KIND, make_app
@@ -37,6 +36,7 @@ from porto_console.effects.ledger_api import LedgerApi
 from porto_console.effects.payment_journal import SignedPaymentJournal
 from tests.conftest import EnvelopeFactory
 from tests.effects.conftest import CHAIN_ID, COMMITTER_KEY, PAYER_KEY, USDC
+from tests.support import step_up
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -48,6 +48,11 @@ COMMITTER_ROLES = ("committer", "observer")  # one credential anchors and observ
 TASK_FOR_KIND = {"payment.transfer": "porto.effects.payment", "batch.anchor": "porto.effects.commitment"}
 CLAIM_TTL_MS = 3_000
 WAIT_SECS = 90
+# The keys a deployed console must have (it refuses to serve without them); the step-up key is the one
+# ``step_up.genesis()`` trusts.
+DEPLOYMENT_KEYS = {"DJANGO_SECRET_KEY": "porto-effects-test-secret-key-not-the-default",
+                   "PORTO_HANDLE_KEY": "porto-effects-test-handle-key-of-its-own",
+                   "PORTO_STEP_UP_KEY": step_up.PRIVATE_KEY_HEX}
 
 
 def free_port() -> int:
@@ -86,7 +91,7 @@ class Stack:
 
     # The ledger while no console owns it.
     def ledger(self) -> LedgerOwner:
-        return LedgerOwner.open(self.data_dir, genesis=default_genesis())
+        return LedgerOwner.open(self.data_dir, genesis=step_up.genesis())
 
     def provision_worker(self, owner: LedgerOwner, envelopes: EnvelopeFactory, actor: str = PAYMENTS_WORKER,
                          roles: tuple[str, ...] = WORKER_ROLES) -> None:
@@ -110,7 +115,7 @@ class Stack:
         # credentials issued for one stack never outlive it in a shared server database.
         inherited = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
         return {**inherited, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "porto_console.settings",
-                "PORTO_VAR_DIR": str(self.var_dir), "DATA_DIR": str(self.data_dir), **extra}
+                "PORTO_VAR_DIR": str(self.var_dir), "DATA_DIR": str(self.data_dir), **DEPLOYMENT_KEYS, **extra}
 
     def manage(self, *arguments: str) -> str:
         done = subprocess.run([PYTHON, str(ROOT / "manage.py"), *arguments], env=self.env(), cwd=ROOT,

@@ -13,7 +13,7 @@ import pytest
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.checkpoint.backup import MANIFEST, backup_owner, verify_backup
 from ledger_engine.checkpoint.export import JOURNAL_FILE, ROWS_FILE
-from ledger_engine.genesis import default_genesis
+from ledger_engine.demo import demo_genesis
 from tests.support import cli
 
 
@@ -106,7 +106,7 @@ def test_restore_of_a_damaged_backup_fails_naming_the_damage(backup_copy, tmp_pa
 def test_a_live_backup_taken_while_commands_arrive_restores_and_catches_up(demo_ledger, tmp_path):
     envelopes = [orjson.loads(line) for line in demo_ledger.stream.read_bytes().splitlines()]
     middle = len(envelopes) // 2
-    with LedgerOwner.open(tmp_path / "live", genesis=default_genesis()) as owner:
+    with LedgerOwner.open(tmp_path / "live", genesis=demo_genesis()) as owner:
         queued = [owner.submit_async(envelope) for envelope in envelopes[:middle]]
         arriving = threading.Thread(target=lambda: [owner.submit(envelope) for envelope in envelopes[middle:]])
         arriving.start()

@@ -12,6 +12,7 @@ from ledger_engine.keys import key
 from ledger_engine.layout import INDEXES
 from ledger_engine.projections.money_queries import conservation_status
 from ledger_engine.projections.payouts import payment_state_prefix, run_status_prefix, update_status_prefix
+from porto_console.console.services import staff_changes
 from porto_console.console.services.rows import count, rows
 
 OUTBOX_BACKLOG_STATUSES = ("pending", "claimed")
@@ -26,6 +27,7 @@ class Figures:
     runs_awaiting_approval: int
     recipient_updates_awaiting_approval: int
     uncertain_payments: int
+    staff_changes_awaiting_decision: int
     outbox_backlog: int
     daily: dict[str, dict[int, int]]  # series -> UTC day number -> minor units
 
@@ -41,6 +43,7 @@ def figures(ledger: LedgerOwner) -> Figures:
         runs_awaiting_approval=count(ledger, INDEXES, run_status_prefix("prepared")),
         recipient_updates_awaiting_approval=count(ledger, INDEXES, update_status_prefix("pending")),
         uncertain_payments=count(ledger, INDEXES, payment_state_prefix("uncertain")),
+        staff_changes_awaiting_decision=sum(1 for _ in staff_changes.changes(ledger, "pending")),
         outbox_backlog=sum(count(ledger, INDEXES, key("effect_by_status", status) + "/")
                            for status in OUTBOX_BACKLOG_STATUSES),
         daily=daily_amounts(ledger),

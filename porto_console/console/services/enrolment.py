@@ -117,9 +117,10 @@ def open_link(token: str) -> EnrolmentLink | None:
 
 
 def status(ledger: LedgerOwner, user: User | None) -> EnrolmentStatus:
-    record = ledger.get(STATE, credentials_key(user.username)) if user else None
+    """What the account's page tells an admin: never the link, only where it went and whether it is still open."""
     if user is None:
         return EnrolmentStatus("no console user")
+    record = ledger.get(STATE, credentials_key(user.username))
     if record is not None and record.data["status"] == "enrolled":
         return EnrolmentStatus("enrolled")
     link = EnrolmentLink.objects.filter(user=user, revoked_at=None).order_by("-created_at").first()
