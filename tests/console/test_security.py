@@ -12,6 +12,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.adapters.signatures import key_from_seed
 from ledger_engine.domain.step_up import public_key_hex
+from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import STATE
 from porto_console.console import safety
 from porto_console.console.commands import new_command_id
@@ -20,6 +21,7 @@ from porto_console.console.services import dashboard
 from porto_console.console.services.users import issue_credentials
 from porto_console.internal_api import credentials
 from porto_console.internal_api.models import WorkerCredential
+from tests.conftest import EnvelopeFactory
 from tests.console.conftest import STAFF
 
 
@@ -200,3 +202,17 @@ def test_a_worker_token_that_allows_approvals_still_cannot_approve(ledger, db):
     codes = [ledger.journal_entry(head + n)["result"]["code"] for n in (1, 2)]
     assert codes == ["STEP_UP_REQUIRED", "STEP_UP_INVALID"]
     assert ledger.get(STATE, f"payment_run/{run['run_id']}").data["status"] == "prepared"
+
+
+def test_a_ledger_halt_is_logged_with_its_cause(ledger, caplog, monkeypatch):
+    def failing_write(ops):
+        raise OSError("disk said no")
+
+    monkeypatch.setattr(ledger.store, "write", failing_write)
+    with caplog.at_level(logging.CRITICAL, logger="porto.ledger"), pytest.raises(LedgerError) as halted:
+        ledger.submit(EnvelopeFactory().account("halt-probe"))
+    assert halted.value.code == ErrorCode.LEDGER_HALTED
+    [record] = [record for record in caplog.records if record.name == "porto.ledger"]
+    assert record.levelname == "CRITICAL" and "ledger halted" in record.getMessage()
+    assert "disk said no" in str(record.exc_info[1])
+    assert {"stderr", "file"} <= {handler.get_name() for handler in logging.getLogger("porto").handlers}
