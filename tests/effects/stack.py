@@ -40,7 +40,6 @@ from tests.effects.conftest import CHAIN_ID, COMMITTER_KEY, PAYER_KEY, USDC
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
-REDIS_URL = os.environ.get("PORTO_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
 PAYMENTS_WORKER = "payments-worker-1"
 WORKER_ROLES = ("dispatcher", "observer", "signer")
 COMMITMENTS_WORKER = "commitments-worker-1"
@@ -67,7 +66,7 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_SE
 
 
 class Stack:
-    def __init__(self, tmp_path: Path, chain_url: str) -> None:
+    def __init__(self, tmp_path: Path, chain_url: str, broker_url: str) -> None:
         self.root = tmp_path
         self.data_dir = tmp_path / "ledger"
         self.var_dir = tmp_path / "var"
@@ -81,8 +80,9 @@ class Stack:
         self.actors: dict[str, str] = {}
         self.journal = SignedPaymentJournal(tmp_path / "effects" / "signed-payments.jsonl")
         self.commitments = SignedCommitmentJournal(tmp_path / "effects" / "signed-commitments.jsonl")
-        self.broker = make_app(REDIS_URL)
-        redis.Redis.from_url(REDIS_URL).flushdb()
+        self.broker_url = broker_url
+        self.broker = make_app(broker_url)
+        redis.Redis.from_url(broker_url).flushdb()
 
     # The ledger while no console owns it.
     def ledger(self) -> LedgerOwner:
@@ -152,7 +152,7 @@ class Stack:
         base = {key: value for key, value in os.environ.items() if key not in ("DJANGO_SETTINGS_MODULE", "DATA_DIR")}
         return dict(
             base, PYTHONPATH=str(ROOT), PORTO_VAR_DIR=str(self.root / "worker-var"),
-            CELERY_BROKER_URL=REDIS_URL, PORTO_CELERY_VISIBILITY_SECS="5", PORTO_SWEEP_SECS="1",
+            CELERY_BROKER_URL=self.broker_url, PORTO_CELERY_VISIBILITY_SECS="5", PORTO_SWEEP_SECS="1",
             PORTO_CHAIN="simulated", PORTO_CHAIN_URL=self.chain_url, PORTO_CHAIN_ID=str(CHAIN_ID),
             PORTO_USDC_METADATA=USDC, PORTO_SIGNER_KEY=PAYER_KEY, PORTO_COMMITTER_KEY=COMMITTER_KEY,
             PORTO_PAYMENT_JOURNAL=str(self.journal.path), PORTO_COMMITMENT_JOURNAL=str(self.commitments.path),

@@ -21,7 +21,7 @@ import redis
 from ledger_engine.layout import STATE
 from porto_console.effects.simulated_chain import Fault
 from tests.effects.conftest import USDC
-from tests.effects.stack import REDIS_URL, Stack, wait_until
+from tests.effects.stack import Stack, wait_until
 from tests.money_allocation.world import MoneyWorld, fixture_commands
 from tests.money_payouts.world import PayoutWorld
 
@@ -31,8 +31,8 @@ TRANSACTION_TTL_SECS = 120  # the workers' default PORTO_TRANSACTION_TTL_SECS
 
 
 @pytest.fixture
-def stack(tmp_path, chain_server, chain, funded, envelopes):
-    stack = Stack(tmp_path, chain_server.url)
+def stack(tmp_path, chain_server, broker_url, chain, funded, envelopes):
+    stack = Stack(tmp_path, chain_server.url, broker_url)
     stack.approved = approve_payout_run(stack, envelopes)
     gc.collect()  # the closed owner's database handles go with its last reference, and with them the LOCK
     stack.issue_credential("payments-1")
@@ -132,7 +132,7 @@ def test_a_lost_follow_up_only_delays_the_observation(stack, chain):
     wait_until(lambda: all(stack.payment(p["payment_id"])["state"] == "submitted" for p in stack.approved),
                "every payment to be broadcast and reported")
     stack.kill_worker("payments-1")
-    redis.Redis.from_url(REDIS_URL).flushdb()
+    redis.Redis.from_url(stack.broker_url).flushdb()
     assert stack.open_effects("payments-1") == []
     chain.release()
     stack.start_worker("payments-1")
