@@ -114,7 +114,7 @@ def record_observation(worker: CommitmentWorker, record: SignedCommitmentRecord,
                "artifact_hash": record.artifact_hash, "outcome": outcome,
                "ledger_version": reading["ledger_version"], "evidence_digest": reading["evidence_digest"]}
     return worker.command("RecordCommitmentObservation", payload, record.transaction_hash, outcome,
-                          str(seen.ledger.version), evidence_hashes=[reading["evidence_digest"]])
+                          reading["evidence_digest"], evidence_hashes=[reading["evidence_digest"]])
 
 
 def _settle(record: SignedCommitmentRecord, seen: Observation, observed: Outcome) -> str:
