@@ -65,7 +65,7 @@ def carry_out(worker: PaymentWorker, effect: dict[str, Any]) -> str:
         return _follow_last(worker, payload["payment_id"], f"not claimed: {claimed.code}")
     record = _signed_transfer(worker, effect)
     if ledger_attempt(worker, record) is None:
-        attempt = record_attempt(worker, record, claim_expires_ms=claimed.result["expires_at_ms"])
+        attempt = record_attempt(worker, record, claim_expires_ms=claimed.result["data"]["expires_at_ms"])
         if not attempt.accepted:
             return _after_refused_attempt(worker, attempt, record)
     complete(worker, effect["effect_id"], effect["revision"] + 1, broadcast(worker, record), record)

@@ -20,6 +20,7 @@ RECIPIENT = "0x" + "cc" * 32
 
 
 FAULT_CASES = {"passed": 0, "failed": 0}
+CAMPAIGNS: list[str] = []  # the seeded fault campaign's result lines
 
 
 def pytest_configure(config):
@@ -32,6 +33,8 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_terminal_summary(terminalreporter):
+    for line in CAMPAIGNS:
+        terminalreporter.write_line(line)
     if sum(FAULT_CASES.values()):
         terminalreporter.write_line(
             f"effects fault cases run: {sum(FAULT_CASES.values())} "

@@ -96,6 +96,11 @@ class Stack:
         """A payment as the ledger records it now, read from a read-only view beside its owner."""
         return self._state(payment_key(payment_id))
 
+    def payments(self, payment_ids: list[str]) -> list[dict[str, Any]]:
+        """Several payments read through one read-only view."""
+        with RocksStore(self.data_dir, read_only=True) as store:
+            return [decode_record(store.get(STATE, payment_key(payment_id).encode())).data for payment_id in payment_ids]
+
     def batch(self, batch_id: str) -> dict[str, Any]:
         return self._state(batch_key(batch_id))
 
@@ -158,7 +163,7 @@ class Stack:
             PORTO_PAYMENT_JOURNAL=str(self.journal.path), PORTO_COMMITMENT_JOURNAL=str(self.commitments.path),
             PORTO_QUARANTINE_DIR=str(self.root / "effects" / "quarantine"),
             PORTO_INTERNAL_API_URL=self.api_url, PORTO_WORKER_ID=self.actors[name], PORTO_WORKER_TOKEN=self.tokens[name],
-            PORTO_CLAIM_TTL_MS=str(CLAIM_TTL_MS), PORTO_OBSERVE_WINDOW_SECS="3",
+            PORTO_CLAIM_TTL_MS=str(CLAIM_TTL_MS), PORTO_OBSERVE_WINDOW_SECS="3", PORTO_RETRY_BACKOFF_MAX_SECS="2",
         )
 
     def start_worker(self, credential: str, *, process: str | None = None, queues: str = "payments,maintenance",

@@ -18,12 +18,10 @@ from typing import Any
 import pytest
 import redis
 
-from ledger_engine.layout import STATE
 from porto_console.effects.simulated_chain import Fault
 from tests.effects.conftest import USDC
-from tests.effects.stack import Stack, wait_until
-from tests.money_allocation.world import MoneyWorld, fixture_commands
-from tests.money_payouts.world import PayoutWorld
+from tests.effects.approval import approved_payments
+from tests.effects.stack import PAYMENTS_WORKER, WORKER_ROLES, Stack, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.fault_case]
 
@@ -43,13 +41,7 @@ def stack(tmp_path, chain_server, broker_url, chain, funded, envelopes):
 
 def approve_payout_run(stack: Stack, envelopes) -> list[dict[str, Any]]:
     """An approved payout run (allocation, statements, four eyes) and the payment worker; its payments."""
-    with stack.ledger() as owner, fixture_commands():
-        payouts = PayoutWorld(MoneyWorld(owner, envelopes).setup()).setup()
-        statements = payouts.confirmed_statements()
-        assert payouts.prepare("run-1").accepted
-        assert payouts.approve("run-1", statements).accepted
-        stack.provision_worker(owner, envelopes)
-        return [row["data"] for _, row in owner.scan(STATE, "payment/", limit=1000)]
+    return approved_payments(stack, envelopes, workers=((PAYMENTS_WORKER, WORKER_ROLES),))
 
 
 def settled(stack: Stack) -> bool:
