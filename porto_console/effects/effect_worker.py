@@ -119,14 +119,17 @@ def may_still_land(worker: EffectWorker, record: SignedRecord) -> bool:
     return fate != Fate.UNKNOWN or worker.chain.sequence_number(record.sender) <= record.sequence_number
 
 
-def watch(worker: EffectWorker, record: SignedRecord, *, may_rebroadcast: Callable[[], bool]) -> Observation:
+def watch(worker: EffectWorker, record: SignedRecord, *, may_rebroadcast: Callable[[], bool],
+          window_secs: int | None = None) -> Observation:
     """Watch one signed transaction until the chain settles its fate; returns that observation.
 
     Bytes the chain does not know are broadcast again when ``may_rebroadcast``
     allows it: the same bytes land at most once. Raises ``NotYet`` when the
-    observation window (``PORTO_OBSERVE_WINDOW_SECS``) closes first.
+    observation window (``window_secs``, default ``PORTO_OBSERVE_WINDOW_SECS``;
+    0 looks once) closes first.
     """
-    deadline = time.monotonic() + worker.config.observe_window_secs
+    window_secs = worker.config.observe_window_secs if window_secs is None else window_secs
+    deadline = time.monotonic() + window_secs
     delay = POLL_SECS
     while True:
         seen = observe(worker.chain, record.transaction_hash, record.expiration_secs)
@@ -135,7 +138,7 @@ def watch(worker: EffectWorker, record: SignedRecord, *, may_rebroadcast: Callab
         if seen.fate == Fate.UNKNOWN and may_rebroadcast():
             broadcast(worker, record)
         if time.monotonic() >= deadline:
-            raise NotYet(f"{seen.fate} after {worker.config.observe_window_secs}s", record.transaction_hash)
+            raise NotYet(f"{seen.fate} after {window_secs}s", record.transaction_hash)
         time.sleep(delay)
         delay = min(delay * 2, MAX_POLL_SECS)
 

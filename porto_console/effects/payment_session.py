@@ -72,14 +72,17 @@ def carry_out(worker: PaymentWorker, effect: dict[str, Any]) -> str:
     return follow(worker, record)
 
 
-def follow(worker: PaymentWorker, record: SignedPaymentRecord) -> str:
-    """Watch one signed transaction until the chain settles its fate, then record it.
+def follow(worker: PaymentWorker, record: SignedPaymentRecord, *, window_secs: int | None = None) -> str:
+    """Watch one recorded transaction until the chain settles its fate, then record it.
 
-    Raises ``NotYet`` when the observation window closes first.
+    Raises ``NotYet`` when the observation window closes first. A
+    transaction the ledger has not recorded is not watched: it is never
+    broadcast, and the journal check (``journal_reconcile``) gets it
+    recorded or proves it can never land.
     """
-    seen = watch(worker, record, may_rebroadcast=lambda: _is_recorded(worker, record))
     if not _is_recorded(worker, record):
-        return f"unrecorded transaction {OBSERVED_AS[seen.fate]}: the ledger never authorised it"
+        return f"transaction {record.transaction_hash} is not recorded: left to the journal check"
+    seen = watch(worker, record, may_rebroadcast=lambda: True, window_secs=window_secs)
     return _settle(record, seen, record_observation(worker, record, seen))
 
 

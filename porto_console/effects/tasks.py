@@ -177,7 +177,7 @@ def _carry_out(effect: dict[str, Any], carry_out: Callable[[], str], follow_task
 
 
 def _follow(transaction_hash: str, again: bool, worker: Callable[[], EffectWorker],
-            follow_journalled: Callable[[Any, Any], str], follow_task: Task) -> str:
+            follow_journalled: Callable[..., str], follow_task: Task) -> str:
     """Settle one journalled transaction of this worker's kind, or look again later."""
     if dispatch_disabled():
         return "dispatch disabled"
@@ -186,7 +186,8 @@ def _follow(transaction_hash: str, again: bool, worker: Callable[[], EffectWorke
     if record is None:
         raise Poison(f"{transaction_hash} is not in {working.journal.path}")
     try:
-        return follow_journalled(working, record)
+        # A sweep's look (``again`` false) looks once; a session's own follow-up waits out the window.
+        return follow_journalled(working, record, window_secs=None if again else 0)
     except NotYet:
         if not again:
             return "left to the next sweep"

@@ -181,9 +181,10 @@ class FaultInjector(threading.Thread):
 
     def worker_answer_held(self) -> None:
         lines = self._journal_lines()
-        self.processes.chain.control("faults", kind="drop_response", hold_seconds=6)
+        self._control("faults", kind="drop_response", hold_seconds=6)
         record = self._wait_for(lambda: self._journal_record_after(lines), "a transfer signed after the hold")
-        self._wait_for(lambda: self._chain_knows(record["transaction_hash"]), "the chain to hold the transfer")
+        if record is not None:
+            self._wait_for(lambda: self._chain_knows(record["transaction_hash"]), "the chain to hold the transfer")
         self.processes.kill(self._worker_of(record))
 
     def console(self) -> None:
@@ -196,9 +197,21 @@ class FaultInjector(threading.Thread):
         self.processes.kill("chain")
 
     def answers_dropped(self) -> None:
-        self.processes.chain.control("faults", kind="drop_response", times=self.random.randint(2, 4))
+        self._control("faults", kind="drop_response", times=self.random.randint(2, 4))
 
     # Helpers.
+    def _control(self, path: str, **request: Any) -> None:
+        """A chain control call, waiting out a chain the supervisor is still restarting."""
+        deadline = time.monotonic() + EVENT_WAIT_SECS
+        while True:
+            try:
+                self.processes.chain.control(path, **request)
+                return
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
     def _journal_lines(self) -> int:
         if not self.journal_path.exists():
             return 0
