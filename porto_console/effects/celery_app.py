@@ -14,7 +14,9 @@ A broker restart is survived, not fatal: the worker keeps retrying the
 connection for ever (``broker_connection_max_retries = None``), on startup
 too, with Redis socket timeouts and health checks so a dead connection is
 noticed, and cancels tasks whose message it can no longer acknowledge (they
-are delivered again; every step is idempotent). Whatever still dies is
+are delivered again; every step is idempotent). The Redis transport is
+``broker_transport``'s, which survives a kombu error on reconnect that
+otherwise ends the worker. Whatever still dies is
 restarted by the supervisor (``docs/effects.md``: Procfile, systemd units).
 
     celery -A porto_console.effects.celery_app worker -Q payments,commitments,maintenance
@@ -27,6 +29,8 @@ import os
 
 from celery import Celery
 from kombu import Queue
+
+from porto_console.effects.broker_transport import TRANSPORT as REDIS_TRANSPORT
 
 PAYMENTS, COMMITMENTS, MAINTENANCE = "payments", "commitments", "maintenance"
 QUEUE_FOR_KIND = {"payment.transfer": PAYMENTS, "batch.anchor": COMMITMENTS}
@@ -53,6 +57,7 @@ def make_app(broker_url: str | None = None) -> Celery:
         # Celery lets CELERY_BROKER_URL override broker_url; the read and write URLs make an explicit broker win.
         broker_read_url=broker,
         broker_write_url=broker,
+        broker_transport=REDIS_TRANSPORT if broker.startswith(("redis://", "rediss://")) else None,
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,

@@ -204,8 +204,8 @@ def test_each_kind_goes_to_its_own_task_and_queue(monkeypatch):
 def test_an_explicit_broker_wins_over_the_environment(monkeypatch):
     from porto_console.effects.celery_app import make_app
 
-    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
-    explicit, from_environment = make_app("redis://127.0.0.1:6379/11"), make_app()
-    assert explicit.connection_for_write().as_uri().endswith("@127.0.0.1:6379/11")
-    assert explicit.connection_for_read().as_uri().endswith("@127.0.0.1:6379/11")
-    assert from_environment.connection_for_write().as_uri().endswith("@127.0.0.1:6379/0")
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:16379/0")
+    explicit, from_environment = make_app("redis://127.0.0.1:16379/11"), make_app()
+    assert explicit.connection_for_write().as_uri().endswith("@127.0.0.1:16379/11")
+    assert explicit.connection_for_read().as_uri().endswith("@127.0.0.1:16379/11")
+    assert from_environment.connection_for_write().as_uri().endswith("@127.0.0.1:16379/0")
