@@ -43,6 +43,10 @@ def visibility_secs() -> int:
     return int(os.environ.get("PORTO_CELERY_VISIBILITY_SECS", str(DEFAULT_VISIBILITY_SECS)))
 
 
+def sweep_secs() -> float:
+    return float(os.environ.get("PORTO_SWEEP_SECS", "30"))
+
+
 def queued_mark_secs() -> int:
     """How long a queued mark lasts (``queued``): at least until an unacknowledged message comes back."""
     return int(os.environ.get("PORTO_QUEUED_MARK_SECS", str(visibility_secs() + 60)))
@@ -81,8 +85,9 @@ def make_app(broker_url: str | None = None) -> Celery:
             "health_check_interval": 10,
         },
         beat_schedule={
-            "sweep-effects": {"task": "porto.effects.sweep",
-                              "schedule": float(os.environ.get("PORTO_SWEEP_SECS", "30"))},
+            # A sweep nobody ran before the next one is due is dropped: sweeps do not pile up while workers are down.
+            "sweep-effects": {"task": "porto.effects.sweep", "schedule": sweep_secs(),
+                              "options": {"expires": sweep_secs()}},
             "verified-backup": {"task": "porto.effects.backup", "schedule": float(BACKUP_INTERVAL_SECS)},
         },
     )

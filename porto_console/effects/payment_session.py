@@ -37,7 +37,7 @@ from typing import Any
 
 from porto_console.effects.chain import Fate, Observation, observe
 from porto_console.effects.effect_worker import (
-    EffectWorker, NotYet, Poison, Transient, broadcast, chain_reading, claim, complete, may_still_land, watch,
+    EffectWorker, Poison, Transient, broadcast, chain_reading, claim, complete, may_still_land, watch,
 )
 from porto_console.effects.ledger_api import Outcome
 from porto_console.effects.payment_journal import SignedPaymentJournal, SignedPaymentRecord

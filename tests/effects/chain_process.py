@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -12,13 +10,14 @@ from typing import Any
 
 import httpx
 
+from tests.effects.process_group import ServerProcess
 from tests.effects.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 START_SECS = 20.0
 
 
-class ChainProcess:
+class ChainProcess(ServerProcess):
     def __init__(self, directory: Path, chain_id: int, port: int | None = None) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -46,22 +45,6 @@ class ChainProcess:
             except httpx.HTTPError:
                 time.sleep(0.05)
         raise AssertionError("the SIMULATED chain did not start")
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def kill(self) -> None:
-        if self.alive():
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-    def stop(self) -> None:
-        if self.alive():
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
     # The control surface, over HTTP.
     def control(self, path: str, **request: Any) -> dict[str, Any]:

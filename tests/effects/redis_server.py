@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
+
+from tests.effects.process_group import ServerProcess
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 START_SECS = 10.0
@@ -28,7 +29,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-class RedisServer:
+class RedisServer(ServerProcess):
     """One ``redis-server`` process on loopback that tests can kill and start again on the same port."""
 
     def __init__(self, directory: Path, port: int | None = None) -> None:
@@ -50,23 +51,6 @@ class RedisServer:
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self._wait_until_it_answers()
         return self
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def kill(self) -> None:
-        """SIGKILL: the broker and everything it held are gone."""
-        if self.alive():
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-    def stop(self) -> None:
-        if self.alive():
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
     def _wait_until_it_answers(self) -> None:
         deadline = time.monotonic() + START_SECS

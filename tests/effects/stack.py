@@ -115,7 +115,8 @@ class Stack:
         # credentials issued for one stack never outlive it in a shared server database.
         inherited = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
         return {**inherited, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "porto_console.settings",
-                "PORTO_VAR_DIR": str(self.var_dir), "DATA_DIR": str(self.data_dir), **extra}
+                "PORTO_VAR_DIR": str(self.var_dir), "DATA_DIR": str(self.data_dir),
+                "CELERY_BROKER_URL": self.broker_url, **extra}
 
     def manage(self, *arguments: str) -> str:
         done = subprocess.run([PYTHON, str(ROOT / "manage.py"), *arguments], env=self.env(), cwd=ROOT,
