@@ -5,7 +5,9 @@ SIMULATED chain, the console (ledger owner), two payment workers (each its
 own ledger actor, sharing one signed-payment journal) and ``celery beat``.
 ``Supervisor`` plays systemd's ``Restart=always``: every few hundred
 milliseconds it starts again whatever has exited. ``FaultInjector`` draws
-the faults' order, spacing and targets from one seed:
+the faults' order, pauses and targets from one seed, and spreads them over
+the campaign's progress (fault ``k`` waits for ``k / (F + 2)`` of the
+payments to be signed):
 
 - ``worker_after_journal``: SIGKILL the payment worker that has just
   journalled a signature, as soon as the journal grows;
@@ -145,10 +147,15 @@ class Supervisor(threading.Thread):
 
 
 class FaultInjector(threading.Thread):
-    """Injects the seed's faults one after another while payments are outstanding."""
+    """Injects the seed's faults one after another, spread over the campaign's signing.
+
+    Fault ``k`` of ``F`` waits until ``k / (F + 2)`` of the payments have a
+    journalled signature, then a seeded pause, so every fault lands while
+    payments are still being signed and settled, whatever the machine's speed.
+    """
 
     def __init__(self, processes: Processes, seed: int, journal_path: Path, outstanding: Callable[[], bool],
-                 actors: dict[str, str]) -> None:
+                 actors: dict[str, str], payments: int) -> None:
         super().__init__(name="campaign-faults", daemon=True)
         self.processes = processes
         self.random = random.Random(seed)
@@ -156,14 +163,19 @@ class FaultInjector(threading.Thread):
         self.random.shuffle(self.schedule)
         self.journal_path = journal_path
         self.outstanding = outstanding
+        self.payments = payments
         self.process_of_actor = {actor: name for name, actor in actors.items()}
         self.injected_while_outstanding = 0
         self.done = threading.Event()
+        self.stopping = threading.Event()
 
     def run(self) -> None:
         try:
-            for kind in self.schedule:
-                time.sleep(self.random.uniform(0.5, 2.5))
+            for number, kind in enumerate(self.schedule):
+                self._wait_for_signed(number * self.payments // (len(self.schedule) + 2))
+                time.sleep(self.random.uniform(0.0, 1.0))
+                if self.stopping.is_set():
+                    return
                 was_outstanding = self.outstanding()
                 getattr(self, kind)()
                 self.processes.book.faults.append(kind)
@@ -172,6 +184,20 @@ class FaultInjector(threading.Thread):
             self.processes.book.errors.append(f"fault injector: {type(error).__name__}: {error}")
         finally:
             self.done.set()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(timeout=30)
+
+    def _wait_for_signed(self, payments: int) -> None:
+        while not self.stopping.is_set() and self._signed_payments() < payments:
+            time.sleep(0.1)
+
+    def _signed_payments(self) -> int:
+        if not self.journal_path.exists():
+            return 0
+        lines = self.journal_path.read_bytes().split(b"\n")[:-1]
+        return len({json.loads(line)["payment_id"] for line in lines})
 
     # The faults.
     def worker_after_journal(self) -> None:

@@ -68,7 +68,8 @@ def test_every_payment_is_paid_exactly_once_after_a_seeded_fault_campaign(campai
     processes.start("beat")
     started = time.monotonic()
     supervisor = Supervisor(processes)
-    faults = FaultInjector(processes, seed, stack.journal.path, lambda: not settled(stack, payments), WORKERS)
+    faults = FaultInjector(processes, seed, stack.journal.path, lambda: not settled(stack, payments), WORKERS,
+                           len(payments))
     supervisor.start()
     faults.start()
     backlog.start()
@@ -76,6 +77,7 @@ def test_every_payment_is_paid_exactly_once_after_a_seeded_fault_campaign(campai
     while not (faults.done.is_set() and settled(stack, payments)) and time.monotonic() - started < SETTLE_BOUND_SECS:
         time.sleep(0.5)
     seconds = time.monotonic() - started
+    faults.stop()
     supervisor.stop()
     backlog.stop()
     book = processes.book
