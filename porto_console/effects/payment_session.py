@@ -173,7 +173,8 @@ def _after_refused_attempt(worker: PaymentWorker, attempt: Outcome, record: Sign
     """
     if attempt.code == "NONCE_REUSED":
         released = release_expired_at(worker, record.sender, record.sequence_number)
-        raise Transient(f"sequence {record.sequence_number} was held in the ledger; released {released} expired attempt(s)")
+        raise Transient(f"sequence {record.sequence_number} was held in the ledger; "
+                        f"released {released} expired attempt(s)")
     if attempt.code in ("CLAIM_EXPIRED", "CLAIM_HELD", "EXPIRED", "STALE_REVISION"):
         raise Transient(f"attempt {record.transaction_hash} not recorded: {attempt.code}")
     if attempt.code in ("ALREADY_PAID", "RECONCILIATION_REQUIRED", "INVALID_STATE"):
@@ -216,7 +217,8 @@ def record_landed(worker: PaymentWorker, record: SignedPaymentRecord, seen: Obse
     reading = chain_reading(worker, seen)
     payload = {**_transfer_payload(record), **reading, "outcome": OBSERVED_AS[seen.fate]}
     return worker.command("RecordLandedAttempt", payload, attempt_id(record), payload["outcome"],
-                          reading["evidence_digest"], evidence_hashes=[record.signed_bytes_sha256, reading["evidence_digest"]])
+                          reading["evidence_digest"],
+                          evidence_hashes=[record.signed_bytes_sha256, reading["evidence_digest"]])
 
 
 def _settle(record: SignedPaymentRecord, seen: Observation, observed: Outcome) -> str:

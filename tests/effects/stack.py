@@ -99,7 +99,8 @@ class Stack:
     def payments(self, payment_ids: list[str]) -> list[dict[str, Any]]:
         """Several payments read through one read-only view."""
         with RocksStore(self.data_dir, read_only=True) as store:
-            return [decode_record(store.get(STATE, payment_key(payment_id).encode())).data for payment_id in payment_ids]
+            return [decode_record(store.get(STATE, payment_key(payment_id).encode())).data
+                    for payment_id in payment_ids]
 
     def batch(self, batch_id: str) -> dict[str, Any]:
         return self._state(batch_key(batch_id))

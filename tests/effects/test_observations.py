@@ -65,7 +65,7 @@ def test_every_look_at_a_committed_transaction_is_the_same_command(worker):
 
 
 def test_readings_that_differ_are_different_commands_each_consistent_with_its_id(worker):
-    """An absence rests on the read itself: each reading is its own command, and the same ID never carries other content."""
+    """An absence rests on the read itself: each reading is its own command; one ID never carries other content."""
     readings = [absent(20, 1_800_000_200_000_000), absent(21, 1_800_000_201_000_000), absent(20, 1_800_000_200_000_000)]
     for seen in readings:
         payment_session.record_observation(worker, record(), seen)
@@ -98,7 +98,8 @@ def test_transient_failures_retry_without_a_limit(error):
 @pytest.mark.parametrize("error, cause", [
     (Poison("attempt refused: CONFLICTING_EVIDENCE"), "refused rule"),
     (LedgerRefused("COMMAND_NOT_ALLOWED", "no"), "refused request: the internal API answered COMMAND_NOT_ALLOWED"),
-    (JournalCorrupt("line 3: the hash chain is broken"), "malformed record: the signed-payment journal does not verify"),
+    (JournalCorrupt("line 3: the hash chain is broken"),
+     "malformed record: the signed-payment journal does not verify"),
     (KeyError("amount"), "malformed record or program error: KeyError"),
 ])
 def test_permanent_failures_are_quarantined_with_their_cause(error, cause, tmp_path, monkeypatch):
