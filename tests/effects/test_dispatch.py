@@ -6,6 +6,7 @@ import pytest
 
 from porto_console.effects import dispatch
 from porto_console.effects.quarantine import Quarantine
+from porto_console.effects.queued import NoMarks
 
 NOW_MS = 1_800_000_000_000
 
@@ -195,6 +196,7 @@ def test_each_kind_goes_to_its_own_task_and_queue(monkeypatch):
 
     monkeypatch.setattr(tasks, "payment", Queued("porto.effects.payment"))
     monkeypatch.setattr(tasks, "commitment", Queued("porto.effects.commitment"))
+    monkeypatch.setattr(dispatch, "queued_marks", NoMarks)  # whatever broker the environment names
     dispatch.send({**effect("pay"), "kind": "payment.transfer"})
     dispatch.send({**effect("anchor"), "kind": "batch.anchor"})
     dispatch.send({**effect("other"), "kind": "unknown.kind"})
