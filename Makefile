@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed
 DATA_DIR ?= $(CURDIR)/var/ledger
 PORT ?= 8000
 CHROMIUM := /usr/bin/chromium
+REDIS_SERVER := /usr/bin/redis-server
 
 .PHONY: setup run test bench clean
 
@@ -21,14 +22,18 @@ $(STAMP): pyproject.toml
 run: setup
 	DATA_DIR=$(DATA_DIR) PORT=$(PORT) $(BIN)/python scripts/run_console.py
 
-test: setup $(CHROMIUM)
+test: setup $(CHROMIUM) $(REDIS_SERVER)
 	$(BIN)/python -m pytest
 
 # The browser tests drive Debian's Chromium; it is installed once, never downloaded by Playwright.
 $(CHROMIUM):
 	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
 
-bench: setup
+# The effects tests start their own broker from Debian's redis-server; no Redis service is needed.
+$(REDIS_SERVER):
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server
+
+bench: setup $(REDIS_SERVER)
 	$(BIN)/python -m benchmarks
 
 clean:

@@ -12,7 +12,7 @@ owns it, a Redis broker, a SIMULATED chain on loopback. Then:
    against a bare pipeline on the same chain that only signs, submits and
    waits for confirmation. The difference per payment is what durability costs.
 
-Needs Redis at 127.0.0.1:6379 (``PORTO_TEST_REDIS_URL`` to change it).
+Starts its own ``redis-server`` (Debian's package) in the work directory.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from porto_console.effects.simulated_server import SimulatedChainServer
 from porto_console.effects.transactions import TransferTerms
 from tests.conftest import EnvelopeFactory
 from tests.effects.conftest import CHAIN_ID, PAYER_KEY, USDC
+from tests.effects.redis_server import RedisServer
 from tests.effects.stack import Stack, wait_until
 from tests.money_allocation.world import MoneyWorld, fixture_commands
 from tests.money_payouts.world import RECIPIENTS, PayoutWorld
@@ -51,10 +52,11 @@ CONCURRENCY = 4
 
 def run(report: Report, workdir: Path) -> None:
     server = SimulatedChainServer(SimulatedChain(chain_id=CHAIN_ID)).start()
+    broker = RedisServer(workdir / "redis").start()
     try:
         payer = Signer(PrivateKey.from_str(PAYER_KEY, strict=False))
         server.chain.fund(USDC, payer.address, 10**15)
-        stack = Stack(workdir, server.url)
+        stack = Stack(workdir, server.url, broker.url(0))
         runs = _approve_runs(stack, THROUGHPUT_RUNS + SEQUENTIAL_RUNS)
         gc.collect()
         stack.issue_credential("payments-1")
@@ -69,6 +71,7 @@ def run(report: Report, workdir: Path) -> None:
         report.check(paid == recorded and len(paid) == len(stack.approved),
                      "the chain executed exactly one successful transfer per approved payment, the one the ledger records")
     finally:
+        broker.stop()
         server.stop()
 
 

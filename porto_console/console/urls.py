@@ -26,6 +26,8 @@ def console_urls(site) -> list:
         route("ledger/", dashboard.dashboard, DASHBOARD.url_name, DASHBOARD.roles),
         route("ledger/dispatch/", dispatch.switch, "console-dispatch", dispatch.DISPATCH_ROLES),
         route("ledger/quarantine/", quarantine.quarantine_list, QUARANTINE.url_name, QUARANTINE.roles),
+        route("ledger/quarantine/retry/", quarantine.retry_many, "console-quarantine-retry-many",
+              QUARANTINE_RETRY_ROLES),
         route("ledger/quarantine/<str:handle>/retry/", quarantine.retry, "console-quarantine-retry",
               QUARANTINE_RETRY_ROLES),
         route("ledger/holds/", holds.hold_queue, HOLDS.url_name, HOLDS.roles),

@@ -10,6 +10,15 @@ Broker: ``CELERY_BROKER_URL`` (Redis in CI and deployment). Without one the
 app runs tasks eagerly in the calling process, so `make run` needs no broker
 server.
 
+A broker restart is survived, not fatal: the worker keeps retrying the
+connection for ever (``broker_connection_max_retries = None``), on startup
+too, with Redis socket timeouts and health checks so a dead connection is
+noticed, and cancels tasks whose message it can no longer acknowledge (they
+are delivered again; every step is idempotent). The Redis transport is
+``broker_transport``'s, which survives a kombu error on reconnect that
+otherwise ends the worker. Whatever still dies is
+restarted by the supervisor (``docs/effects.md``: Procfile, systemd units).
+
     celery -A porto_console.effects.celery_app worker -Q payments,commitments,maintenance
     celery -A porto_console.effects.celery_app beat
 """
@@ -21,9 +30,26 @@ import os
 from celery import Celery
 from kombu import Queue
 
+from porto_console.effects.broker_transport import TRANSPORT as REDIS_TRANSPORT
+
 PAYMENTS, COMMITMENTS, MAINTENANCE = "payments", "commitments", "maintenance"
 QUEUE_FOR_KIND = {"payment.transfer": PAYMENTS, "batch.anchor": COMMITMENTS}
 EMBEDDED_BROKER = "memory://"
+DEFAULT_VISIBILITY_SECS = 3600
+
+
+def visibility_secs() -> int:
+    """How long an unacknowledged message waits before the broker hands it out again (Redis)."""
+    return int(os.environ.get("PORTO_CELERY_VISIBILITY_SECS", str(DEFAULT_VISIBILITY_SECS)))
+
+
+def sweep_secs() -> float:
+    return float(os.environ.get("PORTO_SWEEP_SECS", "30"))
+
+
+def queued_mark_secs() -> int:
+    """How long a queued mark lasts (``queued``): at least until an unacknowledged message comes back."""
+    return int(os.environ.get("PORTO_QUEUED_MARK_SECS", str(visibility_secs() + 60)))
 BACKUP_INTERVAL_SECS = 240  # the specification's ceiling is five minutes between verified backups
 
 
@@ -35,6 +61,7 @@ def make_app(broker_url: str | None = None) -> Celery:
         # Celery lets CELERY_BROKER_URL override broker_url; the read and write URLs make an explicit broker win.
         broker_read_url=broker,
         broker_write_url=broker,
+        broker_transport=REDIS_TRANSPORT if broker.startswith(("redis://", "rediss://")) else None,
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
@@ -43,13 +70,24 @@ def make_app(broker_url: str | None = None) -> Celery:
         task_default_queue=MAINTENANCE,
         task_always_eager=broker == EMBEDDED_BROKER,
         broker_connection_retry_on_startup=True,
+        broker_connection_retry=True,
+        broker_connection_max_retries=None,  # never give up on the broker: a restart is waited out
+        broker_channel_error_retry=True,
+        worker_cancel_long_running_tasks_on_connection_loss=True,
+        broker_heartbeat=0,
         broker_transport_options={
             # An unacknowledged message returns to the queue after this long (Redis).
-            "visibility_timeout": int(os.environ.get("PORTO_CELERY_VISIBILITY_SECS", "3600")),
+            "visibility_timeout": visibility_secs(),
+            "socket_timeout": 30,
+            "socket_connect_timeout": 5,
+            "socket_keepalive": True,
+            "retry_on_timeout": True,
+            "health_check_interval": 10,
         },
         beat_schedule={
-            "sweep-effects": {"task": "porto.effects.sweep",
-                              "schedule": float(os.environ.get("PORTO_SWEEP_SECS", "30"))},
+            # A sweep nobody ran before the next one is due is dropped: sweeps do not pile up while workers are down.
+            "sweep-effects": {"task": "porto.effects.sweep", "schedule": sweep_secs(),
+                              "options": {"expires": sweep_secs()}},
             "verified-backup": {"task": "porto.effects.backup", "schedule": float(BACKUP_INTERVAL_SECS)},
         },
     )

@@ -58,19 +58,36 @@ class Observation:
     transaction: ChainTransaction | None
 
     @property
+    def committed(self) -> bool:
+        return self.transaction is not None and self.transaction.committed
+
+    @property
     def ledger_version(self) -> int:
         """The transaction's version when committed, else the version the absence was read at."""
-        return self.transaction.version if self.transaction and self.transaction.committed else self.ledger.version
+        return self.transaction.version if self.committed else self.ledger.version
+
+    @property
+    def chain_time_us(self) -> int:
+        """The transaction's block time when committed, else the chain time the lookup was read at."""
+        return self.transaction.timestamp_us if self.committed else self.ledger.timestamp_us
 
     def evidence(self, chain_label: str) -> dict:
-        """The facts an observation command cites, as stored evidence."""
+        """The facts an observation asserts, as stored evidence.
+
+        A committed transaction is described by its own facts only (version,
+        block time, status), not by when it was looked at: every later look
+        asserts the same thing, so its evidence, digest and command are the
+        same, and a repeat is a duplicate. Pending and absent rest on the read
+        itself, so they name the chain version and time it was made at.
+        """
         found = self.transaction
+        read = {} if self.committed else {"ledger_version": self.ledger.version,
+                                          "ledger_timestamp_us": self.ledger.timestamp_us}
         return {
             "chain": chain_label,
             "transaction_hash": self.transaction_hash,
             "fate": str(self.fate),
-            "ledger_version": self.ledger.version,
-            "ledger_timestamp_us": self.ledger.timestamp_us,
+            **read,
             "transaction": None if found is None else {
                 "committed": found.committed, "success": found.success, "vm_status": found.vm_status,
                 "version": found.version, "timestamp_us": found.timestamp_us},

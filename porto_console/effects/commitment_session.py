@@ -61,10 +61,10 @@ def carry_out(worker: CommitmentWorker, effect: dict[str, Any]) -> str:
     return _watch_and_record(worker, record)
 
 
-def follow(worker: CommitmentWorker, record: SignedCommitmentRecord) -> str:
+def follow(worker: CommitmentWorker, record: SignedCommitmentRecord, *, window_secs: int | None = None) -> str:
     """Watch one journalled commitment until the chain settles it, then record it; ``NotYet`` if it does not."""
     _persist(worker, record)
-    return _watch_and_record(worker, record)
+    return _watch_and_record(worker, record, window_secs)
 
 
 def _follow_last(worker: CommitmentWorker, batch_id: str, why: str) -> str:
@@ -101,8 +101,9 @@ def _persist(worker: CommitmentWorker, record: SignedCommitmentRecord) -> None:
     worker.api.store_evidence(record.signed_bytes)
 
 
-def _watch_and_record(worker: CommitmentWorker, record: SignedCommitmentRecord) -> str:
-    seen = watch(worker, record, may_rebroadcast=lambda: True)
+def _watch_and_record(worker: CommitmentWorker, record: SignedCommitmentRecord,
+                      window_secs: int | None = None) -> str:
+    seen = watch(worker, record, may_rebroadcast=lambda: True, window_secs=window_secs)
     return _settle(record, seen, record_observation(worker, record, seen))
 
 
@@ -114,7 +115,7 @@ def record_observation(worker: CommitmentWorker, record: SignedCommitmentRecord,
                "artifact_hash": record.artifact_hash, "outcome": outcome,
                "ledger_version": reading["ledger_version"], "evidence_digest": reading["evidence_digest"]}
     return worker.command("RecordCommitmentObservation", payload, record.transaction_hash, outcome,
-                          str(seen.ledger.version), evidence_hashes=[reading["evidence_digest"]])
+                          reading["evidence_digest"], evidence_hashes=[reading["evidence_digest"]])
 
 
 def _settle(record: SignedCommitmentRecord, seen: Observation, observed: Outcome) -> str:

@@ -3,34 +3,62 @@
 Neither path decides who works an effect: ``ClaimEffect`` does. Sending the
 same effect twice costs one rejected claim, never a second effect. The sweep
 also schedules an observation of every in-flight payment attempt, so the
-follow-up of a submitted payment does not depend on a broker message either.
-While dispatch is disabled the sweep sends nothing.
+follow-up of a submitted payment does not depend on a broker message either,
+and a check of the signer's journal against the ledger
+(``journal_reconcile``). Nothing is queued twice: an effect, a transaction
+or the journal check with a message already waiting is skipped
+(``queued``), so a backlog does not grow with sweeps. While dispatch is
+disabled the sweep sends nothing.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import Any, Callable, Iterable
 
-from porto_console.effects.celery_app import COMMITMENTS, PAYMENTS, QUEUE_FOR_KIND
+from porto_console.effects.celery_app import COMMITMENTS, PAYMENTS, QUEUE_FOR_KIND, app, queued_mark_secs
 from porto_console.effects.ledger_api import LedgerApi
 from porto_console.effects.quarantine import Quarantine
+from porto_console.effects.queued import Marks, marks_for
 
 log = logging.getLogger("porto.effects.dispatch")
 
 CLAIMABLE = ("pending", "claimed")
 
 
-def send(effect: dict[str, Any]) -> None:
-    """Queue one effect for the workers of its kind: payments to ``payments``, batch anchors to ``commitments``."""
+@functools.cache
+def queued_marks() -> Marks:
+    return marks_for(app.conf.broker_write_url, queued_mark_secs())
+
+
+def effect_subject(effect_id: str) -> str:
+    return f"effect:{effect_id}"
+
+
+def follow_subject(task_name: str, transaction_hash: str) -> str:
+    return f"{task_name}:{transaction_hash}"
+
+
+JOURNAL_SUBJECT = "journal"
+
+
+def send(effect: dict[str, Any]) -> bool:
+    """Queue one effect for the workers of its kind, unless a message for it is already waiting; True if sent.
+
+    Payments go to ``payments``, batch anchors to ``commitments``.
+    """
     from porto_console.effects.tasks import commitment, payment
 
     task = {"payment.transfer": payment, "batch.anchor": commitment}.get(effect["kind"])
     if task is None:
         log.info("no worker for %s effects: %s", effect["kind"], effect["effect_id"])
-        return
+        return False
+    if not queued_marks().mark(effect_subject(effect["effect_id"])):
+        return False
     task.apply_async(args=[effect], queue=QUEUE_FOR_KIND[effect["kind"]])
+    return True
 
 
 def announce(effects: Iterable[dict[str, Any]]) -> None:
@@ -39,39 +67,61 @@ def announce(effects: Iterable[dict[str, Any]]) -> None:
         send(effect)
 
 
-def observe(attempt: dict[str, Any]) -> None:
+def look_again(task: Any, transaction_hash: str, *, again: bool, countdown: float = 0) -> bool:
+    """Queue ``task`` (a follow task) for one transaction unless a look at it is already waiting; True if sent."""
+    if not queued_marks().mark(follow_subject(task.name, transaction_hash)):
+        return False
+    queue = COMMITMENTS if task.name == "porto.effects.follow_commitment" else PAYMENTS
+    task.apply_async(args=[transaction_hash], kwargs={"again": again}, countdown=countdown, queue=queue)
+    return True
+
+
+def observe(attempt: dict[str, Any]) -> bool:
     """Queue one look at an in-flight attempt on chain; the next sweep sends another if it is still in flight."""
     from porto_console.effects.tasks import follow
 
-    follow.apply_async(args=[attempt["transaction_hash"]], kwargs={"again": False}, queue=PAYMENTS)
+    return look_again(follow, attempt["transaction_hash"], again=False)
 
 
-def observe_batch(batch: dict[str, Any]) -> None:
+def observe_batch(batch: dict[str, Any]) -> bool:
     """Queue one look at an in-flight anchor on chain; the next sweep sends another if it is still in flight."""
     from porto_console.effects.tasks import follow_commitment
 
-    follow_commitment.apply_async(args=[batch["transaction_hash"]], kwargs={"again": False}, queue=COMMITMENTS)
+    return look_again(follow_commitment, batch["transaction_hash"], again=False)
+
+
+def check_journal() -> bool:
+    """Queue one check of the signer's journal against the ledger (``journal_reconcile``) unless one is waiting."""
+    from porto_console.effects.tasks import reconcile_journal
+
+    if not queued_marks().mark(JOURNAL_SUBJECT):
+        return False
+    reconcile_journal.apply_async(queue=PAYMENTS)
+    return True
 
 
 def sweep(api: LedgerApi, quarantine: Quarantine) -> int:
-    """Send every claimable effect and an observation of every in-flight attempt and anchor; returns how many."""
+    """Send every claimable effect, a look at every in-flight attempt and anchor and a journal check; how many."""
     state = api.dispatch()
     if not state["enabled"]:
         log.info("dispatch is disabled (%s): the sweep sends nothing", state["reason"])
         return 0
-    return _send_claimable(api, quarantine) + _observe_in_flight(api, quarantine)
+    return _send_claimable(api, quarantine) + _observe_in_flight(api, quarantine) + check_journal()
+
+
+def lapsed(effect: dict[str, Any], now_ms: int) -> bool:
+    """Unclaimed, or its claim has lapsed: anyone may claim it."""
+    return effect["claim"] is None or effect["claim"]["expires_at_ms"] <= now_ms
 
 
 def _send_claimable(api: LedgerApi, quarantine: Quarantine) -> int:
-    """Every pending effect and every effect whose claim has lapsed, except quarantined ones."""
+    """Every pending effect and every effect whose claim has lapsed, except quarantined and already queued ones."""
     now_ms = time.time_ns() // 1_000_000
     sent = 0
     for status in CLAIMABLE:
         for effect in api.effects(status):
-            lapsed = effect["claim"] is None or effect["claim"]["expires_at_ms"] <= now_ms
-            if lapsed and not quarantine.contains(effect["effect_id"]):
-                send(effect)
-                sent += 1
+            if lapsed(effect, now_ms) and not quarantine.contains(effect["effect_id"]):
+                sent += send(effect)
     return sent
 
 
@@ -86,8 +136,7 @@ def _observe_each(items: Iterable[dict[str, Any]], effect_field: str, look: Call
     sent = 0
     for item in items:
         if not quarantine.contains(item[effect_field]):
-            look(item)
-            sent += 1
+            sent += look(item)
     return sent
 
 
@@ -102,3 +151,9 @@ def retry_quarantined(quarantine: Quarantine, effect_id: str) -> bool:
         return False
     log.info("operator released %s from quarantine", effect_id)
     return True
+
+
+def retry_all_quarantined(quarantine: Quarantine, effect_ids: Iterable[str] | None = None) -> list[str]:
+    """An operator's bulk retry: release the named effects (default: all); returns those that were released."""
+    wanted = [entry["effect_id"] for entry in quarantine.entries()] if effect_ids is None else list(effect_ids)
+    return [effect_id for effect_id in wanted if retry_quarantined(quarantine, effect_id)]

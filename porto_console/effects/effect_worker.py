@@ -29,7 +29,21 @@ MAX_POLL_SECS = 1.0
 
 
 class Poison(Exception):
-    """The ledger or the chain contradicts this effect's records: an operator must look."""
+    """The ledger or the chain contradicts this effect's records: an operator must look.
+
+    ``effect_id`` names the effect to park, when the task's subject is a transaction rather than an effect.
+    """
+
+    def __init__(self, detail: str, effect_id: str | None = None) -> None:
+        super().__init__(detail, effect_id)
+        self.effect_id = effect_id
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+class Transient(Exception):
+    """This step failed for a reason that passes (a lease not yet lapsed, a sequence not yet released): retry it."""
 
 
 class NotYet(Exception):
@@ -98,18 +112,24 @@ def broadcast(worker: EffectWorker, record: SignedRecord) -> bool:
 
 
 def may_still_land(worker: EffectWorker, record: SignedRecord) -> bool:
-    """Whether the chain leaves this transaction a chance: neither failed nor expired."""
-    return observe(worker.chain, record.transaction_hash, record.expiration_secs).fate not in (Fate.FAILED, Fate.EXPIRED)
+    """Whether the chain leaves this transaction a chance: not failed, not expired, its sequence not used by another."""
+    fate = observe(worker.chain, record.transaction_hash, record.expiration_secs).fate
+    if fate in (Fate.FAILED, Fate.EXPIRED):
+        return False
+    return fate != Fate.UNKNOWN or worker.chain.sequence_number(record.sender) <= record.sequence_number
 
 
-def watch(worker: EffectWorker, record: SignedRecord, *, may_rebroadcast: Callable[[], bool]) -> Observation:
+def watch(worker: EffectWorker, record: SignedRecord, *, may_rebroadcast: Callable[[], bool],
+          window_secs: int | None = None) -> Observation:
     """Watch one signed transaction until the chain settles its fate; returns that observation.
 
     Bytes the chain does not know are broadcast again when ``may_rebroadcast``
     allows it: the same bytes land at most once. Raises ``NotYet`` when the
-    observation window (``PORTO_OBSERVE_WINDOW_SECS``) closes first.
+    observation window (``window_secs``, default ``PORTO_OBSERVE_WINDOW_SECS``;
+    0 looks once) closes first.
     """
-    deadline = time.monotonic() + worker.config.observe_window_secs
+    window_secs = worker.config.observe_window_secs if window_secs is None else window_secs
+    deadline = time.monotonic() + window_secs
     delay = POLL_SECS
     while True:
         seen = observe(worker.chain, record.transaction_hash, record.expiration_secs)
@@ -118,13 +138,17 @@ def watch(worker: EffectWorker, record: SignedRecord, *, may_rebroadcast: Callab
         if seen.fate == Fate.UNKNOWN and may_rebroadcast():
             broadcast(worker, record)
         if time.monotonic() >= deadline:
-            raise NotYet(f"{seen.fate} after {worker.config.observe_window_secs}s", record.transaction_hash)
+            raise NotYet(f"{seen.fate} after {window_secs}s", record.transaction_hash)
         time.sleep(delay)
         delay = min(delay * 2, MAX_POLL_SECS)
 
 
 def chain_reading(worker: EffectWorker, seen: Observation) -> dict[str, Any]:
-    """The chain evidence, stored with the ledger owner first, and where and when the chain was read."""
+    """The chain evidence, stored with the ledger owner first, and the version and time it speaks for.
+
+    Everything here is a function of the evidence, so an observation
+    command named by its evidence digest always has the same content.
+    """
     digest = worker.api.store_evidence(canonical_bytes(seen.evidence(worker.chain.label)))
-    return {"ledger_version": seen.ledger_version, "chain_time_ms": seen.ledger.timestamp_us // 1000,
+    return {"ledger_version": seen.ledger_version, "chain_time_ms": seen.chain_time_us // 1000,
             "evidence_digest": digest}

@@ -96,6 +96,14 @@ class LedgerApi:
         """``{"enabled", "reason"}``: workers start no effect while dispatch is disabled."""
         return self._call("GET", "/dispatch")
 
+    def payment(self, payment_id: str) -> dict[str, Any]:
+        """``{"sequence", "payment", "attempts"}``: the payment and every attempt recorded for it."""
+        return self._call("GET", f"/payments/{payment_id}")
+
+    def effect(self, effect_id: str) -> dict[str, Any]:
+        """One outbox effect with its revision and claim, as ``effects`` lists it."""
+        return self._call("GET", f"/effects/{effect_id}")
+
     def effects(self, status: str, kind: str | None = None) -> Iterator[dict[str, Any]]:
         """Every effect with ``status`` (and ``kind``), page by page."""
         params: dict[str, Any] = {"status": status}

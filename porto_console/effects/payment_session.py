@@ -21,6 +21,12 @@ converges instead of paying twice:
 
 Every command's ID is derived from the worker, the step and what the step is
 about, so a retried step is the same command and the ledger runs it once.
+``RecordSignedAttempt`` is named by the transaction and the claim it is
+recorded under: a retry under the same claim is a duplicate, and the same
+journalled bytes can still be recorded under a later claim after a
+refusal that passes (the ledger holds each transaction hash once). An
+observation is named by the attempt, the outcome and the digest of the
+chain evidence it asserts, so an identical repeat is a duplicate.
 """
 
 from __future__ import annotations
@@ -29,11 +35,11 @@ import logging
 import time
 from typing import Any
 
-from porto_console.effects.chain import Fate, Observation
+from porto_console.effects.chain import Fate, Observation, observe
 from porto_console.effects.effect_worker import (
-    EffectWorker, NotYet, Poison, broadcast, chain_reading, claim, complete, may_still_land, watch,
+    EffectWorker, Poison, Transient, broadcast, chain_reading, claim, complete, may_still_land, watch,
 )
-from porto_console.effects.ledger_api import Outcome, command_id_for
+from porto_console.effects.ledger_api import Outcome
 from porto_console.effects.payment_journal import SignedPaymentJournal, SignedPaymentRecord
 from porto_console.effects.transactions import TransferTerms
 
@@ -58,19 +64,25 @@ def carry_out(worker: PaymentWorker, effect: dict[str, Any]) -> str:
     if not claimed.accepted:
         return _follow_last(worker, payload["payment_id"], f"not claimed: {claimed.code}")
     record = _signed_transfer(worker, effect)
-    attempt = record_attempt(worker, record, claimed_by=worker.worker_id)
-    if not attempt.accepted:
-        return _after_refused_attempt(attempt, record)
+    if ledger_attempt(worker, record) is None:
+        attempt = record_attempt(worker, record, claim_expires_ms=claimed.result["data"]["expires_at_ms"])
+        if not attempt.accepted:
+            return _after_refused_attempt(worker, attempt, record)
     complete(worker, effect["effect_id"], effect["revision"] + 1, broadcast(worker, record), record)
     return follow(worker, record)
 
 
-def follow(worker: PaymentWorker, record: SignedPaymentRecord) -> str:
-    """Watch one signed transaction until the chain settles its fate, then record it.
+def follow(worker: PaymentWorker, record: SignedPaymentRecord, *, window_secs: int | None = None) -> str:
+    """Watch one recorded transaction until the chain settles its fate, then record it.
 
-    Raises ``NotYet`` when the observation window closes first.
+    Raises ``NotYet`` when the observation window closes first. A
+    transaction the ledger has not recorded is not watched: it is never
+    broadcast, and the journal check (``journal_reconcile``) gets it
+    recorded or proves it can never land.
     """
-    seen = watch(worker, record, may_rebroadcast=lambda: _is_recorded(worker, record))
+    if not _is_recorded(worker, record):
+        return f"transaction {record.transaction_hash} is not recorded: left to the journal check"
+    seen = watch(worker, record, may_rebroadcast=lambda: True, window_secs=window_secs)
     return _settle(record, seen, record_observation(worker, record, seen))
 
 
@@ -107,22 +119,20 @@ def _signed_transfer(worker: PaymentWorker, effect: dict[str, Any]) -> SignedPay
     return record
 
 
-def record_attempt(worker: PaymentWorker, record: SignedPaymentRecord, *, claimed_by: str) -> Outcome:
-    """The exact signed bytes go to the ledger owner's evidence store first, then the attempt cites them."""
-    worker.api.store_evidence(record.signed_bytes)
-    return worker.command("RecordSignedAttempt", _attempt_payload(record, claimed_by), record.transaction_hash,
-                          evidence_hashes=[record.signed_bytes_sha256])
+def record_attempt(worker: PaymentWorker, record: SignedPaymentRecord, *, claim_expires_ms: int) -> Outcome:
+    """The exact signed bytes go to the ledger owner's evidence store first, then the attempt cites them.
 
-
-def recorded_attempt(worker: PaymentWorker, record: SignedPaymentRecord) -> Outcome | None:
-    """The ledger's outcome of this worker's ``RecordSignedAttempt`` for ``record``, if it journalled one.
-
-    The internal API resolves a worker's own commands only, so an attempt
-    another worker recorded reads as None here.
+    Recorded under this worker's claim that lasts until ``claim_expires_ms``.
     """
-    if record.worker_id != worker.worker_id:
-        return None
-    return worker.api.resolve(command_id_for(worker.worker_id, "RecordSignedAttempt", record.transaction_hash))
+    worker.api.store_evidence(record.signed_bytes)
+    return worker.command("RecordSignedAttempt", _attempt_payload(record, worker.worker_id), record.transaction_hash,
+                          str(claim_expires_ms), evidence_hashes=[record.signed_bytes_sha256])
+
+
+def ledger_attempt(worker: PaymentWorker, record: SignedPaymentRecord) -> dict[str, Any] | None:
+    """The ledger's attempt for ``record``'s transaction, whoever recorded it, or None."""
+    attempts = worker.api.payment(record.payment_id)["attempts"]
+    return next((attempt for attempt in attempts if attempt["transaction_hash"] == record.transaction_hash), None)
 
 
 def _attempt_payload(record: SignedPaymentRecord, claimed_by: str) -> dict[str, Any]:
@@ -150,18 +160,37 @@ def attempt_id(record: SignedPaymentRecord) -> str:
 
 
 def _is_recorded(worker: PaymentWorker, record: SignedPaymentRecord) -> bool:
-    """Only bytes the ledger accepted may be broadcast; others are left to their expiry."""
-    outcome = recorded_attempt(worker, record)
-    return outcome is not None and outcome.accepted
+    """Only bytes the ledger accepted may be broadcast; others wait to be recorded, or for their expiry."""
+    return ledger_attempt(worker, record) is not None
 
 
-def _after_refused_attempt(attempt: Outcome, record: SignedPaymentRecord) -> str:
-    """Nothing was broadcast. Some refusals mean wait, some mean the payment is settled, some need a person."""
-    if attempt.code in ("CLAIM_EXPIRED", "CLAIM_HELD", "EXPIRED"):
-        raise NotYet(f"attempt {record.transaction_hash} not recorded: {attempt.code}")
+def _after_refused_attempt(worker: PaymentWorker, attempt: Outcome, record: SignedPaymentRecord) -> str:
+    """Nothing was broadcast. Some refusals pass, some mean the payment is settled, the rest need a person.
+
+    ``NONCE_REUSED``: the ledger still holds the sequence for an attempt whose
+    expiry it has not heard of; recording that expiry releases it, and the
+    retry records the same bytes under a fresh claim.
+    """
+    if attempt.code == "NONCE_REUSED":
+        released = release_expired_at(worker, record.sender, record.sequence_number)
+        raise Transient(f"sequence {record.sequence_number} was held in the ledger; "
+                        f"released {released} expired attempt(s)")
+    if attempt.code in ("CLAIM_EXPIRED", "CLAIM_HELD", "EXPIRED", "STALE_REVISION"):
+        raise Transient(f"attempt {record.transaction_hash} not recorded: {attempt.code}")
     if attempt.code in ("ALREADY_PAID", "RECONCILIATION_REQUIRED", "INVALID_STATE"):
         return f"nothing to sign: {attempt.code}"
-    raise Poison(f"attempt {record.transaction_hash} refused: {attempt.code} {attempt.result.get('detail', '')}")
+    raise Poison(f"attempt {record.transaction_hash} refused: {attempt.code} {attempt.result.get('detail', '')}",
+                 record.effect_id)
+
+
+def release_expired_at(worker: PaymentWorker, sender: str, sequence: int) -> int:
+    """Record the expiry of every journalled attempt at ``sender``/``sequence`` the chain proves expired; how many."""
+    released = 0
+    for held in worker.journal.at_sequence(sender, sequence):
+        seen = observe(worker.chain, held.transaction_hash, held.expiration_secs)
+        if seen.fate == Fate.EXPIRED and ledger_attempt(worker, held) is not None:
+            released += record_observation(worker, held, seen).accepted
+    return released
 
 
 def record_observation(worker: PaymentWorker, record: SignedPaymentRecord, seen: Observation) -> Outcome:
@@ -174,8 +203,8 @@ def record_observation(worker: PaymentWorker, record: SignedPaymentRecord, seen:
     outcome = OBSERVED_AS[seen.fate]
     payload = {"payment_id": record.payment_id, "attempt_id": attempt_id(record),
                "transaction_hash": record.transaction_hash, "outcome": outcome, **reading}
-    return worker.command("RecordTransferObservation", payload, record.transaction_hash, outcome,
-                          str(seen.ledger.version), evidence_hashes=[reading["evidence_digest"]])
+    return worker.command("RecordTransferObservation", payload, attempt_id(record), outcome,
+                          reading["evidence_digest"], evidence_hashes=[reading["evidence_digest"]])
 
 
 def record_landed(worker: PaymentWorker, record: SignedPaymentRecord, seen: Observation) -> Outcome:
@@ -187,7 +216,8 @@ def record_landed(worker: PaymentWorker, record: SignedPaymentRecord, seen: Obse
     worker.api.store_evidence(record.signed_bytes)
     reading = chain_reading(worker, seen)
     payload = {**_transfer_payload(record), **reading, "outcome": OBSERVED_AS[seen.fate]}
-    return worker.command("RecordLandedAttempt", payload, record.transaction_hash, str(seen.ledger.version),
+    return worker.command("RecordLandedAttempt", payload, attempt_id(record), payload["outcome"],
+                          reading["evidence_digest"],
                           evidence_hashes=[record.signed_bytes_sha256, reading["evidence_digest"]])
 
 
@@ -195,6 +225,4 @@ def _settle(record: SignedPaymentRecord, seen: Observation, observed: Outcome) -
     outcome = OBSERVED_AS[seen.fate]
     if observed.accepted:
         return f"observed {outcome}"
-    if observed.code == "NOT_FOUND" and seen.fate in (Fate.FAILED, Fate.EXPIRED):
-        return f"unrecorded transaction {outcome}: nothing was paid"
-    raise Poison(f"observation {outcome} of {record.transaction_hash} rejected: {observed.code}")
+    raise Poison(f"observation {outcome} of {record.transaction_hash} rejected: {observed.code}", record.effect_id)

@@ -1,4 +1,9 @@
-"""Quarantined effects: ones whose work kept failing, parked until an operator retries them.
+"""Quarantined effects: ones whose work failed permanently, parked until an operator retries them.
+
+Only permanent failures come here (a rule the ledger or the chain refused, a
+malformed record); transient ones are retried by the workers themselves.
+Each entry names its ``cause`` (what kind of failure) and its ``reason``
+(the error itself), which the console's quarantine screen shows.
 
 The sweep never dispatches a quarantined effect. Each entry is one small
 JSON file in the quarantine directory (``PORTO_QUARANTINE_DIR``), which the
@@ -25,9 +30,10 @@ class Quarantine:
     def __init__(self, directory: str | os.PathLike) -> None:
         self.directory = Path(directory)
 
-    def add(self, effect_id: str, kind: str, reason: str, retries: int) -> dict[str, Any]:
-        entry = {"effect_id": effect_id, "kind": kind, "reason": reason[:2000], "retries": retries,
-                 "quarantined_at_ms": time.time_ns() // 1_000_000}
+    def add(self, effect_id: str, kind: str, reason: str, retries: int, *,
+            cause: str = "refused rule") -> dict[str, Any]:
+        entry = {"effect_id": effect_id, "kind": kind, "cause": cause[:200], "reason": reason[:2000],
+                 "retries": retries, "quarantined_at_ms": time.time_ns() // 1_000_000}
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self._path(effect_id)
         temporary = path.with_suffix(".tmp")

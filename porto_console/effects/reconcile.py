@@ -17,7 +17,10 @@ in the ledger as commands:
   ledger refuses to record.
 
 It broadcasts nothing and signs nothing. Dispatch stays disabled; the report
-says whether it is safe for an operator to resume it.
+says whether it is safe for an operator to resume it. Every command is named
+by what it asserts, so reconcile may run any number of times: a repeat
+sends the same commands, the ledger answers them as duplicates, and the
+report is the same.
 
     python -m porto_console.effects.reconcile     # worker environment; exit 0 safe, 1 discrepancies
 """
@@ -34,7 +37,7 @@ import orjson
 from porto_console.effects.chain import Fate, observe
 from porto_console.effects.payment_journal import SignedPaymentRecord
 from porto_console.effects.payment_session import (
-    OBSERVED_AS, PaymentWorker, record_landed, record_observation, recorded_attempt,
+    OBSERVED_AS, PaymentWorker, ledger_attempt, record_landed, record_observation,
 )
 
 
@@ -60,15 +63,20 @@ def reconcile(worker: PaymentWorker) -> Report:
     for record in _latest_per_transaction(worker):
         report.checked += 1
         seen = observe(worker.chain, record.transaction_hash, record.expiration_secs)
+        attempt = ledger_attempt(worker, record)
         if seen.fate == Fate.UNKNOWN:
-            _unknown(worker, record, report)
+            if attempt is None:
+                _discrepancy(report, record, f"could land until {record.expiration_secs} and the ledger has no "
+                                             "attempt: reconcile again after that time")
             continue
-        outcome = record_observation(worker, record, seen)
-        if outcome.code == "NOT_FOUND":
-            if seen.fate != Fate.SUCCESS:
-                continue  # signed, never recorded, paid nothing: nothing happened
+        if seen.fate == Fate.SUCCESS and (attempt is None or attempt["claimed_by"] is None):
+            # Landed without the restored ledger's knowledge; a later run sends the same command again.
             outcome = record_landed(worker, record, seen)
             report.recorded_attempts += outcome.accepted
+        elif attempt is not None:
+            outcome = record_observation(worker, record, seen)
+        else:
+            continue  # signed, never recorded, paid nothing: nothing happened
         if not outcome.accepted:
             _discrepancy(report, record, f"observation {OBSERVED_AS[seen.fate]} rejected: {outcome.code}")
             continue
@@ -78,14 +86,6 @@ def reconcile(worker: PaymentWorker) -> Report:
 
 def _latest_per_transaction(worker: PaymentWorker) -> list[SignedPaymentRecord]:
     return list({record.transaction_hash: record for record in worker.journal.records()}.values())
-
-
-def _unknown(worker: PaymentWorker, record: SignedPaymentRecord, report: Report) -> None:
-    """Not on chain yet, not expired: harmless if the ledger holds it as the payment's open attempt."""
-    attempt = recorded_attempt(worker, record)
-    if attempt is None or not attempt.accepted:
-        _discrepancy(report, record, f"could land until {record.expiration_secs} and the ledger has no attempt: "
-                                     "reconcile again after that time")
 
 
 def _discrepancy(report: Report, record: SignedPaymentRecord, problem: str) -> None:

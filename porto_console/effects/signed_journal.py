@@ -99,6 +99,11 @@ class SignedJournal(Generic[R]):
             self._write(fd, record)
             return record, True
 
+    def last_for(self, subject: str) -> R | None:
+        """The subject's last signed record, as every process sees it now."""
+        with self._locked():
+            return self._last_by_subject.get(subject)
+
     def append(self, record: R) -> None:
         """Append one record durably; returns only after the line is fsynced."""
         with self._locked() as fd:
@@ -117,6 +122,14 @@ class SignedJournal(Generic[R]):
 
     def for_subject(self, subject: str) -> list[R]:
         return [record for record in self.records() if record.subject == subject]
+
+    def at_sequence(self, sender: str, sequence: int) -> list[R]:
+        return [record for record in self.records() if (record.sender, record.sequence_number) == (sender, sequence)]
+
+    def expiring_after(self, sender: str, expiration_secs: int) -> list[R]:
+        """The sender's records that expire after ``expiration_secs``: the ones that may still need settling."""
+        return [record for record in self.records()
+                if record.sender == sender and record.expiration_secs > expiration_secs]
 
     def by_hash(self, transaction_hash: str) -> R | None:
         return next((record for record in self.records() if record.transaction_hash == transaction_hash), None)

@@ -1,4 +1,4 @@
-"""The SIMULATED chain: an in-memory stand-in for an Aptos node, for `make run`, tests and benchmarks.
+"""The SIMULATED chain: a stand-in for an Aptos node, for `make run`, tests and benchmarks.
 
 It is no chain and holds no real money. It verifies the Ed25519 signature of
 every submitted BCS transaction, enforces each account's sequence number
@@ -13,18 +13,31 @@ Faults are queued by tests through ``inject`` and consumed by the next
 submissions: ``drop_response`` (accepted, the answer is lost), ``timeout``
 (not accepted, no answer in time), ``reject`` (refused with a VM status) and
 ``confirm_late`` (accepted, held pending until ``release``).
+
+Given a ``state_path`` it is durable across its own SIGKILL: accounts,
+sequence numbers, balances, the mempool, committed transactions, held
+transactions, queued faults and its clock offset are written to that file
+(a temporary file, fsynced, renamed over it, the directory fsynced) before
+any call that changed them returns, so before any answer is sent. Started
+again on the same file, it carries on where it stopped; it is still only
+the SIMULATED chain (``chain_state`` below).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import orjson
+
 from porto_console.effects.refusals import Refused
+from porto_console.effects import chain_state
 from porto_console.effects.transactions import (
     ANCHOR_FUNCTION, COMMITMENTS_MODULE, METADATA_TYPE, TRANSFER_FUNCTION, TRANSFER_MODULE, CommitmentTerms, NotATransfer,
     SignedTransfer, TransferTerms, decode_transfer,
@@ -73,7 +86,7 @@ class Account:
 
 
 class SimulatedChain:
-    def __init__(self, *, chain_id: int = 4) -> None:
+    def __init__(self, *, chain_id: int = 4, state_path: str | os.PathLike | None = None) -> None:
         self.chain_id = chain_id
         self._lock = threading.RLock()
         self._offset_secs = 0.0
@@ -83,6 +96,17 @@ class SimulatedChain:
         self._held: set[str] = set()
         self._faults: deque[Fault] = deque()
         self._version = 0
+        self._state_path = Path(state_path) if state_path else None
+        self._changed = False
+        if self._state_path and self._state_path.exists():
+            chain_state.load(self, orjson.loads(self._state_path.read_bytes()))
+            log.info("%s chain: resumed from %s at version %s", LABEL, self._state_path, self._version)
+
+    def _persist(self) -> None:
+        """Write the whole state durably if anything changed; called under the lock before a call returns."""
+        if self._state_path is not None and self._changed:
+            chain_state.write(self._state_path, chain_state.dump(self))
+        self._changed = False
 
     # Time: wall clock plus an offset tests may advance.
     def now_us(self) -> int:
@@ -91,27 +115,35 @@ class SimulatedChain:
     def advance(self, seconds: float) -> None:
         with self._lock:
             self._offset_secs += seconds
+            self._changed = True
             log.info("%s chain: clock advanced %ss", LABEL, seconds)
             self._execute_ready()
+            self._persist()
 
     # Control, for tests and the demo.
     def fund(self, asset_metadata: str, address: str, amount: int) -> None:
         with self._lock:
             self._balances[(asset_metadata, address)] = self.balance(asset_metadata, address) + amount
             self._accounts.setdefault(address, Account())
+            self._changed = True
             log.info("%s chain: minted %s of %s to %s", LABEL, amount, asset_metadata, address)
+            self._persist()
 
     def inject(self, fault: Fault, times: int = 1) -> None:
         if fault.kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault {fault.kind!r}; one of {FAULT_KINDS}")
         with self._lock:
             self._faults.extend([fault] * times)
+            self._changed = True
+            self._persist()
 
     def release(self, transaction_hash: str | None = None) -> None:
         """Let held transactions (one, or all) execute when their turn comes."""
         with self._lock:
             self._held = set() if transaction_hash is None else self._held - {transaction_hash}
+            self._changed = True
             self._execute_ready()
+            self._persist()
 
     # Reads.
     def balance(self, asset_metadata: str, address: str) -> int:
@@ -120,19 +152,19 @@ class SimulatedChain:
 
     def ledger_info(self) -> dict[str, Any]:
         with self._lock:
-            self._execute_ready()
+            self._settle()
             return {"chain_id": self.chain_id, "ledger_version": str(self._version),
                     "ledger_timestamp": str(self.now_us()), "chain": LABEL}
 
     def sequence_number(self, address: str) -> int | None:
         with self._lock:
-            self._execute_ready()
+            self._settle()
             account = self._accounts.get(address)
             return account.sequence_number if account else None
 
     def lookup(self, transaction_hash: str) -> dict[str, Any] | None:
         with self._lock:
-            self._execute_ready()
+            self._settle()
             committed = self._committed.get(transaction_hash)
             if committed is not None:
                 return _committed_json(committed)
@@ -149,7 +181,7 @@ class SimulatedChain:
 
     def _committed_in_order(self, *, commitments: bool) -> list[dict[str, Any]]:
         with self._lock:
-            self._execute_ready()
+            self._settle()
             return [_committed_json(c) for c in sorted(self._committed.values(), key=lambda c: c.version)
                     if c.transfer.is_commitment == commitments]
 
@@ -157,21 +189,29 @@ class SimulatedChain:
     def submit(self, signed_bytes: bytes) -> Submission:
         """Validate and accept a transaction, or raise ``SubmissionRefused``; faults shape the answer."""
         with self._lock:
-            fault = self._faults.popleft() if self._faults else None
-            if fault and fault.kind == "timeout":
-                log.info("%s chain: submission lost before acceptance (timeout fault)", LABEL)
-                return Submission(None, fault)
-            if fault and fault.kind == "reject":
-                raise SubmissionRefused(fault.vm_status, "rejected by an injected fault")
-            transfer = self._validate(signed_bytes)
-            account = self._accounts.setdefault(transfer.terms.sender, Account())
-            account.mempool[transfer.terms.sequence_number] = transfer
-            if fault and fault.kind == "confirm_late":
-                self._held.add(transfer.transaction_hash)
-            log.info("%s chain: accepted %s (sender %s sequence %s)", LABEL, transfer.transaction_hash,
-                     transfer.terms.sender, transfer.terms.sequence_number)
-            self._execute_ready()
-            return Submission(transfer, fault)
+            try:
+                return self._submit(signed_bytes)
+            finally:
+                self._persist()
+
+    def _submit(self, signed_bytes: bytes) -> Submission:
+        fault = self._faults.popleft() if self._faults else None
+        self._changed = self._changed or fault is not None
+        if fault and fault.kind == "timeout":
+            log.info("%s chain: submission lost before acceptance (timeout fault)", LABEL)
+            return Submission(None, fault)
+        if fault and fault.kind == "reject":
+            raise SubmissionRefused(fault.vm_status, "rejected by an injected fault")
+        transfer = self._validate(signed_bytes)
+        account = self._accounts.setdefault(transfer.terms.sender, Account())
+        account.mempool[transfer.terms.sequence_number] = transfer
+        self._changed = True
+        if fault and fault.kind == "confirm_late":
+            self._held.add(transfer.transaction_hash)
+        log.info("%s chain: accepted %s (sender %s sequence %s)", LABEL, transfer.transaction_hash,
+                 transfer.terms.sender, transfer.terms.sequence_number)
+        self._execute_ready()
+        return Submission(transfer, fault)
 
     def _validate(self, signed_bytes: bytes) -> SignedTransfer:
         try:
@@ -194,12 +234,17 @@ class SimulatedChain:
         return transfer
 
     # Execution: each account runs its mempool in sequence order; expired entries are dropped.
+    def _settle(self) -> None:
+        self._execute_ready()
+        self._persist()
+
     def _execute_ready(self) -> None:
         now = self.now_us()
         for account in self._accounts.values():
             for sequence in sorted(account.mempool):
                 if account.mempool[sequence].terms.expiration_secs * 1_000_000 <= now:
                     dropped = account.mempool.pop(sequence)
+                    self._changed = True
                     log.info("%s chain: %s expired in the mempool", LABEL, dropped.transaction_hash)
             while (ready := account.mempool.get(account.sequence_number)) and ready.transaction_hash not in self._held:
                 del account.mempool[account.sequence_number]
@@ -207,6 +252,7 @@ class SimulatedChain:
 
     def _apply(self, transfer: SignedTransfer, account: Account, now: int) -> None:
         success = transfer.is_commitment or self._move_funds(transfer.terms)
+        self._changed = True
         account.sequence_number += 1
         self._version += 1
         self._committed[transfer.transaction_hash] = Committed(

@@ -8,7 +8,10 @@ advance the clock, list committed transfers and anchored commitments, read balan
 It binds 127.0.0.1 only. Every response carries ``X-Porto-Chain: SIMULATED``
 and every JSON body a ``"chain": "SIMULATED"`` field.
 
-    python -m porto_console.effects.simulated_server --port 8010 --chain-id 4
+    python -m porto_console.effects.simulated_server --port 8010 --chain-id 4 --state var/simulated-chain.json
+
+With ``--state`` the chain is durable across its own restarts and SIGKILL
+(``simulated_chain``); without it, it forgets everything when it stops.
 """
 
 from __future__ import annotations
@@ -157,9 +160,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=f"{LABEL} Aptos-compatible chain on loopback")
     parser.add_argument("--port", type=int, default=8010)
     parser.add_argument("--chain-id", type=int, default=4)
+    parser.add_argument("--state", help="the file that keeps the chain durable across restarts")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    server = SimulatedChainServer(SimulatedChain(chain_id=args.chain_id), args.port)
+    server = SimulatedChainServer(SimulatedChain(chain_id=args.chain_id, state_path=args.state), args.port)
     log.info("%s chain: serving on %s (chain id %s)", LABEL, server.url, args.chain_id)
     server.serve_forever()
 

@@ -1,39 +1,55 @@
 """Celery tasks: thin shells that build this process's collaborators and hand the work on.
 
-Retries are bounded, exponential and jittered. What still fails after them,
-and anything ``Poison``, goes to the quarantine, where an operator sees it
-and can send it back (``dispatch.retry_quarantined``). Waiting for the chain
-is not failure: ``NotYet`` hands the transaction to a later ``follow`` (or
-``follow_commitment``) task.
+Failures are classified. A transient one (the console, the chain or the
+broker unreachable, a lease not lapsed yet, a sequence the ledger has not
+released yet: ``TRANSIENT``) is retried with exponential, jittered backoff
+capped at ``PORTO_RETRY_BACKOFF_MAX_SECS``, for as long as it takes; the
+retry may then succeed or fail permanently. A permanent one (a rule the
+ledger or the chain refused, a request the internal API refused, a
+malformed record, any other error) goes to the quarantine with its cause,
+where an operator sees it and can send it back, one by one or all at once
+(``dispatch.retry_quarantined``, ``retry_all_quarantined``). Waiting for the
+chain is not failure: ``NotYet`` hands the transaction to a later ``follow``
+(or ``follow_commitment``) task.
 Every effect task first asks whether dispatch is enabled and does nothing
-while it is not; the sweep sends the work again once it is.
+while it is not; the sweep sends the work again once it is. A task clears
+its queued mark (``queued``) when it starts and sets it again when it
+retries, so the sweep never queues a second message for it.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 from typing import Any, Callable
 
+import httpx
 from celery import Task
+from celery.signals import worker_ready
 
-from porto_console.effects import commitment_session, dispatch, payment_session
+from porto_console.effects import commitment_session, dispatch, journal_reconcile, payment_session
 from porto_console.effects.aptos_rest import AptosRestClient
 from porto_console.effects.celery_app import COMMITMENTS, PAYMENTS, app
+from porto_console.effects.chain import ChainUncertain
 from porto_console.effects.commitment_journal import SignedCommitmentJournal
 from porto_console.effects.commitment_session import CommitmentWorker
 from porto_console.effects.config import EffectsConfig
-from porto_console.effects.effect_worker import EffectWorker, NotYet, Poison
+from porto_console.effects.effect_worker import EffectWorker, NotYet, Poison, Transient
 from porto_console.effects.ledger_api import LedgerApi, LedgerRefused, LedgerUnreachable
-from porto_console.effects.payment_journal import SignedPaymentJournal
+from porto_console.effects.payment_journal import JournalCorrupt, SignedPaymentJournal
 from porto_console.effects.payment_session import PaymentWorker
 from porto_console.effects.quarantine import Quarantine
 from porto_console.effects.signer import Signer
 
 log = logging.getLogger("porto.effects.tasks")
 
-MAX_RETRIES = 8
 FOLLOW_AGAIN_SECS = 5
+TRANSIENT = (Transient, LedgerUnreachable, ChainUncertain, httpx.TransportError, ConnectionError, TimeoutError)
+
+
+def retry_backoff_max_secs() -> int:
+    return int(os.environ.get("PORTO_RETRY_BACKOFF_MAX_SECS", "300"))
 
 
 @functools.cache
@@ -71,22 +87,50 @@ def quarantine() -> Quarantine:
 
 
 class EffectTask(Task):
-    """Retries transient failures; quarantines poison and exhausted work."""
+    """Retries transient failures with backoff for as long as they last; quarantines permanent ones with their cause."""
 
-    autoretry_for = (Exception,)
-    dont_autoretry_for = (Poison, NotYet, LedgerRefused)
-    max_retries = MAX_RETRIES
-    retry_backoff = 2
-    retry_backoff_max = 300
+    autoretry_for = TRANSIENT
+    max_retries = None
+    retry_backoff = 1
+    retry_backoff_max = retry_backoff_max_secs()
     retry_jitter = True
     effect_kind = "payment.transfer"  # what a task given a transaction hash, not an effect, works on
 
+    def queued_subject(self, args: tuple) -> str:
+        """The queued mark of this task's message (``queued``)."""
+        subject = args[0] if args else None
+        if isinstance(subject, dict):
+            return dispatch.effect_subject(subject["effect_id"])
+        return dispatch.follow_subject(self.name, str(subject)) if subject else dispatch.JOURNAL_SUBJECT
+
+    def before_start(self, task_id: str, args: tuple, kwargs: dict) -> None:
+        dispatch.queued_marks().clear(self.queued_subject(args))
+
+    def on_retry(self, exc: BaseException, task_id: str, args: tuple, kwargs: dict, einfo: Any) -> None:
+        dispatch.queued_marks().mark(self.queued_subject(args))
+        log.info("%s retries after a transient failure: %s: %s", self.name, type(exc).__name__, exc)
+
     def on_failure(self, exc: BaseException, task_id: str, args: tuple, kwargs: dict, einfo: Any) -> None:
         subject = args[0] if args else {}
-        effect_id = subject["effect_id"] if isinstance(subject, dict) else str(subject)
+        effect_id = subject["effect_id"] if isinstance(subject, dict) else getattr(exc, "effect_id", None)
+        if effect_id is None:
+            log.error("%s failed permanently with no effect to park: %s", self.name, exc)
+            return
         kind = subject["kind"] if isinstance(subject, dict) else self.effect_kind
-        entry = quarantine().add(effect_id, kind, f"{type(exc).__name__}: {exc}", self.request.retries)
-        log.error("quarantined %s after %s retries: %s", effect_id, entry["retries"], entry["reason"])
+        entry = quarantine().add(effect_id, kind, f"{type(exc).__name__}: {exc}", self.request.retries,
+                                 cause=permanent_cause(exc))
+        log.error("quarantined %s (%s): %s", effect_id, entry["cause"], entry["reason"])
+
+
+def permanent_cause(error: BaseException) -> str:
+    """Why a failure needs a person, in the words the quarantine screen shows."""
+    if isinstance(error, Poison):
+        return "refused rule: the ledger or the chain contradicts the effect's records"
+    if isinstance(error, LedgerRefused):
+        return f"refused request: the internal API answered {error.code}"
+    if isinstance(error, JournalCorrupt):
+        return "malformed record: the signed-payment journal does not verify"
+    return f"malformed record or program error: {type(error).__name__}"
 
 
 def dispatch_disabled() -> bool:
@@ -128,12 +172,12 @@ def _carry_out(effect: dict[str, Any], carry_out: Callable[[], str], follow_task
     except NotYet as waiting:
         log.info("%s effect %s waits: %s", effect["kind"], effect["effect_id"], waiting)
         if waiting.transaction_hash:
-            follow_task.apply_async(args=[waiting.transaction_hash], countdown=FOLLOW_AGAIN_SECS)
+            dispatch.look_again(follow_task, waiting.transaction_hash, again=True, countdown=FOLLOW_AGAIN_SECS)
         return "waiting"
 
 
 def _follow(transaction_hash: str, again: bool, worker: Callable[[], EffectWorker],
-            follow_journalled: Callable[[Any, Any], str], follow_task: Task) -> str:
+            follow_journalled: Callable[..., str], follow_task: Task) -> str:
     """Settle one journalled transaction of this worker's kind, or look again later."""
     if dispatch_disabled():
         return "dispatch disabled"
@@ -142,11 +186,12 @@ def _follow(transaction_hash: str, again: bool, worker: Callable[[], EffectWorke
     if record is None:
         raise Poison(f"{transaction_hash} is not in {working.journal.path}")
     try:
-        return follow_journalled(working, record)
+        # A sweep's look (``again`` false) looks once; a session's own follow-up waits out the window.
+        return follow_journalled(working, record, window_secs=None if again else 0)
     except NotYet:
         if not again:
             return "left to the next sweep"
-        follow_task.apply_async(args=[transaction_hash], countdown=FOLLOW_AGAIN_SECS)
+        dispatch.look_again(follow_task, transaction_hash, again=True, countdown=FOLLOW_AGAIN_SECS)
         return "following"
 
 
@@ -160,3 +205,20 @@ def backup() -> dict[str, Any]:
 def sweep() -> int:
     """Dispatch every claimable effect; a lost announcement only delays an effect."""
     return dispatch.sweep(ledger_api(), quarantine())
+
+
+@app.task(bind=True, base=EffectTask, name="porto.effects.reconcile_journal", queue=PAYMENTS)
+def reconcile_journal(self: Task) -> dict[str, Any]:
+    """The signer's own journal against the ledger and the chain (``journal_reconcile``); its report."""
+    if dispatch_disabled():
+        return {"dispatch": "disabled"}
+    report = journal_reconcile.reconcile_journal(payment_worker(), quarantine())
+    log.info("signed-payment journal reconciled: %s", report.as_json())
+    return report.as_json()
+
+
+@worker_ready.connect
+def _reconcile_journal_at_start(sender: Any = None, **_: Any) -> None:
+    """A signer checks its journal as soon as it starts, before the next sweep."""
+    if config().signer_key and config().worker_token:
+        dispatch.check_journal()

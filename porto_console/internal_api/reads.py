@@ -20,7 +20,7 @@ from ledger_engine.keys import IDENTIFIER_PATTERN, key
 from ledger_engine.layout import INDEXES, OUTBOX, STATE
 from porto_console.internal_api.errors import ApiError
 from porto_console.internal_api.schemas import (
-    EFFECT_CURSOR, ERROR_RESPONSES, AttemptPage, BatchPage, DispatchOut, EffectPage, HeadOut, PaymentOut,
+    EFFECT_CURSOR, ERROR_RESPONSES, AttemptPage, BatchPage, DispatchOut, EffectOut, EffectPage, HeadOut, PaymentOut,
 )
 from porto_console.ledger import owner, read_at_boundary
 
@@ -68,6 +68,15 @@ def list_effects(request: HttpRequest,
     read = read_at_boundary(effects)
     page, next_cursor = read.data
     return {"sequence": read.head.sequence, "effects": page, "next_cursor": next_cursor}
+
+
+@router.get("/effects/{effect_id}", response={200: EffectOut, **ERROR_RESPONSES}, summary="Read one effect",
+            description="One outbox effect with its revision and claim, as the effects list shows it.")
+def read_effect(request: HttpRequest, effect_id: str = Path(..., pattern=IDENTIFIER_PATTERN)) -> dict[str, Any]:
+    record = read_at_boundary(lambda ledger: ledger.get(OUTBOX, effect_id)).data
+    if record is None:
+        raise ApiError(ErrorCode.NOT_FOUND, f"no effect {effect_id}")
+    return _with_revision(record)
 
 
 @router.get("/payments/{payment_id}", response={200: PaymentOut, **ERROR_RESPONSES}, summary="Read one payment",

@@ -130,3 +130,25 @@ def test_pages_and_the_api_docs_render_within_the_content_security_policy(browse
     admin.goto("/ledger/lockouts/")
     admin.goto("/ledger/accounts/new/")
     assert admin.csp_violations == []
+
+def test_ops_see_why_effects_are_quarantined_and_retry_them_in_bulk(browse, ledger, settings, screenshots):
+    from ledger_engine.layout import INDEXES, OUTBOX
+    from porto_console.effects.quarantine import Quarantine
+
+    quarantine = Quarantine(settings.QUARANTINE_DIR)
+    effect_ids = [key.rsplit("/", 1)[1] for key, _ in ledger.scan(INDEXES, "effect_by_status/", limit=2)]
+    for effect_id in effect_ids:
+        quarantine.add(effect_id, ledger.get(OUTBOX, effect_id).data["kind"],
+                       "Poison: attempt refused: CONFLICTING_EVIDENCE the bytes pay another address", 0,
+                       cause="refused rule: the ledger or the chain contradicts the effect's records")
+    page = browse("ops")
+    page.goto("/ledger/quarantine/")
+    expect(page.locator("#quarantine td.cause").first).to_have_text(
+        "refused rule: the ledger or the chain contradicts the effect's records")
+    page.screenshot(path=screenshots / "quarantine.png", full_page=True)
+    page.locator("#quarantine input[name=effect]").first.check()
+    page.click("text=Retry selected")
+    expect(page.locator(".messagelist")).to_contain_text("1 effect(s) released")
+    page.click("text=Retry all 1")
+    expect(page.locator("#quarantine")).to_contain_text("Nothing is quarantined.")
+    assert quarantine.entries() == []

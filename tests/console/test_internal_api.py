@@ -373,6 +373,12 @@ def test_effects_are_listed_by_status_and_kind_in_pages_at_one_sequence(ledger, 
     assert committer.get("/internal/effects", status="done").json()["effects"] == []
 
 
+def test_one_effect_is_read_with_its_revision_and_claim(ledger, anchors, committer):
+    assert committer.get(f"/internal/effects/{anchors[0]}").json() == {**ledger.get(OUTBOX, anchors[0]).data,
+                                                                      "revision": 1}
+    assert_error(committer.get("/internal/effects/no-such-effect"), 404, "NOT_FOUND")
+
+
 @pytest.mark.parametrize("query", [{"limit": 0}, {"limit": 201}, {"limit": "ten"}, {"status": "a/b"},
                                    {"cursor": "no-slash"}, {"kind": ""}])
 def test_bad_effect_queries_are_400(ledger, committer, query):
@@ -443,7 +449,8 @@ def test_resolve_returns_the_workers_own_outcomes_only(ledger, ingest, envelopes
 def test_openapi_schema_is_published_with_the_error_policy(ledger, admin_client):
     schema = admin_client.get("/internal/openapi.json").json()
     assert {"/internal/commands", "/internal/commands/{command_id}", "/internal/head", "/internal/effects",
-            "/internal/effects/{effect_id}/claim", "/internal/evidence", "/internal/dispatch",
+            "/internal/effects/{effect_id}", "/internal/effects/{effect_id}/claim", "/internal/evidence",
+            "/internal/dispatch",
             "/internal/payments/{payment_id}", "/internal/attempts", "/internal/batches",
             "/internal/maintenance/backups"} == set(schema["paths"])
     submit = schema["paths"]["/internal/commands"]["post"]

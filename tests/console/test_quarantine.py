@@ -64,3 +64,31 @@ def test_only_ops_may_retry(db, parked, role):
     response = client_with_roles([role] if role else []).post(retry_url(effect_id))
     assert response.status_code == (302 if role == "ops" else 403)
     assert quarantine.contains(effect_id) == (role != "ops")
+
+
+def test_the_screen_shows_each_cause(client_as, parked):
+    quarantine, _ = parked
+    quarantine.add("run-9.artist-z.effect", "payment.transfer", "Poison: attempt refused: CONFLICTING_EVIDENCE", 0,
+                   cause="refused rule: the ledger or the chain contradicts the effect's records")
+    page = client_as("ops").get("/ledger/quarantine/").content.decode()
+    assert '<td class="cause">refused rule: the ledger or the chain contradicts the effect&#x27;s records</td>' in page
+    assert 'Retry all 2' in page and 'Retry selected' in page
+
+
+def test_ops_retry_the_ticked_effects_or_all_at_once(client_as, parked):
+    quarantine, effect_id = parked
+    others = ["run-9.artist-y.effect", "run-9.artist-z.effect"]
+    for other in others:
+        quarantine.add(other, "payment.transfer", "Poison: refused", 0)
+    ticked = client_as("ops").post("/ledger/quarantine/retry/", {"effect": [seal("effect", others[0])]}, follow=True)
+    assert "1 effect(s) released" in ticked.content.decode()
+    assert sorted(entry["effect_id"] for entry in quarantine.entries()) == sorted([effect_id, others[1]])
+    everything = client_as("ops").post("/ledger/quarantine/retry/", {"all": "1"}, follow=True).content.decode()
+    assert "2 effect(s) released" in everything and "Nothing is quarantined." in everything
+    assert quarantine.entries() == []
+
+
+def test_auditors_cannot_retry_in_bulk(client_as, parked):
+    quarantine, effect_id = parked
+    assert client_as("auditor").post("/ledger/quarantine/retry/", {"all": "1"}).status_code == 403
+    assert quarantine.contains(effect_id)

@@ -10,6 +10,7 @@ from porto_console.effects.signer import Signer
 from porto_console.effects.simulated_chain import SimulatedChain
 from porto_console.effects.simulated_server import SimulatedChainServer
 from porto_console.effects.transactions import TransferTerms
+from tests.effects.redis_server import RedisServer, external_redis_url
 
 USDC = "0x" + "a1" * 32
 CHAIN_ID = 4
@@ -19,6 +20,7 @@ RECIPIENT = "0x" + "cc" * 32
 
 
 FAULT_CASES = {"passed": 0, "failed": 0}
+CAMPAIGNS: list[str] = []  # the seeded fault campaign's result lines
 
 
 def pytest_configure(config):
@@ -31,10 +33,28 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_terminal_summary(terminalreporter):
+    for line in CAMPAIGNS:
+        terminalreporter.write_line(line)
     if sum(FAULT_CASES.values()):
         terminalreporter.write_line(
             f"effects fault cases run: {sum(FAULT_CASES.values())} "
             f"({FAULT_CASES['passed']} paid or anchored exactly once, {FAULT_CASES['failed']} failed)")
+
+
+@pytest.fixture(scope="session")
+def broker_server(tmp_path_factory):
+    """This session's own ``redis-server``, shared by the tests that need a broker (each flushes its database)."""
+    if external_redis_url():
+        yield None
+        return
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def broker_url(broker_server) -> str:
+    return external_redis_url() or broker_server.url(11)
 
 
 @pytest.fixture

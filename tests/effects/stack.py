@@ -40,7 +40,6 @@ from tests.support import step_up
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
-REDIS_URL = os.environ.get("PORTO_TEST_REDIS_URL", "redis://127.0.0.1:6379/11")
 PAYMENTS_WORKER = "payments-worker-1"
 WORKER_ROLES = ("dispatcher", "observer", "signer")
 COMMITMENTS_WORKER = "commitments-worker-1"
@@ -72,7 +71,7 @@ def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_SE
 
 
 class Stack:
-    def __init__(self, tmp_path: Path, chain_url: str) -> None:
+    def __init__(self, tmp_path: Path, chain_url: str, broker_url: str) -> None:
         self.root = tmp_path
         self.data_dir = tmp_path / "ledger"
         self.var_dir = tmp_path / "var"
@@ -86,8 +85,9 @@ class Stack:
         self.actors: dict[str, str] = {}
         self.journal = SignedPaymentJournal(tmp_path / "effects" / "signed-payments.jsonl")
         self.commitments = SignedCommitmentJournal(tmp_path / "effects" / "signed-commitments.jsonl")
-        self.broker = make_app(REDIS_URL)
-        redis.Redis.from_url(REDIS_URL).flushdb()
+        self.broker_url = broker_url
+        self.broker = make_app(broker_url)
+        redis.Redis.from_url(broker_url).flushdb()
 
     # The ledger while no console owns it.
     def ledger(self) -> LedgerOwner:
@@ -100,6 +100,12 @@ class Stack:
     def payment(self, payment_id: str) -> dict[str, Any]:
         """A payment as the ledger records it now, read from a read-only view beside its owner."""
         return self._state(payment_key(payment_id))
+
+    def payments(self, payment_ids: list[str]) -> list[dict[str, Any]]:
+        """Several payments read through one read-only view."""
+        with RocksStore(self.data_dir, read_only=True) as store:
+            return [decode_record(store.get(STATE, payment_key(payment_id).encode())).data
+                    for payment_id in payment_ids]
 
     def batch(self, batch_id: str) -> dict[str, Any]:
         return self._state(batch_key(batch_id))
@@ -115,7 +121,8 @@ class Stack:
         # credentials issued for one stack never outlive it in a shared server database.
         inherited = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
         return {**inherited, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "porto_console.settings",
-                "PORTO_VAR_DIR": str(self.var_dir), "DATA_DIR": str(self.data_dir), **DEPLOYMENT_KEYS, **extra}
+                "PORTO_VAR_DIR": str(self.var_dir), "DATA_DIR": str(self.data_dir),
+                "CELERY_BROKER_URL": self.broker_url, **DEPLOYMENT_KEYS, **extra}
 
     def manage(self, *arguments: str) -> str:
         done = subprocess.run([PYTHON, str(ROOT / "manage.py"), *arguments], env=self.env(), cwd=ROOT,
@@ -157,13 +164,13 @@ class Stack:
         base = {key: value for key, value in os.environ.items() if key not in ("DJANGO_SETTINGS_MODULE", "DATA_DIR")}
         return dict(
             base, PYTHONPATH=str(ROOT), PORTO_VAR_DIR=str(self.root / "worker-var"),
-            CELERY_BROKER_URL=REDIS_URL, PORTO_CELERY_VISIBILITY_SECS="5", PORTO_SWEEP_SECS="1",
+            CELERY_BROKER_URL=self.broker_url, PORTO_CELERY_VISIBILITY_SECS="5", PORTO_SWEEP_SECS="1",
             PORTO_CHAIN="simulated", PORTO_CHAIN_URL=self.chain_url, PORTO_CHAIN_ID=str(CHAIN_ID),
             PORTO_USDC_METADATA=USDC, PORTO_SIGNER_KEY=PAYER_KEY, PORTO_COMMITTER_KEY=COMMITTER_KEY,
             PORTO_PAYMENT_JOURNAL=str(self.journal.path), PORTO_COMMITMENT_JOURNAL=str(self.commitments.path),
             PORTO_QUARANTINE_DIR=str(self.root / "effects" / "quarantine"),
             PORTO_INTERNAL_API_URL=self.api_url, PORTO_WORKER_ID=self.actors[name], PORTO_WORKER_TOKEN=self.tokens[name],
-            PORTO_CLAIM_TTL_MS=str(CLAIM_TTL_MS), PORTO_OBSERVE_WINDOW_SECS="3",
+            PORTO_CLAIM_TTL_MS=str(CLAIM_TTL_MS), PORTO_OBSERVE_WINDOW_SECS="3", PORTO_RETRY_BACKOFF_MAX_SECS="2",
         )
 
     def start_worker(self, credential: str, *, process: str | None = None, queues: str = "payments,maintenance",

@@ -27,8 +27,8 @@ COMMITTER = Signer(PrivateKey.from_str(COMMITTER_KEY, strict=False))
 
 
 @pytest.fixture
-def stack(tmp_path, chain_server, envelopes):
-    stack = Stack(tmp_path, chain_server.url)
+def stack(tmp_path, chain_server, broker_url, envelopes):
+    stack = Stack(tmp_path, chain_server.url, broker_url)
     freeze_batches(stack, envelopes)
     gc.collect()  # the closed owner's database handles go with its last reference, and with them the LOCK
     stack.issue_credential(CREDENTIAL, COMMITMENTS_WORKER, COMMITTER_ROLES)

@@ -6,6 +6,7 @@ import pytest
 
 from porto_console.effects import dispatch
 from porto_console.effects.quarantine import Quarantine
+from porto_console.effects.queued import NoMarks
 
 NOW_MS = 1_800_000_000_000
 
@@ -47,7 +48,8 @@ def attempt(effect_id, outcome="submitted"):
 @pytest.fixture
 def sent(monkeypatch):
     sent = []
-    monkeypatch.setattr(dispatch, "send", sent.append)
+    monkeypatch.setattr(dispatch, "send", lambda effect: sent.append(effect) or True)
+    monkeypatch.setattr(dispatch, "check_journal", lambda: False)
     monkeypatch.setattr(dispatch.time, "time_ns", lambda: NOW_MS * 1_000_000)
     return sent
 
@@ -60,8 +62,8 @@ def batch(effect_id, state="submitted"):
 @pytest.fixture
 def observed(monkeypatch):
     observed = []
-    monkeypatch.setattr(dispatch, "observe", observed.append)
-    monkeypatch.setattr(dispatch, "observe_batch", observed.append)
+    monkeypatch.setattr(dispatch, "observe", lambda attempt: observed.append(attempt) or True)
+    monkeypatch.setattr(dispatch, "observe_batch", lambda batch: observed.append(batch) or True)
     return observed
 
 
@@ -105,6 +107,76 @@ def test_operator_sees_and_retries_a_quarantined_effect(sent, observed, tmp_path
     assert dispatch.sweep(ListedEffects([effect("poisoned")]), quarantine) == 1
 
 
+def test_bulk_retry_releases_every_named_effect_or_all(tmp_path):
+    quarantine = Quarantine(tmp_path / "q")
+    for name in ("one", "two", "three"):
+        quarantine.add(name, "payment.transfer", "Poison: refused", 0, cause="refused rule")
+    assert dispatch.retry_all_quarantined(quarantine, ["two", "missing"]) == ["two"]
+    assert sorted(dispatch.retry_all_quarantined(quarantine)) == ["one", "three"]
+    assert dispatch.quarantined(quarantine) == []
+
+
+class Published:
+    """Stands in for a task's ``apply_async``: records what would have gone onto the broker."""
+
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    def apply_async(self, args=(), kwargs=None, queue=None, countdown=0):
+        self.log.append((self.name, tuple(args)))
+
+
+@pytest.fixture
+def published(monkeypatch, broker_url):
+    """The real marks on this session's redis-server; publishing recorded instead of sent."""
+    import redis
+
+    from porto_console.effects import tasks
+    from porto_console.effects.queued import RedisMarks
+
+    redis.Redis.from_url(broker_url).flushdb()
+    log = []
+    for name in ("payment", "commitment", "follow", "follow_commitment", "reconcile_journal"):
+        real = getattr(tasks, name)
+        monkeypatch.setattr(tasks, name, Published(real.name, log))
+    monkeypatch.setattr(dispatch, "queued_marks", lambda: RedisMarks(broker_url, 60))
+    monkeypatch.setattr(dispatch.time, "time_ns", lambda: NOW_MS * 1_000_000)
+    return log
+
+
+def test_sweeps_do_not_grow_the_backlog(published, tmp_path):
+    """Each effect, transaction and the journal check has at most one message waiting, however often the sweep runs."""
+    listed = ListedEffects([effect("fresh"), effect("lapsed", "claimed", NOW_MS - 1),
+                            effect("held", "claimed", NOW_MS + 60_000)], [attempt("in-flight")])
+    quarantine = Quarantine(tmp_path / "q")
+    assert dispatch.sweep(listed, quarantine) == 4
+    assert [dispatch.sweep(listed, quarantine) for _ in range(5)] == [0] * 5
+    assert sorted(name for name, _ in published) == ["porto.effects.follow", "porto.effects.payment",
+                                                     "porto.effects.payment", "porto.effects.reconcile_journal"]
+
+
+def test_a_worker_taking_a_message_lets_the_sweep_queue_it_again(published, tmp_path):
+    from porto_console.effects import tasks
+
+    listed = ListedEffects([effect("fresh")])
+    quarantine = Quarantine(tmp_path / "q")
+    assert dispatch.sweep(listed, quarantine) == 2
+    tasks.EffectTask().before_start("task-id", (effect("fresh"),), {})  # a worker starts the effect's task
+    assert dispatch.sweep(listed, quarantine) == 1
+    tasks.EffectTask().on_retry(RuntimeError("transient"), "task-id", (effect("fresh"),), {}, None)
+    assert dispatch.sweep(listed, quarantine) == 0
+
+
+def test_a_broker_that_lost_its_data_gets_the_work_again(published, broker_url, tmp_path):
+    import redis
+
+    listed = ListedEffects([effect("fresh")], [attempt("in-flight")])
+    quarantine = Quarantine(tmp_path / "q")
+    assert dispatch.sweep(listed, quarantine) == 3
+    redis.Redis.from_url(broker_url).flushdb()  # messages and marks go together
+    assert dispatch.sweep(listed, quarantine) == 3
+
+
 def test_quarantine_refuses_a_path_for_an_id(tmp_path):
     with pytest.raises(ValueError):
         Quarantine(tmp_path).add("../escape", "payment.transfer", "x", 0)
@@ -124,6 +196,7 @@ def test_each_kind_goes_to_its_own_task_and_queue(monkeypatch):
 
     monkeypatch.setattr(tasks, "payment", Queued("porto.effects.payment"))
     monkeypatch.setattr(tasks, "commitment", Queued("porto.effects.commitment"))
+    monkeypatch.setattr(dispatch, "queued_marks", NoMarks)  # whatever broker the environment names
     dispatch.send({**effect("pay"), "kind": "payment.transfer"})
     dispatch.send({**effect("anchor"), "kind": "batch.anchor"})
     dispatch.send({**effect("other"), "kind": "unknown.kind"})
@@ -133,8 +206,8 @@ def test_each_kind_goes_to_its_own_task_and_queue(monkeypatch):
 def test_an_explicit_broker_wins_over_the_environment(monkeypatch):
     from porto_console.effects.celery_app import make_app
 
-    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
-    explicit, from_environment = make_app("redis://127.0.0.1:6379/11"), make_app()
-    assert explicit.connection_for_write().as_uri().endswith("@127.0.0.1:6379/11")
-    assert explicit.connection_for_read().as_uri().endswith("@127.0.0.1:6379/11")
-    assert from_environment.connection_for_write().as_uri().endswith("@127.0.0.1:6379/0")
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:16379/0")
+    explicit, from_environment = make_app("redis://127.0.0.1:16379/11"), make_app()
+    assert explicit.connection_for_write().as_uri().endswith("@127.0.0.1:16379/11")
+    assert explicit.connection_for_read().as_uri().endswith("@127.0.0.1:16379/11")
+    assert from_environment.connection_for_write().as_uri().endswith("@127.0.0.1:16379/0")

@@ -7,23 +7,31 @@ same (confirmed, by the transaction the chain executed).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
 import redis
+from aptos_sdk.ed25519 import PrivateKey
 
-from ledger_engine.layout import STATE
+from porto_console.effects import payment_session
+from porto_console.effects.aptos_rest import AptosRestClient
+from porto_console.effects.config import EffectsConfig
+from porto_console.effects.ledger_api import LedgerApi
+from porto_console.effects.payment_journal import SignedPaymentJournal, SignedPaymentRecord
+from porto_console.effects.payment_session import PaymentWorker
+from porto_console.effects.signer import Signer
 from porto_console.effects.simulated_chain import Fault
-from tests.effects.conftest import USDC
-from tests.effects.stack import REDIS_URL, Stack, wait_until
-from tests.money_allocation.world import MoneyWorld, fixture_commands
-from tests.money_payouts.world import PayoutWorld
+from tests.effects.conftest import PAYER_KEY, USDC
+from tests.effects.approval import approved_payments
+from tests.effects.stack import CLAIM_TTL_MS, PAYMENTS_WORKER, WORKER_ROLES, Stack, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.fault_case]
 
@@ -31,8 +39,8 @@ TRANSACTION_TTL_SECS = 120  # the workers' default PORTO_TRANSACTION_TTL_SECS
 
 
 @pytest.fixture
-def stack(tmp_path, chain_server, chain, funded, envelopes):
-    stack = Stack(tmp_path, chain_server.url)
+def stack(tmp_path, chain_server, broker_url, chain, funded, envelopes):
+    stack = Stack(tmp_path, chain_server.url, broker_url)
     stack.approved = approve_payout_run(stack, envelopes)
     gc.collect()  # the closed owner's database handles go with its last reference, and with them the LOCK
     stack.issue_credential("payments-1")
@@ -43,13 +51,7 @@ def stack(tmp_path, chain_server, chain, funded, envelopes):
 
 def approve_payout_run(stack: Stack, envelopes) -> list[dict[str, Any]]:
     """An approved payout run (allocation, statements, four eyes) and the payment worker; its payments."""
-    with stack.ledger() as owner, fixture_commands():
-        payouts = PayoutWorld(MoneyWorld(owner, envelopes).setup()).setup()
-        statements = payouts.confirmed_statements()
-        assert payouts.prepare("run-1").accepted
-        assert payouts.approve("run-1", statements).accepted
-        stack.provision_worker(owner, envelopes)
-        return [row["data"] for _, row in owner.scan(STATE, "payment/", limit=1000)]
+    return approved_payments(stack, envelopes, workers=((PAYMENTS_WORKER, WORKER_ROLES),))
 
 
 def settled(stack: Stack) -> bool:
@@ -132,7 +134,7 @@ def test_a_lost_follow_up_only_delays_the_observation(stack, chain):
     wait_until(lambda: all(stack.payment(p["payment_id"])["state"] == "submitted" for p in stack.approved),
                "every payment to be broadcast and reported")
     stack.kill_worker("payments-1")
-    redis.Redis.from_url(REDIS_URL).flushdb()
+    redis.Redis.from_url(stack.broker_url).flushdb()
     assert stack.open_effects("payments-1") == []
     chain.release()
     stack.start_worker("payments-1")
@@ -202,12 +204,59 @@ def test_restore_from_a_backup_taken_before_the_attempts_were_recorded(stack, ch
     porto_ledger("restore", str(backup), "--data", str(stack.data_dir))
     assert {stack.payment(p["payment_id"])["state"] for p in stack.approved} == {"approved"}
     stack.start_console()
-    report = stack.reconcile()
+    reports = [stack.reconcile() for _ in range(3)]  # reconcile may run any number of times
+    report = reports[0]
     assert report["safe_to_resume"], report
     assert (report["observed"], report["recorded_attempts"]) == ({"confirmed": len(stack.approved)},
                                                                  len(stack.approved))
+    assert [{**r, "seconds": 0} for r in reports[1:]] == [{**report, "seconds": 0}] * 2
     resume_after_reconcile(stack, chain)
     assert len(list(stack.journal.records())) == len(stack.approved)
+
+
+def journal_unrecorded_signature(stack: Stack, *, ttl_secs: int | None = None,
+                                 refused_after_lapse: bool = False) -> SignedPaymentRecord:
+    """What a worker leaves when the console dies right after the journal's fsync: a claim, a journalled
+    signature at the payer's next sequence, and no attempt in the ledger."""
+    worker = PaymentWorker(EffectsConfig.from_env(stack.worker_env("payments-1")), LedgerApi(
+        stack.api_url, stack.tokens["payments-1"]), AptosRestClient(stack.chain_url, simulated=True),
+        Signer(PrivateKey.from_str(PAYER_KEY, strict=False)), SignedPaymentJournal(stack.journal.path))
+    if ttl_secs is not None:
+        worker.config = dataclasses.replace(worker.config, transaction_ttl_secs=ttl_secs)
+    effect = stack.open_effects("payments-1")[0]
+    claimed = payment_session.claim(worker, effect)
+    assert claimed.accepted
+    record = payment_session._signed_transfer(worker, effect)
+    if refused_after_lapse:  # the worker stalled past its lease: the ledger refuses to record the bytes
+        time.sleep(CLAIM_TTL_MS / 1000 + 0.5)
+        late = payment_session.record_attempt(worker, record, claim_expires_ms=claimed.result["data"]["expires_at_ms"])
+        assert late.code == "CLAIM_EXPIRED"
+    assert payment_session.ledger_attempt(worker, record) is None
+    return record
+
+
+def test_a_signature_journalled_but_never_recorded_is_recorded_with_its_bytes_and_broadcast(stack, chain):
+    """Every later transfer would wait behind its sequence; the journal check gets it recorded and sent."""
+    stranded = journal_unrecorded_signature(stack, refused_after_lapse=True)
+    stack.start_worker("payments-1")
+    stack.start_beat("payments-1")
+    assert_paid_exactly_once(chain, stack)
+    paid = stack.payment(stranded.payment_id)
+    assert paid["paid_attempt_id"] == f"tx-{stranded.transaction_hash[2:]}"  # those exact journalled bytes
+    assert [t["hash"] for t in chain.transfers()][stranded.sequence_number] == stranded.transaction_hash
+    assert len(list(stack.journal.records())) == len(stack.approved)  # nothing was signed twice
+
+
+def test_a_journalled_signature_that_can_never_land_releases_its_sequence(stack, chain):
+    """Signed, never recorded, expired on chain: nothing was sent, its sequence is used by another transfer."""
+    stranded = journal_unrecorded_signature(stack, ttl_secs=1)
+    chain.advance(5)
+    stack.start_worker("payments-1")
+    stack.start_beat("payments-1")
+    assert_paid_exactly_once(chain, stack)
+    landed = chain.transfers()
+    assert stranded.transaction_hash not in {t["hash"] for t in landed}
+    assert stranded.sequence_number in {int(t["sequence_number"]) for t in landed}
 
 
 def resume_after_reconcile(stack: Stack, chain) -> None:

@@ -179,3 +179,36 @@ def test_a_commitment_must_carry_a_32_byte_hash_to_the_senders_own_module(chain,
     with pytest.raises(SubmissionRefused, match="commitments module"):
         chain.submit(foreign)
     assert chain.anchors() == []
+
+
+def test_a_durable_chain_survives_its_own_sigkill(tmp_path, funded):
+    """Accounts, balances, sequences, the mempool, held and landed transfers all come back after SIGKILL."""
+    from tests.effects.chain_process import ChainProcess
+    from tests.effects.conftest import CHAIN_ID
+
+    chain = ChainProcess(tmp_path / "chain", CHAIN_ID).start()
+    try:
+        chain.control("fund", asset=USDC, address=funded.address, amount="1000000")
+        client = AptosRestClient(chain.url, simulated=True, timeout_secs=2.0)
+        landed, held, waiting = (funded.sign(terms(funded, sequence, amount=1_000 * (sequence + 1)))
+                                 for sequence in (0, 1, 3))
+        client.submit(landed.signed_bytes)
+        chain.control("faults", kind="confirm_late")
+        client.submit(held.signed_bytes)
+        client.submit(waiting.signed_bytes)
+        chain.kill()
+        chain.start()
+        assert [t["hash"] for t in chain.transfers()] == [landed.transaction_hash]
+        assert chain.balance(USDC, funded.address) == 1_000_000 - 1_000
+        assert client.sequence_number(funded.address) == 1
+        assert client.transaction(held.transaction_hash).committed is False
+        assert client.transaction(waiting.transaction_hash).committed is False
+        chain.control("release")
+        chain.kill()
+        chain.start()
+        assert [t["hash"] for t in chain.transfers()] == [landed.transaction_hash, held.transaction_hash]
+        assert chain.balance(USDC, RECIPIENT) == 1_000 + 2_000 and client.sequence_number(funded.address) == 2
+        assert httpx.get(f"{chain.url}/v1", timeout=2).headers["X-Porto-Chain"] == "SIMULATED"
+        client.close()
+    finally:
+        chain.stop()

@@ -1,7 +1,9 @@
-"""Effect quarantine (ops): effects whose work kept failing, with the ledger's view of each, and a retry.
+"""Effect quarantine (ops): effects whose work failed permanently, with the cause, the ledger's view, and retries.
 
-A retry only releases the effect: the next sweep sends it if the ledger still
-has it pending or its claim has lapsed, and ``ClaimEffect`` decides who works it.
+Only permanent failures are parked here; the workers retry transient ones
+themselves. A retry, of one effect, the ticked ones or all of them at once,
+only releases them: the next sweep sends each one if the ledger still has
+it pending or its claim has lapsed, and ``ClaimEffect`` decides who works it.
 """
 
 from __future__ import annotations
@@ -43,6 +45,19 @@ def retry(request, handle: str):
         messages.success(request, f"Effect {effect_id} released: the next sweep sends it if it is still claimable.")
     else:
         messages.error(request, f"Effect {effect_id} is not in quarantine (already released?).")
+    return redirect(f"admin:{QUARANTINE.url_name}")
+
+
+@require_POST
+def retry_many(request):
+    """Release the ticked effects, or every quarantined one when ``all`` is sent."""
+    chosen = None if request.POST.get("all") else [unseal(HANDLE, handle) for handle in request.POST.getlist("effect")]
+    if chosen == []:
+        messages.error(request, "Tick the effects to retry, or retry all.")
+        return redirect(f"admin:{QUARANTINE.url_name}")
+    released = dispatch.retry_all_quarantined(quarantine(), chosen)
+    messages.success(request, f"{len(released)} effect(s) released: the next sweep sends each one that is "
+                              "still claimable.")
     return redirect(f"admin:{QUARANTINE.url_name}")
 
 

@@ -1,0 +1,131 @@
+"""A signer settles its own signed-payment journal with the ledger and the chain, at start and on every sweep.
+
+A transaction signed and journalled but never recorded in the ledger (the
+console died, or the answer was lost, right after the journal's fsync)
+holds its sender sequence: every later transaction waits behind it on the
+chain. No operator is needed to clear it. For each of this signer's
+transactions that may still matter (expiring after ``HORIZON_SECS`` ago by
+chain time), the ledger's view and the chain's are compared:
+
+- **recorded, still in flight in the ledger**: a settled fate on chain is
+  recorded (an expiry releases the ledger's hold on its sequence); bytes the
+  chain does not know while they can still land are broadcast again;
+- **not recorded, committed on chain** (only after a restore):
+  ``RecordLandedAttempt`` with the exact journalled bytes;
+- **not recorded, could still land, its payment's last transaction**: its
+  effect is queued again once its claim has lapsed (if it is not queued
+  already); the payment session then records those exact journalled bytes
+  under its fresh claim and broadcasts them;
+- **not recorded and proven unable to land** (expired by chain time, or its
+  sequence used by another transaction): nothing was sent and nothing is
+  recorded; its sequence is free again, because the journal's allocator
+  skips only transactions that can still land.
+
+Every command it sends is named by what it asserts (``payment_session``),
+so running it again, any number of times, sends duplicates and changes
+nothing. It never signs anything.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from porto_console.effects import dispatch
+from porto_console.effects.chain import Fate, observe
+from porto_console.effects.effect_worker import broadcast, may_still_land
+from porto_console.effects.payment_journal import SignedPaymentRecord
+from porto_console.effects.payment_session import (
+    OBSERVED_AS, PaymentWorker, ledger_attempt, record_landed, record_observation,
+)
+from porto_console.effects.quarantine import Quarantine
+
+log = logging.getLogger("porto.effects.journal")
+
+HORIZON_SECS = 3600
+FINAL = ("confirmed", "failed", "expired")
+OPEN_EFFECT = ("pending", "claimed")
+
+
+@dataclass
+class JournalReport:
+    checked: int = 0
+    observed: dict[str, int] = field(default_factory=dict)
+    rebroadcast: int = 0
+    recorded_landed: int = 0
+    requeued: int = 0
+    released: int = 0
+    problems: list[dict[str, str]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"checked": self.checked, "observed": dict(sorted(self.observed.items())),
+                "rebroadcast": self.rebroadcast, "recorded_landed": self.recorded_landed,
+                "requeued": self.requeued, "released": self.released, "problems": self.problems}
+
+
+def reconcile_journal(worker: PaymentWorker, quarantine: Quarantine) -> JournalReport:
+    """Compare this signer's recent journalled transactions with the ledger and the chain; act on each."""
+    report = JournalReport()
+    chain_now_secs = worker.chain.ledger_state().timestamp_us // 1_000_000
+    for record in worker.journal.expiring_after(worker.signer.address, chain_now_secs - HORIZON_SECS):
+        report.checked += 1
+        attempt = ledger_attempt(worker, record)
+        if attempt is None:
+            _unrecorded(worker, record, quarantine, report)
+        elif attempt["outcome"] not in FINAL:
+            _in_flight(worker, record, report)
+    return report
+
+
+def _in_flight(worker: PaymentWorker, record: SignedPaymentRecord, report: JournalReport) -> None:
+    seen = observe(worker.chain, record.transaction_hash, record.expiration_secs)
+    if seen.fate in (Fate.SUCCESS, Fate.FAILED, Fate.EXPIRED):
+        outcome = record_observation(worker, record, seen)
+        if outcome.accepted:
+            _count(report.observed, OBSERVED_AS[seen.fate])
+        else:
+            _problem(report, record, f"observation {OBSERVED_AS[seen.fate]} rejected: {outcome.code}")
+    elif seen.fate == Fate.UNKNOWN and may_still_land(worker, record):
+        report.rebroadcast += broadcast(worker, record)
+
+
+def _unrecorded(worker: PaymentWorker, record: SignedPaymentRecord, quarantine: Quarantine,
+                report: JournalReport) -> None:
+    seen = observe(worker.chain, record.transaction_hash, record.expiration_secs)
+    if seen.fate in (Fate.SUCCESS, Fate.FAILED):
+        outcome = record_landed(worker, record, seen)
+        if outcome.accepted:
+            report.recorded_landed += 1
+        else:
+            _problem(report, record, f"landed transaction not recorded: {outcome.code}")
+    elif may_still_land(worker, record):
+        if worker.journal.last_for(record.payment_id) == record:
+            report.requeued += _requeue(worker, record, quarantine)
+    else:
+        report.released += 1
+
+
+def _requeue(worker: PaymentWorker, record: SignedPaymentRecord, quarantine: Quarantine) -> bool:
+    """Queue the payment's effect again if its claim has lapsed and nothing for it is waiting on the broker."""
+    effect = worker.api.effect(record.effect_id)
+    now_ms = time.time_ns() // 1_000_000
+    if effect["status"] not in OPEN_EFFECT or not dispatch.lapsed(effect, now_ms):
+        return False
+    if quarantine.contains(effect["effect_id"]):
+        return False
+    sent = dispatch.send(effect)
+    if sent:
+        log.info("journalled %s of payment %s is not recorded: its effect is queued again",
+                 record.transaction_hash, record.payment_id)
+    return sent
+
+
+def _count(counts: dict[str, int], name: str) -> None:
+    counts[name] = counts.get(name, 0) + 1
+
+
+def _problem(report: JournalReport, record: SignedPaymentRecord, problem: str) -> None:
+    report.problems.append({"payment_id": record.payment_id, "transaction_hash": record.transaction_hash,
+                            "problem": problem})

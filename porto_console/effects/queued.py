@@ -1,0 +1,68 @@
+"""Which effects and follow-ups already have a message on the broker, so the sweep does not queue them again.
+
+A mark is set when a message is queued (``SET NX`` with an expiry, on the
+broker's own Redis) and cleared when a worker starts the task; a task that
+retries or queues its own next look sets it again. So however often the
+sweep runs, each effect, transaction and journal check has at most one
+message waiting. The marks are only an economy: correctness rests on the
+ledger's claims and command IDs. A mark outlives a lost message by at most
+``PORTO_QUEUED_MARK_SECS`` (default the broker's visibility timeout), and a
+broker that loses its data loses the marks with the messages, so the next
+sweep queues the work again. Without a Redis broker (the embedded,
+eager broker of `make run`) nothing is marked and everything is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+import redis
+
+log = logging.getLogger("porto.effects.queued")
+
+PREFIX = "porto:effects:queued:"
+
+
+class Marks(Protocol):
+    def mark(self, subject: str) -> bool:
+        """Mark ``subject`` as queued; False when it already was (then do not queue it again)."""
+
+    def clear(self, subject: str) -> None:
+        """A worker took the message: the subject may be queued again."""
+
+
+class RedisMarks:
+    def __init__(self, url: str, ttl_secs: int) -> None:
+        assert ttl_secs > 0
+        self._redis = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+        self._ttl_secs = ttl_secs
+
+    def mark(self, subject: str) -> bool:
+        try:
+            return bool(self._redis.set(PREFIX + subject, b"1", nx=True, ex=self._ttl_secs))
+        except redis.RedisError as error:
+            log.info("cannot mark %s as queued (%s): sending it anyway", subject, error)
+            return True
+
+    def clear(self, subject: str) -> None:
+        try:
+            self._redis.delete(PREFIX + subject)
+        except redis.RedisError as error:
+            log.info("cannot clear the queued mark of %s (%s); it expires by itself", subject, error)
+
+
+class NoMarks:
+    """The embedded broker runs tasks at once: there is never a message waiting."""
+
+    def mark(self, subject: str) -> bool:
+        return True
+
+    def clear(self, subject: str) -> None:
+        return None
+
+
+def marks_for(broker_url: str, ttl_secs: int) -> Marks:
+    if broker_url.startswith(("redis://", "rediss://", "unix://")):
+        return RedisMarks(broker_url, ttl_secs)
+    return NoMarks()

@@ -1,0 +1,273 @@
+"""The seeded fault campaign: every process of the effects stack, a supervisor that restarts what dies, and faults.
+
+Processes: a ``redis-server`` (the broker, no persistence), the durable
+SIMULATED chain, the console (ledger owner), two payment workers (each its
+own ledger actor, sharing one signed-payment journal) and ``celery beat``.
+``Supervisor`` plays systemd's ``Restart=always``: every few hundred
+milliseconds it starts again whatever has exited. ``FaultInjector`` draws
+the faults' order, pauses and targets from one seed, and spreads them over
+the campaign's progress (fault ``k`` waits for ``k / (F + 2)`` of the
+payments to be signed):
+
+- ``worker_after_journal``: SIGKILL the payment worker that has just
+  journalled a signature, as soon as the journal grows;
+- ``worker_answer_held``: the chain accepts the next transfer and holds its
+  answer; SIGKILL the worker waiting for it once the chain knows the transaction;
+- ``console``, ``redis``, ``chain``: SIGKILL that process (the supervisor
+  restarts it; the broker comes back empty, the chain from its state file);
+- ``answers_dropped``: the chain accepts the next few submissions and drops
+  their answers.
+
+Nobody releases a quarantined effect, resumes dispatch or reconciles by hand.
+The same seed gives the same schedule; the processes' own timing still
+varies from run to run.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+
+from tests.effects.chain_process import ChainProcess
+from tests.effects.redis_server import RedisServer
+from tests.effects.stack import Stack
+
+FAULT_MIX = {"worker_after_journal": 4, "worker_answer_held": 3, "console": 3, "redis": 3, "chain": 3,
+             "answers_dropped": 3}
+RESTART_DELAY_SECS = 0.5
+EVENT_WAIT_SECS = 20.0
+
+
+@dataclass
+class ProcessLog:
+    """What happened to the processes: kills the faults made, and every exit the supervisor saw."""
+
+    kills: dict[str, int] = field(default_factory=dict)
+    exits: dict[str, int] = field(default_factory=dict)
+    restarts: int = 0
+    faults: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def unexpected_exits(self) -> dict[str, int]:
+        return {name: count - self.kills.get(name, 0) for name, count in self.exits.items()
+                if count > self.kills.get(name, 0)}
+
+
+class Processes:
+    """The campaign's processes by name, with a lock so a kill and a restart never interleave."""
+
+    def __init__(self, stack: Stack, broker: RedisServer, chain: ChainProcess, workers: dict[str, str]) -> None:
+        self.stack, self.broker, self.chain = stack, broker, chain
+        self.workers = workers  # process name -> credential
+        self.lock = threading.RLock()
+        self.book = ProcessLog()
+
+    def names(self) -> list[str]:
+        return ["redis", "chain", "console", *self.workers, "beat"]
+
+    def alive(self, name: str) -> bool:
+        if name == "redis":
+            return self.broker.alive()
+        if name == "chain":
+            return self.chain.alive()
+        process = {"console": self.stack.console, "beat": self.stack.beat}.get(name, self.stack.workers.get(name))
+        return process is not None and process.poll() is None
+
+    def start(self, name: str) -> None:
+        if name == "redis":
+            self.broker.start()
+        elif name == "chain":
+            self.chain.start()
+        elif name == "console":
+            self.stack.start_console()
+        elif name == "beat":
+            self.stack.start_beat(next(iter(self.workers.values())))
+        else:
+            self.stack.start_worker(self.workers[name], process=name)
+
+    def kill(self, name: str) -> None:
+        with self.lock:
+            if not self.alive(name):
+                return
+            self.book.kills[name] = self.book.kills.get(name, 0) + 1
+            if name == "redis":
+                self.broker.kill()
+            elif name == "chain":
+                self.chain.kill()
+            elif name == "console":
+                self.stack.stop_console(kill=True)
+            else:
+                self.stack.kill_worker(name)
+
+    def stop_all(self) -> None:
+        with self.lock:
+            self.stack.stop_all()
+            self.chain.stop()
+            self.broker.stop()
+
+
+class Supervisor(threading.Thread):
+    """Restarts every process that has exited, like a process manager would; counts the exits it saw."""
+
+    def __init__(self, processes: Processes) -> None:
+        super().__init__(name="campaign-supervisor", daemon=True)
+        self.processes = processes
+        self.running = threading.Event()
+        self.running.set()
+
+    def run(self) -> None:
+        book = self.processes.book
+        while self.running.is_set():
+            for name in self.processes.names():
+                with self.processes.lock:
+                    if not self.running.is_set() or self.processes.alive(name):
+                        continue
+                    book.exits[name] = book.exits.get(name, 0) + 1
+                    time.sleep(RESTART_DELAY_SECS)
+                    self._restart(name)
+            time.sleep(0.1)
+
+    def _restart(self, name: str) -> None:
+        try:
+            self.processes.start(name)
+            self.processes.book.restarts += 1
+        except AssertionError as error:  # it died again while starting: the next round tries again
+            self.processes.book.errors.append(f"restart of {name}: {error}"[:300])
+
+    def stop(self) -> None:
+        self.running.clear()
+        self.join(timeout=30)
+
+
+class FaultInjector(threading.Thread):
+    """Injects the seed's faults one after another, spread over the campaign's signing.
+
+    Fault ``k`` of ``F`` waits until ``k / (F + 2)`` of the payments have a
+    journalled signature, then a seeded pause, so every fault lands while
+    payments are still being signed and settled, whatever the machine's speed.
+    """
+
+    def __init__(self, processes: Processes, seed: int, journal_path: Path, outstanding: Callable[[], bool],
+                 actors: dict[str, str], payments: int) -> None:
+        super().__init__(name="campaign-faults", daemon=True)
+        self.processes = processes
+        self.random = random.Random(seed)
+        self.schedule = [kind for kind, count in sorted(FAULT_MIX.items()) for _ in range(count)]
+        self.random.shuffle(self.schedule)
+        self.journal_path = journal_path
+        self.outstanding = outstanding
+        self.payments = payments
+        self.process_of_actor = {actor: name for name, actor in actors.items()}
+        self.injected_while_outstanding = 0
+        self.done = threading.Event()
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        try:
+            for number, kind in enumerate(self.schedule):
+                self._wait_for_signed(number * self.payments // (len(self.schedule) + 2))
+                time.sleep(self.random.uniform(0.0, 1.0))
+                if self.stopping.is_set():
+                    return
+                was_outstanding = self.outstanding()
+                getattr(self, kind)()
+                self.processes.book.faults.append(kind)
+                self.injected_while_outstanding += was_outstanding
+        except Exception as error:  # reported by the test, which then fails
+            self.processes.book.errors.append(f"fault injector: {type(error).__name__}: {error}")
+        finally:
+            self.done.set()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(timeout=30)
+
+    def _wait_for_signed(self, payments: int) -> None:
+        while not self.stopping.is_set() and self._signed_payments() < payments:
+            time.sleep(0.1)
+
+    def _signed_payments(self) -> int:
+        if not self.journal_path.exists():
+            return 0
+        lines = self.journal_path.read_bytes().split(b"\n")[:-1]
+        return len({json.loads(line)["payment_id"] for line in lines})
+
+    # The faults.
+    def worker_after_journal(self) -> None:
+        lines = self._journal_lines()
+        record = self._wait_for(lambda: self._journal_record_after(lines), "a new journalled signature", step=0.002)
+        self.processes.kill(self._worker_of(record))
+
+    def worker_answer_held(self) -> None:
+        lines = self._journal_lines()
+        self._control("faults", kind="drop_response", hold_seconds=6)
+        record = self._wait_for(lambda: self._journal_record_after(lines), "a transfer signed after the hold")
+        if record is not None:
+            self._wait_for(lambda: self._chain_knows(record["transaction_hash"]), "the chain to hold the transfer")
+        self.processes.kill(self._worker_of(record))
+
+    def console(self) -> None:
+        self.processes.kill("console")
+
+    def redis(self) -> None:
+        self.processes.kill("redis")
+
+    def chain(self) -> None:
+        self.processes.kill("chain")
+
+    def answers_dropped(self) -> None:
+        self._control("faults", kind="drop_response", times=self.random.randint(2, 4))
+
+    # Helpers.
+    def _control(self, path: str, **request: Any) -> None:
+        """A chain control call, waiting out a chain the supervisor is still restarting."""
+        deadline = time.monotonic() + EVENT_WAIT_SECS
+        while True:
+            try:
+                self.processes.chain.control(path, **request)
+                return
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def _journal_lines(self) -> int:
+        if not self.journal_path.exists():
+            return 0
+        return self.journal_path.read_bytes().count(b"\n")
+
+    def _journal_record_after(self, lines: int) -> dict[str, Any] | None:
+        if not self.journal_path.exists():
+            return None
+        complete = self.journal_path.read_bytes().split(b"\n")[:-1]
+        return json.loads(complete[-1]) if len(complete) > lines else None
+
+    def _chain_knows(self, transaction_hash: str) -> bool:
+        try:
+            return httpx.get(f"{self.processes.chain.url}/v1/transactions/by_hash/{transaction_hash}",
+                             timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def _worker_of(self, record: dict[str, Any] | None) -> str:
+        if record is None or record["worker_id"] not in self.process_of_actor:
+            return self.random.choice(sorted(self.processes.workers))
+        return self.process_of_actor[record["worker_id"]]
+
+    @staticmethod
+    def _wait_for(condition: Callable[[], Any], what: str, step: float = 0.05) -> Any:
+        """The condition's value once true, or None after ``EVENT_WAIT_SECS`` (the fault then hits at random)."""
+        deadline = time.monotonic() + EVENT_WAIT_SECS
+        while time.monotonic() < deadline:
+            value = condition()
+            if value:
+                return value
+            time.sleep(step)
+        return None

@@ -1,0 +1,114 @@
+"""Observation commands are named by what they assert, so an identical repeat is a duplicate, never a conflict."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from porto_console.effects import payment_session, tasks
+from porto_console.effects.chain import ChainTransaction, Fate, LedgerState, Observation
+from porto_console.effects.config import EffectsConfig
+from porto_console.effects.effect_worker import Poison, Transient
+from porto_console.effects.ledger_api import LedgerRefused, LedgerUnreachable, Outcome
+from porto_console.effects.payment_journal import JournalCorrupt, SignedPaymentRecord
+from porto_console.effects.payment_session import PaymentWorker
+
+TX = "0x" + "ab" * 32
+
+
+class RecordingApi:
+    """The internal API as the worker sees it: evidence by digest, commands recorded with their IDs."""
+
+    def __init__(self):
+        self.commands: list[dict] = []
+
+    def store_evidence(self, data: bytes) -> str:
+        return hashlib.sha256(data).hexdigest()
+
+    def submit(self, command_type, payload, *, command_id, expected_revisions=(), evidence_hashes=()):
+        self.commands.append({"command_id": command_id, "command_type": command_type, "payload": payload})
+        return Outcome(command_id, len(self.commands), "accepted", "OK", {"code": "OK", "data": {}}, False)
+
+
+class Label:
+    label = "SIMULATED"
+
+
+@pytest.fixture
+def worker() -> PaymentWorker:
+    return PaymentWorker(EffectsConfig.from_env({"PORTO_WORKER_ID": "payments-worker-1"}), RecordingApi(), Label(),
+                         None, None)
+
+
+def record() -> SignedPaymentRecord:
+    return SignedPaymentRecord("run-1.artist-a", "run-1.artist-a.effect", "payments-worker-1", TX, "0x" + "11" * 32,
+                               3, "0x" + "cc" * 32, "0x" + "a1" * 32, "250000", 1_800_000_120, 4, "00", 0)
+
+
+def committed(read_at_version: int, read_at_us: int) -> Observation:
+    landed = ChainTransaction(TX, True, True, "Executed successfully", 17, 1_800_000_001_000_000)
+    return Observation(Fate.SUCCESS, TX, LedgerState(read_at_version, read_at_us), landed)
+
+
+def absent(read_at_version: int, read_at_us: int) -> Observation:
+    return Observation(Fate.EXPIRED, TX, LedgerState(read_at_version, read_at_us), None)
+
+
+def test_every_look_at_a_committed_transaction_is_the_same_command(worker):
+    """Read at different chain versions and times, a landed transfer asserts the same facts: one command."""
+    for version, time_us in ((20, 1_800_000_005_000_000), (20, 1_800_000_009_000_000), (31, 1_800_000_030_000_000)):
+        payment_session.record_observation(worker, record(), committed(version, time_us))
+    first, *repeats = worker.api.commands
+    assert all(repeat == first for repeat in repeats) and len(repeats) == 2
+    assert (first["payload"]["ledger_version"], first["payload"]["chain_time_ms"]) == (17, 1_800_000_001_000)
+
+
+def test_readings_that_differ_are_different_commands_each_consistent_with_its_id(worker):
+    """An absence rests on the read itself: each reading is its own command; one ID never carries other content."""
+    readings = [absent(20, 1_800_000_200_000_000), absent(21, 1_800_000_201_000_000), absent(20, 1_800_000_200_000_000)]
+    for seen in readings:
+        payment_session.record_observation(worker, record(), seen)
+    by_id: dict[str, dict] = {}
+    for command in worker.api.commands:
+        assert by_id.setdefault(command["command_id"], command) == command
+    assert len(by_id) == 2
+
+
+def test_the_outcome_is_part_of_what_is_asserted(worker):
+    payment_session.record_observation(worker, record(), committed(20, 1_800_000_005_000_000))
+    payment_session.record_observation(worker, record(), absent(20, 1_800_000_200_000_000))
+    assert len({command["command_id"] for command in worker.api.commands}) == 2
+
+
+def test_an_attempt_recorded_under_another_claim_is_another_command(worker):
+    payment_session.record_attempt(worker, record(), claim_expires_ms=1_800_000_060_000)
+    payment_session.record_attempt(worker, record(), claim_expires_ms=1_800_000_060_000)
+    payment_session.record_attempt(worker, record(), claim_expires_ms=1_800_000_090_000)
+    first, again, later = worker.api.commands
+    assert first == again and later["command_id"] != first["command_id"] and later["payload"] == first["payload"]
+
+
+@pytest.mark.parametrize("error", [LedgerUnreachable("GET /dispatch: ConnectError"), Transient("CLAIM_EXPIRED")])
+def test_transient_failures_retry_without_a_limit(error):
+    assert isinstance(error, tasks.TRANSIENT)
+    assert tasks.payment.max_retries is None and tasks.follow.max_retries is None
+
+
+@pytest.mark.parametrize("error, cause", [
+    (Poison("attempt refused: CONFLICTING_EVIDENCE"), "refused rule"),
+    (LedgerRefused("COMMAND_NOT_ALLOWED", "no"), "refused request: the internal API answered COMMAND_NOT_ALLOWED"),
+    (JournalCorrupt("line 3: the hash chain is broken"),
+     "malformed record: the signed-payment journal does not verify"),
+    (KeyError("amount"), "malformed record or program error: KeyError"),
+])
+def test_permanent_failures_are_quarantined_with_their_cause(error, cause, tmp_path, monkeypatch):
+    from porto_console.effects.quarantine import Quarantine
+
+    assert not isinstance(error, tasks.TRANSIENT)
+    parked = Quarantine(tmp_path)
+    monkeypatch.setattr(tasks, "quarantine", lambda: parked)
+    task = tasks.payment
+    task.on_failure(error, "task-id", ({"effect_id": "run-1.artist-a.effect", "kind": "payment.transfer"},), {}, None)
+    (entry,) = parked.entries()
+    assert entry["effect_id"] == "run-1.artist-a.effect" and entry["cause"].startswith(cause)
