@@ -70,13 +70,13 @@ def read_document(raw: bytes | dict[str, Any]) -> dict[str, Any]:
     """The document as a JSON object, from its exact bytes (or from a value already parsed)."""
     if isinstance(raw, (bytes, bytearray)):
         value = _parse(bytes(raw))
-        check_shapes(value, "")
+        check_shapes(value)
         encoded = canonical_bytes(value)
         if bytes(raw) not in (encoded, encoded + b"\n"):
             reject(Reason.NOT_CANONICAL, "", "the file is not in canonical JSON (RFC 8785) form")
     else:
         value = raw
-        check_shapes(value, "")
+        check_shapes(value)
     if type(value) is not dict:
         reject(Reason.MALFORMED, "", "the document is not a JSON object")
     return value
@@ -103,27 +103,44 @@ def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
-def check_shapes(value: Any, field: str) -> None:
-    """Only the shapes RFC 8785 encodes the same everywhere; objects are walked in key order."""
+def check_shapes(value: Any) -> None:
+    """Only the shapes RFC 8785 encodes the same everywhere: first no unpaired surrogate, then the rest.
+
+    A failure here concerns the file as a whole (its field is ""): a JavaScript
+    reader sees 1.0 as 1, so only the file's bytes, not a field, can differ.
+    """
+    if _has_unpaired_surrogate(value):
+        reject(Reason.NOT_JSON, "", "a string holds an unpaired surrogate")
+    _check_values(value, "")
+
+
+def _has_unpaired_surrogate(value: Any) -> bool:
+    if type(value) is str:
+        return _LONE_SURROGATE.search(value) is not None
+    if type(value) is list:
+        return any(_has_unpaired_surrogate(item) for item in value)
+    if type(value) is dict:
+        return any(_has_unpaired_surrogate(key) or _has_unpaired_surrogate(item) for key, item in value.items())
+    return False
+
+
+def _check_values(value: Any, where: str) -> None:
     kind = type(value)
-    if kind is str:
-        if _LONE_SURROGATE.search(value):
-            reject(Reason.NOT_JSON, field, "a string holds an unpaired surrogate")
-    elif kind is int:
+    if kind is int:
         if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            reject(Reason.NOT_CANONICAL, field, "an integer outside the safe range (2^53 - 1)")
+            reject(Reason.NOT_CANONICAL, "", f"{where or 'a value'} is an integer outside the safe range (2^53 - 1)")
     elif kind is float:
-        reject(Reason.NOT_CANONICAL, field, "a number with a fraction or exponent")
+        reject(Reason.NOT_CANONICAL, "", f"{where or 'a value'} is a number with a fraction or exponent")
     elif kind is list:
         for position, item in enumerate(value):
-            check_shapes(item, f"{field}[{position}]")
+            _check_values(item, f"{where}[{position}]")
     elif kind is dict:
         if not all(key.isascii() for key in value):
-            reject(Reason.NOT_CANONICAL, field, "an object key outside ASCII")
+            reject(Reason.NOT_CANONICAL, "", f"{where or 'the document'} has an object key outside ASCII")
         for key in sorted(value):
-            check_shapes(value[key], join(field, key))
+            _check_values(value[key], join(where, key))
     else:
-        assert value is None or kind is bool, kind
+        assert value is None or kind is bool or kind is str, kind
 
 
 def join(field: str, name: str) -> str:

@@ -33,7 +33,7 @@ from typing import Any, Sequence
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.merkle import tree
 from ledger_engine.merkle.document import (
-    Reason, encode_document, join, read_count, read_document, read_hash, read_hashes, read_object, reject,
+    MAX_DOCUMENT_BYTES, Reason, encode_document, join, read_count, read_document, read_hash, read_hashes, read_object, reject,
     rejected_proof, require_fields, require_version,
 )
 from ledger_engine.merkle.frontier import MemoryNodes
@@ -62,7 +62,7 @@ def verifier_format() -> dict[str, Any]:
             "anchor_fields": list(ANCHOR_FIELDS), "statement_fields": [list(f) for f in STATEMENT_FIELDS],
             "proof_id_pattern": PROOF_ID_PATTERN, "recipient_pattern": RECIPIENT_PATTERN,
             "amount_pattern": AMOUNT_PATTERN, "transaction_pattern": TRANSACTION_PATTERN,
-            "max_chain_label": MAX_CHAIN_LABEL}
+            "max_chain_label": MAX_CHAIN_LABEL, "max_document_bytes": MAX_DOCUMENT_BYTES}
 
 
 def statement_leaf(statement: dict[str, Any]) -> bytes:
