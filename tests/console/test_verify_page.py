@@ -15,11 +15,10 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Page, expect
 
-from ledger_engine.merkle import ProofRejected, verify_statement_file
 from ledger_engine.merkle.document import MAX_DOCUMENT_BYTES
 from porto_console.verifier import CONTENT_SECURITY_POLICY
 from tests.console.test_browser import chromium, screenshots  # noqa: F401  (the project's browser fixtures)
-from tests.merkle.statement_vectors import DIRECTORY, committed
+from tests.merkle.statement_vectors import DIRECTORY, committed, python_verdict
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -51,14 +50,6 @@ def verifier(chromium, live_server):  # noqa: F811
 
 def drop_file(page: Page, name: str) -> None:
     page.set_input_files("#statement-file", str(DIRECTORY / name))
-
-
-def python_verdict(raw: bytes) -> dict:
-    try:
-        verdict = verify_statement_file(raw)
-    except ProofRejected as error:
-        return {"ok": False, "reason": str(error.reason), "field": error.field}
-    return {"ok": True, "leaf_index": verdict["leaf_index"], "tree_size": verdict["tree_size"]}
 
 
 def test_the_page_and_the_python_verifier_agree_on_every_vector(verifier):

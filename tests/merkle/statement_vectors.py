@@ -16,6 +16,7 @@ from typing import Any, Callable
 import orjson
 
 from ledger_engine.canonical import canonical_bytes
+from ledger_engine.merkle import ProofRejected, verify_statement_file
 from ledger_engine.merkle.statement import StatementTree, statement_file_bytes, statement_leaf_hash
 
 DIRECTORY = Path(__file__).resolve().parent / "vectors" / "statements"
@@ -265,6 +266,15 @@ def write() -> None:
 def committed() -> dict[str, tuple[bytes, dict[str, Any]]]:
     expected = orjson.loads(EXPECTED.read_bytes())
     return {name: ((DIRECTORY / name).read_bytes(), verdict) for name, verdict in expected.items()}
+
+
+def python_verdict(raw: bytes) -> dict[str, Any]:
+    """``verify_statement_file``'s verdict in the shape ``expected.json`` records."""
+    try:
+        verdict = verify_statement_file(raw)
+    except ProofRejected as error:
+        return {"ok": False, "reason": str(error.reason), "field": error.field}
+    return {"ok": True, "leaf_index": verdict["leaf_index"], "tree_size": verdict["tree_size"]}
 
 
 if __name__ == "__main__":

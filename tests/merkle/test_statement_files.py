@@ -11,18 +11,12 @@ from ledger_engine.merkle import ProofRejected, StatementTree, verify_statement_
 from ledger_engine.merkle import tree
 from ledger_engine.merkle.statement import LEAF_DOMAIN, statement_leaf, statement_leaf_hash
 from tests.merkle import oracle
-from tests.merkle.statement_vectors import ANCHOR, DIRECTORY, committed, fixture_batch, other_batch, vectors
+from tests.merkle.statement_vectors import (
+    ANCHOR, DIRECTORY, committed, fixture_batch, other_batch, python_verdict, vectors,
+)
 from tests.support.cli import porto_ledger
 
 COMMITTED = committed()
-
-
-def verdict_of(raw: bytes) -> dict:
-    try:
-        verdict = verify_statement_file(raw)
-    except ProofRejected as error:
-        return {"ok": False, "reason": str(error.reason), "field": error.field}
-    return {"ok": True, "leaf_index": verdict["leaf_index"], "tree_size": verdict["tree_size"]}
 
 
 def test_the_committed_vectors_are_the_ones_the_fixture_batch_makes():
@@ -35,7 +29,7 @@ def test_the_committed_vectors_are_the_ones_the_fixture_batch_makes():
 @pytest.mark.parametrize("name", sorted(COMMITTED))
 def test_the_python_verifier_reaches_the_expected_verdict(name):
     raw, expected = COMMITTED[name]
-    assert verdict_of(raw) == expected
+    assert python_verdict(raw) == expected
 
 
 def test_a_statement_leaf_is_the_domain_then_the_canonical_statement():

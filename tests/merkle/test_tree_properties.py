@@ -43,6 +43,10 @@ def flip(hash_: bytes, bit: int) -> bytes:
     return bytes(flipped)
 
 
+def with_flipped_bit(path: list[bytes], position: int, bit: int) -> list[bytes]:
+    return [*path[:position], flip(path[position], bit), *path[position + 1:]]
+
+
 def test_the_root_at_every_size_is_the_rfc_root_and_the_frontier_root():
     for size in range(MAX_SIZE + 1):
         assert ROOTS[size] == oracle.mth(DATA[:size]), size
@@ -75,8 +79,7 @@ def _inclusion_tamperings_fail(leaf: bytes, index: int, size: int, path: list[by
     verify, root = tree.verify_inclusion, ROOTS[size]
     if path:
         position, bit = (index + size) % len(path), (index * 31 + size) % 256
-        assert refused(verify, leaf, index, size, [*path[:position], flip(path[position], bit), *path[position + 1:]],
-                       root) == tree.ROOT_MISMATCH
+        assert refused(verify, leaf, index, size, with_flipped_bit(path, position, bit), root) == tree.ROOT_MISMATCH
         assert refused(verify, flip(leaf, bit), index, size, path, root) == tree.ROOT_MISMATCH
     if len(path) > 1 and path[0] != path[1]:
         assert refused(verify, leaf, index, size, [path[1], path[0], *path[2:]], root) == tree.ROOT_MISMATCH
@@ -109,8 +112,7 @@ def _consistency_tamperings_fail(first: int, second: int, path: list[bytes]) -> 
     verify, first_root, second_root = tree.verify_consistency, ROOTS[first], ROOTS[second]
     mismatch = (tree.FIRST_ROOT_MISMATCH, tree.SECOND_ROOT_MISMATCH)
     position, bit = (first + second) % len(path), (first * 7 + second) % 256
-    assert refused(verify, first, second, first_root, second_root,
-                   [*path[:position], flip(path[position], bit), *path[position + 1:]]) in mismatch
+    assert refused(verify, first, second, first_root, second_root, with_flipped_bit(path, position, bit)) in mismatch
     if len(path) > 1 and path[0] != path[1]:
         assert refused(verify, first, second, first_root, second_root, [path[1], path[0], *path[2:]]) in mismatch
     for wrong_first in {first - 1, first + 1} - {first}:
@@ -129,27 +131,25 @@ def _consistency_tamperings_fail(first: int, second: int, path: list[bytes]) -> 
     assert refused(verify, second, first, second_root, first_root, path) == tree.SIZE_ORDER
 
 
+inclusion_cases = st.integers(2, MAX_SIZE).flatmap(lambda size: st.tuples(st.just(size), st.integers(0, size - 1)))
+consistency_cases = st.integers(2, MAX_SIZE).flatmap(lambda size: st.tuples(st.integers(1, size - 1), st.just(size)))
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.integers(2, MAX_SIZE).flatmap(lambda size: st.tuples(st.just(size), st.integers(0, size - 1))),
-       st.data())
+@given(inclusion_cases, st.data())
 def test_any_single_bit_of_any_inclusion_proof_element_matters(case, data):
     size, index = case
     path = tree.inclusion_proof(NODES, index, size)
-    position = data.draw(st.integers(0, len(path) - 1))
-    bit = data.draw(st.integers(0, 255))
-    tampered = [*path[:position], flip(path[position], bit), *path[position + 1:]]
+    tampered = with_flipped_bit(path, data.draw(st.integers(0, len(path) - 1)), data.draw(st.integers(0, 255)))
     assert refused(tree.verify_inclusion, NODES(0, index), index, size, tampered, ROOTS[size]) == tree.ROOT_MISMATCH
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(2, MAX_SIZE).flatmap(lambda size: st.tuples(st.integers(1, size - 1), st.just(size))),
-       st.data())
+@given(consistency_cases, st.data())
 def test_any_single_bit_of_any_consistency_proof_element_matters(case, data):
     first, second = case
     path = tree.consistency_proof(NODES, first, second)
-    position = data.draw(st.integers(0, len(path) - 1))
-    bit = data.draw(st.integers(0, 255))
-    tampered = [*path[:position], flip(path[position], bit), *path[position + 1:]]
+    tampered = with_flipped_bit(path, data.draw(st.integers(0, len(path) - 1)), data.draw(st.integers(0, 255)))
     assert refused(tree.verify_consistency, first, second, ROOTS[first], ROOTS[second], tampered) in (
         tree.FIRST_ROOT_MISMATCH, tree.SECOND_ROOT_MISMATCH)
 
