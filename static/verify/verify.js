@@ -342,17 +342,18 @@
     verdict.textContent = result.ok
       ? "Verified: your statement is leaf " + result.leaf_index + " of the " + result.tree_size +
         " statements under the batch root. One check is left to you: step 4."
-      : "Not verified: " + result.reason + (result.field ? " at " + result.field : "") + ". " + result.detail + ".";
+      : "Not verified (" + result.reason + (result.field ? " at " + result.field : "") + "): " + result.detail + ".";
   }
 
   function display(value) {
     return typeof value === "string" ? value : canonical(value);
   }
 
-  function showStatement(statement) {
+  function showStatement(statement, verified) {
     const section = document.getElementById("statement");
     section.hidden = !statement;
     if (!statement) return;
+    text("statement-heading", verified ? "Your statement" : "The statement in this file (not verified)");
     text("statement-recipient", statement.recipient_id);
     text("statement-proof-id", statement.public_proof_id);
     text("statement-period", Object.keys(statement.period).sort().map((key) => key + ": " + display(statement.period[key])).join(", "));
@@ -376,7 +377,7 @@
     const result = await verifyStatementBytes(new Uint8Array(await file.arrayBuffer()));
     showSteps(result);
     showVerdict(result);
-    showStatement(result.steps.file.statement || null);
+    showStatement(result.steps.file.statement || null, result.ok);
   }
 
   function start() {

@@ -75,6 +75,7 @@ def test_a_valid_statement_passes_three_steps_and_leaves_the_anchor_to_check_by_
                   str(document["anchor"]["ledger_version"]), document["batch_root"],
                   f"count {document['tree_size']}", "cannot reach a chain"):
         expect(anchor).to_contain_text(shown)
+    expect(verifier.locator("#statement-heading")).to_have_text("Your statement")
     expect(verifier.locator("#statement-recipient")).to_have_text(document["statement"]["recipient_id"])
     expect(verifier.locator("#statement-lines tbody tr")).to_have_count(len(document["statement"]["lines"]))
     expect(verifier.locator("#statement-lines")).to_contain_text("Noite 🎵 Clara")
@@ -113,6 +114,7 @@ def test_a_tampered_file_fails_at_the_step_it_breaks_and_names_why(verifier, scr
         statement.to_be_hidden()
     else:
         statement.to_be_visible()
+        expect(verifier.locator("#statement-heading")).to_have_text("The statement in this file (not verified)")
 
 
 def test_a_file_dropped_on_the_page_is_checked(verifier):
