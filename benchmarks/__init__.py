@@ -15,5 +15,6 @@ BENCHMARKS = (
     "allocation",
     "invariants",
     "balances",
+    "merkle",
     "payments",
 )

@@ -25,6 +25,7 @@ from ledger_engine.checkpoint.verify import VerificationError, verify_export
 from ledger_engine.demo import demo_envelopes
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.genesis import default_genesis, genesis_hash
+from ledger_engine.merkle import verify_proof_document, verify_statement_file
 from ledger_engine.projections.rebuild import rebuild_indexes
 from ledger_engine.storage.rocks import RocksStore
 
@@ -152,6 +153,16 @@ def cmd_dispatch(args: argparse.Namespace) -> None:
         emit(owner.dispatch_state())
 
 
+def cmd_verify_proof(args: argparse.Namespace) -> None:
+    """Check a journal inclusion or consistency proof document; no ledger needed."""
+    emit(verify_proof_document(Path(args.file).read_bytes()))
+
+
+def cmd_verify_statement(args: argparse.Namespace) -> None:
+    """Check a recipient's statement file against its batch root; no ledger needed."""
+    emit(verify_statement_file(Path(args.file).read_bytes()))
+
+
 def cmd_demo_envelopes(args: argparse.Namespace) -> None:
     for envelope in demo_envelopes(args.seed, listeners=args.listeners, days=args.days):
         sys.stdout.write(orjson.dumps(envelope, option=orjson.OPT_SORT_KEYS).decode() + "\n")
@@ -183,6 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     dispatch = verb("dispatch", cmd_dispatch, "resume or pause effect dispatch (an operator decision)")
     dispatch.add_argument("state", choices=["resume", "pause"])
     dispatch.add_argument("--reason", required=True)
+    verb("verify-proof", cmd_verify_proof, "check a journal proof document, no ledger needed").add_argument("file")
+    verb("verify-statement", cmd_verify_statement, "check a statement file, no ledger needed").add_argument("file")
     demo = verb("demo-envelopes", cmd_demo_envelopes, "print the deterministic demo scenario")
     demo.add_argument("--seed", type=int, required=True)
     demo.add_argument("--listeners", type=int, default=20)

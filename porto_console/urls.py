@@ -8,11 +8,13 @@ from django.urls import path
 
 from porto_console.console.views import enrolment
 from porto_console.internal_api.api import api as internal_api
+from porto_console.verifier import statement_verifier
 
 urlpatterns = [
     path("internal/", internal_api.urls),
     path("enrol/", enrolment.enrol, name="enrol"),
     path("enrol/<str:token>/", enrolment.enrol_start, name="enrol-start"),
+    path("verify/", statement_verifier, name="statement-verifier"),
     path("", admin.site.urls),
 ]
 

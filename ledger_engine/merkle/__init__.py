@@ -1,0 +1,19 @@
+"""Merkle trees (RFC 9162) over the journal and over each batch's statements, and their proofs.
+
+- ``tree``: leaf and node hashes, roots, inclusion and consistency proofs from a
+  ``NodeReader``, and the RFC 9162 verification algorithms. hashlib only.
+- ``frontier``: ``Frontier`` (the compact, persistable state of a growing tree,
+  appended in O(log n)) and ``MemoryNodes`` (every node of a tree in memory).
+- ``journal``: the journal tree's leaves (entry hashes) and its proof documents.
+- ``statement``: statement leaves, ``StatementTree`` and the recipient's statement file.
+- ``document``: the strict canonical-JSON reading and the stable ``Reason`` codes.
+
+docs/merkle.md describes the formats, with test vectors.
+"""
+
+from ledger_engine.merkle.document import ProofRejected, Reason
+from ledger_engine.merkle.journal import prove_consistency, prove_inclusion, verify_proof_document
+from ledger_engine.merkle.statement import StatementTree, verify_statement_file
+
+__all__ = ["ProofRejected", "Reason", "StatementTree", "prove_consistency", "prove_inclusion",
+           "verify_proof_document", "verify_statement_file"]

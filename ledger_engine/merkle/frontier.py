@@ -1,0 +1,119 @@
+"""The incremental tree: a compact frontier appended in O(log n), and the nodes it completes.
+
+A frontier holds one hash per set bit of the tree's size: the roots of its
+perfect subtrees, largest (leftmost) first. Appending a leaf merges equal-sized
+subtrees as a binary counter carries, so an append costs one leaf of work plus
+one node hash per carry (amortised one), and the root at the current size is a
+fold of at most log2(n) hashes.
+
+Each append also reports the perfect-subtree nodes it completed; a store that
+keeps them (and the leaf hashes) can answer ``NodeReader`` and so prove
+inclusion and consistency at any size (``tree.inclusion_proof`` and friends).
+
+Persisted as canonical JSON ``{"size": n, "hashes": [hex, ...]}``; loading
+checks that the number of hashes matches the size.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Sequence
+
+from ledger_engine.merkle.tree import EMPTY_ROOT, HASH_BYTES, NodeReader, fold_right, node_hash, perfect_pieces
+
+MAX_SIZE = 2**53 - 1  # sizes travel as JSON safe integers
+_HEX_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+class Node(NamedTuple):
+    """A perfect subtree's root: leaves ``[index << level, (index + 1) << level)``."""
+
+    level: int
+    index: int
+    hash: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Frontier:
+    size: int = 0
+    hashes: tuple[bytes, ...] = ()
+
+    def __post_init__(self) -> None:
+        if type(self.size) is not int or not 0 <= self.size <= MAX_SIZE:
+            raise ValueError(f"a tree size is an integer from 0 to {MAX_SIZE}, not {self.size!r}")
+        if len(self.hashes) != self.size.bit_count():
+            raise ValueError(f"a tree of {self.size} has {self.size.bit_count()} frontier hashes, not {len(self.hashes)}")
+        if any(type(h) is not bytes or len(h) != HASH_BYTES for h in self.hashes):
+            raise ValueError(f"frontier hashes are {HASH_BYTES} bytes each")
+
+    def append(self, leaf: bytes) -> tuple["Frontier", tuple[Node, ...]]:
+        """The frontier one leaf later, and the nodes above level 0 that the leaf completed, lowest first."""
+        assert type(leaf) is bytes and len(leaf) == HASH_BYTES, "append a leaf hash, not leaf data"
+        hashes = list(self.hashes)
+        completed = []
+        carry, node, level, index = self.size, leaf, 0, self.size
+        while carry & 1:
+            node = node_hash(hashes.pop(), node)
+            carry, level, index = carry >> 1, level + 1, index >> 1
+            completed.append(Node(level, index, node))
+        hashes.append(node)
+        return Frontier(self.size + 1, tuple(hashes)), tuple(completed)
+
+    def root(self) -> bytes:
+        return fold_right(self.hashes) if self.hashes else EMPTY_ROOT
+
+    def as_json(self) -> dict[str, Any]:
+        return {"size": self.size, "hashes": [h.hex() for h in self.hashes]}
+
+    @classmethod
+    def from_json(cls, value: Any) -> "Frontier":
+        if type(value) is not dict or set(value) != {"size", "hashes"} or type(value["hashes"]) is not list:
+            raise ValueError('a frontier is {"size": n, "hashes": [hex, ...]}')
+        if not all(type(h) is str and _HEX_HASH.fullmatch(h) for h in value["hashes"]):
+            raise ValueError("frontier hashes are 64 lowercase hex digits")
+        return cls(value["size"], tuple(bytes.fromhex(h) for h in value["hashes"]))
+
+    @classmethod
+    def from_nodes(cls, nodes: NodeReader, size: int) -> "Frontier":
+        """The frontier of the tree's first ``size`` leaves, read from its stored nodes."""
+        return cls(size, tuple(nodes(level, index) for level, index in perfect_pieces(0, size)))
+
+
+class MemoryNodes:
+    """Every leaf hash and perfect-subtree node of a tree, in one list per level: a ``NodeReader``.
+
+    For trees built whole (a statement index), for tests, and as the model of
+    what a persistent node store keeps: level 0 is the leaf hashes, level l the
+    nodes each append reported.
+    """
+
+    def __init__(self) -> None:
+        self.frontier = Frontier()
+        self.levels: list[list[bytes]] = [[]]
+
+    @classmethod
+    def from_leaf_hashes(cls, leaves: Sequence[bytes]) -> "MemoryNodes":
+        nodes = cls()
+        for leaf in leaves:
+            nodes.append(leaf)
+        return nodes
+
+    @property
+    def size(self) -> int:
+        return self.frontier.size
+
+    def append(self, leaf: bytes) -> None:
+        self.frontier, completed = self.frontier.append(leaf)
+        self.levels[0].append(leaf)
+        for node in completed:
+            if node.level == len(self.levels):
+                self.levels.append([])
+            assert len(self.levels[node.level]) == node.index
+            self.levels[node.level].append(node.hash)
+
+    def __call__(self, level: int, index: int) -> bytes:
+        return self.levels[level][index]
+
+    def root(self) -> bytes:
+        return self.frontier.root()

@@ -1,0 +1,164 @@
+"""The recipient's verifier page (/verify/) in headless Chromium, against the statement-file vectors.
+
+The page must reach the same verdict as ``verify_statement_file`` on every
+vector (tests/merkle/vectors/statements/expected.json), show each step's
+outcome, and make no request beyond loading itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from ledger_engine.merkle.document import MAX_DOCUMENT_BYTES
+from porto_console.verifier import CONTENT_SECURITY_POLICY
+from tests.console.test_browser import chromium, screenshots  # noqa: F401  (the project's browser fixtures)
+from tests.merkle.statement_vectors import DIRECTORY, committed, python_verdict
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+pytestmark = pytest.mark.browser
+
+RFC_VECTORS = Path(__file__).resolve().parents[1] / "merkle" / "vectors" / "rfc9162_tree.json"
+VERIFY = """async (bytes) => {
+  const result = await PortoVerify.verifyStatementBytes(new Uint8Array(bytes));
+  return result.ok ? {ok: true, leaf_index: result.leaf_index, tree_size: result.tree_size}
+                   : {ok: false, reason: result.reason, field: result.field};
+}"""
+
+
+@pytest.fixture
+def verifier(chromium, live_server):  # noqa: F811
+    """The page, opened anonymously in a fresh context, with every request it made."""
+    context = chromium.new_context(base_url=live_server.url)
+    page = context.new_page()
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    response = page.goto("/verify/")
+    assert response.status == 200
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    page.requests = requests
+    page.response = response
+    yield page
+    context.close()
+
+
+def drop_file(page: Page, name: str) -> None:
+    page.set_input_files("#statement-file", str(DIRECTORY / name))
+
+
+def test_the_page_and_the_python_verifier_agree_on_every_vector(verifier):
+    vectors = committed()
+    assert len(vectors) > 50
+    for name, (raw, expected) in vectors.items():
+        assert verifier.evaluate(VERIFY, list(raw)) == expected, name
+        assert python_verdict(raw) == expected, name
+
+
+def test_a_valid_statement_passes_three_steps_and_leaves_the_anchor_to_check_by_hand(verifier, screenshots):
+    drop_file(verifier, "valid-middle-leaf.json")
+    document = json.loads((DIRECTORY / "valid-middle-leaf.json").read_bytes())
+    expect(verifier.locator("#verdict")).to_have_attribute("data-state", "verified")
+    expect(verifier.locator("#verdict")).to_contain_text(f"leaf {document['leaf_index']} of the {document['tree_size']}")
+    for step in ("file", "leaf", "root"):
+        expect(verifier.locator(f"#step-{step}")).to_have_attribute("data-state", "passed")
+    expect(verifier.locator("#step-leaf .step-detail")).to_contain_text(document["leaf_hash"])
+    expect(verifier.locator("#step-root .step-detail")).to_contain_text(document["batch_root"])
+    anchor = verifier.locator("#step-anchor")
+    expect(anchor).to_have_attribute("data-state", "manual")
+    for shown in (document["anchor"]["chain"], document["anchor"]["transaction_hash"],
+                  str(document["anchor"]["ledger_version"]), document["batch_root"],
+                  f"count {document['tree_size']}", "cannot reach a chain"):
+        expect(anchor).to_contain_text(shown)
+    expect(verifier.locator("#statement-heading")).to_have_text("Your statement")
+    expect(verifier.locator("#statement-recipient")).to_have_text(document["statement"]["recipient_id"])
+    expect(verifier.locator("#statement-lines tbody tr")).to_have_count(len(document["statement"]["lines"]))
+    expect(verifier.locator("#statement-lines")).to_contain_text("Noite 🎵 Clara")
+    verifier.set_viewport_size({"width": 1100, "height": 900})
+    verifier.screenshot(path=screenshots / "verify-statement.png", full_page=True)
+
+
+@pytest.mark.parametrize(("name", "failed_step", "passed_steps"), [
+    ("tampered-amount.json", "leaf", ["file"]),
+    ("tampered-path-bit-flipped.json", "root", ["file", "leaf"]),
+    ("tampered-path-truncated.json", "root", ["file", "leaf"]),
+    ("tampered-proof-from-another-tree.json", "root", ["file", "leaf"]),
+    ("malformed-truncated.json", "file", []),
+    ("invalid-statement-amount-as-number.json", "file", []),
+])
+def test_a_tampered_file_fails_at_the_step_it_breaks_and_names_why(verifier, screenshots, name, failed_step,
+                                                                   passed_steps):
+    expected = committed()[name][1]
+    drop_file(verifier, name)
+    verdict = verifier.locator("#verdict")
+    expect(verdict).to_have_attribute("data-state", "refused")
+    expect(verdict).to_have_attribute("data-reason", expected["reason"])
+    expect(verdict).to_have_attribute("data-field", expected["field"])
+    for step in passed_steps:
+        expect(verifier.locator(f"#step-{step}")).to_have_attribute("data-state", "passed")
+    failed = verifier.locator(f"#step-{failed_step}")
+    expect(failed).to_have_attribute("data-state", "failed")
+    expect(failed).to_contain_text(expected["reason"])
+    later = ["file", "leaf", "root", "anchor"][["file", "leaf", "root", "anchor"].index(failed_step) + 1:]
+    for step in later:
+        expect(verifier.locator(f"#step-{step}")).to_have_attribute("data-state", "skipped")
+    if name == "tampered-amount.json":
+        verifier.screenshot(path=screenshots / "verify-tampered.png", full_page=True)
+    statement = expect(verifier.locator("#statement"))
+    if failed_step == "file":
+        statement.to_be_hidden()
+    else:
+        statement.to_be_visible()
+        expect(verifier.locator("#statement-heading")).to_have_text("The statement in this file (not verified)")
+
+
+def test_a_file_dropped_on_the_page_is_checked(verifier):
+    raw = (DIRECTORY / "tampered-statement-substituted.json").read_bytes()
+    verifier.evaluate("""(bytes) => {
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([new Uint8Array(bytes)], "statement.json", {type: "application/json"}));
+      document.getElementById("drop-zone").dispatchEvent(new DragEvent("drop", {dataTransfer: transfer, bubbles: true}));
+    }""", list(raw))
+    expect(verifier.locator("#verdict")).to_have_attribute("data-reason", "ROOT_MISMATCH")
+    expect(verifier.locator("#file-name")).to_have_text("statement.json")
+
+
+def test_a_checked_file_goes_nowhere_and_the_page_forbids_connections(verifier):
+    for name in ("valid-middle-leaf.json", "tampered-amount.json"):
+        drop_file(verifier, name)
+        expect(verifier.locator("#verdict")).not_to_have_attribute("data-state", "waiting")
+    paths = sorted({urlsplit(url).path for url in verifier.requests})
+    assert paths == ["/static/verify/verify.css", "/static/verify/verify.js", "/verify/"]
+    assert verifier.response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert "default-src 'self'" in CONTENT_SECURITY_POLICY and "connect-src 'none'" in CONTENT_SECURITY_POLICY
+    refused = verifier.evaluate("() => fetch('/verify/').then(() => 'fetched', () => 'refused')")
+    assert refused == "refused"
+
+
+def test_an_oversized_file_is_refused_before_it_is_parsed(verifier):
+    size = MAX_DOCUMENT_BYTES + 1
+    verdict = verifier.evaluate(f"() => PortoVerify.verifyStatementBytes(new Uint8Array({size}).fill(32))"
+                                ".then((r) => [r.reason, r.field])")
+    assert verdict == ["TOO_LARGE", ""]
+    assert python_verdict(b" " * size) == {"ok": False, "reason": "TOO_LARGE", "field": ""}
+
+
+def test_the_page_hashes_the_rfc9162_tree_as_its_published_vectors_say(verifier):
+    vectors = json.loads(RFC_VECTORS.read_bytes())
+    for proof in vectors["inclusion_proofs"]:
+        leaf = vectors["node_hashes"][0][proof["leaf_index"]]
+        root = vectors["roots"][proof["tree_size"]]
+        computed = verifier.evaluate("""async ([leaf, data, index, size, path, root]) => {
+          const bytes = (h) => new Uint8Array(h.match(/../g) || []).map((_, i) => parseInt(h.substr(2 * i, 2), 16));
+          const leafHash = await PortoVerify.leafHash(bytes(data));
+          const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+          const reached = await PortoVerify.verifyInclusion(leafHash, index, size, path.map(bytes), bytes(root));
+          return [hex(leafHash), hex(reached)];
+        }""", [leaf, vectors["leaf_inputs"][proof["leaf_index"]], proof["leaf_index"], proof["tree_size"],
+               proof["path"], root])
+        assert computed == [leaf, root]
