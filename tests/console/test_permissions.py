@@ -103,6 +103,7 @@ MATRIX: dict[str, Row] = {
     "internal/commands": worker_api("POST"),
     "internal/commands/<command_id>": worker_api("GET"),
     "internal/effects": worker_api("GET"),
+    "internal/effects/<effect_id>": worker_api("GET"),
     "internal/effects/<effect_id>/claim": worker_api("POST"),
     "internal/head": worker_api("GET"),
     "internal/dispatch": worker_api("GET"),
@@ -111,6 +112,9 @@ MATRIX: dict[str, Row] = {
     "internal/batches": worker_api("GET"),
     "internal/evidence": worker_api("POST"),
     "internal/maintenance/backups": worker_api("POST"),
+    # The recipient's statement verifier: a static page for anyone, signed in or not.
+    "verify/": Row(statuses={**{("GET", requester): 200 for requester in REQUESTERS},
+                             **{("POST", requester): 405 for requester in REQUESTERS}}),
     # Self-service enrolment: without a valid link, nothing (a styled 404).
     "enrol/": fixed(404),
     "enrol/<str:token>/": fixed(404),
@@ -119,6 +123,8 @@ MATRIX: dict[str, Row] = {
     "ledger/dispatch/": Row(post=frozenset({"admin"}), screen=frozenset({"admin"}),
                             post_data=lambda t: {"enabled": "false", "reason": "matrix probe"}),
     "ledger/quarantine/": Row(get=OPS_AUDITOR, post=OPS_AUDITOR),
+    "ledger/quarantine/retry/": Row(post=frozenset({"ops"}), screen=frozenset({"ops"}),
+                                    post_data=lambda t: {"all": "1"}),
     "ledger/quarantine/<str:handle>/retry/": Row(post=frozenset({"ops"}), screen=frozenset({"ops"})),
     "ledger/holds/": Row(get=OPS_AUDITOR, post=OPS_AUDITOR),
     "ledger/holds/bulk/": Row(post=frozenset({"ops"}), screen=frozenset({"ops"}), post_data=lambda t: {
