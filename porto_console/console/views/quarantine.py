@@ -51,7 +51,7 @@ def retry(request, handle: str):
 @require_POST
 def retry_many(request):
     """Release the ticked effects, or every quarantined one when ``all`` is sent."""
-    chosen = None if request.POST.get("all") else [unseal(HANDLE, handle) for handle in request.POST.getlist("effect")]
+    chosen = None if request.POST.get("all") else [unseal_id(HANDLE, handle) for handle in request.POST.getlist("effect")]
     if chosen == []:
         messages.error(request, "Tick the effects to retry, or retry all.")
         return redirect(f"admin:{QUARANTINE.url_name}")
