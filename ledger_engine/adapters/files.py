@@ -93,3 +93,19 @@ def create_durably(path: Path, data: bytes) -> bool:
         os.unlink(temporary)
     filesystem.wait_durable(path.parent)
     return created
+
+
+def replace_durably(path: Path, data: bytes) -> None:
+    """Put ``data`` at ``path`` in place of whatever is there; a crash leaves the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    filesystem = _group_for(path.parent)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".incoming-")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        filesystem.wait_durable(path.parent)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    filesystem.wait_durable(path.parent)
