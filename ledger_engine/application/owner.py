@@ -78,12 +78,15 @@ def read_writer_generation(store: RocksStore) -> int:
     return orjson.loads(raw)["generation"] if raw else 0
 
 
-def advance_writer_generation(store: RocksStore, why: str, *, at_least: int = 0) -> int:
+def writer_record(generation: int, why: str) -> bytes:
     """The operational writer generation of the recovery record (seed 000): it rises on every
     read-write open, restore and promotion. It is not consensus and fences nothing by itself."""
-    generation = max(read_writer_generation(store), at_least) + 1
-    store.write([(META, WRITER_KEY, encode_value({"generation": generation, "why": why,
-                                                  "at_ms": time.time_ns() // 1_000_000}))])
+    return encode_value({"generation": generation, "why": why, "at_ms": time.time_ns() // 1_000_000})
+
+
+def advance_writer_generation(store: RocksStore, why: str) -> int:
+    generation = read_writer_generation(store) + 1
+    store.write([(META, WRITER_KEY, writer_record(generation, why))])
     return generation
 
 
@@ -184,7 +187,16 @@ class LedgerOwner:
         self.at_boundary(lambda store: store.write([(PRIVATE_AUX, key.encode(), encode_value(value))]))
 
     def set_dispatch(self, enabled: bool, reason: str) -> None:
-        self.at_boundary(lambda store: store.write([(META, DISPATCH_KEY, encode_value({"enabled": enabled, "reason": reason}))]))
+        """Resuming dispatch promotes this owner to carry out effects: the writer generation rises with it."""
+        ops = [(META, DISPATCH_KEY, encode_value({"enabled": enabled, "reason": reason}))]
+
+        def write(store: RocksStore) -> None:
+            if enabled and not self.dispatch_state()["enabled"]:
+                self.writer_generation = read_writer_generation(store) + 1
+                ops.append((META, WRITER_KEY, writer_record(self.writer_generation, f"promoted: {reason}")))
+            store.write(ops)
+
+        self.at_boundary(write)
 
     def checkpoint(self, destination: str | os.PathLike) -> None:
         self.at_boundary(lambda store: store.checkpoint(destination))

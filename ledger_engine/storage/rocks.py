@@ -75,7 +75,7 @@ def _first_line(error: BaseException) -> str:
 def open_error(path: Path, error: BaseException) -> LedgerError:
     """A stable code for RocksDB's refusal to open ``path``."""
     text = _first_line(error)
-    if "lock" in text.lower():
+    if re.search(r"/LOCK\b|While lock file|lock hold by current process", text):
         return LedgerError(ErrorCode.LEDGER_ALREADY_OWNED,
                            f"the ledger at {path} is already open read-write by another owner process")
     missing = re.search(r"([\w./-]+): No such file or directory", text)
