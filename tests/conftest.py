@@ -37,6 +37,10 @@ class EnvelopeFactory:
         envelope.update(overrides)
         return envelope
 
+    def not_before(self, admitted_at_ms: int) -> None:
+        """Later envelopes are admitted no earlier than this (a ledger's floor, another clock's time)."""
+        self._last_ms = max(self._last_ms, admitted_at_ms)
+
     @staticmethod
     def digest(*parts: object) -> str:
         return hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()

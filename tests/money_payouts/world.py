@@ -63,7 +63,8 @@ class PayoutWorld:
     # Submitting on this world's clock.
     def submit(self, command_type: str, payload: dict[str, Any], *, actor: str,
                expected: list[dict[str, Any]] = (), evidence: list[str] = ()) -> CommandOutcome:
-        self.now_ms += 1_000
+        # Never below what the ledger last journalled: other clocks (the money world's) submit too.
+        self.now_ms = max(self.now_ms + 1_000, self.owner.admission_floor_ms())
         envelope = self.money.envelopes(command_type, payload, actor=actor, expected=expected, evidence=evidence,
                                         admitted_at_ms=self.now_ms)
         return self.owner.submit(envelope)
