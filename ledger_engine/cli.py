@@ -88,14 +88,15 @@ def _write_answers(answers: queue.Queue, failure: list[BaseException]) -> None:
 def _submit_line(owner: LedgerOwner, line: bytes) -> tuple[str | None, Future | dict[str, Any]]:
     """Submit one line: its command ID and a future, or the refusal it already got. Never raises:
     whatever a line holds, it gets an answer and the lines after it are still read."""
-    document = None
+    document, parsed = None, False
     try:
         document = parse_json(line)
+        parsed = True
         return _command_id(document), owner.submit_async(document)
     except LedgerError as error:
         if error.code == ErrorCode.LEDGER_HALTED:
             return _command_id(document), _failed(error)
-        if document is None:  # refused at the text boundary, before the owner saw it
+        if not parsed:  # refused at the text boundary, before the owner saw it
             owner.security_log.record("refused_before_admission", str(error.code), error.detail, source="submit")
         return _command_id(document), {"outcome": "refused", **error.as_dict()}
     except Exception as error:  # a bug must cost one line an answer, never the batch

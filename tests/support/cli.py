@@ -59,8 +59,8 @@ def command_line(*args: object, data: Path | None = None) -> list[str]:
     return [str(PORTO_LEDGER), *data_option, *map(str, args)]
 
 
-def child_env(hash_seed: int | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+def child_env(hash_seed: int | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {**os.environ, **(extra or {})}
     if hash_seed is not None:
         env["PYTHONHASHSEED"] = str(hash_seed)
     return env
@@ -72,14 +72,16 @@ def json_lines(output: bytes) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in complete.splitlines() if line.strip()]
 
 
-def run_child(argv: list[str], *, hash_seed: int | None = None) -> CliRun:
-    """Run to completion with stdin closed."""
-    completed = subprocess.run(argv, input=b"", capture_output=True, env=child_env(hash_seed), timeout=CHILD_TIMEOUT_S)
+def run_child(argv: list[str], *, hash_seed: int | None = None, env: dict[str, str] | None = None) -> CliRun:
+    """Run to completion with stdin closed; ``env`` adds variables to this process's environment."""
+    completed = subprocess.run(argv, input=b"", capture_output=True, env=child_env(hash_seed, env),
+                               timeout=CHILD_TIMEOUT_S)
     return CliRun(completed.returncode, json_lines(completed.stdout), completed.stderr.decode())
 
 
-def porto_ledger(*args: object, data: Path | None = None, hash_seed: int | None = None) -> CliRun:
-    return run_child(command_line(*args, data=data), hash_seed=hash_seed)
+def porto_ledger(*args: object, data: Path | None = None, hash_seed: int | None = None,
+                 env: dict[str, str] | None = None) -> CliRun:
+    return run_child(command_line(*args, data=data), hash_seed=hash_seed, env=env)
 
 
 def succeeded(run: CliRun) -> CliRun:
