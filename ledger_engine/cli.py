@@ -130,12 +130,12 @@ def _answer(pending: tuple[str | None, Future | dict[str, Any]]) -> dict[str, An
 
 
 def cmd_head(args: argparse.Namespace) -> None:
-    with RocksStore(_require_data(args), read_only=True) as store:
+    with RocksStore(_require_data(args), read_only=True, stopped=True) as store:
         emit({**read_head(store).as_json(), "logical_state_hash": logical_state_hash(store)})
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    with RocksStore(_require_data(args), read_only=True) as store:
+    with RocksStore(_require_data(args), read_only=True, stopped=True) as store:
         emit(export_store(store, args.outdir))
 
 

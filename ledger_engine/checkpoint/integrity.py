@@ -61,7 +61,7 @@ def _verify_indexes(store: RocksStore) -> None:
 def verify_directory(data_dir: str | os.PathLike) -> dict[str, Any]:
     """``porto-ledger verify``: a stopped ledger, opened read-only; the outcome is recorded beside it."""
     try:
-        with RocksStore(data_dir, read_only=True) as store:
+        with RocksStore(data_dir, read_only=True, stopped=True) as store:
             report = verify_store(store)
     except LedgerError as error:
         record_verification(data_dir, failure=error)

@@ -113,9 +113,13 @@ def read_witness(path: Path) -> int | None:
 class RocksStore:
     """One opened ledger database: point reads, ordered scans and durable batches."""
 
-    def __init__(self, path: str | os.PathLike, *, read_only: bool = False, create: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike, *, read_only: bool = False, create: bool = False,
+                 stopped: bool = False) -> None:
+        """``stopped`` (offline tools): refuse while an owner holds the ledger, and keep one from starting
+        until this store closes. Without it a read-only store is a view beside a live owner."""
         self.path = Path(path)
         self.read_only = read_only
+        self.stopped = stopped
         # Called with every StorageFault before it is raised; the owner halts admission there.
         self.on_fault: Callable[[StorageFault], None] | None = None
         self._log_dir: str | None = None
@@ -160,7 +164,8 @@ class RocksStore:
             self._drop_log_dir()
             raise
         try:
-            self._take_owner_lock(exclusive=not self.read_only)
+            if not self.read_only or self.stopped:
+                self._take_owner_lock(exclusive=not self.read_only)
         except BaseException:
             probe.close()
             self._drop_log_dir()
