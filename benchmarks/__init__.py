@@ -16,4 +16,5 @@ BENCHMARKS = (
     "invariants",
     "balances",
     "payments",
+    "storage_protections",
 )
