@@ -121,6 +121,21 @@ def _open_ms(path: Path, open_once: Callable[[], object]) -> float:
     return 1000 * seconds(open_once)
 
 
+def _read_costs(report: Report, key: str, what: str, unit: str, store_label: str,
+                rdict_rate: Callable[[bool], float], store_rate: Callable[[], float]) -> None:
+    """Rounds of rocksdict without checksums, with them, and RocksStore; ratios per round."""
+    off, on, store = [], [], []
+    for _ in range(ROUNDS):
+        off.append(rdict_rate(False))
+        on.append(rdict_rate(True))
+        store.append(store_rate())
+    report.metric(f"{key}_unverified_per_s", f"{what}, checksums off", statistics.median(off), unit)
+    report.metric(f"{key}_verify_ratio", f"{what} with checksums / without",
+                  statistics.median(a / b for a, b in zip(on, off)), "x")
+    report.metric(f"{key}_store_ratio", f"{store_label} / rocksdict without checksums",
+                  statistics.median(a / b for a, b in zip(store, off)), "x")
+
+
 def run(report: Report, workdir: Path) -> None:
     plain, protected, store = [], [], []
     for number in range(ROUNDS):
@@ -140,27 +155,10 @@ def run(report: Report, workdir: Path) -> None:
     report.metric("witness_pwrite_us", "one witness pwrite (not synced)", elapsed * 1e6 / 100_000, "µs")
 
     data = _filled(workdir / "filled")
-    unverified, verified, checked = [], [], []
-    for _ in range(ROUNDS):
-        unverified.append(_rdict_scan_rate(data, verify=False))
-        verified.append(_rdict_scan_rate(data, verify=True))
-        checked.append(_store_scan_rate(data))
-    report.metric("scan_unverified_rows_per_s", "scan rows/s, checksums off", statistics.median(unverified), "rows/s")
-    report.metric("scan_verify_ratio", "scan with checksums / without",
-                  statistics.median(v / u for v, u in zip(verified, unverified)), "x")
-    report.metric("scan_store_ratio", "RocksStore.scan (checksums, status, errors) / rocksdict without",
-                  statistics.median(c / u for c, u in zip(checked, unverified)), "x")
-
-    gets_off, gets_on, gets_store = [], [], []
-    for _ in range(ROUNDS):
-        gets_off.append(_rdict_get_rate(data, verify=False))
-        gets_on.append(_rdict_get_rate(data, verify=True))
-        gets_store.append(_store_get_rate(data))
-    report.metric("get_unverified_per_s", "point reads/s, checksums off", statistics.median(gets_off), "reads/s")
-    report.metric("get_verify_ratio", "point reads with checksums / without",
-                  statistics.median(on / off for on, off in zip(gets_on, gets_off)), "x")
-    report.metric("get_store_ratio", "RocksStore.get / rocksdict without checksums",
-                  statistics.median(s / off for s, off in zip(gets_store, gets_off)), "x")
+    _read_costs(report, "scan", "scan rows/s", "rows/s", "RocksStore.scan (checksums, status, errors)",
+                lambda verify: _rdict_scan_rate(data, verify), lambda: _store_scan_rate(data))
+    _read_costs(report, "get", "point reads/s", "reads/s", "RocksStore.get",
+                lambda verify: _rdict_get_rate(data, verify), lambda: _store_get_rate(data))
 
     def open_rw() -> None:
         RocksStore(data).close()

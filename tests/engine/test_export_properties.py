@@ -28,10 +28,7 @@ LINE_FILES = (ROWS_FILE, EVENTS_FILE, JOURNAL_FILE, DELTAS_FILE)
 @pytest.fixture(scope="module")
 def small_export(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("export-properties")
-    data = root / "ledger"
-    cli.init(data)
-    cli.submit(data, cli.write_stream(root / "demo.jsonl", cli.demo_lines(5, listeners=1, days=1)))
-    cli.export(data, root / "export")
+    cli.export(cli.demo_ledger(root, 5, listeners=1, days=1), root / "export")
     verify_export(root / "export")
     return root / "export"
 

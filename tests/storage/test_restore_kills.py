@@ -22,9 +22,7 @@ KILLS = 14
 @pytest.fixture(scope="module")
 def backup(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("restore-kills")
-    data = root / "ledger"
-    cli.init(data)
-    cli.submit(data, cli.write_stream(root / "demo.jsonl", cli.demo_lines(11, listeners=2, days=1)))
+    data = cli.demo_ledger(root, 11, listeners=2, days=1)
     cli.succeeded(cli.porto_ledger("backup", root / "backup", data=data))
     return root / "backup"
 

@@ -165,3 +165,11 @@ def demo_lines(seed: int, *, listeners: int, days: int, hash_seed: int | None = 
 def write_stream(path: Path, lines: list[bytes]) -> Path:
     path.write_bytes(b"".join(lines))
     return path
+
+
+def demo_ledger(root: Path, seed: int, *, listeners: int, days: int) -> Path:
+    """A stopped ledger at ``root/ledger`` holding one demo scenario, submitted through the CLI."""
+    data = root / "ledger"
+    init(data)
+    submit(data, write_stream(root / "demo.jsonl", demo_lines(seed, listeners=listeners, days=days)))
+    return data
