@@ -97,9 +97,9 @@ def last_admitted_ms(store: RocksStore, head: Head) -> int:
 
 
 class LedgerOwner:
-    def __init__(self, store: RocksStore, *, max_group: int = 64, security_log: SecurityLog | None = None) -> None:
+    def __init__(self, store: RocksStore, *, max_group: int = 64) -> None:
         self.store = store
-        self.security_log = security_log or SecurityLog(configured_path(store.path))
+        self.security_log = SecurityLog(configured_path(store.path))
         self.writer_generation = advance_writer_generation(store, "opened read-write")
         head = read_head(store)
         self.executor = SerialExecutor(store, head, admitted_floor_ms=last_admitted_ms(store, head),

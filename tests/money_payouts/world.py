@@ -45,7 +45,7 @@ class PayoutWorld:
         self.money = money
         self.owner = money.owner
         # Behind the hosts' clocks: workers in the effects tests claim with wall-clock leases.
-        self.now_ms = 1_790_812_800_000
+        self._now_ms = 1_790_812_800_000
         self.sender_sequence = itertools.count()
         self.batch_numbers = itertools.count(1)
 
@@ -62,10 +62,18 @@ class PayoutWorld:
         return self
 
     # Submitting on this world's clock.
+    @property
+    def now_ms(self) -> int:
+        """Never behind what the ledger last journalled: other clocks (the money world's, the console's) submit too."""
+        return max(self._now_ms, self.owner.admission_floor_ms())
+
+    @now_ms.setter
+    def now_ms(self, value: int) -> None:
+        self._now_ms = value
+
     def submit(self, command_type: str, payload: dict[str, Any], *, actor: str,
                expected: list[dict[str, Any]] = (), evidence: list[str] = ()) -> CommandOutcome:
-        # Never below what the ledger last journalled: other clocks (the money world's) submit too.
-        self.now_ms = max(self.now_ms + 1_000, self.owner.admission_floor_ms())
+        self.now_ms += 1_000
         envelope = self.money.envelopes(command_type, payload, actor=actor, expected=expected, evidence=evidence,
                                         admitted_at_ms=self.now_ms)
         return self.owner.submit(envelope)
