@@ -44,12 +44,14 @@ def _refuse(value: Any) -> NoReturn:
     raise LedgerError(ErrorCode.INVALID_NUMBER, f"unsupported value type {type(value).__name__}")
 
 
-def _has_only_ascii_keys(value: Any) -> bool:
-    """Walk the value, refusing floats and unsupported types on the way.
+def _has_only_ascii_keys(value: Any, depth: int = 1) -> bool:
+    """Walk the value, refusing floats, unsupported types and nesting deeper than ``MAX_JSON_DEPTH``.
 
     Scalars are checked inline rather than by recursion: this walk runs on
     every stored value, so it is on the command hot path.
     """
+    if depth > MAX_JSON_DEPTH:
+        raise LedgerError(ErrorCode.JSON_TOO_DEEP, f"JSON nests deeper than {MAX_JSON_DEPTH} levels")
     kind = type(value)
     if kind is dict:
         ascii_keys = True
@@ -71,14 +73,14 @@ def _has_only_ascii_keys(value: Any) -> bool:
         if item_kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
             continue
         if item_kind is dict or item_kind is list or item_kind is tuple:
-            ascii_keys = _has_only_ascii_keys(item) and ascii_keys
+            ascii_keys = _has_only_ascii_keys(item, depth + 1) and ascii_keys
             continue
         _refuse(item)
     return ascii_keys
 
 
 def canonical_bytes(value: Any) -> bytes:
-    """The RFC 8785 encoding of ``value``."""
+    """The RFC 8785 encoding of ``value``; deeper than ``MAX_JSON_DEPTH`` is ``JSON_TOO_DEEP``."""
     if _has_only_ascii_keys(value):
         return orjson.dumps(value, option=_ORJSON_OPTIONS)
     return rfc8785.dumps(value)

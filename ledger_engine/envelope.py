@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ledger_engine.canonical import COMMAND_DOMAIN, MAX_SAFE_INTEGER, canonical_bytes, require_depth, sha256_hex
+from ledger_engine.canonical import COMMAND_DOMAIN, MAX_SAFE_INTEGER, canonical_bytes, sha256_hex
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import IDENTIFIER_PATTERN
 
@@ -93,8 +93,7 @@ def parse_envelope(document: Any) -> tuple[CommandEnvelope, bytes]:
     """
     if not isinstance(document, dict):
         raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, "an envelope is a JSON object")
-    require_depth(document)
-    canonical = canonical_bytes(document)
+    canonical = canonical_bytes(document)  # also refuses nesting deeper than MAX_JSON_DEPTH
     if len(canonical) > MAX_ENVELOPE_BYTES:
         raise LedgerError(ErrorCode.COMMAND_TOO_LARGE, "canonical envelope exceeds 1 MiB")
     version = document.get("schema_version")
