@@ -29,6 +29,7 @@ import pytest
 from ledger_engine import cli as ledger_cli
 from ledger_engine.checkpoint.integrity import VERIFIED_FILE, last_verification
 from ledger_engine.errors import STORAGE_CODES, ErrorCode
+from tests.storage.conftest import SUMMARY_LINES
 from tests.support import cli
 
 REFUSALS = {str(code) for code in STORAGE_CODES} | {str(ErrorCode.VERIFICATION_FAILED)}
@@ -188,8 +189,8 @@ def test_every_storage_fault_is_harmless_or_detected_and_destroys_nothing(ledger
             if kind == "silent" or destroyed:
                 failures.append((built.data.name, label, answers, destroyed))
             shutil.rmtree(case)
-    print(f"storage faults: {tally['injected']} injected, {tally['harmless']} harmless, "
-          f"{tally['detected']} detected, {tally['silent']} silent, {tally['destroyed']} destroyed")
+    SUMMARY_LINES.append(f"storage faults: {tally['injected']} injected, {tally['harmless']} harmless, "
+                         f"{tally['detected']} detected, {tally['silent']} silent, {tally['destroyed']} destroyed")
     assert not failures, failures[:3]
     assert tally["detected"] > 0 and tally["injected"] == tally["harmless"] + tally["detected"]
 

@@ -14,6 +14,7 @@ import pytest
 from ledger_engine.application.owner import LedgerOwner, read_writer_generation
 from ledger_engine.checkpoint.backup import MANIFEST
 from ledger_engine.storage.rocks import RocksStore
+from tests.storage.conftest import SUMMARY_LINES
 from tests.support import cli
 
 KILLS = 14
@@ -63,8 +64,8 @@ def test_a_killed_restore_leaves_no_ledger_or_a_verified_one_with_dispatch_off(b
         if outcomes[-1] == "none":  # what a killed restore left is never in the way of the next one
             assert cli.succeeded(cli.porto_ledger("restore", backup, data=target)).last["ok"] is True
             assert outcome_of(target, manifest) == "verified"
-    print(f"restore kills: {KILLS}, {outcomes.count('none')} left no ledger, "
-          f"{outcomes.count('verified')} left a verified ledger with dispatch off")
+    SUMMARY_LINES.append(f"restore kills: {KILLS}, {outcomes.count('none')} left no ledger, "
+                         f"{outcomes.count('verified')} left a verified ledger with dispatch off, 0 anything else")
     assert "none" in outcomes
 
 
