@@ -17,4 +17,5 @@ BENCHMARKS = (
     "balances",
     "merkle",
     "payments",
+    "storage_protections",
 )

@@ -11,6 +11,7 @@ the reference encoder, and floats are refused outright: money is integers.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any, NoReturn
 
 import orjson
@@ -28,6 +29,12 @@ GENESIS_DOMAIN = "porto:london:genesis:v1\n"
 
 _ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
 
+# Deepest nesting of arrays and objects accepted anywhere (an envelope is 1, its payload 2). Every
+# command payload is far shallower; the bound keeps every encoder and validator off its recursion limit.
+MAX_JSON_DEPTH = 32
+# Raw text accepted for one document: twice the envelope bound leaves room for insignificant whitespace.
+MAX_JSON_TEXT_BYTES = 2 * 1024 * 1024
+
 
 def _refuse(value: Any) -> NoReturn:
     if type(value) is float:
@@ -37,12 +44,14 @@ def _refuse(value: Any) -> NoReturn:
     raise LedgerError(ErrorCode.INVALID_NUMBER, f"unsupported value type {type(value).__name__}")
 
 
-def _has_only_ascii_keys(value: Any) -> bool:
-    """Walk the value, refusing floats and unsupported types on the way.
+def _has_only_ascii_keys(value: Any, depth: int = 1) -> bool:
+    """Walk the value, refusing floats, unsupported types and nesting deeper than ``MAX_JSON_DEPTH``.
 
     Scalars are checked inline rather than by recursion: this walk runs on
     every stored value, so it is on the command hot path.
     """
+    if depth > MAX_JSON_DEPTH:
+        raise LedgerError(ErrorCode.JSON_TOO_DEEP, f"JSON nests deeper than {MAX_JSON_DEPTH} levels")
     kind = type(value)
     if kind is dict:
         ascii_keys = True
@@ -64,14 +73,14 @@ def _has_only_ascii_keys(value: Any) -> bool:
         if item_kind is int and -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
             continue
         if item_kind is dict or item_kind is list or item_kind is tuple:
-            ascii_keys = _has_only_ascii_keys(item) and ascii_keys
+            ascii_keys = _has_only_ascii_keys(item, depth + 1) and ascii_keys
             continue
         _refuse(item)
     return ascii_keys
 
 
 def canonical_bytes(value: Any) -> bytes:
-    """The RFC 8785 encoding of ``value``."""
+    """The RFC 8785 encoding of ``value``; deeper than ``MAX_JSON_DEPTH`` is ``JSON_TOO_DEEP``."""
     if _has_only_ascii_keys(value):
         return orjson.dumps(value, option=_ORJSON_OPTIONS)
     return rfc8785.dumps(value)
@@ -82,12 +91,48 @@ def canonical_string(text: str) -> bytes:
     return orjson.dumps(text)
 
 
+def require_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> None:
+    """Refuse ``value`` if arrays and objects nest deeper than ``limit``; walks without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if type(item) is dict else item if type(item) in (list, tuple) else None
+        if children is None:
+            continue
+        if depth > limit:
+            raise LedgerError(ErrorCode.JSON_TOO_DEEP, f"JSON nests deeper than {limit} levels")
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    names = [name for name, _ in pairs]
+    if len(set(names)) != len(names):
+        duplicate = next(name for name in names if names.count(name) > 1)
+        raise LedgerError(ErrorCode.DUPLICATE_KEY, f"object key {duplicate[:64]!r} appears more than once")
+    return {}
+
+
 def parse_json(raw: bytes | str) -> Any:
-    """Parse JSON text; malformed input raises ``MALFORMED_ENVELOPE``."""
+    """Parse untrusted JSON text: the one function every text boundary uses (CLI, API bodies, adapters).
+
+    Malformed text or invalid UTF-8 is ``MALFORMED_ENVELOPE``, text over
+    ``MAX_JSON_TEXT_BYTES`` is ``COMMAND_TOO_LARGE``, nesting deeper than
+    ``MAX_JSON_DEPTH`` is ``JSON_TOO_DEEP`` and a key repeated in any object
+    (which orjson would silently resolve to the last) is ``DUPLICATE_KEY``.
+    """
+    if len(raw) > MAX_JSON_TEXT_BYTES:
+        raise LedgerError(ErrorCode.COMMAND_TOO_LARGE, f"JSON text exceeds {MAX_JSON_TEXT_BYTES} bytes")
     try:
-        return orjson.loads(raw)
+        value = orjson.loads(raw)
     except orjson.JSONDecodeError as error:
+        if "depth limit" in str(error) or "recursion" in str(error).lower():
+            raise LedgerError(ErrorCode.JSON_TOO_DEEP, f"JSON nests deeper than {MAX_JSON_DEPTH} levels") from None
         raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, f"not valid JSON: {error}") from None
+    require_depth(value)
+    if isinstance(value, (dict, list)):
+        # orjson keeps the last of repeated keys; the standard parser shows every pair to the hook.
+        json.loads(raw, object_pairs_hook=_refuse_duplicate_keys)
+    return value
 
 
 def sha256_hex(data: bytes) -> str:

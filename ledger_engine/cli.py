@@ -1,6 +1,7 @@
 """``porto-ledger``: drive the engine without Django. Verbs and JSON output are a public interface.
 
-Exit status: 0 success, 1 a verification failed, 2 bad input, 3 the ledger is owned or halted.
+Exit status: 0 success, 1 a verification failed, 2 bad input, 3 the ledger is owned or halted,
+4 the ledger's storage is missing, incomplete or damaged (nothing in it was changed).
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from ledger_engine.canonical import parse_json
 from ledger_engine.checkpoint.backup import backup, restore
 from ledger_engine.checkpoint.digest import logical_state_hash
 from ledger_engine.checkpoint.export import export_store
+from ledger_engine.checkpoint.integrity import verify_directory
 from ledger_engine.checkpoint.replay import replay_export
 from ledger_engine.checkpoint.verify import VerificationError, verify_export
 from ledger_engine.demo import demo_envelopes
-from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.errors import STORAGE_CODES, ErrorCode, LedgerError, StorageFault
 from ledger_engine.genesis import default_genesis, genesis_hash
 from ledger_engine.merkle import verify_proof_document, verify_statement_file
 from ledger_engine.projections.rebuild import rebuild_indexes
@@ -45,7 +47,7 @@ def _require_data(args: argparse.Namespace) -> Path:
 
 def cmd_init(args: argparse.Namespace) -> None:
     genesis = parse_json(Path(args.genesis).read_bytes()) if args.genesis else default_genesis()
-    with RocksStore(_require_data(args)) as store:
+    with RocksStore(_require_data(args), create=True) as store:
         head = initialise(store, genesis)
     emit({**head.as_json(), "genesis_hash": genesis_hash(genesis)})
 
@@ -85,17 +87,35 @@ def _write_answers(answers: queue.Queue, failure: list[BaseException]) -> None:
 
 
 def _submit_line(owner: LedgerOwner, line: bytes) -> tuple[str | None, Future | dict[str, Any]]:
-    """Submit one line: its command ID and a future, or the refusal it already got."""
-    document = None
+    """Submit one line: its command ID and a future, or the refusal it already got. Never raises:
+    whatever a line holds, it gets an answer and the lines after it are still read."""
+    document, parsed = None, False
     try:
         document = parse_json(line)
+        parsed = True
         return _command_id(document), owner.submit_async(document)
     except LedgerError as error:
+        if error.code == ErrorCode.LEDGER_HALTED:
+            return _command_id(document), _failed(error)
+        if not parsed:  # refused at the text boundary, before the owner saw it
+            owner.security_log.record("refused_before_admission", str(error.code), error.detail, source="submit")
         return _command_id(document), {"outcome": "refused", **error.as_dict()}
+    except Exception as error:  # a bug must cost one line an answer, never the batch
+        owner.security_log.record("refused_before_admission", str(ErrorCode.MALFORMED_ENVELOPE),
+                                  type(error).__name__, source="submit")
+        return _command_id(document), {"outcome": "refused", "code": str(ErrorCode.MALFORMED_ENVELOPE),
+                                       "detail": f"envelope could not be read ({type(error).__name__})"}
+
+
+def _failed(error: LedgerError) -> Future:
+    future: Future = Future()
+    future.set_exception(error)
+    return future
 
 
 def _command_id(document: Any) -> str | None:
-    return document.get("command_id") if isinstance(document, dict) else None
+    value = document.get("command_id") if isinstance(document, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def _answer(pending: tuple[str | None, Future | dict[str, Any]]) -> dict[str, Any]:
@@ -105,19 +125,24 @@ def _answer(pending: tuple[str | None, Future | dict[str, Any]]) -> dict[str, An
     try:
         return answer.result().as_json()
     except LedgerError as error:
-        if error.code == ErrorCode.LEDGER_HALTED:
+        if error.code == ErrorCode.LEDGER_HALTED or isinstance(error, StorageFault):
             raise
         return {"command_id": command_id, "outcome": "refused", **error.as_dict()}
 
 
 def cmd_head(args: argparse.Namespace) -> None:
-    with RocksStore(_require_data(args)) as store:
+    with RocksStore(_require_data(args), read_only=True, stopped=True) as store:
         emit({**read_head(store).as_json(), "logical_state_hash": logical_state_hash(store)})
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    with RocksStore(_require_data(args)) as store:
+    with RocksStore(_require_data(args), read_only=True, stopped=True) as store:
         emit(export_store(store, args.outdir))
+
+
+def cmd_verify(args: argparse.Namespace) -> None:
+    """Every column family read with checksums, the journal chain, every delta and the state digest."""
+    emit(verify_directory(_require_data(args)))
 
 
 def cmd_verify_export(args: argparse.Namespace) -> None:
@@ -184,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     verb("submit", cmd_submit, "submit envelopes, one JSON object a line").add_argument("file")
     verb("head", cmd_head, "print sequence, entry hash and logical state hash")
     verb("export", cmd_export, "write a portable checkpoint").add_argument("outdir")
+    verb("verify", cmd_verify, "verify a stopped ledger: every block, the chain, the deltas, the digest")
     verb("verify-export", cmd_verify_export, "verify a portable checkpoint").add_argument("outdir")
     replay = verb("replay", cmd_replay, "rebuild a ledger from an export, verifying every hash")
     replay.add_argument("outdir")
@@ -203,7 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-EXIT_CODES = {ErrorCode.VERIFICATION_FAILED: 1, ErrorCode.LEDGER_ALREADY_OWNED: 3, ErrorCode.LEDGER_HALTED: 3}
+EXIT_CODES = {ErrorCode.VERIFICATION_FAILED: 1, ErrorCode.LEDGER_ALREADY_OWNED: 3, ErrorCode.LEDGER_HALTED: 3,
+              **{code: 4 for code in STORAGE_CODES}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except LedgerError as error:
         emit({"ok": False, **error.as_dict()})
+        if args.verb == "verify":
+            return 1  # verify answers "is this ledger good": any reason it is not is a failed verification
         return EXIT_CODES.get(error.code, 2)
     except (OSError, FileExistsError) as error:
         emit({"ok": False, "code": "IO_ERROR", "detail": str(error)})

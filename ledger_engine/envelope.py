@@ -93,7 +93,7 @@ def parse_envelope(document: Any) -> tuple[CommandEnvelope, bytes]:
     """
     if not isinstance(document, dict):
         raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, "an envelope is a JSON object")
-    canonical = canonical_bytes(document)
+    canonical = canonical_bytes(document)  # also refuses nesting deeper than MAX_JSON_DEPTH
     if len(canonical) > MAX_ENVELOPE_BYTES:
         raise LedgerError(ErrorCode.COMMAND_TOO_LARGE, "canonical envelope exceeds 1 MiB")
     version = document.get("schema_version")

@@ -20,6 +20,15 @@ class ErrorCode(StrEnum):
     LEDGER_HALTED = "LEDGER_HALTED"
     LEDGER_ALREADY_OWNED = "LEDGER_ALREADY_OWNED"
     RULE_FAILURE = "RULE_FAILURE"
+    JSON_TOO_DEEP = "JSON_TOO_DEEP"
+    DUPLICATE_KEY = "DUPLICATE_KEY"
+    ADMISSION_TIME_REGRESSED = "ADMISSION_TIME_REGRESSED"
+
+    # The ledger's storage: refused at open, or a read that halts the owner. Nothing is changed.
+    LEDGER_NOT_FOUND = "LEDGER_NOT_FOUND"
+    STORAGE_INCOMPLETE = "STORAGE_INCOMPLETE"
+    STORAGE_CORRUPT = "STORAGE_CORRUPT"
+    STORAGE_ROLLED_BACK = "STORAGE_ROLLED_BACK"
 
     # Admitted and journalled as a rejection: the head advances, state does not.
     COMMAND_TOO_LARGE = "COMMAND_TOO_LARGE"
@@ -76,3 +85,18 @@ class LedgerError(Exception):
 
     def as_dict(self) -> dict[str, str]:
         return {"code": str(self.code), "detail": self.detail}
+
+
+STORAGE_CODES = frozenset({ErrorCode.LEDGER_NOT_FOUND, ErrorCode.STORAGE_INCOMPLETE, ErrorCode.STORAGE_CORRUPT,
+                           ErrorCode.STORAGE_ROLLED_BACK})
+
+
+class StorageFault(LedgerError):
+    """The database cannot be trusted: a file is missing or damaged, or it lost acknowledged writes.
+
+    Never a business rejection: whoever meets one stops, and the owner halts admission.
+    """
+
+    def __init__(self, code: ErrorCode, detail: str) -> None:
+        assert code in STORAGE_CODES, code
+        super().__init__(code, detail)

@@ -11,8 +11,10 @@ COMMAND_RESULT = "command_result"
 OUTBOX = "outbox"
 INDEXES = "indexes"
 PRIVATE_AUX = "private_aux"
+# Each journal entry's delta (the set operations its delta_hash covers), by sequence; genesis is 0.
+DELTAS = "deltas"
 
-ALL_FAMILIES = (META, JOURNAL, EVENTS, STATE, UNIQUE, COMMAND_RESULT, OUTBOX, INDEXES, PRIVATE_AUX)
+ALL_FAMILIES = (META, JOURNAL, EVENTS, STATE, UNIQUE, COMMAND_RESULT, OUTBOX, INDEXES, PRIVATE_AUX, DELTAS)
 
 # Exported as sorted rows and hashed into the logical state digest.
 DIGEST_FAMILIES = (COMMAND_RESULT, OUTBOX, STATE, UNIQUE)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
 import uuid
 from typing import Any
 
@@ -17,20 +16,31 @@ GENESIS_ADMIN = "genesis-admin"
 
 
 class EnvelopeFactory:
-    """Builds valid envelopes with fresh command IDs and a nondecreasing admission clock."""
+    """Builds valid envelopes with fresh command IDs and a nondecreasing admission clock.
+
+    The ledger refuses admission times below the last journalled one, so a
+    time a caller chooses also moves the clock: later envelopes never fall
+    behind it.
+    """
 
     def __init__(self) -> None:
-        self._clock = itertools.count(1_790_812_800_000, 1_000)
+        self._last_ms = 1_790_812_800_000 - 1_000
 
     def __call__(self, command_type: str, payload: dict[str, Any], *, actor: str = GENESIS_ADMIN,
                  expected: list[dict[str, Any]] = (), evidence: list[str] = (),
                  command_id: str | None = None, step_up: bool = False, **overrides: Any) -> dict[str, Any]:
         """``step_up=True`` adds a proof from the test step-up key (``tests.support.step_up``)."""
+        chosen = overrides.pop("admitted_at_ms", None)
+        self._last_ms = max(self._last_ms, chosen) if chosen is not None else self._last_ms + 1_000
         envelope = build_envelope(command_type, payload, command_id=command_id or str(uuid.uuid4()),
-                                  actor_id=actor, admitted_at_ms=next(self._clock),
+                                  actor_id=actor, admitted_at_ms=chosen if chosen is not None else self._last_ms,
                                   expected_revisions=expected, evidence_hashes=evidence)
         envelope.update(overrides)
         return stepped_up(envelope) if step_up else envelope
+
+    def not_before(self, admitted_at_ms: int) -> None:
+        """Later envelopes are admitted no earlier than this (a ledger's floor, another clock's time)."""
+        self._last_ms = max(self._last_ms, admitted_at_ms)
 
     @staticmethod
     def digest(*parts: object) -> str:

@@ -98,7 +98,8 @@ def test_duplicate_and_stale_commands_are_refused(milestone):
         head = owner.head()
         again = owner.submit(allocation)
         assert again.duplicate and owner.head() == head
-        stale = owner.submit({**allocation, "command_id": str(uuid.uuid4())})
+        stale = owner.submit({**allocation, "command_id": str(uuid.uuid4()),
+                              "admitted_at_ms": owner.admission_floor_ms()})
         assert (stale.outcome, stale.code) == ("rejected", ErrorCode.STALE_REVISION)
         assert owner.head().sequence == head.sequence + 1
 

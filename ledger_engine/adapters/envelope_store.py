@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from ledger_engine.adapters.files import create_durably
+from ledger_engine.adapters.files import create_durably, replace_durably
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.keys import component
 
@@ -29,3 +29,7 @@ class EnvelopeStore:
         if create_durably(self._path(envelope["command_id"]), canonical_bytes(envelope)):
             return envelope
         return self.load(envelope["command_id"])
+
+    def replace(self, envelope: dict[str, Any]) -> None:
+        """Re-admission only (docs/adr/0012): the ledger holds no outcome for this command ID."""
+        replace_durably(self._path(envelope["command_id"]), canonical_bytes(envelope))

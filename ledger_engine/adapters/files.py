@@ -71,12 +71,9 @@ def _group_for(directory: Path) -> GroupSync:
         return _groups[device]
 
 
-def create_durably(path: Path, data: bytes) -> bool:
-    """Write ``data`` at ``path`` unless a file is already there; True if this call created it.
-
-    Either way the file at ``path`` is on disk when this returns. A crash leaves
-    no file or the whole one, never a part.
-    """
+def _publish_durably(path: Path, data: bytes, publish) -> bool:
+    """Write ``data`` to a synced temporary file beside ``path``, let ``publish(temporary, path)`` name it,
+    and sync again; returns what ``publish`` returned."""
     path.parent.mkdir(parents=True, exist_ok=True)
     filesystem = _group_for(path.parent)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".incoming-")
@@ -84,12 +81,35 @@ def create_durably(path: Path, data: bytes) -> bool:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
         filesystem.wait_durable(path.parent)
-        try:
-            os.link(temporary, path)
-            created = True
-        except FileExistsError:
-            created = False
+        published = publish(temporary, path)
     finally:
-        os.unlink(temporary)
+        Path(temporary).unlink(missing_ok=True)
     filesystem.wait_durable(path.parent)
-    return created
+    return published
+
+
+def _link_unless_present(temporary: str, path: Path) -> bool:
+    try:
+        os.link(temporary, path)
+        return True
+    except FileExistsError:
+        return False
+
+
+def _replace(temporary: str, path: Path) -> bool:
+    os.replace(temporary, path)
+    return True
+
+
+def create_durably(path: Path, data: bytes) -> bool:
+    """Write ``data`` at ``path`` unless a file is already there; True if this call created it.
+
+    Either way the file at ``path`` is on disk when this returns. A crash leaves
+    no file or the whole one, never a part.
+    """
+    return _publish_durably(path, data, _link_unless_present)
+
+
+def replace_durably(path: Path, data: bytes) -> None:
+    """Put ``data`` at ``path`` in place of whatever is there; a crash leaves the old file or the new one."""
+    _publish_durably(path, data, _replace)

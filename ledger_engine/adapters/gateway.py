@@ -7,6 +7,13 @@ stores it durably; every later request with that ID (a retried form, a
 redelivered webhook, a caller that lost the response) gets the stored envelope
 back, and the ledger answers with the original outcome. The same ID with
 another request is ``COMMAND_ID_CONFLICT``.
+
+Admission time is taken before the envelope is stored and submitted, so two
+threads can reach the ledger out of time order, and the later-timed one may
+be journalled first. The ledger then refuses the other with
+``ADMISSION_TIME_REGRESSED`` and journals nothing, so the gateway re-admits
+it: the same command ID and request with a fresh admission time, stored in
+place of the old envelope, then submitted (docs/adr/0012).
 """
 
 from __future__ import annotations
@@ -29,6 +36,9 @@ from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode, LedgerError
 
 COMMAND_ID_DOMAIN = "porto:london:command-id:v1\n"
+# Each re-admission takes a time at or above the ledger's floor, so only commands journalled in
+# between can overtake it again; a few rounds settle any realistic burst.
+MAX_READMISSIONS = 8
 
 
 class Ledger(Protocol):
@@ -37,6 +47,8 @@ class Ledger(Protocol):
     def submit(self, document: Any) -> CommandOutcome: ...
 
     def resolve(self, command_id: str) -> CommandOutcome | None: ...
+
+    def admission_floor_ms(self) -> int: ...
 
     def get(self, family: str, key: str) -> Record | None: ...
 
@@ -63,6 +75,7 @@ class CommandGateway:
         self._clock = clock
         self._last_ms = 0
         self._lock = threading.Lock()
+        self._readmitting = threading.Lock()
 
     def envelope(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str,
                  expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = ()) -> dict[str, Any]:
@@ -89,9 +102,40 @@ class CommandGateway:
         """The ledger's outcome for ``envelope``: recorded already (a lost response), or now.
 
         The ledger itself answers an exact duplicate with the original outcome and
-        any other envelope under a used command ID with COMMAND_ID_CONFLICT.
+        any other envelope under a used command ID with COMMAND_ID_CONFLICT. An
+        envelope it refused for its admission time is re-admitted and submitted again.
         """
+        for _ in range(MAX_READMISSIONS):
+            try:
+                return self.ledger.submit(envelope)
+            except LedgerError as error:
+                if error.code == ErrorCode.ADMISSION_TIME_REGRESSED:
+                    envelope = self._readmit(envelope)
+                elif error.code == ErrorCode.COMMAND_ID_CONFLICT and self._readmitted(envelope):
+                    envelope = self.envelopes.load(envelope["command_id"])  # answered as a duplicate
+                else:
+                    raise
         return self.ledger.submit(envelope)
+
+    def _readmitted(self, envelope: dict[str, Any]) -> bool:
+        """Another thread re-admitted this command ID since ``envelope`` was loaded."""
+        stored = self.envelopes.load(envelope["command_id"])
+        return stored is not None and canonical_bytes(stored) != canonical_bytes(envelope)
+
+    def _readmit(self, refused: dict[str, Any]) -> dict[str, Any]:
+        """A fresh admission time for an envelope the ledger never journalled; the stored copy is replaced.
+
+        The ledger answers duplicates before it checks time, so a refusal for time proves it holds no
+        outcome for this command ID. Under the lock, a thread that finds the stored envelope already
+        re-admitted by another submits that one, so one command ID never reaches the ledger as two.
+        """
+        with self._readmitting:
+            if self._readmitted(refused):
+                return self.envelopes.load(refused["command_id"])
+            fresh = {**refused, "admitted_at_ms": max(self.now_ms(), self.ledger.admission_floor_ms())}
+            admit(fresh)
+            self.envelopes.replace(fresh)
+            return fresh
 
     def execute(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str | None = None,
                 expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = ()) -> CommandOutcome:

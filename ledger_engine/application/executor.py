@@ -9,7 +9,13 @@ no thread hand-off; asynchronous submissions are led by a background thread.
 This is the writer-queue shape of LevelDB's group commit.
 
 A failed or uncertain write halts admission: the owner must reopen and
-resolve in-flight commands by their IDs (docs/adr/0003).
+resolve in-flight commands by their IDs (docs/adr/0003). So does damaged
+storage met on any read (docs/adr/0010): nothing more is admitted.
+
+Admission time never runs backwards across the ledger: a new command whose
+``admitted_at_ms`` is below the last journalled one is refused before
+admission (docs/adr/0012), after the duplicate check, so a journalled command
+is still answered by its ID.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from ledger_engine.application.admission import AdmittedCommand
 from ledger_engine.application.journal import Head
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.transition import CommandOutcome, execute
-from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
 from ledger_engine.projections.maintenance import IndexMaintainer
 from ledger_engine.storage.rocks import RocksStore
 
@@ -40,9 +46,10 @@ class _Task:
 
 
 class SerialExecutor:
-    def __init__(self, store: RocksStore, head: Head, *, max_group: int = 64) -> None:
+    def __init__(self, store: RocksStore, head: Head, *, admitted_floor_ms: int = 0, max_group: int = 64) -> None:
         self.store = store
         self.head = head
+        self.admitted_floor_ms = admitted_floor_ms
         self.max_group = max_group
         self.halted: LedgerError | None = None
         self._indexes = IndexMaintainer()
@@ -78,6 +85,13 @@ class SerialExecutor:
         self._stopping = True
         self._wakeup.set()
         self._thread.join()
+
+    def halt(self, fault: LedgerError) -> None:
+        """Stop admission for good; ``fault`` says why (a failed write, damaged storage)."""
+        if self.halted is None:
+            self.halted = LedgerError(ErrorCode.LEDGER_HALTED, f"{fault.code}: {fault.detail}")
+            log.critical("ledger halted: admission stopped until the owner is reopened: %s", self.halted.detail,
+                         exc_info=True)
 
     # Leading.
     def _enqueue(self, item: Any) -> Future:
@@ -138,12 +152,16 @@ class SerialExecutor:
                 future.set_exception(self.halted)
             return
         pending = PendingBatch(self.store)
-        head = self.head
+        head, floor = self.head, self.admitted_floor_ms
         answers: list[tuple[Future, CommandOutcome | LedgerError]] = []
         for command, future in group:
             try:
-                outcome, head = execute(command, pending, head, self._indexes)
+                outcome, head = execute(command, pending, head, self._indexes, admitted_floor_ms=floor)
+                floor = max(floor, command.envelope.admitted_at_ms) if not outcome.duplicate else floor
                 answers.append((future, outcome))
+            except StorageFault as fault:  # nothing of this group can be trusted: write none of it
+                self._fail_group(group, fault)
+                return
             except LedgerError as error:
                 answers.append((future, error))
             except Exception as error:  # a rule bug; execute() stages nothing before it can fail
@@ -152,14 +170,16 @@ class SerialExecutor:
             try:
                 self.store.write(pending.ops())
             except Exception as error:  # uncertain: the batch may or may not be on disk
-                self.halted = LedgerError(ErrorCode.LEDGER_HALTED, f"synchronous write failed: {error}")
-                log.critical("ledger halted: admission stopped until the owner is reopened", exc_info=True)
-                for future, _ in answers:
-                    future.set_exception(self.halted)
+                self._fail_group(group, LedgerError(ErrorCode.LEDGER_HALTED, f"synchronous write failed: {error}"))
                 return
-        self.head = head
+        self.head, self.admitted_floor_ms = head, floor
         for future, answer in answers:
             if isinstance(answer, LedgerError):
                 future.set_exception(answer)
             else:
                 future.set_result(answer)
+
+    def _fail_group(self, group: list[tuple[AdmittedCommand, Future]], fault: LedgerError) -> None:
+        self.halt(fault)
+        for _, future in group:
+            future.set_exception(fault if isinstance(fault, StorageFault) else self.halted)

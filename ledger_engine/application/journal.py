@@ -27,10 +27,11 @@ GENESIS_HEAD = Head(0, ZERO_HASH)
 
 
 def canonical_rows(rows: Iterable[DeltaRow]) -> Iterable[bytes]:
-    """JCS of ``[{"cf", "key", "value"}, ...]`` in pieces, reusing each value's canonical bytes.
+    """JCS of ``[{"column_family", "key", "value"}, ...]`` in pieces, reusing each value's canonical bytes.
 
-    Row objects have the keys cf < key < value, which is their JCS order, so the
-    concatenation is byte-equal to encoding the whole array at once.
+    Seed 000 names the digest rows ``{column_family, key, value}``; deltas use the
+    same shape (docs/adr/0011). The keys column_family < key < value are in JCS
+    order, so the concatenation is byte-equal to encoding the whole array at once.
     """
     yield b"["
     separator = b""
@@ -42,8 +43,8 @@ def canonical_rows(rows: Iterable[DeltaRow]) -> Iterable[bytes]:
 
 
 def row_bytes(family: str, key: str, value: bytes | None) -> bytes:
-    """JCS of one ``{"cf", "key", "value"}`` row, given the value's canonical bytes."""
-    return (b'{"cf":' + canonical_string(family) + b',"key":' + canonical_string(key) + b',"value":'
+    """JCS of one ``{"column_family", "key", "value"}`` row, given the value's canonical bytes."""
+    return (b'{"column_family":' + canonical_string(family) + b',"key":' + canonical_string(key) + b',"value":'
             + (value if value is not None else b"null") + b"}")
 
 
@@ -57,8 +58,10 @@ def rows_hash(domain: str, rows: Iterable[DeltaRow]) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def delta_hash(rows: list[DeltaRow]) -> tuple[str, int]:
-    return rows_hash(DELTA_DOMAIN, rows)
+def encoded_delta(rows: list[DeltaRow]) -> tuple[str, bytes]:
+    """The delta's hash and its canonical bytes, which the ledger keeps for exports."""
+    encoded = b"".join(canonical_rows(rows))
+    return hashlib.sha256(DELTA_DOMAIN.encode() + encoded).hexdigest(), encoded
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,6 @@ the rules and the serial executor.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 import shutil
@@ -20,7 +19,7 @@ import orjson
 
 from ledger_engine.application.admission import AdmittedCommand, admit
 from ledger_engine.application.executor import SerialExecutor
-from ledger_engine.application.journal import GENESIS_HEAD, Head
+from ledger_engine.application.journal import GENESIS_HEAD, Head, encoded_delta
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.records import decode_record, encode_record, encode_value
 from ledger_engine.application.transition import HEAD_KEY, CommandOutcome, stored_outcome
@@ -28,16 +27,14 @@ from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.genesis import genesis_hash, genesis_records
 from ledger_engine.keys import seq20
-from ledger_engine.layout import INDEXES, JOURNAL, META, PRIVATE_AUX
+from ledger_engine.layout import DELTAS, INDEXES, JOURNAL, META, PRIVATE_AUX
 from ledger_engine.projections.maintenance import IndexMaintainer
+from ledger_engine.security_log import SecurityLog, configured_path
 from ledger_engine.storage.rocks import RocksStore
 
 GENESIS_KEY = b"genesis"
 DISPATCH_KEY = b"dispatch"
 WRITER_KEY = b"writer"
-
-# Refusals before admission go here, never to the ledger (seed 000, "Command envelope and sequence").
-security_log = logging.getLogger("porto.security")
 
 
 def read_head(store: RocksStore) -> Head:
@@ -57,11 +54,13 @@ def initialise(store: RocksStore, genesis: dict[str, Any]) -> Head:
     if store.get(META, HEAD_KEY) is not None:
         raise LedgerError(ErrorCode.ALREADY_EXISTS, f"the ledger at {store.path} is already initialised")
     pending = PendingBatch(store)
-    rows = [(family, key, encode_record(1, data)) for family, key, data in genesis_records(genesis)]
+    rows = sorted((family, key, encode_record(1, data)) for family, key, data in genesis_records(genesis))
     for index_key, value in IndexMaintainer().ops_for(rows, pending.get_raw):
         pending.put(INDEXES, index_key, value)
     for family, key, value in rows:
         pending.put(family, key.encode(), value)
+    # Genesis as delta 0: an export folds deltas 0..head into its state rows and events.
+    pending.put(DELTAS, seq20(0).encode(), encoded_delta(rows)[1])
     pending.put(META, GENESIS_KEY, encode_value({"document": genesis, "genesis_hash": genesis_hash(genesis)}))
     pending.put(META, DISPATCH_KEY, encode_value({"enabled": True, "reason": "initialised"}))
     pending.put(META, HEAD_KEY, encode_value(GENESIS_HEAD.as_json()))
@@ -69,34 +68,53 @@ def initialise(store: RocksStore, genesis: dict[str, Any]) -> Head:
     return GENESIS_HEAD
 
 
-def _admit_or_log(document: Any) -> AdmittedCommand:
-    try:
-        return admit(document)
-    except LedgerError as error:
-        command_id = document.get("command_id") if isinstance(document, dict) else None
-        security_log.warning("refused before admission: %s %s (command %s)", error.code, error.detail, command_id)
-        raise
+def _identifier(document: Any, name: str) -> str | None:
+    value = document.get(name) if isinstance(document, dict) else None
+    return value[:128] if isinstance(value, str) else None
 
 
-def _advance_writer_generation(store: RocksStore) -> int:
-    """An operational counter of read-write opens, kept for recovery records; not consensus."""
+def read_writer_generation(store: RocksStore) -> int:
     raw = store.get(META, WRITER_KEY)
-    generation = (orjson.loads(raw)["generation"] if raw else 0) + 1
-    store.write([(META, WRITER_KEY, encode_value({"generation": generation, "opened_at_ms": int(time.time() * 1000)}))])
+    return orjson.loads(raw)["generation"] if raw else 0
+
+
+def writer_record(generation: int, why: str) -> bytes:
+    """The operational writer generation of the recovery record (seed 000): it rises on every
+    read-write open, restore and promotion. It is not consensus and fences nothing by itself."""
+    return encode_value({"generation": generation, "why": why, "at_ms": time.time_ns() // 1_000_000})
+
+
+def advance_writer_generation(store: RocksStore, why: str) -> int:
+    generation = read_writer_generation(store) + 1
+    store.write([(META, WRITER_KEY, writer_record(generation, why))])
     return generation
+
+
+def last_admitted_ms(store: RocksStore, head: Head) -> int:
+    """Admission time of the last journalled command (0 at genesis): the floor for the next one."""
+    raw = store.get(JOURNAL, seq20(head.sequence).encode()) if head.sequence else None
+    return orjson.loads(raw)["envelope"]["admitted_at_ms"] if raw is not None else 0
 
 
 class LedgerOwner:
     def __init__(self, store: RocksStore, *, max_group: int = 64) -> None:
         self.store = store
-        self.writer_generation = _advance_writer_generation(store)
-        self.executor = SerialExecutor(store, read_head(store), max_group=max_group)
+        self.security_log = SecurityLog(configured_path(store.path))
+        self.writer_generation = advance_writer_generation(store, "opened read-write")
+        head = read_head(store)
+        self.executor = SerialExecutor(store, head, admitted_floor_ms=last_admitted_ms(store, head),
+                                       max_group=max_group)
+        store.on_fault = self.executor.halt  # damaged storage met by any read stops admission
 
     @classmethod
     def open(cls, data_dir: str | os.PathLike, *, genesis: dict[str, Any] | None = None,
              max_group: int = 64) -> "LedgerOwner":
-        """Open (and with ``genesis``, first initialise) the ledger in ``data_dir``."""
-        store = RocksStore(data_dir)
+        """Open the ledger in ``data_dir``; with ``genesis``, a missing or empty directory is initialised.
+
+        Without ``genesis`` nothing is ever created: a missing ledger is LEDGER_NOT_FOUND and a
+        damaged one is refused with its storage code, untouched.
+        """
+        store = RocksStore(data_dir, create=genesis is not None)
         try:
             if genesis is not None and store.get(META, HEAD_KEY) is None:
                 initialise(store, genesis)
@@ -106,12 +124,26 @@ class LedgerOwner:
             raise
 
     # Mutation: the only path.
+    def _admit_or_log(self, document: Any) -> AdmittedCommand:
+        """Refusals before admission go to the security log, never to the ledger (seed 000)."""
+        try:
+            return admit(document)
+        except LedgerError as error:
+            self.security_log.record("refused_before_admission", str(error.code), error.detail,
+                                     command_id=_identifier(document, "command_id"),
+                                     actor_id=_identifier(document, "actor_id"))
+            raise
+
     def submit_async(self, document: Any) -> Future:
-        return self.executor.submit(_admit_or_log(document))
+        return self.executor.submit(self._admit_or_log(document))
 
     def submit(self, document: Any) -> CommandOutcome:
         """Submit and wait until durable; led from the calling thread when nobody is ahead."""
-        return self.executor.execute_now(_admit_or_log(document))
+        return self.executor.execute_now(self._admit_or_log(document))
+
+    def admission_floor_ms(self) -> int:
+        """No new command may be admitted before this time: the last journalled admission time."""
+        return self.executor.admitted_floor_ms
 
     # Reads. Point reads are consistent; scans read the live database (docs/adr/0002).
     def head(self) -> Head:
@@ -155,7 +187,16 @@ class LedgerOwner:
         self.at_boundary(lambda store: store.write([(PRIVATE_AUX, key.encode(), encode_value(value))]))
 
     def set_dispatch(self, enabled: bool, reason: str) -> None:
-        self.at_boundary(lambda store: store.write([(META, DISPATCH_KEY, encode_value({"enabled": enabled, "reason": reason}))]))
+        """Resuming dispatch promotes this owner to carry out effects: the writer generation rises with it."""
+        ops = [(META, DISPATCH_KEY, encode_value({"enabled": enabled, "reason": reason}))]
+
+        def write(store: RocksStore) -> None:
+            if enabled and not self.dispatch_state()["enabled"]:
+                self.writer_generation = read_writer_generation(store) + 1
+                ops.append((META, WRITER_KEY, writer_record(self.writer_generation, f"promoted: {reason}")))
+            store.write(ops)
+
+        self.at_boundary(write)
 
     def checkpoint(self, destination: str | os.PathLike) -> None:
         self.at_boundary(lambda store: store.checkpoint(destination))
@@ -173,6 +214,7 @@ class LedgerOwner:
     def close(self) -> None:
         self.executor.stop()
         self.store.close()
+        self.security_log.close()
 
     def __enter__(self) -> "LedgerOwner":
         return self

@@ -14,16 +14,16 @@ from typing import Any
 import orjson
 
 from ledger_engine.application.admission import AdmittedCommand
-from ledger_engine.application.journal import DeltaRow, EncodedEntry, Head, delta_hash, encode_entry
+from ledger_engine.application.journal import DeltaRow, EncodedEntry, Head, encode_entry, encoded_delta
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.records import encode_record, encode_value
 from ledger_engine.domain.actors import require_role
 from ledger_engine.domain.changes import Changes, Rejected, require
 from ledger_engine.domain.postings import POSTED, assert_balanced
 from ledger_engine.domain.registry import RuleContext
-from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
 from ledger_engine.keys import seq20
-from ledger_engine.layout import COMMAND_RESULT, EVENTS, JOURNAL, META, OUTBOX, RULE_WRITABLE_FAMILIES
+from ledger_engine.layout import COMMAND_RESULT, DELTAS, EVENTS, JOURNAL, META, OUTBOX, RULE_WRITABLE_FAMILIES
 from ledger_engine.projections.maintenance import IndexMaintainer
 
 MAX_STATE_WRITES = 10_000
@@ -76,8 +76,13 @@ def stored_outcome(pending: PendingBatch, command_id: str, duplicate: bool) -> t
     return stored, outcome
 
 
-def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes: IndexMaintainer) -> tuple[CommandOutcome, Head]:
-    """Apply ``command`` after ``head``; an exact duplicate returns its stored outcome."""
+def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes: IndexMaintainer, *,
+            admitted_floor_ms: int = 0) -> tuple[CommandOutcome, Head]:
+    """Apply ``command`` after ``head``; an exact duplicate returns its stored outcome.
+
+    A new command admitted before ``admitted_floor_ms`` (the last journalled
+    admission time) is refused unjournalled, so its caller may re-admit it.
+    """
     previous = stored_outcome(pending, command.command_id, duplicate=True)
     if previous is not None:
         stored, outcome = previous
@@ -85,20 +90,26 @@ def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes
             raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
                               f"command {command.command_id} was already used for another envelope")
         return outcome, head
+    if command.envelope.admitted_at_ms < admitted_floor_ms:
+        raise LedgerError(ErrorCode.ADMISSION_TIME_REGRESSED,
+                          f"admitted_at_ms {command.envelope.admitted_at_ms} is below the last journalled "
+                          f"{admitted_floor_ms}; re-admit the command with a current admission time")
 
     sequence = head.sequence + 1
     try:
         rows, data = _accepted_rows(command, pending, sequence)
         outcome, result = "accepted", {"code": "OK", "data": data}
+    except StorageFault:
+        raise  # damaged storage is no business answer: the executor halts
     except (Rejected, LedgerError) as rejection:  # a LedgerError from a shared check is a rejection too
         rows, outcome = [], "rejected"
         result = {"code": str(rejection.code), "detail": rejection.detail}
 
-    rows, outcome, result, digest = _with_result(command, sequence, outcome, result, rows)
+    rows, outcome, result, (digest, delta) = _with_result(command, sequence, outcome, result, rows)
     new_effects = tuple(key for family, key, _ in rows if family == OUTBOX and pending.get(OUTBOX, key) is None)
     entry = encode_entry(sequence=sequence, previous=head.entry_hash, envelope=command.canonical,
                          outcome=outcome, result=result, delta=digest)
-    _stage(pending, rows, indexes, sequence, entry)
+    _stage(pending, rows, indexes, sequence, entry, delta)
     answer = CommandOutcome(command.command_id, sequence, outcome, result, entry.entry_hash, new_effects=new_effects)
     return answer, Head(sequence, entry.entry_hash)
 
@@ -149,23 +160,24 @@ def _check_expected_revisions(changes: Changes, command: AdmittedCommand) -> Non
 
 
 def _with_result(command: AdmittedCommand, sequence: int, outcome: str, result: dict[str, Any],
-                 rows: list[DeltaRow]) -> tuple[list[DeltaRow], str, dict[str, Any], str]:
+                 rows: list[DeltaRow]) -> tuple[list[DeltaRow], str, dict[str, Any], tuple[str, bytes]]:
     """Add the command result row, sort, hash; an oversized delta becomes a rejection."""
     stored = encode_value({"envelope_hash": command.envelope_hash, "sequence": sequence,
                            "outcome": outcome, "result": result})
     rows = sorted([*rows, (COMMAND_RESULT, command.command_id, stored)])
-    digest, size = delta_hash(rows)
-    if size <= MAX_DELTA_BYTES:
-        return rows, outcome, result, digest
+    digest, delta = encoded_delta(rows)
+    if len(delta) <= MAX_DELTA_BYTES:
+        return rows, outcome, result, (digest, delta)
     too_large = {"code": str(ErrorCode.COMMAND_TOO_LARGE), "detail": "canonical delta exceeds 16 MiB"}
     return _with_result(command, sequence, "rejected", too_large, [])
 
 
 def _stage(pending: PendingBatch, rows: list[DeltaRow], indexes: IndexMaintainer, sequence: int,
-           entry: EncodedEntry) -> None:
+           entry: EncodedEntry, delta: bytes) -> None:
     for index_key, value in indexes.ops_for(rows, pending.get_raw):
         pending.put("indexes", index_key, value)
     for family, key, value in rows:
         pending.put(family, key.encode(), value)
     pending.put(JOURNAL, seq20(sequence).encode(), entry.stored)
+    pending.put(DELTAS, seq20(sequence).encode(), delta)
     pending.put(META, HEAD_KEY, encode_value(Head(sequence, entry.entry_hash).as_json()))

@@ -3,23 +3,36 @@
 A backup is a physical RocksDB checkpoint (which keeps private_aux) beside a
 portable export. It counts as good only once every file hash has been read
 back and checked; the manifest is written last, so its presence means "good".
+The manifest is the recovery record: head, state digest and the operational
+writer generation of the ledger it came from.
+
+A restore is all or nothing (docs/adr/0013): it builds the ledger in a
+sibling scratch directory whose first write disables dispatch and raises the
+writer generation, verifies it, and only then renames it into place. A killed
+restore leaves no ledger at the target, or a verified one with dispatch off.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import orjson
 
-from ledger_engine.application.owner import LedgerOwner, read_head
+from ledger_engine.adapters.files import replace_durably, sync_filesystem
+from ledger_engine.application.owner import (
+    DISPATCH_KEY, WRITER_KEY, LedgerOwner, read_head, read_writer_generation, writer_record,
+)
+from ledger_engine.application.records import encode_value
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.digest import logical_state_hash
 from ledger_engine.checkpoint.export import export_store
 from ledger_engine.checkpoint.verify import VerificationError, file_digest, verify_export
+from ledger_engine.layout import META
 from ledger_engine.storage.rocks import RocksStore
 
 BACKUP_FORMAT = "porto-london-backup/1"
@@ -37,17 +50,19 @@ def backup(take_checkpoint: Callable[[Path], None], data_dir: Path, destination:
     take_checkpoint(dest / "db")
     with RocksStore(dest / "db", read_only=True) as copy:
         head = read_head(copy)
+        generation = read_writer_generation(copy)
         metadata = export_store(copy, dest / "export")
     manifest = {
         "format": BACKUP_FORMAT,
-        "created_at_ms": int(time.time() * 1000),
+        "created_at_ms": time.time_ns() // 1_000_000,
         "sequence": head.sequence,
         "entry_hash": head.entry_hash,
         "logical_state_hash": metadata["logical_state_hash"],
+        "writer_generation": generation,
         "db_files": _hash_tree(dest / "db"),
     }
     verify_export(dest / "export")
-    _write_atomically(dest / MANIFEST, canonical_bytes(manifest) + b"\n")
+    replace_durably(dest / MANIFEST, canonical_bytes(manifest) + b"\n")
     verify_backup(dest)
     return manifest
 
@@ -79,22 +94,49 @@ def verify_backup(source: str | os.PathLike) -> dict[str, Any]:
 
 
 def restore(source: str | os.PathLike, data_dir: str | os.PathLike) -> dict[str, Any]:
-    """Restore a verified backup into an empty ``data_dir`` with dispatch and signing disabled."""
+    """Restore a verified backup into an absent or empty ``data_dir``, all or nothing, dispatch disabled."""
     manifest = verify_backup(source)
-    target = Path(data_dir)
+    target = Path(data_dir).resolve()
     if target.exists() and any(target.iterdir()):
         raise VerificationError(str(target), "restore needs an empty data directory")
-    shutil.copytree(Path(source) / "db", target, dirs_exist_ok=True)
-    with LedgerOwner.open(target) as owner:
-        state_hash = owner.at_boundary(logical_state_hash)
-        head = owner.head()
-        if (head.sequence, head.entry_hash, state_hash) != (
-            manifest["sequence"], manifest["entry_hash"], manifest["logical_state_hash"]
-        ):
-            raise VerificationError(str(target), "restored ledger does not match the backup manifest")
-        owner.set_dispatch(False, f"restored from backup at sequence {head.sequence}; reconcile before resuming")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.restoring-", dir=target.parent))
+    try:
+        shutil.copytree(Path(source) / "db", staging, dirs_exist_ok=True)
+        restored = _prepare_restored(staging, manifest)
+        _sync_tree(staging)
+        staging.rename(target)  # an empty target directory is replaced; a non-empty one refuses
+        sync_filesystem(target.parent)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return restored
+
+
+def _prepare_restored(staging: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """First write: dispatch off and the next writer generation, in one batch; then verify against the manifest."""
+    with RocksStore(staging) as store:
+        head = read_head(store)
+        generation = max(read_writer_generation(store), manifest.get("writer_generation", 0)) + 1
+        reason = f"restored from backup at sequence {head.sequence}; reconcile before resuming"
+        store.write([(META, DISPATCH_KEY, encode_value({"enabled": False, "reason": reason})),
+                     (META, WRITER_KEY, writer_record(generation, f"restored from backup at sequence {head.sequence}"))])
+        state_hash = logical_state_hash(store)
+    if (head.sequence, head.entry_hash, state_hash) != (
+        manifest["sequence"], manifest["entry_hash"], manifest["logical_state_hash"]
+    ):
+        raise VerificationError(str(staging), "restored ledger does not match the backup manifest")
     return {"sequence": head.sequence, "entry_hash": head.entry_hash, "logical_state_hash": state_hash,
-            "dispatch_enabled": False}
+            "dispatch_enabled": False, "writer_generation": generation}
+
+
+def _sync_tree(root: Path) -> None:
+    """Every file of the staged ledger on disk before its name is published."""
+    for path in root.iterdir():
+        if path.is_file():
+            with open(path, "rb") as handle:
+                os.fsync(handle.fileno())
+    sync_filesystem(root)
 
 
 def _hash_tree(root: Path) -> dict[str, dict[str, Any]]:
@@ -104,12 +146,3 @@ def _hash_tree(root: Path) -> dict[str, dict[str, Any]]:
             digest, size = file_digest(path)
             files[path.relative_to(root).as_posix()] = {"sha256": digest, "bytes": size}
     return files
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_suffix(".tmp")
-    with open(temporary, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)

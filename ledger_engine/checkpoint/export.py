@@ -1,4 +1,9 @@
-"""Portable export: sorted logical rows, journal and events as separately hashed files.
+"""Portable export: sorted logical rows, journal, deltas and events as separately hashed files.
+
+Format 2 (docs/adr/0011): ``deltas.jsonl`` holds, for every sequence from 0
+(genesis) to the head, the canonical set operations whose hash is that
+entry's ``delta_hash``, so an auditor can fold them into the state rows and
+events without trusting the ledger.
 
 The export is taken from a store nobody is writing: a read-only checkpoint of
 a live owner (``LedgerOwner.with_checkpoint``) or a stopped ledger. It never
@@ -18,13 +23,17 @@ from ledger_engine.canonical import STATE_DOMAIN, canonical_bytes, canonical_str
 from ledger_engine.checkpoint.digest import logical_rows
 from ledger_engine.domain.ruleset import RULESET_VERSION
 from ledger_engine.envelope import ENVELOPE_SCHEMA_VERSION
+from ledger_engine.errors import ErrorCode, StorageFault
 from ledger_engine.genesis import genesis_hash
-from ledger_engine.layout import EVENTS, JOURNAL
+from ledger_engine.keys import seq20
+from ledger_engine.layout import DELTAS, EVENTS, JOURNAL
 from ledger_engine.storage.rocks import RocksStore
 
-EXPORT_FORMAT = "porto-london-export/1"
+EXPORT_FORMAT_VERSION = 2
+EXPORT_FORMAT = f"porto-london-export/{EXPORT_FORMAT_VERSION}"
 ROWS_FILE = "state_rows.jsonl"
 JOURNAL_FILE = "journal.jsonl"
+DELTAS_FILE = "deltas.jsonl"
 EVENTS_FILE = "events.jsonl"
 GENESIS_FILE = "genesis.json"
 METADATA_FILE = "metadata.json"
@@ -66,6 +75,15 @@ def event_lines(store: RocksStore) -> Iterable[bytes]:
         yield b'{"key":' + canonical_string(key.decode()) + b',"value":' + value + b"}"
 
 
+def delta_lines(store: RocksStore, sequence: int) -> Iterable[bytes]:
+    """``{"delta": [...], "sequence": n}`` for 0..``sequence``; a missing delta is damaged storage."""
+    for number in range(sequence + 1):
+        delta = store.get(DELTAS, seq20(number).encode())
+        if delta is None:
+            raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{DELTAS}/{seq20(number)} is missing")
+        yield b'{"delta":' + delta + b',"sequence":' + str(number).encode() + b"}"
+
+
 def export_store(store: RocksStore, destination: str | os.PathLike) -> dict[str, Any]:
     """Export ``store`` into ``destination`` (created, must be empty); returns the metadata."""
     out = Path(destination)
@@ -89,12 +107,14 @@ def export_store(store: RocksStore, destination: str | os.PathLike) -> dict[str,
     files = {
         ROWS_FILE: _write_file(out / ROWS_FILE, rows()),
         JOURNAL_FILE: _write_file(out / JOURNAL_FILE, (value for _, value in store.scan(JOURNAL))),
+        DELTAS_FILE: _write_file(out / DELTAS_FILE, delta_lines(store, head.sequence)),
         EVENTS_FILE: _write_file(out / EVENTS_FILE, event_lines(store)),
         GENESIS_FILE: _write_file(out / GENESIS_FILE, [canonical_bytes(genesis)]),
     }
     state_digest.update(b"]")
     metadata = {
         "format": EXPORT_FORMAT,
+        "format_version": EXPORT_FORMAT_VERSION,
         "schema_version": ENVELOPE_SCHEMA_VERSION,
         "ruleset_version": RULESET_VERSION,
         "sequence": head.sequence,

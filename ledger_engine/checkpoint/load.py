@@ -20,11 +20,11 @@ from ledger_engine.application.owner import DISPATCH_KEY, GENESIS_KEY
 from ledger_engine.application.records import encode_value
 from ledger_engine.application.transition import HEAD_KEY
 from ledger_engine.canonical import canonical_bytes
-from ledger_engine.checkpoint.export import EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, ROWS_FILE
+from ledger_engine.checkpoint.export import DELTAS_FILE, EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, ROWS_FILE
 from ledger_engine.checkpoint.verify import VerificationError, verify_export
 from ledger_engine.genesis import genesis_hash
 from ledger_engine.keys import seq20
-from ledger_engine.layout import EVENTS, JOURNAL, META
+from ledger_engine.layout import DELTAS, EVENTS, JOURNAL, META
 from ledger_engine.projections.rebuild import rebuild_indexes
 from ledger_engine.storage.rocks import RocksStore, WriteOp
 
@@ -35,7 +35,7 @@ def load_checkpoint(export_dir: str | os.PathLike, data_dir: str | os.PathLike) 
     root = Path(export_dir)
     metadata = verify_export(root)
     genesis = orjson.loads((root / GENESIS_FILE).read_bytes())
-    with RocksStore(data_dir) as store:
+    with RocksStore(data_dir, create=True) as store:
         if store.get(META, HEAD_KEY) is not None:
             raise VerificationError(str(data_dir), "loading a checkpoint needs an empty data directory")
         for chunk in _chunks(_history_ops(root)):
@@ -53,9 +53,11 @@ def load_checkpoint(export_dir: str | os.PathLike, data_dir: str | os.PathLike) 
 
 def _history_ops(root: Path) -> Iterator[WriteOp]:
     for row in _read_lines(root / ROWS_FILE):
-        yield row["cf"], row["key"].encode(), canonical_bytes(row["value"])
+        yield row["column_family"], row["key"].encode(), canonical_bytes(row["value"])
     for row in _read_lines(root / EVENTS_FILE):
         yield EVENTS, row["key"].encode(), canonical_bytes(row["value"])
+    for row in _read_lines(root / DELTAS_FILE):
+        yield DELTAS, seq20(row["sequence"]).encode(), canonical_bytes(row["delta"])
     with open(root / JOURNAL_FILE, "rb") as handle:
         for line in handle:
             entry = line.rstrip(b"\n")

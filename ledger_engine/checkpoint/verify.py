@@ -1,27 +1,44 @@
-"""Verification of a portable export: every file hash, the state digest and the journal chain.
+"""Verification of a portable export, trusting nothing in it but what it proves.
 
-The first failing item is reported by name, e.g. ``journal.jsonl:17``.
+Every file hash, the genesis, the journal chain and, in step with the journal,
+every command's delta: its ``delta_hash``, its tie to the entry (the command
+result row it must hold, event keys of its own sequence), and its fold into
+the state. The fold of deltas 0..head must equal the exported state rows and
+events exactly, so an edited row or event fails even with its metadata
+recomputed. The first failing item is reported by name, e.g.
+``journal.jsonl:17`` or ``state_rows.jsonl:40``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
 
 from ledger_engine.application.journal import recompute_entry_hash
-from ledger_engine.canonical import STATE_DOMAIN, ZERO_HASH, canonical_bytes
+from ledger_engine.application.records import encode_record, encode_value
+from ledger_engine.canonical import DELTA_DOMAIN, STATE_DOMAIN, ZERO_HASH, canonical_bytes, sha256_hex
 from ledger_engine.checkpoint.export import (
-    EVENTS_FILE, EXPORT_FORMAT, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE, ROWS_FILE,
+    DELTAS_FILE, EVENTS_FILE, EXPORT_FORMAT, EXPORT_FORMAT_VERSION, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE,
+    ROWS_FILE,
 )
+from ledger_engine.envelope import envelope_hash
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.genesis import genesis_hash
-from ledger_engine.layout import DIGEST_FAMILIES
+from ledger_engine.genesis import genesis_hash, genesis_records
+from ledger_engine.keys import seq20
+from ledger_engine.layout import COMMAND_RESULT, DELTA_FAMILIES, DIGEST_FAMILIES, EVENTS
 
-REQUIRED_FILES = (ROWS_FILE, JOURNAL_FILE, EVENTS_FILE, GENESIS_FILE)
+REQUIRED_FILES = (ROWS_FILE, JOURNAL_FILE, DELTAS_FILE, EVENTS_FILE, GENESIS_FILE)
+METADATA_FIELDS = ("sequence", "last_entry_hash", "logical_state_hash", "genesis_hash", "files")
+ENTRY_FIELDS = ("sequence", "previous_entry_hash", "envelope", "outcome", "result", "delta_hash", "entry_hash")
+ROW_FIELDS = {"column_family", "key", "value"}
+
+# (column family, key) -> SHA-256 of the value's canonical bytes: the state (and events) a fold reaches.
+Folded = dict[tuple[str, str], bytes]
 
 
 class VerificationError(LedgerError):
@@ -61,8 +78,13 @@ def read_metadata(directory: str | os.PathLike) -> dict[str, Any]:
         metadata = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError) as error:
         raise VerificationError(METADATA_FILE, f"unreadable: {error}") from None
-    if metadata.get("format") != EXPORT_FORMAT:
-        raise VerificationError(METADATA_FILE, f"unknown export format {metadata.get('format')!r}")
+    if not isinstance(metadata, dict) or metadata.get("format") != EXPORT_FORMAT \
+            or metadata.get("format_version") != EXPORT_FORMAT_VERSION:
+        found = metadata.get("format") if isinstance(metadata, dict) else None
+        raise VerificationError(METADATA_FILE, f"unknown export format {found!r}")
+    missing = [name for name in METADATA_FIELDS if name not in metadata]
+    if missing:
+        raise VerificationError(METADATA_FILE, f"lacks {missing[0]}")
     return metadata
 
 
@@ -71,70 +93,163 @@ def verify_export(directory: str | os.PathLike) -> dict[str, Any]:
     root = Path(directory)
     metadata = read_metadata(root)
     _verify_file_hashes(root, metadata)
-    _verify_genesis(root, metadata)
-    _verify_state_rows(root, metadata)
-    _verify_journal(root, metadata)
-    _verify_events(root, metadata)
+    genesis = _verify_genesis(root, metadata)
+    state, events = _verify_history(root, metadata, genesis)
+    _verify_state_rows(root, metadata, state)
+    _verify_events(root, events)
     return metadata
 
 
 def _verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
     for name in REQUIRED_FILES:
-        expected = metadata["files"].get(name)
-        if expected is None:
+        expected = metadata["files"].get(name) if isinstance(metadata["files"], dict) else None
+        if not isinstance(expected, dict):
             raise VerificationError(METADATA_FILE, f"does not list {name}")
         path = root / name
         if not path.exists():
             raise VerificationError(name, "missing")
         digest, size = file_digest(path)
-        if digest != expected["sha256"] or size != expected["bytes"]:
+        if digest != expected.get("sha256") or size != expected.get("bytes"):
             raise VerificationError(name, "file hash does not match metadata")
 
 
-def _verify_genesis(root: Path, metadata: dict[str, Any]) -> None:
-    document = orjson.loads((root / GENESIS_FILE).read_bytes())
-    if genesis_hash(document) != metadata["genesis_hash"]:
+def _verify_genesis(root: Path, metadata: dict[str, Any]) -> dict[str, Any]:
+    try:
+        document = orjson.loads((root / GENESIS_FILE).read_bytes())
+        matches = genesis_hash(document) == metadata["genesis_hash"]
+    except (orjson.JSONDecodeError, LedgerError, TypeError):
+        raise VerificationError(GENESIS_FILE, "not a genesis document") from None
+    if not matches:
         raise VerificationError(GENESIS_FILE, "genesis hash does not match metadata")
+    return document
 
 
-def _verify_state_rows(root: Path, metadata: dict[str, Any]) -> None:
+def _verify_history(root: Path, metadata: dict[str, Any], genesis: dict[str, Any]) -> tuple[Folded, Folded]:
+    """Walk the journal and the deltas in step: chain, delta hashes, ties, and the fold."""
+    state: Folded = {}
+    events: Folded = {}
+    deltas = _lines(root / DELTAS_FILE, DELTAS_FILE)
+    genesis_delta = _delta_at(next(deltas, None), 0, DELTAS_FILE)
+    _require(genesis_delta[1] == _genesis_delta(genesis), genesis_delta[0], "is not the genesis state")
+    _fold(genesis_delta, state, events)
+    previous_hash, sequence = ZERO_HASH, 0
+    journal = _lines(root / JOURNAL_FILE, JOURNAL_FILE)
+    for journal_line, delta_line in zip_longest(journal, deltas):
+        sequence += 1
+        entry_item, _, entry = _entry(journal_line, sequence)
+        _require(entry["previous_entry_hash"] == previous_hash, entry_item, "previous entry hash breaks the chain")
+        _require(recompute_entry_hash(entry) == entry["entry_hash"], entry_item, "entry hash does not match its contents")
+        delta = _delta_at(delta_line, sequence, DELTAS_FILE)
+        _require(_delta_hash(delta[1]) == entry["delta_hash"], delta[0], f"does not hash to {entry_item}'s delta_hash")
+        _require_tied(delta, entry, entry_item, sequence)
+        _fold(delta, state, events)
+        previous_hash = entry["entry_hash"]
+    _require((sequence, previous_hash) == (metadata["sequence"], metadata["last_entry_hash"]),
+             JOURNAL_FILE, "journal does not end at the exported head")
+    return state, events
+
+
+def _require(condition: bool, item: str, reason: str) -> None:
+    if not condition:
+        raise VerificationError(item, reason)
+
+
+def _entry(line: tuple[str, bytes, Any] | None, sequence: int) -> tuple[str, bytes, dict[str, Any]]:
+    if line is None:
+        raise VerificationError(JOURNAL_FILE, f"ends before sequence {sequence}, which deltas.jsonl has")
+    item, raw, entry = line
+    _require(isinstance(entry, dict) and all(name in entry for name in ENTRY_FIELDS), item, "not a journal entry")
+    _require(entry["sequence"] == sequence, item, f"expected sequence {sequence}, found {entry['sequence']}")
+    _require(isinstance(entry["envelope"], dict) and isinstance(entry["envelope"].get("command_id"), str),
+             item, "envelope has no command ID")
+    return item, raw, entry
+
+
+def _delta_at(line: tuple[str, bytes, Any] | None, sequence: int, name: str) -> tuple[str, list[dict[str, Any]]]:
+    if line is None:
+        raise VerificationError(name, f"has no delta for sequence {sequence}")
+    item, _, value = line
+    _require(isinstance(value, dict) and set(value) == {"delta", "sequence"} and isinstance(value["delta"], list),
+             item, "not a delta line")
+    _require(value["sequence"] == sequence, item, f"expected the delta of sequence {sequence}")
+    rows = value["delta"]
+    for row in rows:
+        _require(isinstance(row, dict) and set(row) == ROW_FIELDS and row["column_family"] in DELTA_FAMILIES
+                 and isinstance(row["key"], str), item, "not a delta row")
+    order = [(row["column_family"].encode(), row["key"].encode()) for row in rows]
+    _require(order == sorted(set(order)), item, "delta rows out of canonical order")
+    return item, rows
+
+
+def _delta_hash(rows: list[dict[str, Any]]) -> str:
+    return sha256_hex(DELTA_DOMAIN.encode() + canonical_bytes(rows))
+
+
+def _genesis_delta(genesis: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = sorted((family, key, data) for family, key, data in genesis_records(genesis))
+    return [{"column_family": family, "key": key, "value": orjson.loads(encode_record(1, data))}
+            for family, key, data in rows]
+
+
+def _require_tied(delta: tuple[str, list[dict[str, Any]]], entry: dict[str, Any], entry_item: str,
+                  sequence: int) -> None:
+    """A delta belongs to its entry: the entry's command result, and events of its own sequence only.
+
+    The delta is already proven by the entry's delta_hash, so a mismatch names the entry.
+    """
+    delta_item, rows = delta
+    expected_result = orjson.loads(encode_value({
+        "envelope_hash": envelope_hash(canonical_bytes(entry["envelope"])), "sequence": sequence,
+        "outcome": entry["outcome"], "result": entry["result"]}))
+    results = [row for row in rows if row["column_family"] == COMMAND_RESULT]
+    _require(len(results) == 1 and results[0]["key"] == entry["envelope"]["command_id"]
+             and results[0]["value"] == expected_result, entry_item,
+             f"does not match the command result its delta ({delta_item}) records")
+    prefix = seq20(sequence) + "/"
+    _require(all(row["key"].startswith(prefix) and row["value"] is not None
+                 for row in rows if row["column_family"] == EVENTS), delta_item, "an event of another sequence")
+
+
+def _fold(delta: tuple[str, list[dict[str, Any]]], state: Folded, events: Folded) -> None:
+    item, rows = delta
+    for row in rows:
+        address = (row["column_family"], row["key"])
+        target = events if address[0] == EVENTS else state
+        _require(address[0] != EVENTS or address not in events, item, "rewrites an immutable event")
+        if row["value"] is None:
+            target.pop(address, None)
+        else:
+            target[address] = hashlib.sha256(canonical_bytes(row["value"])).digest()
+
+
+def _verify_state_rows(root: Path, metadata: dict[str, Any], folded: Folded) -> None:
     digest = hashlib.sha256(STATE_DOMAIN.encode() + b"[")
     previous: tuple[bytes, bytes] | None = None
     for item, raw, row in _lines(root / ROWS_FILE, ROWS_FILE):
-        if set(row) != {"cf", "key", "value"} or row["cf"] not in DIGEST_FAMILIES:
-            raise VerificationError(item, "not a logical state row")
-        order = (row["cf"].encode(), row["key"].encode())
-        if previous is not None and order <= previous:
-            raise VerificationError(item, "rows out of canonical order")
+        _require(isinstance(row, dict) and set(row) == ROW_FIELDS and row["column_family"] in DIGEST_FAMILIES
+                 and isinstance(row["key"], str), item, "not a logical state row")
+        order = (row["column_family"].encode(), row["key"].encode())
+        _require(previous is None or order > previous, item, "rows out of canonical order")
+        _require(folded.pop((row["column_family"], row["key"]), None) == hashlib.sha256(
+            canonical_bytes(row["value"])).digest(), item,
+            f"{row['column_family']}/{row['key']} differs from the state the journal's deltas produce")
         digest.update(raw if previous is None else b"," + raw)
         previous = order
     digest.update(b"]")
-    if digest.hexdigest() != metadata["logical_state_hash"]:
-        raise VerificationError(ROWS_FILE, "logical state hash does not match metadata")
+    if folded:
+        family, key = min(folded, key=lambda address: (address[0].encode(), address[1].encode()))
+        raise VerificationError(ROWS_FILE, f"lacks {family}/{key}, which the journal's deltas produce")
+    _require(digest.hexdigest() == metadata["logical_state_hash"], ROWS_FILE,
+             "logical state hash does not match metadata")
 
 
-def _verify_journal(root: Path, metadata: dict[str, Any]) -> None:
-    previous_hash, sequence = ZERO_HASH, 0
-    for item, _, entry in _lines(root / JOURNAL_FILE, JOURNAL_FILE):
-        sequence += 1
-        if entry.get("sequence") != sequence:
-            raise VerificationError(item, f"expected sequence {sequence}, found {entry.get('sequence')}")
-        if entry["previous_entry_hash"] != previous_hash:
-            raise VerificationError(item, "previous entry hash breaks the chain")
-        if recompute_entry_hash(entry) != entry["entry_hash"]:
-            raise VerificationError(item, "entry hash does not match its contents")
-        previous_hash = entry["entry_hash"]
-    if sequence != metadata["sequence"] or previous_hash != metadata["last_entry_hash"]:
-        raise VerificationError(JOURNAL_FILE, "journal does not end at the exported head")
-
-
-def _verify_events(root: Path, metadata: dict[str, Any]) -> None:
+def _verify_events(root: Path, folded: Folded) -> None:
     previous = ""
     for item, _, row in _lines(root / EVENTS_FILE, EVENTS_FILE):
-        key = row.get("key", "")
-        parts = key.split("/")
-        if len(parts) != 2 or not all(len(p) == 20 and p.isdigit() for p in parts) or key <= previous:
-            raise VerificationError(item, "bad or out-of-order event key")
-        if not 1 <= int(parts[0]) <= metadata["sequence"]:
-            raise VerificationError(item, "event outside the exported journal")
-        previous = key
+        _require(isinstance(row, dict) and set(row) == {"key", "value"} and isinstance(row["key"], str)
+                 and row["key"] > previous, item, "bad or out-of-order event")
+        _require(folded.pop((EVENTS, row["key"]), None) == hashlib.sha256(canonical_bytes(row["value"])).digest(),
+                 item, f"event {row['key']} differs from the events the journal's deltas produce")
+        previous = row["key"]
+    if folded:
+        raise VerificationError(EVENTS_FILE, f"lacks event {min(key for _, key in folded)}, which the deltas produce")

@@ -3,27 +3,58 @@
 rocksdict 0.3.29 has no TransactionDB and its snapshot iteration reads the live
 database (docs/adr/0002). Consistency therefore comes from ownership: one
 process holds the directory's LOCK and one executor thread writes.
+
+Storage is never trusted blindly (docs/adr/0010):
+
+- Only ``create=True`` (``init``, and building a new ledger by replay or
+  restore) creates a database, and only in a missing or empty directory.
+- Every open first opens the directory read-only, with RocksDB's info log sent
+  elsewhere, so a damaged directory is refused before anything in it is
+  written; paranoid checks make RocksDB verify every SST it lists.
+- Every point read and scan verifies block checksums and checks the iterator's
+  status when it stops: a damaged block is a ``StorageFault`` naming the
+  column family and key range, never a short answer.
+- Every batch carries a write number; after it is durable the number goes to
+  a small witness file beside the database. A database that opens behind its
+  witness lost acknowledged writes (a truncated or deleted WAL) and is refused.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import re
+import shutil
+import tempfile
+import zlib
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
-from rocksdict import AccessType, Checkpoint, Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import AccessType, Checkpoint, DBRecoveryMode, Options, ReadOptions, Rdict, WriteBatch, WriteOptions
 
-from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.layout import ALL_FAMILIES
+from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
+from ledger_engine.layout import ALL_FAMILIES, META
 
 # (family, key, value); a value of None deletes the key.
 WriteOp = tuple[str, bytes, bytes | None]
 
+WRITES_KEY = b"storage/writes"
+WITNESS_FILE = "PORTO-WITNESS"
+# flock(2), not RocksDB's POSIX LOCK: an offline reader can test it without ever releasing an owner's lock.
+OWNER_FILE = "PORTO-OWNER"
+_WITNESS_FORMAT = b"porto-witness/1 %020d %08x\n"
+_WITNESS_PATTERN = re.compile(rb"porto-witness/1 (\d{20}) ([0-9a-f]{8})\n")
 
-def _options() -> Options:
+
+def _options(*, create: bool, log_dir: str | None = None) -> Options:
     options = Options(raw_mode=True)
-    options.create_if_missing(True)
+    options.create_if_missing(create)
     options.create_missing_column_families(True)
+    options.set_paranoid_checks(True)
+    # An incomplete last record is a write that never returned; anything else damaged is refused.
+    options.set_wal_recovery_mode(DBRecoveryMode.tolerate_corrupted_tail_records())
+    if log_dir is not None:
+        options.set_db_log_dir(log_dir)
     return options
 
 
@@ -31,57 +62,224 @@ def _family_options() -> dict[str, Options]:
     return {name: Options(raw_mode=True) for name in ALL_FAMILIES}
 
 
+def _read_options() -> ReadOptions:
+    options = ReadOptions()
+    options.set_verify_checksums(True)
+    return options
+
+
+def _first_line(error: BaseException) -> str:
+    return " ".join(str(error).split())[:400]
+
+
+def open_error(path: Path, error: BaseException) -> LedgerError:
+    """A stable code for RocksDB's refusal to open ``path``."""
+    text = _first_line(error)
+    if re.search(r"/LOCK\b|While lock file|lock hold by current process", text):
+        return LedgerError(ErrorCode.LEDGER_ALREADY_OWNED,
+                           f"the ledger at {path} is already open read-write by another owner process")
+    missing = re.search(r"([\w./-]+): No such file or directory", text)
+    if missing:
+        return StorageFault(ErrorCode.STORAGE_INCOMPLETE, f"{Path(missing.group(1)).name} is missing from {path}")
+    return StorageFault(ErrorCode.STORAGE_CORRUPT, f"{path} cannot be opened: {text}")
+
+
+def require_database_files(path: Path) -> None:
+    """Refuse, naming it, a directory without CURRENT or without the MANIFEST that CURRENT names."""
+    if not path.is_dir() or not any(path.iterdir()):
+        raise StorageFault(ErrorCode.LEDGER_NOT_FOUND, f"no ledger at {path}")
+    current = path / "CURRENT"
+    if not current.is_file():
+        raise StorageFault(ErrorCode.STORAGE_INCOMPLETE, f"CURRENT is missing from {path}")
+    manifest = current.read_bytes().decode("ascii", "replace").strip()
+    if not re.fullmatch(r"MANIFEST-\d+", manifest):
+        raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"CURRENT in {path} does not name a MANIFEST")
+    if not (path / manifest).is_file():
+        raise StorageFault(ErrorCode.STORAGE_INCOMPLETE, f"{manifest} named by CURRENT is missing from {path}")
+
+
+def read_witness(path: Path) -> int | None:
+    """The last write number known durable; None when absent or torn (the file is never synced)."""
+    try:
+        raw = (path / WITNESS_FILE).read_bytes()
+    except FileNotFoundError:
+        return None
+    match = _WITNESS_PATTERN.fullmatch(raw)
+    if match is None or int(match.group(2), 16) != zlib.crc32(match.group(1)):
+        return None
+    return int(match.group(1))
+
+
 class RocksStore:
     """One opened ledger database: point reads, ordered scans and durable batches."""
 
-    def __init__(self, path: str | os.PathLike, *, read_only: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike, *, read_only: bool = False, create: bool = False,
+                 stopped: bool = False) -> None:
+        """``stopped`` (offline tools): refuse while an owner holds the ledger, and keep one from starting
+        until this store closes. Without it a read-only store is a view beside a live owner."""
         self.path = Path(path)
         self.read_only = read_only
-        if read_only and not (self.path / "CURRENT").exists():
-            raise LedgerError(ErrorCode.NOT_FOUND, f"no ledger database at {self.path}")
-        try:
-            self._db = Rdict(
-                str(self.path),
-                options=_options(),
-                column_families=_family_options(),
-                access_type=AccessType.read_only() if read_only else AccessType.read_write(),
-            )
-        except Exception as error:  # rocksdict raises a bare Exception for lock failures
-            if "LOCK" in str(error) or "lock" in str(error):
-                raise LedgerError(
-                    ErrorCode.LEDGER_ALREADY_OWNED,
-                    f"the ledger at {self.path} is already open read-write by another owner process",
-                ) from None
-            raise
+        self.stopped = stopped
+        # Called with every StorageFault before it is raised; the owner halts admission there.
+        self.on_fault: Callable[[StorageFault], None] | None = None
+        self._log_dir: str | None = None
+        self._witness_fd: int | None = None
+        self._owner_fd: int | None = None
+        self._closed = False
+        assert not (read_only and create), "a read-only open never creates"
+        if create and (not self.path.exists() or not any(self.path.iterdir())):
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._db = self._open(read_only=False, create=True)
+            self._take_owner_lock(exclusive=True)  # RocksDB's LOCK already keeps any other owner out
+        else:
+            self._db = self._open_existing()
         self._families = {name: self._db.get_column_family(name) for name in ALL_FAMILIES}
         self._handles = {name: self._db.get_column_family_handle(name) for name in ALL_FAMILIES}
+        self._reads = _read_options()
         self._sync = WriteOptions()
         self._sync.sync = True
-        self._closed = False
+        self._writes = self._stored_writes()
+
+    # Opening.
+    def _open(self, *, read_only: bool, create: bool = False) -> Rdict:
+        """Open with a private info-log directory when read-only, so the directory stays untouched."""
+        if read_only:
+            self._log_dir = tempfile.mkdtemp(prefix="porto-rocks-log-")
+        try:
+            return Rdict(str(self.path), options=_options(create=create, log_dir=self._log_dir),
+                         column_families=_family_options(),
+                         access_type=AccessType.read_only(False) if read_only else AccessType.read_write())
+        except Exception as error:  # rocksdict raises a bare Exception for every RocksDB status
+            self._drop_log_dir()
+            raise open_error(self.path, error) from None
+
+    def _open_existing(self) -> Rdict:
+        require_database_files(self.path)
+        witness = read_witness(self.path)  # before the database: a live writer only moves it forward
+        probe = self._open(read_only=True)
+        try:
+            self._require_not_behind(probe, witness)
+        except BaseException:
+            probe.close()
+            self._drop_log_dir()
+            raise
+        try:
+            if not self.read_only or self.stopped:
+                self._take_owner_lock(exclusive=not self.read_only)
+        except BaseException:
+            probe.close()
+            self._drop_log_dir()
+            raise
+        if self.read_only:
+            return probe
+        probe.close()
+        self._drop_log_dir()
+        try:
+            return self._open(read_only=False)
+        except BaseException:
+            self._release_owner_lock()
+            raise
+
+    def _take_owner_lock(self, *, exclusive: bool) -> None:
+        """The owner holds it exclusively, offline readers shared: neither runs beside the other."""
+        path = self.path / OWNER_FILE
+        if not exclusive and not path.exists():
+            return  # no owner has ever opened this directory; a reader creates nothing
+        self._owner_fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._owner_fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._release_owner_lock()
+            held = ("is already open read-write by another owner process, or an offline tool is reading it"
+                    if exclusive else "is already open read-write by another owner process")
+            raise LedgerError(ErrorCode.LEDGER_ALREADY_OWNED, f"the ledger at {self.path} {held}") from None
+
+    def _release_owner_lock(self) -> None:
+        if self._owner_fd is not None:
+            os.close(self._owner_fd)
+            self._owner_fd = None
+
+    def _require_not_behind(self, db: Rdict, witness: int | None) -> None:
+        try:
+            raw = db.get_column_family(META).get(WRITES_KEY, read_opt=_read_options())
+        except Exception as error:
+            raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"meta/{WRITES_KEY.decode()} unreadable: {_first_line(error)}") from None
+        stored = int(raw) if raw is not None else 0
+        if witness is not None and witness > stored:
+            raise StorageFault(
+                ErrorCode.STORAGE_ROLLED_BACK,
+                f"{self.path} holds writes up to {stored} but write {witness} was acknowledged: "
+                "the write-ahead log or an SST lost acknowledged data (docs/storage-recovery.md)")
+
+    def _stored_writes(self) -> int:
+        raw = self.get(META, WRITES_KEY)
+        return int(raw) if raw is not None else 0
+
+    # Reads.
+    def _fault(self, code: ErrorCode, detail: str) -> StorageFault:
+        fault = StorageFault(code, detail)
+        if self.on_fault is not None:
+            self.on_fault(fault)
+        return fault
 
     def get(self, family: str, key: bytes) -> bytes | None:
-        return self._families[family].get(key)
+        try:
+            return self._families[family].get(key, read_opt=self._reads)
+        except Exception as error:  # a checksum or I/O error on this key's block
+            raise self._fault(ErrorCode.STORAGE_CORRUPT,
+                              f"reading {family}/{key.decode(errors='replace')}: {_first_line(error)}") from None
 
     def scan(self, family: str, prefix: bytes = b"", start: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
-        """Keys starting with ``prefix`` in byte order, from ``start`` if given."""
-        iterator = self._families[family].iter()
-        iterator.seek(start if start is not None else prefix)
-        while iterator.valid():
-            key = iterator.key()
-            if not key.startswith(prefix):
-                return
-            yield key, iterator.value()
-            iterator.next()
+        """Keys starting with ``prefix`` in byte order, from ``start`` if given; never silently short."""
+        iterator = self._families[family].iter(self._reads)
+        last = start if start is not None else prefix
+        try:
+            iterator.seek(last)
+            while iterator.valid():
+                key = iterator.key()
+                if not key.startswith(prefix):
+                    return
+                value = iterator.value()
+                last = key
+                yield key, value
+                iterator.next()
+            iterator.status()
+        except StorageFault:
+            raise
+        except Exception as error:
+            raise self._fault(
+                ErrorCode.STORAGE_CORRUPT,
+                f"scanning {family} prefix {prefix.decode(errors='replace')!r} after "
+                f"{last.decode(errors='replace')!r}: {_first_line(error)}") from None
 
+    # Writes.
     def write(self, ops: Iterable[WriteOp]) -> None:
-        """Apply ``ops`` atomically, WAL on, synced to disk before returning."""
+        """Apply ``ops`` atomically, WAL on, synced to disk before returning; then move the witness."""
+        assert not self.read_only, "a read-only store never writes"
         batch = WriteBatch(raw_mode=True)
         for family, key, value in ops:
+            assert not (family == META and key == WRITES_KEY), "the write number belongs to the store"
             if value is None:
                 batch.delete(key, self._handles[family])
             else:
                 batch.put(key, value, self._handles[family])
+        number = self._writes + 1
+        batch.put(WRITES_KEY, b"%d" % number, self._handles[META])
         self._db.write(batch, self._sync)
+        self._writes = number
+        self._move_witness(number)
+
+    def _move_witness(self, number: int) -> None:
+        """Not synced: it survives a killed process, and after power loss it can only lag or be torn."""
+        if self._witness_fd is None:
+            self._witness_fd = os.open(self.path / WITNESS_FILE, os.O_WRONLY | os.O_CREAT, 0o644)
+        digits = b"%020d" % number
+        os.pwrite(self._witness_fd, _WITNESS_FORMAT % (number, zlib.crc32(digits)), 0)
+
+    def flush(self) -> None:
+        """Write every memtable to SST files (tests use it to get several SSTs from a small ledger)."""
+        for family in self._families.values():
+            family.flush()
 
     def checkpoint(self, destination: str | os.PathLike) -> None:
         """A physical, hard-linked copy of the database as of now."""
@@ -94,6 +292,15 @@ class RocksStore:
             self._families.clear()
             self._handles.clear()
             self._db.close()
+            if self._witness_fd is not None:
+                os.close(self._witness_fd)
+            self._release_owner_lock()
+            self._drop_log_dir()
+
+    def _drop_log_dir(self) -> None:
+        if self._log_dir is not None:
+            shutil.rmtree(self._log_dir, ignore_errors=True)
+            self._log_dir = None
 
     def __enter__(self) -> "RocksStore":
         return self
@@ -106,7 +313,7 @@ def raw_sync_write_rate(path: str | os.PathLike, *, payload_bytes: int, writes: 
     """Synchronous single-batch writes per second of ``payload_bytes`` each: the benchmark floor."""
     import time
 
-    with RocksStore(path) as store:
+    with RocksStore(path, create=True) as store:
         body = b"x" * payload_bytes
         started = time.perf_counter()
         for number in range(writes):

@@ -19,7 +19,9 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationErrorContext
+from ninja.parser import Parser
 
+from ledger_engine.canonical import parse_json
 from ledger_engine.envelope import MAX_ENVELOPE_BYTES, pydantic_error_code
 from ledger_engine.errors import ErrorCode, LedgerError
 from porto_console.internal_api import commands, evidence, maintenance, reads
@@ -36,7 +38,8 @@ ledger actor it acts as and the command types it may submit; the ledger checks
 that actor's roles again.
 
 **Errors.** Every error body is `{{"code": ..., "detail": ...}}` with a stable code:
-400 `MALFORMED_ENVELOPE` (not JSON, not an object, missing or mistyped fields) or
+400 `MALFORMED_ENVELOPE` (not JSON, not an object, missing or mistyped fields), `JSON_TOO_DEEP`
+(nested deeper than 32 levels), `DUPLICATE_KEY` (a key repeated in any object) or
 `INVALID_REQUEST` (query, path or an empty evidence body); 401 `UNAUTHENTICATED`; 403 `COMMAND_NOT_ALLOWED`;
 404 `NOT_FOUND`; 409 `COMMAND_ID_CONFLICT`; 413 `COMMAND_TOO_LARGE` (bodies over
 {MAX_BODY_BYTES} bytes, refused before they are read); 422 `UNKNOWN_FIELD`, `INVALID_PAYLOAD`,
@@ -61,8 +64,16 @@ class WorkerApi(NinjaAPI):
         return ApiError(*pydantic_error_code(context.pydantic_validation_error, default))
 
 
+class LedgerJsonParser(Parser):
+    """Bodies through the ledger's one JSON text boundary: depth limit, duplicate keys refused."""
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        return parse_json(request.body)
+
+
 api = WorkerApi(title="Porto internal worker API", version="1", urls_namespace="internal",
-                description=DESCRIPTION, auth=WorkerBearer(), docs_decorator=staff_member_required)
+                description=DESCRIPTION, auth=WorkerBearer(), docs_decorator=staff_member_required,
+                parser=LedgerJsonParser())
 
 
 def error_response(request: HttpRequest, code: str, detail: str) -> HttpResponse:

@@ -45,8 +45,8 @@ def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, A
     envelope = admission.envelope(request["command_type"], request["payload"], actor_id=credential.actor_id,
                                   command_id=request["command_id"], expected=request["expected_revisions"],
                                   evidence=request["evidence_hashes"])
-    outcome = admission.submit(envelope)
-    if owner().journal_entry(outcome.sequence)["envelope"] != envelope:
+    outcome = admission.submit(envelope)  # may re-admit it with a fresh admission time (docs/adr/0012)
+    if owner().journal_entry(outcome.sequence)["envelope"] != admission.envelopes.load(request["command_id"]):
         raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
                           f"command {request['command_id']} was already used for another command")
     return outcome.as_json()

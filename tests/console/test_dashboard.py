@@ -73,3 +73,14 @@ def test_a_damaged_backup_does_not_count(client_as, ledger, settings):
     victim.write_bytes(victim.read_bytes() + b"x")
     page = client_as("ops").get("/ledger/").content.decode()
     assert is_red(page, "backup") and 'id="backup-age">none<' in page
+
+
+def test_the_verify_card_shows_when_verify_last_ran_and_what_it_found(client_as, ledger):
+    from ledger_engine.checkpoint.integrity import verify_owner
+
+    page = client_as("ops").get("/ledger/").content.decode()
+    assert is_red(page, "verified") and 'id="verified-result">never<' in card(page, "verified")
+    report = verify_owner(ledger)
+    page = client_as("ops").get("/ledger/").content.decode()
+    assert not is_red(page, "verified") and 'id="verified-result">passed<' in card(page, "verified")
+    assert f"at sequence {report['sequence']}" in card(page, "verified")

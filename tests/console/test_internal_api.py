@@ -108,17 +108,23 @@ def test_retried_submit_with_the_same_command_id_has_exactly_one_outcome(ledger,
     assert ledger.head().sequence == first["sequence"]
 
 
-def test_a_stored_envelope_is_reused_with_its_admission_time_after_a_lost_submit(ledger, ingest):
-    """The first attempt stored its envelope long ago and never reached the ledger; the retry submits it."""
+def test_a_stored_envelope_the_ledger_never_saw_is_readmitted_with_a_fresh_time_after_a_lost_submit(ledger, ingest):
+    """The first attempt stored its envelope long ago and never reached the ledger. Its time is below the
+    ledger's last one, so the retry re-admits it: same command ID and request, a fresh admission time."""
     request = import_funding()
     stored = gateway().envelopes.store(build_envelope(
         "ImportFunding", request["payload"], command_id=request["command_id"], actor_id="ingest-1",
         admitted_at_ms=1_000, evidence_hashes=request["evidence_hashes"]))
-    head = ledger.head()
+    head, floor = ledger.head(), ledger.admission_floor_ms()
+    assert floor > 1_000
 
     outcome = assert_outcome(ingest.post(COMMANDS, request), "accepted", "OK")
     assert outcome["sequence"] == head.sequence + 1
-    assert ledger.journal_entry(outcome["sequence"])["envelope"] == stored
+    journalled = ledger.journal_entry(outcome["sequence"])["envelope"]
+    assert journalled == {**stored, "admitted_at_ms": journalled["admitted_at_ms"]} == gateway().envelopes.load(
+        request["command_id"])
+    assert journalled["admitted_at_ms"] >= floor
+    assert ingest.post(COMMANDS, request).json() == {**outcome, "duplicate": True}
 
 
 def test_forged_actor_and_admission_fields_are_refused_and_change_nothing(ledger, ingest):
@@ -200,6 +206,7 @@ def test_reusing_a_command_id_for_another_command_is_409(ledger, ingest, envelop
     assert Worker.issued("ingest-2", ["ImportFunding"]).post(COMMANDS, first).json()["code"] == "COMMAND_ID_CONFLICT"
 
     console_command = envelopes.account("fin-2", roles=["finance"])
+    console_command["admitted_at_ms"] = ledger.admission_floor_ms()  # not before the gateway's commands
     ledger.submit(console_command)
     head = ledger.head()
     assert_error(ingest.post(COMMANDS, import_funding("lot-3", command_id=console_command["command_id"])),
@@ -440,6 +447,7 @@ def test_resolve_returns_the_workers_own_outcomes_only(ledger, ingest, envelopes
     assert ingest.get(f"{COMMANDS}/{request['command_id']}").json() == {**submitted, "duplicate": True}
 
     console_command = envelopes.account("fin-2", roles=["finance"])
+    console_command["admitted_at_ms"] = ledger.admission_floor_ms()  # not before the gateway's commands
     ledger.submit(console_command)
     for command_id in (console_command["command_id"], str(uuid.uuid4())):
         assert_error(ingest.get(f"{COMMANDS}/{command_id}"), 404, "NOT_FOUND")

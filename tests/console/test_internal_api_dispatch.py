@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 import pytest
 
@@ -71,7 +72,9 @@ def test_while_dispatch_is_disabled_claims_and_signed_attempts_are_refused_and_c
     head = payouts.owner.head()
     dispatcher, signer = worker("api-dispatcher"), worker("api-signer")
 
-    claim = claim_body()
+    # The payout world's clock ran ahead of this host's; the gateway admits at the ledger's time then.
+    claim = {**claim_body(), "expires_at_ms": max(time.time_ns() // 1_000_000, payouts.owner.admission_floor_ms())
+             + 60_000}
     assert_error(dispatcher.post(f"/internal/effects/{effect_id}/claim", claim), 503, "DISPATCH_DISABLED")
     attempt = payouts.attempt_payload(payment_id, "attempt-1", claimed_by="api-dispatcher")
     gateway().evidence.put(b"signed bytes")

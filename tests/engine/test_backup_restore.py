@@ -53,7 +53,9 @@ def test_backup_refuses_a_destination_that_is_not_empty(stopped_ledger, tmp_path
 def test_restore_reproduces_the_head_and_leaves_dispatch_disabled(demo_ledger, pristine_backup, tmp_path):
     restored = tmp_path / "restored"
     run = cli.succeeded(cli.porto_ledger("restore", pristine_backup, data=restored))
-    assert run.last == {"ok": True, **demo_ledger.head, "dispatch_enabled": False}
+    manifest = orjson.loads((pristine_backup / "MANIFEST.json").read_bytes())
+    assert run.last == {"ok": True, **demo_ledger.head, "dispatch_enabled": False,
+                        "writer_generation": manifest["writer_generation"] + 1}
     assert cli.head(restored) == demo_ledger.head
     with LedgerOwner.open(restored) as owner:
         assert owner.dispatch_state()["enabled"] is False

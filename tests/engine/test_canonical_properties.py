@@ -76,5 +76,5 @@ delta_rows = st.lists(
 @given(delta_rows)
 def test_canonical_rows_joined_equal_rfc8785_of_the_row_objects(rows):
     encoded = [(family, key, None if value is None else canonical_bytes(value)) for family, key, value in rows]
-    expected = rfc8785.dumps([{"cf": family, "key": key, "value": value} for family, key, value in rows])
+    expected = rfc8785.dumps([{"column_family": family, "key": key, "value": value} for family, key, value in rows])
     assert b"".join(canonical_rows(encoded)) == expected

@@ -78,7 +78,7 @@ def test_a_stale_expectation_is_journalled_writing_only_its_result(provisioned, 
 
     assert outcome.sequence == head.sequence + 1
     delta = seed000.delta_rows(before, owner_dump(provisioned))
-    assert [(row["cf"], row["key"]) for row in delta] == [("command_result", envelope["command_id"])]
+    assert [(row["column_family"], row["key"]) for row in delta] == [("command_result", envelope["command_id"])]
     assert provisioned.journal_entry(outcome.sequence)["delta_hash"] == seed000.delta_hash(delta)
 
 

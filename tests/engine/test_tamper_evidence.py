@@ -11,7 +11,7 @@ import orjson
 import pytest
 import rfc8785
 
-from ledger_engine.checkpoint.export import EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE, ROWS_FILE
+from ledger_engine.checkpoint.export import DELTAS_FILE, EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE, ROWS_FILE
 from tests.support import cli, seed000
 
 
@@ -76,7 +76,7 @@ def test_the_untouched_export_verifies(export):
     assert cli.succeeded(cli.porto_ledger("verify-export", export)).last["ok"] is True
 
 
-@pytest.mark.parametrize("name", [JOURNAL_FILE, ROWS_FILE, EVENTS_FILE, GENESIS_FILE])
+@pytest.mark.parametrize("name", [JOURNAL_FILE, DELTAS_FILE, ROWS_FILE, EVENTS_FILE, GENESIS_FILE])
 @pytest.mark.parametrize("where", ["first", "middle", "last"])
 def test_one_flipped_byte_names_its_file(export, name, where):
     data = bytearray((export / name).read_bytes())
@@ -85,7 +85,7 @@ def test_one_flipped_byte_names_its_file(export, name, where):
     assert refused_item(export) == name
 
 
-@pytest.mark.parametrize("name", [JOURNAL_FILE, ROWS_FILE, EVENTS_FILE, GENESIS_FILE])
+@pytest.mark.parametrize("name", [JOURNAL_FILE, DELTAS_FILE, ROWS_FILE, EVENTS_FILE, GENESIS_FILE])
 def test_a_missing_file_is_named(export, name):
     (export / name).unlink()
     assert refused_item(export) == name
@@ -96,14 +96,16 @@ def test_an_edited_entry_with_its_file_hash_fixed_is_a_hash_mismatch_on_its_line
     assert refused_item(export) == f"{JOURNAL_FILE}:5"
 
 
-def test_an_edited_entry_with_its_entry_hash_recomputed_breaks_the_chain_at_the_next_line(export):
+def test_an_edited_entry_with_its_entry_hash_recomputed_no_longer_matches_its_command_result(export):
+    """The delta's command result pins the envelope hash, so the edited entry itself is named."""
     edit_entry(export, 5, later_admission_rehashed)
-    assert refused_item(export) == f"{JOURNAL_FILE}:6"
+    assert refused_item(export) == f"{JOURNAL_FILE}:5"
 
 
-def test_a_rehashed_last_entry_no_longer_ends_at_the_exported_head(export):
-    edit_entry(export, len(lines_of(export, JOURNAL_FILE)), later_admission_rehashed)
-    assert refused_item(export) == JOURNAL_FILE
+def test_a_rehashed_last_entry_is_named(export):
+    last = len(lines_of(export, JOURNAL_FILE))
+    edit_entry(export, last, later_admission_rehashed)
+    assert refused_item(export) == f"{JOURNAL_FILE}:{last}"
 
 
 def test_a_dropped_entry_is_named(export):
@@ -124,14 +126,18 @@ def test_reordered_lines_are_named_even_with_the_file_hash_fixed(export, name, s
     assert refused_item(export) == f"{name}:{named_line}"
 
 
-def test_an_edited_state_row_breaks_the_state_digest(export):
+def test_an_edited_state_row_with_the_state_hash_recomputed_is_named(export):
+    """The fold of the journal's deltas, not the metadata, decides what the state rows must be."""
     lines = lines_of(export, ROWS_FILE)
-    position = next(number for number, line in enumerate(lines) if orjson.loads(line)["cf"] == "state")
+    position = next(number for number, line in enumerate(lines) if orjson.loads(line)["column_family"] == "state")
     row = orjson.loads(lines[position])
     row["value"]["revision"] += 1
     lines[position] = rfc8785.dumps(row) + b"\n"
     rewrite(export, ROWS_FILE, lines)
-    assert refused_item(export) == ROWS_FILE
+    rows = [orjson.loads(line) for line in lines]
+    update_metadata(export, lambda metadata: metadata.update(logical_state_hash=seed000.prefixed_hash(
+        seed000.STATE_PREFIX, rows)))
+    assert refused_item(export) == f"{ROWS_FILE}:{position + 1}"
 
 
 def test_a_different_genesis_is_named(export):

@@ -35,6 +35,7 @@ def submit_all(owner, envelopes) -> Counter:
 
 def allocated_lines(owner, envelopes, cast, days: int) -> Allocation:
     """Allocate ``days`` listener-days through AllocateListenerDay; periods and closed days are fixtures."""
+    envelopes.not_before(owner.admission_floor_ms())  # after the demo builder's clock
     with fixture_commands():
         start = FIRST_DAY * DAY_MS
         works = [{"work_id": work["work_id"], "rights_version": 1, "listened_ms": 10_000 * (n + 1)}
@@ -73,6 +74,7 @@ def paid_demo(owner, envelopes):
     submit_all(owner, builder.envelopes)
     allocation = allocated_lines(owner, envelopes, cast, days=2)
     first_payout = len(builder.envelopes)
+    builder.advance_to(owner.admission_floor_ms())  # the allocation above ran on the test's clock
     build_payouts(builder, cast, allocation)
     return owner, submit_all(owner, builder.envelopes[first_payout:]), allocation
 

@@ -44,7 +44,8 @@ class PayoutWorld:
     def __init__(self, money: MoneyWorld) -> None:
         self.money = money
         self.owner = money.owner
-        self.now_ms = 1_800_000_000_000
+        # Behind the hosts' clocks: workers in the effects tests claim with wall-clock leases.
+        self._now_ms = 1_790_812_800_000
         self.sender_sequence = itertools.count()
         self.batch_numbers = itertools.count(1)
 
@@ -61,6 +62,15 @@ class PayoutWorld:
         return self
 
     # Submitting on this world's clock.
+    @property
+    def now_ms(self) -> int:
+        """Never behind what the ledger last journalled: other clocks (the money world's, the console's) submit too."""
+        return max(self._now_ms, self.owner.admission_floor_ms())
+
+    @now_ms.setter
+    def now_ms(self, value: int) -> None:
+        self._now_ms = value
+
     def submit(self, command_type: str, payload: dict[str, Any], *, actor: str,
                expected: list[dict[str, Any]] = (), evidence: list[str] = (), step_up: bool = False) -> CommandOutcome:
         self.now_ms += 1_000

@@ -40,7 +40,7 @@ class World:
     # Submitting.
     def submit(self, command_type: str, payload: dict[str, Any], *, actor: str, expected=(), evidence=(),
                at: int | None = None) -> CommandOutcome:
-        self.now = at if at is not None else self.now + 1_000
+        self.now = at if at is not None else max(self.now + 1_000, self.owner.admission_floor_ms())
         envelope = self.envelopes(command_type, payload, actor=actor, expected=list(expected),
                                   evidence=list(evidence), admitted_at_ms=self.now)
         return self.owner.submit(envelope)

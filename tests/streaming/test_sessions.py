@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ledger_engine.domain.commands.streaming import keys
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
+from ledger_engine.errors import LedgerError
 from ledger_engine.layout import UNIQUE
 from tests.streaming.conftest import COORDINATOR, DAY, INGEST
 
@@ -81,14 +84,22 @@ def test_a_lease_must_be_closed_as_expired_once_it_has_passed(world):
 
 
 def test_lease_time_never_runs_backwards(world):
+    """Admission time below the ledger's last is refused before admission (the rule's own check stays
+    as a second line), journalling nothing."""
     session_id = world.session()
     opened = world.state(keys.session_key(session_id))["updated_at_ms"]
-    assert world.close_session(session_id, at=opened - 1).code == "INVALID_TIME"
-    assert world.close_session(session_id, at=opened + 1).accepted
+    head = world.owner.head()
+    with pytest.raises(LedgerError) as refused:
+        world.close_session(session_id, at=opened - 1)
+    assert refused.value.code == "ADMISSION_TIME_REGRESSED" and world.owner.head() == head
+    assert world.close_session(session_id, at=max(opened + 1, world.owner.admission_floor_ms())).accepted
 
 
 def test_no_session_opens_on_a_closed_day(world):
     world.listen()
     world.next_day()
     assert world.close_day().accepted
-    assert world.open_session(at=DAY * DAY_MS + 23 * 3_600_000).code == "DAY_CLOSED"
+    head = world.owner.head()
+    with pytest.raises(LedgerError) as refused:  # a closed day's time is behind the ledger's
+        world.open_session(at=DAY * DAY_MS + 23 * 3_600_000)
+    assert refused.value.code == "ADMISSION_TIME_REGRESSED" and world.owner.head() == head

@@ -61,8 +61,8 @@ def command_line(*args: object, data: Path | None = None) -> list[str]:
     return [str(PORTO_LEDGER), *data_option, *map(str, args)]
 
 
-def child_env(hash_seed: int | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+def child_env(hash_seed: int | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {**os.environ, **(extra or {})}
     if hash_seed is not None:
         env["PYTHONHASHSEED"] = str(hash_seed)
     return env
@@ -74,14 +74,16 @@ def json_lines(output: bytes) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in complete.splitlines() if line.strip()]
 
 
-def run_child(argv: list[str], *, hash_seed: int | None = None) -> CliRun:
-    """Run to completion with stdin closed."""
-    completed = subprocess.run(argv, input=b"", capture_output=True, env=child_env(hash_seed), timeout=CHILD_TIMEOUT_S)
+def run_child(argv: list[str], *, hash_seed: int | None = None, env: dict[str, str] | None = None) -> CliRun:
+    """Run to completion with stdin closed; ``env`` adds variables to this process's environment."""
+    completed = subprocess.run(argv, input=b"", capture_output=True, env=child_env(hash_seed, env),
+                               timeout=CHILD_TIMEOUT_S)
     return CliRun(completed.returncode, json_lines(completed.stdout), completed.stderr.decode())
 
 
-def porto_ledger(*args: object, data: Path | None = None, hash_seed: int | None = None) -> CliRun:
-    return run_child(command_line(*args, data=data), hash_seed=hash_seed)
+def porto_ledger(*args: object, data: Path | None = None, hash_seed: int | None = None,
+                 env: dict[str, str] | None = None) -> CliRun:
+    return run_child(command_line(*args, data=data), hash_seed=hash_seed, env=env)
 
 
 def succeeded(run: CliRun) -> CliRun:
@@ -175,3 +177,11 @@ def demo_lines(seed: int, *, listeners: int, days: int, hash_seed: int | None = 
 def write_stream(path: Path, lines: list[bytes]) -> Path:
     path.write_bytes(b"".join(lines))
     return path
+
+
+def demo_ledger(root: Path, seed: int, *, listeners: int, days: int) -> Path:
+    """A stopped ledger at ``root/ledger`` holding one demo scenario, submitted through the CLI."""
+    data = root / "ledger"
+    init(data)
+    submit(data, write_stream(root / "demo.jsonl", demo_lines(seed, listeners=listeners, days=days)))
+    return data

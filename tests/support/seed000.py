@@ -7,6 +7,8 @@ must match, written out independently.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
 
 import orjson
@@ -35,9 +37,12 @@ def prefixed_hash(prefix: bytes, value: Any) -> str:
 
 
 def ordered_rows(rows: Iterable[tuple[str, bytes, bytes | None]]) -> list[dict[str, Any]]:
-    """``{cf, key, value}`` objects ordered by column-family name, then key; a deletion's value is null."""
+    """"sorted rows {column_family,key,value}", "ordered by column-family UTF-8 bytes then key bytes".
+
+    Deltas use the same row shape (the seed names none for them; docs/adr/0011); a deletion's value is null.
+    """
     ordered = sorted(rows, key=lambda row: (row[0].encode(), row[1]))
-    return [{"cf": family, "key": key.decode(), "value": None if raw is None else orjson.loads(raw)}
+    return [{"column_family": family, "key": key.decode(), "value": None if raw is None else orjson.loads(raw)}
             for family, key, raw in ordered]
 
 
@@ -67,3 +72,50 @@ def envelope_hash(envelope: dict[str, Any]) -> str:
 def logical_state_hash(rows: Rows) -> str:
     return prefixed_hash(STATE_PREFIX, ordered_rows(
         (family, key, value) for family in STATE_FAMILIES for key, value in rows[family].items()))
+
+
+@dataclass(frozen=True)
+class AuditedExport:
+    sequence: int
+    logical_state_hash: str
+    rows: int
+    events: int
+
+
+def _jsonl(path: Path) -> list[Any]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def audit_export(directory: Path) -> AuditedExport:
+    """Check an export from the seed's definitions only, asserting on the first difference.
+
+    "For each committed outcome, compute delta_hash ... of the sorted delta": each line of
+    deltas.jsonl (0 is genesis) must hash to its journal entry's delta_hash, and applying the
+    deltas in sequence ("canonical set operations", null deleting) must give exactly the exported
+    state rows and events, whose digest is the metadata's logical_state_hash.
+    """
+    metadata = orjson.loads((directory / "metadata.json").read_bytes())
+    journal, deltas = _jsonl(directory / "journal.jsonl"), _jsonl(directory / "deltas.jsonl")
+    assert [delta["sequence"] for delta in deltas] == list(range(len(journal) + 1))
+    previous = GENESIS_PREVIOUS_HASH
+    for entry, delta in zip(journal, deltas[1:]):
+        assert entry["previous_entry_hash"] == previous and entry["entry_hash"] == entry_hash(entry)
+        assert delta_hash(delta["delta"]) == entry["delta_hash"], entry["sequence"]
+        previous = entry["entry_hash"]
+    state: dict[tuple[str, str], Any] = {}
+    for delta in deltas:
+        for row in delta["delta"]:
+            assert row["column_family"] in DELTA_FAMILIES
+            if row["value"] is None:
+                state.pop((row["column_family"], row["key"]), None)
+            else:
+                state[(row["column_family"], row["key"])] = row["value"]
+    events = [{"key": key, "value": value} for (family, key), value in sorted(state.items()) if family == "events"]
+    rows = [{"column_family": family, "key": key, "value": value}
+            for (family, key), value in sorted(state.items(), key=lambda item: (item[0][0].encode(), item[0][1].encode()))
+            if family in STATE_FAMILIES]
+    assert rows == _jsonl(directory / "state_rows.jsonl")
+    assert events == _jsonl(directory / "events.jsonl")
+    digest = prefixed_hash(STATE_PREFIX, rows)
+    assert (previous, digest) == (metadata["last_entry_hash"], metadata["logical_state_hash"])
+    return AuditedExport(len(journal), digest, len(rows), len(events))

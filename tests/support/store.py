@@ -6,8 +6,8 @@ import orjson
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.keys import seq20
-from ledger_engine.layout import ALL_FAMILIES, COMMAND_RESULT, EVENTS, JOURNAL, META
-from ledger_engine.storage.rocks import RocksStore
+from ledger_engine.layout import ALL_FAMILIES, COMMAND_RESULT, DELTAS, EVENTS, JOURNAL, META
+from ledger_engine.storage.rocks import WRITES_KEY, RocksStore
 
 Dump = dict[str, dict[bytes, bytes]]
 
@@ -34,8 +34,10 @@ def changed_keys(before: Dump, after: Dump) -> set[tuple[str, str]]:
 
 
 def rejection_footprint(command_id: str, sequence: int) -> set[tuple[str, str]]:
-    """What a journalled rejection may write: its result, its journal entry and the head."""
-    return {(COMMAND_RESULT, command_id), (JOURNAL, seq20(sequence)), (META, "head")}
+    """What a journalled rejection may write: its result, its journal entry and delta, the head, and the
+    store's write number."""
+    return {(COMMAND_RESULT, command_id), (JOURNAL, seq20(sequence)), (DELTAS, seq20(sequence)), (META, "head"),
+            (META, WRITES_KEY.decode())}
 
 
 def consistency_problems(rows: Dump) -> list[str]:

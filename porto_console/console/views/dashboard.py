@@ -10,6 +10,7 @@ from porto_console.console.screens import DASHBOARD, SCREENS
 from porto_console.console.services import dashboard as service
 from porto_console.console.views.common import render_screen
 from porto_console.console.views.dispatch import DISPATCH_ROLES, DispatchForm
+from ledger_engine.checkpoint.integrity import last_verification
 from porto_console.effects.backups import newest_good_backup
 from porto_console.ledger import owner, read_at_boundary
 
@@ -21,6 +22,6 @@ def dashboard(request):
     dispatch_form = DispatchForm.to_switch(dispatch_state) if has_role(request.user, DISPATCH_ROLES) else None
     return render_screen(request, "console/dashboard.html", DASHBOARD.title, read, figures=read.data, charts=charts,
                          backup=newest_good_backup(settings.BACKUP_DIR), dispatch=dispatch_state,
-                         dispatch_form=dispatch_form,
+                         dispatch_form=dispatch_form, verified=last_verification(owner().store.path),
                          opens={screen.url_name.replace("-", "_"): has_role(request.user, screen.roles)
                                 for screen in SCREENS})

@@ -1,0 +1,96 @@
+"""A restore is all or nothing, proven by SIGKILLing real ``porto-ledger restore`` processes part way."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from ledger_engine.application.owner import LedgerOwner, read_writer_generation
+from ledger_engine.checkpoint.backup import MANIFEST
+from ledger_engine.storage.rocks import RocksStore
+from tests.storage.conftest import SUMMARY_LINES
+from tests.support import cli
+
+KILLS = 14
+
+
+@pytest.fixture(scope="module")
+def backup(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("restore-kills")
+    data = cli.demo_ledger(root, 11, listeners=2, days=1)
+    cli.succeeded(cli.porto_ledger("backup", root / "backup", data=data))
+    return root / "backup"
+
+
+def restore_seconds(backup: Path, target: Path) -> float:
+    started = time.monotonic()
+    cli.succeeded(cli.porto_ledger("restore", backup, data=target))
+    return time.monotonic() - started
+
+
+def outcome_of(target: Path, manifest: dict) -> str:
+    """"none" (no ledger at the target) or "verified" (the backup's head, dispatch off); anything else fails."""
+    if not target.exists() or not any(target.iterdir()):
+        return "none"
+    head = cli.head(target)
+    assert (head["sequence"], head["entry_hash"], head["logical_state_hash"]) == (
+        manifest["sequence"], manifest["entry_hash"], manifest["logical_state_hash"])
+    assert cli.succeeded(cli.porto_ledger("verify", data=target)).last["ok"] is True
+    with RocksStore(target, read_only=True) as store:
+        assert read_writer_generation(store) > manifest["writer_generation"]
+    with LedgerOwner.open(target) as owner:
+        assert owner.dispatch_state()["enabled"] is False
+    return "verified"
+
+
+def test_a_killed_restore_leaves_no_ledger_or_a_verified_one_with_dispatch_off(backup, tmp_path):
+    manifest = orjson.loads((backup / MANIFEST).read_bytes())
+    whole = restore_seconds(backup, tmp_path / "timed")
+    chance = random.Random(9)
+    outcomes = []
+    for number in range(KILLS):
+        target = tmp_path / f"restored-{number}"
+        child = cli.spawn("restore", backup, data=target, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(whole * (number + chance.random()) / KILLS)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=cli.CHILD_TIMEOUT_S)
+        outcomes.append(outcome_of(target, manifest))
+        if outcomes[-1] == "none":  # what a killed restore left is never in the way of the next one
+            assert cli.succeeded(cli.porto_ledger("restore", backup, data=target)).last["ok"] is True
+            assert outcome_of(target, manifest) == "verified"
+    SUMMARY_LINES.append(f"restore kills: {KILLS}, {outcomes.count('none')} left no ledger, "
+                         f"{outcomes.count('verified')} left a verified ledger with dispatch off, 0 anything else")
+    assert "none" in outcomes
+
+
+def test_each_restore_and_promotion_raises_the_writer_generation(backup, tmp_path):
+    manifest = orjson.loads((backup / MANIFEST).read_bytes())
+    restored = cli.succeeded(cli.porto_ledger("restore", backup, data=tmp_path / "restored")).last
+    assert restored["writer_generation"] == manifest["writer_generation"] + 1
+    with LedgerOwner.open(tmp_path / "restored") as owner:
+        opened = owner.writer_generation
+        owner.set_dispatch(True, "reconciled against the chain and the signed-payment journal")
+        assert opened > restored["writer_generation"] and owner.writer_generation == opened + 1
+        owner.set_dispatch(True, "already on: no new promotion")
+        assert owner.writer_generation == opened + 1
+    cli.succeeded(cli.porto_ledger("backup", tmp_path / "second", data=tmp_path / "restored"))
+    second = orjson.loads((tmp_path / "second" / MANIFEST).read_bytes())
+    assert second["writer_generation"] >= opened + 1
+    again = cli.succeeded(cli.porto_ledger("restore", tmp_path / "second", data=tmp_path / "again")).last
+    assert again["writer_generation"] == second["writer_generation"] + 1
+
+
+def test_restore_refuses_a_target_that_holds_anything(backup, tmp_path):
+    target = tmp_path / "occupied"
+    target.mkdir()
+    (target / "notes.txt").write_text("keep me")
+    run = cli.porto_ledger("restore", backup, data=target)
+    assert run.status == 1 and run.last["code"] == "VERIFICATION_FAILED"
+    assert [path.name for path in target.iterdir()] == ["notes.txt"]
+    assert not list(tmp_path.glob(".occupied.restoring-*"))
