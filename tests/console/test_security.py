@@ -209,8 +209,10 @@ def test_a_ledger_halt_is_logged_with_its_cause(ledger, caplog, monkeypatch):
         raise OSError("disk said no")
 
     monkeypatch.setattr(ledger.store, "write", failing_write)
+    envelopes = EnvelopeFactory()
+    envelopes.not_before(ledger.admission_floor_ms())
     with caplog.at_level(logging.CRITICAL, logger="porto.ledger"), pytest.raises(LedgerError) as halted:
-        ledger.submit(EnvelopeFactory().account("halt-probe"))
+        ledger.submit(envelopes.account("halt-probe"))
     assert halted.value.code == ErrorCode.LEDGER_HALTED
     [record] = [record for record in caplog.records if record.name == "porto.ledger"]
     assert record.levelname == "CRITICAL" and "ledger halted" in record.getMessage()
