@@ -186,9 +186,15 @@ class MoneyWorld:
 
     def closed_day(self, listener_id: str, day: int, period_id: str, works: dict[str, int],
                    nodes: dict[str, tuple[str, int]] = (), **fields: Any) -> None:
+        """A closed listener-day with each work heard under rights version 1."""
+        self.closed_day_heard(listener_id, day, period_id, {(w, 1): ms for w, ms in works.items()}, nodes, **fields)
+
+    def closed_day_heard(self, listener_id: str, day: int, period_id: str, heard: dict[tuple[str, int], int],
+                         nodes: dict[str, tuple[str, int]] = (), **fields: Any) -> None:
+        """A closed listener-day; ``heard`` maps (work, rights version) to listened milliseconds."""
         self.submit_ok("TestStreamingRecords", {"days": [{
             "listener_id": listener_id, "day": day, "period_id": period_id,
-            "works": [{"work_id": w, "rights_version": 1, "listened_ms": ms} for w, ms in sorted(works.items())],
+            "works": [{"work_id": w, "rights_version": v, "listened_ms": ms} for (w, v), ms in sorted(heard.items())],
             "nodes": [{"node_id": n, "operator_id": op, "served_bytes": b} for n, (op, b) in sorted(dict(nodes).items())],
             **fields}]})
 
