@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
 import uuid
 from typing import Any
 
@@ -20,13 +19,21 @@ class EnvelopeFactory:
     """Builds valid envelopes with fresh command IDs and a nondecreasing admission clock."""
 
     def __init__(self) -> None:
-        self._clock = itertools.count(1_790_812_800_000, 1_000)
+        self.clock_ms = 1_790_812_800_000
+
+    def tick(self, milliseconds: int = 1_000) -> int:
+        self.clock_ms += milliseconds
+        return self.clock_ms
+
+    def advance_to(self, timestamp_ms: int) -> None:
+        """Let time pass: the next envelope is admitted after ``timestamp_ms``; the clock never runs back."""
+        self.clock_ms = max(self.clock_ms, timestamp_ms)
 
     def __call__(self, command_type: str, payload: dict[str, Any], *, actor: str = GENESIS_ADMIN,
                  expected: list[dict[str, Any]] = (), evidence: list[str] = (),
                  command_id: str | None = None, **overrides: Any) -> dict[str, Any]:
         envelope = build_envelope(command_type, payload, command_id=command_id or str(uuid.uuid4()),
-                                  actor_id=actor, admitted_at_ms=next(self._clock),
+                                  actor_id=actor, admitted_at_ms=self.tick(),
                                   expected_revisions=expected, evidence_hashes=evidence)
         envelope.update(overrides)
         return envelope

@@ -44,7 +44,8 @@ class PayoutWorld:
     def __init__(self, money: MoneyWorld) -> None:
         self.money = money
         self.owner = money.owner
-        self.now_ms = 1_800_000_000_000
+        self.clock = money.envelopes  # one admission clock for every envelope this ledger sees
+        self.clock.advance_to(1_800_000_000_000)
         self.sender_sequence = itertools.count()
         self.batch_numbers = itertools.count(1)
 
@@ -61,11 +62,19 @@ class PayoutWorld:
         return self
 
     # Submitting on this world's clock.
+    @property
+    def now_ms(self) -> int:
+        """The admission time of the last envelope; setting it lets time pass, never run back."""
+        return self.clock.clock_ms
+
+    @now_ms.setter
+    def now_ms(self, timestamp_ms: int) -> None:
+        assert timestamp_ms >= self.clock.clock_ms, "admission time never runs back"
+        self.clock.advance_to(timestamp_ms)
+
     def submit(self, command_type: str, payload: dict[str, Any], *, actor: str,
                expected: list[dict[str, Any]] = (), evidence: list[str] = ()) -> CommandOutcome:
-        self.now_ms += 1_000
-        envelope = self.money.envelopes(command_type, payload, actor=actor, expected=expected, evidence=evidence,
-                                        admitted_at_ms=self.now_ms)
+        envelope = self.money.envelopes(command_type, payload, actor=actor, expected=expected, evidence=evidence)
         return self.owner.submit(envelope)
 
     def rejects(self, code: str, submit: Callable[[], CommandOutcome]) -> CommandOutcome:
