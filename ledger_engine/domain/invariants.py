@@ -6,8 +6,8 @@ Every funded budget satisfies seed 001's equation
 
 where ``outstanding`` is the payable and reserved allocation lines, ``paid``
 the paid lines (Porto's retained share is paid when it is allocated) and
-``refunds_reversals`` what corrections took out of the budget, each counted
-once. Two checks hold the terms to the records they summarise:
+``refunds_reversals`` what corrections and a refund of the period took out of
+the budget, each counted once. Two checks hold the terms to the records they summarise:
 
 - ``command_mismatches(changes)``: after one command, for every budget it
   touched (wrote, or wrote a line, correction or ``budget_unallocated``
@@ -49,6 +49,7 @@ BUDGET_PREFIX = "budget/"
 LINE_PREFIX = "allocation_line/"
 LOT_PREFIX = "lot/"
 CORRECTION_PREFIX = "correction/"
+REFUND_PREFIX = "budget_refund/"
 UNALLOCATED_PREFIX = "budget_unallocated:"
 
 
@@ -145,9 +146,10 @@ class _Movements:
             if line["status"] in LINE_TERM:
                 self.terms[(line["budget_id"], LINE_TERM[line["status"]])] += sign * parse_amount(line["amount"])
 
-    def correction(self, correction: dict) -> None:
-        self.budgets.add(correction["budget_id"])
-        self.terms[(correction["budget_id"], "refunds_reversals")] += parse_amount(correction["refunded"])
+    def taken_out(self, budget_id: str, amount: str) -> None:
+        """A new correction's refund, or the refund of the budget's period."""
+        self.budgets.add(budget_id)
+        self.terms[(budget_id, "refunds_reversals")] += parse_amount(amount)
 
     def lot(self, subject: str, before: dict | None, after: dict) -> None:
         self.lots_gave += parse_amount(after["allocated"]) - (parse_amount(before["allocated"]) if before else 0)
@@ -176,7 +178,9 @@ def _movements(changes: Changes) -> _Movements:
         if record_key.startswith(LINE_PREFIX):
             moved.line(before_data, data)
         elif record_key.startswith(CORRECTION_PREFIX) and before is None:
-            moved.correction(data)
+            moved.taken_out(data["budget_id"], data["refunded"])
+        elif record_key.startswith(REFUND_PREFIX) and before is None:
+            moved.taken_out(data["budget_id"], data["amount"])
         elif record_key.startswith(BUDGET_PREFIX):
             moved.budgets.add(record_key[len(BUDGET_PREFIX):])
         elif record_key.startswith(LOT_PREFIX):
@@ -204,6 +208,8 @@ def ledger_mismatches(view: StateView) -> list[Mismatch]:
     for _, record in view.scan(STATE, CORRECTION_PREFIX):
         recorded[(record.data["budget_id"], "refunds_reversals")] += parse_amount(record.data["refunded"])
         found += _correction_arithmetic(record.data)
+    for _, record in view.scan(STATE, REFUND_PREFIX):
+        recorded[(record.data["budget_id"], "refunds_reversals")] += parse_amount(record.data["amount"])
     drawn: dict[str, int] = defaultdict(int)
     budget_ids = set()
     for record_key, record in view.scan(STATE, BUDGET_PREFIX):

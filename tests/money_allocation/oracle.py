@@ -19,7 +19,7 @@ from fractions import Fraction
 import orjson
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.domain.chart import CORRECTIONS, FUNDING_AVAILABLE, PORTO_RETAINED, TREASURY
+from ledger_engine.domain.chart import CORRECTIONS, FUNDING_AVAILABLE, PORTO_RETAINED, SUBSCRIPTION_REFUNDS, TREASURY
 from ledger_engine.domain.postings import POSTED
 from ledger_engine.layout import EVENTS, STATE
 from ledger_engine.projections.money_queries import conservation_report
@@ -73,6 +73,7 @@ def conservation_problems(owner: LedgerOwner) -> list[str]:
     for account in sorted(set(owed) | {a for a in net if "_payable:" in a} | {PORTO_RETAINED}):
         expect(account, owed.get(account, 0))
     expect(CORRECTIONS, sum(int(c["refunded"]) for c in corrections))
+    expect(SUBSCRIPTION_REFUNDS, sum(int(refund["amount"]) for refund in records(owner, "budget_refund/")))
     return problems
 
 

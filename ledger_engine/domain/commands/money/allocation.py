@@ -31,7 +31,7 @@ from ledger_engine.domain.chart import PORTO_RETAINED, artist_payable, budget_un
 from ledger_engine.domain.commands.catalogue import rights_key
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, day_index, load_budget, slice_for_day
 from ledger_engine.domain.commands.money.lines import budget_key, line_key, move_budget
-from ledger_engine.domain.commands.streaming.keys import listener_day_key
+from ledger_engine.domain.commands.streaming.keys import listener_day_key, period_key
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import Line, credit, debit, post
 from ledger_engine.domain.registry import Payload, RuleContext, command
@@ -71,6 +71,9 @@ def plan_listener_day(view: StateView, listener_id: str, day: int, budget_id: st
     policy_record = view.get(STATE, POLICY_KEY)
     listener_day, budget, policy = day_record.data, budget_record.data, policy_record.data["allocation_policy"]
     _require_allocatable(listener_day, budget, budget_id)
+    period = view.get(STATE, period_key(budget["period_id"]))
+    require(period is not None and period.data["clearance"] != "refunded", ErrorCode.INVALID_STATE,
+            f"period {budget['period_id']} was refunded: budget {budget_id} allocates nothing more")
     slice_amount = slice_for_day(budget, day)
     lines = split_listener_day(
         slice_amount,
