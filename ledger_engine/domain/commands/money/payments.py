@@ -99,6 +99,8 @@ def payable_lines(changes: Changes, payment: dict[str, Any]) -> list[dict[str, A
         require(line["status"] != "reserved", ErrorCode.ALREADY_RESERVED, f"allocation line {line_id} is already reserved")
         require(line["status"] != "paid", ErrorCode.ALREADY_PAID, f"allocation line {line_id} is already paid")
         require(line["status"] == "payable", ErrorCode.INVALID_STATE, f"allocation line {line_id} is {line['status']}")
+        require(not line.get("pending_correction"), ErrorCode.INVALID_STATE,
+                f"allocation line {line_id} is held for correction {line.get('pending_correction')}")
         require(line["recipient_id"] == payment["recipient_id"], ErrorCode.INVALID_REFERENCE,
                 f"allocation line {line_id} is owed to {line['recipient_id']}, not {payment['recipient_id']}")
     total = checked_sum(parse_amount(line["amount"]) for line in lines)

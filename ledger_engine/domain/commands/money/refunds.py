@@ -19,6 +19,7 @@ from ledger_engine.domain.chart import SUBSCRIPTION_REFUNDS, budget_unallocated
 from ledger_engine.domain.commands.money.lines import budget_key, move_budget
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import credit, debit, post
+from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import RuleContext
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key, seq20
@@ -47,7 +48,7 @@ def refund_period_budget(ctx: RuleContext, period: dict, billing_event_id: str) 
     amount = parse_amount(changes.get(STATE, budget_key(budget_id)).data["unallocated"])
     refund = {"budget_id": budget_id, "period_id": period["period_id"], "amount": format_amount(amount),
               "billing_event_id": billing_event_id, "refunded_at_ms": ctx.now_ms,
-              "correlation_id": f"period:{period['period_id']}"}
+              "correlation_id": f"period:{period['period_id']}", "created": created(ctx)}
     changes.put_state(budget_refund_key(budget_id), refund)
     move_budget(changes, budget_id, "unallocated", "refunds_reversals", amount)
     post(changes, journal=f"refund:{budget_id}", asset=REFUND_ASSET,
