@@ -1,7 +1,7 @@
 """Payout projections: runs, payments, recipient updates and batches by state, and paid totals.
 
     payout_run_by_status/<status>/<run_id>                        {"run_hash", "total", "payments", "prepared_by", "prepared_at_ms"}
-    payment_by_state/<state>/<payment_id>                         {"run_id", "recipient_id", "amount"}
+    payment_by_state/<state>/<payment_id>                         {"run_id", "recipient_id", "amount", "held_for"}
     recipient_update_by_status/<status>/<recipient_id>/<update_id> {"old_address", "payout_address", "version", "requested_by", "requested_at_ms"}
     batch_by_state/<state>/<batch_id>                             {"kind"}
     paid_total/<asset>/<recipient_id>                             {"amount", "payments"}
@@ -51,7 +51,8 @@ def _run(data: dict[str, Any]) -> IndexEntry:
 
 def _payment(data: dict[str, Any]) -> IndexEntry:
     return key("payment_by_state", data["state"], data["payment_id"]), {
-        "run_id": data["run_id"], "recipient_id": data["recipient_id"], "amount": data["amount"]}
+        "run_id": data["run_id"], "recipient_id": data["recipient_id"], "amount": data["amount"],
+        "held_for": data.get("held_for")}
 
 
 def _update(data: dict[str, Any]) -> IndexEntry:

@@ -59,7 +59,8 @@ def test_payments_by_state(busy: PayoutWorld):
     assert [p["payment_id"] for p in queries.payments_by_state(busy.owner.store, "prepared")["payments"]] == \
         ["run-2.operator-x"]
     assert queries.payments_by_state(busy.owner.store, "confirmed")["payments"] == [
-        {"payment_id": "run-1.artist-a", "run_id": "run-1", "recipient_id": "artist-a", "amount": "112500"}]
+        {"payment_id": "run-1.artist-a", "run_id": "run-1", "recipient_id": "artist-a", "amount": "112500",
+         "held_for": None}]
 
 
 def test_the_reconciliation_queue_says_what_to_look_up(busy: PayoutWorld):

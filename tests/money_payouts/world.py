@@ -23,8 +23,9 @@ from tests.support import payloads
 from tests.support.store import changed_keys, owner_dump, rejection_footprint
 
 DISPATCHER, DISPATCHER_2, SIGNER, OBSERVER, COMMITTER = "dispatcher-1", "dispatcher-2", "signer-1", "observer-1", "committer-1"
-WORKERS = {DISPATCHER: "dispatcher", DISPATCHER_2: "dispatcher", SIGNER: "signer", OBSERVER: "observer",
-           COMMITTER: "committer"}
+RECONCILER = "reconciler-1"  # a payment worker after a restore: it signs and observes (tests/effects runs one)
+WORKERS = {DISPATCHER: ["dispatcher"], DISPATCHER_2: ["dispatcher"], SIGNER: ["signer"], OBSERVER: ["observer"],
+           COMMITTER: ["committer"], RECONCILER: ["observer", "signer"]}
 RECIPIENTS = ARTISTS + OPERATORS
 LISTENER = "listener-1"
 SENDER = payloads.address("porto-treasury")
@@ -32,6 +33,7 @@ WORKS = {"work-1": 60_000, "work-2": 30_000, "work-3": 10_000}
 NODES = {"node-1": ("operator-x", 700), "node-2": ("operator-y", 300)}
 PAYMENT, EFFECT = "run-1.artist-a", "run-1.artist-a.effect"  # the conftest's approved run's first payment
 CLAIM_MS = 60_000
+WINDOW_END_MS = 4_000_000_000_000  # batches here cover every allocated day
 SIGNED_TTL_MS = 120_000
 digest = payloads.digest
 
@@ -51,8 +53,8 @@ class PayoutWorld:
 
     # Setup: workers, and payable lines for every artist and operator.
     def setup(self, *, days: int = 2) -> "PayoutWorld":
-        for worker, role in WORKERS.items():
-            assert self.owner.submit(self.money.envelopes.account(worker, "worker", [role])).accepted
+        for worker, roles in WORKERS.items():
+            assert self.owner.submit(self.money.envelopes.account(worker, "worker", roles)).accepted
         self.money.period("period-1", LISTENER, days=30)
         assert self.money.lot("lot-1", 5_000_000).accepted
         self.money.fund("budget-1", "period-1", {"lot-1": 3_000_000})
@@ -104,7 +106,7 @@ class PayoutWorld:
     def batch(self, batch_id: str, kind: str, *, parent: str | None = None, statements: list[dict] = (),
               actor: str = FINANCE) -> str:
         """Prepare and freeze a batch; returns its anchor effect ID."""
-        prepare = {"action": "prepare", "kind": kind, "window_start_ms": 0, "window_end_ms": 86_400_000,
+        prepare = {"action": "prepare", "kind": kind, "window_start_ms": 0, "window_end_ms": WINDOW_END_MS,
                    "parent_batch_id": parent}
         assert self.submit("FreezeArtifact", {"batch_id": batch_id, "step": prepare}, actor=actor).accepted
         anchor = f"{batch_id}-anchor"
@@ -216,7 +218,7 @@ class PayoutWorld:
             "payment_id": attempt["payment_id"], "attempt_id": attempt_id, "transaction_hash": attempt["transaction_hash"],
             "outcome": outcome, **reading}, actor=OBSERVER, evidence=[reading["evidence_digest"]])
 
-    def land(self, payment_id: str, attempt_id: str, outcome: str = "confirmed", *, actor: str = OBSERVER,
+    def land(self, payment_id: str, attempt_id: str, outcome: str = "confirmed", *, actor: str = RECONCILER,
              **options: Any) -> CommandOutcome:
         """Reconciliation: a transfer the chain committed and the ledger never recorded, read after its expiry."""
         signed = self.attempt_payload(payment_id, attempt_id, ttl_ms=-SIGNED_TTL_MS, **options)
