@@ -9,9 +9,10 @@ import rfc8785
 
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import EVENTS, OUTBOX
-from tests.money_allocation.world import FINANCE, FINANCE_2, INGEST
+from ledger_engine.domain.commands.streaming.policy import DAY_MS
+from tests.money_allocation.world import FINANCE, FINANCE_2, FIRST_DAY, INGEST
 from tests.money_payouts.oracle import payout_problems
-from tests.money_payouts.world import RECIPIENTS, PayoutWorld, transaction_hash
+from tests.money_payouts.world import LISTENER, NODES, RECIPIENTS, WORKS, PayoutWorld, transaction_hash
 
 PLAN = {"artist-a": ["line-000000", "line-000001"], "operator-x": ["line-000005"]}
 
@@ -154,6 +155,21 @@ def test_approval_needs_confirmed_statements_for_exactly_the_run_recipients(prep
     prepared.rejects(ErrorCode.INVALID_REFERENCE, lambda: prepared.approve("run-1", too_many))
     prepared.rejects(ErrorCode.NOT_FOUND, lambda: prepared.approve("run-1", ["statement-none"]))
     assert prepared.approve("run-1", [s for s in too_many if not s.endswith("artist-b")]).accepted
+
+
+def test_attack_6_statements_must_cover_every_line_of_the_run(payouts: PayoutWorld):
+    """A run was approved on statements frozen before its lines existed."""
+    early = payouts.confirmed_statements(["artist-a"])
+    day = FIRST_DAY + 5
+    payouts.money.closed_day(LISTENER, day, "period-1", WORKS, NODES)
+    assert payouts.money.allocate(LISTENER, day, "budget-1").accepted
+    plan = {"artist-a": payouts.payable_line_ids("artist-a")}
+    assert payouts.prepare("run-late", plan).accepted
+    refused = payouts.rejects(ErrorCode.INVALID_REFERENCE, lambda: payouts.approve("run-late", early))
+    assert "no confirmed statement" in refused.result["detail"]
+    first_day_only = payouts.confirmed_statements(["artist-a"], window_end_ms=(FIRST_DAY + 1) * DAY_MS)
+    payouts.rejects(ErrorCode.INVALID_REFERENCE, lambda: payouts.approve("run-late", first_day_only))
+    assert payouts.approve("run-late", payouts.confirmed_statements(["artist-a"])).accepted
 
 
 def test_each_contribution_is_reserved_once(approved: PayoutWorld):

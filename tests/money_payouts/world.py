@@ -104,9 +104,9 @@ class PayoutWorld:
 
     # Batches and statements.
     def batch(self, batch_id: str, kind: str, *, parent: str | None = None, statements: list[dict] = (),
-              actor: str = FINANCE) -> str:
+              actor: str = FINANCE, window_end_ms: int = WINDOW_END_MS) -> str:
         """Prepare and freeze a batch; returns its anchor effect ID."""
-        prepare = {"action": "prepare", "kind": kind, "window_start_ms": 0, "window_end_ms": WINDOW_END_MS,
+        prepare = {"action": "prepare", "kind": kind, "window_start_ms": 0, "window_end_ms": window_end_ms,
                    "parent_batch_id": parent}
         assert self.submit("FreezeArtifact", {"batch_id": batch_id, "step": prepare}, actor=actor).accepted
         anchor = f"{batch_id}-anchor"
@@ -136,11 +136,11 @@ class PayoutWorld:
             "outcome": outcome, "ledger_version": 1_000, "evidence_digest": evidence}, actor=OBSERVER, evidence=[evidence])
 
     def confirmed_statements(self, recipients: list[str] | tuple[str, ...] = RECIPIENTS, *,
-                             confirm: bool = True) -> list[str]:
+                             confirm: bool = True, window_end_ms: int = WINDOW_END_MS) -> list[str]:
         """An allocation batch and a statement index for ``recipients``, both anchored; the statement IDs."""
         number = next(self.batch_numbers)
         accounting = f"allocation-batch-{number}"
-        self.anchor(accounting, self.batch(accounting, "allocation"))
+        self.anchor(accounting, self.batch(accounting, "allocation", window_end_ms=window_end_ms))
         statements = [{"statement_id": f"statement-{number}-{recipient}", "recipient_id": recipient,
                        "accounting_batch_id": accounting, "artifact_hash": digest("statement", number, recipient),
                        "public_proof_id": digest("proof", number, recipient)[:32]}

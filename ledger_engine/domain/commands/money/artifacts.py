@@ -130,7 +130,7 @@ def _freeze(ctx: RuleContext, batch: dict[str, Any], step: FreezeBatch) -> dict:
     else:
         require(not step.statements, ErrorCode.INVALID_STATE, f"a {batch['kind']} batch lists no statements")
     artifact = {"ref": step.artifact_ref, "hash": step.artifact_hash, "count": step.count,
-                "frozen_by": ctx.actor_id, "frozen_at_ms": ctx.now_ms}
+                "frozen_by": ctx.actor_id, "frozen_at_ms": ctx.now_ms, "frozen_sequence": ctx.sequence}
     batches.move(changes, batch, "frozen", artifact=artifact, anchor_effect_id=step.anchor_effect_id)
     changes.effect(step.anchor_effect_id, outbox.BATCH_ANCHOR.name, {
         "batch_id": batch["batch_id"], "kind": batch["kind"], "artifact_hash": step.artifact_hash, "count": step.count,

@@ -220,7 +220,7 @@ def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> dict:
     require(p.run_hash == run["run_hash"], ErrorCode.RUN_HASH_MISMATCH,
             f"payout run {p.run_id} was frozen with hash {run['run_hash']}, not {p.run_hash}")
     planned = run_payments(changes, run)
-    require_confirmed_statements(changes, p.statement_ids, [payment["recipient_id"] for payment in planned])
+    require_confirmed_statements(changes, p.statement_ids, planned)
     for payment in planned:
         require_no_pending_update(changes, payment["recipient_id"])
         payments.reserve(changes, payment)
