@@ -262,3 +262,34 @@ def test_a_whole_run_over_every_recipient_is_paid_once(payouts: PayoutWorld):
     budget = payouts.state("budget/budget-1")
     assert (budget["outstanding"], budget["paid"]) == ("0", "200000")
     assert payout_problems(payouts.owner) == []
+
+
+def test_an_approval_cap_is_enforced_by_the_ledger(prepared: PayoutWorld):
+    statements = prepared.confirmed_statements(PLAN)
+    total = int(prepared.state("payment_run/run-1")["frozen"]["total"])
+    stated = prepared.state("payment_run/run-1")["run_hash"]
+
+    def approve(cap: int):
+        return prepared.submit("ApprovePayoutRun", {"run_id": "run-1", "run_hash": stated, "statement_ids": statements,
+                                                    "cap": str(cap)}, actor=FINANCE_2)
+
+    refused = prepared.rejects(ErrorCode.APPROVAL_CAP_EXCEEDED, lambda: approve(total - 1))
+    assert str(total) in refused.result["detail"]
+    assert approve(total).accepted
+    assert prepared.state("payment_run/run-1")["approval"]["cap"] == str(total)
+
+
+def test_signing_holds_a_run_to_its_cap(prepared: PayoutWorld):
+    statements = prepared.confirmed_statements(PLAN)
+    run = prepared.state("payment_run/run-1")
+    assert prepared.submit("ApprovePayoutRun", {"run_id": "run-1", "run_hash": run["run_hash"],
+                                                "statement_ids": statements, "cap": run["frozen"]["total"]},
+                           actor=FINANCE_2).accepted
+    first, second = run["frozen"]["payments"]
+    prepared.pay(first["payment_id"], "attempt-1")
+    # A forged payment amount (a disk that lies) cannot take the run past what was approved.
+    prepared.money.submit_ok("TestForgeRecord", {"record_key": f"payment/{second['payment_id']}",
+                                                 "changes": {"amount": run["frozen"]["total"]}})
+    assert prepared.claim(second["effect_id"]).accepted
+    prepared.rejects(ErrorCode.APPROVAL_CAP_EXCEEDED, lambda: prepared.sign(
+        second["payment_id"], "attempt-2", amount=run["frozen"]["total"]))

@@ -63,6 +63,7 @@ from ledger_engine.amounts import Amount
 from ledger_engine.domain.actors import actor_roles
 from ledger_engine.domain.changes import Changes, Rejected, require
 from ledger_engine.domain.commands.money import outbox, payments
+from ledger_engine.domain.commands.money.payout_runs import require_within_cap
 from ledger_engine.domain.commands.money.recipient_updates import place_unsigned
 from ledger_engine.domain.commands.money.recipients import load_recipient, require_no_pending_update
 from ledger_engine.domain.commands.money.records import load
@@ -138,6 +139,7 @@ def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> di
     payment = payments.load_payment(changes, p.payment_id)
     require_no_pending_update(changes, payment["recipient_id"])
     _require_signable(payment)
+    require_within_cap(changes, payment)
     outbox.require_live_claim(outbox.load_effect(changes, payment["effect_id"]), p.claimed_by, ctx.now_ms)
     _require_signed_terms(changes, payment, p)
     _require_evidence(ctx, p.signed_bytes_hash, "the signed bytes' hash")

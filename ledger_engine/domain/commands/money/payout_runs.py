@@ -13,9 +13,10 @@ the ledger and rejects a difference with RUN_HASH_MISMATCH, so the hash names
 exactly what the preparer saw. The run record keeps ``frozen`` verbatim.
 
 Approval, by a finance actor other than the preparer, restates that hash and
-names confirmed statements; it reserves each line once, posts the
-reservation and puts one ``payment.transfer`` effect per payment in the
-outbox. Cancelling is allowed until an attempt is signed: it releases what is
+names confirmed statements covering every line; it may carry a cap, the most
+it authorises, which the run's total must not exceed and which signing holds
+the run to. It reserves each line once, posts the reservation and puts one
+``payment.transfer`` effect per payment in the outbox. Cancelling is allowed until an attempt is signed: it releases what is
 reserved and unpaid, cancels the effects and leaves the run as a tombstone.
 Runs go prepared -> approved, and prepared | approved -> cancelled;
 a recipient update invalidates a prepared run (prepared -> invalidated).
@@ -94,6 +95,7 @@ class ApprovePayoutRunPayload(Payload):
     run_id: Identifier
     run_hash: Digest
     statement_ids: SortedIds = Field(min_length=1, max_length=MAX_PAYMENTS)
+    cap: Amount | None = None  # the most this approval authorises; the ledger holds the run to it
 
 
 CancelReason = Literal["prepared_in_error", "amounts_disputed", "recipient_disputed", "superseded"]
@@ -219,6 +221,8 @@ def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> dict:
     require_other_actor(ctx, run["prepared_by"], "prepared this payout run")
     require(p.run_hash == run["run_hash"], ErrorCode.RUN_HASH_MISMATCH,
             f"payout run {p.run_id} was frozen with hash {run['run_hash']}, not {p.run_hash}")
+    require(p.cap is None or parse_amount(run["frozen"]["total"]) <= p.cap, ErrorCode.APPROVAL_CAP_EXCEEDED,
+            f"payout run {p.run_id} totals {run['frozen']['total']}, more than the approval's cap {p.cap}")
     planned = run_payments(changes, run)
     require_confirmed_statements(changes, p.statement_ids, planned)
     for payment in planned:
@@ -226,7 +230,8 @@ def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> dict:
         payments.reserve(changes, payment)
         payments.move(changes, payment, "approved")
         changes.effect(payment["effect_id"], PAYMENT_TRANSFER.name, {field: payment[field] for field in TRANSFER_FIELDS})
-    approval = {"approved_by": ctx.actor_id, "approved_at_ms": ctx.now_ms, "statement_ids": list(p.statement_ids)}
+    approval = {"approved_by": ctx.actor_id, "approved_at_ms": ctx.now_ms, "statement_ids": list(p.statement_ids),
+                "cap": None if p.cap is None else format_amount(p.cap)}
     changes.put_state(run_key(p.run_id), {**run, "status": "approved", "approval": approval})
     changes.event("PayoutRunApproved", run_id=p.run_id, run_hash=run["run_hash"], total=run["frozen"]["total"],
                   prepared_by=run["prepared_by"], approved_by=ctx.actor_id)
@@ -250,6 +255,18 @@ def cancel_payout_run(ctx: RuleContext, p: CancelPayoutRunPayload) -> dict:
     end_run(ctx, run, "cancelled", p.reason, cancellable)
     require_conserved(changes)
     return {"run_id": p.run_id, "cancelled_payment_ids": [payment["payment_id"] for payment in cancellable]}
+
+
+def require_within_cap(changes: Changes, payment: dict[str, Any]) -> None:
+    """Signing ``payment`` keeps what its run has signed or paid within the approval's cap, if it has one."""
+    run = load_run(changes, payment["run_id"])
+    cap = (run["approval"] or {}).get("cap")
+    if cap is None:
+        return
+    committed = checked_sum(payments.amount(other) for other in run_payments(changes, run)
+                            if other["state"] in (*payments.IN_FLIGHT, "confirmed"))
+    require(committed + payments.amount(payment) <= parse_amount(cap), ErrorCode.APPROVAL_CAP_EXCEEDED,
+            f"payout run {run['run_id']} has {committed} signed or paid; {payment['amount']} more exceeds its cap {cap}")
 
 
 def end_run(ctx: RuleContext, run: dict[str, Any], status: str, reason: str, cancellable: list[dict[str, Any]]) -> None:
