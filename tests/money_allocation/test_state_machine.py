@@ -10,6 +10,7 @@ from tests.money_allocation.oracle import conservation_problems, largest_remaind
 from tests.money_allocation.world import FINANCE, FINANCE_2, FIRST_DAY, OPERATORS, RIGHTS, ScratchLedger, funding
 from tests.money_payouts.test_state_machine import PayoutMachine
 from tests.money_payouts.world import LISTENER as PAYOUT_LISTENER
+from tests.money_payouts.world import RECIPIENTS
 
 LISTENERS, DAYS = 3, 4
 # Codes a well-formed command may meet in a random history; anything else is a bug.
@@ -152,6 +153,8 @@ class AllocationAndPayoutMachine(PayoutMachine):
         for line_id, line in zip(line_ids, plan.lines):
             if line.recipient_id in self.lines:
                 self.lines[line.recipient_id].append(line_id)  # the payout rules may now pick it
+        # Statements frozen before these lines existed say nothing of them: approvals cite new ones.
+        self.statements = dict(zip(sorted(RECIPIENTS), self.world.confirmed_statements()))
 
     @rule(pick=st.integers(0, 10**6), replace=st.booleans(), remainder_to=st.sampled_from(["unallocated", "refund"]))
     def correct_a_payable_line(self, pick, replace, remainder_to):
