@@ -10,9 +10,11 @@ from porto_console.console.roles import command_roles, require_roles
 from porto_console.console.screens import (
     ACCOUNTS, BUDGETS, DASHBOARD, HOLDS, JOURNAL, PAYMENTS, PAYOUTS, QUARANTINE, QUARANTINE_RETRY_ROLES, RECIPIENTS,
 )
+from porto_console.console.screens import CORRECTIONS
 from porto_console.console.views import (
     accounts, budgets, dashboard, dispatch, holds, journal, payouts, quarantine, recipients,
 )
+from porto_console.console.views import corrections
 
 
 def console_urls(site) -> list:
@@ -43,6 +45,15 @@ def console_urls(site) -> list:
               RECIPIENTS.roles),
         route("ledger/recipients/<str:handle>/decline/", recipients.decline, "console-recipient-decline",
               RECIPIENTS.roles),
+        route("ledger/corrections/", corrections.correction_list, CORRECTIONS.url_name, CORRECTIONS.roles),
+        route("ledger/corrections/request/", corrections.request_correction, "console-correction-request",
+              command_roles("RequestCorrection")),
+        route("ledger/corrections/<str:handle>/", corrections.correction_detail, "console-correction",
+              CORRECTIONS.roles),
+        route("ledger/corrections/<str:handle>/approve/", corrections.approve, "console-correction-approve",
+              CORRECTIONS.roles),
+        route("ledger/corrections/<str:handle>/decline/", corrections.decline, "console-correction-decline",
+              CORRECTIONS.roles),
         route("ledger/budgets/", budgets.budget_list, BUDGETS.url_name, BUDGETS.roles),
         route("ledger/budgets/payables/", budgets.balances, "console-balances", BUDGETS.roles),
         route("ledger/accounts/", accounts.account_list, ACCOUNTS.url_name, ACCOUNTS.roles),
