@@ -79,20 +79,16 @@ def test_a_recorded_transaction_is_not_recorded_again(signed: PayoutWorld):
 
 
 def test_attack_7_an_observer_alone_cannot_settle_a_payment(approved: PayoutWorld):
-    for actor in (OBSERVER, SIGNER, DISPATCHER):
-        approved.rejects(ErrorCode.CAPABILITY_MISSING, lambda: approved.land(PAYMENT, "attempt-1", actor=actor))
-    assert approved.state(f"payment/{PAYMENT}")["state"] == "approved"
-
-
-def test_attack_7_a_landed_transfer_that_could_still_be_broadcast_is_refused(approved: PayoutWorld):
-    """Its window is still open on chain: the signer records it under a live claim, not reconciliation."""
+    """As the attack had it: an observer, no signer, no claim, an expiry still in the future."""
     signed = approved.attempt_payload(PAYMENT, "attempt-1")
     reading = approved.chain_reading("attempt-1", "confirmed", approved.now_ms)
     payload = {**{k: v for k, v in signed.items() if k != "claimed_by"}, "outcome": "confirmed", **reading}
-    assert payload["expires_at_ms"] > reading["chain_time_ms"]
-    approved.rejects(ErrorCode.INVALID_TIME, lambda: approved.submit(
-        "RecordLandedAttempt", payload, actor=RECONCILER, evidence=[signed["signed_bytes_hash"], reading["evidence_digest"]]))
+    assert payload["expires_at_ms"] > approved.now_ms
+    for actor in (OBSERVER, SIGNER, DISPATCHER):
+        approved.rejects(ErrorCode.CAPABILITY_MISSING, lambda: approved.submit(
+            "RecordLandedAttempt", payload, actor=actor, evidence=[signed["signed_bytes_hash"], reading["evidence_digest"]]))
     assert approved.state(f"payment/{PAYMENT}")["state"] == "approved"
+    assert approved.state("payment_attempt/attempt-1") is None
 
 
 def test_attack_7_a_landed_transfer_respects_the_effects_dispatch_state(approved: PayoutWorld):

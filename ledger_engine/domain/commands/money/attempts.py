@@ -36,13 +36,12 @@ attempt; the transaction-hash sentinel is never released.
 RecordLandedAttempt is reconciliation after a restore: the chain committed a
 transaction whose attempt the restored ledger never recorded. It records the
 attempt and its chain observation together, without the live claim and the
-future expiry that only guard a broadcast still to come, so it asks for what
-stands in for them (a *reconciled* claim): the transaction's window has
-closed on the chain's clock (the reading's chain time is at or past its
-expiry, so nothing is left to broadcast), nobody holds a live claim on the
-payment's effect (its holder records its own attempts), the effect is still
-open, and the worker recording it signs as well as observes: an observer
-alone never settles a payment. The payment must otherwise be signable, so an
+future expiry that only guard a broadcast still to come (a committed
+transaction is never broadcast again), so it asks for what stands in for them
+(a *reconciled* claim): nobody else holds a live claim on the payment's
+effect (its holder records its own attempts), the effect is still open, and
+the worker recording it signs as well as observes: an observer alone never
+settles a payment. The payment must otherwise be signable, so an
 obligation already paid (ALREADY_PAID) or with another attempt in flight
 (RECONCILIATION_REQUIRED) is never paid again.
 
@@ -157,7 +156,7 @@ def record_landed_attempt(ctx: RuleContext, p: RecordLandedAttemptPayload) -> di
             "a landed transfer is recorded by a worker that signs as well as observes: an observer alone settles nothing")
     payment = payments.load_payment(changes, p.payment_id)
     _require_signable(payment)
-    _require_reconciled_claim(ctx, payment, p)
+    _require_reconciled_claim(ctx, payment)
     _require_signed_terms(changes, payment, p)
     _require_evidence(ctx, p.signed_bytes_hash, "the signed bytes' hash")
     _require_evidence(ctx, p.evidence_digest, "the observation's evidence digest")
@@ -177,17 +176,15 @@ def _require_signable(payment: dict[str, Any]) -> None:
     require(state in ("approved", "failed"), ErrorCode.INVALID_STATE, f"payment {payment_id} is {state}")
 
 
-def _require_reconciled_claim(ctx: RuleContext, payment: dict[str, Any], p: RecordLandedAttemptPayload) -> None:
-    """What stands in for a live claim when history is recorded: nothing left to broadcast, nobody dispatching."""
-    require(p.chain_time_ms >= p.expires_at_ms, ErrorCode.INVALID_TIME,
-            f"transaction {p.transaction_hash} can still be broadcast until {p.expires_at_ms}: "
-            "its signer records it under a live claim")
+def _require_reconciled_claim(ctx: RuleContext, payment: dict[str, Any]) -> None:
+    """What stands in for a live claim when committed history is recorded: nobody else is dispatching it."""
     effect = outbox.load_effect(ctx.changes, payment["effect_id"])
     require(effect["status"] in outbox.OPEN, ErrorCode.INVALID_STATE,
             f"effect {effect['effect_id']} of payment {payment['payment_id']} is {effect['status']}")
     if outbox.claim_is_live(effect, ctx.now_ms):
-        raise Rejected(ErrorCode.CLAIM_HELD, f"effect {effect['effect_id']} is claimed by "
-                                             f"{effect['claim']['worker_id']}, who records its own attempts")
+        holder = effect["claim"]["worker_id"]
+        require(holder == ctx.actor_id, ErrorCode.CLAIM_HELD,
+                f"effect {effect['effect_id']} is claimed by {holder}, who records its own attempts")
 
 
 def _require_signed_terms(changes: Changes, payment: dict[str, Any], p: SignedTransfer) -> None:
