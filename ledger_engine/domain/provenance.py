@@ -8,9 +8,11 @@ naming the business flow it belongs to, shared by every record of that flow:
 
 | record | correlation ID |
 |---|---|
+| funding lot | ``lot:<lot_id>`` |
+| budget, budget refund | ``period:<period_id>`` |
 | allocation line | ``allocation:<listener>:<day>`` (its allocation journal), or ``correction:<id>`` |
 | correction request, correction | ``correction:<id>`` |
-| budget refund | ``period:<period_id>`` |
+| batch, statement | ``batch:<batch_id>`` (a correction batch: its parent's; a statement: its index batch's) |
 | payout run, its payments, their attempts | ``payout_run:<first run>``: a run re-prepared after a recipient update keeps its original run's |
 | recipient update | ``recipient_update:<update_id>`` |
 """

@@ -22,6 +22,7 @@ from ledger_engine.domain.deposits import (
 )
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import credit, debit, post
+from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
@@ -98,6 +99,8 @@ def _import_lot(ctx: RuleContext, p: ImportFundingPayload) -> None:
         "deposit": deposit,
         "conversion_ref": p.conversion_ref,
         "imported_at_ms": ctx.now_ms,
+        "correlation_id": f"lot:{p.lot_id}",
+        "created": created(ctx),
     })
     post(changes, journal=f"funding:{p.lot_id}", asset=p.asset,
          lines=[debit(TREASURY, p.amount), credit(FUNDING_AVAILABLE, p.amount)])

@@ -37,6 +37,7 @@ from ledger_engine.domain.commands.streaming.keys import period_key
 from ledger_engine.domain.commands.streaming.policy import day_of
 from ledger_engine.domain.invariants import CONSERVATION_KEY, ledger_mismatches
 from ledger_engine.domain.postings import credit, debit, post
+from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.errors import ErrorCode
@@ -86,7 +87,8 @@ def fund_budget(ctx: RuleContext, funding: BudgetFunding) -> dict:
                          ErrorCode.ALREADY_EXISTS,
                          f"period {funding.period_id} already has funding version {funding.version}")
     if funding.version == 1:
-        budget = _new_budget(changes, funding, period.data)
+        budget = {**_new_budget(changes, funding, period.data), "correlation_id": f"period:{funding.period_id}",
+                  "created": created(ctx)}
     else:
         budget = _addition_target(ctx, funding)
     term = "funded" if funding.version == 1 else "additions"

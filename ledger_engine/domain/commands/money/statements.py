@@ -43,7 +43,8 @@ def statement_key(statement_id: str) -> str:
     return key("statement", statement_id)
 
 
-def record_statements(changes: Changes, index_batch_id: str, statements: list[Statement]) -> None:
+def record_statements(changes: Changes, index_batch_id: str, statements: list[Statement],
+                      created_by: dict[str, Any]) -> None:
     for statement in statements:
         load_recipient(changes, statement.recipient_id)
         accounting = load_batch(changes, statement.accounting_batch_id)
@@ -58,8 +59,9 @@ def record_statements(changes: Changes, index_batch_id: str, statements: list[St
                              f"{statement.accounting_batch_id}")
         changes.claim_unique(key("public_proof", statement.public_proof_id), {"statement_id": statement.statement_id},
                              ErrorCode.ALREADY_EXISTS, f"public proof ID {statement.public_proof_id} is taken")
-        changes.put_state(statement_key(statement.statement_id),
-                          {**statement.model_dump(mode="json"), "index_batch_id": index_batch_id})
+        changes.put_state(statement_key(statement.statement_id), {
+            **statement.model_dump(mode="json"), "index_batch_id": index_batch_id,
+            "correlation_id": f"batch:{index_batch_id}", "created": created_by})
 
 
 def require_confirmed_statements(changes: Changes, statement_ids: list[str], planned: list[dict[str, Any]]) -> None:
