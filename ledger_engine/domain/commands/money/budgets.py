@@ -41,7 +41,6 @@ from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.errors import ErrorCode
-from ledger_engine.keys import key, seq20
 from ledger_engine.layout import STATE
 
 BUDGET_ASSET = "USDC"
