@@ -19,7 +19,9 @@ the run to. It reserves each line once, posts the reservation and puts one
 ``payment.transfer`` effect per payment in the outbox. Cancelling is allowed until an attempt is signed: it releases what is
 reserved and unpaid, cancels the effects and leaves the run as a tombstone.
 Runs go prepared -> approved, and prepared | approved -> cancelled;
-a recipient update invalidates a prepared run (prepared -> invalidated).
+a recipient update invalidates a prepared run (prepared -> invalidated) and
+prepares the recipient's unsigned payments again, at the new address, as a
+new run that needs approval like any other (``readdress``).
 """
 
 from __future__ import annotations
