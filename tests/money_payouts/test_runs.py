@@ -293,3 +293,14 @@ def test_signing_holds_a_run_to_its_cap(prepared: PayoutWorld):
     assert prepared.claim(second["effect_id"]).accepted
     prepared.rejects(ErrorCode.APPROVAL_CAP_EXCEEDED, lambda: prepared.sign(
         second["payment_id"], "attempt-2", amount=run["frozen"]["total"]))
+
+
+def test_a_line_held_for_a_correction_is_not_paid_out(payouts: PayoutWorld):
+    held, *rest = payouts.payable_line_ids("artist-a")
+    assert payouts.money.request_correction("fix-1", "budget-1", reason="allocation_error", reverses=[held]).accepted
+    assert payouts.index(f"payable_line/artist-a/{held}") is None
+    refused = payouts.rejects(ErrorCode.INVALID_STATE, lambda: payouts.prepare("run-held", {"artist-a": [held]}))
+    assert "fix-1" in refused.result["detail"]
+    assert payouts.prepare("run-rest", {"artist-a": rest}).accepted
+    assert payouts.money.decide_correction("fix-1", "decline", decline_reason="requested_in_error").accepted
+    assert payouts.prepare("run-held", {"artist-a": [held]}).accepted
