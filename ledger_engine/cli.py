@@ -7,20 +7,25 @@ Exit status: 0 success, 1 a verification failed, 2 bad input, 3 the ledger is ow
 from __future__ import annotations
 
 import argparse
+import hashlib
+import shutil
 import sys
 import queue
 import threading
+import time
+import uuid
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
 import orjson
 
+from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application.owner import LedgerOwner, initialise, read_head
 from ledger_engine.canonical import parse_json
 from ledger_engine.checkpoint.backup import backup, restore
 from ledger_engine.checkpoint.digest import logical_state_hash
-from ledger_engine.checkpoint.export import export_store
+from ledger_engine.checkpoint.export import METADATA_FILE, export_store
 from ledger_engine.checkpoint.integrity import verify_directory
 from ledger_engine.checkpoint.replay import replay_export
 from ledger_engine.checkpoint.verify import VerificationError, verify_export
@@ -136,8 +141,28 @@ def cmd_head(args: argparse.Namespace) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    with RocksStore(_require_data(args), read_only=True, stopped=True) as store:
-        emit(export_store(store, args.outdir))
+    """Like the console's exports, journalled first: the files appear in OUTDIR only once the ledger recorded
+    ``--actor``'s access to them (RecordExportAccess), and the export holds the ledger as it was before that."""
+    with LedgerOwner.open(_require_data(args)) as owner:
+        if args.actor is None:
+            raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, "export needs --actor ID, an auditor: the ledger records it")
+        outdir = Path(args.outdir)
+        if outdir.exists() and any(outdir.iterdir()):
+            raise FileExistsError(f"export destination {outdir} is not empty")
+        staging = outdir.with_name(f".{outdir.name}.unrecorded")
+        shutil.rmtree(staging, ignore_errors=True)  # an earlier export that was never recorded nor handed out
+        metadata = owner.with_checkpoint(lambda store: export_store(store, staging))
+        digest = hashlib.sha256((staging / METADATA_FILE).read_bytes()).hexdigest()
+        outcome = owner.submit(build_envelope("RecordExportAccess", {
+            "export_id": str(uuid.uuid4()), "file_format": "checkpoint", "first_sequence": 1,
+            "last_sequence": metadata["sequence"], "content_sha256": digest},
+            command_id=str(uuid.uuid4()), actor_id=args.actor, admitted_at_ms=max(time.time_ns() // 1_000_000, owner.admission_floor_ms())))
+        if not outcome.accepted:
+            shutil.rmtree(staging)
+            raise LedgerError(ErrorCode(outcome.code), f"the export was not recorded: {outcome.result['detail']}")
+        staging.rename(outdir)
+        emit(metadata)
+
 
 
 def cmd_verify(args: argparse.Namespace) -> None:
@@ -208,7 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     verb("init", cmd_init, "initialise an empty ledger from genesis").add_argument("--genesis")
     verb("submit", cmd_submit, "submit envelopes, one JSON object a line").add_argument("file")
     verb("head", cmd_head, "print sequence, entry hash and logical state hash")
-    verb("export", cmd_export, "write a portable checkpoint").add_argument("outdir")
+    export = verb("export", cmd_export, "write a portable checkpoint, recorded as an auditor's export access")
+    export.add_argument("outdir")
+    export.add_argument("--actor", help="the auditor exporting; the ledger records the access first")
     verb("verify", cmd_verify, "verify a stopped ledger: every block, the chain, the deltas, the digest")
     verb("verify-export", cmd_verify_export, "verify a portable checkpoint").add_argument("outdir")
     replay = verb("replay", cmd_replay, "rebuild a ledger from an export, verifying every hash")

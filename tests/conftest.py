@@ -24,23 +24,30 @@ class EnvelopeFactory:
     """
 
     def __init__(self) -> None:
-        self._last_ms = 1_790_812_800_000 - 1_000
+        self.clock_ms = 1_790_812_800_000 - 1_000  # the first envelope is admitted at 1_790_812_800_000
+
+    def tick(self, milliseconds: int = 1_000) -> int:
+        self.clock_ms += milliseconds
+        return self.clock_ms
+
+    def advance_to(self, timestamp_ms: int) -> None:
+        """Later envelopes are admitted after ``timestamp_ms`` (a ledger's floor, another clock's time); the clock
+        never runs back."""
+        self.clock_ms = max(self.clock_ms, timestamp_ms)
 
     def __call__(self, command_type: str, payload: dict[str, Any], *, actor: str = GENESIS_ADMIN,
                  expected: list[dict[str, Any]] = (), evidence: list[str] = (),
                  command_id: str | None = None, step_up: bool = False, **overrides: Any) -> dict[str, Any]:
         """``step_up=True`` adds a proof from the test step-up key (``tests.support.step_up``)."""
         chosen = overrides.pop("admitted_at_ms", None)
-        self._last_ms = max(self._last_ms, chosen) if chosen is not None else self._last_ms + 1_000
+        if chosen is not None:
+            self.advance_to(chosen)
+        admitted_at_ms = chosen if chosen is not None else self.tick()
         envelope = build_envelope(command_type, payload, command_id=command_id or str(uuid.uuid4()),
-                                  actor_id=actor, admitted_at_ms=chosen if chosen is not None else self._last_ms,
+                                  actor_id=actor, admitted_at_ms=admitted_at_ms,
                                   expected_revisions=expected, evidence_hashes=evidence)
         envelope.update(overrides)
         return stepped_up(envelope) if step_up else envelope
-
-    def not_before(self, admitted_at_ms: int) -> None:
-        """Later envelopes are admitted no earlier than this (a ledger's floor, another clock's time)."""
-        self._last_ms = max(self._last_ms, admitted_at_ms)
 
     @staticmethod
     def digest(*parts: object) -> str:

@@ -19,6 +19,7 @@ from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.records import encode_record, encode_value
 from ledger_engine.domain.actors import require_role
 from ledger_engine.domain.changes import Changes, Rejected, require
+from ledger_engine.domain.event_audit import payload_digest, with_audit
 from ledger_engine.domain.postings import POSTED, assert_balanced
 from ledger_engine.domain.registry import RuleContext
 from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
@@ -125,6 +126,7 @@ def _accepted_rows(command: AdmittedCommand, pending: PendingBatch, sequence: in
             ErrorCode.COMMAND_TOO_LARGE, f"more than {MAX_STATE_WRITES} state writes")
 
     rows: list[DeltaRow] = []
+    payload_hash = payload_digest(command.envelope)
     for (family, key), value in changes.writes.items():
         assert family in RULE_WRITABLE_FAMILIES, family
         previous = pending.get(family, key)
@@ -133,6 +135,7 @@ def _accepted_rows(command: AdmittedCommand, pending: PendingBatch, sequence: in
     for index, event in enumerate(changes.events):
         if event["type"] == POSTED:
             assert_balanced(event)
+        event = with_audit(event, command.envelope, payload_hash)
         rows.append((EVENTS, f"{seq20(sequence)}/{seq20(index)}", encode_value(event)))
     for effect in changes.effects:
         require(changes.get(OUTBOX, effect.effect_id) is None, ErrorCode.ALREADY_EXISTS,

@@ -1,4 +1,4 @@
-"""Demo stage 3: budget funding, allocation of every closed listener-day, a correction; then payouts.
+"""Demo stage 3: budget funding, allocation of every closed listener-day, a refund, corrections; then payouts.
 
 The stage reads what earlier stages left in the cast: the rights each work was
 activated with (``cast.rights``), the periods whose payment cleared
@@ -8,8 +8,11 @@ fixture deposit that funds its budget in the same ImportFunding, at
 ``USDC_PER_LISTENER_DAY`` per day; the first budget also gets an approved
 addition drawn from a foundation lot. Every closed day is planned with the same
 london-1 functions the ledger runs, so the stage supplies exactly one line ID
-per output line. One rights error is then corrected, conservation is checked,
-and the payable lines go to the payout stage (``build_payouts``).
+per output line. Then the provider refunds the last period (its budget gives up
+what it has not allocated), a rights error is corrected (a new rights version;
+demo-finance-1 requests, demo-finance-2 approves), a second correction is left
+requested for a person to decide in the console, conservation is checked, and
+the payable lines go to the payout stage (``build_payouts``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ledger_engine.demo.foundation import INGEST, USDC_PER_LISTENER_DAY, Cast
 from ledger_engine.domain.allocation_policy import ARTIST, Listening, PlannedLine, Policy, Serving, split_listener_day
 from ledger_engine.domain.commands.money.allocation import POLICY_KEY
 from ledger_engine.domain.commands.money.budgets import slice_for_day
+from ledger_engine.domain.commands.money.corrections import RequestCorrectionPayload, freeze_request, request_hash
 from ledger_engine.domain.commands.money.lines import budget_key
 from ledger_engine.domain.commands.streaming.keys import listener_day_key
 from ledger_engine.domain.commands.streaming.policy import day_of
@@ -55,6 +59,7 @@ class Allocation:
 
     payable: list[PayableLine] = field(default_factory=list)
     budget_revisions: dict[str, int] = field(default_factory=dict)
+    retained: list[PayableLine] = field(default_factory=list)  # Porto's share of each allocated day
 
 
 @dataclass
@@ -78,7 +83,10 @@ def build_money(builder: DemoBuilder, cast: Cast, *, days: int) -> None:
     for closed in sorted(closed_days, key=lambda d: (d["listener_id"], d["day"])):
         if closed["period_id"] in budgets:
             _allocate(builder, cast, budgets[closed["period_id"]], closed, allocation)
+    if len(periods) > 1:
+        _refund(builder, max(periods, key=lambda p: p["period_id"]), budgets, allocation)
     _correct_a_rights_error(builder, cast, allocation)
+    _request_a_review_of_porto_share(builder, allocation)
     builder.add("CheckConservation", {"check_id": builder.new_id()}, actor=ALLOCATOR)
     build_payouts(builder, cast, allocation)
 
@@ -126,6 +134,8 @@ def _allocate(builder: DemoBuilder, cast: Cast, budget: _Budget, closed: dict, a
     allocation.budget_revisions[budget.budget_id] += 1
     allocation.payable += [_payable(line_id, line, budget.budget_id, closed)
                            for line_id, line in zip(line_ids, lines) if line.recipient_id is not None]
+    allocation.retained += [_payable(line_id, line, budget.budget_id, closed)
+                            for line_id, line in zip(line_ids, lines) if line.recipient_id is None]
 
 
 def _splits(cast: Cast, work: dict) -> tuple[tuple[str, int], ...]:
@@ -139,20 +149,71 @@ def _payable(line_id: str, line: PlannedLine, budget_id: str, closed: dict) -> P
                        closed["day"], work_id=line.work_id, rights_version=line.rights_version, node_id=line.node_id)
 
 
+def _refund(builder: DemoBuilder, period: dict, budgets: dict[str, _Budget], allocation: Allocation) -> None:
+    """The provider refunds a period after its days were allocated: the rest of its budget leaves it."""
+    event_id = f"demo-refund-{period['period_id']}"
+    evidence = fixture_digest(event_id, "billing-event")
+    builder.add("ApplyBillingObservation", {
+        "provider": period["provider"], "event_id": event_id, "kind": "payment_refunded",
+        "occurred_at_ms": builder.clock_ms, "provider_period_id": period["provider_period_id"],
+        "period_id": period["period_id"], "account_id": period["account_id"], "evidence_digest": evidence,
+    }, actor=INGEST, evidence=[evidence])
+    if period["period_id"] in budgets:
+        allocation.budget_revisions[budgets[period["period_id"]].budget_id] += 1
+
+
 def _correct_a_rights_error(builder: DemoBuilder, cast: Cast, allocation: Allocation) -> None:
-    """The first artist line turns out to belong to another artist: reverse it and pay the right one."""
+    """One work's rights version named the wrong holder: version 2 names the right one, and one listener-day's
+    lines of that work are reversed and paid again by version 2's splits."""
     wrong = next((line for line in allocation.payable if line.role == ARTIST), None)
     if wrong is None:
         return
-    right_artist = next(artist for artist in cast.artists if artist != wrong.recipient_id)
-    replacement = PayableLine(builder.new_id(), right_artist, ARTIST, wrong.amount, wrong.budget_id,
-                              wrong.listener_id, wrong.day, work_id=wrong.work_id, rights_version=wrong.rights_version)
-    builder.add("RecordCorrection", {
+    rights = cast.rights[wrong.work_id]
+    right_artist = next(artist for artist in cast.artists
+                        if artist not in {r["recipient_id"] for r in rights["recipients"]})
+    version = rights["version"] + 1
+    builder.add("ActivateWork", {"work_id": wrong.work_id, "rights": {
+        "version": version, "effective_at_ms": builder.clock_ms, "licence_ref": f"demo-licence-{wrong.work_id}-v{version}",
+        "recipients": [{"recipient_id": right_artist, "split_bps": 10_000}]}}, actor=INGEST)
+    cast.rights[wrong.work_id] = {**rights, "version": version,
+                                  "recipients": [{"recipient_id": right_artist, "split_bps": 10_000}]}
+    reversed_lines = [line for line in allocation.payable if line.role == ARTIST and line.work_id == wrong.work_id
+                      and (line.listener_id, line.day, line.rights_version) == (wrong.listener_id, wrong.day,
+                                                                                wrong.rights_version)]
+    replacement = PayableLine(builder.new_id(), right_artist, ARTIST, sum(line.amount for line in reversed_lines),
+                              wrong.budget_id, wrong.listener_id, wrong.day, work_id=wrong.work_id,
+                              rights_version=version)
+    _correct(builder, {
         "correction_id": builder.new_id(), "budget_id": wrong.budget_id, "reason": "rights_error",
-        "requested_by": ALLOCATOR, "reverses": [wrong.line_id],
+        "reverses": sorted(line.line_id for line in reversed_lines),
         "replacements": [{"line_id": replacement.line_id, "role": ARTIST, "recipient_id": right_artist,
-                          "work_id": wrong.work_id, "rights_version": wrong.rights_version,
-                          "amount": str(wrong.amount)}],
-    }, actor=APPROVER)
+                          "work_id": wrong.work_id, "rights_version": version, "amount": str(replacement.amount)}],
+    }, reversed_lines, decide=True)
     allocation.budget_revisions[wrong.budget_id] += 1
-    allocation.payable = [line for line in allocation.payable if line is not wrong] + [replacement]
+    allocation.payable = [line for line in allocation.payable if line not in reversed_lines] + [replacement]
+
+
+def _request_a_review_of_porto_share(builder: DemoBuilder, allocation: Allocation) -> None:
+    """A correction left requested: demo-finance-2 decides it in the console."""
+    if not allocation.retained:
+        return
+    line = allocation.retained[-1]
+    _correct(builder, {"correction_id": builder.new_id(), "budget_id": line.budget_id, "reason": "allocation_error",
+                       "reverses": [line.line_id]}, [line], decide=False)
+
+
+def _correct(builder: DemoBuilder, payload: dict[str, Any], reversed_lines: list[PayableLine], *, decide: bool) -> None:
+    """RequestCorrection by demo-finance-1; with ``decide``, its approval by demo-finance-2, restating the hash."""
+    builder.add("RequestCorrection", payload, actor=ALLOCATOR)
+    if not decide:
+        return
+    recorded = [{"line_id": line.line_id, "role": line.role, "recipient_id": line.recipient_id,
+                 "amount": str(line.amount), "status": "paid" if line.recipient_id is None else "payable",
+                 "listener_id": line.listener_id, "day": line.day} for line in sorted(reversed_lines, key=_by_id)]
+    frozen = freeze_request(RequestCorrectionPayload.model_validate(payload), recorded)
+    builder.add("DecideCorrection", {"correction_id": payload["correction_id"], "request_hash": request_hash(frozen),
+                                     "action": "approve"}, actor=APPROVER, step_up=True)
+
+
+def _by_id(line: PayableLine) -> str:
+    return line.line_id

@@ -7,16 +7,20 @@ sender is the fixture address ``demo-treasury``. The stage:
 
 1. freezes and anchors an allocation batch and a statement index (the index's
    first anchor attempt fails and is retried), and abandons a superseded batch;
-2. prepares a run that a recipient update then invalidates: demo-finance-1
-   requests a new address for one recipient, demo-finance-2 approves it;
+2. prepares a run for the first two recipients that a recipient update then
+   invalidates: demo-finance-1 requests a new address for one of them,
+   demo-finance-2 approves it, and the ledger prepares the run again at the
+   new address; demo-finance-1 approves that one (four eyes: not
+   demo-finance-2, whose approval prepared it);
 3. prepares a run and cancels it;
-4. prepares the run that pays every payable line (demo-finance-1) and approves
-   it (demo-finance-2), putting one ``payment.transfer`` intent per payment in
+4. prepares the run that pays the other payable lines (demo-finance-1) and
+   approves it (demo-finance-2), putting one ``payment.transfer`` intent per
+   payment in the outbox;
+5. pays both approved runs: demo-dispatcher claims and reports broadcasts,
+   demo-signer records signed attempts, demo-observer records chain
+   observations. One payment fails (its attempt expires) and is retried, one
+   loses its broadcast answer and is reconciled, and the last stays queued in
    the outbox;
-5. pays it: demo-dispatcher claims and reports broadcasts, demo-signer records
-   signed attempts, demo-observer records chain observations. One payment
-   fails (its attempt expires) and is retried, one loses its broadcast answer
-   and is reconciled, and the last stays queued in the outbox;
 6. prepares one more run (demo-finance-1) for the recipient left out of step 4,
    which waits for a second finance user to approve it in the console.
 """
@@ -30,7 +34,7 @@ from typing import Any, NamedTuple
 from ledger_engine.demo.builder import DAY_MS, DemoBuilder, fixture_address, fixture_digest
 from ledger_engine.demo.foundation import Cast
 from ledger_engine.demo.money import Allocation, PayableLine
-from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash, run_key
+from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash, run_key, successor_id
 from ledger_engine.layout import OUTBOX, STATE
 
 PREPARER, APPROVER = "demo-finance-1", "demo-finance-2"
@@ -129,7 +133,29 @@ class _Stage:
                  actor=PREPARER)
         return run_id, stated, ids
 
-    def update_recipient(self, recipient: str) -> None:
+    def approve(self, run_id: str, stated: str, recipients: list[str], statement_ids: dict[str, str], *,
+                approver: str, effects: list[str]) -> None:
+        self.add("ApprovePayoutRun", {"run_id": run_id, "run_hash": stated,
+                                      "statement_ids": sorted(statement_ids[recipient] for recipient in recipients)},
+                 actor=approver, step_up=True)
+        for effect_id in effects:
+            self.effect_written(effect_id)
+
+    def prepared_again(self, run_id: str, update_id: str, ids: dict[str, tuple[str, str]],
+                       plan: dict[str, list[PayableLine]]) -> tuple[str, str, dict[str, tuple[str, str]]]:
+        """The run the ledger prepares when an address change invalidates ``run_id`` (payout_runs.readdress)."""
+        new_run = successor_id("run", run_id, update_id)
+        new_ids = {recipient: (successor_id("payment", payment_id, update_id), successor_id("effect", payment_id, update_id))
+                   for recipient, (payment_id, _) in ids.items()}
+        payments = sorted(({"payment_id": new_ids[recipient][0], "effect_id": new_ids[recipient][1],
+                            "recipient_id": recipient, "recipient_version": self.recipients[recipient][0],
+                            "amount": str(sum(line.amount for line in plan[recipient])),
+                            "line_ids": sorted(line.line_id for line in plan[recipient]),
+                            "payout_address": self.recipients[recipient][1]} for recipient in sorted(plan)),
+                          key=lambda payment: payment["payment_id"])
+        return new_run, run_hash(frozen_run(new_run, "USDC", payments)), new_ids
+
+    def update_recipient(self, recipient: str) -> str:
         update_id, (version, _) = self.builder.new_id(), self.recipients[recipient]
         new_address = fixture_address(f"{recipient}-new-wallet")
         evidence = fixture_digest(update_id, "ownership-evidence")
@@ -139,6 +165,7 @@ class _Stage:
         self.add("UpdateRecipient", {"update_id": update_id, "recipient_id": recipient, "step": {
             "action": "approve", "version": version + 1, "payout_address": new_address}}, actor=APPROVER, step_up=True)
         self.recipients[recipient] = (version + 1, new_address)
+        return update_id
 
     # Payments.
     def attempt(self, payment: _Payment, *, broadcast: str = "submitted", fate: str = "confirmed") -> None:
@@ -182,23 +209,28 @@ def build_payouts(builder: DemoBuilder, cast: Cast, allocation: Allocation) -> N
     recipients = sorted(stage.lines)
     statement_ids = _statements(stage, allocation)
 
-    updated = recipients[min(1, len(recipients) - 1)]
-    stage.prepare({recipient: stage.lines[recipient] for recipient in recipients[:2]})  # invalidated by the update
-    stage.update_recipient(updated)
+    first = {recipient: stage.lines[recipient] for recipient in recipients[:2]}
+    invalidated, _, first_ids = stage.prepare(first)
+    update_id = stage.update_recipient(recipients[min(1, len(recipients) - 1)])
+    readdressed, readdressed_hash, readdressed_ids = stage.prepared_again(invalidated, update_id, first_ids, first)
+    stage.approve(readdressed, readdressed_hash, sorted(first), statement_ids, approver=PREPARER,
+                  effects=[effect_id for _, effect_id in readdressed_ids.values()])
 
-    cancelled_run, _, _ = stage.prepare({recipients[0]: stage.lines[recipients[0]]})
-    stage.add("CancelPayoutRun", {"run_id": cancelled_run, "reason": "prepared_in_error"}, actor=PREPARER,
-              expected=[{"cf": STATE, "key": run_key(cancelled_run), "revision": 1}])
-
-    waiting = recipients[-1] if len(recipients) > 1 else None  # left for a person to approve
-    paid = [recipient for recipient in recipients if recipient != waiting]
-    run_id, stated, ids = stage.prepare({recipient: stage.lines[recipient] for recipient in paid})
-    stage.add("ApprovePayoutRun", {"run_id": run_id, "run_hash": stated,
-                                   "statement_ids": sorted(statement_ids[recipient] for recipient in paid)},
-              actor=APPROVER, step_up=True)
-    for _, effect_id in ids.values():
-        stage.effect_written(effect_id)
-    to_pay = paid[:-1] if len(paid) > 2 else paid  # the last one stays queued in the outbox
+    rest = recipients[2:]
+    if rest:
+        cancelled_run, _, _ = stage.prepare({rest[0]: stage.lines[rest[0]]})
+        stage.add("CancelPayoutRun", {"run_id": cancelled_run, "reason": "prepared_in_error"}, actor=PREPARER,
+                  expected=[{"cf": STATE, "key": run_key(cancelled_run), "revision": 1}])
+    waiting = rest[-1] if len(rest) > 1 else None  # left for a person to approve in the console
+    paid = [recipient for recipient in rest if recipient != waiting]
+    ids = dict(readdressed_ids)
+    if paid:
+        run_id, stated, paid_ids = stage.prepare({recipient: stage.lines[recipient] for recipient in paid})
+        stage.approve(run_id, stated, paid, statement_ids, approver=APPROVER,
+                      effects=[effect_id for _, effect_id in paid_ids.values()])
+        ids.update(paid_ids)
+    order = [*sorted(first), *paid]
+    to_pay = order[:-1] if len(order) > 2 else order  # the last one stays queued in the outbox
     for number, recipient in enumerate(to_pay):
         payment = _Payment(*ids[recipient], recipient, sum(line.amount for line in stage.lines[recipient]))
         if number == 0:

@@ -6,14 +6,17 @@ input is checked against u64 first, so a port to a fixed-width language keeps
 the same results. Every split is largest remainder with ties broken by
 canonical ID order, so the parts always sum to the whole.
 
-A listener-day's output lines come in canonical order: rights lines by
-(work ID, recipient ID), then operator lines by node ID, then Porto's retained
-share. Lines of zero amount are not output.
+Listening is split by (work, rights version), as it is recorded: a work heard
+under two rights versions on one day pays each version's recipients for the
+listening under it. A listener-day's output lines come in canonical order:
+rights lines by (work ID, rights version, recipient ID), then operator lines by
+node ID, then Porto's retained share. Lines of zero amount are not output.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Hashable
 
 from ledger_engine.amounts import U64_MAX, checked_sum
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -41,6 +44,11 @@ class Listening:
     listened_ms: int
     splits: tuple[tuple[str, int], ...]  # (recipient ID, basis points), summing to 10000
 
+    @property
+    def rights(self) -> tuple[str, int]:
+        """What listening is split by: the work and the rights version it was heard under."""
+        return (self.work_id, self.rights_version)
+
 
 @dataclass(frozen=True, slots=True)
 class Serving:
@@ -67,8 +75,8 @@ def u64(value: int, what: str) -> int:
     return value
 
 
-def largest_remainder(total: int, weights: list[tuple[str, int]]) -> dict[str, int]:
-    """Split ``total`` in proportion to ``weights``, keyed by distinct canonical IDs.
+def largest_remainder(total: int, weights: list[tuple[Hashable, int]]) -> dict[Hashable, int]:
+    """Split ``total`` in proportion to ``weights``, keyed by distinct canonical IDs (strings, or tuples of them).
 
     Each part is first ``floor(total * w / W)``; the units left over go one each
     to the largest remainders ``total * w mod W``, equal remainders in ID order.
@@ -104,7 +112,7 @@ def split_listener_day(slice_amount: int, listening: list[Listening], serving: l
     With no verified bytes the operator pool has no one to pay, so its basis
     points join the rights pool and the whole slice is still allocated.
     """
-    listening = sorted(listening, key=lambda item: item.work_id)
+    listening = sorted(listening, key=lambda item: item.rights)
     serving = sorted(serving, key=lambda item: item.node_id)
     if checked_sum(item.listened_ms for item in listening) == 0:
         raise LedgerError(ErrorCode.INVALID_STATE, "a listener-day without eligible listening has nothing to allocate")
@@ -122,16 +130,20 @@ def split_listener_day(slice_amount: int, listening: list[Listening], serving: l
 
 
 def _rights_lines(pool: int, listening: list[Listening]) -> list[PlannedLine]:
-    by_work = largest_remainder(pool, [(item.work_id, item.listened_ms) for item in listening])
+    by_rights = largest_remainder(pool, [(item.rights, item.listened_ms) for item in listening])
     lines = []
     for item in listening:
-        splits = sorted(item.splits)
-        if checked_sum(bps for _, bps in splits) != TOTAL_BPS:
-            raise LedgerError(ErrorCode.INVALID_SPLITS, f"rights of {item.work_id} do not sum to 10000")
-        for recipient_id, amount in sorted(largest_remainder(by_work[item.work_id], splits).items()):
+        for recipient_id, amount in split_by_rights(by_rights[item.rights], item.splits):
             lines.append(PlannedLine(ARTIST, recipient_id, amount, work_id=item.work_id,
                                      rights_version=item.rights_version))
     return lines
+
+
+def split_by_rights(amount: int, splits: tuple[tuple[str, int], ...]) -> list[tuple[str, int]]:
+    """One work's share across a rights version's recipients, in recipient order (zero parts included)."""
+    if checked_sum(bps for _, bps in splits) != TOTAL_BPS:
+        raise LedgerError(ErrorCode.INVALID_SPLITS, "a rights version's splits do not sum to 10000")
+    return sorted(largest_remainder(amount, sorted(splits)).items())
 
 
 def _operator_lines(pool: int, serving: list[Serving]) -> list[PlannedLine]:

@@ -13,6 +13,7 @@ USDC flow, each step a balanced journal:
     ApprovePayoutRun       Dr <role>_payable:<recipient>    Cr reserved_payouts:<recipient>
     CancelPayoutRun        Dr reserved_payouts:<recipient>  Cr <role>_payable:<recipient>
     transfer confirmed     Dr reserved_payouts:<recipient>  Cr treasury   (and paid:<recipient> memo)
+    period refunded        Dr budget_unallocated:<budget>   Cr subscription_refunds
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ TREASURY = "treasury"
 FUNDING_AVAILABLE = "funding_available"
 PORTO_RETAINED = "porto_retained"
 CORRECTIONS = "corrections"
+SUBSCRIPTION_REFUNDS = "subscription_refunds"
 
 # GBP, from billing observations.
 GBP_PROVIDER_RECEIVABLE = "gbp_provider_receivable"

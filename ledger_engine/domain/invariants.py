@@ -6,8 +6,8 @@ Every funded budget satisfies seed 001's equation
 
 where ``outstanding`` is the payable and reserved allocation lines, ``paid``
 the paid lines (Porto's retained share is paid when it is allocated) and
-``refunds_reversals`` what corrections took out of the budget, each counted
-once. Two checks hold the terms to the records they summarise:
+``refunds_reversals`` what corrections and a refund of the period took out of
+the budget, each counted once. Two checks hold the terms to the records they summarise:
 
 - ``command_mismatches(changes)``: after one command, for every budget it
   touched (wrote, or wrote a line, correction or ``budget_unallocated``
@@ -16,7 +16,9 @@ once. Two checks hold the terms to the records they summarise:
   for. Accounting rules end with ``require_conserved``: a command that would
   break conservation is rejected with INVARIANT_VIOLATION and changes nothing.
 - ``ledger_mismatches(view)``: every budget, lot, line and correction from
-  scratch. ``CheckConservation`` runs it and records its verdict at
+  scratch, and every lot against its deposit evidence: a lot whose deposit
+  sentinels do not name it, or that shares a deposit with another lot, is a
+  phantom (deposits.py). ``CheckConservation`` runs it and records its verdict at
   ``state/conservation``; while that says ``blocked``, ``require_payouts_unblocked``
   rejects with PAYOUTS_BLOCKED. Only a later clean check lifts the block.
 """
@@ -29,10 +31,13 @@ from typing import Iterable
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.domain.changes import Changes, Rejected
+from ledger_engine.domain.deposits import (
+    EVIDENCE_PREFIX, UNIT_PREFIX, deposit_evidence_key, deposit_unit_key, is_canonical,
+)
 from ledger_engine.domain.postings import POSTED
 from ledger_engine.domain.view import StateView
 from ledger_engine.errors import ErrorCode
-from ledger_engine.layout import STATE
+from ledger_engine.layout import STATE, UNIQUE
 
 CONSERVATION_KEY = "conservation"
 HOLDING_TERMS = ("unallocated", "outstanding", "paid", "refunds_reversals")
@@ -44,6 +49,7 @@ BUDGET_PREFIX = "budget/"
 LINE_PREFIX = "allocation_line/"
 LOT_PREFIX = "lot/"
 CORRECTION_PREFIX = "correction/"
+REFUND_PREFIX = "budget_refund/"
 UNALLOCATED_PREFIX = "budget_unallocated:"
 
 
@@ -140,9 +146,10 @@ class _Movements:
             if line["status"] in LINE_TERM:
                 self.terms[(line["budget_id"], LINE_TERM[line["status"]])] += sign * parse_amount(line["amount"])
 
-    def correction(self, correction: dict) -> None:
-        self.budgets.add(correction["budget_id"])
-        self.terms[(correction["budget_id"], "refunds_reversals")] += parse_amount(correction["refunded"])
+    def taken_out(self, budget_id: str, amount: str) -> None:
+        """A new correction's refund, or the refund of the budget's period."""
+        self.budgets.add(budget_id)
+        self.terms[(budget_id, "refunds_reversals")] += parse_amount(amount)
 
     def lot(self, subject: str, before: dict | None, after: dict) -> None:
         self.lots_gave += parse_amount(after["allocated"]) - (parse_amount(before["allocated"]) if before else 0)
@@ -171,7 +178,9 @@ def _movements(changes: Changes) -> _Movements:
         if record_key.startswith(LINE_PREFIX):
             moved.line(before_data, data)
         elif record_key.startswith(CORRECTION_PREFIX) and before is None:
-            moved.correction(data)
+            moved.taken_out(data["budget_id"], data["refunded"])
+        elif record_key.startswith(REFUND_PREFIX) and before is None:
+            moved.taken_out(data["budget_id"], data["amount"])
         elif record_key.startswith(BUDGET_PREFIX):
             moved.budgets.add(record_key[len(BUDGET_PREFIX):])
         elif record_key.startswith(LOT_PREFIX):
@@ -199,6 +208,8 @@ def ledger_mismatches(view: StateView) -> list[Mismatch]:
     for _, record in view.scan(STATE, CORRECTION_PREFIX):
         recorded[(record.data["budget_id"], "refunds_reversals")] += parse_amount(record.data["refunded"])
         found += _correction_arithmetic(record.data)
+    for _, record in view.scan(STATE, REFUND_PREFIX):
+        recorded[(record.data["budget_id"], "refunds_reversals")] += parse_amount(record.data["amount"])
     drawn: dict[str, int] = defaultdict(int)
     budget_ids = set()
     for record_key, record in view.scan(STATE, BUDGET_PREFIX):
@@ -214,7 +225,32 @@ def ledger_mismatches(view: StateView) -> list[Mismatch]:
         draws = drawn.pop(record_key[len(LOT_PREFIX):], 0)
         if parse_amount(record.data["allocated"]) != draws:
             found.append(Mismatch(record_key, "allocated", f"allocated {record.data['allocated']} != budget draws {draws}"))
-    return found + [Mismatch(LOT_PREFIX + lot_id, "exists", "budgets draw on a missing lot") for lot_id in sorted(drawn)]
+    found += [Mismatch(LOT_PREFIX + lot_id, "exists", "budgets draw on a missing lot") for lot_id in sorted(drawn)]
+    return found + lot_deposit_mismatches(view)
+
+
+def lot_deposit_mismatches(view: StateView) -> list[Mismatch]:
+    """Each lot is one canonical deposit whose two sentinels name it; each deposit sentinel names such a lot."""
+    found, lots_by_sentinel = [], defaultdict(list)
+    for record_key, record in view.scan(STATE, LOT_PREFIX):
+        lot_id, deposit = record.data["lot_id"], record.data["deposit"]
+        if not is_canonical(deposit):
+            found.append(Mismatch(record_key, "deposit", f"deposit {deposit} is not in its canonical form"))
+            continue
+        for sentinel in (deposit_unit_key(deposit), deposit_evidence_key(deposit)):
+            lots_by_sentinel[sentinel].append(lot_id)
+            owner = view.get(UNIQUE, sentinel)
+            if owner is None or owner.data["lot_id"] != lot_id:
+                found.append(Mismatch(record_key, "deposit", f"{sentinel} names {owner and owner.data['lot_id']}, "
+                                                             f"not this lot: the lot has no deposit of its own"))
+    for sentinel, lot_ids in sorted(lots_by_sentinel.items()):
+        if len(lot_ids) > 1:
+            found.append(Mismatch(sentinel, "lots", f"one deposit funds lots {sorted(lot_ids)}"))
+    for prefix in (UNIT_PREFIX, EVIDENCE_PREFIX):
+        for sentinel, owner in view.scan(UNIQUE, prefix):
+            if view.get(STATE, LOT_PREFIX + owner.data["lot_id"]) is None:
+                found.append(Mismatch(sentinel, "lot", f"names lot {owner.data['lot_id']}, which does not exist"))
+    return found
 
 
 def _recorded_terms(subject: str, budget: dict, recorded: dict[tuple[str, str], int]) -> list[Mismatch]:

@@ -57,6 +57,13 @@ def payable_prefix(recipient_id: str) -> str:
     return key("payable_line", recipient_id) + "/"
 
 
+def correction_request_prefix(status: str) -> str:
+    return key("correction_request_by_status", status) + "/"
+
+
+REQUEST_PREFIX = "correction_request/"
+
+
 class MoneyProjection:
     def record_entries(self, family: str, record_key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
         if family != STATE:
@@ -65,6 +72,10 @@ class MoneyProjection:
             return _line_entries(data)
         if record_key.startswith(BUDGET_PREFIX):
             return _budget_entries(record_key, data)
+        if record_key.startswith(REQUEST_PREFIX):
+            return [(key("correction_request_by_status", data["status"], data["correction_id"]), {
+                "budget_id": data["budget_id"], "reason": data["reason"], "requested_by": data["requested_by"],
+                "requested_at_ms": data["requested_at_ms"], **data["amounts"]})]
         if record_key.startswith(CORRECTION_PREFIX):
             return [(key("correction_by_budget", data["budget_id"], data["correction_id"]),
                      {"reason": data["reason"], "released": data["released"], "refunded": data["refunded"]})]
@@ -106,7 +117,7 @@ def _line_entries(line: dict[str, Any]) -> list[IndexEntry]:
     summary = {"amount": line["amount"], "role": line["role"], "budget_id": line["budget_id"], "day": line["day"]}
     entries = [(key("recipient_line", line["recipient_id"], seq20(line["day"]), line["line_id"]),
                 {**summary, "status": line["status"]})]
-    if line["status"] == "payable":
+    if line["status"] == "payable" and not line.get("pending_correction"):
         entries.append((key("payable_line", line["recipient_id"], line["line_id"]), summary))
     return entries
 

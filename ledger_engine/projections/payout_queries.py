@@ -3,6 +3,11 @@
 Each read names the ledger sequence it read at. Lists come from the payout
 projections (projections/payouts.py) and the effects-by-status index; details
 come from the records themselves. No read here backs a money check.
+
+A run's ``status`` is its own life (prepared, approved, cancelled,
+invalidated); its true aggregate state also says what became of its payments
+(``aggregate_state``): an approved run whose payments a recipient update
+cancelled, or a cancelled run that had already paid someone, says so.
 """
 
 from __future__ import annotations
@@ -17,12 +22,16 @@ from ledger_engine.application.owner import read_head
 from ledger_engine.application.records import decode_record
 from ledger_engine.domain.commands.money.attempts import attempt_key
 from ledger_engine.domain.commands.money.lines import line_key
+from ledger_engine.domain.commands.money.batches import batch_key
 from ledger_engine.domain.commands.money.payments import IN_FLIGHT, payment_key
 from ledger_engine.domain.commands.money.payout_runs import run_hash, run_key
+from ledger_engine.domain.commands.money.statements import covers
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import key
 from ledger_engine.layout import INDEXES, OUTBOX, STATE
-from ledger_engine.projections.payouts import payment_state_prefix, run_status_prefix, update_status_prefix
+from ledger_engine.projections.payouts import (
+    payment_state_prefix, run_payments_prefix, run_status_prefix, update_status_prefix,
+)
 from ledger_engine.storage.rocks import RocksStore
 
 
@@ -45,6 +54,8 @@ def run_detail(store: RocksStore, run_id: str) -> dict[str, Any]:
         "sequence": sequence,
         "run_id": run_id,
         "status": run["status"],
+        "aggregate": aggregate_state(run["status"], [(p["state"], p["cancel_reason"]) for p in payments]),
+        "supersedes": run.get("supersedes"),
         "run_hash": run["run_hash"],
         "run_hash_verified": run_hash(run["frozen"]) == run["run_hash"],
         "asset": run["frozen"]["asset"],
@@ -63,11 +74,76 @@ def _payment_detail(store: RocksStore, frozen: dict[str, Any]) -> dict[str, Any]
     lines = [_record(store, STATE, line_key(line_id), f"allocation line {line_id}") for line_id in frozen["line_ids"]]
     return {
         **{name: payment[name] for name in ("payment_id", "recipient_id", "recipient_version", "payout_address",
-                                            "amount", "state", "effect_id", "attempt_ids", "paid_attempt_id")},
+                                            "amount", "state", "effect_id", "attempt_ids", "paid_attempt_id",
+                                            "cancel_reason")},
+        "held_for": payment.get("held_for"),
+        "superseded_by": payment.get("superseded_by"),
         "lines": [{name: line.get(name) for name in ("line_id", "role", "listener_id", "day", "budget_id", "amount",
                                                      "status")} for line in lines],
         "lines_total": format_amount(checked_sum(parse_amount(line["amount"]) for line in lines)),
     }
+
+
+def aggregate_state(status: str, payments: list[tuple[str, str | None]]) -> dict[str, Any]:
+    """What a run amounts to: its status together with what became of its payments ``(state, cancel_reason)``."""
+    states = Counter(state for state, _ in payments)
+    confirmed, cancelled, total = states["confirmed"], states["cancelled"], len(payments)
+    reasons = sorted({reason for state, reason in payments if state == "cancelled" and reason})
+    if status == "prepared":
+        state = "prepared"
+    elif status in ("cancelled", "invalidated"):
+        state = f"{status}_with_confirmed_payments" if confirmed else status
+    elif confirmed == total:
+        state = "paid"
+    elif cancelled and confirmed + cancelled == total:
+        state = "partially_paid"
+    elif cancelled:
+        state = "approved_with_cancelled_payments"
+    else:
+        state = "paying" if confirmed or any(s in IN_FLIGHT or s == "failed" for s in states) else "approved"
+    summary = ", ".join(f"{count} {name}" for name, count in sorted(states.items()))
+    if reasons:
+        summary += f" (cancelled: {', '.join(reasons)})"
+    return {"state": state, "payments_by_state": dict(sorted(states.items())), "summary": summary}
+
+
+def run_aggregates(store: RocksStore, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Each listed run's aggregate state, folded from the ``run_payment`` projection."""
+    aggregates = {}
+    for run_id in run_ids:
+        run = _record(store, STATE, run_key(run_id), f"payout run {run_id}")
+        payments = [(entry["state"], entry["cancel_reason"])
+                    for _, entry in _index_rows(store, run_payments_prefix(run_id), 10_000)]
+        aggregates[run_id] = aggregate_state(run["status"], payments)
+    return aggregates
+
+
+def covering_statements(store: RocksStore, run_id: str) -> dict[str, Any]:
+    """The confirmed statements an approval of ``run_id`` can cite, and the lines none of them covers.
+
+    A line is covered by a statement of its recipient in a confirmed index
+    whose accounting batch was frozen after the line, over its day
+    (statements.covers, the rule ApprovePayoutRun applies).
+    """
+    run = _record(store, STATE, run_key(run_id), f"payout run {run_id}")
+    candidates: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for _, raw in store.scan(STATE, b"statement/"):
+        statement = decode_record(raw).data
+        index = _record(store, STATE, batch_key(statement["index_batch_id"]), "statement index")
+        if index["state"] == "confirmed":
+            accounting = _record(store, STATE, batch_key(statement["accounting_batch_id"]), "accounting batch")
+            candidates.setdefault(statement["recipient_id"], []).append((statement["statement_id"], accounting))
+    cited, uncovered = set(), []
+    for payment in run["frozen"]["payments"]:
+        for line_id in payment["line_ids"]:
+            line = _record(store, STATE, line_key(line_id), f"allocation line {line_id}")
+            covering = [statement_id for statement_id, batch in candidates.get(payment["recipient_id"], [])
+                        if covers(batch, line)]
+            if covering:
+                cited.add(max(covering))
+            else:
+                uncovered.append({"recipient_id": payment["recipient_id"], "line_id": line_id})
+    return {"sequence": read_head(store).sequence, "statement_ids": sorted(cited), "uncovered": uncovered}
 
 
 def payments_by_state(store: RocksStore, state: str, *, limit: int = 100) -> dict[str, Any]:

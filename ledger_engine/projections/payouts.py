@@ -1,12 +1,14 @@
 """Payout projections: runs, payments, recipient updates and batches by state, and paid totals.
 
     payout_run_by_status/<status>/<run_id>                        {"run_hash", "total", "payments", "prepared_by", "prepared_at_ms"}
-    payment_by_state/<state>/<payment_id>                         {"run_id", "recipient_id", "amount"}
+    payment_by_state/<state>/<payment_id>                         {"run_id", "recipient_id", "amount", "held_for"}
+    run_payment/<run_id>/<payment_id>                             {"state", "amount", "cancel_reason"}
     recipient_update_by_status/<status>/<recipient_id>/<update_id> {"old_address", "payout_address", "version", "requested_by", "requested_at_ms"}
     batch_by_state/<state>/<batch_id>                             {"kind"}
     paid_total/<asset>/<recipient_id>                             {"amount", "payments"}
 
-The first four follow one record each; ``paid_total`` folds the ``PaymentPaid``
+The first five follow one record each (``run_payment`` lets a read fold a
+run's true aggregate state from its payments); ``paid_total`` folds the ``PaymentPaid``
 events, the memo of what each recipient has been paid. Nothing here backs a
 money check.
 """
@@ -20,6 +22,10 @@ from ledger_engine.domain.commands.money.payments import PAID_EVENT
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 from ledger_engine.projections import IndexEntry, IndexReader
+
+
+def run_payments_prefix(run_id: str) -> str:
+    return key("run_payment", run_id) + "/"
 
 
 def run_status_prefix(status: str) -> str:
@@ -49,9 +55,12 @@ def _run(data: dict[str, Any]) -> IndexEntry:
         "prepared_by": data["prepared_by"], "prepared_at_ms": data["prepared_at_ms"]}
 
 
-def _payment(data: dict[str, Any]) -> IndexEntry:
-    return key("payment_by_state", data["state"], data["payment_id"]), {
-        "run_id": data["run_id"], "recipient_id": data["recipient_id"], "amount": data["amount"]}
+def _payment(data: dict[str, Any]) -> list[IndexEntry]:
+    return [(key("payment_by_state", data["state"], data["payment_id"]), {
+                "run_id": data["run_id"], "recipient_id": data["recipient_id"], "amount": data["amount"],
+                "held_for": data.get("held_for")}),
+            (key("run_payment", data["run_id"], data["payment_id"]), {
+                "state": data["state"], "amount": data["amount"], "cancel_reason": data["cancel_reason"]})]
 
 
 def _update(data: dict[str, Any]) -> IndexEntry:
@@ -63,18 +72,18 @@ def _batch(data: dict[str, Any]) -> IndexEntry:
     return key("batch_by_state", data["state"], data["batch_id"]), {"kind": data["kind"]}
 
 
-ENTRY_BY_RECORD: dict[str, Callable[[dict[str, Any]], IndexEntry]] = {
-    "payment_run": _run,
+ENTRIES_BY_RECORD: dict[str, Callable[[dict[str, Any]], list[IndexEntry]]] = {
+    "payment_run": lambda data: [_run(data)],
     "payment": _payment,
-    "recipient_update": _update,
-    "batch": _batch,
+    "recipient_update": lambda data: [_update(data)],
+    "batch": lambda data: [_batch(data)],
 }
 
 
 class PayoutsProjection:
     def record_entries(self, family: str, record_key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
-        entry = ENTRY_BY_RECORD.get(record_key.split("/", 1)[0]) if family == STATE else None
-        return [entry(data)] if entry else ()
+        entries = ENTRIES_BY_RECORD.get(record_key.split("/", 1)[0]) if family == STATE else None
+        return entries(data) if entries else ()
 
     def event_entries(self, sequence: int, index: int, event: dict[str, Any], read: IndexReader) -> Iterable[IndexEntry]:
         if event["type"] != PAID_EVENT:

@@ -19,6 +19,7 @@ HOLDS = Screen("console-holds", "Holds", frozenset({OPS, AUDITOR}))
 PAYOUTS = Screen("console-payouts", "Payout runs", frozenset({FINANCE, AUDITOR}))
 PAYMENTS = Screen("console-payments", "Payments", frozenset({FINANCE, AUDITOR}))
 RECIPIENTS = Screen("console-recipients", "Recipient updates", frozenset({FINANCE, AUDITOR}))
+CORRECTIONS = Screen("console-corrections", "Corrections", frozenset({FINANCE, AUDITOR}))
 BUDGETS = Screen("console-budgets", "Budgets and balances", frozenset({FINANCE, AUDITOR}))
 ACCOUNTS = Screen("console-accounts", "Accounts", frozenset({ADMIN, AUDITOR}))
 JOURNAL = Screen("console-journal", "Journal explorer", frozenset({AUDITOR, ADMIN}))
@@ -27,5 +28,5 @@ QUARANTINE_RETRY_ROLES = frozenset({OPS})
 STAFF_CHANGES = Screen("console-staff-changes", "Staff changes", frozenset({ADMIN, AUDITOR}))
 LOCKOUTS = Screen("console-lockouts", "Sign-in lockouts", frozenset({ADMIN}))
 
-SCREENS = (DASHBOARD, HOLDS, PAYOUTS, PAYMENTS, RECIPIENTS, BUDGETS, ACCOUNTS, STAFF_CHANGES, LOCKOUTS, JOURNAL,
-           QUARANTINE)
+SCREENS = (DASHBOARD, HOLDS, PAYOUTS, PAYMENTS, RECIPIENTS, CORRECTIONS, BUDGETS, ACCOUNTS, STAFF_CHANGES, LOCKOUTS,
+           JOURNAL, QUARANTINE)

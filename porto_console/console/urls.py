@@ -11,9 +11,11 @@ from porto_console.console.screens import (
     ACCOUNTS, BUDGETS, DASHBOARD, HOLDS, JOURNAL, LOCKOUTS, PAYMENTS, PAYOUTS, QUARANTINE, QUARANTINE_RETRY_ROLES,
     RECIPIENTS, STAFF_CHANGES,
 )
+from porto_console.console.screens import CORRECTIONS
 from porto_console.console.views import (
     accounts, budgets, dashboard, dispatch, holds, journal, payouts, quarantine, recipients, staff,
 )
+from porto_console.console.views import corrections
 
 ADMIN_ONLY = frozenset({ADMIN})
 
@@ -48,6 +50,15 @@ def console_urls(site) -> list:
               RECIPIENTS.roles),
         route("ledger/recipients/<str:handle>/decline/", recipients.decline, "console-recipient-decline",
               RECIPIENTS.roles),
+        route("ledger/corrections/", corrections.correction_list, CORRECTIONS.url_name, CORRECTIONS.roles),
+        route("ledger/corrections/request/", corrections.request_correction, "console-correction-request",
+              command_roles("RequestCorrection")),
+        route("ledger/corrections/<str:handle>/", corrections.correction_detail, "console-correction",
+              CORRECTIONS.roles),
+        route("ledger/corrections/<str:handle>/approve/", corrections.approve, "console-correction-approve",
+              CORRECTIONS.roles),
+        route("ledger/corrections/<str:handle>/decline/", corrections.decline, "console-correction-decline",
+              CORRECTIONS.roles),
         route("ledger/budgets/", budgets.budget_list, BUDGETS.url_name, BUDGETS.roles),
         route("ledger/budgets/payables/", budgets.balances, "console-balances", BUDGETS.roles),
         route("ledger/accounts/", accounts.account_list, ACCOUNTS.url_name, ACCOUNTS.roles),

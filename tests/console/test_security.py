@@ -210,7 +210,7 @@ def test_a_ledger_halt_is_logged_with_its_cause(ledger, caplog, monkeypatch):
 
     monkeypatch.setattr(ledger.store, "write", failing_write)
     envelopes = EnvelopeFactory()
-    envelopes.not_before(ledger.admission_floor_ms())
+    envelopes.advance_to(ledger.admission_floor_ms())
     with caplog.at_level(logging.CRITICAL, logger="porto.ledger"), pytest.raises(LedgerError) as halted:
         ledger.submit(envelopes.account("halt-probe"))
     assert halted.value.code == ErrorCode.LEDGER_HALTED

@@ -29,7 +29,8 @@ def streaming_stand_in(builder: DemoBuilder, cast) -> None:
                    if e["command_type"] == "ActivateWork"}
     first_day = DEMO_EPOCH_MS // DAY_MS
     cast.periods = [{"period_id": f"demo-period-{n}", "account_id": listener, "start_ms": DEMO_EPOCH_MS,
-                     "end_ms": DEMO_EPOCH_MS + 30 * DAY_MS, "days": 30, "clearance": "cleared", "entitlement": "active"}
+                     "end_ms": DEMO_EPOCH_MS + 30 * DAY_MS, "days": 30, "clearance": "cleared", "entitlement": "active",
+                     "provider": "demo-pay", "provider_period_id": f"demo-pay-period-{n}"}
                     for n, listener in enumerate(cast.listeners)]
     cast.closed_days = []
     for n, listener in enumerate(cast.listeners):
@@ -61,7 +62,8 @@ def test_the_money_stage_commits_conserves_and_hands_payable_lines_over(scenario
         outcomes = [owner.submit(envelope) for envelope in builder.envelopes]
         assert [(o.code, e["command_type"]) for o, e in zip(outcomes, builder.envelopes) if not o.accepted] == []
         types = {e["command_type"] for e in builder.envelopes}
-        assert {"ImportFunding", "AllocateListenerDay", "RecordCorrection", "CheckConservation"} <= types
+        assert {"ImportFunding", "AllocateListenerDay", "RequestCorrection", "DecideCorrection",
+                "ApplyBillingObservation", "CheckConservation"} <= types
         assert outcomes[-1].result["data"]["status"] == "clear"
         assert conservation_problems(owner) == []
 

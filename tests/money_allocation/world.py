@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Literal
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.domain import registry
-from ledger_engine.domain.commands.streaming.keys import listener_day_key, period_key
+from ledger_engine.domain.commands.streaming.keys import listener_day_key, node_key, period_key
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.domain.invariants import require_payouts_unblocked
 from ledger_engine.domain.registry import Payload, RuleContext, command
@@ -46,6 +46,7 @@ BUDGET = 3_000_000  # 3 USDC over 30 days: day one's slice is exactly 100_000
 DAY_ONE_WORKS = {"work-1": 60_000, "work-2": 30_000, "work-3": 10_000}
 DAY_ONE_NODES = {"node-1": ("operator-x", 700), "node-2": ("operator-y", 300)}
 DAY_ONE_LINES = [f"l-{n}" for n in range(8)]
+NODES = {"node-1": "operator-x", "node-2": "operator-y", "node-3": "operator-x"}
 
 
 class FixtureWork(Payload):
@@ -68,6 +69,10 @@ class FixturePeriod(Payload):
     days: Count
     entitlement: Literal["active", "cancelled"] = "active"
     clearance: Literal["pending", "cleared", "refunded"] = "cleared"
+    provider: Identifier = "test-pay"
+    provider_period_id: Identifier | None = None  # pp-<period_id>
+    gross_gbp: str = "1199"
+    net_gbp: str = "999"
 
 
 class FixtureDay(Payload):
@@ -80,14 +85,25 @@ class FixtureDay(Payload):
     nodes: list[FixtureNode] = []
 
 
+class FixtureNodeRecord(Payload):
+    node_id: Identifier
+    operator_id: Identifier
+
+
 class StreamingRecordsPayload(Payload):
     periods: list[FixturePeriod] = []
     days: list[FixtureDay] = []
+    nodes: list[FixtureNodeRecord] = []
 
 
 def streaming_records(ctx: RuleContext, p: StreamingRecordsPayload) -> dict:
     for period in p.periods:
-        ctx.changes.put_state(period_key(period.period_id), period.model_dump(mode="json"))
+        ctx.changes.put_state(period_key(period.period_id), {
+            **period.model_dump(mode="json"), "provider_period_id": period.provider_period_id or f"pp-{period.period_id}",
+            "events": []})
+    for node in p.nodes:
+        ctx.changes.put_state(node_key(node.node_id), {**node.model_dump(mode="json"), "status": "active",
+                                                       "endpoint": f"https://{node.node_id}.example.org:443"})
     for day in p.days:
         ctx.changes.put_state(listener_day_key(day.listener_id, day.day),
                               {**day.model_dump(mode="json"), "closed_at_ms": ctx.now_ms, "sessions": [],
@@ -142,9 +158,14 @@ class MoneyWorld:
         self.line_counter = 0
 
     def submit(self, command_type: str, payload: dict[str, Any], *, actor: str = GENESIS_ADMIN,
-               expected: list[dict[str, Any]] = (), evidence: list[str] = ()) -> CommandOutcome:
+               expected: list[dict[str, Any]] = (), evidence: list[str] = (), step_up: bool = False) -> CommandOutcome:
+        self.follow_the_ledger_clock()
         return self.owner.submit(self.envelopes(command_type, payload, actor=actor, expected=expected,
-                                                evidence=evidence))
+                                                evidence=evidence, step_up=step_up))
+
+    def follow_the_ledger_clock(self) -> None:
+        """Admit after whatever the ledger last admitted, whoever sent it (a console form, for one)."""
+        self.envelopes.advance_to(self.owner.admission_floor_ms())
 
     def submit_ok(self, command_type: str, payload: dict[str, Any], **options: Any) -> CommandOutcome:
         outcome = self.submit(command_type, payload, **options)
@@ -163,6 +184,8 @@ class MoneyWorld:
         self.submit_ok("ImportCatalogue", payloads.catalogue("import-1", *works), actor=INGEST)
         for work_id, splits in RIGHTS.items():
             self.submit_ok("ActivateWork", payloads.rights(work_id, splits), actor=INGEST)
+        self.submit_ok("TestStreamingRecords", {"nodes": [
+            {"node_id": node_id, "operator_id": operator_id} for node_id, operator_id in sorted(NODES.items())]})
         return self
 
     # Funding.
@@ -185,9 +208,15 @@ class MoneyWorld:
 
     def closed_day(self, listener_id: str, day: int, period_id: str, works: dict[str, int],
                    nodes: dict[str, tuple[str, int]] = (), **fields: Any) -> None:
+        """A closed listener-day with each work heard under rights version 1."""
+        self.closed_day_heard(listener_id, day, period_id, {(w, 1): ms for w, ms in works.items()}, nodes, **fields)
+
+    def closed_day_heard(self, listener_id: str, day: int, period_id: str, heard: dict[tuple[str, int], int],
+                         nodes: dict[str, tuple[str, int]] = (), **fields: Any) -> None:
+        """A closed listener-day; ``heard`` maps (work, rights version) to listened milliseconds."""
         self.submit_ok("TestStreamingRecords", {"days": [{
             "listener_id": listener_id, "day": day, "period_id": period_id,
-            "works": [{"work_id": w, "rights_version": 1, "listened_ms": ms} for w, ms in sorted(works.items())],
+            "works": [{"work_id": w, "rights_version": v, "listened_ms": ms} for (w, v), ms in sorted(heard.items())],
             "nodes": [{"node_id": n, "operator_id": op, "served_bytes": b} for n, (op, b) in sorted(dict(nodes).items())],
             **fields}]})
 
@@ -208,10 +237,26 @@ class MoneyWorld:
             "line_ids": self.new_line_ids(len(plan.lines)) if line_ids is None else line_ids,
         }, actor=actor, expected=plan.expected_revisions() if expected is None else expected)
 
-    def correct(self, correction_id: str, budget_id: str, *, actor: str = FINANCE_2, **fields: Any) -> CommandOutcome:
-        payload = {"correction_id": correction_id, "budget_id": budget_id, "reason": "rights_error",
-                   "requested_by": FINANCE, **fields}
-        return self.submit("RecordCorrection", payload, actor=actor)
+    # Corrections: one finance actor requests, another decides.
+    def request_correction(self, correction_id: str, budget_id: str, *, actor: str = FINANCE,
+                           **fields: Any) -> CommandOutcome:
+        payload = {"correction_id": correction_id, "budget_id": budget_id, "reason": "rights_error", **fields}
+        return self.submit("RequestCorrection", payload, actor=actor)
+
+    def decide_correction(self, correction_id: str, action: str = "approve", *, actor: str = FINANCE_2,
+                          request_hash: str | None = None, decline_reason: str | None = None) -> CommandOutcome:
+        request = self.state(f"correction_request/{correction_id}")
+        payload = {"correction_id": correction_id, "action": action,
+                   "request_hash": request_hash or (request["request_hash"] if request else "0" * 64)}
+        if decline_reason is not None:
+            payload["decline_reason"] = decline_reason
+        return self.submit("DecideCorrection", payload, actor=actor)
+
+    def correct(self, correction_id: str, budget_id: str, *, actor: str = FINANCE_2, requester: str = FINANCE,
+                **fields: Any) -> CommandOutcome:
+        """Request and approve; the request's outcome if it was refused, else the decision's."""
+        requested = self.request_correction(correction_id, budget_id, actor=requester, **fields)
+        return self.decide_correction(correction_id, actor=actor) if requested.accepted else requested
 
     def check(self, check_id: str, *, actor: str = FINANCE) -> CommandOutcome:
         return self.submit("CheckConservation", {"check_id": check_id}, actor=actor)

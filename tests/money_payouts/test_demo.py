@@ -33,9 +33,12 @@ def submit_all(owner, envelopes) -> Counter:
     return accepted
 
 
-def allocated_lines(owner, envelopes, cast, days: int) -> Allocation:
-    """Allocate ``days`` listener-days through AllocateListenerDay; periods and closed days are fixtures."""
-    envelopes.not_before(owner.admission_floor_ms())  # after the demo builder's clock
+def allocated_lines(owner, envelopes, builder, cast, days: int) -> Allocation:
+    """Allocate ``days`` listener-days through AllocateListenerDay; periods and closed days are fixtures.
+
+    The envelopes follow the builder's clock, and the builder then follows theirs: one admission clock.
+    """
+    envelopes.advance_to(builder.clock_ms)
     with fixture_commands():
         start = FIRST_DAY * DAY_MS
         works = [{"work_id": work["work_id"], "rights_version": 1, "listened_ms": 10_000 * (n + 1)}
@@ -55,6 +58,7 @@ def allocated_lines(owner, envelopes, cast, days: int) -> Allocation:
             "line_ids": [f"line-{day}-{n}" for n in range(len(plan.lines))]},
             actor="demo-finance-1", expected=plan.expected_revisions())).accepted
     lines = [value["data"] for _, value in owner.scan(STATE, "allocation_line/", limit=10_000)]
+    builder.advance_to(envelopes.clock_ms)
     return Allocation(payable=[PayableLine(line["line_id"], line["recipient_id"], line["role"], int(line["amount"]),
                                            line["budget_id"], line["listener_id"], line["day"])
                                for line in lines if line["status"] == "payable"])
@@ -72,7 +76,7 @@ def paid_demo(owner, envelopes):
     builder = DemoBuilder(7)
     cast = build_foundation(builder, listeners=2, days=2)
     submit_all(owner, builder.envelopes)
-    allocation = allocated_lines(owner, envelopes, cast, days=2)
+    allocation = allocated_lines(owner, envelopes, builder, cast, days=2)
     first_payout = len(builder.envelopes)
     builder.advance_to(owner.admission_floor_ms())  # the allocation above ran on the test's clock
     build_payouts(builder, cast, allocation)
@@ -87,13 +91,19 @@ def test_the_payout_stage_exercises_every_payout_command(paid_demo):
 
 def test_the_payout_stage_leaves_each_kind_of_history(paid_demo):
     owner, _, allocation = paid_demo
-    runs = Counter(value["data"]["status"] for _, value in owner.scan(STATE, "payment_run/"))
-    assert runs == {"invalidated": 1, "cancelled": 1, "approved": 1, "prepared": 1}
-    approved, waiting = (next(value["data"] for _, value in owner.scan(STATE, "payment_run/")
-                              if value["data"]["status"] == status) for status in ("approved", "prepared"))
+    runs = [value["data"] for _, value in owner.scan(STATE, "payment_run/")]
+    assert Counter(run["status"] for run in runs) == {"invalidated": 1, "cancelled": 1, "approved": 2, "prepared": 1}
+    invalidated = next(run for run in runs if run["status"] == "invalidated")
+    readdressed = next(run for run in runs if run["supersedes"] is not None)
+    assert readdressed["supersedes"]["run_id"] == invalidated["run_id"]
+    assert (readdressed["prepared_by"], readdressed["approval"]["approved_by"]) == ("demo-finance-2", "demo-finance-1")
+    assert readdressed["correlation_id"] == invalidated["correlation_id"] == f"payout_run:{invalidated['run_id']}"
+    approved = next(run for run in runs if run["status"] == "approved" and run["supersedes"] is None)
+    waiting = next(run for run in runs if run["status"] == "prepared")
     assert (approved["prepared_by"], approved["approval"]["approved_by"]) == ("demo-finance-1", "demo-finance-2")
     assert waiting["prepared_by"] == "demo-finance-1"  # left for a person to approve in the console
-    payments = [owner.get(STATE, f"payment/{p['payment_id']}").data for p in approved["frozen"]["payments"]]
+    payments = [owner.get(STATE, f"payment/{p['payment_id']}").data
+                for run in (readdressed, approved) for p in run["frozen"]["payments"]]
     recipients = {line.recipient_id for line in allocation.payable}
     assert len(payments) == len(recipients) - 1 >= 3
     assert {p["recipient_id"] for p in waiting["frozen"]["payments"]} == recipients - {p["recipient_id"] for p in payments}

@@ -79,6 +79,19 @@ def test_a_lapsed_claim_over_a_signed_attempt_needs_reconciliation(approved: Pay
     assert approved.sign(PAYMENT, "attempt-2", claimed_by=DISPATCHER_2).accepted
 
 
+def test_attack_8_an_in_flight_transfer_is_neither_released_nor_taken_without_reconciliation(approved: PayoutWorld):
+    """Releasing a transfer whose attempt was recorded let another worker claim it, unreconciled."""
+    assert approved.claim(EFFECT).accepted
+    assert approved.sign(PAYMENT, "attempt-1").accepted
+    approved.rejects(ErrorCode.RECONCILIATION_REQUIRED, lambda: approved.complete(EFFECT, "released"))
+    assert effect(approved)["status"] == "claimed"
+    approved.now_ms += 61_000  # the holder vanished: a worker taking over meets the attempt in flight
+    approved.rejects(ErrorCode.RECONCILIATION_REQUIRED, lambda: approved.claim(EFFECT, actor=DISPATCHER_2))
+    assert approved.complete(EFFECT, "released", actor=DISPATCHER).code == "CLAIM_EXPIRED"
+    assert approved.observe("attempt-1", "failed").accepted  # observed: now another worker may take it
+    assert approved.claim(EFFECT, actor=DISPATCHER_2).accepted
+
+
 def test_completion_is_for_the_live_holder(approved: PayoutWorld):
     approved.rejects(ErrorCode.INVALID_STATE, lambda: approved.complete(EFFECT, "released"))
     assert approved.claim(EFFECT).accepted

@@ -1,4 +1,9 @@
-"""RecordLandedAttempt: a transfer the chain committed that a restored ledger never recorded, paid once."""
+"""RecordLandedAttempt: a transfer the chain committed that a restored ledger never recorded, paid once.
+
+Attack 7: an observer alone, with no claim and an expiry still to come, settled a payment. A landed
+attempt needs a reconciled claim: the transaction's window closed on chain, nobody dispatching the
+payment, a worker that signs as well as observes.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,9 @@ from ledger_engine.domain.chart import TREASURY, reserved_payouts
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import EVENTS, OUTBOX, UNIQUE
 from tests.money_payouts.oracle import payout_problems
-from tests.money_payouts.world import DISPATCHER, EFFECT, PAYMENT, SENDER, SIGNER, PayoutWorld, transaction_hash
+from tests.money_payouts.world import (
+    DISPATCHER, EFFECT, OBSERVER, PAYMENT, RECONCILER, SENDER, SIGNED_TTL_MS, SIGNER, PayoutWorld, transaction_hash,
+)
 
 AMOUNT = 112_500  # artist-a's two days
 
@@ -30,7 +37,8 @@ def test_a_landed_transfer_is_recorded_after_its_expiry_and_pays_once(approved: 
                                              "transaction_hash", "outcome", "claimed_by", "signed_by", "number")} == {
         "sender_address": SENDER, "sender_sequence": 7, "signed_bytes_hash": approved.attempt_payload(
             PAYMENT, "attempt-1", sequence=7)["signed_bytes_hash"], "transaction_hash": transaction_hash("attempt-1"),
-        "outcome": "confirmed", "claimed_by": None, "signed_by": "observer-1", "number": 1}
+        "outcome": "confirmed", "claimed_by": None, "signed_by": RECONCILER, "number": 1}
+    assert attempt["reconciled"] is True
     payment = approved.state(f"payment/{PAYMENT}")
     assert (payment["state"], payment["attempt_ids"], payment["paid_attempt_id"]) == \
         ("confirmed", ["attempt-1"], "attempt-1")
@@ -70,16 +78,48 @@ def test_a_recorded_transaction_is_not_recorded_again(signed: PayoutWorld):
     assert signed.land(PAYMENT, "attempt-2").accepted
 
 
-def test_only_an_observer_records_a_landed_transfer_with_its_evidence(approved: PayoutWorld):
-    approved.rejects(ErrorCode.CAPABILITY_MISSING, lambda: approved.land(PAYMENT, "attempt-1", actor=SIGNER))
-    approved.rejects(ErrorCode.CAPABILITY_MISSING, lambda: approved.land(PAYMENT, "attempt-1", actor=DISPATCHER))
+def test_attack_7_an_observer_alone_cannot_settle_a_payment(approved: PayoutWorld):
+    """As the attack had it: an observer, no signer, no claim, an expiry still in the future."""
+    signed = approved.attempt_payload(PAYMENT, "attempt-1")
+    reading = approved.chain_reading("attempt-1", "confirmed", approved.now_ms)
+    payload = {**{k: v for k, v in signed.items() if k != "claimed_by"}, "outcome": "confirmed", **reading}
+    assert payload["expires_at_ms"] > approved.now_ms
+    for actor in (OBSERVER, SIGNER, DISPATCHER):
+        approved.rejects(ErrorCode.CAPABILITY_MISSING, lambda: approved.submit(
+            "RecordLandedAttempt", payload, actor=actor, evidence=[signed["signed_bytes_hash"], reading["evidence_digest"]]))
+    assert approved.state(f"payment/{PAYMENT}")["state"] == "approved"
+    assert approved.state("payment_attempt/attempt-1") is None
+
+
+def test_attack_7_a_landed_transfer_respects_the_effects_dispatch_state(approved: PayoutWorld):
+    assert approved.claim(EFFECT).accepted  # a dispatcher holds the payment: its signer records what it signs
+    approved.rejects(ErrorCode.CLAIM_HELD, lambda: approved.land(PAYMENT, "attempt-1"))
+    approved.now_ms += 61_000  # the claim lapsed: nobody is dispatching it now
+    assert approved.land(PAYMENT, "attempt-1").accepted
+
+
+def test_attack_7_an_observation_must_cite_chain_evidence(signed: PayoutWorld):
+    attempt = signed.state("payment_attempt/attempt-1")
+    payload = {"payment_id": PAYMENT, "attempt_id": "attempt-1", "transaction_hash": attempt["transaction_hash"],
+               "outcome": "confirmed", "ledger_version": 9, "chain_time_ms": signed.now_ms,
+               "evidence_digest": attempt["signed_bytes_hash"]}
+    signed.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: signed.submit(
+        "RecordTransferObservation", payload, actor=OBSERVER, evidence=[attempt["signed_bytes_hash"]]))
+    wrong_transaction = {**payload, "transaction_hash": transaction_hash("another"),
+                         "evidence_digest": signed.chain_reading("attempt-1", "confirmed", 0)["evidence_digest"]}
+    signed.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: signed.submit(
+        "RecordTransferObservation", wrong_transaction, actor=OBSERVER, evidence=[wrong_transaction["evidence_digest"]]))
+    assert signed.state(f"payment/{PAYMENT}")["state"] == "signed"
+
+
+def test_only_a_signing_observer_records_a_landed_transfer_with_its_evidence(approved: PayoutWorld):
     approved.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: approved.land(PAYMENT, "attempt-1", amount="1"))
-    payload = {**approved.attempt_payload(PAYMENT, "attempt-1"), "outcome": "confirmed",
+    payload = {**approved.attempt_payload(PAYMENT, "attempt-1", ttl_ms=-SIGNED_TTL_MS), "outcome": "confirmed",
                **approved.chain_reading("attempt-1", "confirmed", approved.now_ms)}
     del payload["claimed_by"]
 
     def land_citing(evidence: list[str]):
-        return lambda: approved.submit("RecordLandedAttempt", payload, actor="observer-1", evidence=evidence)
+        return lambda: approved.submit("RecordLandedAttempt", payload, actor=RECONCILER, evidence=evidence)
 
     approved.rejects(ErrorCode.INVALID_REFERENCE, land_citing([payload["signed_bytes_hash"]]))
     approved.rejects(ErrorCode.INVALID_REFERENCE, land_citing([payload["evidence_digest"]]))

@@ -9,7 +9,7 @@ from ledger_engine.projections import payout_queries as queries
 from ledger_engine.projections.payouts import PayoutsProjection
 from ledger_engine.projections.rebuild import indexes_digest, rebuild_indexes
 from tests.money_allocation.world import FINANCE, FINANCE_2
-from tests.money_payouts.world import SENDER, PayoutWorld, digest, transaction_hash
+from tests.money_payouts.world import PAYMENT, SENDER, PayoutWorld, digest, transaction_hash
 from tests.support import payloads
 
 NEW_ADDRESS = payloads.address("artist-b-new")
@@ -59,7 +59,8 @@ def test_payments_by_state(busy: PayoutWorld):
     assert [p["payment_id"] for p in queries.payments_by_state(busy.owner.store, "prepared")["payments"]] == \
         ["run-2.operator-x"]
     assert queries.payments_by_state(busy.owner.store, "confirmed")["payments"] == [
-        {"payment_id": "run-1.artist-a", "run_id": "run-1", "recipient_id": "artist-a", "amount": "112500"}]
+        {"payment_id": "run-1.artist-a", "run_id": "run-1", "recipient_id": "artist-a", "amount": "112500",
+         "held_for": None}]
 
 
 def test_the_reconciliation_queue_says_what_to_look_up(busy: PayoutWorld):
@@ -112,3 +113,42 @@ def test_record_entries_are_a_pure_function_of_one_record():
          {"old_address": "a", "payout_address": "b", "version": 2, "requested_by": "f", "requested_at_ms": 5})]
     assert list(projection.record_entries("state", "recipient/r", {"recipient_id": "r"})) == []
     assert list(projection.record_entries("outbox", "payment/x", {})) == []
+
+
+def test_attack_8_a_cancelled_run_that_paid_someone_says_so(approved: PayoutWorld):
+    world = approved
+    world.pay(PAYMENT, "attempt-1")
+    assert world.cancel("run-1", "superseded").accepted
+    detail = queries.run_detail(world.owner.store, "run-1")
+    assert detail["status"] == "cancelled"
+    assert detail["aggregate"]["state"] == "cancelled_with_confirmed_payments"
+    assert detail["aggregate"]["payments_by_state"] == {"cancelled": 1, "confirmed": 1}
+    assert queries.run_aggregates(world.owner.store, ["run-1"])["run-1"] == detail["aggregate"]
+
+
+def test_attack_8_an_approved_run_whose_payments_an_address_change_cancelled_says_so(approved: PayoutWorld):
+    world = approved
+    evidence = digest("ownership", "update-1")
+    assert world.submit("UpdateRecipient", {"update_id": "update-1", "recipient_id": "artist-a", "step": {
+        "action": "request", "version": 2, "payout_address": payloads.address("new"), "evidence_digest": evidence}},
+        actor=FINANCE, evidence=[evidence]).accepted
+    assert world.submit("UpdateRecipient", {"update_id": "update-1", "recipient_id": "artist-a", "step": {
+        "action": "approve", "version": 2, "payout_address": payloads.address("new")}}, actor=FINANCE_2).accepted
+    aggregate = queries.run_aggregates(world.owner.store, ["run-1"])["run-1"]
+    assert (world.state("payment_run/run-1")["status"], aggregate["state"]) == ("approved",
+                                                                                "approved_with_cancelled_payments")
+    assert "recipient_updated" in aggregate["summary"]
+    world.pay("run-1.artist-b", "attempt-b")
+    assert queries.run_detail(world.owner.store, "run-1")["aggregate"]["state"] == "partially_paid"
+
+
+@pytest.mark.parametrize("status, states, expected", [
+    ("prepared", ["prepared", "prepared"], "prepared"),
+    ("approved", ["approved", "approved"], "approved"),
+    ("approved", ["signed", "approved"], "paying"),
+    ("approved", ["confirmed", "confirmed"], "paid"),
+    ("invalidated", ["cancelled"], "invalidated"),
+    ("cancelled", ["cancelled", "cancelled"], "cancelled"),
+])
+def test_aggregate_states(status, states, expected):
+    assert queries.aggregate_state(status, [(state, None) for state in states])["state"] == expected

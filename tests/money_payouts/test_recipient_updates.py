@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ledger_engine.domain.commands.money.payout_runs import successor_id
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import OUTBOX
 from tests.money_allocation.world import FINANCE, FINANCE_2
@@ -82,7 +83,7 @@ def test_a_pending_request_blocks_approval_of_runs_paying_the_recipient(payouts:
     payouts.rejects(ErrorCode.INVALID_STATE, lambda: payouts.approve("run-1", statements))
 
 
-def test_approval_invalidates_unsigned_runs_and_leaves_signed_attempts(payouts: PayoutWorld):
+def test_approval_moves_unsigned_payments_to_the_new_address_under_new_runs(payouts: PayoutWorld):
     a_lines, b_lines = payouts.payable_line_ids("artist-a"), payouts.payable_line_ids("artist-b")
     signed_plan = {"artist-a": a_lines[:1], "artist-b": b_lines[:1]}
     assert payouts.prepare("run-signed", signed_plan).accepted
@@ -98,25 +99,90 @@ def test_approval_invalidates_unsigned_runs_and_leaves_signed_attempts(payouts: 
     assert request(payouts).accepted
     outcome = decide(payouts, "approve")
     assert outcome.accepted, outcome.result
-    assert outcome.result["data"]["invalidated_run_ids"] == ["run-prepared"]
-    assert outcome.result["data"]["cancelled_payment_ids"] == ["run-approved.artist-a"]
+    data = outcome.result["data"]
+    assert data["invalidated_run_ids"] == ["run-prepared"]
+    assert data["cancelled_payment_ids"] == ["run-approved.artist-a", "run-prepared.artist-a", "run-prepared.artist-b"]
+    again_approved, again_prepared = (successor_id("run", run, "update-1") for run in ("run-approved", "run-prepared"))
+    assert data["prepared_run_ids"] == sorted([again_approved, again_prepared])
     prepared = payouts.state("payment_run/run-prepared")
     assert (prepared["status"], prepared["tombstone"]["reason"]) == ("invalidated", "recipient_updated")
-    assert payouts.state("payment/run-prepared.artist-b")["state"] == "cancelled"  # the whole run goes
     assert payouts.state("payment/run-approved.artist-a")["state"] == "cancelled"
     assert payouts.owner.get(OUTBOX, "run-approved.artist-a.effect").data["status"] == "cancelled"
+
+    # Each unsigned payment is prepared again at the new address version, and needs approval again.
+    for old_run, new_run, recipients in ((("run-approved", again_approved, ["artist-a"])),
+                                         ("run-prepared", again_prepared, ["artist-a", "artist-b"])):
+        run = payouts.state(f"payment_run/{new_run}")
+        assert (run["status"], run["prepared_by"], run["supersedes"]["run_id"]) == ("prepared", FINANCE_2, old_run)
+        assert run["correlation_id"] == f"payout_run:{old_run}"
+        moved = {p["recipient_id"]: p for p in run["frozen"]["payments"]}
+        assert sorted(moved) == recipients
+        assert (moved["artist-a"]["recipient_version"], moved["artist-a"]["payout_address"]) == (2, NEW_ADDRESS)
+        old_payment = payouts.state(f"payment/{old_run}.artist-a")
+        assert old_payment["superseded_by"] == moved["artist-a"]["payment_id"]
     assert payouts.state(f"allocation_line/{a_lines[1]}")["status"] == "payable"
+    statements = payouts.confirmed_statements(approved_plan)
+    payouts.rejects(ErrorCode.FOUR_EYES_REQUIRED, lambda: payouts.approve(again_approved, statements, actor=FINANCE_2))
+    assert payouts.approve(again_approved, statements, actor=FINANCE).accepted
+
     # The signed attempt, its payment and the other recipient's payment are exactly as they were.
     assert payouts.state("payment_attempt/attempt-1") == attempt_before
     assert payouts.state("payment/run-signed.artist-a")["state"] == "signed"
     assert payouts.state("payment/run-signed.artist-b")["state"] == "approved"
     assert payout_problems(payouts.owner) == []
-    # If that attempt fails, no retry goes to the old address: the run must be cancelled and paid anew.
+
+
+def claimed_run(payouts: PayoutWorld, *, signed: bool) -> None:
+    """run-1 pays artist-a, approved, its effect claimed; with ``signed``, attempt-1 is recorded."""
+    plan = {"artist-a": payouts.payable_line_ids("artist-a")}
+    assert payouts.prepare("run-1", plan).accepted
+    assert payouts.approve("run-1", payouts.confirmed_statements(plan)).accepted
+    assert payouts.claim("run-1.artist-a.effect").accepted
+    if signed:
+        assert payouts.sign("run-1.artist-a", "attempt-1").accepted
+
+
+def test_attack_2_a_payment_failing_while_an_update_is_pending_is_held(payouts: PayoutWorld):
+    """The failed payment was re-signed and confirmed to the old address while the change was pending."""
+    claimed_run(payouts, signed=True)
+    assert request(payouts).accepted
+    assert payouts.state("payment/run-1.artist-a")["state"] == "signed"  # a signed attempt is left alone
+
     assert payouts.observe("attempt-1", "expired").accepted
-    assert payouts.claim("run-signed.artist-a.effect").accepted
-    payouts.rejects(ErrorCode.INVALID_STATE, lambda: payouts.sign("run-signed.artist-a", "attempt-2"))
-    assert payouts.prepare("run-new", {"artist-a": [a_lines[1]]}).accepted
-    assert payouts.state("payment/run-new.artist-a")["payout_address"] == NEW_ADDRESS
+    payment = payouts.state("payment/run-1.artist-a")
+    assert (payment["state"], payment["held_from"], payment["held_for"]) == (
+        "held", "failed", {"reason": "recipient_update_pending", "update_id": "update-1"})
+    assert payouts.index("payment_by_state/held/run-1.artist-a")["held_for"]["update_id"] == "update-1"
+    assert payouts.claim("run-1.artist-a.effect").accepted
+    payouts.rejects(ErrorCode.INVALID_STATE, lambda: payouts.sign("run-1.artist-a", "attempt-2"))
+    assert decide(payouts, "decline", reason="evidence_insufficient").accepted
+    assert payouts.state("payment/run-1.artist-a")["state"] == "failed"
+    assert payouts.sign("run-1.artist-a", "attempt-2").accepted  # declined: the old address stands
+
+
+def test_attack_2_a_payment_failing_after_the_update_moves_to_the_new_address(payouts: PayoutWorld):
+    claimed_run(payouts, signed=True)
+    assert request(payouts).accepted
+    assert decide(payouts, "approve").result["data"]["cancelled_payment_ids"] == []  # in flight: untouched
+
+    assert payouts.observe("attempt-1", "failed").accepted
+    old = payouts.state("payment/run-1.artist-a")
+    assert (old["state"], old["cancel_reason"]) == ("cancelled", "recipient_updated")
+    assert payouts.owner.get(OUTBOX, "run-1.artist-a.effect").data["status"] == "cancelled"
+    payouts.rejects(ErrorCode.INVALID_STATE, lambda: payouts.sign("run-1.artist-a", "attempt-2"))
+    new_run = payouts.state(f"payment_run/{successor_id('run', 'run-1', 'update-1')}")
+    (moved,) = new_run["frozen"]["payments"]
+    assert (moved["payment_id"], moved["payout_address"], new_run["status"]) == (old["superseded_by"], NEW_ADDRESS,
+                                                                                  "prepared")
+    assert {payouts.state(f"allocation_line/{line}")["status"] for line in moved["line_ids"]} == {"payable"}
+    assert payout_problems(payouts.owner) == []
+
+
+def test_nothing_new_is_signed_to_a_recipient_with_a_pending_update(payouts: PayoutWorld):
+    claimed_run(payouts, signed=False)
+    assert request(payouts).accepted
+    refused = payouts.rejects(ErrorCode.INVALID_STATE, lambda: payouts.sign("run-1.artist-a", "attempt-1"))
+    assert "update-1" in refused.result["detail"]
 
 
 def test_malformed_steps_are_refused_before_admission(payouts: PayoutWorld):

@@ -9,9 +9,10 @@ import rfc8785
 
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import EVENTS, OUTBOX
-from tests.money_allocation.world import FINANCE, FINANCE_2, INGEST
+from ledger_engine.domain.commands.streaming.policy import DAY_MS
+from tests.money_allocation.world import FINANCE, FINANCE_2, FIRST_DAY, INGEST
 from tests.money_payouts.oracle import payout_problems
-from tests.money_payouts.world import RECIPIENTS, PayoutWorld, transaction_hash
+from tests.money_payouts.world import LISTENER, NODES, RECIPIENTS, WORKS, PayoutWorld, transaction_hash
 
 PLAN = {"artist-a": ["line-000000", "line-000001"], "operator-x": ["line-000005"]}
 
@@ -156,6 +157,21 @@ def test_approval_needs_confirmed_statements_for_exactly_the_run_recipients(prep
     assert prepared.approve("run-1", [s for s in too_many if not s.endswith("artist-b")]).accepted
 
 
+def test_attack_6_statements_must_cover_every_line_of_the_run(payouts: PayoutWorld):
+    """A run was approved on statements frozen before its lines existed."""
+    early = payouts.confirmed_statements(["artist-a"])
+    day = FIRST_DAY + 5
+    payouts.money.closed_day(LISTENER, day, "period-1", WORKS, NODES)
+    assert payouts.money.allocate(LISTENER, day, "budget-1").accepted
+    plan = {"artist-a": payouts.payable_line_ids("artist-a")}
+    assert payouts.prepare("run-late", plan).accepted
+    refused = payouts.rejects(ErrorCode.INVALID_REFERENCE, lambda: payouts.approve("run-late", early))
+    assert "no confirmed statement" in refused.result["detail"]
+    first_day_only = payouts.confirmed_statements(["artist-a"], window_end_ms=(FIRST_DAY + 1) * DAY_MS)
+    payouts.rejects(ErrorCode.INVALID_REFERENCE, lambda: payouts.approve("run-late", first_day_only))
+    assert payouts.approve("run-late", payouts.confirmed_statements(["artist-a"])).accepted
+
+
 def test_each_contribution_is_reserved_once(approved: PayoutWorld):
     approved.rejects(ErrorCode.ALREADY_RESERVED,
                      lambda: approved.prepare("run-2", {"artist-a": ["line-000001", "line-000008"]}))
@@ -246,3 +262,45 @@ def test_a_whole_run_over_every_recipient_is_paid_once(payouts: PayoutWorld):
     budget = payouts.state("budget/budget-1")
     assert (budget["outstanding"], budget["paid"]) == ("0", "200000")
     assert payout_problems(payouts.owner) == []
+
+
+def test_an_approval_cap_is_enforced_by_the_ledger(prepared: PayoutWorld):
+    statements = prepared.confirmed_statements(PLAN)
+    total = int(prepared.state("payment_run/run-1")["frozen"]["total"])
+    stated = prepared.state("payment_run/run-1")["run_hash"]
+
+    def approve(cap: int):
+        return prepared.submit("ApprovePayoutRun", {"run_id": "run-1", "run_hash": stated, "statement_ids": statements,
+                                                    "cap": str(cap)}, actor=FINANCE_2)
+
+    refused = prepared.rejects(ErrorCode.APPROVAL_CAP_EXCEEDED, lambda: approve(total - 1))
+    assert str(total) in refused.result["detail"]
+    assert approve(total).accepted
+    assert prepared.state("payment_run/run-1")["approval"]["cap"] == str(total)
+
+
+def test_signing_holds_a_run_to_its_cap(prepared: PayoutWorld):
+    statements = prepared.confirmed_statements(PLAN)
+    run = prepared.state("payment_run/run-1")
+    assert prepared.submit("ApprovePayoutRun", {"run_id": "run-1", "run_hash": run["run_hash"],
+                                                "statement_ids": statements, "cap": run["frozen"]["total"]},
+                           actor=FINANCE_2).accepted
+    first, second = run["frozen"]["payments"]
+    prepared.pay(first["payment_id"], "attempt-1")
+    # A forged payment amount (a disk that lies) cannot take the run past what was approved.
+    prepared.money.submit_ok("TestForgeRecord", {"record_key": f"payment/{second['payment_id']}",
+                                                 "changes": {"amount": run["frozen"]["total"]}})
+    assert prepared.claim(second["effect_id"]).accepted
+    prepared.rejects(ErrorCode.APPROVAL_CAP_EXCEEDED, lambda: prepared.sign(
+        second["payment_id"], "attempt-2", amount=run["frozen"]["total"]))
+
+
+def test_a_line_held_for_a_correction_is_not_paid_out(payouts: PayoutWorld):
+    held, *rest = payouts.payable_line_ids("artist-a")
+    assert payouts.money.request_correction("fix-1", "budget-1", reason="allocation_error", reverses=[held]).accepted
+    assert payouts.index(f"payable_line/artist-a/{held}") is None
+    refused = payouts.rejects(ErrorCode.INVALID_STATE, lambda: payouts.prepare("run-held", {"artist-a": [held]}))
+    assert "fix-1" in refused.result["detail"]
+    assert payouts.prepare("run-rest", {"artist-a": rest}).accepted
+    assert payouts.money.decide_correction("fix-1", "decline", decline_reason="requested_in_error").accepted
+    assert payouts.prepare("run-held", {"artist-a": [held]}).accepted

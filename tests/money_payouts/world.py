@@ -23,8 +23,9 @@ from tests.support import payloads
 from tests.support.store import changed_keys, owner_dump, rejection_footprint
 
 DISPATCHER, DISPATCHER_2, SIGNER, OBSERVER, COMMITTER = "dispatcher-1", "dispatcher-2", "signer-1", "observer-1", "committer-1"
-WORKERS = {DISPATCHER: "dispatcher", DISPATCHER_2: "dispatcher", SIGNER: "signer", OBSERVER: "observer",
-           COMMITTER: "committer"}
+RECONCILER = "reconciler-1"  # a payment worker after a restore: it signs and observes (tests/effects runs one)
+WORKERS = {DISPATCHER: ["dispatcher"], DISPATCHER_2: ["dispatcher"], SIGNER: ["signer"], OBSERVER: ["observer"],
+           COMMITTER: ["committer"], RECONCILER: ["observer", "signer"]}
 RECIPIENTS = ARTISTS + OPERATORS
 LISTENER = "listener-1"
 SENDER = payloads.address("porto-treasury")
@@ -32,6 +33,7 @@ WORKS = {"work-1": 60_000, "work-2": 30_000, "work-3": 10_000}
 NODES = {"node-1": ("operator-x", 700), "node-2": ("operator-y", 300)}
 PAYMENT, EFFECT = "run-1.artist-a", "run-1.artist-a.effect"  # the conftest's approved run's first payment
 CLAIM_MS = 60_000
+WINDOW_END_MS = 4_000_000_000_000  # batches here cover every allocated day
 SIGNED_TTL_MS = 120_000
 digest = payloads.digest
 
@@ -44,15 +46,14 @@ class PayoutWorld:
     def __init__(self, money: MoneyWorld) -> None:
         self.money = money
         self.owner = money.owner
-        # Behind the hosts' clocks: workers in the effects tests claim with wall-clock leases.
-        self._now_ms = 1_790_812_800_000
+        self.clock = money.envelopes  # one admission clock for every envelope this ledger sees
         self.sender_sequence = itertools.count()
         self.batch_numbers = itertools.count(1)
 
     # Setup: workers, and payable lines for every artist and operator.
     def setup(self, *, days: int = 2) -> "PayoutWorld":
-        for worker, role in WORKERS.items():
-            assert self.owner.submit(self.money.envelopes.account(worker, "worker", [role])).accepted
+        for worker, roles in WORKERS.items():
+            assert self.owner.submit(self.money.envelopes.account(worker, "worker", roles)).accepted
         self.money.period("period-1", LISTENER, days=30)
         assert self.money.lot("lot-1", 5_000_000).accepted
         self.money.fund("budget-1", "period-1", {"lot-1": 3_000_000})
@@ -64,19 +65,19 @@ class PayoutWorld:
     # Submitting on this world's clock.
     @property
     def now_ms(self) -> int:
-        """Never behind what the ledger last journalled: other clocks (the money world's, the console's) submit too."""
-        return max(self._now_ms, self.owner.admission_floor_ms())
+        """The admission time of the last envelope; setting it lets time pass, never run back."""
+        self.money.follow_the_ledger_clock()
+        return self.clock.clock_ms
 
     @now_ms.setter
-    def now_ms(self, value: int) -> None:
-        self._now_ms = value
+    def now_ms(self, timestamp_ms: int) -> None:
+        assert timestamp_ms >= self.now_ms, "admission time never runs back"
+        self.clock.advance_to(timestamp_ms)
 
     def submit(self, command_type: str, payload: dict[str, Any], *, actor: str,
                expected: list[dict[str, Any]] = (), evidence: list[str] = (), step_up: bool = False) -> CommandOutcome:
-        self.now_ms += 1_000
-        envelope = self.money.envelopes(command_type, payload, actor=actor, expected=expected, evidence=evidence,
-                                        admitted_at_ms=self.now_ms, step_up=step_up)
-        return self.owner.submit(envelope)
+        return self.money.submit(command_type, payload, actor=actor, expected=expected, evidence=evidence,
+                                 step_up=step_up)
 
     def rejects(self, code: str, submit: Callable[[], CommandOutcome]) -> CommandOutcome:
         """``submit`` is journalled as a rejection with ``code`` and changes nothing else."""
@@ -103,9 +104,9 @@ class PayoutWorld:
 
     # Batches and statements.
     def batch(self, batch_id: str, kind: str, *, parent: str | None = None, statements: list[dict] = (),
-              actor: str = FINANCE) -> str:
+              actor: str = FINANCE, window_end_ms: int = WINDOW_END_MS) -> str:
         """Prepare and freeze a batch; returns its anchor effect ID."""
-        prepare = {"action": "prepare", "kind": kind, "window_start_ms": 0, "window_end_ms": 86_400_000,
+        prepare = {"action": "prepare", "kind": kind, "window_start_ms": 0, "window_end_ms": window_end_ms,
                    "parent_batch_id": parent}
         assert self.submit("FreezeArtifact", {"batch_id": batch_id, "step": prepare}, actor=actor).accepted
         anchor = f"{batch_id}-anchor"
@@ -135,11 +136,11 @@ class PayoutWorld:
             "outcome": outcome, "ledger_version": 1_000, "evidence_digest": evidence}, actor=OBSERVER, evidence=[evidence])
 
     def confirmed_statements(self, recipients: list[str] | tuple[str, ...] = RECIPIENTS, *,
-                             confirm: bool = True) -> list[str]:
+                             confirm: bool = True, window_end_ms: int = WINDOW_END_MS) -> list[str]:
         """An allocation batch and a statement index for ``recipients``, both anchored; the statement IDs."""
         number = next(self.batch_numbers)
         accounting = f"allocation-batch-{number}"
-        self.anchor(accounting, self.batch(accounting, "allocation"))
+        self.anchor(accounting, self.batch(accounting, "allocation", window_end_ms=window_end_ms))
         statements = [{"statement_id": f"statement-{number}-{recipient}", "recipient_id": recipient,
                        "accounting_batch_id": accounting, "artifact_hash": digest("statement", number, recipient),
                        "public_proof_id": digest("proof", number, recipient)[:32]}
@@ -217,7 +218,7 @@ class PayoutWorld:
             "payment_id": attempt["payment_id"], "attempt_id": attempt_id, "transaction_hash": attempt["transaction_hash"],
             "outcome": outcome, **reading}, actor=OBSERVER, evidence=[reading["evidence_digest"]])
 
-    def land(self, payment_id: str, attempt_id: str, outcome: str = "confirmed", *, actor: str = OBSERVER,
+    def land(self, payment_id: str, attempt_id: str, outcome: str = "confirmed", *, actor: str = RECONCILER,
              **options: Any) -> CommandOutcome:
         """Reconciliation: a transfer the chain committed and the ledger never recorded, read after its expiry."""
         signed = self.attempt_payload(payment_id, attempt_id, ttl_ms=-SIGNED_TTL_MS, **options)

@@ -75,7 +75,7 @@ def test_the_owner_halts_admission_when_a_command_meets_damage(damaged_state):
     after = re.search(r"after 'account/([^']+)'", scanned.value.detail).group(1)
     victim = f"acct-{int(after.split('-')[1]) + 1:05d}"
     with LedgerOwner.open(damaged_state) as owner:
-        envelopes.not_before(owner.admission_floor_ms())
+        envelopes.advance_to(owner.admission_floor_ms())
         head = owner.head()
         with pytest.raises(StorageFault) as met:
             owner.submit(envelopes.account(victim))  # reads state/account/<victim> from the damaged block

@@ -6,6 +6,7 @@ Every verb prints one JSON object a line; ``CliRun.lines`` holds them decoded.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -162,8 +163,15 @@ def head(data: Path) -> dict[str, Any]:
     return succeeded(porto_ledger("head", data=data)).last
 
 
-def export(data: Path, destination: Path) -> dict[str, Any]:
-    return succeeded(porto_ledger("export", destination, data=data)).last
+def export(data: Path, destination: Path, *, actor: str = "demo-auditor-1") -> dict[str, Any]:
+    """``porto-ledger export`` of a scratch copy of ``data``: an export journals its access in the ledger it
+    exports, and tests share stopped ledgers they must not change."""
+    scratch = Path(tempfile.mkdtemp(prefix="porto-export-"))
+    try:
+        shutil.copytree(data, scratch / "ledger")
+        return succeeded(porto_ledger("export", destination, "--actor", actor, data=scratch / "ledger")).last
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def demo_lines(seed: int, *, listeners: int, days: int, hash_seed: int | None = None) -> list[bytes]:

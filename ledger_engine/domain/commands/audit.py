@@ -15,7 +15,7 @@ from ledger_engine.keys import key
 
 class RecordExportAccessPayload(Payload):
     export_id: Identifier
-    file_format: Literal["json", "csv"]
+    file_format: Literal["json", "csv", "checkpoint"]  # checkpoint: ``porto-ledger export``
     first_sequence: Count = Field(ge=1)
     last_sequence: Count = Field(ge=1)
     content_sha256: Digest

@@ -2,7 +2,9 @@
 
 One command may do either or both: import a deposit as a lot, and fund
 budgets by drawing on lots (this one or earlier ones with units left). A lot's
-allocated total never exceeds what it received.
+allocated total never exceeds what it received. A deposit and its evidence
+each fund one lot, whatever spelling of the transaction hash names it
+(deposits.py).
 """
 
 from __future__ import annotations
@@ -15,8 +17,12 @@ from ledger_engine.amounts import Amount, format_amount, parse_amount
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.chart import FUNDING_AVAILABLE, TREASURY
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, BudgetFunding, LotDraw, fund_budget
+from ledger_engine.domain.deposits import (
+    DepositChain, SpelledTransactionHash, canonical_deposit, deposit_evidence_key, deposit_unit_key,
+)
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import credit, debit, post
+from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
@@ -25,10 +31,10 @@ from ledger_engine.layout import STATE
 
 
 class DepositObservation(Payload):
-    """A verified on-chain deposit, normalised by the adapter."""
+    """A verified on-chain deposit: a chain from the closed set, any hex spelling of the hash, an integer index."""
 
-    chain: Identifier
-    transaction_hash: Digest
+    chain: DepositChain
+    transaction_hash: SpelledTransactionHash
     event_index: Count
     evidence_digest: Digest
 
@@ -79,17 +85,22 @@ def _import_lot(ctx: RuleContext, p: ImportFundingPayload) -> None:
             "the deposit's evidence digest must be listed in the envelope's evidence_hashes")
     require(changes.get(STATE, lot_key(p.lot_id)) is None, ErrorCode.ALREADY_EXISTS,
             f"funding lot {p.lot_id} already exists")
-    deposit_unit = f"{p.deposit.chain}:{p.deposit.transaction_hash}:{p.deposit.event_index}"
-    changes.claim_unique(key("deposit", deposit_unit), {"lot_id": p.lot_id},
-                         ErrorCode.DUPLICATE_EVIDENCE, f"deposit {deposit_unit} was already imported")
+    deposit = canonical_deposit(p.deposit.model_dump(mode="json"))
+    unit_key, evidence_key = deposit_unit_key(deposit), deposit_evidence_key(deposit)
+    changes.claim_unique(unit_key, {"lot_id": p.lot_id}, ErrorCode.DUPLICATE_EVIDENCE,
+                         f"{unit_key} was already imported")
+    changes.claim_unique(evidence_key, {"lot_id": p.lot_id}, ErrorCode.DUPLICATE_EVIDENCE,
+                         f"evidence {deposit['evidence_digest']} already backs another lot")
     changes.put_state(lot_key(p.lot_id), {
         "lot_id": p.lot_id,
         "asset": p.asset,
         "received": format_amount(p.amount),
         "allocated": "0",
-        "deposit": p.deposit.model_dump(mode="json"),
+        "deposit": deposit,
         "conversion_ref": p.conversion_ref,
         "imported_at_ms": ctx.now_ms,
+        "correlation_id": f"lot:{p.lot_id}",
+        "created": created(ctx),
     })
     post(changes, journal=f"funding:{p.lot_id}", asset=p.asset,
          lines=[debit(TREASURY, p.amount), credit(FUNDING_AVAILABLE, p.amount)])

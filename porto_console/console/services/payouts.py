@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterator
 
 from ledger_engine.amounts import checked_sum, format_amount, parse_amount
@@ -22,6 +22,7 @@ from ledger_engine.domain.commands.money.batches import batch_key
 from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash, run_key
 from ledger_engine.keys import key
 from ledger_engine.layout import INDEXES, STATE
+from ledger_engine.projections import payout_queries
 from ledger_engine.projections.payouts import payment_state_prefix, run_status_prefix
 from porto_console.console.commands import CommandRequest
 from porto_console.console.services.rows import records, rows
@@ -110,13 +111,10 @@ def prepare(ledger: LedgerOwner, command_id: str, recipient_ids: list[str], seen
     return CommandRequest("PreparePayoutRun", plan(command_id, chosen))
 
 
-def approve(ledger: LedgerOwner, run: dict[str, Any], seen_hash: str) -> CommandRequest:
-    """ApprovePayoutRun restating the hash the approver saw, citing each recipient's confirmed statement."""
-    statements = confirmed_statements(ledger)
-    cited = sorted({statements[payment["recipient_id"]] for payment in run["payments"]
-                    if payment["recipient_id"] in statements})
-    return CommandRequest("ApprovePayoutRun", {"run_id": run["run_id"], "run_hash": seen_hash,
-                                               "statement_ids": cited})
+def approve(ledger: LedgerOwner, run_id: str, seen_hash: str) -> CommandRequest:
+    """ApprovePayoutRun restating the hash the approver saw, citing confirmed statements covering every line."""
+    cited = payout_queries.covering_statements(ledger.store, run_id)["statement_ids"]
+    return CommandRequest("ApprovePayoutRun", {"run_id": run_id, "run_hash": seen_hash, "statement_ids": cited})
 
 
 def cancel(run_id: str, reason: str, seen_revision: int) -> CommandRequest:
@@ -139,9 +137,16 @@ def payments(ledger: LedgerOwner, state: str) -> Iterator[dict[str, Any]]:
         yield {"payment_id": index_key.rsplit("/", 1)[1], "state": state, **entry}
 
 
-def missing_statements(ledger: LedgerOwner, run: dict[str, Any]) -> list[str]:
-    statements = confirmed_statements(ledger)
-    return sorted({payment["recipient_id"] for payment in run["payments"]} - set(statements))
+def missing_statements(ledger: LedgerOwner, run_id: str) -> list[str]:
+    """Each line of the run no confirmed statement covers yet, as ``recipient: line``."""
+    return [f"{item['recipient_id']}: {item['line_id']}"
+            for item in payout_queries.covering_statements(ledger.store, run_id)["uncovered"]]
+
+
+def with_aggregates(ledger: LedgerOwner, page):
+    """A page of runs, each with its true aggregate state (what became of its payments)."""
+    aggregates = payout_queries.run_aggregates(ledger.store, [run["run_id"] for run in page.items])
+    return replace(page, items=[{**run, "aggregate": aggregates[run["run_id"]]} for run in page.items])
 
 
 def total(payables_list: list[Payable]) -> str:

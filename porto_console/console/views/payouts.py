@@ -58,7 +58,8 @@ class CancelForm(CommandForm):
 def run_list(request):
     filters = filter_values(RunFilter(request.GET or None))
     status = filters["status"] or "prepared"
-    read = read_at_boundary(lambda ledger: paginate(service.runs(ledger, status), page_number(request)))
+    read = read_at_boundary(lambda ledger: service.with_aggregates(
+        ledger, paginate(service.runs(ledger, status), page_number(request))))
     return render_screen(request, "console/payout_runs.html", PAYOUTS.title, read, page=read.data, status=status,
                          filter_form=RunFilter(request.GET or None, initial={"status": status}),
                          may_prepare=may_submit(request.user, "PreparePayoutRun"))
@@ -121,7 +122,7 @@ def run_detail(request, handle: str):
 def _run_view(ledger, run_id: str) -> dict:
     run = payout_queries.run_detail(ledger.store, run_id)
     return {"run": run, "revision": service.run_revision(ledger, run_id),
-            "missing_statements": service.missing_statements(ledger, run)}
+            "missing_statements": service.missing_statements(ledger, run_id)}
 
 
 def _approve_blockers(request, view: dict) -> list[str]:
@@ -129,7 +130,7 @@ def _approve_blockers(request, view: dict) -> list[str]:
     blockers = actions.approval_blockers(request, "ApprovePayoutRun", subject="run", status=run["status"],
                                          awaiting="prepared", requested_by=run["prepared_by"], deed="prepared")
     if view["missing_statements"]:
-        blockers.append("No confirmed statement yet for: " + ", ".join(view["missing_statements"]) + ".")
+        blockers.append("No confirmed statement frozen after these lines yet: " + ", ".join(view["missing_statements"]) + ".")
     if not stepup.has_device(request.user):
         blockers.append("Approving needs an authenticator code, and you have no authenticator enrolled.")
     return blockers
@@ -148,7 +149,7 @@ def _cancel_blockers(request, run: dict) -> list[str]:
 def approve(request, handle: str):
     run_id = unseal_id(HANDLE, handle)
     actions.run_form(request, ApproveForm(request.POST), "ApprovePayoutRun", lambda data: service.approve(
-        owner(), payout_queries.run_detail(owner().store, run_id), data["seen_hash"]),
+        owner(), run_id, data["seen_hash"]),
         done="Payout run approved; its payments are queued for signing",
         invalid="Enter the 6-digit code from your authenticator.")
     return redirect(run_url(run_id))

@@ -31,9 +31,10 @@ from ledger_engine.domain.chart import PORTO_RETAINED, artist_payable, budget_un
 from ledger_engine.domain.commands.catalogue import rights_key
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, day_index, load_budget, slice_for_day
 from ledger_engine.domain.commands.money.lines import budget_key, line_key, move_budget
-from ledger_engine.domain.commands.streaming.keys import listener_day_key
+from ledger_engine.domain.commands.streaming.keys import listener_day_key, period_key
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import Line, credit, debit, post
+from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.ruleset import RULESET_VERSION
 from ledger_engine.domain.types import Count, Identifier
@@ -71,6 +72,9 @@ def plan_listener_day(view: StateView, listener_id: str, day: int, budget_id: st
     policy_record = view.get(STATE, POLICY_KEY)
     listener_day, budget, policy = day_record.data, budget_record.data, policy_record.data["allocation_policy"]
     _require_allocatable(listener_day, budget, budget_id)
+    period = view.get(STATE, period_key(budget["period_id"]))
+    require(period is not None and period.data["clearance"] != "refunded", ErrorCode.INVALID_STATE,
+            f"period {budget['period_id']} was refunded: budget {budget_id} allocates nothing more")
     slice_amount = slice_for_day(budget, day)
     lines = split_listener_day(
         slice_amount,
@@ -130,11 +134,13 @@ def allocate_listener_day(ctx: RuleContext, p: AllocateListenerDayPayload) -> di
     unallocated = parse_amount(load_budget(changes, p.budget_id)["unallocated"])
     require(unallocated >= plan.slice_amount, ErrorCode.INSUFFICIENT_FUNDS,
             f"budget {p.budget_id} has {unallocated} unallocated, the day's slice is {plan.slice_amount}")
+    journal = f"allocation:{p.listener_id}:{p.day}"
     for line_id, planned in zip(p.line_ids, plan.lines):
-        write_line(changes, line_id, planned, listener_id=p.listener_id, day=p.day, budget_id=p.budget_id)
+        write_line(changes, line_id, planned, listener_id=p.listener_id, day=p.day, budget_id=p.budget_id,
+                   created_by=created(ctx), correlation_id=journal)
     for term, amount in sorted(term_totals(plan.lines).items()):
         move_budget(changes, p.budget_id, "unallocated", term, amount)
-    post(changes, journal=f"allocation:{p.listener_id}:{p.day}", asset=BUDGET_ASSET,
+    post(changes, journal=journal, asset=BUDGET_ASSET,
          lines=[debit(budget_unallocated(p.budget_id), plan.slice_amount), *credit_lines(plan.lines)])
     changes.event("ListenerDayAllocated", listener_id=p.listener_id, day=p.day, budget_id=p.budget_id,
                   amount=format_amount(plan.slice_amount), line_ids=p.line_ids)
@@ -144,8 +150,14 @@ def allocate_listener_day(ctx: RuleContext, p: AllocateListenerDayPayload) -> di
 
 
 def write_line(changes: Changes, line_id: str, planned: PlannedLine, *, listener_id: str, day: int,
-               budget_id: str, correction_id: str | None = None) -> None:
-    """A new allocation line: payable, or paid at once for Porto's retained share."""
+               budget_id: str, created_by: dict[str, Any], correlation_id: str, correction_id: str | None = None,
+               replaces: list[str] | None = None) -> None:
+    """A new allocation line: payable, or paid at once for Porto's retained share.
+
+    ``created_by`` is its provenance (the command, sequence and time that made
+    it), ``correlation_id`` the journal it was posted in; a correction's line
+    names the correction and the lines it ``replaces``.
+    """
     require(changes.get(STATE, line_key(line_id)) is None, ErrorCode.ALREADY_EXISTS,
             f"allocation line {line_id} already exists")
     line = {
@@ -160,7 +172,11 @@ def write_line(changes: Changes, line_id: str, planned: PlannedLine, *, listener
         "run_id": None,
         "payment_id": None,
         "correction_id": correction_id,
+        "replaces": replaces,
         "reversed_by": None,
+        "pending_correction": None,
+        "correlation_id": correlation_id,
+        "created": created_by,
     }
     if planned.role == ARTIST:
         line.update(work_id=planned.work_id, rights_version=planned.rights_version)

@@ -28,6 +28,7 @@ from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.money import batches, outbox
 from ledger_engine.domain.commands.money.attempts import TransactionHash
 from ledger_engine.domain.commands.money.statements import Statement, record_statements
+from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
@@ -114,6 +115,8 @@ def _prepare(ctx: RuleContext, batch_id: str, step: PrepareBatch) -> dict:
         "transaction_hash": None,
         "ledger_version": None,
         "abandoned": None,
+        "correlation_id": f"batch:{step.parent_batch_id or batch_id}",
+        "created": created(ctx),
     })
     changes.event("BatchPrepared", batch_id=batch_id, kind=step.kind, parent_batch_id=step.parent_batch_id)
     return {"batch_id": batch_id, "state": "preparing"}
@@ -126,11 +129,11 @@ def _freeze(ctx: RuleContext, batch: dict[str, Any], step: FreezeBatch) -> dict:
     if batch["kind"] == "statement_index":
         require(len(step.statements) == step.count, ErrorCode.COUNT_MISMATCH,
                 f"the index counts {step.count} statements but lists {len(step.statements)}")
-        record_statements(changes, batch["batch_id"], step.statements)
+        record_statements(changes, batch["batch_id"], step.statements, created(ctx))
     else:
         require(not step.statements, ErrorCode.INVALID_STATE, f"a {batch['kind']} batch lists no statements")
     artifact = {"ref": step.artifact_ref, "hash": step.artifact_hash, "count": step.count,
-                "frozen_by": ctx.actor_id, "frozen_at_ms": ctx.now_ms}
+                "frozen_by": ctx.actor_id, "frozen_at_ms": ctx.now_ms, "frozen_sequence": ctx.sequence}
     batches.move(changes, batch, "frozen", artifact=artifact, anchor_effect_id=step.anchor_effect_id)
     changes.effect(step.anchor_effect_id, outbox.BATCH_ANCHOR.name, {
         "batch_id": batch["batch_id"], "kind": batch["kind"], "artifact_hash": step.artifact_hash, "count": step.count,

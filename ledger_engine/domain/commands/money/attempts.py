@@ -36,9 +36,20 @@ attempt; the transaction-hash sentinel is never released.
 RecordLandedAttempt is reconciliation after a restore: the chain committed a
 transaction whose attempt the restored ledger never recorded. It records the
 attempt and its chain observation together, without the live claim and the
-future expiry that only guard a broadcast still to come; the payment must
-otherwise be signable, so an obligation already paid (ALREADY_PAID) or with
-another attempt in flight (RECONCILIATION_REQUIRED) is never paid again.
+future expiry that only guard a broadcast still to come (a committed
+transaction is never broadcast again), so it asks for what stands in for them
+(a *reconciled* claim): nobody else holds a live claim on the payment's
+effect (its holder records its own attempts), the effect is still open, and
+the worker recording it signs as well as observes: an observer alone never
+settles a payment. The payment must otherwise be signable, so an
+obligation already paid (ALREADY_PAID) or with another attempt in flight
+(RECONCILIATION_REQUIRED) is never paid again.
+
+Only an attempt recorded under a live claim (``claimed_by``) or a reconciled
+one (``reconciled``) is ever confirmed, and only by an observation of its own
+transaction citing chain evidence other than its signed bytes. While an
+update of the payment's recipient is pending nothing is signed to it, and an
+attempt that fails meanwhile leaves its payment held (recipient_updates.py).
 """
 
 from __future__ import annotations
@@ -48,11 +59,15 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from ledger_engine.amounts import Amount
+from ledger_engine.domain.actors import actor_roles
 from ledger_engine.domain.changes import Changes, Rejected, require
 from ledger_engine.domain.commands.money import outbox, payments
-from ledger_engine.domain.commands.money.recipients import load_recipient
+from ledger_engine.domain.commands.money.payout_runs import require_within_cap
+from ledger_engine.domain.commands.money.recipient_updates import place_unsigned
+from ledger_engine.domain.commands.money.recipients import load_recipient, require_no_pending_update
 from ledger_engine.domain.commands.money.records import load
 from ledger_engine.domain.invariants import require_conserved, require_payouts_unblocked
+from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import ChainAddress, Count, Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
@@ -121,7 +136,9 @@ def load_attempt(changes: Changes, attempt_id: str) -> dict[str, Any]:
 def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> dict:
     changes = ctx.changes
     payment = payments.load_payment(changes, p.payment_id)
+    require_no_pending_update(changes, payment["recipient_id"])
     _require_signable(payment)
+    require_within_cap(changes, payment)
     outbox.require_live_claim(outbox.load_effect(changes, payment["effect_id"]), p.claimed_by, ctx.now_ms)
     _require_signed_terms(changes, payment, p)
     _require_evidence(ctx, p.signed_bytes_hash, "the signed bytes' hash")
@@ -135,8 +152,11 @@ def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> di
 def record_landed_attempt(ctx: RuleContext, p: RecordLandedAttemptPayload) -> dict:
     """An attempt the chain committed but the ledger never recorded, with that observation (see the module)."""
     changes = ctx.changes
+    require("signer" in actor_roles(ctx, ctx.actor_id), ErrorCode.CAPABILITY_MISSING,
+            "a landed transfer is recorded by a worker that signs as well as observes: an observer alone settles nothing")
     payment = payments.load_payment(changes, p.payment_id)
     _require_signable(payment)
+    _require_reconciled_claim(ctx, payment)
     _require_signed_terms(changes, payment, p)
     _require_evidence(ctx, p.signed_bytes_hash, "the signed bytes' hash")
     _require_evidence(ctx, p.evidence_digest, "the observation's evidence digest")
@@ -154,6 +174,17 @@ def _require_signable(payment: dict[str, Any]) -> None:
                        f"payment {payment_id} is {state}: its last attempt must be observed before another is signed")
     require(state != "confirmed", ErrorCode.ALREADY_PAID, f"payment {payment_id} is already paid")
     require(state in ("approved", "failed"), ErrorCode.INVALID_STATE, f"payment {payment_id} is {state}")
+
+
+def _require_reconciled_claim(ctx: RuleContext, payment: dict[str, Any]) -> None:
+    """What stands in for a live claim when committed history is recorded: nobody else is dispatching it."""
+    effect = outbox.load_effect(ctx.changes, payment["effect_id"])
+    require(effect["status"] in outbox.OPEN, ErrorCode.INVALID_STATE,
+            f"effect {effect['effect_id']} of payment {payment['payment_id']} is {effect['status']}")
+    if outbox.claim_is_live(effect, ctx.now_ms):
+        holder = effect["claim"]["worker_id"]
+        require(holder == ctx.actor_id, ErrorCode.CLAIM_HELD,
+                f"effect {effect['effect_id']} is claimed by {holder}, who records its own attempts")
 
 
 def _require_signed_terms(changes: Changes, payment: dict[str, Any], p: SignedTransfer) -> None:
@@ -189,9 +220,12 @@ def _record_attempt(ctx: RuleContext, payment: dict[str, Any], p: SignedTransfer
         "number": len(payment["attempt_ids"]) + 1,
         "signed_by": ctx.actor_id,
         "signed_at_ms": ctx.now_ms,
+        "reconciled": claimed_by is None,
         "outcome": "pending",
         "ledger_version": None,
         "observed_at_ms": None,
+        "correlation_id": payment.get("correlation_id"),
+        "created": created(ctx),
     }
     changes.put_state(attempt_key(p.attempt_id), attempt)
     payments.move(changes, payment, "signed", attempt_ids=[*payment["attempt_ids"], p.attempt_id])
@@ -207,6 +241,10 @@ def record_transfer_observation(ctx: RuleContext, p: RecordTransferObservationPa
             f"attempt {p.attempt_id} belongs to payment {attempt['payment_id']}")
     require(attempt["transaction_hash"] == p.transaction_hash, ErrorCode.CONFLICTING_EVIDENCE,
             f"attempt {p.attempt_id} signed transaction {attempt['transaction_hash']}")
+    require(p.evidence_digest != attempt["signed_bytes_hash"], ErrorCode.CONFLICTING_EVIDENCE,
+            "the chain's evidence is not the signed bytes themselves")
+    require(attempt["claimed_by"] is not None or attempt.get("reconciled"), ErrorCode.INVALID_STATE,
+            f"attempt {p.attempt_id} was recorded under no claim")
     require(p.outcome != "expired" or p.chain_time_ms >= attempt["expires_at_ms"], ErrorCode.INVALID_TIME,
             f"attempt {p.attempt_id} can land until {attempt['expires_at_ms']}")
     if not _outcome_changes(attempt, p.outcome):
@@ -237,12 +275,16 @@ def _observe(ctx: RuleContext, attempt: dict[str, Any], p: Observed) -> None:
     changes.event("TransferObserved", payment_id=p.payment_id, attempt_id=p.attempt_id,
                   transaction_hash=p.transaction_hash, outcome=p.outcome, ledger_version=p.ledger_version,
                   evidence_digest=p.evidence_digest)
-    _apply_to_payment(changes, payments.load_payment(changes, p.payment_id), attempt, p.outcome)
+    _apply_to_payment(ctx, payments.load_payment(changes, p.payment_id), attempt, p.outcome)
 
 
-def _apply_to_payment(changes: Changes, payment: dict[str, Any], attempt: dict[str, Any], outcome: str) -> None:
-    """The attempt is the payment's unresolved one (only one ever is), so its news moves the payment."""
-    effect_id = payment["effect_id"]
+def _apply_to_payment(ctx: RuleContext, payment: dict[str, Any], attempt: dict[str, Any], outcome: str) -> None:
+    """The attempt is the payment's unresolved one (only one ever is), so its news moves the payment.
+
+    A failed payment is unsigned again: held while its recipient's update is
+    pending, moved to the recipient's new address if it changed meanwhile.
+    """
+    changes, effect_id = ctx.changes, payment["effect_id"]
     if outcome == "submitted":
         if payment["state"] != "submitted":
             payments.move(changes, payment, "submitted")
@@ -252,8 +294,9 @@ def _apply_to_payment(changes: Changes, payment: dict[str, Any], attempt: dict[s
         payments.move(changes, payment, "confirmed", paid_attempt_id=attempt["attempt_id"])
         outbox.finish(changes, effect_id, {"observed": "confirmed", "attempt_id": attempt["attempt_id"]})
     else:
-        payments.move(changes, payment, "failed")
+        failed = payments.move(changes, payment, "failed")
         outbox.reopen(changes, effect_id, {"observed": outcome, "attempt_id": attempt["attempt_id"]})
+        place_unsigned(ctx, failed)
 
 
 def complete_transfer(ctx: RuleContext, effect: dict[str, Any], outcome: str, transaction_hash: str | None) -> dict:

@@ -13,6 +13,9 @@ versions funded before that day is allocated, so with one version it is
 exactly DESIGN.md's ``S_d``, and whatever the order of additions and
 allocations the slices never exceed what was funded.
 
+A refunded period allocates nothing more: its budget's unallocated units
+leave it as a refund (refunds.py).
+
 ``CheckConservation`` runs the full conservation check (invariants.py) and
 records its verdict, which blocks or unblocks payouts.
 """
@@ -29,14 +32,15 @@ from ledger_engine.domain.allocation_policy import day_slice
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.chart import FUNDING_AVAILABLE, budget_unallocated
 from ledger_engine.domain.commands.money.lines import budget_key
+from ledger_engine.domain.commands.money.refunds import funding_sentinel_key
 from ledger_engine.domain.commands.streaming.keys import period_key
 from ledger_engine.domain.commands.streaming.policy import day_of
 from ledger_engine.domain.invariants import CONSERVATION_KEY, ledger_mismatches
 from ledger_engine.domain.postings import credit, debit, post
+from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.errors import ErrorCode
-from ledger_engine.keys import key, seq20
 from ledger_engine.layout import STATE
 
 BUDGET_ASSET = "USDC"
@@ -77,12 +81,13 @@ def fund_budget(ctx: RuleContext, funding: BudgetFunding) -> dict:
     require(period.data["clearance"] == "cleared", ErrorCode.INVALID_STATE,
             f"period {funding.period_id}'s payment is {period.data['clearance']}, not cleared")
     amount = checked_sum(draw.amount for draw in funding.draws)
-    changes.claim_unique(key("budget_funding", funding.period_id, seq20(funding.version)),
+    changes.claim_unique(funding_sentinel_key(funding.period_id, funding.version),
                          {"budget_id": funding.budget_id, "amount": format_amount(amount)},
                          ErrorCode.ALREADY_EXISTS,
                          f"period {funding.period_id} already has funding version {funding.version}")
     if funding.version == 1:
-        budget = _new_budget(changes, funding, period.data)
+        budget = {**_new_budget(changes, funding, period.data), "correlation_id": f"period:{funding.period_id}",
+                  "created": created(ctx)}
     else:
         budget = _addition_target(ctx, funding)
     term = "funded" if funding.version == 1 else "additions"

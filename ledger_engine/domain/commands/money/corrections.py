@@ -1,14 +1,32 @@
-"""RecordCorrection: balancing entries that reverse allocation lines and replace them.
+"""RequestCorrection and DecideCorrection: maker-checker corrections of allocation lines.
 
-Nothing is overwritten or deleted. A correction names prior lines by ID and
-marks them ``reversed`` (with ``reversed_by``); it may create replacement
-lines for the same listener-day (with ``correction_id``); whatever it
-reversed and did not replace goes back to the budget's ``unallocated`` or out
-of the budget as a refund (``refunds_reversals``, posted to ``corrections``).
-It may also refund unallocated units, for example after a subscription refund.
-Only payable lines and Porto's retained share can be reversed: a reserved line
-is released by cancelling its payout run first, and a transfer is never
-reversed. A finance actor approves what another finance actor requested.
+A correction is balancing entries that reverse allocation lines and replace
+them; nothing is overwritten or deleted. One finance actor requests it (the
+envelope's actor, never a payload field), another decides it, as with payout
+runs:
+
+- ``RequestCorrection`` names the prior lines by ID (all of one listener-day
+  of one budget), the replacement lines and where the rest goes. The rule
+  checks everything it will post, freezes it with the balancing entries in
+  ``correction_request/<correction_id>`` under a request hash, and marks the
+  named lines ``pending_correction`` so that no payout run takes them meanwhile.
+- ``DecideCorrection`` by another finance actor (FOUR_EYES_REQUIRED
+  otherwise) restates the request hash. ``approve`` checks the request again
+  against the ledger as it is now and posts it, exactly once: the prior lines
+  become ``reversed`` (``reversed_by``), the replacements are new lines
+  (``correction_id``, ``replaces``), and ``correction/<correction_id>`` records
+  what moved. ``decline`` releases the lines.
+
+Replacement lines must be what the ledger would pay: an artist line names an
+active work at its current rights version and one of that version's
+recipients, and the artist lines of a work together split their total by that
+version's splits (largest remainder, as allocation does); an operator line
+names a node and that node's operator. Only payable lines and Porto's retained
+share can be reversed: a reserved line is released by cancelling its payout
+run first, and a transfer is never reversed. Whatever was reversed and not
+replaced goes back to the budget's ``unallocated`` or out of it as a refund
+(``refunds_reversals``, posted to ``corrections``); a correction may also
+refund unallocated units, for example after a subscription refund.
 
     Dr <payable or porto_retained>...      Cr <replacement payables>...
                                            Cr budget_unallocated:<budget> | corrections   (the remainder)
@@ -17,26 +35,34 @@ reversed. A finance actor approves what another finance actor requested.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections import defaultdict
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ledger_engine.amounts import Amount, checked_sum, format_amount, parse_amount
-from ledger_engine.domain.actors import actor_roles, require_other_actor
-from ledger_engine.domain.allocation_policy import ARTIST, OPERATOR, PORTO, PlannedLine
+from ledger_engine.canonical import domain_hash
+from ledger_engine.domain.actors import require_other_actor
+from ledger_engine.domain.allocation_policy import ARTIST, OPERATOR, PORTO, PlannedLine, split_by_rights
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.chart import CORRECTIONS, budget_unallocated
 from ledger_engine.domain.commands.accounts import recipient_key
+from ledger_engine.domain.commands.catalogue import rights_key, work_key
 from ledger_engine.domain.commands.money.allocation import MAX_LINES, credit_lines, term_totals, write_line
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, load_budget
-from ledger_engine.domain.commands.money.lines import load_line, move_budget, set_line_status
+from ledger_engine.domain.commands.money.lines import line_key, load_line, move_budget, set_line_status
+from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.commands.streaming.keys import node_key
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import Line, credit, debit, post
+from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.types import Count, Identifier
+from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
+
+REQUEST_HASH_DOMAIN = "porto:london:correction-request:v1\n"
 
 Reason = Literal[
     "rights_error",  # lines went to the wrong rights holders or splits
@@ -45,6 +71,7 @@ Reason = Literal[
     "subscription_refund",  # the subscription was refunded; its units leave the budget
     "allocation_error",  # any other allocation mistake, described in the linked review
 ]
+DeclineReason = Literal["evidence_insufficient", "amounts_disputed", "requested_in_error", "superseded"]
 
 
 class Replacement(Payload):
@@ -71,11 +98,10 @@ class Replacement(Payload):
                            rights_version=self.rights_version, node_id=self.node_id)
 
 
-class RecordCorrectionPayload(Payload):
+class RequestCorrectionPayload(Payload):
     correction_id: Identifier
     budget_id: Identifier
     reason: Reason
-    requested_by: Identifier
     reverses: list[Identifier] = Field(default=[], max_length=MAX_LINES)
     replacements: list[Replacement] = Field(default=[], max_length=MAX_LINES)
     remainder_to: Literal["unallocated", "refund"] = "unallocated"
@@ -89,7 +115,7 @@ class RecordCorrectionPayload(Payload):
         return reverses
 
     @model_validator(mode="after")
-    def _does_something(self) -> "RecordCorrectionPayload":
+    def _does_something(self) -> "RequestCorrectionPayload":
         if not self.reverses and (self.replacements or not self.refund_unallocated):
             raise ValueError("a correction reverses lines (and may replace them) or refunds unallocated units")
         new_ids = [replacement.line_id for replacement in self.replacements]
@@ -98,74 +124,155 @@ class RecordCorrectionPayload(Payload):
         return self
 
 
+class DecideCorrectionPayload(Payload):
+    correction_id: Identifier
+    request_hash: Digest
+    action: Literal["approve", "decline"]
+    decline_reason: DeclineReason | None = None
+
+    @model_validator(mode="after")
+    def _reason_when_declined(self) -> "DecideCorrectionPayload":
+        if (self.decline_reason is not None) != (self.action == "decline"):
+            raise ValueError("a decline, and only a decline, gives its reason")
+        return self
+
+
 def correction_key(correction_id: str) -> str:
     return key("correction", correction_id)
 
 
-@command("RecordCorrection", payload=RecordCorrectionPayload, roles={"finance"})
-def record_correction(ctx: RuleContext, p: RecordCorrectionPayload) -> dict:
+def request_key(correction_id: str) -> str:
+    return key("correction_request", correction_id)
+
+
+def request_hash(frozen: dict[str, Any]) -> str:
+    return domain_hash(REQUEST_HASH_DOMAIN, frozen)
+
+
+@command("RequestCorrection", payload=RequestCorrectionPayload, roles={"finance"})
+def request_correction(ctx: RuleContext, p: RequestCorrectionPayload) -> dict:
     changes = ctx.changes
-    _require_authorised(ctx, p)
-    reversed_lines, listener_day = _reversed_lines(changes, p)
-    old = [PlannedLine(line["role"], line["recipient_id"], parse_amount(line["amount"])) for line in reversed_lines]
-    new = [replacement.planned() for replacement in p.replacements]
-    amounts = _amounts(changes, p, old, new)
-
-    for line in reversed_lines:
-        set_line_status(changes, line["line_id"], line["status"], "reversed", reversed_by=p.correction_id)
-    for replacement, planned in zip(p.replacements, new):
-        write_line(changes, replacement.line_id, planned, listener_id=listener_day[0], day=listener_day[1],
-                   budget_id=p.budget_id, correction_id=p.correction_id)
-    _move_terms(changes, p.budget_id, old, new, amounts["released"], p.refund_unallocated)
-    post(changes, journal=f"correction:{p.correction_id}", asset=BUDGET_ASSET, lines=[
-        *_debit_lines(old), debit(budget_unallocated(p.budget_id), p.refund_unallocated),
-        *credit_lines(new), credit(budget_unallocated(p.budget_id), amounts["released"]),
-        credit(CORRECTIONS, amounts["refunded"]),
-    ])
-    stored = {name: format_amount(amount) for name, amount in amounts.items()}
-    changes.put_state(correction_key(p.correction_id), {
-        "correction_id": p.correction_id,
-        "budget_id": p.budget_id,
-        "reason": p.reason,
-        "requested_by": p.requested_by,
-        "approved_by": ctx.actor_id,
-        "listener_day": list(listener_day) if listener_day else None,
-        "reverses": p.reverses,
-        "replacements": [replacement.line_id for replacement in p.replacements],
-        **stored,
-        "recorded_at_ms": ctx.now_ms,
+    for record_key in (request_key(p.correction_id), correction_key(p.correction_id)):
+        require(changes.get(STATE, record_key) is None, ErrorCode.ALREADY_EXISTS,
+                f"correction {p.correction_id} already exists")
+    frozen = _frozen_request(changes, p, [_reversible(changes, line_id, p.budget_id) for line_id in p.reverses])
+    digest = request_hash(frozen)
+    for line_id in p.reverses:
+        line = load_line(changes, line_id)
+        changes.put_state(line_key(line_id), {**line, "pending_correction": p.correction_id})
+    changes.put_state(request_key(p.correction_id), {
+        **frozen, "request_hash": digest, "status": "requested", "requested_by": ctx.actor_id,
+        "requested_at_ms": ctx.now_ms, "decision": None, "correlation_id": f"correction:{p.correction_id}",
+        "created": created(ctx),
     })
-    changes.event("CorrectionRecorded", correction_id=p.correction_id, budget_id=p.budget_id, reason=p.reason,
-                  **stored)
+    changes.event("CorrectionRequested", correction_id=p.correction_id, budget_id=p.budget_id, reason=p.reason,
+                  request_hash=digest, **frozen["amounts"])
     require_conserved(changes)
-    return {"correction_id": p.correction_id, **stored}
+    return {"correction_id": p.correction_id, "request_hash": digest, **frozen["amounts"]}
 
 
-def _require_authorised(ctx: RuleContext, p: RecordCorrectionPayload) -> None:
-    require(ctx.changes.get(STATE, correction_key(p.correction_id)) is None, ErrorCode.ALREADY_EXISTS,
-            f"correction {p.correction_id} already exists")
-    require_other_actor(ctx, p.requested_by, "requested this correction")
-    require("finance" in actor_roles(ctx, p.requested_by), ErrorCode.CAPABILITY_MISSING,
-            f"the requester {p.requested_by} must be an active finance actor")
+@command("DecideCorrection", payload=DecideCorrectionPayload, roles={"finance"},
+         step_up=lambda p: p.action == "approve")
+def decide_correction(ctx: RuleContext, p: DecideCorrectionPayload) -> dict:
+    changes = ctx.changes
+    request = load(changes, request_key(p.correction_id), f"correction request {p.correction_id}")
+    require(request["status"] == "requested", ErrorCode.INVALID_STATE,
+            f"correction {p.correction_id} is {request['status']}: it is decided once")
+    require_other_actor(ctx, request["requested_by"], "requested this correction")
+    require(p.request_hash == request["request_hash"], ErrorCode.REQUEST_HASH_MISMATCH,
+            f"correction {p.correction_id} was requested with hash {request['request_hash']}, not {p.request_hash}")
+    decision = {"decided_by": ctx.actor_id, "decided_at_ms": ctx.now_ms, "action": p.action,
+                "reason": p.decline_reason}
+    status = "approved" if p.action == "approve" else "declined"
+    changes.put_state(request_key(p.correction_id), {**request, "status": status, "decision": decision})
+    if p.action == "decline":
+        return _decline(ctx, request, p.decline_reason)
+    return _post(ctx, request)
 
 
-def _reversed_lines(changes: Changes, p: RecordCorrectionPayload) -> tuple[list[dict], tuple[str, int] | None]:
-    """The lines to reverse, all of one listener-day of the budget, and that listener-day."""
-    lines = [_reversible(changes, line_id, p.budget_id) for line_id in p.reverses]
-    listener_days = sorted({(line["listener_id"], line["day"]) for line in lines})
+def _frozen_request(changes: Changes, p: RequestCorrectionPayload, reversed_lines: list[dict]) -> dict[str, Any]:
+    """Everything the correction will do, checked against the ledger now: what the decider approves."""
+    listener_days = {(line["listener_id"], line["day"]) for line in reversed_lines}
     require(len(listener_days) <= 1, ErrorCode.INVALID_REFERENCE, "a correction reverses lines of one listener-day")
     for replacement in p.replacements:
-        require(replacement.role == PORTO or changes.get(STATE, recipient_key(replacement.recipient_id)) is not None,
-                ErrorCode.INVALID_REFERENCE, f"recipient {replacement.recipient_id} does not exist")
-    return lines, listener_days[0] if listener_days else None
-
-
-def _amounts(changes: Changes, p: RecordCorrectionPayload, old: list[PlannedLine],
-             new: list[PlannedLine]) -> dict[str, int]:
-    """Where the reversed amount goes: replacements, back to unallocated (released), or out (refunded)."""
+        require(changes.get(STATE, line_key(replacement.line_id)) is None, ErrorCode.ALREADY_EXISTS,
+                f"allocation line {replacement.line_id} already exists")
+    require_payable_replacements(changes, p.replacements)
     unallocated = parse_amount(load_budget(changes, p.budget_id)["unallocated"])
     require(p.refund_unallocated <= unallocated, ErrorCode.INSUFFICIENT_FUNDS,
             f"budget {p.budget_id} has {unallocated} unallocated, less than the {p.refund_unallocated} to refund")
+    return freeze_request(p, reversed_lines)
+
+
+def freeze_request(p: RequestCorrectionPayload, reversed_lines: list[dict]) -> dict[str, Any]:
+    """The request as frozen and hashed: its lines, amounts and balancing entries (a pure function of its inputs)."""
+    old = [PlannedLine(line["role"], line["recipient_id"], parse_amount(line["amount"])) for line in reversed_lines]
+    new = [replacement.planned() for replacement in p.replacements]
+    amounts = _amounts(p, old, new)
+    listener_days = sorted({(line["listener_id"], line["day"]) for line in reversed_lines})
+    return {
+        "correction_id": p.correction_id,
+        "budget_id": p.budget_id,
+        "reason": p.reason,
+        "listener_day": list(listener_days[0]) if listener_days else None,
+        "reverses": [{name: line[name] for name in ("line_id", "role", "recipient_id", "amount", "status")}
+                     for line in reversed_lines],
+        "replacements": [replacement.model_dump(mode="json") for replacement in p.replacements],
+        "remainder_to": p.remainder_to,
+        "refund_unallocated": format_amount(p.refund_unallocated),
+        "amounts": {name: format_amount(amount) for name, amount in amounts.items()},
+        "entries": [{"account": l.account, "side": l.side, "amount": format_amount(l.amount)}
+                    for l in _entries(p.budget_id, old, new, amounts) if l.amount],
+    }
+
+
+def _reversible(changes: Changes, line_id: str, budget_id: str, correction_id: str | None = None) -> dict:
+    """A line this correction may reverse: of its budget, payable (or Porto's share), under no other correction."""
+    line = load_line(changes, line_id)
+    require(line["budget_id"] == budget_id, ErrorCode.INVALID_REFERENCE,
+            f"allocation line {line_id} belongs to budget {line['budget_id']}, not {budget_id}")
+    reversible = line["status"] == "payable" or (line["role"] == PORTO and line["status"] == "paid")
+    require(reversible, ErrorCode.INVALID_STATE,
+            f"allocation line {line_id} is {line['status']}: only payable lines and Porto's share can be reversed")
+    pending = line.get("pending_correction")
+    require(pending == correction_id, ErrorCode.INVALID_STATE,
+            f"allocation line {line_id} is held for correction {pending}")
+    return line
+
+
+def require_payable_replacements(changes: Changes, replacements: list[Replacement]) -> None:
+    """Each replacement is a line the ledger could have allocated: real references, the version's own splits."""
+    by_rights: dict[tuple[str, int], dict[str, int]] = defaultdict(dict)
+    for replacement in replacements:
+        if replacement.role == ARTIST:
+            by_rights[(replacement.work_id, replacement.rights_version)][replacement.recipient_id] = replacement.amount
+        elif replacement.role == OPERATOR:
+            node = changes.get(STATE, node_key(replacement.node_id))
+            require(node is not None and node.data["operator_id"] == replacement.recipient_id,
+                    ErrorCode.INVALID_REFERENCE,
+                    f"node {replacement.node_id} is not operated by {replacement.recipient_id}")
+        if replacement.role != PORTO:
+            require(changes.get(STATE, recipient_key(replacement.recipient_id)) is not None,
+                    ErrorCode.INVALID_REFERENCE, f"recipient {replacement.recipient_id} does not exist")
+    for (work_id, version), shares in sorted(by_rights.items()):
+        splits = _active_rights(changes, work_id, version)
+        owed = {recipient: part for recipient, part in split_by_rights(checked_sum(shares.values()), splits) if part}
+        require(shares == owed, ErrorCode.INVALID_SPLITS,
+                f"work {work_id} version {version} splits {checked_sum(shares.values())} as {owed}, not {shares}")
+
+
+def _active_rights(changes: Changes, work_id: str, version: int) -> tuple[tuple[str, int], ...]:
+    work = changes.get(STATE, work_key(work_id))
+    require(work is not None, ErrorCode.INVALID_REFERENCE, f"work {work_id} does not exist")
+    require(work.data["status"] == "active" and work.data["rights_version"] == version, ErrorCode.INVALID_REFERENCE,
+            f"work {work_id} is {work.data['status']} at rights version {work.data['rights_version']}, "
+            f"not active at version {version}")
+    rights = changes.get(STATE, rights_key(work_id, version)).data
+    return tuple((recipient["recipient_id"], recipient["split_bps"]) for recipient in rights["recipients"])
+
+
+def _amounts(p: RequestCorrectionPayload, old: list[PlannedLine], new: list[PlannedLine]) -> dict[str, int]:
+    """Where the reversed amount goes: replacements, back to unallocated (released), or out (refunded)."""
     reversed_amount, replaced = checked_sum(l.amount for l in old), checked_sum(l.amount for l in new)
     require(replaced <= reversed_amount, ErrorCode.INVALID_STATE,
             f"replacements total {replaced}, more than the {reversed_amount} reversed")
@@ -175,26 +282,82 @@ def _amounts(changes: Changes, p: RecordCorrectionPayload, old: list[PlannedLine
             "refunded": remainder - released + p.refund_unallocated, "refunded_unallocated": p.refund_unallocated}
 
 
-def _reversible(changes: Changes, line_id: str, budget_id: str) -> dict:
-    line = load_line(changes, line_id)
-    require(line["budget_id"] == budget_id, ErrorCode.INVALID_REFERENCE,
-            f"allocation line {line_id} belongs to budget {line['budget_id']}, not {budget_id}")
-    reversible = line["status"] == "payable" or (line["role"] == PORTO and line["status"] == "paid")
-    require(reversible, ErrorCode.INVALID_STATE,
-            f"allocation line {line_id} is {line['status']}: only payable lines and Porto's share can be reversed")
-    return line
+def _entries(budget_id: str, old: list[PlannedLine], new: list[PlannedLine], amounts: dict[str, int]) -> list[Line]:
+    """The balancing journal ``correction:<id>``."""
+    return [
+        *(debit(line.account, line.amount) for line in credit_lines(old)),
+        debit(budget_unallocated(budget_id), amounts["refunded_unallocated"]),
+        *credit_lines(new), credit(budget_unallocated(budget_id), amounts["released"]),
+        credit(CORRECTIONS, amounts["refunded"]),
+    ]
 
 
-def _move_terms(changes: Changes, budget_id: str, old: list[PlannedLine], new: list[PlannedLine],
-                released: int, refund_unallocated: int) -> None:
+def _post(ctx: RuleContext, request: dict[str, Any]) -> dict:
+    """Approval: the request, checked again against the ledger as it is now, posted once."""
+    changes = ctx.changes
+    correction_id, budget_id = request["correction_id"], request["budget_id"]
+    payload = RequestCorrectionPayload.model_validate({
+        name: request[name] for name in ("correction_id", "budget_id", "reason", "remainder_to", "replacements")}
+        | {"reverses": [line["line_id"] for line in request["reverses"]],
+           "refund_unallocated": request["refund_unallocated"]})
+    reversed_lines = [_reversible(changes, line["line_id"], budget_id, correction_id) for line in request["reverses"]]
+    again = _frozen_request(changes, payload, reversed_lines)
+    require(request_hash(again) == request["request_hash"], ErrorCode.STALE_REVISION,
+            f"what correction {correction_id} would post changed since it was requested: request it again")
+    for line in reversed_lines:
+        set_line_status(changes, line["line_id"], line["status"], "reversed", reversed_by=correction_id,
+                        pending_correction=None)
+    listener_day = request["listener_day"]
+    replaced_ids = [line["line_id"] for line in reversed_lines]
+    for replacement in payload.replacements:
+        write_line(changes, replacement.line_id, replacement.planned(), listener_id=listener_day[0],
+                   day=listener_day[1], budget_id=budget_id, created_by=created(ctx),
+                   correlation_id=f"correction:{correction_id}", correction_id=correction_id, replaces=replaced_ids)
+    amounts = {name: parse_amount(amount) for name, amount in request["amounts"].items()}
+    _move_terms(changes, budget_id, payload, reversed_lines, amounts)
+    post(changes, journal=f"correction:{correction_id}", asset=BUDGET_ASSET,
+         lines=[Line(entry["account"], entry["side"], parse_amount(entry["amount"])) for entry in request["entries"]])
+    stored = request["amounts"]
+    changes.put_state(correction_key(correction_id), {
+        "correction_id": correction_id,
+        "budget_id": budget_id,
+        "reason": request["reason"],
+        "requested_by": request["requested_by"],
+        "approved_by": ctx.actor_id,
+        "request_hash": request["request_hash"],
+        "listener_day": listener_day,
+        "reverses": replaced_ids,
+        "replacements": [replacement.line_id for replacement in payload.replacements],
+        **stored,
+        "recorded_at_ms": ctx.now_ms,
+        "correlation_id": request["correlation_id"],
+        "created": created(ctx),
+    })
+    changes.event("CorrectionRecorded", correction_id=correction_id, budget_id=budget_id, reason=request["reason"],
+                  **stored)
+    require_conserved(changes)
+    return {"correction_id": correction_id, "status": "approved", **stored}
+
+
+def _move_terms(changes: Changes, budget_id: str, payload: RequestCorrectionPayload, reversed_lines: list[dict],
+                amounts: dict[str, int]) -> None:
     """Reversals pass through ``refunds_reversals``: what is replaced or released leaves it again."""
+    old = [PlannedLine(line["role"], line["recipient_id"], parse_amount(line["amount"])) for line in reversed_lines]
+    new = [replacement.planned() for replacement in payload.replacements]
     for term, amount in sorted(term_totals(old).items()):
         move_budget(changes, budget_id, term, "refunds_reversals", amount)
     for term, amount in sorted(term_totals(new).items()):
         move_budget(changes, budget_id, "refunds_reversals", term, amount)
-    move_budget(changes, budget_id, "refunds_reversals", "unallocated", released)
-    move_budget(changes, budget_id, "unallocated", "refunds_reversals", refund_unallocated)
+    move_budget(changes, budget_id, "refunds_reversals", "unallocated", amounts["released"])
+    move_budget(changes, budget_id, "unallocated", "refunds_reversals", amounts["refunded_unallocated"])
 
 
-def _debit_lines(lines: list[PlannedLine]) -> list[Line]:
-    return [debit(line.account, line.amount) for line in credit_lines(lines)]
+def _decline(ctx: RuleContext, request: dict[str, Any], reason: str) -> dict:
+    for reversed_line in request["reverses"]:
+        line = load_line(ctx.changes, reversed_line["line_id"])
+        assert line.get("pending_correction") == request["correction_id"], line
+        ctx.changes.put_state(line_key(line["line_id"]), {**line, "pending_correction": None})
+    ctx.changes.event("CorrectionDeclined", correction_id=request["correction_id"], budget_id=request["budget_id"],
+                      reason=reason)
+    require_conserved(ctx.changes)
+    return {"correction_id": request["correction_id"], "status": "declined"}

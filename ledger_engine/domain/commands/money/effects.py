@@ -7,15 +7,18 @@ later); each effect kind is worked by one worker role.
 
 - A live claim held by another worker: CLAIM_HELD.
 - The holder claiming again before expiry renews its lease.
-- An expired claim may be taken over, except where it may hide a send: a
-  ``payment.transfer`` whose payment has an attempt in flight needs the chain
-  observed first (RECONCILIATION_REQUIRED). The signer refuses to record an
-  attempt under an expired claim (CLAIM_EXPIRED), so a lapsed claim never
-  authorises a fresh transfer.
+- An expired claim, or an effect handed back, may be taken by another worker,
+  except where it may hide a send: a ``payment.transfer`` whose payment has an
+  attempt in flight needs the chain observed first (RECONCILIATION_REQUIRED),
+  however the last claim ended. The signer refuses to record an attempt under
+  an expired claim (CLAIM_EXPIRED), so a lapsed claim never authorises a fresh
+  transfer.
 
 CompleteEffect is for the holder of a live claim (else CLAIM_HELD or
-CLAIM_EXPIRED). ``released`` hands the effect back untouched (the worker
-did nothing); other outcomes are the kind's to interpret.
+CLAIM_EXPIRED). ``released`` hands the effect back untouched (the worker did
+nothing), so a transfer with an attempt in flight cannot be released: its
+holder reports the broadcast (RECONCILIATION_REQUIRED). Other outcomes are the
+kind's to interpret.
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ def claim_effect(ctx: RuleContext, p: ClaimEffectPayload) -> dict:
     if renewal:
         holder = effect["claim"]["worker_id"]
         require(holder == ctx.actor_id, ErrorCode.CLAIM_HELD, f"effect {p.effect_id} is claimed by {holder}")
-    elif effect["status"] == outbox.CLAIMED and kind.moves_money:
+    elif kind.moves_money:
         _require_nothing_in_flight(changes, effect)
     claim = {"worker_id": ctx.actor_id, "claimed_at_ms": ctx.now_ms, "expires_at_ms": p.expires_at_ms}
     outbox.put_claim(changes, effect, claim, renewal=renewal)
@@ -92,11 +95,11 @@ def _effect_for_worker(ctx: RuleContext, effect_id: str, doing: str) -> tuple[di
 
 
 def _require_nothing_in_flight(changes: Changes, effect: dict[str, Any]) -> None:
-    """Taking over a lapsed transfer claim: the lapsed worker may have broadcast a recorded attempt."""
+    """Taking a transfer no one holds: whoever held it last may have broadcast a recorded attempt."""
     payment = payments.load_payment(changes, effect["payload"]["payment_id"])
     if payment["state"] in payments.IN_FLIGHT:
         raise Rejected(ErrorCode.RECONCILIATION_REQUIRED,
-                       f"payment {payment['payment_id']} is {payment['state']} under a lapsed claim: "
+                       f"payment {payment['payment_id']} is {payment['state']} and its last claim ended: "
                        "observe its attempt on chain before anyone works this effect again")
 
 
@@ -106,6 +109,8 @@ def complete_effect(ctx: RuleContext, p: CompleteEffectPayload) -> dict:
     effect, kind = _effect_for_worker(ctx, p.effect_id, "completing")
     outbox.require_live_claim(effect, ctx.actor_id, ctx.now_ms)
     if p.outcome == "released":
+        if kind.moves_money:
+            _require_nothing_in_flight(changes, effect)
         result = {"outcome": "released"}
         outbox.reopen(changes, p.effect_id, result)
     else:

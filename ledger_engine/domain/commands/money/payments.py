@@ -6,7 +6,10 @@
 - ``approved``: its allocation lines are reserved and its ``payment.transfer``
   effect waits in the outbox.
 - ``held``: a recipient update is awaiting approval; no attempt may be signed.
-  Declining the update returns the payment to the state it was held from.
+  ``held_for`` says why (``{"reason": "recipient_update_pending", "update_id"}``).
+  A payment whose attempt fails while the update is pending is held too.
+  Declining the update returns the payment to the state it was held from;
+  approving it moves the payment to the new address in a new prepared run.
 - ``signed``: an attempt with exact signed bytes is recorded; only now may
   those bytes be broadcast.
 - ``uncertain``: the broadcast's answer was lost. Only a chain observation
@@ -76,10 +79,11 @@ def payments_of_recipient(changes: Changes, recipient_id: str) -> Iterator[dict[
         yield load_payment(changes, link_key.rsplit("/", 1)[1])
 
 
-def create_payment(changes: Changes, payment: dict[str, Any]) -> None:
+def create_payment(changes: Changes, payment: dict[str, Any], created_by: dict[str, Any]) -> None:
     changes.put_state(payment_key(payment["payment_id"]), {**payment, "state": "prepared", "held_from": None,
-                                                          "attempt_ids": [], "paid_attempt_id": None,
-                                                          "cancel_reason": None})
+                                                          "held_for": None, "attempt_ids": [], "paid_attempt_id": None,
+                                                          "cancel_reason": None, "superseded_by": None,
+                                                          "created": created_by})
     changes.put_state(recipient_link_key(payment["recipient_id"], payment["payment_id"]), {"run_id": payment["run_id"]})
 
 
@@ -99,6 +103,8 @@ def payable_lines(changes: Changes, payment: dict[str, Any]) -> list[dict[str, A
         require(line["status"] != "reserved", ErrorCode.ALREADY_RESERVED, f"allocation line {line_id} is already reserved")
         require(line["status"] != "paid", ErrorCode.ALREADY_PAID, f"allocation line {line_id} is already paid")
         require(line["status"] == "payable", ErrorCode.INVALID_STATE, f"allocation line {line_id} is {line['status']}")
+        require(not line.get("pending_correction"), ErrorCode.INVALID_STATE,
+                f"allocation line {line_id} is held for correction {line.get('pending_correction')}")
         require(line["recipient_id"] == payment["recipient_id"], ErrorCode.INVALID_REFERENCE,
                 f"allocation line {line_id} is owed to {line['recipient_id']}, not {payment['recipient_id']}")
     total = checked_sum(parse_amount(line["amount"]) for line in lines)
@@ -153,17 +159,18 @@ def _by_payable_account(lines: list[dict[str, Any]]) -> list[tuple[str, int]]:
 
 # Whole-payment moves shared by runs and recipient updates.
 
-def cancel(changes: Changes, payment: dict[str, Any], reason: str) -> None:
+def cancel(changes: Changes, payment: dict[str, Any], reason: str, **fields: Any) -> dict[str, Any]:
     """Cancel a payment that has no attempt in flight, releasing whatever it reserved."""
     if payment["state"] in RESERVED:
         release(changes, payment)
         outbox.cancel(changes, payment["effect_id"], reason)
-    move(changes, payment, "cancelled", cancel_reason=reason)
+    return move(changes, payment, "cancelled", cancel_reason=reason, held_from=None, held_for=None, **fields)
 
 
-def hold(changes: Changes, payment: dict[str, Any]) -> None:
-    move(changes, payment, "held", held_from=payment["state"])
+def hold(changes: Changes, payment: dict[str, Any], update_id: str) -> dict[str, Any]:
+    return move(changes, payment, "held", held_from=payment["state"],
+                held_for={"reason": "recipient_update_pending", "update_id": update_id})
 
 
-def resume(changes: Changes, payment: dict[str, Any]) -> None:
-    move(changes, payment, payment["held_from"], held_from=None)
+def resume(changes: Changes, payment: dict[str, Any]) -> dict[str, Any]:
+    return move(changes, payment, payment["held_from"], held_from=None, held_for=None)

@@ -13,12 +13,15 @@ the ledger and rejects a difference with RUN_HASH_MISMATCH, so the hash names
 exactly what the preparer saw. The run record keeps ``frozen`` verbatim.
 
 Approval, by a finance actor other than the preparer, restates that hash and
-names confirmed statements; it reserves each line once, posts the
-reservation and puts one ``payment.transfer`` effect per payment in the
-outbox. Cancelling is allowed until an attempt is signed: it releases what is
+names confirmed statements covering every line; it may carry a cap, the most
+it authorises, which the run's total must not exceed and which signing holds
+the run to. It reserves each line once, posts the reservation and puts one
+``payment.transfer`` effect per payment in the outbox. Cancelling is allowed until an attempt is signed: it releases what is
 reserved and unpaid, cancels the effects and leaves the run as a tombstone.
 Runs go prepared -> approved, and prepared | approved -> cancelled;
-a recipient update invalidates a prepared run (prepared -> invalidated).
+a recipient update invalidates a prepared run (prepared -> invalidated) and
+prepares the recipient's unsigned payments again, at the new address, as a
+new run that needs approval like any other (``readdress``).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from ledger_engine.domain.commands.money.recipients import load_recipient, requi
 from ledger_engine.domain.commands.money.records import load
 from ledger_engine.domain.commands.money.statements import require_confirmed_statements
 from ledger_engine.domain.invariants import require_conserved, require_payouts_unblocked
+from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
@@ -44,6 +48,7 @@ from ledger_engine.keys import key
 from ledger_engine.layout import OUTBOX, STATE
 
 RUN_HASH_DOMAIN = "porto:london:payout-run:v1\n"
+SUCCESSOR_DOMAIN = "porto:london:successor-id:v1\n"
 MAX_PAYMENTS = 1_000
 MAX_LINES_PER_PAYMENT = 5_000
 TRANSFER_FIELDS = ("payment_id", "run_id", "recipient_id", "payout_address", "asset", "amount")
@@ -92,6 +97,7 @@ class ApprovePayoutRunPayload(Payload):
     run_id: Identifier
     run_hash: Digest
     statement_ids: SortedIds = Field(min_length=1, max_length=MAX_PAYMENTS)
+    cap: Amount | None = None  # the most this approval authorises; the ledger holds the run to it
 
 
 CancelReason = Literal["prepared_in_error", "amounts_disputed", "recipient_disputed", "superseded"]
@@ -126,40 +132,87 @@ def run_payments(changes: Changes, run: dict[str, Any]) -> list[dict[str, Any]]:
 
 @command("PreparePayoutRun", payload=PreparePayoutRunPayload, roles={"finance"})
 def prepare_payout_run(ctx: RuleContext, p: PreparePayoutRunPayload) -> dict:
-    changes = ctx.changes
-    require(changes.get(STATE, run_key(p.run_id)) is None, ErrorCode.ALREADY_EXISTS, f"payout run {p.run_id} already exists")
-    frozen = frozen_run(p.run_id, p.asset, [_frozen_payment(changes, plan) for plan in p.payments])
-    planned = [{**payment, "run_id": p.run_id, "asset": p.asset} for payment in frozen["payments"]]
-    for payment in planned:
-        payments.payable_lines(changes, payment)
-    digest = run_hash(frozen)
+    frozen = frozen_run(p.run_id, p.asset, [_frozen_payment(ctx.changes, plan.model_dump(mode="json"))
+                                            for plan in p.payments])
+    digest = create_run(ctx, frozen, prepared_by=ctx.actor_id, correlation_id=f"payout_run:{p.run_id}")
     require(digest == p.run_hash, ErrorCode.RUN_HASH_MISMATCH,
             f"payout run {p.run_id} hashes to {digest}, not the stated {p.run_hash}")
-    for payment in planned:
-        payments.create_payment(changes, payment)
-    changes.put_state(run_key(p.run_id), {
-        "run_id": p.run_id,
-        "status": "prepared",
-        "run_hash": digest,
-        "frozen": frozen,
-        "prepared_by": ctx.actor_id,
-        "prepared_at_ms": ctx.now_ms,
-        "approval": None,
-        "tombstone": None,
-    })
-    changes.event("PayoutRunPrepared", run_id=p.run_id, run_hash=digest, total=frozen["total"],
-                  payments=len(p.payments))
     return {"run_id": p.run_id, "run_hash": digest, "total": frozen["total"]}
 
 
-def _frozen_payment(changes: Changes, plan: PaymentPlan) -> dict[str, Any]:
-    recipient = load_recipient(changes, plan.recipient_id)
-    require(recipient["version"] == plan.recipient_version, ErrorCode.STALE_REVISION,
-            f"recipient {plan.recipient_id} is at version {recipient['version']}, not {plan.recipient_version}")
-    require(changes.get(STATE, payments.payment_key(plan.payment_id)) is None, ErrorCode.ALREADY_EXISTS,
-            f"payment {plan.payment_id} already exists")
-    require(changes.get(OUTBOX, plan.effect_id) is None, ErrorCode.ALREADY_EXISTS, f"effect {plan.effect_id} already exists")
-    return {**plan.model_dump(mode="json"), "payout_address": recipient["payout_address"]}
+def create_run(ctx: RuleContext, frozen: dict[str, Any], *, prepared_by: str, correlation_id: str,
+               supersedes: dict[str, Any] | None = None) -> str:
+    """A prepared run of ``frozen`` payments over payable lines; returns its hash."""
+    changes, run_id = ctx.changes, frozen["run_id"]
+    require(changes.get(STATE, run_key(run_id)) is None, ErrorCode.ALREADY_EXISTS, f"payout run {run_id} already exists")
+    planned = [{**payment, "run_id": run_id, "asset": frozen["asset"], "correlation_id": correlation_id}
+               for payment in frozen["payments"]]
+    for payment in planned:
+        payments.payable_lines(changes, payment)
+    digest = run_hash(frozen)
+    for payment in planned:
+        payments.create_payment(changes, payment, created(ctx))
+    changes.put_state(run_key(run_id), {
+        "run_id": run_id,
+        "status": "prepared",
+        "run_hash": digest,
+        "frozen": frozen,
+        "prepared_by": prepared_by,
+        "prepared_at_ms": ctx.now_ms,
+        "approval": None,
+        "tombstone": None,
+        "supersedes": supersedes,
+        "correlation_id": correlation_id,
+        "created": created(ctx),
+    })
+    changes.event("PayoutRunPrepared", run_id=run_id, run_hash=digest, total=frozen["total"],
+                  payments=len(frozen["payments"]), supersedes=supersedes)
+    return digest
+
+
+def _frozen_payment(changes: Changes, plan: dict[str, Any]) -> dict[str, Any]:
+    """A plan as the run freezes it: the recipient's stated version, and that version's address."""
+    recipient = load_recipient(changes, plan["recipient_id"])
+    require(recipient["version"] == plan["recipient_version"], ErrorCode.STALE_REVISION,
+            f"recipient {plan['recipient_id']} is at version {recipient['version']}, not {plan['recipient_version']}")
+    require(changes.get(STATE, payments.payment_key(plan["payment_id"])) is None, ErrorCode.ALREADY_EXISTS,
+            f"payment {plan['payment_id']} already exists")
+    require(changes.get(OUTBOX, plan["effect_id"]) is None, ErrorCode.ALREADY_EXISTS,
+            f"effect {plan['effect_id']} already exists")
+    return {**plan, "payout_address": recipient["payout_address"]}
+
+
+def successor_id(kind: str, *parts: str) -> str:
+    """An ID a rule derives (seed 000): ``<kind>-`` and 32 hex digits of SHA-256 over the parts it follows from."""
+    return f"{kind}-{domain_hash(SUCCESSOR_DOMAIN, [kind, *parts])[:32]}"
+
+
+def readdress(ctx: RuleContext, run: dict[str, Any], moved: list[dict[str, Any]], update: dict[str, Any]) -> str:
+    """Prepare ``moved`` payments of ``run`` again, as a new run at their recipients' current versions.
+
+    The payments themselves were cancelled (or their run invalidated) by the
+    caller; the new run needs an approval like any other, by someone other than
+    the finance actor who approved the address change.
+    """
+    new_run_id = successor_id("run", run["run_id"], update["update_id"])
+    plans = [{"payment_id": successor_id("payment", payment["payment_id"], update["update_id"]),
+              "effect_id": successor_id("effect", payment["payment_id"], update["update_id"]),
+              "recipient_id": payment["recipient_id"],
+              "recipient_version": load_recipient(ctx.changes, payment["recipient_id"])["version"],
+              "amount": payment["amount"], "line_ids": payment["line_ids"]} for payment in moved]
+    frozen = frozen_run(new_run_id, run["frozen"]["asset"],
+                        sorted((_frozen_payment(ctx.changes, plan) for plan in plans),
+                               key=lambda payment: payment["payment_id"]))
+    decided_by = update["decision"]["decided_by"] if update["decision"] else ctx.actor_id
+    create_run(ctx, frozen, prepared_by=decided_by,
+               correlation_id=run.get("correlation_id") or f"payout_run:{run['run_id']}",
+               supersedes={"run_id": run["run_id"], "update_id": update["update_id"],
+                           "payment_ids": [payment["payment_id"] for payment in moved]})
+    for payment, plan in zip(moved, plans):
+        old = payments.load_payment(ctx.changes, payment["payment_id"])
+        assert old["state"] == "cancelled", old
+        ctx.changes.put_state(payments.payment_key(old["payment_id"]), {**old, "superseded_by": plan["payment_id"]})
+    return new_run_id
 
 
 @command("ApprovePayoutRun", payload=ApprovePayoutRunPayload, roles={"finance"}, step_up=True)
@@ -170,14 +223,17 @@ def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> dict:
     require_other_actor(ctx, run["prepared_by"], "prepared this payout run")
     require(p.run_hash == run["run_hash"], ErrorCode.RUN_HASH_MISMATCH,
             f"payout run {p.run_id} was frozen with hash {run['run_hash']}, not {p.run_hash}")
+    require(p.cap is None or parse_amount(run["frozen"]["total"]) <= p.cap, ErrorCode.APPROVAL_CAP_EXCEEDED,
+            f"payout run {p.run_id} totals {run['frozen']['total']}, more than the approval's cap {p.cap}")
     planned = run_payments(changes, run)
-    require_confirmed_statements(changes, p.statement_ids, [payment["recipient_id"] for payment in planned])
+    require_confirmed_statements(changes, p.statement_ids, planned)
     for payment in planned:
         require_no_pending_update(changes, payment["recipient_id"])
         payments.reserve(changes, payment)
         payments.move(changes, payment, "approved")
         changes.effect(payment["effect_id"], PAYMENT_TRANSFER.name, {field: payment[field] for field in TRANSFER_FIELDS})
-    approval = {"approved_by": ctx.actor_id, "approved_at_ms": ctx.now_ms, "statement_ids": list(p.statement_ids)}
+    approval = {"approved_by": ctx.actor_id, "approved_at_ms": ctx.now_ms, "statement_ids": list(p.statement_ids),
+                "cap": None if p.cap is None else format_amount(p.cap)}
     changes.put_state(run_key(p.run_id), {**run, "status": "approved", "approval": approval})
     changes.event("PayoutRunApproved", run_id=p.run_id, run_hash=run["run_hash"], total=run["frozen"]["total"],
                   prepared_by=run["prepared_by"], approved_by=ctx.actor_id)
@@ -201,6 +257,18 @@ def cancel_payout_run(ctx: RuleContext, p: CancelPayoutRunPayload) -> dict:
     end_run(ctx, run, "cancelled", p.reason, cancellable)
     require_conserved(changes)
     return {"run_id": p.run_id, "cancelled_payment_ids": [payment["payment_id"] for payment in cancellable]}
+
+
+def require_within_cap(changes: Changes, payment: dict[str, Any]) -> None:
+    """Signing ``payment`` keeps what its run has signed or paid within the approval's cap, if it has one."""
+    run = load_run(changes, payment["run_id"])
+    cap = (run["approval"] or {}).get("cap")
+    if cap is None:
+        return
+    committed = checked_sum(payments.amount(other) for other in run_payments(changes, run)
+                            if other["state"] in (*payments.IN_FLIGHT, "confirmed"))
+    require(committed + payments.amount(payment) <= parse_amount(cap), ErrorCode.APPROVAL_CAP_EXCEEDED,
+            f"payout run {run['run_id']} has {committed} signed or paid; {payment['amount']} more exceeds its cap {cap}")
 
 
 def end_run(ctx: RuleContext, run: dict[str, Any], status: str, reason: str, cancellable: list[dict[str, Any]]) -> None:

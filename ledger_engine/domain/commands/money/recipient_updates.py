@@ -3,15 +3,18 @@
 One command, three steps on one update record:
 
 - ``request``: names the prospective version (the current one plus one), the
-  new address and the digest of the ownership evidence. The recipient's
-  approved and failed payments are held, so nothing is signed to an address
-  that is being replaced.
+  new address and the digest of the ownership evidence. While it is pending
+  nothing new is signed to the recipient: its approved and failed payments are
+  held (``held_for`` names the update), so is a payment whose attempt fails
+  meanwhile, and RecordSignedAttempt refuses the recipient outright.
 - ``approve``: by a finance actor other than the requester, restating the
-  version and address. Writes the new recipient version and invalidates every
-  unsigned payment to the recipient: a prepared run containing one is
-  invalidated whole; an approved, held or failed payment is cancelled and its
-  reservation released. Signed attempts and their payments are left exactly
-  as they are.
+  version and address. Writes the new recipient version, and every unsigned
+  payment to the recipient moves to it under a new prepared run that needs
+  approval again (``readdress``): a prepared run containing one is
+  invalidated and prepared again whole; an approved, held or failed payment is
+  cancelled (its reservation released) and prepared again alone. Signed
+  attempts and their payments are left exactly as they are (seed 000); should
+  such an attempt fail later, its payment moves the same way then.
 - ``decline``: held payments return to where they were.
 """
 
@@ -25,16 +28,20 @@ from ledger_engine.domain.actors import require_other_actor
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.accounts import recipient_key
 from ledger_engine.domain.commands.money import payments
-from ledger_engine.domain.commands.money.payout_runs import end_run, load_run, run_payments
-from ledger_engine.domain.commands.money.recipients import load_recipient, require_no_pending_update, update_key
+from ledger_engine.domain.commands.money.payout_runs import end_run, load_run, readdress, run_payments
+from ledger_engine.domain.commands.money.recipients import (
+    approved_update_for, load_recipient, pending_update, require_no_pending_update, update_key,
+)
 from ledger_engine.domain.commands.money.records import load
 from ledger_engine.domain.invariants import require_conserved
+from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import ChainAddress, Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
 
 HOLDABLE = ("approved", "failed")
+MOVED_REASON = "recipient_updated"
 
 
 class RequestUpdate(Payload):
@@ -84,9 +91,10 @@ def _request(ctx: RuleContext, p: UpdateRecipientPayload, step: RequestUpdate) -
     require(changes.get(STATE, update_key(p.recipient_id, p.update_id)) is None, ErrorCode.ALREADY_EXISTS,
             f"recipient update {p.update_id} already exists")
     require_no_pending_update(changes, p.recipient_id)
-    held = [payment for payment in payments.payments_of_recipient(changes, p.recipient_id) if payment["state"] in HOLDABLE]
+    held = [payment for payment in list(payments.payments_of_recipient(changes, p.recipient_id))
+            if payment["state"] in HOLDABLE]
     for payment in held:
-        payments.hold(changes, payment)
+        payments.hold(changes, payment, p.update_id)
     changes.put_state(update_key(p.recipient_id, p.update_id), {
         "update_id": p.update_id,
         "recipient_id": p.recipient_id,
@@ -99,6 +107,8 @@ def _request(ctx: RuleContext, p: UpdateRecipientPayload, step: RequestUpdate) -
         "requested_by": ctx.actor_id,
         "requested_at_ms": ctx.now_ms,
         "decision": None,
+        "correlation_id": f"recipient_update:{p.update_id}",
+        "created": created(ctx),
     })
     held_ids = [payment["payment_id"] for payment in held]
     changes.event("RecipientUpdateRequested", recipient_id=p.recipient_id, update_id=p.update_id,
@@ -121,41 +131,70 @@ def _approve(ctx: RuleContext, update: dict[str, Any], step: ApproveUpdate) -> d
     changes.put_state(recipient_key(recipient_id), {"recipient_id": recipient_id,
                                                     "payout_address": update["payout_address"],
                                                     "version": update["version"]})
-    invalidated_runs, cancelled = _invalidate_unsigned(ctx, recipient_id)
-    _decide(ctx, update, "approved")
+    decided = _decide(ctx, update, "approved")
+    invalidated_runs, moved = _move_unsigned(ctx, recipient_id, decided)
     require_conserved(changes)
     changes.event("RecipientUpdated", recipient_id=recipient_id, update_id=update["update_id"],
-                  version=update["version"], invalidated_run_ids=invalidated_runs, cancelled_payment_ids=cancelled)
-    return {"recipient_id": recipient_id, "version": update["version"],
-            "invalidated_run_ids": invalidated_runs, "cancelled_payment_ids": cancelled}
+                  version=update["version"], invalidated_run_ids=invalidated_runs,
+                  cancelled_payment_ids=sorted(moved), prepared_run_ids=sorted(set(moved.values())))
+    return {"recipient_id": recipient_id, "version": update["version"], "invalidated_run_ids": invalidated_runs,
+            "cancelled_payment_ids": sorted(moved), "prepared_run_ids": sorted(set(moved.values()))}
 
 
-def _invalidate_unsigned(ctx: RuleContext, recipient_id: str) -> tuple[list[str], list[str]]:
-    invalidated_runs, cancelled = [], []
-    for payment in payments.payments_of_recipient(ctx.changes, recipient_id):
+def _move_unsigned(ctx: RuleContext, recipient_id: str, update: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """Every unsigned payment to the recipient, prepared again at its new address; returns the runs invalidated
+    and each moved payment's new run."""
+    invalidated_runs, moved = [], {}
+    for payment in list(payments.payments_of_recipient(ctx.changes, recipient_id)):
         if payment["state"] == "prepared":
             run = load_run(ctx.changes, payment["run_id"])
-            end_run(ctx, run, "invalidated", "recipient_updated", run_payments(ctx.changes, run))
+            planned = run_payments(ctx.changes, run)
+            end_run(ctx, run, "invalidated", MOVED_REASON, planned)
+            new_run = readdress(ctx, run, planned, update)
             invalidated_runs.append(run["run_id"])
+            moved.update({other["payment_id"]: new_run for other in planned})
         elif payment["state"] in payments.RESERVED:
-            payments.cancel(ctx.changes, payment, "recipient_updated")
-            cancelled.append(payment["payment_id"])
-    return invalidated_runs, cancelled
+            moved[payment["payment_id"]] = move_to_current_address(ctx, payment, update)
+    return invalidated_runs, moved
+
+
+def move_to_current_address(ctx: RuleContext, payment: dict[str, Any], update: dict[str, Any]) -> str:
+    """Cancel an unsigned, reserved payment and prepare it again at the address ``update`` approved."""
+    cancelled = payments.cancel(ctx.changes, payment, MOVED_REASON)
+    return readdress(ctx, load_run(ctx.changes, payment["run_id"]), [cancelled], update)
+
+
+def place_unsigned(ctx: RuleContext, payment: dict[str, Any]) -> None:
+    """A payment became unsigned again (its attempt failed, or its hold ended): hold it while an update of its
+    recipient is pending, or move it to the recipient's current address if that changed since it was frozen."""
+    changes = ctx.changes
+    pending = pending_update(changes, payment["recipient_id"])
+    if pending is not None:
+        if payment["state"] in HOLDABLE:
+            payments.hold(changes, payment, pending["update_id"])
+        return
+    recipient = load_recipient(changes, payment["recipient_id"])
+    if recipient["version"] != payment["recipient_version"] and payment["state"] in payments.RESERVED:
+        move_to_current_address(ctx, payment, approved_update_for(changes, recipient["recipient_id"],
+                                                                  recipient["version"]))
 
 
 def _decline(ctx: RuleContext, update: dict[str, Any], step: DeclineUpdate) -> dict:
-    resumed = [payment for payment in payments.payments_of_recipient(ctx.changes, update["recipient_id"])
+    changes = ctx.changes
+    _decide(ctx, update, "declined", reason=step.reason)
+    resumed = [payment for payment in list(payments.payments_of_recipient(changes, update["recipient_id"]))
                if payment["state"] == "held"]
     for payment in resumed:
-        payments.resume(ctx.changes, payment)
-    _decide(ctx, update, "declined", reason=step.reason)
+        place_unsigned(ctx, payments.resume(changes, payment))
     resumed_ids = [payment["payment_id"] for payment in resumed]
-    ctx.changes.event("RecipientUpdateDeclined", recipient_id=update["recipient_id"], update_id=update["update_id"],
-                      reason=step.reason, resumed_payment_ids=resumed_ids)
+    require_conserved(changes)
+    changes.event("RecipientUpdateDeclined", recipient_id=update["recipient_id"], update_id=update["update_id"],
+                  reason=step.reason, resumed_payment_ids=resumed_ids)
     return {"update_id": update["update_id"], "resumed_payment_ids": resumed_ids}
 
 
-def _decide(ctx: RuleContext, update: dict[str, Any], status: str, **details: Any) -> None:
-    decision = {"decided_by": ctx.actor_id, "decided_at_ms": ctx.now_ms, **details}
-    ctx.changes.put_state(update_key(update["recipient_id"], update["update_id"]),
-                          {**update, "status": status, "decision": decision})
+def _decide(ctx: RuleContext, update: dict[str, Any], status: str, **details: Any) -> dict[str, Any]:
+    decided = {**update, "status": status,
+               "decision": {"decided_by": ctx.actor_id, "decided_at_ms": ctx.now_ms, **details}}
+    ctx.changes.put_state(update_key(update["recipient_id"], update["update_id"]), decided)
+    return decided

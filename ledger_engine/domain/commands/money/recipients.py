@@ -33,6 +33,14 @@ def pending_update(changes: Changes, recipient_id: str) -> dict[str, Any] | None
     return None
 
 
+def approved_update_for(changes: Changes, recipient_id: str, version: int) -> dict[str, Any]:
+    """The approved update that made ``version`` the recipient's (version 1 comes from RegisterAccount)."""
+    for _, record in changes.scan(STATE, key("recipient_update", recipient_id) + "/"):
+        if record.data["status"] == "approved" and record.data["version"] == version:
+            return record.data
+    raise AssertionError(f"recipient {recipient_id} reached version {version} without an approved update")
+
+
 def require_no_pending_update(changes: Changes, recipient_id: str) -> None:
     update = pending_update(changes, recipient_id)
     require(update is None, ErrorCode.INVALID_STATE,

@@ -15,6 +15,7 @@ from pydantic import model_validator
 from ledger_engine.amounts import Amount, format_amount, parse_amount
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.chart import GBP_PROVIDER_RECEIVABLE, GBP_REFUNDS, GBP_SUBSCRIPTION_REVENUE
+from ledger_engine.domain.commands.money.refunds import refund_period_budget
 from ledger_engine.domain.commands.streaming.checks import existing, require_absent, require_account, require_evidence
 from ledger_engine.domain.commands.streaming.keys import (
     account_period_sentinel, account_periods_prefix, billing_event_sentinel, period_key, provider_period_sentinel,
@@ -132,6 +133,7 @@ def _advance_period(ctx: RuleContext, p: ApplyBillingObservationPayload) -> dict
          lines=[debit(GBP_REFUNDS, net), credit(GBP_PROVIDER_RECEIVABLE, net)])
     if period["entitlement"] == "active":
         _end_entitlement(ctx, period)
+    refund_period_budget(ctx, period, p.event_id)
     return {**updated, "clearance": "refunded", "entitlement": "cancelled"}
 
 

@@ -1,0 +1,58 @@
+"""A refunded subscription period: its budget allocates nothing more, and gives up what it has not allocated.
+
+ApplyBillingObservation's ``payment_refunded`` calls ``refund_period_budget``.
+The budget's ``unallocated`` units leave it as a refund, counted in the
+``refunds_reversals`` term of seed 001's equation and recorded once at
+``budget_refund/<budget_id>``; AllocateListenerDay refuses the period from
+then on. Lines already allocated stay as they are: the listening happened,
+and reversing a line is a correction one finance actor requests and another
+decides. A period that was never funded has no budget to refund.
+
+    Dr budget_unallocated:<budget>   Cr subscription_refunds
+"""
+
+from __future__ import annotations
+
+from ledger_engine.amounts import format_amount, parse_amount
+from ledger_engine.domain.changes import require
+from ledger_engine.domain.chart import SUBSCRIPTION_REFUNDS, budget_unallocated
+from ledger_engine.domain.commands.money.lines import budget_key, move_budget
+from ledger_engine.domain.invariants import require_conserved
+from ledger_engine.domain.postings import credit, debit, post
+from ledger_engine.domain.provenance import created
+from ledger_engine.domain.registry import RuleContext
+from ledger_engine.errors import ErrorCode
+from ledger_engine.keys import key, seq20
+from ledger_engine.layout import STATE, UNIQUE
+
+REFUND_ASSET = "USDC"
+
+
+def budget_refund_key(budget_id: str) -> str:
+    return key("budget_refund", budget_id)
+
+
+def funding_sentinel_key(period_id: str, version: int) -> str:
+    """``unique/budget_funding/<period>/<seq20(version)>``: version 1 names the period's budget."""
+    return key("budget_funding", period_id, seq20(version))
+
+
+def refund_period_budget(ctx: RuleContext, period: dict, billing_event_id: str) -> dict | None:
+    changes = ctx.changes
+    funded = changes.get(UNIQUE, funding_sentinel_key(period["period_id"], 1))
+    if funded is None:
+        return None
+    budget_id = funded.data["budget_id"]
+    require(changes.get(STATE, budget_refund_key(budget_id)) is None, ErrorCode.ALREADY_EXISTS,
+            f"budget {budget_id} was already refunded")
+    amount = parse_amount(changes.get(STATE, budget_key(budget_id)).data["unallocated"])
+    refund = {"budget_id": budget_id, "period_id": period["period_id"], "amount": format_amount(amount),
+              "billing_event_id": billing_event_id, "refunded_at_ms": ctx.now_ms,
+              "correlation_id": f"period:{period['period_id']}", "created": created(ctx)}
+    changes.put_state(budget_refund_key(budget_id), refund)
+    move_budget(changes, budget_id, "unallocated", "refunds_reversals", amount)
+    post(changes, journal=f"refund:{budget_id}", asset=REFUND_ASSET,
+         lines=[debit(budget_unallocated(budget_id), amount), credit(SUBSCRIPTION_REFUNDS, amount)])
+    changes.event("BudgetRefunded", budget_id=budget_id, period_id=period["period_id"], amount=refund["amount"])
+    require_conserved(changes)
+    return refund
