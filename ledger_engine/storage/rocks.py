@@ -265,7 +265,12 @@ class RocksStore:
                 batch.put(key, value, self._handles[family])
         number = self._writes + 1
         batch.put(WRITES_KEY, b"%d" % number, self._handles[META])
-        self._db.write(batch, self._sync)
+        try:
+            self._db.write(batch, self._sync)
+        except Exception as error:  # uncertain: the caller halts; damage RocksDB found is named as such
+            if "Corruption" in str(error):
+                raise self._fault(ErrorCode.STORAGE_CORRUPT, f"writing a batch: {_first_line(error)}") from None
+            raise
         self._writes = number
         self._move_witness(number)
 
@@ -283,7 +288,12 @@ class RocksStore:
 
     def checkpoint(self, destination: str | os.PathLike) -> None:
         """A physical, hard-linked copy of the database as of now."""
-        Checkpoint(self._db).create_checkpoint(str(destination))
+        try:
+            Checkpoint(self._db).create_checkpoint(str(destination))
+        except Exception as error:
+            if "Corruption" in str(error):
+                raise self._fault(ErrorCode.STORAGE_CORRUPT, f"taking a checkpoint: {_first_line(error)}") from None
+            raise
 
     def close(self) -> None:
         if not self._closed:
@@ -291,11 +301,15 @@ class RocksStore:
             # Column-family objects hold the database open; drop them so the LOCK is released now.
             self._families.clear()
             self._handles.clear()
-            self._db.close()
-            if self._witness_fd is not None:
-                os.close(self._witness_fd)
-            self._release_owner_lock()
-            self._drop_log_dir()
+            try:
+                self._db.close()
+            except Exception as error:  # closing flushes: damage found then is named, and nothing is left held
+                raise self._fault(ErrorCode.STORAGE_CORRUPT, f"closing: {_first_line(error)}") from None
+            finally:
+                if self._witness_fd is not None:
+                    os.close(self._witness_fd)
+                self._release_owner_lock()
+                self._drop_log_dir()
 
     def _drop_log_dir(self) -> None:
         if self._log_dir is not None:

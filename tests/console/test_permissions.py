@@ -151,6 +151,17 @@ MATRIX: dict[str, Row] = {
     "ledger/recipients/<str:handle>/decline/": Row(post=frozenset({"finance"}), screen=FINANCE_AUDITOR,
                                                    post_data=lambda t: {"command_id": new_command_id(),
                                                                         "reason": "requested_in_error"}),
+    "ledger/corrections/": Row(get=FINANCE_AUDITOR, post=FINANCE_AUDITOR),
+    "ledger/corrections/request/": Row(get=frozenset({"finance"}), post=frozenset({"finance"}), post_data=lambda t: {
+        "command_id": new_command_id(), "budget_id": "no-such-budget", "reason": "rights_error", "reverses": "",
+        "replacements": "[]", "remainder_to": "unallocated", "refund_unallocated": "0"}),
+    "ledger/corrections/<str:handle>/": Row(get=FINANCE_AUDITOR, post=FINANCE_AUDITOR),
+    "ledger/corrections/<str:handle>/approve/": Row(post=frozenset({"finance"}), screen=FINANCE_AUDITOR,
+                                                    post_data=lambda t: {"command_id": new_command_id(),
+                                                                         "seen_hash": NO_HASH, "otp_token": "123456"}),
+    "ledger/corrections/<str:handle>/decline/": Row(post=frozenset({"finance"}), screen=FINANCE_AUDITOR,
+                                                    post_data=lambda t: {"command_id": new_command_id(),
+                                                                         "reason": "requested_in_error"}),
     "ledger/budgets/": Row(get=FINANCE_AUDITOR, post=FINANCE_AUDITOR),
     "ledger/budgets/payables/": Row(get=FINANCE_AUDITOR, post=FINANCE_AUDITOR),
     "ledger/accounts/": Row(get=ADMIN_AUDITOR, post=ADMIN_AUDITOR),
@@ -228,13 +239,14 @@ def targets(ledger, users) -> Targets:
     run = first("payment_run/").split("/", 1)[1]
     update = first("recipient_update/").split("/", 1)[1]
     change = first("staff_change/").split("/", 1)[1]
+    correction = first("correction_request/").split("/", 1)[1]
     attempt = AccessAttempt.objects.create(username="someone", ip_address="10.9.8.7", failures_since_start=5,
                                            get_data="", post_data="", http_accept="", path_info="/login/")
     return Targets({
         "ledger/holds/": seal("hold", hold), "ledger/payouts/": seal("run", run),
         "ledger/recipients/": seal("recipient-update", update), "ledger/accounts/": seal("account", STAFF["ops"]),
         "ledger/staff-changes/": seal("staff-change", change), "ledger/lockouts/": seal("lockout", str(attempt.pk)),
-        "ledger/quarantine/": seal("effect", "demo-effect"), "command_id": str(uuid.uuid4()),
+        "ledger/corrections/": seal("correction", correction), "ledger/quarantine/": seal("effect", "demo-effect"), "command_id": str(uuid.uuid4()),
         "effect_id": "demo-effect", "payment_id": "demo-payment", "sequence": "1", "token": "not-a-token",
         "content_type_id": "1", "object_id": "1", "url": "no-such-page/"})
 

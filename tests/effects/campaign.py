@@ -6,7 +6,7 @@ own ledger actor, sharing one signed-payment journal) and ``celery beat``.
 ``Supervisor`` plays systemd's ``Restart=always``: every few hundred
 milliseconds it starts again whatever has exited. ``FaultInjector`` draws
 the faults' order, pauses and targets from one seed, and spreads them over
-the campaign's progress (fault ``k`` waits for ``k / (F + 2)`` of the
+the campaign's progress (fault ``k`` waits for ``k / 2F`` of the
 payments to be signed):
 
 - ``worker_after_journal``: SIGKILL the payment worker that has just
@@ -149,9 +149,10 @@ class Supervisor(threading.Thread):
 class FaultInjector(threading.Thread):
     """Injects the seed's faults one after another, spread over the campaign's signing.
 
-    Fault ``k`` of ``F`` waits until ``k / (F + 2)`` of the payments have a
-    journalled signature, then a seeded pause, so every fault lands while
-    payments are still being signed and settled, whatever the machine's speed.
+    Fault ``k`` of ``F`` waits until ``k / 2F`` of the payments have a
+    journalled signature, then a seeded pause: the faults land over the first
+    half of the signing, so every one meets payments still to be signed and
+    settled, however fast or loaded the machine is.
     """
 
     def __init__(self, processes: Processes, seed: int, journal_path: Path, outstanding: Callable[[], bool],
@@ -172,7 +173,7 @@ class FaultInjector(threading.Thread):
     def run(self) -> None:
         try:
             for number, kind in enumerate(self.schedule):
-                self._wait_for_signed(number * self.payments // (len(self.schedule) + 2))
+                self._wait_for_signed(number * self.payments // (2 * len(self.schedule)))
                 time.sleep(self.random.uniform(0.0, 1.0))
                 if self.stopping.is_set():
                     return

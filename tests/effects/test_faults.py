@@ -147,7 +147,9 @@ def test_late_confirmation_and_timeouts_never_sign_a_second_transfer(stack, chai
     chain.inject(Fault("timeout", hold_seconds=1))
     stack.start_worker("payments-1")
     stack.start_beat("payments-1")
-    wait_until(lambda: list(stack.journal.records()), "the first signed transfer")
+    first = wait_until(lambda: list(stack.journal.records()), "the first signed transfer")[0]
+    # Journalled before it is broadcast: release only once the chain holds it, or the release frees nothing.
+    wait_until(lambda: chain.lookup(first.transaction_hash), "the chain to hold the first transfer")
     chain.release()
     assert_paid_exactly_once(chain, stack)
     assert len({r.payment_id for r in stack.journal.records()}) == len(stack.approved)

@@ -46,4 +46,5 @@ def test_an_export_nobody_may_record_is_not_written(stopped_ledger, tmp_path):
     sequence, entry = last_entry(stopped_ledger)
     assert (sequence, entry["outcome"]) == (before + 1, "rejected")  # the attempt itself is on the record
     assert not (tmp_path / "unnamed").exists() and not (tmp_path / "finance").exists()
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["ledger"]  # no staging copy is left either
+    # no staging copy is left either: only the ledger and its security log
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["ledger", "ledger.security.jsonl"]

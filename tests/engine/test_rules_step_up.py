@@ -42,7 +42,7 @@ def approval(world: PayoutWorld, *, actor: str = FINANCE_2) -> dict:
 
 def test_exactly_the_human_approvals_declare_step_up():
     declared = {command_type for command_type in registered_types() if spec_for(command_type).human_approval}
-    assert declared == {"ApprovePayoutRun", "UpdateRecipient", "DecideStaffChange"}
+    assert declared == {"ApprovePayoutRun", "UpdateRecipient", "DecideStaffChange", "DecideCorrection"}
 
 
 def test_an_approval_without_a_proof_is_rejected_and_changes_nothing(world):
@@ -62,7 +62,7 @@ def test_a_proof_opens_only_the_command_actor_and_payload_it_was_issued_for(worl
     other_command["payload"]["step_up"] = proven["payload"]["step_up"]
     other_actor = {**proven, "actor_id": FINANCE, "command_id": str(uuid.uuid4())}
     other_payload = {**proven, "payload": {**proven["payload"], "statement_ids": sorted(world.statements)[:-1]}}
-    for forged in (other_command, other_actor, other_payload):
+    for forged in (other_actor, other_payload, other_command):  # in admission order
         assert_rejected(world.owner, forged, ErrorCode.STEP_UP_INVALID)
     assert world.state("payment_run/run-1")["status"] == "prepared"
 

@@ -171,7 +171,7 @@ class AllocationAndPayoutMachine(PayoutMachine):
         assert requested.accepted, requested.result
         decided = self.world.submit("DecideCorrection", {
             "correction_id": correction_id, "request_hash": requested.result["data"]["request_hash"],
-            "action": "approve"}, actor=FINANCE_2)
+            "action": "approve"}, actor=FINANCE_2, step_up=True)
         assert decided.accepted, decided.result
 
     @rule()

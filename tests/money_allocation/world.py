@@ -250,7 +250,7 @@ class MoneyWorld:
                    "request_hash": request_hash or (request["request_hash"] if request else "0" * 64)}
         if decline_reason is not None:
             payload["decline_reason"] = decline_reason
-        return self.submit("DecideCorrection", payload, actor=actor)
+        return self.submit("DecideCorrection", payload, actor=actor, step_up=action == "approve")
 
     def correct(self, correction_id: str, budget_id: str, *, actor: str = FINANCE_2, requester: str = FINANCE,
                 **fields: Any) -> CommandOutcome:

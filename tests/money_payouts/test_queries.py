@@ -133,7 +133,7 @@ def test_attack_8_an_approved_run_whose_payments_an_address_change_cancelled_say
         "action": "request", "version": 2, "payout_address": payloads.address("new"), "evidence_digest": evidence}},
         actor=FINANCE, evidence=[evidence]).accepted
     assert world.submit("UpdateRecipient", {"update_id": "update-1", "recipient_id": "artist-a", "step": {
-        "action": "approve", "version": 2, "payout_address": payloads.address("new")}}, actor=FINANCE_2).accepted
+        "action": "approve", "version": 2, "payout_address": payloads.address("new")}}, actor=FINANCE_2, step_up=True).accepted
     aggregate = queries.run_aggregates(world.owner.store, ["run-1"])["run-1"]
     assert (world.state("payment_run/run-1")["status"], aggregate["state"]) == ("approved",
                                                                                 "approved_with_cancelled_payments")

@@ -271,7 +271,7 @@ def test_an_approval_cap_is_enforced_by_the_ledger(prepared: PayoutWorld):
 
     def approve(cap: int):
         return prepared.submit("ApprovePayoutRun", {"run_id": "run-1", "run_hash": stated, "statement_ids": statements,
-                                                    "cap": str(cap)}, actor=FINANCE_2)
+                                                    "cap": str(cap)}, actor=FINANCE_2, step_up=True)
 
     refused = prepared.rejects(ErrorCode.APPROVAL_CAP_EXCEEDED, lambda: approve(total - 1))
     assert str(total) in refused.result["detail"]
@@ -284,7 +284,7 @@ def test_signing_holds_a_run_to_its_cap(prepared: PayoutWorld):
     run = prepared.state("payment_run/run-1")
     assert prepared.submit("ApprovePayoutRun", {"run_id": "run-1", "run_hash": run["run_hash"],
                                                 "statement_ids": statements, "cap": run["frozen"]["total"]},
-                           actor=FINANCE_2).accepted
+                           actor=FINANCE_2, step_up=True).accepted
     first, second = run["frozen"]["payments"]
     prepared.pay(first["payment_id"], "attempt-1")
     # A forged payment amount (a disk that lies) cannot take the run past what was approved.

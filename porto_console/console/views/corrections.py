@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, StepUpForm
-from porto_console.console.handles import seal, unseal
+from porto_console.console.handles import seal, unseal_id
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import may_submit
 from porto_console.console.screens import CORRECTIONS
@@ -93,7 +93,7 @@ def request_correction(request):
 
 
 def correction_detail(request, handle: str):
-    correction_id = unseal(HANDLE, handle)
+    correction_id = unseal_id(HANDLE, handle)
     read = read_at_boundary(lambda ledger: service.correction(ledger, correction_id))
     if read.data is None:
         raise Http404("no such correction")
@@ -107,7 +107,7 @@ def correction_detail(request, handle: str):
 
 @require_POST
 def approve(request, handle: str):
-    correction_id = unseal(HANDLE, handle)
+    correction_id = unseal_id(HANDLE, handle)
     actions.run_form(request, ApproveForm(request.POST), "DecideCorrection",
                      lambda data: service.approve(correction_id, data["seen_hash"]),
                      done="Correction approved and posted", invalid="Enter the 6-digit code from your authenticator.")
@@ -116,7 +116,7 @@ def approve(request, handle: str):
 
 @require_POST
 def decline(request, handle: str):
-    correction_id = unseal(HANDLE, handle)
+    correction_id = unseal_id(HANDLE, handle)
     actions.run_form(request, DeclineForm(request.POST), "DecideCorrection",
                      lambda data: service.decline(owner(), correction_id, data["reason"]),
                      done="Correction declined", invalid="Choose a reason for declining.")
