@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Generic, TypeVar
@@ -25,6 +26,7 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.layout import OUTBOX
 from porto_console.effects import dispatch
+from porto_console.operations.command_metrics import observe_commands
 
 log = logging.getLogger("porto.console.ledger")
 
@@ -33,6 +35,7 @@ T = TypeVar("T")
 _lock = threading.Lock()
 _owner: LedgerOwner | None = None
 _gateway: AnnouncingGateway | None = None
+_opened_at_ms = 0
 
 
 def open_owner(data_dir: Path | None = None, *, genesis: dict[str, Any] | None = None) -> LedgerOwner:
@@ -41,10 +44,12 @@ def open_owner(data_dir: Path | None = None, *, genesis: dict[str, Any] | None =
     The gateway's store lives beside an explicitly given ledger directory, or at
     ``ADMISSION_DIR`` for the configured one.
     """
-    global _owner, _gateway
+    global _owner, _gateway, _opened_at_ms
     with _lock:
         if _owner is None:
             _owner = LedgerOwner.open(data_dir or settings.LEDGER_DATA_DIR, genesis=genesis)
+            _opened_at_ms = time.time_ns() // 1_000_000
+            observe_commands(_owner)
             admission = Path(data_dir).parent / "admission" if data_dir else settings.ADMISSION_DIR
             _gateway = AnnouncingGateway(_owner, admission)
         return _owner
@@ -82,6 +87,11 @@ class AnnouncingGateway(CommandGateway):
 
 def owner() -> LedgerOwner:
     return _owner if _owner is not None else open_owner()
+
+
+def opened_at_ms() -> int:
+    """When this process opened its owner (ms since the epoch): the health check's grace for a first backup."""
+    return _opened_at_ms
 
 
 def gateway() -> AnnouncingGateway:

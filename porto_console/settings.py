@@ -28,6 +28,7 @@ DEFAULT_SECRET_KEY = "porto-local-only-secret-key-change-me-in-deployment"
 SECRET_KEY = _secret("DJANGO_SECRET_KEY") or DEFAULT_SECRET_KEY
 HANDLE_KEY = _secret("PORTO_HANDLE_KEY")  # seals ledger IDs into URL handles (console/handles.py)
 STEP_UP_KEY = _secret("PORTO_STEP_UP_KEY")  # Ed25519 private key, hex: signs step-up proofs (console/stepup.py)
+METRICS_TOKEN = _secret("PORTO_METRICS_TOKEN")  # the scraper's bearer token; without one /metrics is off
 ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")
 
 INSTALLED_APPS = [
@@ -46,6 +47,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "porto_console.operations.request_id.RequestIdMiddleware",  # first: every later log line carries the ID
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -138,7 +140,15 @@ SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 LOGIN_URL = "admin:login"
-SECURE_COOKIES = os.environ.get("PORTO_SECURE_COOKIES", "0") == "1"
+# Behind a TLS proxy (docs/deployment.md), PORTO_TRUSTED_PROXY is its address. Waitress then takes the scheme
+# and client address from that proxy's X-Forwarded-Proto/-For and strips both from anyone else, so Django may
+# trust the scheme header; cookies become secure-only and browsers are told to use HTTPS (HSTS).
+TRUSTED_PROXY = os.environ.get("PORTO_TRUSTED_PROXY") or None
+if TRUSTED_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = int(os.environ.get("PORTO_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = os.environ.get("PORTO_HSTS_INCLUDE_SUBDOMAINS", "0") == "1"
+SECURE_COOKIES = os.environ.get("PORTO_SECURE_COOKIES", "1" if TRUSTED_PROXY else "0") == "1"
 SESSION_COOKIE_SECURE = SECURE_COOKIES
 CSRF_COOKIE_SECURE = SECURE_COOKIES
 
@@ -172,24 +182,40 @@ ENROLMENT_LINK_TTL_S = int(os.environ.get("PORTO_ENROLMENT_LINK_TTL_S", str(24 *
 EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend")
 EMAIL_FILE_PATH = Path(os.environ.get("PORTO_MAIL_DIR", VAR_DIR / "mail"))
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "Porto console <console@porto.invalid>")
+# Origins a form may be posted from besides the console's own host: PORTO_CSRF_TRUSTED_ORIGINS (comma-separated),
+# else the console's https URL.
+CSRF_TRUSTED_ORIGINS = [origin for origin in os.environ.get("PORTO_CSRF_TRUSTED_ORIGINS", "").split(",") if origin] or (
+    [CONSOLE_URL] if CONSOLE_URL.startswith("https://") else [])
 
-# Logs: request errors with their tracebacks, ledger halts and security events, to stderr and to a
-# rotating file.
+# Logs: one JSON object a line (porto_console/operations/json_logging.py), each with the request ID of the
+# request it was written for: request errors with their tracebacks, one access line a request, ledger halts
+# (CRITICAL, with their cause), security events and the server's own, to stderr and to a rotating file.
+# PORTO_LOG_FORMAT=plain gives the older text lines.
 LOG_DIR = Path(os.environ.get("PORTO_LOG_DIR", VAR_DIR / "log"))
 LOG_DIR.mkdir(parents=True, exist_ok=True)
+LOG_FORMAT = os.environ.get("PORTO_LOG_FORMAT", "json")
+_LOG_TO = ["stderr", "file"]
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(process)d:%(threadName)s] %(message)s"}},
-    "handlers": {
-        "stderr": {"class": "logging.StreamHandler", "formatter": "plain"},
-        "file": {"class": "logging.handlers.RotatingFileHandler", "formatter": "plain", "delay": True,
-                 "filename": LOG_DIR / "console.log", "maxBytes": 10 * 1024 * 1024, "backupCount": 10},
+    "filters": {"request_id": {"()": "porto_console.operations.json_logging.RequestIdFilter"}},
+    "formatters": {
+        "json": {"()": "porto_console.operations.json_logging.JsonFormatter"},
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(process)d:%(threadName)s] "
+                            "request=%(request_id)s %(message)s"},
     },
+    "handlers": {
+        "stderr": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]},
+        "file": {"class": "logging.handlers.RotatingFileHandler", "formatter": LOG_FORMAT, "delay": True,
+                 "filters": ["request_id"], "filename": LOG_DIR / "console.log", "maxBytes": 10 * 1024 * 1024,
+                 "backupCount": 10},
+    },
+    "root": {"handlers": _LOG_TO, "level": "WARNING"},
     "loggers": {
-        "django.request": {"handlers": ["stderr", "file"], "level": "ERROR", "propagate": False},
-        "django.security": {"handlers": ["stderr", "file"], "level": "WARNING", "propagate": False},
-        "axes": {"handlers": ["stderr", "file"], "level": "WARNING", "propagate": False},
-        "porto": {"handlers": ["stderr", "file"], "level": "INFO", "propagate": False},
+        "django.request": {"handlers": _LOG_TO, "level": "ERROR", "propagate": False},
+        "django.security": {"handlers": _LOG_TO, "level": "WARNING", "propagate": False},
+        "axes": {"handlers": _LOG_TO, "level": "WARNING", "propagate": False},
+        "waitress": {"handlers": _LOG_TO, "level": "INFO", "propagate": False},
+        "porto": {"handlers": _LOG_TO, "level": "INFO", "propagate": False},
     },
 }

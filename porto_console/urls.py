@@ -1,4 +1,4 @@
-"""URL routes: the internal worker API, self-service enrolment, and the admin-based console.
+"""URL routes: the internal worker API, self-service enrolment, health and metrics, and the admin-based console.
 
 The error pages are console pages (``console/views/errors.py``).
 """
@@ -8,6 +8,7 @@ from django.urls import path
 
 from porto_console.console.views import enrolment
 from porto_console.internal_api.api import api as internal_api
+from porto_console.operations import health, metrics
 from porto_console.verifier import statement_verifier
 
 urlpatterns = [
@@ -15,6 +16,8 @@ urlpatterns = [
     path("enrol/", enrolment.enrol, name="enrol"),
     path("enrol/<str:token>/", enrolment.enrol_start, name="enrol-start"),
     path("verify/", statement_verifier, name="statement-verifier"),
+    path("healthz", health.healthz, name="healthz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("", admin.site.urls),
 ]
 

@@ -16,18 +16,24 @@ Admission time never runs backwards across the ledger: a new command whose
 ``admitted_at_ms`` is below the last journalled one is refused before
 admission (docs/adr/0012), after the duplicate check, so a journalled command
 is still answered by its ID.
+
+Each group's commands, with their outcomes and latencies, are reported to
+the registered ``listeners`` (``observers.py``) before their callers are
+answered.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from concurrent.futures import Future
 from typing import Any, Callable
 
 from ledger_engine.application.admission import AdmittedCommand
 from ledger_engine.application.journal import Head
+from ledger_engine.application.observers import CommandReport, GroupReport, Listeners
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.transition import CommandOutcome, execute
 from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
@@ -52,6 +58,8 @@ class SerialExecutor:
         self.admitted_floor_ms = admitted_floor_ms
         self.max_group = max_group
         self.halted: LedgerError | None = None
+        self.halt_cause: str | None = None  # the code of the fault that halted admission
+        self.listeners = Listeners()
         self._indexes = IndexMaintainer()
         self._queue: deque = deque()
         self._queue_lock = threading.Lock()
@@ -64,13 +72,13 @@ class SerialExecutor:
     # Entry points.
     def submit(self, command: AdmittedCommand) -> Future:
         """Queue ``command``; the background leader executes it."""
-        future = self._enqueue((command, Future()))
+        future = self._enqueue((command, Future(), time.perf_counter()))
         self._wakeup.set()
         return future
 
     def execute_now(self, command: AdmittedCommand) -> CommandOutcome:
         """Queue ``command`` and lead the queue from this thread unless another thread already does."""
-        future = self._enqueue((command, Future()))
+        future = self._enqueue((command, Future(), time.perf_counter()))
         self._lead()
         return future.result()
 
@@ -90,8 +98,9 @@ class SerialExecutor:
         """Stop admission for good; ``fault`` says why (a failed write, damaged storage)."""
         if self.halted is None:
             self.halted = LedgerError(ErrorCode.LEDGER_HALTED, f"{fault.code}: {fault.detail}")
+            self.halt_cause = str(fault.code)
             log.critical("ledger halted: admission stopped until the owner is reopened: %s", self.halted.detail,
-                         exc_info=True)
+                         exc_info=True, extra={"halt_cause": self.halt_cause})
 
     # Leading.
     def _enqueue(self, item: Any) -> Future:
@@ -146,15 +155,14 @@ class SerialExecutor:
         except BaseException as error:  # handed to the caller, never swallowed
             task.future.set_exception(error)
 
-    def _commit(self, group: list[tuple[AdmittedCommand, Future]]) -> None:
+    def _commit(self, group: list[tuple[AdmittedCommand, Future, float]]) -> None:
         if self.halted is not None:
-            for _, future in group:
-                future.set_exception(self.halted)
+            self._answer(group, [self.halted] * len(group))
             return
         pending = PendingBatch(self.store)
         head, floor = self.head, self.admitted_floor_ms
         answers: list[tuple[Future, CommandOutcome | LedgerError]] = []
-        for command, future in group:
+        for command, future, _ in group:
             try:
                 outcome, head = execute(command, pending, head, self._indexes, admitted_floor_ms=floor)
                 floor = max(floor, command.envelope.admitted_at_ms) if not outcome.duplicate else floor
@@ -173,13 +181,28 @@ class SerialExecutor:
                 self._fail_group(group, LedgerError(ErrorCode.LEDGER_HALTED, f"synchronous write failed: {error}"))
                 return
         self.head, self.admitted_floor_ms = head, floor
-        for future, answer in answers:
+        self._answer(group, [answer for _, answer in answers])
+
+    def _fail_group(self, group: list[tuple[AdmittedCommand, Future, float]], fault: LedgerError) -> None:
+        self.halt(fault)
+        self._answer(group, [fault if isinstance(fault, StorageFault) else self.halted] * len(group), halted=True)
+
+    def _answer(self, group: list[tuple[AdmittedCommand, Future, float]],
+                answers: list[CommandOutcome | LedgerError], *, halted: bool = False) -> None:
+        """Report the group to the listeners, then answer each caller."""
+        answered = time.perf_counter()
+        self.listeners.notify(GroupReport(tuple(
+            CommandReport(command.envelope.command_type, "halted" if halted else _outcome_name(answer),
+                          answered - enqueued)
+            for (command, _, enqueued), answer in zip(group, answers))))
+        for (_, future, _), answer in zip(group, answers):
             if isinstance(answer, LedgerError):
                 future.set_exception(answer)
             else:
                 future.set_result(answer)
 
-    def _fail_group(self, group: list[tuple[AdmittedCommand, Future]], fault: LedgerError) -> None:
-        self.halt(fault)
-        for _, future in group:
-            future.set_exception(fault if isinstance(fault, StorageFault) else self.halted)
+
+def _outcome_name(answer: CommandOutcome | LedgerError) -> str:
+    if isinstance(answer, LedgerError):
+        return "halted" if answer.code == ErrorCode.LEDGER_HALTED else "refused"
+    return "duplicate" if answer.duplicate else answer.outcome

@@ -20,6 +20,7 @@ import orjson
 from ledger_engine.application.admission import AdmittedCommand, admit
 from ledger_engine.application.executor import SerialExecutor
 from ledger_engine.application.journal import GENESIS_HEAD, Head, encoded_delta
+from ledger_engine.application.observers import GroupListener
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.records import decode_record, encode_record, encode_value
 from ledger_engine.application.transition import HEAD_KEY, CommandOutcome, stored_outcome
@@ -140,6 +141,14 @@ class LedgerOwner:
     def submit(self, document: Any) -> CommandOutcome:
         """Submit and wait until durable; led from the calling thread when nobody is ahead."""
         return self.executor.execute_now(self._admit_or_log(document))
+
+    def add_command_listener(self, listener: GroupListener) -> None:
+        """``listener`` hears of every group of commands the executor answers (``observers.py``)."""
+        self.executor.listeners.add(listener)
+
+    def halt_cause(self) -> str | None:
+        """The code of the fault that halted admission, or None while the ledger admits commands."""
+        return self.executor.halt_cause
 
     def admission_floor_ms(self) -> int:
         """No new command may be admitted before this time: the last journalled admission time."""

@@ -24,6 +24,7 @@ from ledger_engine.domain.commands.money.attempts import attempt_key
 from ledger_engine.domain.commands.money.lines import line_key
 from ledger_engine.domain.commands.money.batches import batch_key
 from ledger_engine.domain.commands.money.payments import IN_FLIGHT, payment_key
+from ledger_engine.domain.commands.money.payments import MACHINE as PAYMENT_MACHINE
 from ledger_engine.domain.commands.money.payout_runs import run_hash, run_key
 from ledger_engine.domain.commands.money.statements import covers
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -150,6 +151,14 @@ def payments_by_state(store: RocksStore, state: str, *, limit: int = 100) -> dic
     payments = [{"payment_id": index_key.rsplit("/", 1)[1], **entry}
                 for index_key, entry in _index_rows(store, payment_state_prefix(state), limit)]
     return {"sequence": read_head(store).sequence, "state": state, "payments": payments}
+
+
+def payment_counts(store: RocksStore) -> dict[str, int]:
+    """How many payments are in each state, every state of the payment machine included (zeros too)."""
+    counts = dict.fromkeys(PAYMENT_MACHINE.transitions, 0)
+    for raw_key, _ in store.scan(INDEXES, (key("payment_by_state") + "/").encode()):
+        counts[raw_key.decode().split("/")[1]] += 1
+    return counts
 
 
 def reconciliation_queue(store: RocksStore, *, limit: int = 100) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """``make run``: own the ledger, check the keys, migrate, load the labelled demo, create demo users, serve.
 
-One process serves every request on threads; there is no autoreloader, so no
+One waitress process serves every request on threads
+(``porto_console/operations/server.py``); there is no autoreloader, so no
 second process ever tries to open the ledger. Opening the ledger comes first:
 if another process owns the directory, nothing else happens. Then the keys:
 outside the labelled demo the console refuses to serve with the default
@@ -17,7 +18,6 @@ from typing import TextIO
 from django.conf import settings
 from django.contrib.staticfiles.handlers import StaticFilesHandler
 from django.core.management import call_command
-from django.core.servers.basehttp import WSGIRequestHandler, run
 from django.core.wsgi import get_wsgi_application
 
 from ledger_engine.demo import demo_genesis
@@ -25,6 +25,7 @@ from ledger_engine.errors import ErrorCode, LedgerError
 from porto_console.console import safety
 from porto_console.console.services import demo, staff_changes
 from porto_console.ledger import close_owner, open_owner
+from porto_console.operations import server
 
 EXIT_UNSAFE = 2
 EXIT_LEDGER_OWNED = 3
@@ -60,10 +61,10 @@ def launch(*, host: str, port: int, out: TextIO = sys.stdout) -> int:
         if demo.is_demo(ledger):
             _print_users(demo.demo_users(ledger), out)
         staff_changes.apply_approved(ledger)
-        print(f"serving the console at http://{host}:{port}/ (one process; Ctrl-C stops it)", file=out, flush=True)
-        # Workers make many small internal API calls; Nagle's delay would cost each one ~40 ms.
-        WSGIRequestHandler.disable_nagle_algorithm = True
-        run(host, port, StaticFilesHandler(get_wsgi_application()), threading=True)
+        listening = server.bind(StaticFilesHandler(get_wsgi_application()), host=host, port=port)
+        print(f"serving the console at http://{host}:{port}/ (one waitress process; Ctrl-C stops it)", file=out,
+              flush=True)
+        listening.run()
     except KeyboardInterrupt:
         pass
     finally:

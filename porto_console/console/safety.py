@@ -43,6 +43,8 @@ def problems(ledger: LedgerOwner) -> list[str]:
     elif settings.HANDLE_KEY == settings.SECRET_KEY:
         found.append("PORTO_HANDLE_KEY must be a key of its own, not DJANGO_SECRET_KEY")
     found.extend(_step_up_problems(ledger))
+    if settings.METRICS_TOKEN is not None and len(settings.METRICS_TOKEN) < MIN_KEY_CHARS:
+        found.append(f"PORTO_METRICS_TOKEN is shorter than {MIN_KEY_CHARS} characters; unset it to turn /metrics off")
     if settings.DEBUG:
         found.append("DJANGO_DEBUG is on: error pages would show settings and tracebacks")
     return found

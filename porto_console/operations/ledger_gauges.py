@@ -1,0 +1,61 @@
+"""Gauges computed at scrape time from the owner and its projections: nothing is kept between scrapes.
+
+Halted, head, dispatch and backup come from the health probe; the outbox
+backlog and payments by state are index scans read between two commands
+(``read_at_boundary``), skipped while the ledger is halted, since its store
+is then not to be trusted; quarantine size counts the quarantine's entries.
+"""
+
+from __future__ import annotations
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from ledger_engine.projections.payout_queries import outbox_backlog, payment_counts
+from porto_console.console.views.quarantine import quarantine
+from porto_console.ledger import read_at_boundary
+from porto_console.operations import health
+
+
+class LedgerGauges(Collector):
+    def collect(self):
+        found = health.probe()
+        yield _gauge("porto_ledger_halted", "1 while the ledger admits nothing until its owner is reopened",
+                     int(found.halt_cause is not None))
+        yield _gauge("porto_ledger_head_sequence", "Sequence of the newest journal entry", found.sequence)
+        yield _gauge("porto_quarantined_effects", "Effects parked for an operator", len(quarantine().entries()))
+        yield from _backup_gauges(found)
+        if found.halt_cause is None:
+            yield _gauge("porto_dispatch_enabled", "1 while workers may carry out effects",
+                         int(bool(found.dispatch_enabled)))
+            yield from _projection_gauges()
+
+    def describe(self):
+        return []  # nothing to describe ahead of a scrape: the families are read from the ledger then
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)
+
+
+def _backup_gauges(found: health.Probe):
+    yield _gauge("porto_backup_overdue", "1 when no good backup was taken within five minutes",
+                 int(found.backup_overdue))
+    if found.backup.sequence is not None:
+        yield _gauge("porto_backup_age_seconds", "Age of the newest good backup",
+                     found.backup.age_s(health.now_ms()))
+        yield _gauge("porto_backup_sequence", "Ledger sequence the newest good backup holds", found.backup.sequence)
+
+
+def _projection_gauges():
+    read = read_at_boundary(lambda owner: (outbox_backlog(owner.store), payment_counts(owner.store)))
+    backlog, payments = read.data
+    outbox = GaugeMetricFamily("porto_outbox_effects", "Outbox effects by status and kind", labels=["status", "kind"])
+    for status, kinds in backlog["by_status"].items():
+        for kind, count in kinds.items():
+            outbox.add_metric([status, kind], count)
+    yield outbox
+    by_state = GaugeMetricFamily("porto_payments", "Payments by state", labels=["state"])
+    for state, count in payments.items():
+        by_state.add_metric([state], count)
+    yield by_state
