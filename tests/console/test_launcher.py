@@ -1,4 +1,4 @@
-"""``make run``'s launcher in real child processes: it serves one process, and a second one is refused."""
+"""``make run``'s launcher in real child processes: it serves one waitress process, and a second one is refused."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+
+import json
 
 import httpx
 import pytest
@@ -80,6 +82,15 @@ def test_a_printed_demo_user_can_sign_in_and_lands_on_demo_data(console):
                                 follow_redirects=True)
     assert str(signed_in.url).endswith("/ledger/")
     assert "DEMO DATA" in signed_in.text and "Dashboard" in signed_in.text
+
+
+def test_the_console_serves_under_waitress_with_health_and_json_logs(console, tmp_path):
+    response = httpx.get(f"http://127.0.0.1:{console.port}/healthz", headers={"X-Request-ID": "launcher-probe"})
+    assert (response.status_code, response.json()["status"]) == (200, "ready")
+    assert response.headers["server"] == "porto" and response.headers["x-request-id"] == "launcher-probe"
+    logged = [json.loads(line) for line in (tmp_path / "log" / "console.log").read_text().splitlines()]
+    assert {"logger": "porto.requests", "path": "/healthz", "status": 200, "request_id": "launcher-probe"}.items() <= \
+        next(line for line in logged if line.get("request_id") == "launcher-probe").items()
 
 
 def test_a_second_console_on_the_same_ledger_exits_with_a_clear_reason(console, tmp_path):
