@@ -115,6 +115,12 @@ MATRIX: dict[str, Row] = {
     # The recipient's statement verifier: a static page for anyone, signed in or not.
     "verify/": Row(statuses={**{("GET", requester): 200 for requester in REQUESTERS},
                              **{("POST", requester): 405 for requester in REQUESTERS}}),
+    # Health and metrics: for probes and scrapers, never for a session. /healthz answers anyone (200: ready);
+    # /metrics answers only its bearer token, so every session is 403 while no token is configured.
+    "healthz": Row(statuses={**{("GET", requester): 200 for requester in REQUESTERS},
+                             **{("POST", requester): 405 for requester in REQUESTERS}}),
+    "metrics": Row(statuses={**{("GET", requester): 403 for requester in REQUESTERS},
+                             **{("POST", requester): 405 for requester in REQUESTERS}}),
     # Self-service enrolment: without a valid link, nothing (a styled 404).
     "enrol/": fixed(404),
     "enrol/<str:token>/": fixed(404),
