@@ -7,6 +7,7 @@ from django.conf import settings
 from django.test import Client
 
 from porto_console import ledger as console_ledger
+from porto_console.console import safety
 from porto_console.console.views.quarantine import quarantine
 from porto_console.effects.backups import take_backup
 from tests.conftest import EnvelopeFactory
@@ -91,3 +92,13 @@ def test_a_halted_ledger_still_scrapes_and_says_so(ledger, token, monkeypatch):
     assert after[("porto_ledger_halted", ())] == 1
     halted = ("porto_commands_total", (("command_type", "RegisterAccount"), ("outcome", "halted")))
     assert after[halted] >= 1
+
+
+def test_outside_the_demo_a_short_metrics_token_stops_the_console(ledger, settings, monkeypatch):
+    monkeypatch.setattr(safety, "is_demo", lambda ledger: False)
+    settings.SECRET_KEY, settings.HANDLE_KEY = "s" * 40, "h" * 40
+    settings.METRICS_TOKEN = "short"
+    [problem] = safety.problems(ledger)
+    assert problem.startswith("PORTO_METRICS_TOKEN is shorter than 32")
+    settings.METRICS_TOKEN = None  # no token: metrics are off, and that is no reason to refuse
+    assert safety.problems(ledger) == []
