@@ -1,8 +1,9 @@
-"""``make run``: serve the console on a labelled demo ledger (see porto_console/console/launcher.py).
+"""Serve the console under waitress (``make run``: on a labelled demo ledger; see porto_console/console/launcher.py).
 
-PORT (default 8000), HOST (default 127.0.0.1) and DATA_DIR (the ledger
-directory, default var/ledger) come from the environment. Exits 3 when
-another process owns the ledger directory.
+PORT (default 8000), HOST (default 127.0.0.1), DATA_DIR (the ledger
+directory, default var/ledger), PORTO_THREADS and PORTO_TRUSTED_PROXY come
+from the environment (docs/deployment.md). Exits 3 when another process owns
+the ledger directory.
 """
 
 from __future__ import annotations
