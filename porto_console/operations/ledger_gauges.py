@@ -11,6 +11,7 @@ from __future__ import annotations
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ledger_engine.errors import LedgerError
 from ledger_engine.projections.payout_queries import outbox_backlog, payment_counts
 from porto_console.console.views.quarantine import quarantine
 from porto_console.ledger import read_at_boundary
@@ -48,7 +49,10 @@ def _backup_gauges(found: health.Probe):
 
 
 def _projection_gauges():
-    read = read_at_boundary(lambda owner: (outbox_backlog(owner.store), payment_counts(owner.store)))
+    try:
+        read = read_at_boundary(lambda owner: (outbox_backlog(owner.store), payment_counts(owner.store)))
+    except LedgerError:  # halted since the probe: the other families still go out
+        return
     backlog, payments = read.data
     outbox = GaugeMetricFamily("porto_outbox_effects", "Outbox effects by status and kind", labels=["status", "kind"])
     for status, kinds in backlog["by_status"].items():
