@@ -54,8 +54,9 @@ def _free_port() -> int:
 class TemporaryCluster:
     """One throwaway PostgreSQL cluster in its own directory, on a free port of 127.0.0.1."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, durable: bool = False) -> None:
         self.directory = directory
+        self.durable = durable
         self.data = directory / "data"
         self.port = _free_port()
 
@@ -66,8 +67,9 @@ class TemporaryCluster:
     def start(self) -> "TemporaryCluster":
         self._as_owner_of(self.directory)
         self._run(_tool("initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8")
-        options = (f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.directory} "
-                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
+        options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.directory}"
+        if not self.durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run(_tool("pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.directory / "server.log"),
                   "-w", "-t", "60", "start")
         return self
@@ -91,13 +93,16 @@ class TemporaryCluster:
 
 
 @contextmanager
-def postgres_server() -> Iterator[str]:
-    """The URL of a server's maintenance database: ``DATABASE_URL``'s server, or a temporary cluster."""
+def postgres_server(*, durable: bool = False) -> Iterator[str]:
+    """The URL of a server's maintenance database: ``DATABASE_URL``'s server, or a temporary cluster.
+
+    A temporary cluster skips fsync unless ``durable`` (benchmarks measure the real cost).
+    """
     configured = os.environ.get("DATABASE_URL")
     if configured:
         yield _with_database(configured, "postgres")
         return
-    cluster = TemporaryCluster(Path(tempfile.mkdtemp(prefix="porto-pg-"))).start()
+    cluster = TemporaryCluster(Path(tempfile.mkdtemp(prefix="porto-pg-")), durable=durable).start()
     try:
         yield cluster.url
     finally:
