@@ -7,6 +7,10 @@ time (a role without the right to create tables can then run the signers)::
 
     PORTO_SIGNER_JOURNAL_URL=postgresql://... python -m porto_console.effects.pg_schema
 
+``--import-payments FILE`` / ``--import-commitments FILE`` copy a file
+journal's records in (each transaction once, however often it is run), for
+a deployment moving from the file to PostgreSQL.
+
 The tables (``docs/effects.md``, ADR 0029):
 
 - ``porto_signed_payments`` and ``porto_signed_commitments``: one row per
@@ -20,10 +24,12 @@ The tables (``docs/effects.md``, ADR 0029):
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlsplit
 
@@ -142,7 +148,32 @@ class Database:
         return connection
 
 
-def main() -> int:
+def import_file_journals(url: str, payments: Path | None, commitments: Path | None) -> dict[str, int]:
+    """Copy file journals' records into the signer database, each once; how many of each were new."""
+    from porto_console.effects.commitment_journal import SignedCommitmentJournal
+    from porto_console.effects.payment_journal import SignedPaymentJournal
+    from porto_console.effects.pg_journal import PostgresCommitmentJournal, PostgresPaymentJournal
+
+    pairs = {"payments": (payments, SignedPaymentJournal, PostgresPaymentJournal),
+             "commitments": (commitments, SignedCommitmentJournal, PostgresCommitmentJournal)}
+    imported = {}
+    for name, (path, file_journal, database_journal) in pairs.items():
+        if path is None:
+            continue
+        target = database_journal(url)
+        fresh = [record for record in file_journal(path).records() if target.by_hash(record.transaction_hash) is None]
+        for record in fresh:
+            target.append(record)
+        imported[name] = len(fresh)
+    return imported
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m porto_console.effects.pg_schema",
+                                     description="Create the signer schema; optionally import file journals.")
+    parser.add_argument("--import-payments", type=Path, help="a signed-payment journal file to copy in")
+    parser.add_argument("--import-commitments", type=Path, help="a signed-commitment journal file to copy in")
+    arguments = parser.parse_args(argv)
     url = EffectsConfig.from_env().signer_journal_url
     if not url:
         print("set PORTO_SIGNER_JOURNAL_URL (or PORTO_SIGNER_JOURNAL_URL_FILE) to the signer database's URL",
@@ -151,6 +182,8 @@ def main() -> int:
     with psycopg.connect(url, autocommit=True, connect_timeout=10) as connection:
         ensure_schema(connection)
     print(f"signer schema ready: {', '.join((*SIGNED_TABLES, QUARANTINE_TABLE))} at {Database(url).name}")
+    for name, count in import_file_journals(url, arguments.import_payments, arguments.import_commitments).items():
+        print(f"imported {count} signed {name}")
     return 0
 
 

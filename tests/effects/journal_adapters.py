@@ -12,7 +12,9 @@ import psycopg
 
 from porto_console.effects import stores
 from porto_console.effects.config import EffectsConfig
+from porto_console.effects.payment_journal import SignedPaymentRecord
 from porto_console.effects.pg_schema import QUARANTINE_TABLE, SIGNED_TABLES
+from tests.effects.conftest import terms
 
 KINDS = ("file", "postgres")
 
@@ -39,3 +41,9 @@ def emptied(kind: str, tmp_path: Path, database_url: str) -> str:
     with psycopg.connect(database_url, autocommit=True) as connection:
         connection.execute(f"TRUNCATE {', '.join((*SIGNED_TABLES, QUARANTINE_TABLE))} RESTART IDENTITY")
     return database_url
+
+
+def signed_record(signer, payment_id: str, sequence: int, **changes) -> SignedPaymentRecord:
+    """A journal record of a real signature by ``signer`` at ``sequence`` (``terms`` takes the changes)."""
+    return SignedPaymentRecord.of(payment_id, f"effect-{payment_id}", "worker-1",
+                                  signer.sign(terms(signer, sequence, **changes)), 1_000)

@@ -13,6 +13,7 @@ from porto_console.effects.journal_port import JournalCorrupt
 from porto_console.effects.payment_journal import SignedPaymentRecord
 from porto_console.effects.pg_journal import PostgresPaymentJournal
 from tests.effects import journal_adapters
+from tests.effects.journal_adapters import signed_record
 from tests.effects.conftest import terms
 from tests.support.postgres import postgres_database_url, postgres_server_url  # noqa: F401  (fixtures)
 
@@ -98,9 +99,9 @@ def test_a_lost_connection_fails_one_call_and_the_next_one_reconnects(database, 
     assert journal.last_for("p-1") == record
 
 
-def _schema_command(env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "porto_console.effects.pg_schema"], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, **env})
+def _schema_command(env: dict[str, str], *arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "porto_console.effects.pg_schema", *arguments], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, **env})
 
 
 def test_the_schema_command_creates_the_tables_idempotently(postgres_server_url, tmp_path):  # noqa: F811
@@ -119,3 +120,16 @@ def test_the_schema_command_creates_the_tables_idempotently(postgres_server_url,
 def test_the_schema_command_without_a_url_changes_nothing_and_says_why():
     done = _schema_command({"PORTO_SIGNER_JOURNAL_URL": ""})
     assert done.returncode == 2 and "PORTO_SIGNER_JOURNAL_URL" in done.stderr
+
+
+def test_the_schema_command_imports_a_file_journal_once(database, journal, signer, tmp_path):
+    from porto_console.effects.payment_journal import SignedPaymentJournal
+    file_journal = SignedPaymentJournal(tmp_path / "signed-payments.jsonl")
+    for number in range(3):
+        file_journal.append(signed_record(signer, f"p-{number}", number))
+    env = {"PORTO_SIGNER_JOURNAL_URL": database}
+    first = _schema_command(env, "--import-payments", str(file_journal.path))
+    second = _schema_command(env, "--import-payments", str(file_journal.path))
+    assert "imported 3 signed payments" in first.stdout, first.stderr
+    assert "imported 0 signed payments" in second.stdout, second.stderr
+    assert list(journal.records()) == list(file_journal.records())

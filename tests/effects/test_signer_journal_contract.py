@@ -14,8 +14,8 @@ import multiprocessing
 import pytest
 
 from porto_console.effects.journal_port import TRANSACTION_JOURNALLED, JournalConflict
-from porto_console.effects.payment_journal import SignedPaymentRecord
 from tests.effects import journal_adapters
+from tests.effects.journal_adapters import signed_record
 from tests.effects.conftest import PAYER_KEY, terms
 from tests.support.postgres import postgres_database_url, postgres_server_url  # noqa: F401  (fixtures)
 
@@ -39,11 +39,6 @@ def quarantine(store):
     return journal_adapters.quarantine(*store)
 
 
-def _record(signer, payment_id: str, sequence: int, **changes) -> SignedPaymentRecord:
-    return SignedPaymentRecord.of(payment_id, f"effect-{payment_id}", "worker-1",
-                                  signer.sign(terms(signer, sequence, **changes)), 1_000)
-
-
 def _sign_next(journal, signer, payment_id: str, *, chain_sequence: int = 0, chain_time: int = CHAIN_TIME,
                reuse=lambda last: True, amount: int = 250_000):
     return journal.sign_next(
@@ -54,7 +49,7 @@ def _sign_next(journal, signer, payment_id: str, *, chain_sequence: int = 0, cha
 
 
 def test_records_come_back_in_order_with_their_exact_bytes(journal, signer):
-    first, second = _record(signer, "p-1", 0), _record(signer, "p-2", 1)
+    first, second = signed_record(signer, "p-1", 0), signed_record(signer, "p-2", 1)
     journal.append(first)
     journal.append(second)
     assert list(journal.records()) == [first, second]
@@ -110,7 +105,7 @@ def test_sequences_below_the_chains_next_one_are_never_taken(journal, signer):
 
 
 def test_a_transaction_hash_is_journalled_once(journal, signer):
-    record = _record(signer, "p-1", 0)
+    record = signed_record(signer, "p-1", 0)
     journal.append(record)
     with pytest.raises(JournalConflict) as refused:
         journal.append(record)
@@ -119,8 +114,8 @@ def test_a_transaction_hash_is_journalled_once(journal, signer):
 
 
 def test_expiring_after_lists_the_senders_transactions_that_may_still_matter(journal, signer):
-    old = _record(signer, "p-old", 0, expiration_secs=100)
-    recent = _record(signer, "p-new", 1, expiration_secs=500)
+    old = signed_record(signer, "p-old", 0, expiration_secs=100)
+    recent = signed_record(signer, "p-new", 1, expiration_secs=500)
     journal.append(old)
     journal.append(recent)
     assert journal.expiring_after(signer.address, 100) == [recent]
