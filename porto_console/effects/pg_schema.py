@@ -41,6 +41,9 @@ from porto_console.effects.config import EffectsConfig
 SIGNED_TABLES = ("porto_signed_payments", "porto_signed_commitments")
 QUARANTINE_TABLE = "porto_quarantine"
 SCHEMA_LOCK = "porto-signer-schema"
+# A signer that stops answering mid-transaction (a partitioned host) would hold its sender's lock; the server
+# ends such a session after this long and every other signer of that payer moves on.
+IDLE_IN_TRANSACTION_TIMEOUT = "60s"
 
 SIGNED_TABLE = """
 CREATE TABLE IF NOT EXISTS {table} (
@@ -140,7 +143,8 @@ class Database:
         current = self._current()
         if current is not None and not current.closed and not current.broken:
             return current
-        connection = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+        connection = psycopg.connect(self.url, autocommit=True, connect_timeout=10,
+                                     options=f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_TIMEOUT}")
         self._local.connection, self._local.pid = connection, os.getpid()
         if self.url not in Database._schema_ready:
             ensure_schema(connection)

@@ -99,6 +99,11 @@ def test_a_lost_connection_fails_one_call_and_the_next_one_reconnects(database, 
     assert journal.last_for("p-1") == record
 
 
+def test_a_signer_gone_quiet_mid_transaction_is_ended_by_the_server(journal):
+    with journal.database.transaction() as connection:
+        assert connection.execute("SHOW idle_in_transaction_session_timeout").fetchone() == ("1min",)
+
+
 def _schema_command(env: dict[str, str], *arguments: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "porto_console.effects.pg_schema", *arguments], capture_output=True,
                           text=True, timeout=60, env={**os.environ, **env})
