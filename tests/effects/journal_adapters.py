@@ -28,6 +28,10 @@ def payment_journal(kind: str, location: str):
     return stores.payment_journal(config_for(kind, location))
 
 
+def commitment_journal(kind: str, location: str):
+    return stores.commitment_journal(config_for(kind, location))
+
+
 def quarantine(kind: str, location: str):
     config = config_for(kind, location)
     return stores.quarantine(config.quarantine_dir, config.signer_journal_url)

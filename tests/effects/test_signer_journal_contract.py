@@ -13,7 +13,9 @@ import multiprocessing
 
 import pytest
 
+from porto_console.effects.commitment_journal import SignedCommitmentRecord
 from porto_console.effects.journal_port import TRANSACTION_JOURNALLED, JournalConflict
+from porto_console.effects.transactions import CommitmentTerms
 from tests.effects import journal_adapters
 from tests.effects.journal_adapters import signed_record
 from tests.effects.conftest import PAYER_KEY, terms
@@ -120,6 +122,27 @@ def test_expiring_after_lists_the_senders_transactions_that_may_still_matter(jou
     journal.append(recent)
     assert journal.expiring_after(signer.address, 100) == [recent]
     assert journal.expiring_after("0x" + "ab" * 32, 0) == []
+
+
+def test_the_commitment_journal_allocates_the_committers_sequences_the_same_way(store, signer):
+    journal = journal_adapters.commitment_journal(*store)
+
+    def sign_for(batch_id: str, chain_time: int, reuse=lambda last: True):
+        def sign(sequence: int) -> SignedCommitmentRecord:
+            commitment = signer.sign(CommitmentTerms(
+                sender=signer.address, sequence_number=sequence, artifact_hash="ab" * 32, count=3,
+                expiration_secs=chain_time + TTL, chain_id=4, max_gas_amount=2_000, gas_unit_price=100))
+            return SignedCommitmentRecord.of(batch_id, f"{batch_id}.effect", "committer-1", commitment, 1_000)
+        return journal.sign_next_for(batch_id, sender=signer.address, chain_sequence=2, chain_time_secs=chain_time,
+                                     reuse=reuse, sign=sign)[0]
+
+    first = sign_for("batch-1", CHAIN_TIME)
+    assert sign_for("batch-1", CHAIN_TIME) == first
+    second = sign_for("batch-2", CHAIN_TIME)
+    after_expiry = sign_for("batch-1", first.expiration_secs, reuse=lambda last: False)
+    assert [r.sequence_number for r in (first, second, after_expiry)] == [2, 3, 2]
+    assert list(journal.records()) == [first, second, after_expiry]
+    assert journal.for_subject("batch-1") == [first, after_expiry]
 
 
 def _sign_many(kind: str, location: str, worker: int, count: int) -> None:
