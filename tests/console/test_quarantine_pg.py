@@ -9,11 +9,10 @@ from porto_console.console.handles import seal
 from porto_console.effects.pg_quarantine import PostgresQuarantine
 from porto_console.effects.quarantine import Quarantine
 from tests.effects import journal_adapters
-from tests.support.postgres import postgres_database_url, postgres_server_url  # noqa: F401  (fixtures)
 
 
 @pytest.fixture
-def parked(ledger, settings, tmp_path, postgres_database_url) -> tuple[PostgresQuarantine, str]:  # noqa: F811
+def parked(ledger, settings, tmp_path, postgres_database_url) -> tuple[PostgresQuarantine, str]:
     """One outbox effect parked in PostgreSQL; the console's directory quarantine stays empty."""
     settings.SIGNER_JOURNAL_URL = journal_adapters.emptied("postgres", tmp_path, postgres_database_url)
     quarantine = PostgresQuarantine(settings.SIGNER_JOURNAL_URL)

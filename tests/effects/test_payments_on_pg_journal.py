@@ -20,7 +20,6 @@ from porto_console.effects.pg_quarantine import PostgresQuarantine
 from tests.effects import journal_adapters
 from tests.effects.stack import Stack, wait_until
 from tests.effects.test_faults import approve_payout_run, assert_paid_exactly_once
-from tests.support.postgres import postgres_database_url, postgres_server_url  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.slow, pytest.mark.fault_case]
 
@@ -38,7 +37,7 @@ class PostgresJournalStack(Stack):
 
 
 @pytest.fixture
-def stack(tmp_path, chain_server, broker_url, chain, funded, envelopes, postgres_database_url):  # noqa: F811
+def stack(tmp_path, chain_server, broker_url, chain, funded, envelopes, postgres_database_url):
     url = journal_adapters.emptied("postgres", tmp_path, postgres_database_url)
     stack = PostgresJournalStack(tmp_path, chain_server.url, broker_url, url)
     stack.approved = approve_payout_run(stack, envelopes)

@@ -15,14 +15,13 @@ from porto_console.effects.pg_journal import PostgresPaymentJournal
 from tests.effects import journal_adapters
 from tests.effects.journal_adapters import signed_record
 from tests.effects.conftest import terms
-from tests.support.postgres import postgres_database_url, postgres_server_url  # noqa: F401  (fixtures)
 
 TABLE = PostgresPaymentJournal.table
 CHAIN_TIME = 1_000_000
 
 
 @pytest.fixture
-def database(tmp_path, postgres_database_url) -> str:  # noqa: F811
+def database(tmp_path, postgres_database_url) -> str:
     return journal_adapters.emptied("postgres", tmp_path, postgres_database_url)
 
 
@@ -109,7 +108,7 @@ def _schema_command(env: dict[str, str], *arguments: str) -> subprocess.Complete
                           text=True, timeout=60, env={**os.environ, **env})
 
 
-def test_the_schema_command_creates_the_tables_idempotently(postgres_server_url, tmp_path):  # noqa: F811
+def test_the_schema_command_creates_the_tables_idempotently(postgres_server_url, tmp_path):
     from tests.support.postgres import temporary_database
     with temporary_database(postgres_server_url, prefix="porto_schema") as url:
         first, second = _schema_command({"PORTO_SIGNER_JOURNAL_URL": url}), _schema_command(

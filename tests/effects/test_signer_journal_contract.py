@@ -19,14 +19,13 @@ from porto_console.effects.transactions import CommitmentTerms
 from tests.effects import journal_adapters
 from tests.effects.journal_adapters import signed_record
 from tests.effects.conftest import PAYER_KEY, terms
-from tests.support.postgres import postgres_database_url, postgres_server_url  # noqa: F401  (fixtures)
 
 CHAIN_TIME = 1_000_000
 TTL = 120
 
 
 @pytest.fixture(params=journal_adapters.KINDS)
-def store(request, tmp_path, postgres_database_url) -> tuple[str, str]:  # noqa: F811
+def store(request, tmp_path, postgres_database_url) -> tuple[str, str]:
     """An empty store of each kind, named so another process can open it too."""
     return request.param, journal_adapters.emptied(request.param, tmp_path, postgres_database_url)
 

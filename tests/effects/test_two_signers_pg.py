@@ -22,7 +22,6 @@ import pytest
 from porto_console.effects.pg_journal import PostgresPaymentJournal
 from tests.effects import journal_adapters
 from tests.effects.pg_signer_process import payment_ids
-from tests.support.postgres import postgres_database_url, postgres_server_url  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 PAYMENTS = 40
@@ -96,7 +95,7 @@ class SignerProcesses:
 
 
 @pytest.fixture
-def database(tmp_path, postgres_database_url) -> str:  # noqa: F811
+def database(tmp_path, postgres_database_url) -> str:
     return journal_adapters.emptied("postgres", tmp_path, postgres_database_url)
 
 

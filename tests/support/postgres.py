@@ -7,9 +7,11 @@ root) it runs as the ``postgres`` system user. Each test session gets a
 uniquely named database on whichever server, dropped at the end, so runs on
 one shared server never see each other's tables.
 
-Use it from any test module::
-
-    from tests.support.postgres import postgres_database_url  # noqa: F401  (a fixture)
+``tests/conftest.py`` registers this module as a plugin, so any test may ask
+for ``postgres_database_url`` (this session's database) or
+``postgres_server_url`` (the server's maintenance database, to make more);
+outside pytest, ``postgres_server()`` and ``temporary_database()`` do the
+same.
 """
 
 from __future__ import annotations
