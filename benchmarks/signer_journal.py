@@ -1,4 +1,4 @@
-"""Signer journal: new signatures per second through sign_next, the file journal against PostgreSQL, 1 and 2 processes."""
+"""Signer journal: signatures per second through sign_next, file journal against PostgreSQL, 1 and 2 processes."""
 
 from __future__ import annotations
 

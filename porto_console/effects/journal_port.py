@@ -28,6 +28,7 @@ __all__ = ["SEQUENCE_LIVE", "TRANSACTION_JOURNALLED", "JournalConflict", "Journa
 
 R = TypeVar("R", bound=SignedRecord)
 
+
 class JournalPort(Protocol[R]):
     """What a session, reconcile and the journal check need from a signed-transaction journal."""
 

@@ -128,7 +128,11 @@ class SignedJournal(Generic[R]):
             if last is not None and reuse(last):
                 return last, False
             taken = self._expiries.get(sender, {})
-            record = sign(lowest_free_sequence(chain_sequence, lambda sequence: taken.get(sequence, 0) > chain_time_secs))
+
+            def held(sequence: int) -> bool:
+                return taken.get(sequence, 0) > chain_time_secs
+
+            record = sign(lowest_free_sequence(chain_sequence, held))
             self._write(fd, record)
             return record, True
 

@@ -25,10 +25,9 @@ import os
 from typing import Any, Callable
 
 import httpx
+import psycopg
 from celery import Task
 from celery.signals import worker_ready
-
-import psycopg
 
 from porto_console.effects import commitment_session, dispatch, journal_reconcile, payment_session, stores
 from porto_console.effects.aptos_rest import AptosRestClient
@@ -37,8 +36,8 @@ from porto_console.effects.chain import ChainUncertain
 from porto_console.effects.commitment_session import CommitmentWorker
 from porto_console.effects.config import EffectsConfig
 from porto_console.effects.effect_worker import EffectWorker, NotYet, Poison, Transient
+from porto_console.effects.journal_port import JournalConflict, JournalCorrupt, QuarantinePort
 from porto_console.effects.ledger_api import LedgerApi, LedgerRefused, LedgerUnreachable
-from porto_console.effects.journal_port import JournalCorrupt, QuarantinePort
 from porto_console.effects.payment_session import PaymentWorker
 from porto_console.effects.signer import Signer
 
@@ -133,6 +132,8 @@ def permanent_cause(error: BaseException) -> str:
         return f"refused request: the internal API answered {error.code}"
     if isinstance(error, JournalCorrupt):
         return "malformed record: the signed-payment journal does not verify"
+    if isinstance(error, JournalConflict):
+        return f"malformed record: the signed-payment journal refused it ({error.code})"
     return f"malformed record or program error: {type(error).__name__}"
 
 
