@@ -9,6 +9,7 @@ it pending or its claim has lapsed, and ``ClaimEffect`` decides who works it.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -34,7 +35,7 @@ def quarantine() -> QuarantinePort:
 
 
 @functools.cache
-def _shared_quarantine(directory, signer_journal_url: str | None) -> QuarantinePort:
+def _shared_quarantine(directory: Path, signer_journal_url: str | None) -> QuarantinePort:
     """One instance per setting, so a PostgreSQL quarantine keeps its connections between requests."""
     return stores.quarantine(directory, signer_journal_url)
 
