@@ -17,5 +17,6 @@ BENCHMARKS = (
     "balances",
     "merkle",
     "payments",
+    "signer_journal",
     "storage_protections",
 )

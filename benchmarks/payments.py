@@ -26,12 +26,11 @@ from pathlib import Path
 from aptos_sdk.ed25519 import PrivateKey
 
 from benchmarks.report import Report
-from porto_console.effects import payment_session
+from porto_console.effects import payment_session, stores
 from porto_console.effects.aptos_rest import AptosRestClient
 from porto_console.effects.chain import Fate, observe
 from porto_console.effects.config import EffectsConfig
 from porto_console.effects.ledger_api import LedgerApi
-from porto_console.effects.payment_journal import SignedPaymentJournal
 from porto_console.effects.payment_session import PaymentWorker
 from porto_console.effects.signer import Signer
 from porto_console.effects.simulated_chain import SimulatedChain
@@ -120,7 +119,7 @@ def _durable_cost(report: Report, stack: Stack, server: SimulatedChainServer, ru
         EffectsConfig.from_env(stack.worker_env("payments-1")), observe_window_secs=60)
     chain = AptosRestClient(server.url, simulated=True)
     worker = PaymentWorker(config, LedgerApi(stack.api_url, stack.tokens["payments-1"]), chain,
-                           Signer.from_config(config), SignedPaymentJournal(config.payment_journal))
+                           Signer.from_config(config), stores.payment_journal(config))
     durable = [_timed(lambda: payment_session.carry_out(worker, effect)) for run in runs for effect in run]
     bare_payer = Signer(PrivateKey.random())
     server.chain.fund(USDC, bare_payer.address, 10**15)

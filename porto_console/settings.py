@@ -106,6 +106,8 @@ if BACKUP_DIR.is_relative_to(LEDGER_DATA_DIR.resolve()):
     raise ImproperlyConfigured(f"PORTO_BACKUP_DIR {BACKUP_DIR} is inside the ledger data directory")
 # Effects the workers parked for an operator; the same directory as the workers' PORTO_QUARANTINE_DIR.
 QUARANTINE_DIR = Path(os.environ.get("PORTO_QUARANTINE_DIR", VAR_DIR / "effects" / "quarantine"))
+# The signers' PostgreSQL database (docs/effects.md), when they run on other hosts: the quarantine is there.
+SIGNER_JOURNAL_URL = _secret("PORTO_SIGNER_JOURNAL_URL")
 # Announce new effects to the workers after commit. Off without a broker and a signer (`make run`):
 # the embedded broker would run payment tasks inside the request. PORTO_EFFECTS_ENABLED=1/0 overrides.
 EFFECTS_ENABLED = os.environ.get("PORTO_EFFECTS_ENABLED", "1" if (

@@ -12,6 +12,9 @@ from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application.owner import LedgerOwner
 from tests.support.step_up import genesis as step_up_genesis, stepped_up
 
+# postgres_server_url and postgres_database_url: one PostgreSQL (and one database) per test session.
+pytest_plugins = ("tests.support.postgres",)
+
 GENESIS_ADMIN = "genesis-admin"
 
 

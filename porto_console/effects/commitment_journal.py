@@ -41,6 +41,9 @@ class SignedCommitmentRecord(SignedBytes):
         return self.batch_id
 
 
+COMMITMENT_DOMAIN = "porto:london:signed-commitment:v1\n"
+
+
 class SignedCommitmentJournal(SignedJournal[SignedCommitmentRecord]):
-    domain = "porto:london:signed-commitment:v1\n"
+    domain = COMMITMENT_DOMAIN
     record_type = SignedCommitmentRecord

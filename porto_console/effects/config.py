@@ -11,6 +11,7 @@
 | ``PORTO_TRANSACTION_TTL_SECS`` | how long a signed transaction may land | ``120`` |
 | ``PORTO_PAYMENT_JOURNAL`` | the independent signed-payment journal file | ``var/effects/signed-payments.jsonl`` |
 | ``PORTO_COMMITMENT_JOURNAL`` | the independent signed-commitment journal file | ``var/effects/signed-commitments.jsonl`` |
+| ``PORTO_SIGNER_JOURNAL_URL`` / ``PORTO_SIGNER_JOURNAL_URL_FILE`` | a PostgreSQL URL: both journals and the quarantine live there instead of in files, for signers on several hosts | none: the files |
 | ``PORTO_INTERNAL_API_URL`` | the console's internal API | ``http://127.0.0.1:8000/internal`` |
 | ``PORTO_WORKER_ID`` / ``PORTO_WORKER_TOKEN`` / ``PORTO_WORKER_TOKEN_FILE`` | this worker's ledger actor and bearer credential | none |
 | ``PORTO_CLAIM_TTL_MS`` | how long a claim on an effect lasts | ``60000`` |
@@ -45,6 +46,7 @@ class EffectsConfig:
     gas_unit_price: int
     payment_journal: Path
     commitment_journal: Path
+    signer_journal_url: str | None
     internal_api_url: str
     worker_id: str | None
     worker_token: str | None
@@ -76,6 +78,7 @@ class EffectsConfig:
             payment_journal=Path(env.get("PORTO_PAYMENT_JOURNAL", var_dir / "effects" / "signed-payments.jsonl")),
             commitment_journal=Path(env.get("PORTO_COMMITMENT_JOURNAL",
                                             var_dir / "effects" / "signed-commitments.jsonl")),
+            signer_journal_url=_secret(env, "PORTO_SIGNER_JOURNAL_URL"),
             internal_api_url=env.get("PORTO_INTERNAL_API_URL", "http://127.0.0.1:8000/internal"),
             worker_id=env.get("PORTO_WORKER_ID"),
             worker_token=_secret(env, "PORTO_WORKER_TOKEN"),

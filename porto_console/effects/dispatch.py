@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable
 
 from porto_console.effects.celery_app import COMMITMENTS, PAYMENTS, QUEUE_FOR_KIND, app, queued_mark_secs
 from porto_console.effects.ledger_api import LedgerApi
-from porto_console.effects.quarantine import Quarantine
+from porto_console.effects.journal_port import QuarantinePort
 from porto_console.effects.queued import Marks, marks_for
 
 log = logging.getLogger("porto.effects.dispatch")
@@ -100,7 +100,7 @@ def check_journal() -> bool:
     return True
 
 
-def sweep(api: LedgerApi, quarantine: Quarantine) -> int:
+def sweep(api: LedgerApi, quarantine: QuarantinePort) -> int:
     """Send every claimable effect, a look at every in-flight attempt and anchor and a journal check; how many."""
     state = api.dispatch()
     if not state["enabled"]:
@@ -114,7 +114,7 @@ def lapsed(effect: dict[str, Any], now_ms: int) -> bool:
     return effect["claim"] is None or effect["claim"]["expires_at_ms"] <= now_ms
 
 
-def _send_claimable(api: LedgerApi, quarantine: Quarantine) -> int:
+def _send_claimable(api: LedgerApi, quarantine: QuarantinePort) -> int:
     """Every pending effect and every effect whose claim has lapsed, except quarantined and already queued ones."""
     now_ms = time.time_ns() // 1_000_000
     sent = 0
@@ -125,13 +125,13 @@ def _send_claimable(api: LedgerApi, quarantine: Quarantine) -> int:
     return sent
 
 
-def _observe_in_flight(api: LedgerApi, quarantine: Quarantine) -> int:
+def _observe_in_flight(api: LedgerApi, quarantine: QuarantinePort) -> int:
     return (_observe_each(api.in_flight_attempts(), "effect_id", observe, quarantine)
             + _observe_each(api.in_flight_batches(), "anchor_effect_id", observe_batch, quarantine))
 
 
 def _observe_each(items: Iterable[dict[str, Any]], effect_field: str, look: Callable[[dict[str, Any]], None],
-                  quarantine: Quarantine) -> int:
+                  quarantine: QuarantinePort) -> int:
     """Queue ``look`` for every item whose effect is not quarantined; returns how many."""
     sent = 0
     for item in items:
@@ -140,12 +140,12 @@ def _observe_each(items: Iterable[dict[str, Any]], effect_field: str, look: Call
     return sent
 
 
-def quarantined(quarantine: Quarantine) -> list[dict[str, Any]]:
+def quarantined(quarantine: QuarantinePort) -> list[dict[str, Any]]:
     """What the console shows: every quarantined effect with its reason, oldest first."""
     return quarantine.entries()
 
 
-def retry_quarantined(quarantine: Quarantine, effect_id: str) -> bool:
+def retry_quarantined(quarantine: QuarantinePort, effect_id: str) -> bool:
     """An operator's retry: release the effect; the next sweep sends it if it is still claimable."""
     if quarantine.release(effect_id) is None:
         return False
@@ -153,7 +153,7 @@ def retry_quarantined(quarantine: Quarantine, effect_id: str) -> bool:
     return True
 
 
-def retry_all_quarantined(quarantine: Quarantine, effect_ids: Iterable[str] | None = None) -> list[str]:
+def retry_all_quarantined(quarantine: QuarantinePort, effect_ids: Iterable[str] | None = None) -> list[str]:
     """An operator's bulk retry: release the named effects (default: all); returns those that were released."""
     wanted = [entry["effect_id"] for entry in quarantine.entries()] if effect_ids is None else list(effect_ids)
     return [effect_id for effect_id in wanted if retry_quarantined(quarantine, effect_id)]

@@ -18,7 +18,8 @@ from ledger_engine.canonical import canonical_bytes
 from porto_console.effects.chain import ChainClient, ChainUncertain, Fate, Observation, SubmitRefused, observe
 from porto_console.effects.config import EffectsConfig
 from porto_console.effects.ledger_api import LedgerApi, Outcome, command_id_for
-from porto_console.effects.signed_journal import SignedJournal, SignedRecord
+from porto_console.effects.journal_port import JournalPort
+from porto_console.effects.signed_journal import SignedRecord
 from porto_console.effects.signer import Signer
 
 log = logging.getLogger("porto.effects")
@@ -65,7 +66,7 @@ class EffectWorker:
     api: LedgerApi
     chain: ChainClient
     signer: Signer
-    journal: SignedJournal
+    journal: JournalPort
 
     @property
     def worker_id(self) -> str:

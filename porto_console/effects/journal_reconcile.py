@@ -40,7 +40,7 @@ from porto_console.effects.payment_journal import SignedPaymentRecord
 from porto_console.effects.payment_session import (
     OBSERVED_AS, PaymentWorker, ledger_attempt, record_landed, record_observation,
 )
-from porto_console.effects.quarantine import Quarantine
+from porto_console.effects.journal_port import QuarantinePort
 
 log = logging.getLogger("porto.effects.journal")
 
@@ -65,7 +65,7 @@ class JournalReport:
                 "requeued": self.requeued, "released": self.released, "problems": self.problems}
 
 
-def reconcile_journal(worker: PaymentWorker, quarantine: Quarantine) -> JournalReport:
+def reconcile_journal(worker: PaymentWorker, quarantine: QuarantinePort) -> JournalReport:
     """Compare this signer's recent journalled transactions with the ledger and the chain; act on each."""
     report = JournalReport()
     chain_now_secs = worker.chain.ledger_state().timestamp_us // 1_000_000
@@ -91,7 +91,7 @@ def _in_flight(worker: PaymentWorker, record: SignedPaymentRecord, report: Journ
         report.rebroadcast += broadcast(worker, record)
 
 
-def _unrecorded(worker: PaymentWorker, record: SignedPaymentRecord, quarantine: Quarantine,
+def _unrecorded(worker: PaymentWorker, record: SignedPaymentRecord, quarantine: QuarantinePort,
                 report: JournalReport) -> None:
     seen = observe(worker.chain, record.transaction_hash, record.expiration_secs)
     if seen.fate in (Fate.SUCCESS, Fate.FAILED):
@@ -107,7 +107,7 @@ def _unrecorded(worker: PaymentWorker, record: SignedPaymentRecord, quarantine: 
         report.released += 1
 
 
-def _requeue(worker: PaymentWorker, record: SignedPaymentRecord, quarantine: Quarantine) -> bool:
+def _requeue(worker: PaymentWorker, record: SignedPaymentRecord, quarantine: QuarantinePort) -> bool:
     """Queue the payment's effect again if its claim has lapsed and nothing for it is waiting on the broker."""
     effect = worker.api.effect(record.effect_id)
     now_ms = time.time_ns() // 1_000_000

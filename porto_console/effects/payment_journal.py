@@ -1,9 +1,10 @@
-"""The signed-payment journal: every signed transfer, on disk before it can be broadcast.
+"""The signed-payment journal: every signed transfer, durable before it can be broadcast.
 
-``PORTO_PAYMENT_JOURNAL``: the payment session's memory of which transfer a
-payment last signed, the payer's sequence allocator, and the independent
-record reconcile compares with the chain and a restored ledger (see
-``signed_journal``).
+A file (``PORTO_PAYMENT_JOURNAL``) or PostgreSQL (``PORTO_SIGNER_JOURNAL_URL``,
+``pg_journal``): the payment session's memory of which transfer a payment
+last signed, the payer's sequence allocator, and the independent record
+reconcile compares with the chain and a restored ledger (see
+``signed_journal`` and ``journal_port``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Callable
 from porto_console.effects.signed_journal import JournalCorrupt, SignedBytes, SignedJournal
 from porto_console.effects.transactions import SignedTransfer
 
-__all__ = ["JournalCorrupt", "SignedPaymentJournal", "SignedPaymentRecord"]
+__all__ = ["JournalCorrupt", "PaymentJournal", "SignedPaymentJournal", "SignedPaymentRecord"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +47,11 @@ class SignedPaymentRecord(SignedBytes):
         return self.payment_id
 
 
-class SignedPaymentJournal(SignedJournal[SignedPaymentRecord]):
-    domain = "porto:london:signed-payment:v1\n"
-    record_type = SignedPaymentRecord
+PAYMENT_DOMAIN = "porto:london:signed-payment:v1\n"
+
+
+class PaymentJournal:
+    """What the payment session asks of either journal adapter (``journal_port``), in payment words."""
 
     def sign_next(self, *, payment_id: str, effect_id: str, worker_id: str, sender: str, chain_sequence: int,
                   chain_time_secs: int, reuse: Callable[[SignedPaymentRecord], bool],
@@ -60,3 +63,10 @@ class SignedPaymentJournal(SignedJournal[SignedPaymentRecord]):
 
     def for_payment(self, payment_id: str) -> list[SignedPaymentRecord]:
         return self.for_subject(payment_id)
+
+
+class SignedPaymentJournal(PaymentJournal, SignedJournal[SignedPaymentRecord]):
+    """The file adapter: ``PORTO_PAYMENT_JOURNAL``."""
+
+    domain = PAYMENT_DOMAIN
+    record_type = SignedPaymentRecord

@@ -40,7 +40,7 @@ from porto_console.effects.effect_worker import (
     EffectWorker, Poison, Transient, broadcast, chain_reading, claim, complete, may_still_land, watch,
 )
 from porto_console.effects.ledger_api import Outcome
-from porto_console.effects.payment_journal import SignedPaymentJournal, SignedPaymentRecord
+from porto_console.effects.payment_journal import PaymentJournal, SignedPaymentRecord
 from porto_console.effects.transactions import TransferTerms
 
 log = logging.getLogger("porto.effects.payments")
@@ -50,9 +50,9 @@ USDC = "USDC"
 
 
 class PaymentWorker(EffectWorker):
-    """A payment worker: the payer's key and the signed-payment journal."""
+    """A payment worker: the payer's key and the signed-payment journal (a file or PostgreSQL: ``stores``)."""
 
-    journal: SignedPaymentJournal
+    journal: PaymentJournal
 
 
 def carry_out(worker: PaymentWorker, effect: dict[str, Any]) -> str:

@@ -7,7 +7,9 @@ Each entry names its ``cause`` (what kind of failure) and its ``reason``
 
 The sweep never dispatches a quarantined effect. Each entry is one small
 JSON file in the quarantine directory (``PORTO_QUARANTINE_DIR``), which the
-workers and the console share on the ledger host; the ledger's own record of
+workers and the console share on the ledger host, or one row in PostgreSQL
+(``PORTO_SIGNER_JOURNAL_URL``, ``pg_quarantine``) for signers on other
+hosts; the ledger's own record of
 the effect is untouched, so a retry continues from whatever the ledger says.
 """
 
@@ -26,14 +28,26 @@ from ledger_engine.keys import IDENTIFIER_PATTERN
 _EFFECT_ID = re.compile(IDENTIFIER_PATTERN)
 
 
+def checked_effect_id(effect_id: str) -> str:
+    if not _EFFECT_ID.fullmatch(effect_id):
+        raise ValueError(f"not an effect ID: {effect_id!r}")
+    return effect_id
+
+
+def new_entry(effect_id: str, kind: str, reason: str, retries: int, cause: str) -> dict[str, Any]:
+    return {"effect_id": effect_id, "kind": kind, "cause": cause[:200], "reason": reason[:2000],
+            "retries": retries, "quarantined_at_ms": time.time_ns() // 1_000_000}
+
+
 class Quarantine:
+    """The directory adapter of ``journal_port.QuarantinePort``; ``pg_quarantine`` is the PostgreSQL one."""
+
     def __init__(self, directory: str | os.PathLike) -> None:
         self.directory = Path(directory)
 
     def add(self, effect_id: str, kind: str, reason: str, retries: int, *,
             cause: str = "refused rule") -> dict[str, Any]:
-        entry = {"effect_id": effect_id, "kind": kind, "cause": cause[:200], "reason": reason[:2000],
-                 "retries": retries, "quarantined_at_ms": time.time_ns() // 1_000_000}
+        entry = new_entry(checked_effect_id(effect_id), kind, reason, retries, cause)
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self._path(effect_id)
         temporary = path.with_suffix(".tmp")
@@ -62,6 +76,4 @@ class Quarantine:
         return entry
 
     def _path(self, effect_id: str) -> Path:
-        if not _EFFECT_ID.fullmatch(effect_id):
-            raise ValueError(f"not an effect ID: {effect_id!r}")
-        return self.directory / f"{effect_id}.json"
+        return self.directory / f"{checked_effect_id(effect_id)}.json"

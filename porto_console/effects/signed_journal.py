@@ -30,8 +30,27 @@ from ledger_engine.canonical import canonical_bytes, domain_hash
 GENESIS = "0" * 64
 
 
+TRANSACTION_JOURNALLED = "TRANSACTION_JOURNALLED"
+SEQUENCE_LIVE = "SEQUENCE_LIVE"
+
+
 class JournalCorrupt(Exception):
     """The journal's chain is broken at the named line."""
+
+
+class JournalConflict(Exception):
+    """A record the journal refuses: its ``code`` says why, and nothing was written.
+
+    ``TRANSACTION_JOURNALLED``: its transaction hash is journalled already.
+    ``SEQUENCE_LIVE``: another transaction that can still land holds its sender sequence.
+    """
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(code, detail)
+        self.code = code
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.args[1]}"
 
 
 class SignedRecord(Protocol):
@@ -46,6 +65,14 @@ class SignedRecord(Protocol):
 
 
 R = TypeVar("R", bound=SignedRecord)
+
+
+def lowest_free_sequence(chain_sequence: int, held: Callable[[int], bool]) -> int:
+    """The lowest sequence from the chain's next one up that no transaction able to land still ``held``."""
+    sequence = chain_sequence
+    while held(sequence):
+        sequence += 1
+    return sequence
 
 
 class SignedBytes:
@@ -64,7 +91,11 @@ class SignedBytes:
 
 
 class SignedJournal(Generic[R]):
-    """One journal file of ``record_type`` lines; an instance remembers how far it has read."""
+    """One journal file of ``record_type`` lines; an instance remembers how far it has read.
+
+    The file adapter of ``journal_port.JournalPort``: one host, every process
+    on it sharing the file's lock.
+    """
 
     domain: ClassVar[str]
     record_type: ClassVar[type]
@@ -76,6 +107,11 @@ class SignedJournal(Generic[R]):
         self._last_hash = GENESIS
         self._expiries: dict[str, dict[int, int]] = {}  # sender -> sequence -> latest expiry (seconds)
         self._last_by_subject: dict[str, R] = {}
+        self._hashes: set[str] = set()
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
 
     def sign_next_for(self, subject: str, *, sender: str, chain_sequence: int, chain_time_secs: int,
                       reuse: Callable[[R], bool], sign: Callable[[int], R]) -> tuple[R, bool]:
@@ -92,10 +128,11 @@ class SignedJournal(Generic[R]):
             if last is not None and reuse(last):
                 return last, False
             taken = self._expiries.get(sender, {})
-            sequence = chain_sequence
-            while taken.get(sequence, 0) > chain_time_secs:
-                sequence += 1
-            record = sign(sequence)
+
+            def held(sequence: int) -> bool:
+                return taken.get(sequence, 0) > chain_time_secs
+
+            record = sign(lowest_free_sequence(chain_sequence, held))
             self._write(fd, record)
             return record, True
 
@@ -155,6 +192,8 @@ class SignedJournal(Generic[R]):
             self._offset += len(line)
 
     def _write(self, fd: int, record: R) -> None:
+        if record.transaction_hash in self._hashes:
+            raise JournalConflict(TRANSACTION_JOURNALLED, f"{record.transaction_hash} is in {self.path} already")
         body = {**asdict(record), "previous_hash": self._last_hash}
         record_hash = domain_hash(self.domain, body)
         line = canonical_bytes({**body, "record_hash": record_hash}) + b"\n"
@@ -166,6 +205,7 @@ class SignedJournal(Generic[R]):
 
     def _remember(self, record: R) -> None:
         self._last_by_subject[record.subject] = record
+        self._hashes.add(record.transaction_hash)
         expiries = self._expiries.setdefault(record.sender, {})
         expiries[record.sequence_number] = max(expiries.get(record.sequence_number, 0), record.expiration_secs)
 

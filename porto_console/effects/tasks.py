@@ -25,27 +25,28 @@ import os
 from typing import Any, Callable
 
 import httpx
+import psycopg
 from celery import Task
 from celery.signals import worker_ready
 
-from porto_console.effects import commitment_session, dispatch, journal_reconcile, payment_session
+from porto_console.effects import commitment_session, dispatch, journal_reconcile, payment_session, stores
 from porto_console.effects.aptos_rest import AptosRestClient
 from porto_console.effects.celery_app import COMMITMENTS, PAYMENTS, app
 from porto_console.effects.chain import ChainUncertain
-from porto_console.effects.commitment_journal import SignedCommitmentJournal
 from porto_console.effects.commitment_session import CommitmentWorker
 from porto_console.effects.config import EffectsConfig
 from porto_console.effects.effect_worker import EffectWorker, NotYet, Poison, Transient
+from porto_console.effects.journal_port import JournalConflict, JournalCorrupt, QuarantinePort
 from porto_console.effects.ledger_api import LedgerApi, LedgerRefused, LedgerUnreachable
-from porto_console.effects.payment_journal import JournalCorrupt, SignedPaymentJournal
 from porto_console.effects.payment_session import PaymentWorker
-from porto_console.effects.quarantine import Quarantine
 from porto_console.effects.signer import Signer
 
 log = logging.getLogger("porto.effects.tasks")
 
 FOLLOW_AGAIN_SECS = 5
-TRANSIENT = (Transient, LedgerUnreachable, ChainUncertain, httpx.TransportError, ConnectionError, TimeoutError)
+# psycopg.OperationalError: the signer database is unreachable or restarting; the journal reconnects.
+TRANSIENT = (Transient, LedgerUnreachable, ChainUncertain, httpx.TransportError, ConnectionError, TimeoutError,
+             psycopg.OperationalError)
 
 
 def retry_backoff_max_secs() -> int:
@@ -72,18 +73,19 @@ def chain() -> AptosRestClient:
 def payment_worker() -> PaymentWorker:
     settings = config()
     return PaymentWorker(settings, ledger_api(), chain(), Signer.from_config(settings),
-                         SignedPaymentJournal(settings.payment_journal))
+                         stores.payment_journal(settings))
 
 
 @functools.cache
 def commitment_worker() -> CommitmentWorker:
     settings = config()
     return CommitmentWorker(settings, ledger_api(), chain(), Signer.committer(settings),
-                            SignedCommitmentJournal(settings.commitment_journal))
+                            stores.commitment_journal(settings))
 
 
-def quarantine() -> Quarantine:
-    return Quarantine(config().quarantine_dir)
+@functools.cache
+def quarantine() -> QuarantinePort:
+    return stores.quarantine(config().quarantine_dir, config().signer_journal_url)
 
 
 class EffectTask(Task):
@@ -130,6 +132,8 @@ def permanent_cause(error: BaseException) -> str:
         return f"refused request: the internal API answered {error.code}"
     if isinstance(error, JournalCorrupt):
         return "malformed record: the signed-payment journal does not verify"
+    if isinstance(error, JournalConflict):
+        return f"malformed record: the signed-payment journal refused it ({error.code})"
     return f"malformed record or program error: {type(error).__name__}"
 
 
@@ -184,7 +188,7 @@ def _follow(transaction_hash: str, again: bool, worker: Callable[[], EffectWorke
     working = worker()
     record = working.journal.by_hash(transaction_hash)
     if record is None:
-        raise Poison(f"{transaction_hash} is not in {working.journal.path}")
+        raise Poison(f"{transaction_hash} is not in {working.journal.location}")
     try:
         # A sweep's look (``again`` false) looks once; a session's own follow-up waits out the window.
         return follow_journalled(working, record, window_secs=None if again else 0)

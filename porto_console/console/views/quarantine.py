@@ -8,6 +8,8 @@ it pending or its claim has lapsed, and ``ClaimEffect`` decides who works it.
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -21,15 +23,21 @@ from porto_console.console.handles import unseal_id
 from porto_console.console.roles import has_role
 from porto_console.console.screens import QUARANTINE, QUARANTINE_RETRY_ROLES
 from porto_console.console.views.common import render_screen
-from porto_console.effects import dispatch
-from porto_console.effects.quarantine import Quarantine
+from porto_console.effects import dispatch, stores
+from porto_console.effects.journal_port import QuarantinePort
 from porto_console.ledger import read_at_boundary
 
 HANDLE = "effect"
 
 
-def quarantine() -> Quarantine:
-    return Quarantine(settings.QUARANTINE_DIR)
+def quarantine() -> QuarantinePort:
+    return _shared_quarantine(settings.QUARANTINE_DIR, settings.SIGNER_JOURNAL_URL)
+
+
+@functools.cache
+def _shared_quarantine(directory: Path, signer_journal_url: str | None) -> QuarantinePort:
+    """One instance per setting, so a PostgreSQL quarantine keeps its connections between requests."""
+    return stores.quarantine(directory, signer_journal_url)
 
 
 def quarantine_list(request):
