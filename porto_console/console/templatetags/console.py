@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from django import template
 from django.forms import HiddenInput
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.domain.ruleset import ASSETS
@@ -98,3 +98,31 @@ def in_words(bound_field):
     if getattr(field, "choices", None) and not isinstance(field.widget, HiddenInput):
         field.choices = [(value, labels.human(text)) for value, text in field.choices]
     return bound_field
+
+
+@register.filter
+def labels_of(values) -> str:
+    """Several enum values in words, comma-separated, each with its raw value on hover."""
+    return format_html_join(", ", "{}", ((label(value),) for value in values or ()))
+
+
+@register.simple_tag(takes_context=True)
+def sort_header(context, column: str, title: str):
+    """A sortable column's header: a link that sorts by it (again: the other way), keeping the filters.
+
+    Reads the list's ``query`` (its ``sort`` and ``descending``) from the context.
+    """
+    query = context["query"]
+    current = query.sort == column
+    descending = not query.descending if current else column in DESCENDING_FIRST
+    params = context["request"].GET.copy()
+    params["sort"], params["dir"] = column, "desc" if descending else "asc"
+    params.pop("page", None)
+    state = ("descending" if query.descending else "ascending") if current else "none"
+    arrow = (" ▼" if query.descending else " ▲") if current else ""
+    return format_html('<th scope="col" aria-sort="{}"><a href="?{}" class="sort-link">{}</a>{}</th>',
+                       state, params.urlencode(), title, arrow)
+
+
+# Columns whose first click sorts the largest or newest first.
+DESCENDING_FIRST = {"prepared", "paid", "amount"}
