@@ -39,6 +39,16 @@ def assert_no_sideways_scroll(page: Page) -> None:
     assert overflow <= 0, f"{page.url} is {overflow} px wider than the {page.viewport_size['width']} px window"
 
 
+def assert_charts_fit_their_cards(page: Page) -> None:
+    """Each chart was drawn (Chart.js gave its canvas a size) and lies inside its card."""
+    for chart_id in ("chart-money", "chart-holds", "chart-payments"):
+        canvas = page.locator(f"#{chart_id}")
+        card = page.locator(f"section.chart-card:has(#{chart_id})")
+        inner, outer = canvas.bounding_box(), card.bounding_box()
+        assert inner["width"] > 100 and inner["height"] > 100, chart_id
+        assert outer["x"] <= inner["x"] and inner["x"] + inner["width"] <= outer["x"] + outer["width"], chart_id
+
+
 @pytest.fixture
 def at_width(chromium, live_server):
     contexts = []
@@ -104,5 +114,6 @@ def test_the_readme_walk_approve_the_waiting_run_then_prepare_and_approve_anothe
     approver.goto("/ledger/")
     expect(approver.locator("#chart-money")).to_be_visible()
     assert_no_sideways_scroll(approver)
+    assert_charts_fit_their_cards(approver)
     approver.screenshot(path=screenshots / ("dashboard.png" if width == WIDTHS["desktop"] else "dashboard-phone.png"),
                         full_page=True)
