@@ -3,26 +3,34 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# One stamp per install set: `make run` installs what serving needs, `make test` adds the test extras.
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 DATA_DIR ?= $(CURDIR)/var/ledger
 PORT ?= 8000
 CHROMIUM := /usr/bin/chromium
 REDIS_SERVER := /usr/bin/redis-server
 
-.PHONY: setup run test bench clean
+.PHONY: setup setup-test run test bench clean
 
-setup: $(STAMP)
+setup: $(RUN_STAMP)
 
-$(STAMP): pyproject.toml
+setup-test: $(TEST_STAMP)
+
+$(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	$(PIP) -e .
+	touch $(RUN_STAMP)
+
+$(TEST_STAMP): $(RUN_STAMP)
+	$(PIP) -e '.[test]'
+	touch $(TEST_STAMP)
 
 run: setup
 	DATA_DIR=$(DATA_DIR) PORT=$(PORT) $(BIN)/python scripts/run_console.py
 
-test: setup $(CHROMIUM) $(REDIS_SERVER)
+test: setup-test $(CHROMIUM) $(REDIS_SERVER)
 	$(BIN)/python -m pytest
 
 # The browser tests drive Debian's Chromium; it is installed once, never downloaded by Playwright.
@@ -33,7 +41,7 @@ $(CHROMIUM):
 $(REDIS_SERVER):
 	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server
 
-bench: setup $(REDIS_SERVER)
+bench: setup-test $(REDIS_SERVER)
 	$(BIN)/python -m benchmarks
 
 clean:

@@ -22,7 +22,9 @@ sender is the fixture address ``demo-treasury``. The stage:
    loses its broadcast answer and is reconciled, and the last stays queued in
    the outbox;
 6. prepares one more run (demo-finance-1) for the recipient left out of step 4,
-   which waits for a second finance user to approve it in the console.
+   which waits for a second finance user to approve it in the console; two
+   more recipients are in no run, so their lines stay payable for a person to
+   prepare a run of their own.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ PREPARER, APPROVER = "demo-finance-1", "demo-finance-2"
 DISPATCHER, SIGNER, OBSERVER, COMMITTER = "demo-dispatcher", "demo-signer", "demo-observer", "demo-committer"
 SENDER = fixture_address("demo-treasury")
 CLAIM_MS = 60_000
+UNPAID = 2  # recipients no run names, so a person can prepare and approve a run of their own
 SIGNED_TTL_MS = 120_000
 
 
@@ -222,7 +225,8 @@ def build_payouts(builder: DemoBuilder, cast: Cast, allocation: Allocation) -> N
         stage.add("CancelPayoutRun", {"run_id": cancelled_run, "reason": "prepared_in_error"}, actor=PREPARER,
                   expected=[{"cf": STATE, "key": run_key(cancelled_run), "revision": 1}])
     waiting = rest[-1] if len(rest) > 1 else None  # left for a person to approve in the console
-    paid = [recipient for recipient in rest if recipient != waiting]
+    unpaid = set(rest[-1 - UNPAID:-1]) if len(rest) > UNPAID + 2 else set()  # left for a person to prepare
+    paid = [recipient for recipient in rest if recipient != waiting and recipient not in unpaid]
     ids = dict(readdressed_ids)
     if paid:
         run_id, stated, paid_ids = stage.prepare({recipient: stage.lines[recipient] for recipient in paid})

@@ -1,35 +1,89 @@
-"""Small server-rendered SVG bar charts: no script, no external resource, integer geometry only."""
+"""The dashboard's charts: what each shows, as data the vendored Chart.js draws (static/console/charts.js).
+
+Each chart is a ``Chart``: labels, one or more series of integers, and the unit
+they are in. The page carries it as JSON (``json_script``, which no policy
+counts as a script) beside a table of the same figures, so the numbers can be
+read without the canvas and by a screen reader. Amounts stay integer minor
+units here; the page's script scales them for the axis only.
+"""
 
 from __future__ import annotations
 
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.domain.commands.money.payments import MACHINE as PAYMENT_MACHINE
+from ledger_engine.domain.ruleset import ASSETS
+from ledger_engine.layout import INDEXES
+from ledger_engine.projections.payouts import payment_state_prefix
+from porto_console.console.labels import human
+from porto_console.console.services.rows import count, rows
 
-from porto_console.console.templatetags.console import amount
-
-WIDTH, HEIGHT, BAR_GAP, LABEL_SPACE = 320, 120, 4, 16
 DAY_MS = 86_400_000
+HOUR_MS = 3_600_000
+# Open holds by how long they have waited, as ops triage them.
+HOLD_AGES = (("under 1 hour", HOUR_MS), ("1 to 24 hours", DAY_MS), ("1 to 7 days", 7 * DAY_MS),
+             ("7 to 30 days", 30 * DAY_MS), ("over 30 days", None))
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    values: list[int]
+
+
+@dataclass(frozen=True)
+class Chart:
+    chart_id: str
+    title: str
+    kind: str  # "bar" or "doughnut"
+    axis: str  # what the labels are: "Day", "Waiting", "State"
+    labels: list[str]
+    series: list[Series]
+    unit: str = ""  # an asset for amounts in minor units, "" for counts
+    places: int = 0  # the asset's decimal places
+
+    @property
+    def data_id(self) -> str:
+        return f"{self.chart_id}-data"
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+    @property
+    def rows(self) -> list[tuple[str, list[int]]]:
+        """The chart's figures by label, for the table beside it."""
+        return [(label, [series.values[index] for series in self.series]) for index, label in enumerate(self.labels)]
 
 
 def day_label(day: int) -> str:
     return datetime.fromtimestamp(day * DAY_MS // 1000, UTC).strftime("%d %b")
 
 
-def bar_chart(title: str, values: dict[int, int], asset: str = "USDC") -> SafeString:
-    """One bar per day, scaled to the largest; each bar's tooltip gives the exact amount."""
-    if not values:
-        return format_html('<p class="chart">{}: nothing yet.</p>', title)
-    days, peak = sorted(values), max(values.values()) or 1
-    bar_width = max(2, (WIDTH - BAR_GAP * len(days)) // len(days))
-    plot = HEIGHT - LABEL_SPACE
-    bars = format_html_join("", '<rect x="{}" y="{}" width="{}" height="{}"><title>{}: {}</title></rect>', (
-        (index * (bar_width + BAR_GAP), plot - values[day] * plot // peak, bar_width, values[day] * plot // peak,
-         day_label(day), amount(str(values[day]), asset))
-        for index, day in enumerate(days)))
-    labels = format_html('<text x="0" y="{}">{}</text><text x="{}" y="{}" text-anchor="end">{}</text>',
-                         HEIGHT - 2, day_label(days[0]), WIDTH, HEIGHT - 2, day_label(days[-1]))
-    return format_html('<figure class="chart"><figcaption>{} per day (peak {})</figcaption>'
-                       '<svg role="img" aria-label="{}" width="{}" height="{}" viewBox="0 0 {} {}">{}{}</svg></figure>',
-                       title, amount(str(peak), asset), title, WIDTH, HEIGHT, WIDTH, HEIGHT, bars, labels)
+def money_per_day(daily: dict[str, dict[int, int]], asset: str = "USDC") -> Chart:
+    """Allocated, reserved and paid per allocation day, side by side."""
+    days = sorted({day for values in daily.values() for day in values})
+    return Chart("chart-money", f"Allocated, reserved and paid per day ({asset})", "bar", "Day",
+                 [day_label(day) for day in days],
+                 [Series(name.capitalize(), [values.get(day, 0) for day in days]) for name, values in daily.items()],
+                 unit=asset, places=ASSETS[asset])
+
+
+def holds_by_age(ledger: LedgerOwner, now_ms: int | None = None) -> Chart:
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    buckets: Counter = Counter()
+    for _key, hold in rows(ledger, INDEXES, "hold_open/"):
+        waited = max(now_ms - hold["raised_at_ms"], 0)
+        buckets[next(label for label, below in HOLD_AGES if below is None or waited < below)] += 1
+    labels = [label for label, _ in HOLD_AGES]
+    return Chart("chart-holds", "Open holds by age", "bar", "Waiting", labels, [Series("Open holds", [buckets[label] for label in labels])])
+
+
+def payments_by_state(ledger: LedgerOwner) -> Chart:
+    counted = {state: count(ledger, INDEXES, payment_state_prefix(state)) for state in PAYMENT_MACHINE.transitions}
+    shown = [state for state, number in counted.items() if number]
+    return Chart("chart-payments", "Payments by state", "doughnut", "State", [human(state) for state in shown],
+                 [Series("Payments", [counted[state] for state in shown])])

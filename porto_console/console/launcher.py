@@ -76,12 +76,12 @@ def _stop(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def _print_users(issued, out: TextIO) -> None:
-    """The labelled demo's sign-ins, on the host's terminal (never on a console screen)."""
-    print("\nDEMO DATA users (passwords and authenticators are new at every start):", file=out)
-    for credentials, roles in issued:
-        print(f"  {credentials.username:<18} {','.join(roles):<10} password {credentials.password}", file=out)
-        if set(roles) & {"admin", "finance"}:  # the roles that approve, with a step-up code
-            print(f"  {'':<18} {'':<10} TOTP secret {credentials.totp_secret}\n"
-                  f"  {'':<18} {'':<10} {credentials.otpauth_url}", file=out)
+def _print_users(issued: list[demo.DemoSignIn], out: TextIO) -> None:
+    """The labelled demo's sign-ins made at this start, on the host's terminal (never on a console screen)."""
+    if issued:
+        print("\nDEMO DATA users (made once; a restart keeps them):", file=out)
+        print("\n".join(demo.sign_in_lines(issued)), file=out)
+    else:
+        print("DEMO DATA users: unchanged since they were made; .venv/bin/python manage.py demo_credentials "
+              "shows them again", file=out)
     print("Current authenticator code for a demo user: .venv/bin/python manage.py demo_totp_code USERNAME\n", file=out)

@@ -72,14 +72,14 @@ def test_ops_releases_a_hold_after_reading_its_evidence(browse, ledger, screensh
     expect(page.locator("#holds tbody tr").first).to_be_visible()
     page.screenshot(path=screenshots / "holds.png", full_page=True)
     page.locator("#holds tbody a").first.click()
-    expect(page.locator("#hold-status")).to_have_text("open")
+    expect(page.locator("#hold-status")).to_have_text("Open")
     page.check("input[name=decision][value=release]")
     page.select_option("#id_reason", "evidence_verified")
     page.fill("#id_note", "served bytes match the node's inventory")
     page.screenshot(path=screenshots / "hold.png", full_page=True)
     page.click("input[value='Record decision']")
     expect(page.locator(".messagelist")).to_contain_text("Hold released")
-    expect(page.locator("#hold-status")).to_have_text("released")
+    expect(page.locator("#hold-status")).to_have_text("Released")
 
 
 def test_a_run_is_prepared_by_one_finance_user_and_approved_by_another_with_a_code(
@@ -101,13 +101,13 @@ def test_a_run_is_prepared_by_one_finance_user_and_approved_by_another_with_a_co
     sign_in_as(approver, finance["approver"]["username"], finance["approver"]["password"])
     approver.click("#nav-sidebar >> text=Payout runs")
     approver.locator("#runs tbody a").first.click()
-    expect(approver.locator("#run-status")).to_have_text("prepared")
+    expect(approver.locator("#run-status")).to_have_text("Prepared")
     approver.screenshot(path=screenshots / "payout-run.png", full_page=True)
     approver.fill("#id_otp_token", code_for(FINANCE_2))
     approver.click("input[value='Approve run']")
     expect(approver.locator(".messagelist")).to_contain_text("Payout run approved")
-    expect(approver.locator("#run-status")).to_have_text("approved")
-    expect(approver.locator("#payments td.payment-state")).to_have_text(["approved"] * len(RECIPIENTS))
+    expect(approver.locator("#run-status")).to_have_text("Approved")
+    expect(approver.locator("#payments td.payment-state")).to_have_text(["Approved"] * len(RECIPIENTS))
     approval = payouts_world.owner.journal_entry(payouts_world.owner.head().sequence)["envelope"]
     assert approval["command_type"] == "ApprovePayoutRun" and "step_up" in approval["payload"]
     approver.click("#nav-sidebar >> text=Payments")

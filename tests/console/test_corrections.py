@@ -67,7 +67,7 @@ def test_another_finance_user_approves_and_the_correction_posts(finance, payouts
                                                           "otp_token": code_for(FINANCE_2),
                                                           "seen_hash": request["request_hash"]}, follow=True)
     assert "Correction approved and posted" in response.content.decode()
-    assert re.search(r'id="correction-status">approved<', response.content.decode())
+    assert re.search(r'id="correction-status"><span class="enum" title="approved">Approved<', response.content.decode())
     assert payouts_world.state(f"allocation_line/{line['line_id']}")["status"] == "reversed"
     correction = payouts_world.state(f"correction/{correction_id}")
     assert (correction["requested_by"], correction["approved_by"]) == (FINANCE, FINANCE_2)

@@ -15,6 +15,7 @@ from ledger_engine.genesis import default_genesis
 from porto_console import ledger as console_ledger
 from porto_console.console.commands import new_command_id
 from porto_console.console.handles import seal
+from porto_console.console.labels import human
 from porto_console.console.services.users import sync_user
 from tests.streaming.conftest import OPS, bare_world, world  # noqa: F401  (the streaming world, on this owner)
 
@@ -59,7 +60,7 @@ def test_the_queue_lists_open_holds_oldest_first_with_counts_per_reason(ops, hel
     assert listed == [seal("hold", hold_id) for hold_id in held["holds"]]
     counts = page.split('id="hold-counts"')[1].split("</div>")[0]
     for reason in HELD_REASONS:
-        assert re.search(rf"<h2>{reason}</h2><p class=\"figure\">3</p>", counts)
+        assert re.search(rf"<h2>{human(reason)}</h2><p class=\"figure\">3</p>", counts)
     assert "No open holds for late." in ops.get("/ledger/holds/", {"reason": "late"}).content.decode()
 
 
@@ -68,7 +69,7 @@ def test_a_hold_shows_its_sessions_evidence(ops, held):
     assert held["session_id"] in page and "node-2" in page
     assert "Receipts (6)" in page and "Grants (6)" in page
     assert "Decisions history (6)" in page
-    assert ", ".join(HELD_REASONS) in page
+    assert ", ".join(f'<span class="enum" title="{reason}">{human(reason)}</span>' for reason in HELD_REASONS) in page
 
 
 def test_ops_releases_a_hold_with_a_reason_and_a_private_note(ops, held):

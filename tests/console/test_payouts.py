@@ -71,7 +71,7 @@ def test_another_finance_user_approves_with_a_current_code_and_payments_are_queu
     for payment in run["frozen"]["payments"]:
         assert payouts_world.state(f"payment/{payment['payment_id']}")["state"] == "approved"
         assert payouts_world.owner.get(OUTBOX, payment["effect_id"]).data["status"] == "pending"
-    assert page.count('<td class="payment-state">approved</td>') == len(RECIPIENTS)
+    assert page.count('<td class="payment-state"><span class="enum" title="approved">Approved</span></td>') == len(RECIPIENTS)
 
 
 @pytest.mark.parametrize("code", ["000000", "12345", ""])

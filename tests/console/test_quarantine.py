@@ -29,7 +29,8 @@ def test_the_screen_lists_each_effect_with_its_reason_and_ledger_status(client_a
     _, effect_id = parked
     page = client_as("ops").get("/ledger/quarantine/").content.decode()
     assert effect_id in page and "Poison: chain refused the transfer" in page
-    assert f'<td class="ledger-status">{ledger.get(OUTBOX, effect_id).data["status"]}</td>' in page
+    status = ledger.get(OUTBOX, effect_id).data["status"]
+    assert f'<td class="ledger-status"><span class="enum" title="{status}">{status.capitalize()}</span></td>' in page
     assert page.count('value="Retry"') == 1
 
 

@@ -69,7 +69,7 @@ def test_another_finance_user_approves_with_a_current_code(finance, payouts_worl
     assert "Address change approved" in response.content.decode()
     assert payouts_world.state(f"recipient/{RECIPIENT}") == {"recipient_id": RECIPIENT, "payout_address": NEW_ADDRESS,
                                                              "version": 2}
-    assert re.search(r'id="update-status">approved<', response.content.decode())
+    assert re.search(r'id="update-status"><span class="enum" title="approved">Approved<', response.content.decode())
 
 
 def test_declining_keeps_the_address_and_records_the_reason(finance, payouts_world):

@@ -22,7 +22,8 @@ def test_a_cancelled_run_that_paid_someone_shows_it(finance, payouts_world):
     listed = finance[FINANCE].get("/ledger/payouts/?status=cancelled").content.decode()
     assert "cancelled_with_confirmed_payments" in listed
     page = finance[FINANCE].get(f"/ledger/payouts/{seal('run', 'run-1')}/").content.decode()
-    assert 'id="run-aggregate"><strong>cancelled_with_confirmed_payments</strong>' in page
+    assert ('id="run-aggregate"><strong><span class="enum" title="cancelled_with_confirmed_payments">'
+            'Cancelled with confirmed payments</span></strong>') in page
 
 
 def test_a_payment_held_by_a_pending_address_change_says_so(finance, payouts_world):

@@ -1,15 +1,44 @@
-"""The labelled demo: the fixture scenario in a fresh ledger and a console user for each demo staff account."""
+"""The labelled demo: the fixture scenario in a fresh ledger and a console user for each demo staff account.
+
+A demo staff member's sign-in is made once, the first time the console meets
+them without one, and kept in ``demo-credentials.json`` beside Django's
+database (host-only, mode 0600) so ``manage.py demo_credentials`` can show it
+again. A restart never resets it, and never touches an account an admin
+provisioned: only the fixture's own staff get demo sign-ins.
+"""
 
 from __future__ import annotations
 
+import os
+from base64 import b32encode
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+from django.conf import settings
+from django.contrib.auth.models import User
+from django_otp.plugins.otp_totp.models import TOTPDevice
+
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.demo import DEMO_LABEL, demo_envelopes
-from ledger_engine.demo.foundation import staff_email
+from ledger_engine.demo.foundation import STAFF, staff_email
 from porto_console.console.roles import CONSOLE_ROLES
 from porto_console.console.services.accounts import accounts
-from porto_console.console.services.users import Credentials, issue_credentials, sync_user
+from porto_console.console.services.users import has_enrolled, issue_credentials, sync_user
 
 DEMO_SEED = 1
+CREDENTIALS_FILE = "demo-credentials.json"
+
+
+@dataclass(frozen=True)
+class DemoSignIn:
+    """A demo staff member's sign-in as the host shows it; ``password`` is None once its owner changed it."""
+
+    username: str
+    roles: list[str]
+    password: str | None
+    totp_secret: str | None
+    otpauth_url: str | None
 
 
 def is_demo(ledger: LedgerOwner) -> bool:
@@ -30,12 +59,72 @@ def load_scenario(ledger: LedgerOwner, seed: int = DEMO_SEED) -> int:
     return len(futures)
 
 
-def demo_users(ledger: LedgerOwner) -> list[tuple[Credentials, list[str]]]:
-    """Every active demo staff account with a console role, as a user with fresh credentials."""
+def demo_users(ledger: LedgerOwner) -> list[DemoSignIn]:
+    """Give each active demo staff account without a sign-in a console user with new credentials.
+
+    Returns only the credentials made now: on a restart, nobody who already
+    has a password or an authenticator is touched.
+    """
     issued = []
     for account in accounts(ledger, kind="staff", status="active"):
         roles = [role for role in account.roles if role in CONSOLE_ROLES]
-        if roles:
-            user, _ = sync_user(account.account_id, roles=roles, active=True, email=staff_email(account.account_id))
-            issued.append((issue_credentials(user), roles))
+        if account.account_id not in STAFF or not roles:
+            continue
+        user, _ = sync_user(account.account_id, roles=roles, active=True, email=staff_email(account.account_id))
+        if not has_enrolled(user):
+            credentials = issue_credentials(user)
+            _remember(credentials.username, credentials.password, user.password)
+            issued.append(DemoSignIn(user.username, roles, credentials.password, credentials.totp_secret,
+                                     credentials.otpauth_url))
     return issued
+
+
+def demo_sign_ins() -> list[DemoSignIn]:
+    """Every demo staff member's sign-in, from the console's database and the remembered passwords."""
+    remembered = _remembered()
+    found = []
+    for user in User.objects.filter(username__in=list(STAFF)).order_by("username"):
+        if user.email != staff_email(user.username):
+            continue
+        password, password_hash = remembered.get(user.username, (None, None))
+        device = TOTPDevice.objects.filter(user=user, confirmed=True).first()
+        found.append(DemoSignIn(
+            user.username, sorted(group.name for group in user.groups.all()),
+            password if password_hash == user.password else None,
+            b32encode(device.bin_key).decode() if device else None, device.config_url if device else None))
+    return found
+
+
+def sign_in_lines(sign_ins: list[DemoSignIn]) -> list[str]:
+    """The sign-ins as the host's terminal shows them; authenticators only for the roles that approve."""
+    lines = []
+    for sign_in in sign_ins:
+        password = sign_in.password or "(changed by its owner)"
+        lines.append(f"  {sign_in.username:<18} {','.join(sign_in.roles):<10} password {password}")
+        if sign_in.totp_secret and set(sign_in.roles) & {"admin", "finance"}:
+            lines.append(f"  {'':<18} {'':<10} TOTP secret {sign_in.totp_secret}")
+            lines.append(f"  {'':<18} {'':<10} {sign_in.otpauth_url}")
+    return lines
+
+
+def credentials_path() -> Path:
+    return Path(settings.VAR_DIR) / CREDENTIALS_FILE
+
+
+def _remembered() -> dict[str, tuple[str, str]]:
+    path = credentials_path()
+    if not path.exists():
+        return {}
+    return {name: (entry["password"], entry["password_hash"]) for name, entry in orjson.loads(path.read_bytes()).items()}
+
+
+def _remember(username: str, password: str, password_hash: str) -> None:
+    """Keep a demo password for ``demo_credentials``, with the hash it had, to tell when its owner changed it."""
+    entries = {name: {"password": secret, "password_hash": digest} for name, (secret, digest) in _remembered().items()}
+    entries[username] = {"password": password, "password_hash": password_hash}
+    path = credentials_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(orjson.dumps(entries, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+    os.replace(path.with_suffix(".tmp"), path)

@@ -1,13 +1,16 @@
-"""Template helpers: paging links that keep filters, times, amounts, hashes and sealed handles."""
+"""Template helpers: paging links that keep filters, times, amounts, hashes, sealed handles, enum words and days."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from django import template
+from django.forms import HiddenInput
+from django.utils.html import format_html, format_html_join
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.domain.ruleset import ASSETS
+from porto_console.console import labels
 from porto_console.console.handles import seal
 
 register = template.Library()
@@ -55,3 +58,71 @@ def age(milliseconds) -> str:
     parts = [(seconds // 86400, "d"), (seconds // 3600 % 24, "h"), (seconds // 60 % 60, "min"), (seconds % 60, "s")]
     shown = [f"{value} {unit}" for value, unit in parts if value]
     return " ".join(shown[:2]) or "0 s"
+
+
+@register.filter
+def human(value) -> str:
+    """An enum value in words, for headings and choices: ``prepared_in_error`` -> ``Prepared in error``."""
+    return labels.human(value) if value not in (None, "") else ""
+
+
+@register.filter
+def label(value) -> str:
+    """An enum value in words, with the ledger's own value on hover."""
+    if value in (None, ""):
+        return ""
+    return format_html('<span class="enum" title="{}">{}</span>', value, labels.human(value))
+
+
+@register.filter
+def day(value) -> str:
+    """A UTC day number as its date, with the number on hover: ``20728`` -> ``01 Oct 2026``."""
+    if value in (None, ""):
+        return ""
+    date = labels.day_date(value)
+    return format_html('<time datetime="{}" title="day {}">{}</time>', date.strftime("%Y-%m-%d"), value,
+                       date.strftime("%d %b %Y"))
+
+
+@register.filter
+def count_of(number, noun: str) -> str:
+    """``1 payment``, ``2 payments``; ``noun`` is ``singular`` or ``singular,plural``."""
+    singular, _, plural = noun.partition(",")
+    return f"{number} {singular if int(number) == 1 else plural or singular + 's'}"
+
+
+@register.filter
+def in_words(bound_field):
+    """A form field rendered with its choices' labels in words (``evidence_verified`` -> ``Evidence verified``)."""
+    field = bound_field.field
+    if getattr(field, "choices", None) and not isinstance(field.widget, HiddenInput):
+        field.choices = [(value, labels.human(text)) for value, text in field.choices]
+    return bound_field
+
+
+@register.filter
+def labels_of(values) -> str:
+    """Several enum values in words, comma-separated, each with its raw value on hover."""
+    return format_html_join(", ", "{}", ((label(value),) for value in values or ()))
+
+
+@register.simple_tag(takes_context=True)
+def sort_header(context, column: str, title: str):
+    """A sortable column's header: a link that sorts by it (again: the other way), keeping the filters.
+
+    Reads the list's ``query`` (its ``sort`` and ``descending``) from the context.
+    """
+    query = context["query"]
+    current = query.sort == column
+    descending = not query.descending if current else column in DESCENDING_FIRST
+    params = context["request"].GET.copy()
+    params["sort"], params["dir"] = column, "desc" if descending else "asc"
+    params.pop("page", None)
+    state = ("descending" if query.descending else "ascending") if current else "none"
+    arrow = (" ▼" if query.descending else " ▲") if current else ""
+    return format_html('<th scope="col" aria-sort="{}"><a href="?{}" class="sort-link">{}</a>{}</th>',
+                       state, params.urlencode(), title, arrow)
+
+
+# Columns whose first click sorts the largest or newest first.
+DESCENDING_FIRST = {"prepared", "paid", "amount"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from porto_console.console.charts import bar_chart
+from porto_console.console import charts
 from porto_console.console.roles import has_role
 from porto_console.console.screens import DASHBOARD, SCREENS
 from porto_console.console.services import dashboard as service
@@ -16,11 +16,13 @@ from porto_console.ledger import owner, read_at_boundary
 
 
 def dashboard(request):
-    read = read_at_boundary(service.figures)
-    charts = [bar_chart(name.capitalize(), read.data.daily[name]) for name in service.CHART_SERIES]
+    read = read_at_boundary(lambda ledger: (service.figures(ledger), charts.holds_by_age(ledger),
+                                            charts.payments_by_state(ledger)))
+    figures, holds_chart, payments_chart = read.data
     dispatch_state = owner().dispatch_state()
     dispatch_form = DispatchForm.to_switch(dispatch_state) if has_role(request.user, DISPATCH_ROLES) else None
-    return render_screen(request, "console/dashboard.html", DASHBOARD.title, read, figures=read.data, charts=charts,
+    return render_screen(request, "console/dashboard.html", DASHBOARD.title, read, figures=figures,
+                         charts=[charts.money_per_day(figures.daily), holds_chart, payments_chart],
                          backup=newest_good_backup(settings.BACKUP_DIR), dispatch=dispatch_state,
                          dispatch_form=dispatch_form, verified=last_verification(owner().store.path),
                          opens={screen.url_name.replace("-", "_"): has_role(request.user, screen.roles)
