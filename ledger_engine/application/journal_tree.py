@@ -14,6 +14,7 @@ frontier and gets its tree built from its journal once.
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import orjson
@@ -32,6 +33,7 @@ from ledger_engine.storage.rocks import RocksStore, WriteOp
 FRONTIER_KEY = b"merkle/frontier"
 NODE_PREFIX = b"merkle/node/"
 CATCH_UP_CHUNK = 10_000
+_HEX_NODE = re.compile(rb'"[0-9a-f]{64}"')
 
 Stage = Callable[[str, bytes, bytes], None]  # (family, key, value)
 
@@ -40,27 +42,41 @@ def node_key(level: int, index: int) -> bytes:
     return NODE_PREFIX + b"%02d/" % level + seq20(index).encode()
 
 
+def node_value(node: bytes) -> bytes:
+    """A node as its canonical JSON hex string, like every other value the ledger stores."""
+    return b'"' + node.hex().encode() + b'"'
+
+
 class StoredNodes:
-    """A ``NodeReader`` over the nodes in ``meta``; a missing node is damaged storage."""
+    """A ``NodeReader`` over the nodes in ``meta``; a missing or malformed node is damaged storage."""
 
     def __init__(self, get_raw: Callable[[str, bytes], bytes | None]) -> None:
         self._get_raw = get_raw
 
     def __call__(self, level: int, index: int) -> bytes:
         raw = self._get_raw(META, node_key(level, index))
-        if raw is None or len(raw) != tree.HASH_BYTES:
-            raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{META}/{node_key(level, index).decode()} is missing or torn")
-        return raw
+        if raw is not None and len(raw) == 2 * tree.HASH_BYTES + 2 and _HEX_NODE.fullmatch(raw):
+            return bytes.fromhex(raw[1:-1].decode())
+        raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{META}/{node_key(level, index).decode()} is missing or torn")
 
 
 def stage_append(stage: Stage, frontier: Frontier, entry_hash: str) -> Frontier:
     """Stage entry ``frontier.size + 1``'s leaf and the nodes it completes; the frontier after it."""
     leaf = journal_leaf_hash(entry_hash)
     after, completed = frontier.append(leaf)
-    stage(META, node_key(0, frontier.size), leaf)
+    stage(META, node_key(0, frontier.size), node_value(leaf))
     for node in completed:
-        stage(META, node_key(node.level, node.index), node.hash)
+        stage(META, node_key(node.level, node.index), node_value(node.hash))
     return after
+
+
+def appended_keys(sequence: int) -> list[bytes]:
+    """The keys appending entry ``sequence`` writes: its leaf, the nodes it completes, and the frontier."""
+    keys, level = [node_key(0, sequence - 1)], 1
+    while sequence % (1 << level) == 0:
+        keys.append(node_key(level, (sequence >> level) - 1))
+        level += 1
+    return [*keys, FRONTIER_KEY]
 
 
 def frontier_op(frontier: Frontier) -> WriteOp:

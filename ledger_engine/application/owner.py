@@ -20,6 +20,7 @@ import orjson
 from ledger_engine.application.admission import AdmittedCommand, admit
 from ledger_engine.application.executor import SerialExecutor
 from ledger_engine.application.journal import GENESIS_HEAD, Head, encoded_delta
+from ledger_engine.application.journal_tree import stored_root
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.records import decode_record, encode_record, encode_value
 from ledger_engine.application.transition import HEAD_KEY, CommandOutcome, stored_outcome
@@ -127,12 +128,39 @@ class LedgerOwner:
     def _admit_or_log(self, document: Any) -> AdmittedCommand:
         """Refusals before admission go to the security log, never to the ledger (seed 000)."""
         try:
-            return admit(document)
+            admitted = admit(document)
+            self._check_journal_claim(admitted)
+            return admitted
         except LedgerError as error:
             self.security_log.record("refused_before_admission", str(error.code), error.detail,
                                      command_id=_identifier(document, "command_id"),
                                      actor_id=_identifier(document, "actor_id"))
             raise
+
+    def _check_journal_claim(self, admitted: AdmittedCommand) -> None:
+        """A payload naming a journal tree (a commitment's) must name this journal's root at that size.
+
+        Checked here, at admission, because rules read state and the tree is not state (docs/adr/0041).
+        """
+        claim = getattr(admitted.payload, "journal_tree", None)
+        if claim is None:
+            return
+        actual = self.journal_root_at(claim.size)
+        if actual != claim.root:
+            raise LedgerError(ErrorCode.CONFLICTING_EVIDENCE,
+                              f"journal tree of {claim.size} entries has root {actual}, not {claim.root}"
+                              if actual else f"the journal has fewer than {claim.size} entries")
+
+    def journal_tree(self) -> dict[str, Any]:
+        """``{"size", "root"}`` of the journal tree at the last durable group."""
+        frontier = self.executor.frontier
+        return {"size": frontier.size, "root": frontier.root().hex()}
+
+    def journal_root_at(self, size: int) -> str | None:
+        """The journal tree's root over entries 1..size, or None beyond the head; read from nodes that never change."""
+        if not 0 <= size <= self.executor.frontier.size:
+            return None
+        return stored_root(self.store, size)
 
     def submit_async(self, document: Any) -> Future:
         return self.executor.submit(self._admit_or_log(document))

@@ -20,7 +20,8 @@ from ledger_engine.keys import IDENTIFIER_PATTERN, key
 from ledger_engine.layout import INDEXES, OUTBOX, STATE
 from porto_console.internal_api.errors import ApiError
 from porto_console.internal_api.schemas import (
-    EFFECT_CURSOR, ERROR_RESPONSES, AttemptPage, BatchPage, DispatchOut, EffectOut, EffectPage, HeadOut, PaymentOut,
+    EFFECT_CURSOR, ERROR_RESPONSES, AttemptPage, BatchPage, DispatchOut, EffectOut, EffectPage, HeadOut,
+    JournalTreeOut, PaymentOut,
 )
 from porto_console.ledger import owner, read_at_boundary
 
@@ -34,6 +35,16 @@ router = Router(tags=["reads"])
 @router.get("/head", response={200: HeadOut, **ERROR_RESPONSES}, summary="Read the ledger head")
 def read_head(request: HttpRequest) -> dict[str, Any]:
     return owner().head().as_json()
+
+
+@router.get("/journal-tree", response={200: JournalTreeOut, **ERROR_RESPONSES},
+            summary="Read the journal tree's size and root",
+            description="""\
+The RFC 9162 Merkle root over the hashes of journal entries 1..`size`, at the last durable commit
+(docs/merkle.md). The committer anchors it with every batch commitment; its observation records it,
+and the ledger refuses one naming another root for that size (`CONFLICTING_EVIDENCE`).""")
+def read_journal_tree(request: HttpRequest) -> dict[str, Any]:
+    return owner().journal_tree()
 
 
 @router.get("/dispatch", response={200: DispatchOut, **ERROR_RESPONSES}, summary="Read whether dispatch is enabled",

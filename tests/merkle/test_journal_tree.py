@@ -97,7 +97,7 @@ def test_a_frontier_that_disagrees_with_the_head_or_the_nodes_refuses_to_open(le
     data = _copy(ledger, tmp_path)
     with RocksStore(data) as store:
         size = orjson.loads(store.get(META, journal_tree.FRONTIER_KEY))["size"]
-        store.write([(META, journal_tree.node_key(0, size - 1), b"\x00" * 32)])
+        store.write([(META, journal_tree.node_key(0, size - 1), journal_tree.node_value(b"\x00" * 32))])
     with pytest.raises(StorageFault) as raised:
         LedgerOwner.open(data)
     assert raised.value.code == ErrorCode.STORAGE_CORRUPT

@@ -156,3 +156,26 @@ def test_freezing_needs_the_artifact_in_evidence_and_observations_need_theirs(fr
                    "outcome": "confirmed", "ledger_version": 1, "evidence_digest": digest("e")}
     frozen.rejects(ErrorCode.INVALID_REFERENCE, lambda: frozen.submit(
         "RecordCommitmentObservation", observation, actor=OBSERVER))
+
+
+def test_a_confirmed_commitment_records_the_journal_tree_it_anchored(frozen: PayoutWorld):
+    assert frozen.claim("batch-1-anchor", actor=COMMITTER).accepted
+    assert frozen.complete("batch-1-anchor", "submitted", TX, actor=COMMITTER).accepted
+    signed_at = frozen.owner.journal_tree()
+    assert signed_at["size"] == frozen.owner.head().sequence
+    outcome = frozen.observe_commitment("batch-1", TX, "confirmed", journal_tree=signed_at)
+    assert outcome.accepted, outcome.result
+    assert batch(frozen)["journal_tree"] == signed_at
+    assert frozen.owner.journal_root_at(signed_at["size"]) == signed_at["root"]
+
+
+def test_a_commitment_naming_another_root_or_a_future_size_changes_nothing(frozen: PayoutWorld):
+    assert frozen.claim("batch-1-anchor", actor=COMMITTER).accepted
+    assert frozen.complete("batch-1-anchor", "submitted", TX, actor=COMMITTER).accepted
+    head = frozen.owner.head().sequence
+    other_root = frozen.owner.journal_root_at(head - 1)
+    for claim in ({"size": head, "root": other_root}, {"size": head + 5, "root": other_root}):
+        with pytest.raises(LedgerError) as raised:
+            frozen.observe_commitment("batch-1", TX, "confirmed", journal_tree=claim)
+        assert raised.value.code == ErrorCode.CONFLICTING_EVIDENCE
+        assert frozen.owner.head().sequence == head and batch(frozen)["state"] == "submitted"

@@ -16,6 +16,14 @@ The committer completes the anchor effect with ``submitted`` or ``unknown``
 is reopened with the same payload). An observer's confirmed commitment, whose
 artifact hash must equal the frozen one, confirms the batch; a repeat is a
 no-op, a confirmation by another transaction is CONFLICTING_EVIDENCE.
+
+A commitment also anchors the journal: the committer's ``anchor`` call names
+the journal tree's size and root when it was signed, and the observation
+records them as the batch's ``journal_tree``, so an anchored batch commits
+every journal entry up to that size. The rule sees no tree (it reads state
+only): it requires the size to be of entries already journalled; the ledger
+owner checks the root against its stored tree before admission
+(docs/adr/0041).
 """
 
 from __future__ import annotations
@@ -79,6 +87,13 @@ class FreezeArtifactPayload(Payload):
     step: Annotated[PrepareBatch | FreezeBatch | AbandonBatch, Field(discriminator="action")]
 
 
+class JournalTreeClaim(Payload):
+    """The journal tree a commitment anchored: its size (entries 1..size) and RFC 9162 root."""
+
+    size: Count
+    root: Digest
+
+
 class RecordCommitmentObservationPayload(Payload):
     batch_id: Identifier
     transaction_hash: TransactionHash
@@ -86,6 +101,8 @@ class RecordCommitmentObservationPayload(Payload):
     outcome: Literal["confirmed", "failed"]
     ledger_version: Count
     evidence_digest: Digest
+    # What the committer's anchor call named; fixture histories from before the journal tree omit it.
+    journal_tree: JournalTreeClaim | None = None
 
 
 @command("FreezeArtifact", payload=FreezeArtifactPayload, roles={"finance"})
@@ -183,8 +200,14 @@ def record_commitment_observation(ctx: RuleContext, p: RecordCommitmentObservati
         return {"batch_id": p.batch_id, "state": batch["state"], "changed": False}
     require(batch["state"] != "confirmed", ErrorCode.CONFLICTING_EVIDENCE,
             f"batch {p.batch_id} is already confirmed by transaction {batch['transaction_hash']}")
+    journal_tree = None
+    if p.journal_tree is not None:
+        require(p.journal_tree.size < ctx.sequence, ErrorCode.INVALID_REFERENCE,
+                f"a commitment anchors journal entries already written, not {p.journal_tree.size} at {ctx.sequence}")
+        journal_tree = p.journal_tree.model_dump(mode="json")
     if p.outcome == "confirmed":
-        batches.move(changes, batch, "confirmed", transaction_hash=p.transaction_hash, ledger_version=p.ledger_version)
+        batches.move(changes, batch, "confirmed", transaction_hash=p.transaction_hash, ledger_version=p.ledger_version,
+                     journal_tree=journal_tree)
         outbox.finish(changes, batch["anchor_effect_id"], {"observed": "confirmed", "transaction_hash": p.transaction_hash})
     else:
         require(p.transaction_hash == batch["transaction_hash"], ErrorCode.INVALID_REFERENCE,
@@ -192,5 +215,6 @@ def record_commitment_observation(ctx: RuleContext, p: RecordCommitmentObservati
         batches.move(changes, batch, "failed", ledger_version=p.ledger_version)
         outbox.reopen(changes, batch["anchor_effect_id"], {"observed": "failed", "transaction_hash": p.transaction_hash})
     changes.event("CommitmentObserved", batch_id=p.batch_id, transaction_hash=p.transaction_hash,
-                  outcome=p.outcome, ledger_version=p.ledger_version, evidence_digest=p.evidence_digest)
+                  outcome=p.outcome, ledger_version=p.ledger_version, evidence_digest=p.evidence_digest,
+                  **({"journal_tree": journal_tree} if journal_tree is not None else {}))
     return {"batch_id": p.batch_id, "state": p.outcome, "changed": True}
