@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from ledger_engine.application.admission import AdmittedCommand
 from ledger_engine.application.journal import Head
-from ledger_engine.application.journal_tree import frontier_op, open_tree, stage_append
+from ledger_engine.application.journal_tree import check_journal_claim, frontier_op, open_tree, stage_append
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.transition import CommandOutcome, execute
 from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
@@ -158,6 +158,7 @@ class SerialExecutor:
         answers: list[tuple[Future, CommandOutcome | LedgerError]] = []
         for command, future in group:
             try:
+                check_journal_claim(command.payload, pending.get_raw, frontier)
                 outcome, head = execute(command, pending, head, self._indexes, admitted_floor_ms=floor)
                 if head.sequence > frontier.size:
                     frontier = stage_append(pending.put, frontier, head.entry_hash)

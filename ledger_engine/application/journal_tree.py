@@ -39,7 +39,8 @@ Stage = Callable[[str, bytes, bytes], None]  # (family, key, value)
 
 
 def node_key(level: int, index: int) -> bytes:
-    return NODE_PREFIX + b"%02d/" % level + seq20(index).encode()
+    """``merkle/node/LL/<index, 20 digits>``: a node's key, in level then index order."""
+    return b"merkle/node/%02d/%020d" % (level, index)
 
 
 def node_value(node: bytes) -> bytes:
@@ -77,6 +78,24 @@ def appended_keys(sequence: int) -> list[bytes]:
         keys.append(node_key(level, (sequence >> level) - 1))
         level += 1
     return [*keys, FRONTIER_KEY]
+
+
+def check_journal_claim(payload: object, get_raw: Callable[[str, bytes], bytes | None], frontier: Frontier) -> None:
+    """A payload naming a journal tree (a commitment's) must name this journal's root at that size.
+
+    Checked by the executor in command order, reading nodes through the group's pending writes, because
+    rules read state and the tree is not state (docs/adr/0041). A refusal is not journalled.
+    """
+    claim = getattr(payload, "journal_tree", None)
+    if claim is None:
+        return
+    if claim.size > frontier.size:
+        raise LedgerError(ErrorCode.CONFLICTING_EVIDENCE,
+                          f"the journal has {frontier.size} entries, not the {claim.size} the commitment names")
+    actual = tree.root_at(StoredNodes(get_raw), claim.size).hex()
+    if actual != claim.root:
+        raise LedgerError(ErrorCode.CONFLICTING_EVIDENCE,
+                          f"the journal tree of {claim.size} entries has root {actual}, not {claim.root}")
 
 
 def frontier_op(frontier: Frontier) -> WriteOp:

@@ -128,28 +128,12 @@ class LedgerOwner:
     def _admit_or_log(self, document: Any) -> AdmittedCommand:
         """Refusals before admission go to the security log, never to the ledger (seed 000)."""
         try:
-            admitted = admit(document)
-            self._check_journal_claim(admitted)
-            return admitted
+            return admit(document)
         except LedgerError as error:
             self.security_log.record("refused_before_admission", str(error.code), error.detail,
                                      command_id=_identifier(document, "command_id"),
                                      actor_id=_identifier(document, "actor_id"))
             raise
-
-    def _check_journal_claim(self, admitted: AdmittedCommand) -> None:
-        """A payload naming a journal tree (a commitment's) must name this journal's root at that size.
-
-        Checked here, at admission, because rules read state and the tree is not state (docs/adr/0041).
-        """
-        claim = getattr(admitted.payload, "journal_tree", None)
-        if claim is None:
-            return
-        actual = self.journal_root_at(claim.size)
-        if actual != claim.root:
-            raise LedgerError(ErrorCode.CONFLICTING_EVIDENCE,
-                              f"journal tree of {claim.size} entries has root {actual}, not {claim.root}"
-                              if actual else f"the journal has fewer than {claim.size} entries")
 
     def journal_tree(self) -> dict[str, Any]:
         """``{"size", "root"}`` of the journal tree at the last durable group."""

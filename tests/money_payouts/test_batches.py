@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ledger_engine.checkpoint.export import export_store
+from ledger_engine.checkpoint.replay import replay_export
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import OUTBOX
 from tests.money_payouts.world import COMMITTER, OBSERVER, PayoutWorld, digest, transaction_hash
@@ -158,7 +160,7 @@ def test_freezing_needs_the_artifact_in_evidence_and_observations_need_theirs(fr
         "RecordCommitmentObservation", observation, actor=OBSERVER))
 
 
-def test_a_confirmed_commitment_records_the_journal_tree_it_anchored(frozen: PayoutWorld):
+def test_a_confirmed_commitment_records_the_journal_tree_it_anchored_and_replays(frozen: PayoutWorld, tmp_path):
     assert frozen.claim("batch-1-anchor", actor=COMMITTER).accepted
     assert frozen.complete("batch-1-anchor", "submitted", TX, actor=COMMITTER).accepted
     signed_at = frozen.owner.journal_tree()
@@ -167,6 +169,9 @@ def test_a_confirmed_commitment_records_the_journal_tree_it_anchored(frozen: Pay
     assert outcome.accepted, outcome.result
     assert batch(frozen)["journal_tree"] == signed_at
     assert frozen.owner.journal_root_at(signed_at["size"]) == signed_at["root"]
+    frozen.owner.with_checkpoint(lambda store: export_store(store, tmp_path / "export"))
+    replayed = replay_export(tmp_path / "export", tmp_path / "replayed")
+    assert replayed["sequence"] == frozen.owner.head().sequence
 
 
 def test_a_commitment_naming_another_root_or_a_future_size_changes_nothing(frozen: PayoutWorld):

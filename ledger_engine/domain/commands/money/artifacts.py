@@ -28,8 +28,8 @@ A commitment also anchors the journal: the committer's ``anchor`` call names
 the journal tree's size and root when it was signed, and the observation
 records them as the batch's ``journal_tree``, so an anchored batch commits
 every journal entry up to that size. The rule sees no tree (it reads state
-only): it requires the size to be of entries already journalled; the ledger
-owner checks the root against its stored tree before admission
+only): it requires the size to be of entries already journalled; the
+executor checks the root against its tree before the rule runs
 (docs/adr/0041).
 """
 
