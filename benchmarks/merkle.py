@@ -3,7 +3,9 @@
 One journal tree of 10^6 synthetic entry hashes is built by appending to the
 frontier (keeping every node, as a node store would); the trees of 10^3 and
 10^5 entries are its prefixes. At each size, inclusion and consistency proofs
-for random entries are generated from the stored nodes and verified. The
+for random entries are generated from the stored nodes and verified, and
+inclusion proofs are read again from the nodes written into RocksDB under the
+engine's keys, as ``prove-inclusion`` reads them. The
 tree's upkeep per command (leaf hash, frontier append, the completed nodes) is
 set beside what a group-committed command costs in the same run, and the
 engine's group commit is run with and without the tree (rounds interleaved),
@@ -30,6 +32,9 @@ from benchmarks.workload import (
     SAMPLE_COMMANDS, check_committed, next_registrations, open_ledger, submit_windowed, warm_up,
 )
 from ledger_engine.application import executor
+from ledger_engine.application.journal_tree import StoredNodes, node_key, node_value
+from ledger_engine.layout import META
+from ledger_engine.storage.rocks import RocksStore
 from ledger_engine.merkle import tree
 from ledger_engine.merkle.frontier import Frontier, MemoryNodes
 from ledger_engine.merkle.journal import journal_leaf_hash
@@ -51,6 +56,7 @@ def run(report: Report, workdir: Path) -> None:
     gc.freeze()
     timings = {size: _proofs(report, nodes, size) for size in SIZES}
     _growth(report, timings)
+    _stored_proofs(report, workdir, nodes)
     upkeep_us = _upkeep(report, entry_hashes[:UPKEEP_ENTRIES])
     with_tree_us, without_us = _group_commit(report, workdir)
     report.metric("commit_over_upkeep", "group-committed command / tree upkeep per command", with_tree_us / upkeep_us,
@@ -103,6 +109,29 @@ def _proofs(report: Report, nodes: MemoryNodes, size: int) -> dict[str, float]:
         report.metric(f"{key}_{size}_us", f"{label} {text}", value, "µs")
     return {"prove_inclusion": prove_in, "verify_inclusion": verify_in, "prove_consistency": prove_co,
             "verify_consistency": verify_co}
+
+
+def _stored_proofs(report: Report, workdir: Path, nodes: MemoryNodes) -> None:
+    """Inclusion proofs read from RocksDB, as ``prove-inclusion`` reads them: the engine's node keys in ``meta``."""
+    with RocksStore(workdir / "nodes", create=True) as store:
+        ops = []
+        for level, hashes in enumerate(nodes.levels):
+            for index, node in enumerate(hashes):
+                ops.append((META, node_key(level, index), node_value(node)))
+                if len(ops) >= 100_000:
+                    store.write(ops)
+                    ops = []
+        store.write(ops)
+        stored = StoredNodes(store.get)
+        for size in SIZES:
+            chosen = random.Random(SEED + size)
+            indices = [chosen.randrange(size) for _ in range(PROOFS)]
+            paths: list = []
+            per_proof = _per_op(lambda: paths.extend(tree.inclusion_proof(stored, i, size) for i in indices))
+            report.check(paths[:PROOFS] == [tree.inclusion_proof(nodes, i, size) for i in indices],
+                         f"{size:,} entries: proofs read from RocksDB equal those from memory")
+            report.metric(f"prove_inclusion_stored_{size}_us", f"{size:,} entries: inclusion proof read from RocksDB",
+                          per_proof, "µs")
 
 
 def _per_op(work) -> float:
