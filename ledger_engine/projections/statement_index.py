@@ -95,9 +95,7 @@ def prepare_statement_index(store: RocksStore, index_batch_id: str, accounting_b
     _require(bool(lines), ErrorCode.INVALID_STATE, f"batch {accounting_batch_id} speaks for no recipient's lines")
     documents = [statement_document(new_proof_id(), recipient, batch, lines[recipient]) for recipient in sorted(lines)]
     tree = StatementTree.build(documents)
-    artifact = canonical_bytes({"version": INDEX_ARTIFACT_VERSION, "index_batch_id": index_batch_id,
-                                "accounting_batch_id": accounting_batch_id, "statements": list(tree.statements),
-                                "root": tree.root})
+    artifact = index_artifact(index_batch_id, accounting_batch_id, tree)
     statements = sorted(({"statement_id": f"statement-{uuid.uuid4()}", "recipient_id": document["recipient_id"],
                           "accounting_batch_id": accounting_batch_id,
                           "artifact_hash": hashlib.sha256(canonical_bytes(document)).hexdigest(),
@@ -108,6 +106,13 @@ def prepare_statement_index(store: RocksStore, index_batch_id: str, accounting_b
             "artifact_hash": hashlib.sha256(artifact).hexdigest(), "count": len(statements),
             "anchor_effect_id": anchor_effect_id, "statements": statements, "statement_root": tree.root}
     return step, artifact
+
+
+def index_artifact(index_batch_id: str, accounting_batch_id: str, tree: StatementTree) -> bytes:
+    """The index's private artifact: every statement in public-proof-ID order and the root, canonical JSON."""
+    return canonical_bytes({"version": INDEX_ARTIFACT_VERSION, "index_batch_id": index_batch_id,
+                            "accounting_batch_id": accounting_batch_id, "statements": list(tree.statements),
+                            "root": tree.root})
 
 
 def statement_file(store: RocksStore, read_evidence: Callable[[str], bytes], statement_id: str,

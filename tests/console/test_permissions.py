@@ -142,9 +142,8 @@ MATRIX: dict[str, Row] = {
         "command_id": new_command_id(), "seen_hash": NO_HASH, "otp_token": "123456"}),
     "ledger/payouts/<str:handle>/cancel/": Row(post=frozenset({"finance"}), screen=FINANCE_AUDITOR, post_data=lambda t: {
         "command_id": new_command_id(), "reason": "superseded", "revision": "1"}),
-    # Finance downloads statement files; the demo's fixture index has no statement tree, so back to the payables.
-    "ledger/statements/<str:handle>/file/": Row(get=frozenset({"finance"}), screen=frozenset({"finance"}),
-                                                statuses={("GET", "finance"): 302}),
+    # Finance downloads a recipient's statement file (the demo's statement index is anchored with its tree).
+    "ledger/statements/<str:handle>/file/": Row(get=frozenset({"finance"}), screen=frozenset({"finance"})),
     "ledger/recipients/": Row(get=FINANCE_AUDITOR, post=FINANCE_AUDITOR),
     "ledger/recipients/request/": Row(get=frozenset({"finance"}), post=frozenset({"finance"}), post_data=lambda t: {
         "command_id": new_command_id(), "recipient_id": "demo-artist-01", "payout_address": "0x" + "7a" * 32,

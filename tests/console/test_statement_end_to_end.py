@@ -144,3 +144,18 @@ def test_statement_files_are_refused_to_credentials_that_do_not_anchor_statement
     refused = httpx.get(f"{live_server.url}/internal/statements/{statement_id}/file",
                         headers={"Authorization": f"Bearer {token}"})
     assert (refused.status_code, refused.json()["code"]) == (403, "COMMAND_NOT_ALLOWED")
+
+
+def test_the_demo_statement_index_gives_every_recipient_a_file_to_download(ledger, client_as):
+    index = next(row["data"] for _, row in ledger.scan(STATE, "batch/", limit=1_000)
+                 if row["data"]["kind"] == "statement_index" and row["data"]["state"] == "confirmed")
+    statements = statements_of_index(ledger.store, index["batch_id"])
+    assert statements and index["artifact"]["statement_root"]
+    page = client_as("finance").get("/ledger/payouts/prepare/")
+    assert page.status_code == 200 and b"Download statement file" in page.content
+    for statement in statements:
+        response = client_as("finance").get(f"/ledger/statements/{seal('statement', statement['statement_id'])}/file/")
+        assert response.status_code == 200, statement
+        verdict = verify_statement_file(response.content)
+        assert (verdict["recipient_id"], verdict["batch_root"], verdict["tree_size"]) == (
+            statement["recipient_id"], index["artifact"]["statement_root"], len(statements))
