@@ -21,6 +21,7 @@ from typing import Any, Callable, TextIO
 import orjson
 
 from ledger_engine.application.envelopes import build_envelope
+from ledger_engine.application import journal_tree
 from ledger_engine.application.owner import LedgerOwner, initialise, read_head
 from ledger_engine.canonical import parse_json
 from ledger_engine.checkpoint.backup import backup, restore
@@ -33,6 +34,7 @@ from ledger_engine.demo import demo_envelopes
 from ledger_engine.errors import STORAGE_CODES, ErrorCode, LedgerError, StorageFault
 from ledger_engine.genesis import default_genesis, genesis_hash
 from ledger_engine.merkle import verify_proof_document, verify_statement_file
+from ledger_engine.merkle.document import encode_document
 from ledger_engine.projections.rebuild import rebuild_indexes
 from ledger_engine.storage.rocks import RocksStore
 
@@ -213,6 +215,26 @@ def cmd_verify_statement(args: argparse.Namespace) -> None:
     emit(verify_statement_file(Path(args.file).read_bytes()))
 
 
+def cmd_prove_inclusion(args: argparse.Namespace) -> None:
+    """Entry SEQUENCE is in the journal tree of N entries (default: all): a document verify-proof checks."""
+    with RocksStore(_require_data(args), read_only=True, stopped=True) as store:
+        document = journal_tree.prove_inclusion(store, read_head(store), args.sequence, args.at)
+    _emit_document(document)
+
+
+def cmd_prove_consistency(args: argparse.Namespace) -> None:
+    """The journal tree of M entries is a prefix of the one of N: a document verify-proof checks."""
+    with RocksStore(_require_data(args), read_only=True, stopped=True) as store:
+        document = journal_tree.prove_consistency(store, read_head(store), args.first, args.second)
+    _emit_document(document)
+
+
+def _emit_document(document: dict[str, Any]) -> None:
+    """A proof document in its canonical bytes, so the printed file is exactly what verify-proof reads."""
+    sys.stdout.buffer.write(encode_document(document))
+    sys.stdout.flush()
+
+
 def cmd_demo_envelopes(args: argparse.Namespace) -> None:
     for envelope in demo_envelopes(args.seed, listeners=args.listeners, days=args.days):
         sys.stdout.write(orjson.dumps(envelope, option=orjson.OPT_SORT_KEYS).decode() + "\n")
@@ -249,6 +271,12 @@ def build_parser() -> argparse.ArgumentParser:
     dispatch.add_argument("--reason", required=True)
     verb("verify-proof", cmd_verify_proof, "check a journal proof document, no ledger needed").add_argument("file")
     verb("verify-statement", cmd_verify_statement, "check a statement file, no ledger needed").add_argument("file")
+    inclusion = verb("prove-inclusion", cmd_prove_inclusion, "print an inclusion proof of one journal entry")
+    inclusion.add_argument("sequence", type=int)
+    inclusion.add_argument("--at", type=int, help="the tree size to prove against (default: the head)")
+    consistency = verb("prove-consistency", cmd_prove_consistency, "print a consistency proof between two sizes")
+    consistency.add_argument("first", type=int, metavar="M")
+    consistency.add_argument("second", type=int, metavar="N")
     demo = verb("demo-envelopes", cmd_demo_envelopes, "print the deterministic demo scenario")
     demo.add_argument("--seed", type=int, required=True)
     demo.add_argument("--listeners", type=int, default=20)

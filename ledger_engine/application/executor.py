@@ -33,6 +33,7 @@ from typing import Any, Callable
 
 from ledger_engine.application.admission import AdmittedCommand
 from ledger_engine.application.journal import Head
+from ledger_engine.application.journal_tree import check_journal_claim, frontier_op, open_tree, stage_append
 from ledger_engine.application.observers import CommandReport, GroupReport, Listeners
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.transition import CommandOutcome, execute
@@ -55,6 +56,7 @@ class SerialExecutor:
     def __init__(self, store: RocksStore, head: Head, *, admitted_floor_ms: int = 0, max_group: int = 64) -> None:
         self.store = store
         self.head = head
+        self.frontier = open_tree(store, head)
         self.admitted_floor_ms = admitted_floor_ms
         self.max_group = max_group
         self.halted: LedgerError | None = None
@@ -160,11 +162,14 @@ class SerialExecutor:
             self._answer(group, [self.halted] * len(group))
             return
         pending = PendingBatch(self.store)
-        head, floor = self.head, self.admitted_floor_ms
+        head, floor, frontier = self.head, self.admitted_floor_ms, self.frontier
         answers: list[tuple[Future, CommandOutcome | LedgerError]] = []
         for command, future, _ in group:
             try:
+                check_journal_claim(command.payload, pending.get_raw, frontier)
                 outcome, head = execute(command, pending, head, self._indexes, admitted_floor_ms=floor)
+                if head.sequence > frontier.size:
+                    frontier = stage_append(pending.put, frontier, head.entry_hash)
                 floor = max(floor, command.envelope.admitted_at_ms) if not outcome.duplicate else floor
                 answers.append((future, outcome))
             except StorageFault as fault:  # nothing of this group can be trusted: write none of it
@@ -175,12 +180,14 @@ class SerialExecutor:
             except Exception as error:  # a rule bug; execute() stages nothing before it can fail
                 answers.append((future, LedgerError(ErrorCode.RULE_FAILURE, f"{type(error).__name__}: {error}")))
         if len(pending):
+            if frontier is not self.frontier:
+                pending.put(*frontier_op(frontier))
             try:
                 self.store.write(pending.ops())
             except Exception as error:  # uncertain: the batch may or may not be on disk
                 self._fail_group(group, LedgerError(ErrorCode.LEDGER_HALTED, f"synchronous write failed: {error}"))
                 return
-        self.head, self.admitted_floor_ms = head, floor
+        self.head, self.admitted_floor_ms, self.frontier = head, floor, frontier
         self._answer(group, [answer for _, answer in answers])
 
     def _fail_group(self, group: list[tuple[AdmittedCommand, Future, float]], fault: LedgerError) -> None:

@@ -20,6 +20,7 @@ import orjson
 from ledger_engine.application.admission import AdmittedCommand, admit
 from ledger_engine.application.executor import SerialExecutor
 from ledger_engine.application.journal import GENESIS_HEAD, Head, encoded_delta
+from ledger_engine.application.journal_tree import stored_root
 from ledger_engine.application.observers import GroupListener
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.records import decode_record, encode_record, encode_value
@@ -134,6 +135,17 @@ class LedgerOwner:
                                      command_id=_identifier(document, "command_id"),
                                      actor_id=_identifier(document, "actor_id"))
             raise
+
+    def journal_tree(self) -> dict[str, Any]:
+        """``{"size", "root"}`` of the journal tree at the last durable group."""
+        frontier = self.executor.frontier
+        return {"size": frontier.size, "root": frontier.root().hex()}
+
+    def journal_root_at(self, size: int) -> str | None:
+        """The journal tree's root over entries 1..size, or None beyond the head; read from nodes that never change."""
+        if not 0 <= size <= self.executor.frontier.size:
+            return None
+        return stored_root(self.store, size)
 
     def submit_async(self, document: Any) -> Future:
         return self.executor.submit(self._admit_or_log(document))

@@ -58,6 +58,7 @@ def backup(take_checkpoint: Callable[[Path], None], data_dir: Path, destination:
         "sequence": head.sequence,
         "entry_hash": head.entry_hash,
         "logical_state_hash": metadata["logical_state_hash"],
+        "journal_tree": metadata["journal_tree"],
         "writer_generation": generation,
         "db_files": _hash_tree(dest / "db"),
     }
@@ -90,6 +91,8 @@ def verify_backup(source: str | os.PathLike) -> dict[str, Any]:
         manifest["sequence"], manifest["entry_hash"], manifest["logical_state_hash"]
     ):
         raise VerificationError(MANIFEST, "the manifest's head and state hash differ from the export's")
+    if manifest.get("journal_tree", metadata["journal_tree"]) != metadata["journal_tree"]:
+        raise VerificationError(MANIFEST, "the manifest's journal tree root differs from the export's journal")
     return manifest
 
 

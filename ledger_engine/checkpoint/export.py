@@ -3,7 +3,9 @@
 Format 2 (docs/adr/0011): ``deltas.jsonl`` holds, for every sequence from 0
 (genesis) to the head, the canonical set operations whose hash is that
 entry's ``delta_hash``, so an auditor can fold them into the state rows and
-events without trusting the ledger.
+events without trusting the ledger. ``metadata.json`` also carries
+``journal_tree``, ``{"size": n, "root": hex}``: the RFC 9162 Merkle root over
+entry hashes 1..n beside the chain head (docs/merkle.md, docs/adr/0039).
 
 The export is taken from a store nobody is writing: a read-only checkpoint of
 a live owner (``LedgerOwner.with_checkpoint``) or a stopped ledger. It never
@@ -17,6 +19,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+import orjson
+
 from ledger_engine.application.journal import row_bytes
 from ledger_engine.application.owner import read_genesis, read_head
 from ledger_engine.canonical import STATE_DOMAIN, canonical_bytes, canonical_string
@@ -27,6 +31,8 @@ from ledger_engine.errors import ErrorCode, StorageFault
 from ledger_engine.genesis import genesis_hash
 from ledger_engine.keys import seq20
 from ledger_engine.layout import DELTAS, EVENTS, JOURNAL
+from ledger_engine.merkle.frontier import Frontier
+from ledger_engine.merkle.journal import journal_leaf_hash
 from ledger_engine.storage.rocks import RocksStore
 
 EXPORT_FORMAT_VERSION = 2
@@ -84,6 +90,26 @@ def delta_lines(store: RocksStore, sequence: int) -> Iterable[bytes]:
         yield b'{"delta":' + delta + b',"sequence":' + str(number).encode() + b"}"
 
 
+class JournalTreeFold:
+    """The journal tree's frontier, grown over the entries as they stream past."""
+
+    def __init__(self) -> None:
+        self.frontier = Frontier()
+
+    def add(self, entry_hash: str) -> None:
+        self.frontier, _ = self.frontier.append(journal_leaf_hash(entry_hash))
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"size": n, "root": hex}``: the Merkle root over entry hashes 1..n (docs/merkle.md)."""
+        return {"size": self.frontier.size, "root": self.frontier.root().hex()}
+
+
+def journal_lines(store: RocksStore, fold: JournalTreeFold) -> Iterable[bytes]:
+    for _, value in store.scan(JOURNAL):
+        fold.add(orjson.loads(value)["entry_hash"])
+        yield value
+
+
 def export_store(store: RocksStore, destination: str | os.PathLike) -> dict[str, Any]:
     """Export ``store`` into ``destination`` (created, must be empty); returns the metadata."""
     out = Path(destination)
@@ -95,6 +121,7 @@ def export_store(store: RocksStore, destination: str | os.PathLike) -> dict[str,
 
     state_digest = hashlib.sha256(STATE_DOMAIN.encode() + b"[")
     first = True
+    journal_tree = JournalTreeFold()
 
     def rows() -> Iterable[bytes]:
         nonlocal first
@@ -106,7 +133,7 @@ def export_store(store: RocksStore, destination: str | os.PathLike) -> dict[str,
 
     files = {
         ROWS_FILE: _write_file(out / ROWS_FILE, rows()),
-        JOURNAL_FILE: _write_file(out / JOURNAL_FILE, (value for _, value in store.scan(JOURNAL))),
+        JOURNAL_FILE: _write_file(out / JOURNAL_FILE, journal_lines(store, journal_tree)),
         DELTAS_FILE: _write_file(out / DELTAS_FILE, delta_lines(store, head.sequence)),
         EVENTS_FILE: _write_file(out / EVENTS_FILE, event_lines(store)),
         GENESIS_FILE: _write_file(out / GENESIS_FILE, [canonical_bytes(genesis)]),
@@ -119,6 +146,7 @@ def export_store(store: RocksStore, destination: str | os.PathLike) -> dict[str,
         "ruleset_version": RULESET_VERSION,
         "sequence": head.sequence,
         "last_entry_hash": head.entry_hash,
+        "journal_tree": journal_tree.as_json(),
         "logical_state_hash": state_digest.hexdigest(),
         "genesis_hash": genesis_hash(genesis),
         "private_aux_excluded": True,

@@ -20,13 +20,14 @@ from typing import Any
 import orjson
 
 from ledger_engine.adapters.files import replace_durably
-from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.application.journal_tree import FRONTIER_KEY, open_tree
+from ledger_engine.application.owner import LedgerOwner, read_head
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.digest import logical_rows
 from ledger_engine.checkpoint.export import export_store
 from ledger_engine.checkpoint.verify import VerificationError, verify_export
 from ledger_engine.errors import LedgerError
-from ledger_engine.layout import ALL_FAMILIES, EVENTS, INDEXES
+from ledger_engine.layout import ALL_FAMILIES, EVENTS, INDEXES, META
 from ledger_engine.projections.maintenance import IndexMaintainer
 from ledger_engine.storage.rocks import RocksStore
 
@@ -43,8 +44,22 @@ def verify_store(store: RocksStore) -> dict[str, Any]:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     _verify_indexes(store)
+    _verify_journal_tree(store, metadata["journal_tree"])
     return {"ok": True, "sequence": metadata["sequence"], "entry_hash": metadata["last_entry_hash"],
-            "logical_state_hash": metadata["logical_state_hash"], "keys": keys}
+            "logical_state_hash": metadata["logical_state_hash"], "journal_tree": metadata["journal_tree"],
+            "keys": keys}
+
+
+def _verify_journal_tree(store: RocksStore, expected: dict[str, Any]) -> None:
+    """The stored tree (frontier and nodes) must give the root the verified journal makes.
+
+    A ledger last written before the tree existed has none yet; its owner builds it on opening.
+    """
+    if store.get(META, FRONTIER_KEY) is None:
+        return
+    frontier = open_tree(store, read_head(store))
+    if frontier.root().hex() != expected["root"]:
+        raise VerificationError(f"{META}/{FRONTIER_KEY.decode()}", "the stored journal tree's root is not the journal's")
 
 
 def _verify_indexes(store: RocksStore) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 import orjson
 
 from ledger_engine.application.journal import Head
+from ledger_engine.application.journal_tree import build_from_journal
 from ledger_engine.application.owner import DISPATCH_KEY, GENESIS_KEY
 from ledger_engine.application.records import encode_value
 from ledger_engine.application.transition import HEAD_KEY
@@ -42,6 +43,8 @@ def load_checkpoint(export_dir: str | os.PathLike, data_dir: str | os.PathLike) 
             store.write(chunk)
         rebuild_indexes(store)
         head = Head(metadata["sequence"], metadata["last_entry_hash"])
+        if build_from_journal(store, head).root().hex() != metadata["journal_tree"]["root"]:
+            raise VerificationError(str(data_dir), "the loaded journal's tree root differs from the checkpoint's")
         # The head goes last: a load interrupted before this line leaves no initialised ledger.
         store.write([
             (META, GENESIS_KEY, encode_value({"document": genesis, "genesis_hash": genesis_hash(genesis)})),

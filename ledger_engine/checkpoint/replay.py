@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from ledger_engine.application.journal_tree import stored_root
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.checkpoint.digest import logical_state_hash
 from ledger_engine.checkpoint.export import EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, event_lines
@@ -42,9 +43,13 @@ def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
         owner.at_boundary(lambda store: _compare_events(store, root / EVENTS_FILE))
         state_hash = owner.at_boundary(logical_state_hash)
         head = owner.head()
+        journal_root = owner.at_boundary(lambda store: stored_root(store, head.sequence))
     if state_hash != metadata["logical_state_hash"]:
         raise VerificationError("state", "replayed logical state hash differs from the export")
-    return {"sequence": head.sequence, "entry_hash": head.entry_hash, "logical_state_hash": state_hash}
+    if journal_root != metadata["journal_tree"]["root"]:
+        raise VerificationError("journal_tree", "the replayed ledger's journal tree root differs from the export's")
+    return {"sequence": head.sequence, "entry_hash": head.entry_hash, "logical_state_hash": state_hash,
+            "journal_tree": {"size": head.sequence, "root": journal_root}}
 
 
 def _load_earlier_checkpoint(checkpoint_dir: str | os.PathLike, data_dir: str | os.PathLike,

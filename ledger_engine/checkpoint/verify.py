@@ -24,7 +24,7 @@ from ledger_engine.application.records import encode_record, encode_value
 from ledger_engine.canonical import DELTA_DOMAIN, STATE_DOMAIN, ZERO_HASH, canonical_bytes, sha256_hex
 from ledger_engine.checkpoint.export import (
     DELTAS_FILE, EVENTS_FILE, EXPORT_FORMAT, EXPORT_FORMAT_VERSION, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE,
-    ROWS_FILE,
+    ROWS_FILE, JournalTreeFold,
 )
 from ledger_engine.envelope import envelope_hash
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -94,10 +94,23 @@ def verify_export(directory: str | os.PathLike) -> dict[str, Any]:
     metadata = read_metadata(root)
     _verify_file_hashes(root, metadata)
     genesis = _verify_genesis(root, metadata)
-    state, events = _verify_history(root, metadata, genesis)
+    state, events, journal_tree = _verify_history(root, metadata, genesis)
     _verify_state_rows(root, metadata, state)
     _verify_events(root, events)
-    return metadata
+    return {**metadata, "journal_tree": _verify_journal_tree(metadata, journal_tree)}
+
+
+def _verify_journal_tree(metadata: dict[str, Any], computed: dict[str, Any]) -> dict[str, Any]:
+    """The root the export claims must be the one its verified journal makes.
+
+    Exports written before the journal tree lack the claim; they verify, and the
+    root reported is the one computed.
+    """
+    if "journal_tree" in metadata:
+        _require(metadata["journal_tree"] == computed, METADATA_FILE,
+                 f"journal_tree {metadata['journal_tree']!r} is not the Merkle root of the journal ({computed['root']} "
+                 f"over {computed['size']} entries)")
+    return computed
 
 
 def _verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
@@ -124,10 +137,12 @@ def _verify_genesis(root: Path, metadata: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def _verify_history(root: Path, metadata: dict[str, Any], genesis: dict[str, Any]) -> tuple[Folded, Folded]:
-    """Walk the journal and the deltas in step: chain, delta hashes, ties, and the fold."""
+def _verify_history(root: Path, metadata: dict[str, Any],
+                    genesis: dict[str, Any]) -> tuple[Folded, Folded, dict[str, Any]]:
+    """Walk the journal and the deltas in step: chain, delta hashes, ties, the fold, and the journal tree."""
     state: Folded = {}
     events: Folded = {}
+    journal_tree = JournalTreeFold()
     deltas = _lines(root / DELTAS_FILE, DELTAS_FILE)
     genesis_delta = _delta_at(next(deltas, None), 0, DELTAS_FILE)
     _require(genesis_delta[1] == _genesis_delta(genesis), genesis_delta[0], "is not the genesis state")
@@ -143,10 +158,11 @@ def _verify_history(root: Path, metadata: dict[str, Any], genesis: dict[str, Any
         _require(_delta_hash(delta[1]) == entry["delta_hash"], delta[0], f"does not hash to {entry_item}'s delta_hash")
         _require_tied(delta, entry, entry_item, sequence)
         _fold(delta, state, events)
+        journal_tree.add(entry["entry_hash"])
         previous_hash = entry["entry_hash"]
     _require((sequence, previous_hash) == (metadata["sequence"], metadata["last_entry_hash"]),
              JOURNAL_FILE, "journal does not end at the exported head")
-    return state, events
+    return state, events, journal_tree.as_json()
 
 
 def _require(condition: bool, item: str, reason: str) -> None:

@@ -23,9 +23,14 @@ def demo_genesis() -> dict[str, Any]:
 
 
 def demo_envelopes(seed: int, *, listeners: int = 20, days: int = 3) -> list[dict[str, Any]]:
+    return demo_scenario(seed, listeners=listeners, days=days).envelopes
+
+
+def demo_scenario(seed: int, *, listeners: int = 20, days: int = 3) -> DemoBuilder:
+    """The scenario's envelopes, and the evidence bytes they name that a loader stores (``builder.evidence``)."""
     builder = DemoBuilder(seed)
     cast = build_foundation(builder, listeners=listeners, days=days)
     build_streaming(builder, cast, days=days)
     observe_streaming(cast, builder.envelopes, demo_genesis())
     build_money(builder, cast, days=days)
-    return builder.envelopes
+    return builder

@@ -37,6 +37,8 @@ class DemoBuilder:
         self.rng = random.Random(seed)
         self.clock_ms = DEMO_EPOCH_MS
         self.envelopes: list[dict[str, Any]] = []
+        # Evidence bytes the scenario names and a loader stores (the statement index's artifact), by SHA-256.
+        self.evidence: dict[str, bytes] = {}
 
     def new_id(self) -> str:
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))

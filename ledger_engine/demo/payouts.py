@@ -31,13 +31,17 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
+
+from ledger_engine.canonical import canonical_bytes, sha256_hex
 
 from ledger_engine.demo.builder import DAY_MS, DemoBuilder, fixture_address, fixture_digest
 from ledger_engine.demo.foundation import Cast
 from ledger_engine.demo.money import Allocation, PayableLine
 from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash, run_key, successor_id
 from ledger_engine.layout import OUTBOX, STATE
+from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
+from ledger_engine.projections.statement_index import index_artifact, statement_document
 
 PREPARER, APPROVER = "demo-finance-1", "demo-finance-2"
 DISPATCHER, SIGNER, OBSERVER, COMMITTER = "demo-dispatcher", "demo-signer", "demo-observer", "demo-committer"
@@ -96,18 +100,27 @@ class _Stage:
         self.effect_written(effect_id)
 
     # Batches.
-    def batch(self, kind: str, count: int, statements: list[dict[str, Any]] = ()) -> tuple[str, str, str]:
-        """Prepare and freeze a batch; returns its ID, artifact hash and anchor effect ID."""
+    def batch(self, kind: str, count: int, statements: list[dict[str, Any]] = (), *,
+              tree_of: Callable[[str], tuple[bytes, str]] | None = None) -> tuple[str, str, str]:
+        """Prepare and freeze a batch; returns its ID, the hash its commitment anchors and its anchor effect ID.
+
+        ``tree_of(batch_id)`` gives a statement index's artifact bytes and statement root: the artifact is kept
+        as evidence, and the root is what the batch anchors.
+        """
         batch_id, anchor = self.builder.new_id(), self.builder.new_id()
-        artifact_hash = fixture_digest(batch_id, "artifact")
+        artifact_hash, tree = fixture_digest(batch_id, "artifact"), {}
+        if tree_of is not None:
+            artifact, root = tree_of(batch_id)
+            artifact_hash, tree = sha256_hex(artifact), {"statement_root": root}
+            self.builder.evidence[artifact_hash] = artifact
         self.add("FreezeArtifact", {"batch_id": batch_id, "step": {"action": "prepare", "kind": kind, **self.window}},
                  actor=PREPARER)
         self.add("FreezeArtifact", {"batch_id": batch_id, "step": {
             "action": "freeze", "artifact_ref": f"demo-fixture-artifact-{batch_id}", "artifact_hash": artifact_hash,
-            "count": count, "anchor_effect_id": anchor, "statements": list(statements)}},
+            "count": count, "anchor_effect_id": anchor, "statements": list(statements), **tree}},
             actor=PREPARER, evidence=[artifact_hash])
         self.effect_written(anchor)
-        return batch_id, artifact_hash, anchor
+        return batch_id, tree.get("statement_root", artifact_hash), anchor
 
     def anchor(self, batch_id: str, artifact_hash: str, anchor: str) -> None:
         self.claim(anchor, COMMITTER)
@@ -244,6 +257,13 @@ def build_payouts(builder: DemoBuilder, cast: Cast, allocation: Allocation) -> N
         stage.prepare({waiting: stage.lines[waiting]})
 
 
+def _line_at_freeze(line: PayableLine) -> dict[str, Any]:
+    """A payable line as the statement index sees it when frozen (before any payout)."""
+    fields = {"line_id": line.line_id, "day": line.day, "role": line.role, "amount": str(line.amount),
+              "status": "payable", "work_id": line.work_id, "node_id": line.node_id}
+    return {name: value for name, value in fields.items() if value is not None}
+
+
 def _statements(stage: _Stage, allocation: Allocation) -> dict[str, str]:
     """Anchor the allocation batch and a statement index over it; abandon a superseded draft of the index."""
     batch_id, artifact_hash, anchor = stage.batch("allocation", len(allocation.payable))
@@ -252,11 +272,20 @@ def _statements(stage: _Stage, allocation: Allocation) -> dict[str, str]:
     stage.add("FreezeArtifact", {"batch_id": draft_id, "step": {"action": "abandon", "reason": "superseded"}},
               actor=PREPARER)
     stage.effect_written(draft_anchor)
-    statements = [{"statement_id": stage.builder.new_id(), "recipient_id": recipient, "accounting_batch_id": batch_id,
-                   "artifact_hash": fixture_digest(batch_id, recipient, "statement"),
-                   "public_proof_id": stage.builder.new_id()} for recipient in sorted(stage.lines)]
+    accounting = {"batch_id": batch_id, **stage.window}
+    documents = [statement_document(stage.builder.new_id(), recipient, accounting,
+                                    [_line_at_freeze(line) for line in sorted(stage.lines[recipient],
+                                                                              key=lambda line: line.line_id)])
+                 for recipient in sorted(stage.lines)]
+    statements = [{"statement_id": stage.builder.new_id(), "recipient_id": document["recipient_id"],
+                   "accounting_batch_id": batch_id, "artifact_hash": sha256_hex(canonical_bytes(document)),
+                   "public_proof_id": document["public_proof_id"],
+                   "leaf_hash": statement_leaf_hash(document).hex()} for document in documents]
     statements.sort(key=lambda statement: statement["statement_id"])
-    index_id, index_hash, index_anchor = stage.batch("statement_index", len(statements), statements)
+    tree = StatementTree.build(documents)
+    index_id, index_hash, index_anchor = stage.batch(
+        "statement_index", len(statements), statements,
+        tree_of=lambda index_batch_id: (index_artifact(index_batch_id, batch_id, tree), tree.root))
     stage.claim(index_anchor, COMMITTER)
     stage.complete(index_anchor, COMMITTER, "failed")  # the first submission is refused; retried as it was
     stage.anchor(index_id, index_hash, index_anchor)

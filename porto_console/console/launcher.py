@@ -24,7 +24,7 @@ from ledger_engine.demo import demo_genesis
 from ledger_engine.errors import ErrorCode, LedgerError
 from porto_console.console import safety
 from porto_console.console.services import demo, staff_changes
-from porto_console.ledger import close_owner, open_owner
+from porto_console.ledger import close_owner, gateway, open_owner
 from porto_console.operations import server
 
 EXIT_UNSAFE = 2
@@ -53,7 +53,7 @@ def launch(*, host: str, port: int, out: TextIO = sys.stdout) -> int:
     signal.signal(signal.SIGTERM, _stop)
     try:
         call_command("migrate", interactive=False, verbosity=0)
-        loaded = demo.load_scenario(ledger)
+        loaded = demo.load_scenario(ledger, evidence=gateway().evidence)
         print(f"ledger {settings.LEDGER_DATA_DIR}: {ledger.genesis()['label']}; "
               f"head {ledger.head().sequence}" + (f" ({loaded} demo commands loaded)" if loaded else ""), file=out)
         if made:

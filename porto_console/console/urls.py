@@ -6,7 +6,7 @@ from typing import Callable, Iterable
 
 from django.urls import path
 
-from porto_console.console.roles import ADMIN, command_roles, require_roles
+from porto_console.console.roles import ADMIN, FINANCE, command_roles, require_roles
 from porto_console.console.screens import (
     ACCOUNTS, BUDGETS, DASHBOARD, HOLDS, JOURNAL, LOCKOUTS, PAYMENTS, PAYOUTS, QUARANTINE, QUARANTINE_RETRY_ROLES,
     RECIPIENTS, STAFF_CHANGES,
@@ -15,9 +15,10 @@ from porto_console.console.screens import CORRECTIONS
 from porto_console.console.views import (
     accounts, budgets, dashboard, dispatch, holds, journal, payouts, quarantine, recipients, staff,
 )
-from porto_console.console.views import corrections
+from porto_console.console.views import corrections, statements
 
 ADMIN_ONLY = frozenset({ADMIN})
+STATEMENT_FILE_ROLES = frozenset({FINANCE})
 
 
 def console_urls(site) -> list:
@@ -41,6 +42,8 @@ def console_urls(site) -> list:
         route("ledger/payouts/<str:handle>/", payouts.run_detail, "console-payout-run", PAYOUTS.roles),
         route("ledger/payouts/<str:handle>/approve/", payouts.approve, "console-payout-approve", PAYOUTS.roles),
         route("ledger/payouts/<str:handle>/cancel/", payouts.cancel, "console-payout-cancel", PAYOUTS.roles),
+        route("ledger/statements/<str:handle>/file/", statements.download, "console-statement-file",
+              STATEMENT_FILE_ROLES),
         route("ledger/recipients/", recipients.update_list, RECIPIENTS.url_name, RECIPIENTS.roles),
         route("ledger/recipients/request/", recipients.request_update, "console-recipient-request",
               command_roles("UpdateRecipient")),

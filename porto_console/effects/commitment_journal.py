@@ -27,6 +27,9 @@ class SignedCommitmentRecord(SignedBytes):
     chain_id: int
     signed_bytes_hex: str
     recorded_at_ms: int
+    # The journal tree the commitment anchors; records signed before it anchored the journal lack them.
+    journal_size: int | None = None
+    journal_root: str | None = None
 
     @classmethod
     def of(cls, batch_id: str, effect_id: str, worker_id: str, commitment: SignedTransfer,
@@ -34,7 +37,7 @@ class SignedCommitmentRecord(SignedBytes):
         terms = commitment.terms
         return cls(batch_id, effect_id, worker_id, commitment.transaction_hash, terms.sender, terms.sequence_number,
                    terms.artifact_hash, terms.count, terms.expiration_secs, terms.chain_id,
-                   commitment.signed_bytes.hex(), recorded_at_ms)
+                   commitment.signed_bytes.hex(), recorded_at_ms, terms.journal_size, terms.journal_root)
 
     @property
     def subject(self) -> str:

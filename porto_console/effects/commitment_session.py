@@ -1,7 +1,8 @@
 """One frozen batch, one durable session: claim, sign, persist, broadcast, observe its commitment.
 
-The committer anchors a batch's artifact hash and item count on chain with
-``<committer>::commitments::anchor(hash, count)``, signed with its own key
+The committer anchors a batch's artifact hash and item count on chain, with
+the ledger journal's Merkle root and size read when it signs, as
+``<committer>::commitments::anchor(hash, count, journal_root, journal_size)``, signed with its own key
 (``PORTO_COMMITTER_KEY``), never the payer's and never from the ledger. The
 same discipline as a payment, so a crash, a lost answer or a repeated message
 anchors a batch once:
@@ -80,9 +81,11 @@ def _signed_commitment(worker: CommitmentWorker, effect: dict[str, Any]) -> Sign
     now_ms = time.time_ns() // 1_000_000
 
     def sign(sequence: int) -> SignedCommitmentRecord:
+        journal = worker.api.journal_tree()
         commitment = worker.signer.sign(CommitmentTerms(
             sender=worker.signer.address, sequence_number=sequence, artifact_hash=payload["artifact_hash"],
-            count=payload["count"], expiration_secs=chain_now_secs + config.transaction_ttl_secs,
+            count=payload["count"], journal_size=journal["size"], journal_root=journal["root"],
+            expiration_secs=chain_now_secs + config.transaction_ttl_secs,
             chain_id=config.chain_id, max_gas_amount=config.max_gas_amount, gas_unit_price=config.gas_unit_price))
         return SignedCommitmentRecord.of(payload["batch_id"], effect["effect_id"], worker.worker_id, commitment, now_ms)
 
@@ -114,6 +117,8 @@ def record_observation(worker: CommitmentWorker, record: SignedCommitmentRecord,
     payload = {"batch_id": record.batch_id, "transaction_hash": record.transaction_hash,
                "artifact_hash": record.artifact_hash, "outcome": outcome,
                "ledger_version": reading["ledger_version"], "evidence_digest": reading["evidence_digest"]}
+    if record.journal_root is not None:
+        payload["journal_tree"] = {"size": record.journal_size, "root": record.journal_root}
     return worker.command("RecordCommitmentObservation", payload, record.transaction_hash, outcome,
                           reading["evidence_digest"], evidence_hashes=[reading["evidence_digest"]])
 

@@ -92,6 +92,10 @@ class LedgerApi:
     def head(self) -> dict[str, Any]:
         return self._call("GET", "/head")
 
+    def journal_tree(self) -> dict[str, Any]:
+        """``{"size", "root"}``: the journal's Merkle tree at the last durable commit, which commitments anchor."""
+        return self._call("GET", "/journal-tree")
+
     def dispatch(self) -> dict[str, Any]:
         """``{"enabled", "reason"}``: workers start no effect while dispatch is disabled."""
         return self._call("GET", "/dispatch")

@@ -4,7 +4,7 @@ It is no chain and holds no real money. It verifies the Ed25519 signature of
 every submitted BCS transaction, enforces each account's sequence number
 (a transaction waits in the mempool until its sequence is next and is dropped
 once its expiry passes), applies USDC-like fungible-asset transfers, records
-commitments (``<committer>::commitments::anchor(hash, count)``, listed by
+commitments (``<committer>::commitments::anchor(hash, count, journal_root, journal_size)``, listed by
 ``anchors``) and answers lookups by hash. Failed transfers still use up their sequence number,
 as on Aptos, and resubmitting a committed transaction is refused as
 ``SEQUENCE_NUMBER_TOO_OLD``: only a lookup by hash tells what happened.
@@ -298,7 +298,8 @@ def _transfer_payload(terms: TransferTerms) -> dict[str, Any]:
 
 def _commitment_payload(terms: CommitmentTerms) -> dict[str, Any]:
     return {"type": "entry_function_payload", "function": f"{terms.sender}::{COMMITMENTS_MODULE}::{ANCHOR_FUNCTION}",
-            "type_arguments": [], "arguments": ["0x" + terms.artifact_hash, str(terms.count)]}
+            "type_arguments": [], "arguments": ["0x" + terms.artifact_hash, str(terms.count),
+                                                "0x" + terms.journal_root, str(terms.journal_size)]}
 
 
 def _pending_json(transfer: SignedTransfer) -> dict[str, Any]:

@@ -2,8 +2,10 @@
 
 A payment is ``0x1::primary_fungible_store::transfer<0x1::fungible_asset::Metadata>``
 of the USDC metadata object, in integer micro-units, to the recipient's
-address. A commitment is ``<committer>::commitments::anchor(hash, count)``: a
-frozen batch's 32-byte artifact hash and its item count, sent to the
+address. A commitment is ``<committer>::commitments::anchor(hash, count,
+journal_root, journal_size)``: a frozen batch's 32-byte artifact hash (for a
+statement index, its statement tree's root) and its item count, and the
+ledger journal's Merkle root and size when it was signed, sent to the
 ``commitments`` module the committer's own account publishes. The transaction hash is Aptos's: SHA3-256 of the ``APTOS::Transaction``
 prefix hash, the ``UserTransaction`` variant byte and the signed BCS bytes, so
 the hash commits to every argument, the sequence and the expiry.
@@ -29,6 +31,7 @@ METADATA_TYPE = "0x1::fungible_asset::Metadata"
 USER_TRANSACTION_VARIANT = b"\x00"
 _TRANSACTION_PREFIX = hashlib.sha3_256(b"APTOS::Transaction").digest()
 U64_MAX = 2**64 - 1
+EMPTY_TREE_ROOT = hashlib.sha256().hexdigest()
 COMMITMENTS_MODULE = "commitments"
 ANCHOR_FUNCTION = "anchor"
 
@@ -64,7 +67,8 @@ class TransferTerms:
 
 @dataclass(frozen=True, slots=True)
 class CommitmentTerms:
-    """Everything a signed commitment commits to: a batch's artifact hash (64 hex digits) and item count."""
+    """Everything a signed commitment commits to: a batch's artifact hash (64 hex digits) and item count, and
+    the journal tree (root and size) it anchors with them."""
 
     sender: str
     sequence_number: int
@@ -74,12 +78,16 @@ class CommitmentTerms:
     chain_id: int
     max_gas_amount: int
     gas_unit_price: int
+    journal_size: int = 0
+    journal_root: str = EMPTY_TREE_ROOT
 
     def entry_function(self) -> EntryFunction:
-        if len(self.artifact_hash) != 64 or self.artifact_hash != self.artifact_hash.lower():
-            raise ValueError(f"an artifact hash is 64 lowercase hex digits, not {self.artifact_hash!r}")
-        if type(self.count) is not int or not 0 <= self.count <= U64_MAX:
-            raise ValueError(f"a commitment's count is a u64, not {self.count!r}")
+        for name, value in (("artifact hash", self.artifact_hash), ("journal root", self.journal_root)):
+            if len(value) != 64 or value != value.lower():
+                raise ValueError(f"a commitment's {name} is 64 lowercase hex digits, not {value!r}")
+        for name, value in (("count", self.count), ("journal size", self.journal_size)):
+            if type(value) is not int or not 0 <= value <= U64_MAX:
+                raise ValueError(f"a commitment's {name} is a u64, not {value!r}")
         return EntryFunction.natural(
             f"{self.sender}::{COMMITMENTS_MODULE}",
             ANCHOR_FUNCTION,
@@ -87,6 +95,8 @@ class CommitmentTerms:
             [
                 TransactionArgument(bytes.fromhex(self.artifact_hash), Serializer.to_bytes),
                 TransactionArgument(self.count, Serializer.u64),
+                TransactionArgument(bytes.fromhex(self.journal_root), Serializer.to_bytes),
+                TransactionArgument(self.journal_size, Serializer.u64),
             ],
         )
 
@@ -179,17 +189,19 @@ def _transfer_terms(raw: RawTransaction, call: EntryFunction) -> TransferTerms:
 
 
 def _commitment_terms(raw: RawTransaction, call: EntryFunction) -> CommitmentTerms:
-    if (str(call.module) != f"{raw.sender}::{COMMITMENTS_MODULE}" or call.ty_args or len(call.args) != 2):
+    if (str(call.module) != f"{raw.sender}::{COMMITMENTS_MODULE}" or call.ty_args or len(call.args) != 4):
         raise NotATransfer("the payload is not a commitment to the sender's own commitments module")
-    artifact_hash, count = (Deserializer(argument) for argument in call.args)
-    hash_bytes = artifact_hash.to_bytes()
-    if len(hash_bytes) != 32:
-        raise NotATransfer(f"a commitment anchors a 32-byte artifact hash, not {len(hash_bytes)} bytes")
+    artifact_hash, count, journal_root, journal_size = (Deserializer(argument) for argument in call.args)
+    hash_bytes, root_bytes = artifact_hash.to_bytes(), journal_root.to_bytes()
+    if len(hash_bytes) != 32 or len(root_bytes) != 32:
+        raise NotATransfer(f"a commitment anchors 32-byte hashes, not {len(hash_bytes)} and {len(root_bytes)} bytes")
     return CommitmentTerms(
         sender=address_text(raw.sender),
         sequence_number=raw.sequence_number,
         artifact_hash=hash_bytes.hex(),
         count=count.u64(),
+        journal_size=journal_size.u64(),
+        journal_root=root_bytes.hex(),
         **_common_terms(raw),
     )
 

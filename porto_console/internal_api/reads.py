@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Path, Query, Router
 
 from ledger_engine.application.owner import LedgerOwner
@@ -18,22 +18,35 @@ from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import IDENTIFIER_PATTERN, key
 from ledger_engine.layout import INDEXES, OUTBOX, STATE
-from porto_console.internal_api.errors import ApiError
+from porto_console.internal_api.errors import ApiCode, ApiError
 from porto_console.internal_api.schemas import (
-    EFFECT_CURSOR, ERROR_RESPONSES, AttemptPage, BatchPage, DispatchOut, EffectOut, EffectPage, HeadOut, PaymentOut,
+    EFFECT_CURSOR, ERROR_RESPONSES, AttemptPage, BatchPage, DispatchOut, EffectOut, EffectPage, HeadOut,
+    JournalTreeOut, PaymentOut,
 )
 from porto_console.ledger import owner, read_at_boundary
+from porto_console.statement_files import statement_file_for
 
 IN_FLIGHT_OUTCOMES = ("pending", "submitted")
 IN_FLIGHT_BATCH_STATES = ("submitted", "uncertain")
 SCAN_BATCH = 500
 
 router = Router(tags=["reads"])
+STATEMENT_FILE_COMMAND = "RecordCommitmentObservation"
 
 
 @router.get("/head", response={200: HeadOut, **ERROR_RESPONSES}, summary="Read the ledger head")
 def read_head(request: HttpRequest) -> dict[str, Any]:
     return owner().head().as_json()
+
+
+@router.get("/journal-tree", response={200: JournalTreeOut, **ERROR_RESPONSES},
+            summary="Read the journal tree's size and root",
+            description="""\
+The RFC 9162 Merkle root over the hashes of journal entries 1..`size`, at the last durable commit
+(docs/merkle.md). The committer anchors it with every batch commitment; its observation records it,
+and the ledger refuses one naming another root for that size (`CONFLICTING_EVIDENCE`).""")
+def read_journal_tree(request: HttpRequest) -> dict[str, Any]:
+    return owner().journal_tree()
 
 
 @router.get("/dispatch", response={200: DispatchOut, **ERROR_RESPONSES}, summary="Read whether dispatch is enabled",
@@ -147,3 +160,19 @@ def _rows(ledger: LedgerOwner, family: str, prefix: str, start: str | None):
 
 def _with_revision(record: Record) -> dict[str, Any]:
     return {**record.data, "revision": record.revision}
+
+
+@router.get("/statements/{statement_id}/file", summary="Read a recipient's statement file",
+            response={200: dict, **ERROR_RESPONSES},
+            description="""\
+The statement file of docs/merkle.md, for the worker that delivers it to its recipient: the
+statement, its inclusion proof, the batch root and the anchoring transaction, in canonical JSON.
+Only a credential that may record commitment observations (the worker that anchors statement
+indexes) reads statement files, else `COMMAND_NOT_ALLOWED`. A statement whose index has no
+statement tree, or whose root is not yet confirmed on chain, is `INVALID_STATE`.""")
+def read_statement_file(request: HttpRequest, statement_id: str = Path(..., pattern=IDENTIFIER_PATTERN)):
+    if not request.auth.may_submit(STATEMENT_FILE_COMMAND):
+        raise ApiError(ApiCode.COMMAND_NOT_ALLOWED,
+                       f"worker {request.auth.name} does not anchor statement indexes: it may not read statement files")
+    _, content = statement_file_for(statement_id)
+    return HttpResponse(content, content_type="application/json")

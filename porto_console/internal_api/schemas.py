@@ -68,6 +68,11 @@ class HeadOut(Schema):
     entry_hash: str
 
 
+class JournalTreeOut(Schema):
+    size: int
+    root: str
+
+
 class EffectOut(Schema):
     effect_id: str
     kind: str

@@ -14,6 +14,7 @@ from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.demo import demo_genesis
 from ledger_engine.demo.builder import DEMO_STEP_UP_KEY
 from ledger_engine.demo.foundation import staff_email
@@ -47,7 +48,8 @@ def demo_ledger_template(tmp_path_factory) -> Path:
     """The demo scenario journalled once, as ``make run`` loads it; each test opens its own copy."""
     path = tmp_path_factory.mktemp("demo-template") / "ledger"
     with LedgerOwner.open(path, genesis=demo_genesis()) as owner:
-        assert load_scenario(owner, DEMO_SEED) == owner.head().sequence
+        evidence = EvidenceStore(path.parent / "admission" / "evidence")
+        assert load_scenario(owner, DEMO_SEED, evidence=evidence) == owner.head().sequence
     return path
 
 
@@ -58,6 +60,7 @@ def ledger(demo_ledger_template, tmp_path, settings):
     settings.STEP_UP_KEY = DEMO_STEP_UP_KEY.private_bytes_raw().hex()
     path = tmp_path / "ledger"
     shutil.copytree(demo_ledger_template, path)
+    shutil.copytree(demo_ledger_template.parent / "admission", tmp_path / "admission")  # the gateway's, beside it
     owner = console_ledger.open_owner(path)
     yield owner
     console_ledger.close_owner()

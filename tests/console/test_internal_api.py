@@ -441,6 +441,12 @@ def test_head_reads_the_ledger_head(ledger, ingest):
     assert ingest.get("/internal/head").json() == ledger.head().as_json()
 
 
+def test_journal_tree_reads_the_root_over_every_durable_entry(ledger, ingest):
+    tree = ingest.get("/internal/journal-tree").json()
+    assert tree == ledger.journal_tree() and tree["size"] == ledger.head().sequence
+    assert tree["root"] == ledger.journal_root_at(tree["size"])
+
+
 def test_resolve_returns_the_workers_own_outcomes_only(ledger, ingest, envelopes):
     request = import_funding()
     submitted = ingest.post(COMMANDS, request).json()
@@ -460,7 +466,8 @@ def test_openapi_schema_is_published_with_the_error_policy(ledger, admin_client)
             "/internal/effects/{effect_id}", "/internal/effects/{effect_id}/claim", "/internal/evidence",
             "/internal/dispatch",
             "/internal/payments/{payment_id}", "/internal/attempts", "/internal/batches",
-            "/internal/maintenance/backups"} == set(schema["paths"])
+            "/internal/maintenance/backups", "/internal/journal-tree",
+            "/internal/statements/{statement_id}/file"} == set(schema["paths"])
     submit = schema["paths"]["/internal/commands"]["post"]
     assert {"200", "400", "401", "403", "409", "413", "422", "503"} <= set(submit["responses"])
     assert "Accepted and rejected outcomes both answer 200" in submit["description"]

@@ -110,6 +110,8 @@ MATRIX: dict[str, Row] = {
     "internal/payments/<payment_id>": worker_api("GET"),
     "internal/attempts": worker_api("GET"),
     "internal/batches": worker_api("GET"),
+    "internal/journal-tree": worker_api("GET"),
+    "internal/statements/<statement_id>/file": worker_api("GET"),
     "internal/evidence": worker_api("POST"),
     "internal/maintenance/backups": worker_api("POST"),
     # The recipient's statement verifier: a static page for anyone, signed in or not.
@@ -146,6 +148,8 @@ MATRIX: dict[str, Row] = {
         "command_id": new_command_id(), "seen_hash": NO_HASH, "otp_token": "123456"}),
     "ledger/payouts/<str:handle>/cancel/": Row(post=frozenset({"finance"}), screen=FINANCE_AUDITOR, post_data=lambda t: {
         "command_id": new_command_id(), "reason": "superseded", "revision": "1"}),
+    # Finance downloads a recipient's statement file (the demo's statement index is anchored with its tree).
+    "ledger/statements/<str:handle>/file/": Row(get=frozenset({"finance"}), screen=frozenset({"finance"})),
     "ledger/recipients/": Row(get=FINANCE_AUDITOR, post=FINANCE_AUDITOR),
     "ledger/recipients/request/": Row(get=frozenset({"finance"}), post=frozenset({"finance"}), post_data=lambda t: {
         "command_id": new_command_id(), "recipient_id": "demo-artist-01", "payout_address": "0x" + "7a" * 32,
@@ -246,13 +250,15 @@ def targets(ledger, users) -> Targets:
     update = first("recipient_update/").split("/", 1)[1]
     change = first("staff_change/").split("/", 1)[1]
     correction = first("correction_request/").split("/", 1)[1]
+    statement = first("statement/").split("/", 1)[1]
     attempt = AccessAttempt.objects.create(username="someone", ip_address="10.9.8.7", failures_since_start=5,
                                            get_data="", post_data="", http_accept="", path_info="/login/")
     return Targets({
         "ledger/holds/": seal("hold", hold), "ledger/payouts/": seal("run", run),
         "ledger/recipients/": seal("recipient-update", update), "ledger/accounts/": seal("account", STAFF["ops"]),
         "ledger/staff-changes/": seal("staff-change", change), "ledger/lockouts/": seal("lockout", str(attempt.pk)),
-        "ledger/corrections/": seal("correction", correction), "ledger/quarantine/": seal("effect", "demo-effect"), "command_id": str(uuid.uuid4()),
+        "ledger/corrections/": seal("correction", correction), "ledger/statements/": seal("statement", statement),
+        "statement_id": statement, "ledger/quarantine/": seal("effect", "demo-effect"), "command_id": str(uuid.uuid4()),
         "effect_id": "demo-effect", "payment_id": "demo-payment", "sequence": "1", "token": "not-a-token",
         "content_type_id": "1", "object_id": "1", "url": "no-such-page/"})
 

@@ -1,8 +1,9 @@
 """Anchoring frozen batches with real processes: a committer Celery worker on Redis, the console, the SIMULATED chain.
 
 Every case ends the same way: each frozen batch was anchored exactly once on
-the chain, with its artifact hash and item count, by the committer's own
-account, and the ledger confirms the batch by that transaction.
+the chain, with its artifact hash and item count and the journal tree's root
+and size, by the committer's own account, and the ledger confirms the batch
+by that transaction, recording the journal tree its commitment anchored.
 """
 
 from __future__ import annotations
@@ -63,14 +64,20 @@ def assert_anchored_exactly_once(chain, stack: Stack) -> None:
     anchors = chain.anchors()
     assert all(anchor["success"] for anchor in anchors)
     assert {anchor["sender"] for anchor in anchors} == {COMMITTER.address}
+    journal_trees = []
     for batch_id in BATCHES:
         artifact_hash = digest("artifact", batch_id)
-        anchored = [a for a in anchors if a["payload"]["arguments"] == ["0x" + artifact_hash, "0"]]
+        anchored = [a for a in anchors if a["payload"]["arguments"][:2] == ["0x" + artifact_hash, "0"]]
         assert len(anchored) == 1, (batch_id, anchors)
         batch = stack.batch(batch_id)
         assert (batch["state"], batch["transaction_hash"]) == ("confirmed", anchored[0]["hash"])
         assert anchored[0]["payload"]["function"] == f"{anchored[0]['sender']}::commitments::anchor"
+        journal_root, journal_size = anchored[0]["payload"]["arguments"][2:]
+        assert batch["journal_tree"] == {"size": int(journal_size), "root": journal_root.removeprefix("0x")}
+        journal_trees.append(batch["journal_tree"])
     assert len(anchors) == len(BATCHES)
+    with stack.ledger() as owner:
+        assert all(owner.journal_root_at(tree["size"]) == tree["root"] and tree["size"] > 0 for tree in journal_trees)
 
 
 def test_frozen_batches_are_anchored_once_and_confirmed(stack, chain):

@@ -153,7 +153,7 @@ def test_submission_must_be_bcs(chain_server):
 def commitment(signer, sequence, *, artifact_hash="ab" * 32, count=3):
     return signer.sign(CommitmentTerms(sender=signer.address, sequence_number=sequence, artifact_hash=artifact_hash,
                                        count=count, expiration_secs=4_000_000_000, chain_id=4, max_gas_amount=2_000,
-                                       gas_unit_price=100))
+                                       gas_unit_price=100, journal_size=9, journal_root="cd" * 32))
 
 
 def test_a_commitment_is_anchored_once_and_listed_apart_from_transfers(chain, client, signer):
@@ -163,7 +163,7 @@ def test_a_commitment_is_anchored_once_and_listed_apart_from_transfers(chain, cl
     with pytest.raises(SubmitRefused):
         client.submit(signed.signed_bytes)
     anchors = chain.anchors()
-    assert [(a["hash"], a["payload"]["arguments"]) for a in anchors] == [(signed.transaction_hash, ["0x" + "ab" * 32, "3"])]
+    assert [(a["hash"], a["payload"]["arguments"]) for a in anchors] == [(signed.transaction_hash, ["0x" + "ab" * 32, "3", "0x" + "cd" * 32, "9"])]
     assert anchors[0]["payload"]["function"] == f"{signer.address}::commitments::anchor"
     assert chain.transfers() == []
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ledger_engine.checkpoint.export import export_store
+from ledger_engine.checkpoint.replay import replay_export
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import OUTBOX
 from tests.money_payouts.world import COMMITTER, OBSERVER, PayoutWorld, digest, transaction_hash
@@ -156,3 +158,29 @@ def test_freezing_needs_the_artifact_in_evidence_and_observations_need_theirs(fr
                    "outcome": "confirmed", "ledger_version": 1, "evidence_digest": digest("e")}
     frozen.rejects(ErrorCode.INVALID_REFERENCE, lambda: frozen.submit(
         "RecordCommitmentObservation", observation, actor=OBSERVER))
+
+
+def test_a_confirmed_commitment_records_the_journal_tree_it_anchored_and_replays(frozen: PayoutWorld, tmp_path):
+    assert frozen.claim("batch-1-anchor", actor=COMMITTER).accepted
+    assert frozen.complete("batch-1-anchor", "submitted", TX, actor=COMMITTER).accepted
+    signed_at = frozen.owner.journal_tree()
+    assert signed_at["size"] == frozen.owner.head().sequence
+    outcome = frozen.observe_commitment("batch-1", TX, "confirmed", journal_tree=signed_at)
+    assert outcome.accepted, outcome.result
+    assert batch(frozen)["journal_tree"] == signed_at
+    assert frozen.owner.journal_root_at(signed_at["size"]) == signed_at["root"]
+    frozen.owner.with_checkpoint(lambda store: export_store(store, tmp_path / "export"))
+    replayed = replay_export(tmp_path / "export", tmp_path / "replayed")
+    assert replayed["sequence"] == frozen.owner.head().sequence
+
+
+def test_a_commitment_naming_another_root_or_a_future_size_changes_nothing(frozen: PayoutWorld):
+    assert frozen.claim("batch-1-anchor", actor=COMMITTER).accepted
+    assert frozen.complete("batch-1-anchor", "submitted", TX, actor=COMMITTER).accepted
+    head = frozen.owner.head().sequence
+    other_root = frozen.owner.journal_root_at(head - 1)
+    for claim in ({"size": head, "root": other_root}, {"size": head + 5, "root": other_root}):
+        with pytest.raises(LedgerError) as raised:
+            frozen.observe_commitment("batch-1", TX, "confirmed", journal_tree=claim)
+        assert raised.value.code == ErrorCode.CONFLICTING_EVIDENCE
+        assert frozen.owner.head().sequence == head and batch(frozen)["state"] == "submitted"

@@ -129,11 +129,14 @@ class PayoutWorld:
         assert self.complete(anchor, "submitted", tx, actor=COMMITTER).accepted
         assert self.observe_commitment(batch_id, tx, "confirmed").accepted
 
-    def observe_commitment(self, batch_id: str, tx: str, outcome: str, *, artifact: str | None = None) -> CommandOutcome:
+    def observe_commitment(self, batch_id: str, tx: str, outcome: str, *, artifact: str | None = None,
+                           journal_tree: dict[str, Any] | None = None) -> CommandOutcome:
         evidence = digest("commitment-evidence", batch_id, tx, outcome)
+        tree = {"journal_tree": journal_tree} if journal_tree is not None else {}
         return self.submit("RecordCommitmentObservation", {
             "batch_id": batch_id, "transaction_hash": tx, "artifact_hash": digest("artifact", artifact or batch_id),
-            "outcome": outcome, "ledger_version": 1_000, "evidence_digest": evidence}, actor=OBSERVER, evidence=[evidence])
+            "outcome": outcome, "ledger_version": 1_000, "evidence_digest": evidence, **tree}, actor=OBSERVER,
+            evidence=[evidence])
 
     def confirmed_statements(self, recipients: list[str] | tuple[str, ...] = RECIPIENTS, *,
                              confirm: bool = True, window_end_ms: int = WINDOW_END_MS) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import orjson
 
+from ledger_engine.application.journal_tree import appended_keys
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.keys import seq20
 from ledger_engine.layout import ALL_FAMILIES, COMMAND_RESULT, DELTAS, EVENTS, JOURNAL, META
@@ -34,10 +35,10 @@ def changed_keys(before: Dump, after: Dump) -> set[tuple[str, str]]:
 
 
 def rejection_footprint(command_id: str, sequence: int) -> set[tuple[str, str]]:
-    """What a journalled rejection may write: its result, its journal entry and delta, the head, and the
-    store's write number."""
+    """What a journalled rejection may write: its result, its journal entry and delta, the head, the
+    entry's leaf and nodes in the journal tree, and the store's write number."""
     return {(COMMAND_RESULT, command_id), (JOURNAL, seq20(sequence)), (DELTAS, seq20(sequence)), (META, "head"),
-            (META, WRITES_KEY.decode())}
+            (META, WRITES_KEY.decode()), *((META, key.decode()) for key in appended_keys(sequence))}
 
 
 def consistency_problems(rows: Dump) -> list[str]:

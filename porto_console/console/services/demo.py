@@ -19,8 +19,9 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.demo import DEMO_LABEL, demo_envelopes
+from ledger_engine.demo import DEMO_LABEL, demo_scenario
 from ledger_engine.demo.foundation import STAFF, staff_email
 from porto_console.console.roles import CONSOLE_ROLES
 from porto_console.console.services.accounts import accounts
@@ -45,15 +46,20 @@ def is_demo(ledger: LedgerOwner) -> bool:
     return ledger.genesis()["label"] == DEMO_LABEL
 
 
-def load_scenario(ledger: LedgerOwner, seed: int = DEMO_SEED) -> int:
+def load_scenario(ledger: LedgerOwner, seed: int = DEMO_SEED, *, evidence: EvidenceStore | None = None) -> int:
     """Journal the demo scenario into an empty demo ledger; returns how many commands that took.
 
     The scenario includes commands the ledger rejects on purpose (duplicates,
-    conflicts), so an outcome may be a rejection.
+    conflicts), so an outcome may be a rejection. The evidence bytes it names
+    that exist (its statement index's artifact, from which recipients' statement
+    files are made) go into ``evidence`` first.
     """
     if not is_demo(ledger) or ledger.head().sequence != 0:
         return 0
-    futures = [ledger.submit_async(envelope) for envelope in demo_envelopes(seed)]
+    scenario = demo_scenario(seed)
+    for data in scenario.evidence.values() if evidence is not None else ():
+        evidence.put(data)
+    futures = [ledger.submit_async(envelope) for envelope in scenario.envelopes]
     for future in futures:
         future.result()
     return len(futures)

@@ -131,7 +131,8 @@ def prepare(request):
         "recipients": [payable.recipient_id for payable in payables if payable.statement_id],
         "seen_payables": service.payables_digest(payables)})
     return render_screen(request, "console/payout_prepare.html", "Prepare a payout run", read, form=form,
-                         payables_with_boxes=list(zip(payables, form["recipients"])), payables=payables,
+                         payables_with_boxes=list(zip(payables, form["recipients"], statement_file_urls(payables))),
+                         payables=payables,
                          total=service.total(payables), asset=service.ASSET)
 
 
@@ -192,6 +193,11 @@ def cancel(request, handle: str):
                      lambda data: service.cancel(run_id, data["reason"], data["revision"]),
                      done="Payout run cancelled", invalid="Choose a reason for cancelling.")
     return redirect(run_url(run_id))
+
+
+def statement_file_urls(payables) -> list[str | None]:
+    return [reverse("admin:console-statement-file", args=[seal("statement", payable.statement_id)])
+            if payable.statement_id else None for payable in payables]
 
 
 def run_url(run_id: str) -> str:

@@ -8,6 +8,13 @@ FreezeArtifact has three steps on one batch:
   the envelope's evidence, so the bytes exist already) and item count. A
   statement index lists its statements, which are recorded with it. Creates
   the ``batch.anchor`` effect a committer works.
+- A statement index may carry a statement tree: each statement its leaf
+  hash, the step the ``statement_root``. The statements are built outside,
+  at the command boundary, from the state they describe (their lines are far
+  more than a rule should read); the rule recomputes the root from the leaf
+  hashes in public-proof-ID order (at most 5,000, a few milliseconds) and
+  refuses any other. That root, not the artifact hash, is what the batch
+  anchors (docs/adr/0042).
 - ``abandon``: a frozen or failed batch whose anchor effect is not claimed is
   given up, keeping its ID, artifact and reason.
 
@@ -16,6 +23,14 @@ The committer completes the anchor effect with ``submitted`` or ``unknown``
 is reopened with the same payload). An observer's confirmed commitment, whose
 artifact hash must equal the frozen one, confirms the batch; a repeat is a
 no-op, a confirmation by another transaction is CONFLICTING_EVIDENCE.
+
+A commitment also anchors the journal: the committer's ``anchor`` call names
+the journal tree's size and root when it was signed, and the observation
+records them as the batch's ``journal_tree``, so an anchored batch commits
+every journal entry up to that size. The rule sees no tree (it reads state
+only): it requires the size to be of entries already journalled; the
+executor checks the root against its tree before the rule runs
+(docs/adr/0041).
 """
 
 from __future__ import annotations
@@ -33,6 +48,7 @@ from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
+from ledger_engine.merkle.frontier import Frontier
 
 MAX_STATEMENTS = 5_000
 
@@ -60,12 +76,16 @@ class FreezeBatch(Payload):
     count: Count
     anchor_effect_id: Identifier
     statements: list[Statement] = Field(default=[], max_length=MAX_STATEMENTS)
+    statement_root: Digest | None = None
 
     @model_validator(mode="after")
     def _sorted_statements(self) -> "FreezeBatch":
         ids = [statement.statement_id for statement in self.statements]
         if ids != sorted(set(ids)):
             raise ValueError("statements must be sorted by statement_id and distinct")
+        with_leaves = {statement.leaf_hash is not None for statement in self.statements}
+        if with_leaves - {self.statement_root is not None}:
+            raise ValueError("every statement carries a leaf hash exactly when the index has a statement root")
         return self
 
 
@@ -79,6 +99,13 @@ class FreezeArtifactPayload(Payload):
     step: Annotated[PrepareBatch | FreezeBatch | AbandonBatch, Field(discriminator="action")]
 
 
+class JournalTreeClaim(Payload):
+    """The journal tree a commitment anchored: its size (entries 1..size) and RFC 9162 root."""
+
+    size: Count
+    root: Digest
+
+
 class RecordCommitmentObservationPayload(Payload):
     batch_id: Identifier
     transaction_hash: TransactionHash
@@ -86,6 +113,8 @@ class RecordCommitmentObservationPayload(Payload):
     outcome: Literal["confirmed", "failed"]
     ledger_version: Count
     evidence_digest: Digest
+    # What the committer's anchor call named; fixture histories from before the journal tree omit it.
+    journal_tree: JournalTreeClaim | None = None
 
 
 @command("FreezeArtifact", payload=FreezeArtifactPayload, roles={"finance"})
@@ -129,16 +158,33 @@ def _freeze(ctx: RuleContext, batch: dict[str, Any], step: FreezeBatch) -> dict:
     if batch["kind"] == "statement_index":
         require(len(step.statements) == step.count, ErrorCode.COUNT_MISMATCH,
                 f"the index counts {step.count} statements but lists {len(step.statements)}")
+        if step.statement_root is not None:
+            require(step.statement_root == statement_tree_root(step.statements), ErrorCode.CONFLICTING_EVIDENCE,
+                    "the statement root is not the tree of the statements' leaf hashes in public-proof-ID order")
         record_statements(changes, batch["batch_id"], step.statements, created(ctx))
     else:
-        require(not step.statements, ErrorCode.INVALID_STATE, f"a {batch['kind']} batch lists no statements")
+        require(not step.statements and step.statement_root is None, ErrorCode.INVALID_STATE,
+                f"a {batch['kind']} batch lists no statements")
     artifact = {"ref": step.artifact_ref, "hash": step.artifact_hash, "count": step.count,
                 "frozen_by": ctx.actor_id, "frozen_at_ms": ctx.now_ms, "frozen_sequence": ctx.sequence}
+    if step.statement_root is not None:
+        artifact["statement_root"] = step.statement_root
     batches.move(changes, batch, "frozen", artifact=artifact, anchor_effect_id=step.anchor_effect_id)
     changes.effect(step.anchor_effect_id, outbox.BATCH_ANCHOR.name, {
-        "batch_id": batch["batch_id"], "kind": batch["kind"], "artifact_hash": step.artifact_hash, "count": step.count,
+        "batch_id": batch["batch_id"], "kind": batch["kind"], "artifact_hash": batches.anchored_hash(artifact),
+        "count": step.count,
     })
     return {"batch_id": batch["batch_id"], "state": "frozen", "artifact_hash": step.artifact_hash}
+
+
+def statement_tree_root(statements: list[Statement]) -> str:
+    """RFC 9162 root over the statements' leaf hashes, ordered by public proof ID."""
+    require(len({s.public_proof_id for s in statements}) == len(statements) > 0, ErrorCode.INVALID_REFERENCE,
+            "a statement tree has at least one statement and distinct public proof IDs")
+    frontier = Frontier()
+    for statement in sorted(statements, key=lambda s: s.public_proof_id):
+        frontier, _ = frontier.append(bytes.fromhex(statement.leaf_hash))
+    return frontier.root().hex()
 
 
 def _abandon(ctx: RuleContext, batch: dict[str, Any], step: AbandonBatch) -> dict:
@@ -175,16 +221,22 @@ def record_commitment_observation(ctx: RuleContext, p: RecordCommitmentObservati
             "the observation's evidence digest must be listed in the envelope's evidence_hashes")
     batch = batches.load_batch(changes, p.batch_id)
     require(batch["artifact"] is not None, ErrorCode.INVALID_STATE, f"batch {p.batch_id} is not frozen")
-    require(p.artifact_hash == batch["artifact"]["hash"], ErrorCode.CONFLICTING_EVIDENCE,
-            f"batch {p.batch_id} froze artifact {batch['artifact']['hash']}, not {p.artifact_hash}")
+    require(p.artifact_hash == batches.anchored_hash(batch["artifact"]), ErrorCode.CONFLICTING_EVIDENCE,
+            f"batch {p.batch_id} anchors {batches.anchored_hash(batch['artifact'])}, not {p.artifact_hash}")
     if batch["state"] in ("confirmed", "failed") and batch["transaction_hash"] == p.transaction_hash:
         require(p.outcome == batch["state"], ErrorCode.CONFLICTING_EVIDENCE,
                 f"transaction {p.transaction_hash} was already observed {batch['state']}")
         return {"batch_id": p.batch_id, "state": batch["state"], "changed": False}
     require(batch["state"] != "confirmed", ErrorCode.CONFLICTING_EVIDENCE,
             f"batch {p.batch_id} is already confirmed by transaction {batch['transaction_hash']}")
+    journal_tree = None
+    if p.journal_tree is not None:
+        require(p.journal_tree.size < ctx.sequence, ErrorCode.INVALID_REFERENCE,
+                f"a commitment anchors journal entries already written, not {p.journal_tree.size} at {ctx.sequence}")
+        journal_tree = p.journal_tree.model_dump(mode="json")
     if p.outcome == "confirmed":
-        batches.move(changes, batch, "confirmed", transaction_hash=p.transaction_hash, ledger_version=p.ledger_version)
+        batches.move(changes, batch, "confirmed", transaction_hash=p.transaction_hash, ledger_version=p.ledger_version,
+                     journal_tree=journal_tree)
         outbox.finish(changes, batch["anchor_effect_id"], {"observed": "confirmed", "transaction_hash": p.transaction_hash})
     else:
         require(p.transaction_hash == batch["transaction_hash"], ErrorCode.INVALID_REFERENCE,
@@ -192,5 +244,6 @@ def record_commitment_observation(ctx: RuleContext, p: RecordCommitmentObservati
         batches.move(changes, batch, "failed", ledger_version=p.ledger_version)
         outbox.reopen(changes, batch["anchor_effect_id"], {"observed": "failed", "transaction_hash": p.transaction_hash})
     changes.event("CommitmentObserved", batch_id=p.batch_id, transaction_hash=p.transaction_hash,
-                  outcome=p.outcome, ledger_version=p.ledger_version, evidence_digest=p.evidence_digest)
+                  outcome=p.outcome, ledger_version=p.ledger_version, evidence_digest=p.evidence_digest,
+                  **({"journal_tree": journal_tree} if journal_tree is not None else {}))
     return {"batch_id": p.batch_id, "state": p.outcome, "changed": True}

@@ -44,3 +44,8 @@ def load_batch(changes: Changes, batch_id: str) -> dict[str, Any]:
 def move(changes: Changes, batch: dict[str, Any], state: str, **fields: Any) -> dict[str, Any]:
     subject = {"batch_id": batch["batch_id"], "kind": batch["kind"]}
     return MACHINE.move(changes, batch_key(batch["batch_id"]), batch, state, subject=subject, **fields)
+
+
+def anchored_hash(artifact: dict[str, Any]) -> str:
+    """What the batch's commitment anchors: its statement tree's root if it has one, else its artifact hash."""
+    return artifact.get("statement_root") or artifact["hash"]

@@ -37,6 +37,8 @@ class Statement(Payload):
     accounting_batch_id: Identifier
     artifact_hash: Digest
     public_proof_id: Identifier = Field(min_length=16)
+    # The statement's leaf hash in its index's statement tree (docs/merkle.md); absent in an index without one.
+    leaf_hash: Digest | None = None
 
 
 def statement_key(statement_id: str) -> str:

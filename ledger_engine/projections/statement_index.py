@@ -1,0 +1,140 @@
+"""Statement indexes with a statement tree: built at a command boundary, and each recipient's statement file.
+
+``prepare_statement_index`` reads one accounting batch's lines from a store at
+a command boundary and builds, per recipient, the statement leaf of
+docs/merkle.md: recipient, period (the accounting batch and its window), the
+lines the batch speaks for (frozen after them, over their day), their total and
+payment status. Each statement gets a new random public proof ID. The index
+artifact, the canonical JSON of every statement in public-proof-ID order, is
+the private bytes the envelope's evidence names; the freeze step carries each
+statement's leaf hash and the tree root, which the rule recomputes.
+
+``statement_file`` rebuilds the tree from that artifact once the index is
+confirmed on chain and hands a recipient their statement with its inclusion
+proof, the batch root and the anchoring transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from typing import Any, Callable
+
+import orjson
+
+from ledger_engine.amounts import format_amount, parse_amount
+from ledger_engine.canonical import canonical_bytes
+from ledger_engine.domain.commands.money.batches import ACCOUNTING_KINDS, batch_key
+from ledger_engine.domain.commands.money.lines import line_key
+from ledger_engine.domain.commands.money.statements import covers, statement_key
+from ledger_engine.domain.commands.streaming.policy import DAY_MS
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.layout import INDEXES, STATE
+from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
+from ledger_engine.storage.rocks import RocksStore
+
+INDEX_ARTIFACT_VERSION = "porto:london:statement-index:v1"
+LINE_FIELDS = ("line_id", "day", "role", "amount", "status", "work_id", "node_id")
+
+
+def _state(store: RocksStore, record_key: str) -> dict[str, Any] | None:
+    raw = store.get(STATE, record_key.encode())
+    return orjson.loads(raw)["data"] if raw is not None else None
+
+
+def _require(condition: bool, code: ErrorCode, detail: str) -> None:
+    if not condition:
+        raise LedgerError(code, detail)
+
+
+def accounting_batch(store: RocksStore, batch_id: str) -> dict[str, Any]:
+    batch = _state(store, batch_key(batch_id))
+    _require(batch is not None, ErrorCode.NOT_FOUND, f"batch {batch_id} does not exist")
+    _require(batch["kind"] in ACCOUNTING_KINDS and batch["artifact"] is not None, ErrorCode.INVALID_STATE,
+             f"batch {batch_id} is not a frozen accounting batch")
+    return batch
+
+
+def covered_lines(store: RocksStore, batch: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Each recipient's lines the batch speaks for, by recipient, in line-ID order."""
+    by_recipient: dict[str, list[dict[str, Any]]] = {}
+    for raw_key, _ in store.scan(INDEXES, b"recipient_line/"):
+        recipient_id, day, line_id = raw_key.decode().split("/")[1:]
+        if not batch["window_start_ms"] <= int(day) * DAY_MS < batch["window_end_ms"]:
+            continue
+        line = _state(store, line_key(line_id))
+        if line is not None and covers(batch, line):
+            by_recipient.setdefault(recipient_id, []).append(line)
+    return {recipient: sorted(lines, key=lambda line: line["line_id"]) for recipient, lines in by_recipient.items()}
+
+
+def statement_document(public_proof_id: str, recipient_id: str, batch: dict[str, Any],
+                       lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """A recipient's statement for one accounting batch: the leaf of docs/merkle.md."""
+    total = sum(parse_amount(line["amount"]) for line in lines)
+    paid = sum(parse_amount(line["amount"]) for line in lines if line["status"] == "paid")
+    status = "paid" if paid == total else "unpaid" if paid == 0 else "partly_paid"
+    return {
+        "public_proof_id": public_proof_id,
+        "recipient_id": recipient_id,
+        "period": {"accounting_batch_id": batch["batch_id"], "window_start_ms": batch["window_start_ms"],
+                   "window_end_ms": batch["window_end_ms"]},
+        "lines": [{name: line[name] for name in LINE_FIELDS if line.get(name) is not None} for line in lines],
+        "total": format_amount(total),
+        "payment": {"status": status, "paid_amount": format_amount(paid)},
+    }
+
+
+def prepare_statement_index(store: RocksStore, index_batch_id: str, accounting_batch_id: str,
+                            anchor_effect_id: str, *, new_proof_id: Callable[[], str] = lambda: secrets.token_hex(16)
+                            ) -> tuple[dict[str, Any], bytes]:
+    """The freeze step of a statement index over ``accounting_batch_id``, and the index artifact's bytes."""
+    batch = accounting_batch(store, accounting_batch_id)
+    lines = covered_lines(store, batch)
+    _require(bool(lines), ErrorCode.INVALID_STATE, f"batch {accounting_batch_id} speaks for no recipient's lines")
+    documents = [statement_document(new_proof_id(), recipient, batch, lines[recipient]) for recipient in sorted(lines)]
+    tree = StatementTree.build(documents)
+    artifact = index_artifact(index_batch_id, accounting_batch_id, tree)
+    statements = sorted(({"statement_id": f"statement-{uuid.uuid4()}", "recipient_id": document["recipient_id"],
+                          "accounting_batch_id": accounting_batch_id,
+                          "artifact_hash": hashlib.sha256(canonical_bytes(document)).hexdigest(),
+                          "public_proof_id": document["public_proof_id"],
+                          "leaf_hash": statement_leaf_hash(document).hex()} for document in documents),
+                        key=lambda statement: statement["statement_id"])
+    step = {"action": "freeze", "artifact_ref": f"statement-index-{index_batch_id}",
+            "artifact_hash": hashlib.sha256(artifact).hexdigest(), "count": len(statements),
+            "anchor_effect_id": anchor_effect_id, "statements": statements, "statement_root": tree.root}
+    return step, artifact
+
+
+def index_artifact(index_batch_id: str, accounting_batch_id: str, tree: StatementTree) -> bytes:
+    """The index's private artifact: every statement in public-proof-ID order and the root, canonical JSON."""
+    return canonical_bytes({"version": INDEX_ARTIFACT_VERSION, "index_batch_id": index_batch_id,
+                            "accounting_batch_id": accounting_batch_id, "statements": list(tree.statements),
+                            "root": tree.root})
+
+
+def statement_file(store: RocksStore, read_evidence: Callable[[str], bytes], statement_id: str,
+                   chain: str) -> dict[str, Any]:
+    """The statement file of docs/merkle.md for one statement, once its index is confirmed on chain."""
+    statement = _state(store, statement_key(statement_id))
+    _require(statement is not None, ErrorCode.NOT_FOUND, f"statement {statement_id} does not exist")
+    index = _state(store, batch_key(statement["index_batch_id"]))
+    root = (index["artifact"] or {}).get("statement_root")
+    _require(root is not None, ErrorCode.INVALID_STATE,
+             f"statement index {index['batch_id']} was frozen without a statement tree: it has no statement files")
+    _require(index["state"] == "confirmed", ErrorCode.INVALID_STATE,
+             f"statement index {index['batch_id']} is {index['state']}: its root is not anchored yet")
+    artifact = orjson.loads(read_evidence(index["artifact"]["hash"]))
+    tree = StatementTree.build(artifact["statements"])
+    _require(tree.root == root == artifact["root"], ErrorCode.CONFLICTING_EVIDENCE,
+             f"the index artifact of {index['batch_id']} does not make the frozen statement root")
+    anchor = {"chain": chain, "transaction_hash": index["transaction_hash"], "ledger_version": index["ledger_version"]}
+    return tree.statement_file(statement["public_proof_id"], anchor)
+
+
+def statements_of_index(store: RocksStore, index_batch_id: str) -> list[dict[str, Any]]:
+    """The statements a statement index recorded, in statement-ID order."""
+    found = (orjson.loads(raw)["data"] for _, raw in store.scan(STATE, b"statement/"))
+    return [statement for statement in found if statement["index_batch_id"] == index_batch_id]

@@ -1,0 +1,140 @@
+"""The journal tree kept by the executor, carried by exports and backups, and proven from the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from ledger_engine.application import journal_tree
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.checkpoint.backup import backup_owner, verify_backup
+from ledger_engine.checkpoint.export import METADATA_FILE, export_store
+from ledger_engine.checkpoint.integrity import verify_directory
+from ledger_engine.checkpoint.load import load_checkpoint
+from ledger_engine.checkpoint.replay import replay_export
+from ledger_engine.checkpoint.verify import VerificationError, verify_export
+from ledger_engine.demo import demo_envelopes, demo_genesis
+from ledger_engine.errors import ErrorCode, StorageFault
+from ledger_engine.layout import JOURNAL, META
+from ledger_engine.merkle import verify_proof_document
+from ledger_engine.merkle.journal import journal_nodes
+from ledger_engine.storage.rocks import RocksStore
+from tests.support.cli import porto_ledger
+
+
+def _entry_hashes(store: RocksStore) -> list[str]:
+    return [orjson.loads(raw)["entry_hash"] for _, raw in store.scan(JOURNAL)]
+
+
+@pytest.fixture(scope="module")
+def ledger(tmp_path_factory) -> Path:
+    """A stopped ledger holding a demo scenario, submitted in groups."""
+    data = tmp_path_factory.mktemp("tree") / "ledger"
+    with LedgerOwner.open(data, genesis=demo_genesis()) as owner:
+        for future in [owner.submit_async(envelope) for envelope in demo_envelopes(seed=5, listeners=3, days=1)]:
+            future.result()
+    return data
+
+
+def _copy(ledger: Path, tmp_path: Path) -> Path:
+    import shutil
+    shutil.copytree(ledger, tmp_path / "copy")
+    return tmp_path / "copy"
+
+
+def test_the_stored_tree_has_one_leaf_per_entry_and_the_root_of_the_journal(ledger):
+    with RocksStore(ledger, read_only=True, stopped=True) as store:
+        hashes = _entry_hashes(store)
+        frontier = journal_tree.open_tree(store, journal_tree.Head(len(hashes), hashes[-1]))
+        assert frontier.size == len(hashes) > 100
+        assert frontier.root() == journal_nodes(hashes).root()
+        assert journal_tree.stored_root(store, 17) == journal_nodes(hashes[:17]).root().hex()
+
+
+def test_exports_carry_the_root_and_verification_checks_it(ledger, tmp_path):
+    with RocksStore(ledger, read_only=True, stopped=True) as store:
+        metadata = export_store(store, tmp_path / "export")
+        expected = journal_nodes(_entry_hashes(store)).root().hex()
+    assert metadata["journal_tree"] == {"size": metadata["sequence"], "root": expected}
+    assert verify_export(tmp_path / "export")["journal_tree"] == metadata["journal_tree"]
+    forged = {**metadata, "journal_tree": {"size": metadata["sequence"], "root": "00" * 32}}
+    (tmp_path / "export" / METADATA_FILE).write_bytes(orjson.dumps(forged, option=orjson.OPT_SORT_KEYS) + b"\n")
+    with pytest.raises(VerificationError) as raised:
+        verify_export(tmp_path / "export")
+    assert (raised.value.item, "not the Merkle root" in raised.value.reason) == (METADATA_FILE, True)
+
+
+def test_an_export_from_before_the_tree_verifies_and_reports_the_root_it_computes(ledger, tmp_path):
+    with RocksStore(ledger, read_only=True, stopped=True) as store:
+        metadata = export_store(store, tmp_path / "export")
+    older = {name: value for name, value in metadata.items() if name != "journal_tree"}
+    (tmp_path / "export" / METADATA_FILE).write_bytes(orjson.dumps(older, option=orjson.OPT_SORT_KEYS) + b"\n")
+    assert verify_export(tmp_path / "export")["journal_tree"] == metadata["journal_tree"]
+
+
+def test_replay_and_checkpoint_load_rebuild_the_same_tree(ledger, tmp_path):
+    with RocksStore(ledger, read_only=True, stopped=True) as store:
+        metadata = export_store(store, tmp_path / "export")
+    assert replay_export(tmp_path / "export", tmp_path / "replayed")["journal_tree"] == metadata["journal_tree"]
+    load_checkpoint(tmp_path / "export", tmp_path / "loaded")
+    with RocksStore(tmp_path / "loaded", read_only=True, stopped=True) as store:
+        assert journal_tree.stored_root(store, metadata["sequence"]) == metadata["journal_tree"]["root"]
+
+
+def test_a_ledger_without_a_stored_tree_gets_it_built_from_its_journal_on_opening(ledger, tmp_path):
+    data = _copy(ledger, tmp_path)
+    with RocksStore(data) as store:
+        store.write([(META, key, None) for key, _ in store.scan(META, b"merkle/")])
+        expected = journal_nodes(_entry_hashes(store)).root().hex()
+    with LedgerOwner.open(data) as owner:
+        assert owner.executor.frontier.root().hex() == expected
+        assert owner.executor.frontier.size == owner.head().sequence
+
+
+def test_a_frontier_that_disagrees_with_the_head_or_the_nodes_refuses_to_open(ledger, tmp_path):
+    data = _copy(ledger, tmp_path)
+    with RocksStore(data) as store:
+        size = orjson.loads(store.get(META, journal_tree.FRONTIER_KEY))["size"]
+        store.write([(META, journal_tree.node_key(0, size - 1), journal_tree.node_value(b"\x00" * 32))])
+    with pytest.raises(StorageFault) as raised:
+        LedgerOwner.open(data)
+    assert raised.value.code == ErrorCode.STORAGE_CORRUPT
+    assert porto_ledger("verify", data=data).status == 1
+
+
+def test_verify_reports_the_root_and_backups_record_it(ledger, tmp_path):
+    data = _copy(ledger, tmp_path)
+    report = verify_directory(data)
+    with LedgerOwner.open(data) as owner:
+        manifest = backup_owner(owner, tmp_path / "backup")
+    assert manifest["journal_tree"] == report["journal_tree"]
+    assert verify_backup(tmp_path / "backup")["journal_tree"]["size"] == report["sequence"]
+
+
+def test_the_proof_verbs_print_documents_verify_proof_accepts_with_the_exported_root(ledger, tmp_path):
+    with RocksStore(ledger, read_only=True, stopped=True) as store:
+        metadata = export_store(store, tmp_path / "export")
+    size = metadata["sequence"]
+    inclusion = porto_ledger("prove-inclusion", 7, data=ledger)
+    assert inclusion.status == 0
+    assert (inclusion.last["sequence"], inclusion.last["tree_size"], inclusion.last["root"]) == (
+        7, size, metadata["journal_tree"]["root"])
+    at = porto_ledger("prove-inclusion", 7, "--at", 9, data=ledger).last
+    consistency = porto_ledger("prove-consistency", 9, size, data=ledger).last
+    assert consistency["first_root"] == at["root"] and consistency["second_root"] == metadata["journal_tree"]["root"]
+    for name, document in (("inclusion", inclusion.last), ("at", at), ("consistency", consistency)):
+        path = tmp_path / f"{name}.json"
+        path.write_bytes(orjson.dumps(document, option=orjson.OPT_SORT_KEYS) + b"\n")
+        checked = porto_ledger("verify-proof", path)
+        assert (checked.status, checked.last["ok"]) == (0, True)
+        assert verify_proof_document(path.read_bytes())["ok"]
+
+
+def test_the_proof_verbs_refuse_entries_and_sizes_the_journal_lacks(ledger):
+    head = porto_ledger("head", data=ledger).last["sequence"]
+    for arguments in (("prove-inclusion", 0), ("prove-inclusion", head + 1), ("prove-inclusion", 5, "--at", 4),
+                      ("prove-consistency", 5, head + 1), ("prove-consistency", 6, 5)):
+        run = porto_ledger(*arguments, data=ledger)
+        assert (run.status, run.last["code"]) == (2, "NOT_FOUND"), arguments
