@@ -43,6 +43,9 @@ def problems(ledger: LedgerOwner) -> list[str]:
     elif settings.HANDLE_KEY == settings.SECRET_KEY:
         found.append("PORTO_HANDLE_KEY must be a key of its own, not DJANGO_SECRET_KEY")
     found.extend(_step_up_problems(ledger))
+    if not settings.BACKUP_PASSWORD or settings.BACKUP_PASSWORD == settings.DEMO_BACKUP_PASSWORD:
+        found.append("RESTIC_PASSWORD (or RESTIC_PASSWORD_FILE), the backup repository's encryption password, "
+                     "is not set or is the demo's public one")
     if settings.DEBUG:
         found.append("DJANGO_DEBUG is on: error pages would show settings and tracebacks")
     return found
