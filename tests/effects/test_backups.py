@@ -94,3 +94,15 @@ def test_recover_restores_the_ledger_and_its_evidence_with_dispatch_disabled(
     assert (tmp_path / "new" / "admission" / "evidence").is_dir() and report["evidence_missing"] == []
     with pytest.raises(VerificationError):  # never over a ledger that is there
         recover(tmp_path / "new" / "ledger", tmp_path / "other", repository=repository)
+
+
+def test_a_backup_over_sftp_is_encrypted_and_restores(owner, admission, ssh_server, backup_settings, tmp_path):
+    remote = tmp_path / "remote-repository"
+    repository = ResticRepository(ssh_server.repository(remote), "porto-test-backup-password",
+                                  sftp_command=ssh_server.sftp_command)
+    taken = take_backup(owner, admission, repository)
+    assert (remote / "config").is_file()
+    stored = b"".join(path.read_bytes() for path in remote.rglob("*") if path.is_file())
+    assert b"chain said: confirmed" not in stored and b"logical_state_hash" not in stored  # encrypted at rest
+    report = recover(tmp_path / "new" / "ledger", tmp_path / "new" / "admission", repository=repository)
+    assert (report["snapshot"], report["sequence"]) == (taken["snapshot"], 0)
