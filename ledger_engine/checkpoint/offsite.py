@@ -36,7 +36,9 @@ from ledger_engine.checkpoint.backup import backup, restore, verify_backup
 from ledger_engine.checkpoint.export import JOURNAL_FILE
 from ledger_engine.checkpoint.verify import VerificationError, file_digest
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.layout import JOURNAL
+from ledger_engine.application.records import decode_record
+from ledger_engine.domain.commands.money.payments import IN_FLIGHT as PAYMENTS_IN_FLIGHT
+from ledger_engine.layout import JOURNAL, STATE
 from ledger_engine.storage.rocks import RocksStore
 
 LEDGER = "ledger"
@@ -281,3 +283,25 @@ def referenced_evidence_of_ledger(data_dir: Path) -> set[str]:
         for _key, raw in store.scan(JOURNAL, b""):
             found.update(orjson.loads(raw)["envelope"].get("evidence_hashes", ()))
     return found
+
+
+def payments_by_state(data_dir: str | os.PathLike) -> dict[str, int]:
+    """How many payments the stopped ledger holds in each state."""
+    counts: dict[str, int] = {}
+    with RocksStore(data_dir, read_only=True, stopped=True) as store:
+        for _key, raw in store.scan(STATE, b"payment/"):
+            state = decode_record(raw).data["state"]
+            counts[state] = counts.get(state, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def recovery_report(restored: dict[str, Any], data_dir: str | os.PathLike, *, last_known_sequence: int | None,
+                    now_ms: int) -> dict[str, Any]:
+    """What a person needs after a recovery: what came back, what was lost, what is still in flight."""
+    in_flight = payments_by_state(data_dir)
+    return {**restored, "evidence_missing_count": len(restored["evidence_missing"]),
+            "last_known_sequence": last_known_sequence,
+            "commands_lost": None if last_known_sequence is None else last_known_sequence - restored["sequence"],
+            "backup_age_secs": round((now_ms - restored["created_at_ms"]) / 1000, 3),
+            "payments_by_state": in_flight,
+            "payments_in_flight": sum(in_flight.get(state, 0) for state in PAYMENTS_IN_FLIGHT)}
