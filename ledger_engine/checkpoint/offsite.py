@@ -132,12 +132,22 @@ class ResticRepository:
     sftp_command: str | None = None
     binary: str = "restic"
 
-    def run(self, *arguments: str, cwd: Path | None = None) -> str:
+    def run(self, *arguments: str) -> str:
+        """restic with this repository; a lock left by a killed restic (on this host) is removed, once."""
+        try:
+            return self._run(*arguments)
+        except RepositoryFailed as error:
+            if "already locked" not in error.detail:
+                raise
+            self._run("unlock")  # removes only stale locks: a live restic's lock stays and this fails again
+            return self._run(*arguments)
+
+    def _run(self, *arguments: str) -> str:
         options = ["-o", f"sftp.command={self.sftp_command}"] if self.sftp_command else []
         env = {name: value for name, value in os.environ.items() if not name.startswith("RESTIC_")}
         env.update(RESTIC_REPOSITORY=self.location, RESTIC_PASSWORD=self.password)
         try:
-            done = subprocess.run([self.binary, "--no-cache", *options, *arguments], env=env, cwd=cwd,
+            done = subprocess.run([self.binary, "--no-cache", *options, *arguments], env=env,
                                   capture_output=True, text=True, timeout=RESTIC_TIMEOUT_SECS)
         except (OSError, subprocess.TimeoutExpired) as error:
             raise RepositoryFailed(f"restic {arguments[0]}: {error}") from None

@@ -38,7 +38,7 @@ log = logging.getLogger("porto.effects.backups")
 STALE_AFTER_MS = 5 * 60 * 1000
 NEWEST_CACHE_SECS = 15.0  # the dashboard asks often; the repository may be across the network
 
-_taking = threading.Lock()
+_taking = threading.RLock()  # one backup at a time in this process, and its due check with it
 _newest: dict[str, tuple[float, dict[str, Any] | None]] = {}
 
 
@@ -75,10 +75,11 @@ def take_backup_if_due(owner: LedgerOwner, admission_dir: str | os.PathLike,
                        repository: ResticRepository | None = None) -> dict[str, Any]:
     """Take one now if the newest good backup is missing or older than the interval; what the newest is then."""
     repository = repository or configured_repository()
-    newest = newest_good_backup(repository, fresh=True)
-    if newest is not None and newest["age_ms"] < settings.BACKUP_INTERVAL_SECS * 1000:
-        return {"taken": False, **newest}
-    take_backup(owner, admission_dir, repository)
+    with _taking:
+        newest = newest_good_backup(repository, fresh=True)
+        if newest is not None and newest["age_ms"] < settings.BACKUP_INTERVAL_SECS * 1000:
+            return {"taken": False, **newest}
+        take_backup(owner, admission_dir, repository)
     return {"taken": True, **newest_good_backup(repository)}
 
 
