@@ -8,6 +8,8 @@ DATA_DIR ?= $(CURDIR)/var/ledger
 PORT ?= 8000
 CHROMIUM := /usr/bin/chromium
 REDIS_SERVER := /usr/bin/redis-server
+RESTIC := /usr/bin/restic
+SSHD := /usr/sbin/sshd
 
 .PHONY: setup run test bench clean
 
@@ -19,10 +21,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-run: setup
+run: setup $(RESTIC)
 	DATA_DIR=$(DATA_DIR) PORT=$(PORT) $(BIN)/python scripts/run_console.py
 
-test: setup $(CHROMIUM) $(REDIS_SERVER)
+test: setup $(CHROMIUM) $(REDIS_SERVER) $(RESTIC) $(SSHD)
 	$(BIN)/python -m pytest
 
 # The browser tests drive Debian's Chromium; it is installed once, never downloaded by Playwright.
@@ -32,6 +34,13 @@ $(CHROMIUM):
 # The effects tests start their own broker from Debian's redis-server; no Redis service is needed.
 $(REDIS_SERVER):
 	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server
+
+# Backups go to a restic repository; the drill's SFTP repository sits behind a temporary loopback sshd.
+$(RESTIC):
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y restic
+
+$(SSHD):
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openssh-server
 
 bench: setup $(REDIS_SERVER)
 	$(BIN)/python -m benchmarks
