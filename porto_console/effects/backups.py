@@ -60,6 +60,7 @@ def take_backup(owner: LedgerOwner, admission_dir: str | os.PathLike,
     staging_root = Path(settings.BACKUP_STAGING_DIR)
     staging_root.mkdir(parents=True, exist_ok=True)
     with _taking:
+        _clear(staging_root)
         stage = Path(tempfile.mkdtemp(prefix=f"{seq20(owner.head().sequence)}-", dir=staging_root))
         try:
             summary = stage_backup(owner.checkpoint, owner.store.path, Path(admission_dir), stage / "backup")
@@ -101,6 +102,12 @@ def newest_good_backup(repository: ResticRepository | str | os.PathLike | None =
     now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     age_ms = now_ms - facts["created_at_ms"]
     return {**facts, "age_ms": age_ms, "stale": age_ms > STALE_AFTER_MS}
+
+
+def _clear(staging_root: Path) -> None:
+    """What a killed backup left staged: only this process, the ledger's owner, stages here, one at a time."""
+    for leftover in staging_root.iterdir():
+        shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _facts(taken: dict[str, Any]) -> dict[str, Any]:
