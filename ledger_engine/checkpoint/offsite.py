@@ -31,12 +31,12 @@ from typing import Any, Callable
 import orjson
 
 from ledger_engine.adapters.files import replace_durably, sync_filesystem
+from ledger_engine.application.records import decode_record
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.backup import backup, restore, verify_backup
 from ledger_engine.checkpoint.export import JOURNAL_FILE
 from ledger_engine.checkpoint.verify import VerificationError, file_digest
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.application.records import decode_record
 from ledger_engine.domain.commands.money.payments import IN_FLIGHT as PAYMENTS_IN_FLIGHT
 from ledger_engine.layout import JOURNAL, STATE
 from ledger_engine.storage.rocks import RocksStore
@@ -81,10 +81,9 @@ def verify_staged(stage: str | os.PathLike) -> dict[str, Any]:
     except (OSError, orjson.JSONDecodeError):
         raise VerificationError(ADMISSION_MANIFEST, "missing or unreadable: not a completed backup") from None
     actual = _hash_tree(stage / ADMISSION)
-    if actual != admission["files"]:
-        changed = sorted(set(actual).symmetric_difference(admission["files"]) or
-                         {name for name in actual if actual[name] != admission["files"].get(name)})
-        raise VerificationError(f"{ADMISSION}/{changed[0]}", "admission file missing, unexpected or changed")
+    for name in sorted(set(actual) | set(admission["files"])):
+        if actual.get(name) != admission["files"].get(name):
+            raise VerificationError(f"{ADMISSION}/{name}", "admission file missing, unexpected or changed")
     for name, entry in actual.items():
         if name.startswith(f"{EVIDENCE}/") and name.rsplit("/", 1)[-1] != entry["sha256"]:
             raise VerificationError(f"{ADMISSION}/{name}", "evidence does not match its digest")
