@@ -120,10 +120,11 @@ def test_host_loss_drill_over_sftp_pays_every_payment_exactly_once(drill):
 
     resumed = porto_ledger("--data", str(stack.data_dir), "dispatch", "resume", "--reason", "host-loss drill reconciled")
     assert resumed["enabled"] is True
+    stack.backup_env["PORTO_BACKUP_INTERVAL_SECS"] = "240"  # back to the default: one at start, then none here
     stack.start_console()
     processes.start("payments-1")
     processes.start("beat")
-    wait_until(lambda: settled(stack, payments), "every payment confirmed after the recovery", timeout=180)
+    wait_until(lambda: settled(stack, payments), "every payment confirmed after the recovery", timeout=300)
     processes.stop_all()
 
     outcome = paid_on_chain(processes, stack, payments)
