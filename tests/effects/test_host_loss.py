@@ -22,10 +22,12 @@ import time
 from typing import Any
 
 import pytest
+from aptos_sdk.ed25519 import PrivateKey
 
 from ledger_engine.application.owner import read_head
 from ledger_engine.checkpoint.offsite import referenced_evidence_of_ledger
 from ledger_engine.storage.rocks import RocksStore
+from porto_console.effects.signer import Signer
 from tests.effects.approval import approved_payments
 from tests.effects.chain_process import ChainProcess
 from tests.effects.conftest import CAMPAIGNS, CHAIN_ID, PAYER_KEY, USDC
@@ -70,9 +72,6 @@ def drill(tmp_path, envelopes, ssh_server):
     payments = approved_payments(stack, envelopes, runs=RUNS, workers=((PAYMENTS_WORKER, ROLES),))
     gc.collect()  # the closed owner's database handles go with its last reference, and with them the LOCK
     stack.issue_credential("payments-1", PAYMENTS_WORKER, ROLES)
-    from aptos_sdk.ed25519 import PrivateKey
-
-    from porto_console.effects.signer import Signer
     chain.control("fund", asset=USDC, address=Signer(PrivateKey.from_str(PAYER_KEY, strict=False)).address,
                   amount=str(10**15))
     processes = Processes(stack, broker, chain, {"payments-1": "payments-1"})
