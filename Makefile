@@ -11,6 +11,8 @@ DATA_DIR ?= $(CURDIR)/var/ledger
 PORT ?= 8000
 CHROMIUM := /usr/bin/chromium
 REDIS_SERVER := /usr/bin/redis-server
+RESTIC := /usr/bin/restic
+SSHD := /usr/sbin/sshd
 
 .PHONY: setup setup-test run test bench clean
 
@@ -27,10 +29,10 @@ $(TEST_STAMP): $(RUN_STAMP)
 	$(PIP) -e '.[test]'
 	touch $(TEST_STAMP)
 
-run: setup
+run: setup $(RESTIC)
 	DATA_DIR=$(DATA_DIR) PORT=$(PORT) $(BIN)/python scripts/run_console.py
 
-test: setup-test $(CHROMIUM) $(REDIS_SERVER)
+test: setup-test $(CHROMIUM) $(REDIS_SERVER) $(RESTIC) $(SSHD)
 	$(BIN)/python -m pytest
 
 # The browser tests drive Debian's Chromium; it is installed once, never downloaded by Playwright.
@@ -40,6 +42,13 @@ $(CHROMIUM):
 # The effects tests start their own broker from Debian's redis-server; no Redis service is needed.
 $(REDIS_SERVER):
 	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server
+
+# Backups go to a restic repository; the drill's SFTP repository sits behind a temporary loopback sshd.
+$(RESTIC):
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y restic
+
+$(SSHD):
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openssh-server
 
 bench: setup-test $(REDIS_SERVER)
 	$(BIN)/python -m benchmarks

@@ -1,13 +1,15 @@
 """``porto-ledger``: drive the engine without Django. Verbs and JSON output are a public interface.
 
 Exit status: 0 success, 1 a verification failed, 2 bad input, 3 the ledger is owned or halted,
-4 the ledger's storage is missing, incomplete or damaged (nothing in it was changed).
+4 the ledger's storage is missing, incomplete or damaged (nothing in it was changed), or (recover) no
+good backup could be read.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import shutil
 import sys
 import queue
@@ -24,7 +26,9 @@ from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application import journal_tree
 from ledger_engine.application.owner import LedgerOwner, initialise, read_head
 from ledger_engine.canonical import parse_json
+from ledger_engine.checkpoint import offsite
 from ledger_engine.checkpoint.backup import backup, restore
+from ledger_engine.checkpoint.offsite import ResticRepository
 from ledger_engine.checkpoint.digest import logical_state_hash
 from ledger_engine.checkpoint.export import METADATA_FILE, export_store
 from ledger_engine.checkpoint.integrity import verify_directory
@@ -193,6 +197,26 @@ def cmd_restore(args: argparse.Namespace) -> None:
     emit({"ok": True, **restore(args.src, _require_data(args))})
 
 
+def cmd_recover(args: argparse.Namespace) -> None:
+    """Restore the newest good backup and its admission stores into empty directories; dispatch stays paused.
+
+    This is the ledger's half of recovery; ``manage.py recover`` runs it, then reconciles against the
+    chain and the signed-payment journal with the console up, and prints the whole report."""
+    if (args.repository is None) == (args.backup_dir is None):
+        raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, "recover needs exactly one of --repository or --backup-dir")
+    repository = None
+    if args.repository is not None:
+        password = Path(args.password_file).read_text().strip() if args.password_file else os.environ.get(
+            "RESTIC_PASSWORD")
+        if not password:
+            raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, "recover --repository needs RESTIC_PASSWORD or --password-file")
+        repository = ResticRepository(args.repository, password, sftp_command=args.sftp_command)
+    data = _require_data(args)
+    restored = offsite.recover(data, args.admission, repository=repository, backup_dir=args.backup_dir)
+    emit({"ok": True, **offsite.recovery_report(restored, data, last_known_sequence=args.last_sequence,
+                                               now_ms=time.time_ns() // 1_000_000)})
+
+
 def cmd_rebuild_indexes(args: argparse.Namespace) -> None:
     with RocksStore(_require_data(args)) as store:
         emit(rebuild_indexes(store))
@@ -265,6 +289,13 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--from-checkpoint", help="an earlier verified export of the same ledger to start from")
     verb("backup", cmd_backup, "verified backup outside the data directory").add_argument("dest")
     verb("restore", cmd_restore, "restore a verified backup; dispatch stays disabled").add_argument("src")
+    recover = verb("recover", cmd_recover, "restore the newest good backup and its evidence; dispatch stays paused")
+    recover.add_argument("--admission", required=True, help="the admission directory to restore (absent or empty)")
+    recover.add_argument("--repository", help="restic repository: a path or sftp:user@host:/path")
+    recover.add_argument("--password-file", help="the repository password (else RESTIC_PASSWORD)")
+    recover.add_argument("--sftp-command", help="restic's sftp.command, e.g. 'ssh -F CONFIG host -s sftp'")
+    recover.add_argument("--backup-dir", help="instead of a repository: a directory of staged backups")
+    recover.add_argument("--last-sequence", type=int, help="the last head known before the loss, to count what was lost")
     verb("rebuild-indexes", cmd_rebuild_indexes, "rebuild the indexes from logical state")
     dispatch = verb("dispatch", cmd_dispatch, "resume or pause effect dispatch (an operator decision)")
     dispatch.add_argument("state", choices=["resume", "pause"])
@@ -285,7 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 EXIT_CODES = {ErrorCode.VERIFICATION_FAILED: 1, ErrorCode.LEDGER_ALREADY_OWNED: 3, ErrorCode.LEDGER_HALTED: 3,
-              **{code: 4 for code in STORAGE_CODES}}
+              **{code: 4 for code in STORAGE_CODES},
+              ErrorCode.NO_GOOD_BACKUP: 4, ErrorCode.BACKUP_REPOSITORY_FAILED: 4}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -75,6 +75,8 @@ class ErrorCode(StrEnum):
 
     # Verification of exports, backups and replays.
     VERIFICATION_FAILED = "VERIFICATION_FAILED"
+    BACKUP_REPOSITORY_FAILED = "BACKUP_REPOSITORY_FAILED"  # restic could not read or write the repository
+    NO_GOOD_BACKUP = "NO_GOOD_BACKUP"
 
 
 class LedgerError(Exception):

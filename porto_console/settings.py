@@ -99,11 +99,20 @@ ADMISSION_DIR = Path(os.environ.get("ADMISSION_DIR", LEDGER_DATA_DIR.parent / "a
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "memory://")
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "cache+memory://")
 
-# Verified backups (docs/effects.md): beside the data directory, never inside it, so a restore
-# cannot overwrite its own source and a backup never counts as ledger data.
+# Backups that count (docs/effects.md): staged beside the data directory, never inside it, encrypted by
+# restic into PORTO_BACKUP_REPOSITORY: a local path by default (the embedded case), sftp:user@host:/path
+# off the ledger host in deployment, reached with PORTO_BACKUP_SFTP_COMMAND (restic's sftp.command).
 BACKUP_DIR = Path(os.environ.get("PORTO_BACKUP_DIR", LEDGER_DATA_DIR.parent / "backups")).resolve()
 if BACKUP_DIR.is_relative_to(LEDGER_DATA_DIR.resolve()):
     raise ImproperlyConfigured(f"PORTO_BACKUP_DIR {BACKUP_DIR} is inside the ledger data directory")
+BACKUP_REPOSITORY = os.environ.get("PORTO_BACKUP_REPOSITORY", str(BACKUP_DIR))
+BACKUP_STAGING_DIR = Path(os.environ.get("PORTO_BACKUP_STAGING_DIR", LEDGER_DATA_DIR.parent / "backup-staging"))
+BACKUP_SFTP_COMMAND = os.environ.get("PORTO_BACKUP_SFTP_COMMAND") or None
+BACKUP_PASSWORD = _secret("RESTIC_PASSWORD")  # outside the labelled demo the console refuses to serve without it
+DEMO_BACKUP_PASSWORD = "porto-demo-backup-password-public"
+BACKUP_INTERVAL_SECS = int(os.environ.get("PORTO_BACKUP_INTERVAL_SECS", "240"))  # the ceiling is five minutes
+BACKUP_TICK_SECS = float(os.environ.get("PORTO_BACKUP_TICK_SECS", "30"))
+RESTIC_BINARY = os.environ.get("PORTO_RESTIC", "restic")
 # Effects the workers parked for an operator; the same directory as the workers' PORTO_QUARANTINE_DIR.
 QUARANTINE_DIR = Path(os.environ.get("PORTO_QUARANTINE_DIR", VAR_DIR / "effects" / "quarantine"))
 # The signers' PostgreSQL database (docs/effects.md), when they run on other hosts: the quarantine is there.

@@ -14,6 +14,7 @@ from tests.support.step_up import PRIVATE_KEY_HEX
 
 HANDLE_KEY = "porto-test-only-handle-key-for-sealed-urls"
 STEP_UP_KEY = PRIVATE_KEY_HEX
+BACKUP_PASSWORD = "porto-test-only-backup-password"
 # The rotating log file of this test run, away from the developer's own var/log.
 LOG_DIR = Path(tempfile.mkdtemp(prefix="porto-test-logs-"))
 LOGGING["handlers"]["file"]["filename"] = LOG_DIR / "console.log"

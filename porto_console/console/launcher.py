@@ -24,6 +24,7 @@ from ledger_engine.demo import demo_genesis
 from ledger_engine.errors import ErrorCode, LedgerError
 from porto_console.console import safety
 from porto_console.console.services import demo, staff_changes
+from porto_console.effects import backups
 from porto_console.ledger import close_owner, gateway, open_owner
 from porto_console.operations import server
 
@@ -51,6 +52,7 @@ def launch(*, host: str, port: int, out: TextIO = sys.stdout) -> int:
             print(f"  - {problem}", file=sys.stderr)
         return EXIT_UNSAFE
     signal.signal(signal.SIGTERM, _stop)
+    backups_stop = backups.start_keeper(ledger, gateway().evidence.root.parent)  # one now if none is fresh
     try:
         call_command("migrate", interactive=False, verbosity=0)
         loaded = demo.load_scenario(ledger, evidence=gateway().evidence)
@@ -68,6 +70,7 @@ def launch(*, host: str, port: int, out: TextIO = sys.stdout) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        backups_stop.set()
         close_owner()
     return 0
 

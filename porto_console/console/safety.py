@@ -45,6 +45,9 @@ def problems(ledger: LedgerOwner) -> list[str]:
     found.extend(_step_up_problems(ledger))
     if settings.METRICS_TOKEN is not None and len(settings.METRICS_TOKEN) < MIN_KEY_CHARS:
         found.append(f"PORTO_METRICS_TOKEN is shorter than {MIN_KEY_CHARS} characters; unset it to turn /metrics off")
+    if not settings.BACKUP_PASSWORD or settings.BACKUP_PASSWORD == settings.DEMO_BACKUP_PASSWORD:
+        found.append("RESTIC_PASSWORD (or RESTIC_PASSWORD_FILE), the backup repository's encryption password, "
+                     "is not set or is the demo's public one")
     if settings.DEBUG:
         found.append("DJANGO_DEBUG is on: error pages would show settings and tracebacks")
     return found

@@ -1,11 +1,15 @@
-"""Scheduled verified backups, run by the ledger owner's process, and the age of the newest good one.
+"""Backups that count, taken in the ledger owner's process, and the age of the newest good one.
 
-Beat sends ``porto.effects.backup`` at least every four minutes; the
-maintenance worker asks the owner (the internal API) to run
-``take_backup``, which writes a verified backup into a new directory under
-the backup root, outside the data directory. A backup counts only once
-``verify_backup`` has re-read every file hash against its manifest, so
-``newest_good_backup`` verifies again before it reports an age.
+A backup is the ledger's checkpoint and export with the admission gateway's
+evidence and envelope stores, staged outside the data directory, encrypted
+and stored by restic in ``PORTO_BACKUP_REPOSITORY`` (a local path by default,
+``sftp:user@host:/path`` in deployment), and counted only once ``restic
+check`` passes and the snapshot, restored, verifies (``offsite``).
+
+One is taken when the console starts and whenever the newest good one is older
+than ``PORTO_BACKUP_INTERVAL_SECS`` (240 s): the owner's keeper thread looks
+every tick, and so does beat's ``porto.effects.backup``, so a missed backup is
+caught up at the next look and a dead beat does not stop them.
 
 This module runs in the owner's process (it opens a checkpoint of the
 ledger); workers never import it.
@@ -13,39 +17,116 @@ ledger); workers never import it.
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.checkpoint.backup import MANIFEST, backup_owner, verify_backup
-from ledger_engine.checkpoint.verify import VerificationError
+from ledger_engine.checkpoint.offsite import ResticRepository, newest_verified, stage_backup, upload_and_verify
+from ledger_engine.errors import LedgerError
 from ledger_engine.keys import seq20
 
+log = logging.getLogger("porto.effects.backups")
+
 STALE_AFTER_MS = 5 * 60 * 1000
+NEWEST_CACHE_SECS = 15.0  # the dashboard asks often; the repository may be across the network
+
+_taking = threading.RLock()  # one backup at a time in this process, and its due check with it
+_newest: dict[str, tuple[float, dict[str, Any] | None]] = {}
 
 
-def take_backup(owner: LedgerOwner, root: str | os.PathLike) -> dict[str, Any]:
-    """A verified backup of the live ledger in a new ``root/<time>-<sequence>-<suffix>``; returns its manifest and path."""
-    Path(root).mkdir(parents=True, exist_ok=True)
-    stamp = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{seq20(owner.head().sequence)}-"
-    destination = Path(tempfile.mkdtemp(prefix=stamp, dir=root))
-    manifest = backup_owner(owner, destination)
-    return {"path": str(destination), **manifest}
+def configured_repository(location: str | os.PathLike | None = None) -> ResticRepository:
+    """The configured repository (or a local one at ``location``) with the configured password."""
+    return ResticRepository(str(location or settings.BACKUP_REPOSITORY), backup_password(),
+                            sftp_command=settings.BACKUP_SFTP_COMMAND, binary=settings.RESTIC_BINARY)
 
 
-def newest_good_backup(root: str | os.PathLike, *, now_ms: int | None = None) -> dict[str, Any] | None:
-    """What the console shows: the newest backup under ``root`` that verifies, its age, and whether it is stale."""
-    now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-    candidates = sorted((path for path in Path(root).glob(f"*/{MANIFEST}")), reverse=True) if Path(root).exists() else []
-    for manifest_path in candidates:
+def backup_password() -> str:
+    """``RESTIC_PASSWORD`` or ``RESTIC_PASSWORD_FILE``; the public demo password only for the labelled demo."""
+    return settings.BACKUP_PASSWORD or settings.DEMO_BACKUP_PASSWORD
+
+
+def take_backup(owner: LedgerOwner, admission_dir: str | os.PathLike,
+                repository: ResticRepository | None = None) -> dict[str, Any]:
+    """A backup that counts, of the live ledger and ``admission_dir``; returns its sequence, time and snapshot."""
+    repository = repository or configured_repository()
+    staging_root = Path(settings.BACKUP_STAGING_DIR)
+    staging_root.mkdir(parents=True, exist_ok=True)
+    with _taking:
+        _clear(staging_root)
+        stage = Path(tempfile.mkdtemp(prefix=f"{seq20(owner.head().sequence)}-", dir=staging_root))
         try:
-            manifest = verify_backup(manifest_path.parent)
-        except VerificationError:
-            continue
-        age_ms = now_ms - manifest["created_at_ms"]
-        return {"path": str(manifest_path.parent), "sequence": manifest["sequence"],
-                "created_at_ms": manifest["created_at_ms"], "age_ms": age_ms, "stale": age_ms > STALE_AFTER_MS}
-    return None
+            summary = stage_backup(owner.checkpoint, owner.store.path, Path(admission_dir), stage / "backup")
+            taken = upload_and_verify(repository, stage / "backup", summary)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+    _newest[repository.location] = (time.monotonic(), _facts(taken))
+    log.info("backup counted: sequence %s, snapshot %s in %s", taken["sequence"], taken["snapshot"], repository.location)
+    return taken
+
+
+def take_backup_if_due(owner: LedgerOwner, admission_dir: str | os.PathLike,
+                       repository: ResticRepository | None = None) -> dict[str, Any]:
+    """Take one now if the newest good backup is missing or older than the interval; what the newest is then."""
+    repository = repository or configured_repository()
+    with _taking:
+        newest = newest_good_backup(repository, fresh=True)
+        if newest is not None and newest["age_ms"] < settings.BACKUP_INTERVAL_SECS * 1000:
+            return {"taken": False, **newest}
+        take_backup(owner, admission_dir, repository)
+    return {"taken": True, **newest_good_backup(repository)}
+
+
+def newest_good_backup(repository: ResticRepository | str | os.PathLike | None = None, *, now_ms: int | None = None,
+                       fresh: bool = False) -> dict[str, Any] | None:
+    """What the console shows: the newest verified snapshot's sequence, age, and whether it is stale."""
+    if not isinstance(repository, ResticRepository):
+        repository = configured_repository(repository)
+    checked_at, facts = _newest.get(repository.location, (None, None))
+    if fresh or checked_at is None or time.monotonic() - checked_at > NEWEST_CACHE_SECS:
+        try:
+            facts = newest_verified(repository)
+        except LedgerError as error:
+            log.error("backup repository %s unreadable: %s", repository.location, error.detail)
+            facts = None
+        _newest[repository.location] = (time.monotonic(), facts)
+    if facts is None:
+        return None
+    now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    age_ms = now_ms - facts["created_at_ms"]
+    return {**facts, "age_ms": age_ms, "stale": age_ms > STALE_AFTER_MS}
+
+
+def _clear(staging_root: Path) -> None:
+    """What a killed backup left staged: only this process, the ledger's owner, stages here, one at a time."""
+    for leftover in staging_root.iterdir():
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _facts(taken: dict[str, Any]) -> dict[str, Any]:
+    return {"snapshot": taken["snapshot"], "sequence": taken["sequence"], "created_at_ms": taken["created_at_ms"]}
+
+
+def start_keeper(owner: LedgerOwner, admission_dir: str | os.PathLike) -> threading.Event:
+    """The owner's own backup schedule: one at start, then a look every tick, until the returned event is set."""
+    stop = threading.Event()
+    threading.Thread(target=_keep, args=(owner, admission_dir, stop), name="backup-keeper", daemon=True).start()
+    return stop
+
+
+def _keep(owner: LedgerOwner, admission_dir: str | os.PathLike, stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            take_backup_if_due(owner, admission_dir)
+        except Exception:
+            if stop.is_set():
+                return  # the owner closed under the backup
+            log.exception("backup failed; trying again in %s s", settings.BACKUP_TICK_SECS)
+        stop.wait(settings.BACKUP_TICK_SECS)

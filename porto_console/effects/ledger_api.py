@@ -86,7 +86,7 @@ class LedgerApi:
             raise
 
     def take_backup(self) -> dict[str, Any]:
-        """Have the owner write a verified backup outside its data directory; returns the manifest."""
+        """Have the owner take a backup that counts if one is due; returns the newest good backup."""
         return self._call("POST", "/maintenance/backups")
 
     def head(self) -> dict[str, Any]:

@@ -201,7 +201,7 @@ def _follow(transaction_hash: str, again: bool, worker: Callable[[], EffectWorke
 
 @app.task(name="porto.effects.backup", autoretry_for=(LedgerUnreachable,), max_retries=3, retry_backoff=True)
 def backup() -> dict[str, Any]:
-    """Ask the ledger owner for a verified backup (``backups.take_backup`` runs in its process)."""
+    """Beat's backup tick: the owner takes one if the newest good backup is older than the interval."""
     return ledger_api().take_backup()
 
 

@@ -1,4 +1,4 @@
-"""Maintenance for workers holding the ledger's ``maintenance`` role: verified backups on a schedule.
+"""Maintenance for workers holding the ledger's ``maintenance`` role: backups that count, on a schedule.
 
 The backup runs in this process, the ledger owner's, because only the owner
 may read the live database; the worker only asks for it.
@@ -8,17 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest
 from ninja import Router
 
 from ledger_engine.domain.actors import actor_key
 from ledger_engine.layout import STATE
-from porto_console.effects.backups import take_backup
+from porto_console.effects.backups import take_backup_if_due
 from porto_console.internal_api.errors import ApiCode, ApiError
 from porto_console.internal_api.models import WorkerCredential
 from porto_console.internal_api.schemas import ERROR_RESPONSES, BackupOut
-from porto_console.ledger import owner
+from porto_console.ledger import gateway, owner
 
 router = Router(tags=["maintenance"])
 
@@ -33,11 +32,15 @@ def require_role(credential: WorkerCredential, role: str) -> None:
                                                     f"which does not hold the {role} role")
 
 
-@router.post("/maintenance/backups", response={200: BackupOut, **ERROR_RESPONSES}, summary="Take a verified backup",
+@router.post("/maintenance/backups", response={200: BackupOut, **ERROR_RESPONSES},
+             summary="Take a backup if one is due",
              description="""\
-Writes a backup of the live ledger into a new directory under the configured backup root, outside the
-data directory, and answers only once every file hash has been read back against its manifest. The
-worker's actor must hold the `maintenance` role, else `COMMAND_NOT_ALLOWED`.""")
-def take_verified_backup(request: HttpRequest) -> dict[str, Any]:
+Beat's tick. If the newest good backup is missing or older than the backup interval, backs up the live
+ledger and the admission gateway's evidence and envelope stores into the configured restic repository
+and answers once `restic check` passed and the new snapshot, restored, verified (`taken` true);
+otherwise answers with the newest good backup (`taken` false). The worker's actor must hold the
+`maintenance` role, else `COMMAND_NOT_ALLOWED`; a repository restic cannot use answers
+`BACKUP_REPOSITORY_FAILED`.""")
+def take_backup_when_due(request: HttpRequest) -> dict[str, Any]:
     require_role(request.auth, MAINTENANCE_ROLE)
-    return take_backup(owner(), settings.BACKUP_DIR)
+    return take_backup_if_due(owner(), gateway().evidence.root.parent)

@@ -120,8 +120,8 @@ class BatchPage(Schema):
 
 
 class BackupOut(Schema):
-    path: str = Field(description="The verified backup's directory, outside the data directory.")
-    sequence: int = Field(description="The ledger sequence the backup holds.")
-    entry_hash: str
-    logical_state_hash: str
-    created_at_ms: int
+    taken: bool = Field(description="Whether this call took a backup (one was due).")
+    snapshot: str = Field(description="The newest good backup's restic snapshot ID.")
+    sequence: int = Field(description="The ledger sequence it holds.")
+    created_at_ms: int = Field(description="When its checkpoint was taken.")
+    age_ms: int

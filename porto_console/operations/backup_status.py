@@ -1,21 +1,15 @@
 """The newest good backup, for health checks and scrapes that come every few seconds.
 
-``newest_good_backup`` re-reads every file hash of a backup before it reports
-one; a probe must not do that each time. The verified result is reused while
-the backup root lists the same entries and for at most ``REVERIFY_AFTER_S``;
-the age is always computed afresh.
+``newest_good_backup`` asks the restic repository, which may be across the
+network, for its newest verified snapshot and keeps the answer for a few
+seconds; a probe reads through that, and computes the age afresh each time.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from porto_console.effects.backups import STALE_AFTER_MS, newest_good_backup
-
-REVERIFY_AFTER_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,17 +26,6 @@ class BackupStatus:
         return now_ms - newest > STALE_AFTER_MS
 
 
-_lock = threading.Lock()
-_cached: tuple[tuple, float, BackupStatus] | None = None
-
-
-def backup_status(root: Path) -> BackupStatus:
-    global _cached
-    listing = (str(root), tuple(sorted(entry.name for entry in root.iterdir())) if root.is_dir() else ())
-    with _lock:
-        if _cached is not None and _cached[0] == listing and time.monotonic() - _cached[1] < REVERIFY_AFTER_S:
-            return _cached[2]
-        newest = newest_good_backup(root)
-        status = BackupStatus(newest["sequence"], newest["created_at_ms"]) if newest else BackupStatus(None, None)
-        _cached = (listing, time.monotonic(), status)
-        return status
+def backup_status() -> BackupStatus:
+    newest = newest_good_backup()
+    return BackupStatus(newest["sequence"], newest["created_at_ms"]) if newest else BackupStatus(None, None)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
@@ -69,7 +68,7 @@ class Probe:
 def probe() -> Probe:
     owner = ledger.owner()
     cause = owner.halt_cause()
-    backup = backup_status(settings.BACKUP_DIR)
+    backup = backup_status()
     at = now_ms()
     return Probe(sequence=owner.head().sequence, halt_cause=cause,
                  dispatch_enabled=None if cause else owner.dispatch_state()["enabled"], backup=backup,

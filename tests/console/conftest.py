@@ -37,7 +37,8 @@ ROLE_OF = {"admin": "admin", "admin2": "admin", "finance": "finance", "finance2"
 @pytest.fixture(autouse=True)
 def effects_settings(settings, tmp_path):
     """Backups and quarantine in this test's own directories; no announcements unless a test turns them on."""
-    settings.BACKUP_DIR = tmp_path / "backups"
+    settings.BACKUP_DIR = settings.BACKUP_REPOSITORY = tmp_path / "backups"
+    settings.BACKUP_STAGING_DIR = tmp_path / "backup-staging"
     settings.QUARANTINE_DIR = tmp_path / "quarantine"
     settings.EFFECTS_ENABLED = False
     return settings

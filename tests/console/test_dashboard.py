@@ -6,6 +6,9 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
+from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import INDEXES
 from ledger_engine.projections.payouts import payment_state_prefix
 from porto_console.console.views import dashboard as dashboard_view
@@ -71,28 +74,28 @@ def test_without_a_verified_backup_the_backup_card_is_red(client_as):
     assert is_red(page, "backup") and 'id="backup-age">none<' in card(page, "backup")
 
 
-def test_a_fresh_backup_shows_its_age_and_sequence_and_a_stale_one_is_red(client_as, ledger, settings, monkeypatch,
-                                                                          tmp_path):
-    backup = take_backup(ledger, settings.BACKUP_DIR)
-    assert not Path(backup["path"]).is_relative_to(tmp_path / "ledger")
+def test_a_fresh_backup_shows_its_age_and_sequence_and_a_stale_one_is_red(client_as, ledger, settings, monkeypatch):
+    backup = take_backup(ledger, settings.ADMISSION_DIR)
     page = client_as("ops").get("/ledger/").content.decode()
     assert not is_red(page, "backup")
     assert re.search(r'id="backup-age">\d+ s old<', page)
-    assert f"sequence {ledger.head().sequence}" in card(page, "backup")
+    assert f"sequence {ledger.head().sequence}, snapshot {backup['snapshot']}" in card(page, "backup")
 
     later = backup["created_at_ms"] + 6 * 60 * 1000
-    monkeypatch.setattr(dashboard_view, "newest_good_backup",
-                        lambda root: backups.newest_good_backup(root, now_ms=later))
+    monkeypatch.setattr(dashboard_view, "newest_good_backup", lambda: backups.newest_good_backup(now_ms=later))
     page = client_as("ops").get("/ledger/").content.decode()
     assert is_red(page, "backup") and 'id="backup-age">6 min old<' in page and "older than five minutes" in page
 
 
-def test_a_damaged_backup_does_not_count(client_as, ledger, settings):
-    backup = Path(take_backup(ledger, settings.BACKUP_DIR)["path"])
-    victim = next(path for path in sorted((backup / "db").iterdir()) if path.suffix == ".sst")
+def test_a_backup_into_a_damaged_repository_does_not_count(client_as, ledger, settings, envelopes):
+    first = take_backup(ledger, settings.ADMISSION_DIR)
+    victim = next(path for path in sorted(Path(settings.BACKUP_REPOSITORY, "data").rglob("*")) if path.is_file())
     victim.write_bytes(victim.read_bytes() + b"x")
+    with pytest.raises(LedgerError) as refused:  # restic check finds the damage: the new snapshot is not counted
+        take_backup(ledger, settings.ADMISSION_DIR)
+    assert refused.value.code == ErrorCode.BACKUP_REPOSITORY_FAILED
     page = client_as("ops").get("/ledger/").content.decode()
-    assert is_red(page, "backup") and 'id="backup-age">none<' in page
+    assert f"snapshot {first['snapshot']}" in card(page, "backup")
 
 
 def test_the_verify_card_shows_when_verify_last_ran_and_what_it_found(client_as, ledger):

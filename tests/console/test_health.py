@@ -19,7 +19,7 @@ def healthz():
 
 
 def test_a_fresh_console_with_a_good_backup_is_ready(ledger):
-    backup = take_backup(ledger, settings.BACKUP_DIR)
+    backup = take_backup(ledger, settings.ADMISSION_DIR)
     status, body = healthz()
     assert (status, body["status"], body["conditions"]) == (200, "ready", [])
     assert body["sequence"] == ledger.head().sequence and body["dispatch_enabled"] is True
@@ -32,7 +32,7 @@ def test_a_console_just_started_has_time_to_take_its_first_backup(ledger):
 
 
 def test_paused_dispatch_is_202_and_still_in_service(ledger):
-    take_backup(ledger, settings.BACKUP_DIR)
+    take_backup(ledger, settings.ADMISSION_DIR)
     ledger.set_dispatch(False, "operator pause for a health probe")
     status, body = healthz()
     assert (status, body["status"], body["dispatch_enabled"]) == (202, "dispatch_paused", False)
@@ -40,7 +40,7 @@ def test_paused_dispatch_is_202_and_still_in_service(ledger):
 
 
 def test_a_backup_older_than_five_minutes_is_overdue(ledger, monkeypatch):
-    backup = take_backup(ledger, settings.BACKUP_DIR)
+    backup = take_backup(ledger, settings.ADMISSION_DIR)
     monkeypatch.setattr(health, "now_ms", lambda: backup["created_at_ms"] + STALE_AFTER_MS + MINUTE_MS)
     status, body = healthz()
     assert (status, body["status"], body["conditions"]) == (203, "backup_overdue", ["backup_overdue"])
@@ -61,7 +61,7 @@ def test_overdue_outranks_paused_and_both_are_listed(ledger, monkeypatch):
 
 
 def test_a_halted_ledger_is_503_with_its_cause_code_and_no_detail(ledger, monkeypatch):
-    take_backup(ledger, settings.BACKUP_DIR)
+    take_backup(ledger, settings.ADMISSION_DIR)
     halt_with_a_disk_fault(ledger, monkeypatch)
     status, body = healthz()
     assert (status, body["status"], body["halt_cause"]) == (503, "halted", "LEDGER_HALTED")

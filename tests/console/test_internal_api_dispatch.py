@@ -6,8 +6,9 @@ import time
 import uuid
 import pytest
 
-from ledger_engine.checkpoint.backup import verify_backup
+from ledger_engine.checkpoint.offsite import recover
 from ledger_engine.domain.commands.money.payments import payment_key
+from porto_console.effects.backups import configured_repository
 from porto_console.internal_api import credentials
 from porto_console.ledger import close_owner, gateway, open_owner
 from tests.console.test_internal_api import COMMANDS, Worker, assert_error, claim_body
@@ -168,22 +169,23 @@ def test_bad_attempt_queries_are_400(payouts, query):
 
 # Backups.
 
-def test_a_maintenance_worker_gets_a_verified_backup_outside_the_data_directory(payouts, settings, tmp_path):
-    settings.BACKUP_DIR = tmp_path / "backups"
-    backup = worker("api-maintenance").post("/internal/maintenance/backups", b"").json()
-    assert backup["sequence"] == payouts.owner.head().sequence
-    assert backup["path"].startswith(str(tmp_path / "backups"))
-    assert verify_backup(backup["path"])["logical_state_hash"] == backup["logical_state_hash"]
+def test_a_maintenance_worker_gets_a_backup_when_one_is_due_and_the_newest_otherwise(payouts, settings):
+    maintenance = worker("api-maintenance")
+    taken = maintenance.post("/internal/maintenance/backups", b"").json()
+    assert (taken["taken"], taken["sequence"]) == (True, payouts.owner.head().sequence)
+    again = maintenance.post("/internal/maintenance/backups", b"").json()
+    assert (again["taken"], again["snapshot"]) == (False, taken["snapshot"])  # the newest is younger than the interval
+    restored = recover(settings.BACKUP_STAGING_DIR.parent / "new" / "ledger",
+                       settings.BACKUP_STAGING_DIR.parent / "new" / "admission", repository=configured_repository())
+    assert (restored["snapshot"], restored["sequence"]) == (taken["snapshot"], taken["sequence"])
 
 
 @pytest.mark.parametrize("name", ["api-observer", "api-dispatcher"])
 def test_only_the_maintenance_role_may_take_backups(payouts, settings, tmp_path, name):
-    settings.BACKUP_DIR = tmp_path / "backups"
     assert_error(worker(name).post("/internal/maintenance/backups", b""), 403, "COMMAND_NOT_ALLOWED")
-    assert not (tmp_path / "backups").exists()
+    assert not settings.BACKUP_DIR.exists()  # no repository was even created
 
 
 def test_a_credential_for_an_actor_the_ledger_does_not_know_may_not_take_backups(payouts, settings, tmp_path):
-    settings.BACKUP_DIR = tmp_path / "backups"
     stranger = Worker(credentials.issue("stranger", "nobody-1", [])[1])
     assert_error(stranger.post("/internal/maintenance/backups", b""), 403, "COMMAND_NOT_ALLOWED")

@@ -48,7 +48,7 @@ def test_a_request_without_the_token_is_401(ledger, token, authorization):
 
 
 def test_every_family_is_served_and_command_metrics_count_each_command(ledger, token):
-    take_backup(ledger, settings.BACKUP_DIR)
+    take_backup(ledger, settings.ADMISSION_DIR)
     before = samples(scrape())
     envelopes = EnvelopeFactory()
     envelopes.advance_to(ledger.admission_floor_ms())

@@ -156,6 +156,17 @@ def test_outside_the_demo_the_console_refuses_default_or_shared_keys(ledger, set
     assert any("a key of its own" in problem for problem in safety.problems(ledger))
 
 
+def test_outside_the_demo_the_console_refuses_to_back_up_without_a_password_of_its_own(ledger, settings, monkeypatch):
+    monkeypatch.setattr(safety, "is_demo", lambda ledger: False)
+    settings.SECRET_KEY, settings.HANDLE_KEY = "s" * 40, "h" * 40
+    for password in (None, settings.DEMO_BACKUP_PASSWORD):
+        settings.BACKUP_PASSWORD = password
+        [problem] = safety.problems(ledger)
+        assert problem.startswith("RESTIC_PASSWORD")
+    settings.BACKUP_PASSWORD = "a-password-of-its-own"
+    assert safety.problems(ledger) == []
+
+
 def test_outside_the_demo_the_step_up_key_must_be_the_one_the_ledger_trusts(ledger, settings, monkeypatch):
     monkeypatch.setattr(safety, "is_demo", lambda ledger: False)
     settings.SECRET_KEY, settings.HANDLE_KEY = "s" * 40, "h" * 40

@@ -11,6 +11,7 @@ from porto_console.effects.simulated_chain import SimulatedChain
 from porto_console.effects.simulated_server import SimulatedChainServer
 from porto_console.effects.transactions import TransferTerms
 from tests.effects.redis_server import RedisServer, external_redis_url
+from tests.support.sshd import SshServer
 
 USDC = "0x" + "a1" * 32
 CHAIN_ID = 4
@@ -48,6 +49,14 @@ def broker_server(tmp_path_factory):
         yield None
         return
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def ssh_server(tmp_path_factory):
+    """This session's own ``sshd`` on a free loopback port: the off-host end of SFTP backup repositories."""
+    server = SshServer(tmp_path_factory.mktemp("sshd")).start()
     yield server
     server.stop()
 

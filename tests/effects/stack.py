@@ -51,7 +51,8 @@ WAIT_SECS = 90
 # ``step_up.genesis()`` trusts.
 DEPLOYMENT_KEYS = {"DJANGO_SECRET_KEY": "porto-effects-test-secret-key-not-the-default",
                    "PORTO_HANDLE_KEY": "porto-effects-test-handle-key-of-its-own",
-                   "PORTO_STEP_UP_KEY": step_up.PRIVATE_KEY_HEX}
+                   "PORTO_STEP_UP_KEY": step_up.PRIVATE_KEY_HEX,
+                   "RESTIC_PASSWORD": "porto-effects-test-backup-password"}
 
 
 def free_port() -> int:

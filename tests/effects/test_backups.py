@@ -1,26 +1,108 @@
-"""Scheduled backups: verified before they count, and the age the console shows."""
+"""Backups that count: the ledger and its admission stores in a restic repository, verified before they count."""
 
 from __future__ import annotations
 
-from porto_console.effects.backups import STALE_AFTER_MS, newest_good_backup, take_backup
+import pytest
+
+from ledger_engine.adapters.gateway import CommandGateway
+from ledger_engine.checkpoint.offsite import (
+    BACKUP_TAG, CREATED_TAG, SEQUENCE_TAG, VERIFIED_TAG, ResticRepository, recover, stage_backup, verify_staged,
+)
+from ledger_engine.checkpoint.verify import VerificationError
+from ledger_engine.errors import ErrorCode, LedgerError
+from porto_console.effects.backups import STALE_AFTER_MS, newest_good_backup, take_backup, take_backup_if_due
 
 
-def test_newest_verified_backup_and_its_age(owner, envelopes, tmp_path):
-    root = tmp_path / "backups"
-    assert newest_good_backup(root) is None
-    first = take_backup(owner, root)
+@pytest.fixture
+def backup_settings(settings, tmp_path):
+    settings.BACKUP_STAGING_DIR = tmp_path / "staging"
+    settings.BACKUP_INTERVAL_SECS = 240
+    return settings
+
+
+@pytest.fixture
+def repository(tmp_path) -> ResticRepository:
+    return ResticRepository(str(tmp_path / "repository"), "porto-test-backup-password")
+
+
+@pytest.fixture
+def admission(tmp_path, owner):
+    """An admission directory with one evidence file and one envelope, as the gateway writes them."""
+    gateway = CommandGateway(owner, tmp_path / "admission")
+    gateway.evidence.put(b"chain said: confirmed")
+    return tmp_path / "admission"
+
+
+def test_newest_good_backup_and_its_age(owner, envelopes, admission, repository, backup_settings):
+    assert newest_good_backup(repository, fresh=True) is None
+    first = take_backup(owner, admission, repository)
     owner.submit(envelopes.account("fin-1", roles=["finance"]))
-    second = take_backup(owner, root)
+    second = take_backup(owner, admission, repository)
     assert (first["sequence"], second["sequence"]) == (0, 1)
-    newest = newest_good_backup(root, now_ms=second["created_at_ms"] + 1_000)
-    assert (newest["path"], newest["sequence"], newest["age_ms"], newest["stale"]) == (second["path"], 1, 1_000, False)
-    assert newest_good_backup(root, now_ms=second["created_at_ms"] + STALE_AFTER_MS + 1)["stale"] is True
+    newest = newest_good_backup(repository, now_ms=second["created_at_ms"] + 1_000, fresh=True)
+    assert (newest["snapshot"], newest["sequence"], newest["age_ms"], newest["stale"]) == (
+        second["snapshot"], 1, 1_000, False)
+    assert newest_good_backup(repository, now_ms=second["created_at_ms"] + STALE_AFTER_MS + 1)["stale"] is True
+    assert {VERIFIED_TAG, BACKUP_TAG, f"{SEQUENCE_TAG}1"} <= set(repository.snapshots(VERIFIED_TAG)[-1]["tags"])
 
 
-def test_a_damaged_newest_backup_does_not_count(owner, envelopes, tmp_path):
-    root = tmp_path / "backups"
-    first = take_backup(owner, root)
+def test_a_backup_is_taken_only_when_the_newest_good_one_is_older_than_the_interval(
+        owner, envelopes, admission, repository, backup_settings):
+    assert take_backup_if_due(owner, admission, repository)["taken"] is True  # none yet: the start's backup
     owner.submit(envelopes.account("fin-1", roles=["finance"]))
-    second = take_backup(owner, root)
-    next(path for path in (tmp_path / "backups").glob("*/export/journal.jsonl") if second["path"] in str(path)).write_bytes(b"")
-    assert newest_good_backup(root)["path"] == first["path"]
+    assert take_backup_if_due(owner, admission, repository)["taken"] is False
+    backup_settings.BACKUP_INTERVAL_SECS = 0  # the newest is now overdue: caught up at this look
+    caught_up = take_backup_if_due(owner, admission, repository)
+    assert (caught_up["taken"], caught_up["sequence"]) == (True, 1)
+    assert len(repository.snapshots(VERIFIED_TAG)) == 2
+
+
+def test_an_uploaded_snapshot_that_never_verified_does_not_count(owner, admission, repository, tmp_path):
+    stage = tmp_path / "stage"
+    summary = stage_backup(owner.checkpoint, owner.store.path, admission, stage)
+    repository.ensure_initialised()
+    repository.upload(stage, [BACKUP_TAG, f"{SEQUENCE_TAG}0", f"{CREATED_TAG}{summary['created_at_ms']}"])
+    assert newest_good_backup(repository, fresh=True) is None
+    with pytest.raises(LedgerError) as refused:
+        recover(tmp_path / "new" / "ledger", tmp_path / "new" / "admission", repository=repository)
+    assert refused.value.code == ErrorCode.NO_GOOD_BACKUP
+
+
+def test_a_staged_backup_holds_the_evidence_and_a_changed_file_fails_verification(owner, admission, tmp_path):
+    stage = tmp_path / "stage"
+    summary = stage_backup(owner.checkpoint, owner.store.path, admission, stage)
+    assert (summary["admission_files"], summary["evidence_missing"]) == (1, [])
+    evidence = next((stage / "admission" / "evidence").rglob("*/*"))
+    evidence.write_bytes(b"chain said: failed")
+    with pytest.raises(VerificationError):
+        verify_staged(stage)
+
+
+def test_a_wrong_password_cannot_read_the_repository(owner, admission, repository, backup_settings):
+    take_backup(owner, admission, repository)
+    with pytest.raises(LedgerError) as refused:
+        ResticRepository(repository.location, "not-the-password").snapshots(VERIFIED_TAG)
+    assert refused.value.code == ErrorCode.BACKUP_REPOSITORY_FAILED
+
+
+def test_recover_restores_the_ledger_and_its_evidence_with_dispatch_disabled(
+        owner, envelopes, admission, repository, backup_settings, tmp_path):
+    owner.submit(envelopes.account("fin-1", roles=["finance"]))
+    taken = take_backup(owner, admission, repository)
+    report = recover(tmp_path / "new" / "ledger", tmp_path / "new" / "admission", repository=repository)
+    assert (report["snapshot"], report["sequence"], report["dispatch_enabled"]) == (taken["snapshot"], 1, False)
+    assert (tmp_path / "new" / "admission" / "evidence").is_dir() and report["evidence_missing"] == []
+    with pytest.raises(VerificationError):  # never over a ledger that is there
+        recover(tmp_path / "new" / "ledger", tmp_path / "other", repository=repository)
+
+
+def test_a_backup_over_sftp_is_encrypted_and_restores(owner, admission, ssh_server, backup_settings, tmp_path):
+    remote = tmp_path / "remote-repository"
+    repository = ResticRepository(ssh_server.repository(remote), "porto-test-backup-password",
+                                  sftp_command=ssh_server.sftp_command)
+    taken = take_backup(owner, admission, repository)
+    assert (remote / "config").is_file()
+    stored = b"".join(path.read_bytes() for path in remote.rglob("*") if path.is_file())
+    assert b"chain said: confirmed" not in stored and b"logical_state_hash" not in stored  # encrypted at rest
+    report = recover(tmp_path / "new" / "ledger", tmp_path / "new" / "admission", repository=repository)
+    assert (report["snapshot"], report["sequence"]) == (taken["snapshot"], 0)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
-
 from porto_console.console import charts
 from porto_console.console.roles import has_role
 from porto_console.console.screens import DASHBOARD, SCREENS
@@ -23,7 +21,7 @@ def dashboard(request):
     dispatch_form = DispatchForm.to_switch(dispatch_state) if has_role(request.user, DISPATCH_ROLES) else None
     return render_screen(request, "console/dashboard.html", DASHBOARD.title, read, figures=figures,
                          charts=[charts.money_per_day(figures.daily), holds_chart, payments_chart],
-                         backup=newest_good_backup(settings.BACKUP_DIR), dispatch=dispatch_state,
+                         backup=newest_good_backup(), dispatch=dispatch_state,
                          dispatch_form=dispatch_form, verified=last_verification(owner().store.path),
                          opens={screen.url_name.replace("-", "_"): has_role(request.user, screen.roles)
                                 for screen in SCREENS})

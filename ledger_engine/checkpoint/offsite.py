@@ -1,0 +1,316 @@
+"""Backups that count: the ledger's backup and the admission stores it references, encrypted off the host by restic.
+
+A backup is staged in a directory outside the data directory:
+
+    ledger/          the verified checkpoint and export (``backup.backup``)
+    admission/       a copy of the gateway's evidence and envelope stores
+    ADMISSION.json   every admission file's hash, and the evidence the journal names
+
+The admission copy is taken after the checkpoint. The gateway stores evidence
+and envelopes before it submits the command that names them, so everything
+the checkpoint references is already there; the copy may also hold a few
+files for commands after it, which are harmless. The staged directory is
+verified, uploaded with ``restic backup`` (encrypted with the repository's
+password), and counts only once ``restic check`` passes on the repository and
+the new snapshot, restored into scratch with ``restic restore --verify``
+(every pack of it read back and authenticated), verifies as a staged backup
+again. Only then is it tagged ``porto-verified``; a snapshot without that tag
+is never restored.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import orjson
+
+from ledger_engine.adapters.files import replace_durably, sync_filesystem
+from ledger_engine.application.records import decode_record
+from ledger_engine.canonical import canonical_bytes
+from ledger_engine.checkpoint.backup import backup, restore, verify_backup
+from ledger_engine.checkpoint.export import JOURNAL_FILE
+from ledger_engine.checkpoint.verify import VerificationError, file_digest
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.domain.commands.money.payments import IN_FLIGHT as PAYMENTS_IN_FLIGHT
+from ledger_engine.layout import JOURNAL, STATE
+from ledger_engine.storage.rocks import RocksStore
+
+LEDGER = "ledger"
+ADMISSION = "admission"
+ADMISSION_MANIFEST = "ADMISSION.json"
+EVIDENCE = "evidence"
+BACKUP_TAG = "porto-backup"
+VERIFIED_TAG = "porto-verified"
+SEQUENCE_TAG = "sequence-"
+CREATED_TAG = "created-ms-"
+RESTIC_TIMEOUT_SECS = 600
+
+
+class RepositoryFailed(LedgerError):
+    def __init__(self, detail: str) -> None:
+        super().__init__(ErrorCode.BACKUP_REPOSITORY_FAILED, detail)
+
+
+# Staging and verifying a backup directory.
+
+def stage_backup(take_checkpoint: Callable[[Path], None], data_dir: Path, admission_dir: Path,
+                 stage: Path) -> dict[str, Any]:
+    """A verified staged backup in the empty or absent ``stage``; returns its summary (``verify_staged``)."""
+    backup(take_checkpoint, data_dir, stage / LEDGER)
+    files = _copy_tree(admission_dir, stage / ADMISSION)
+    referenced = referenced_evidence(stage / LEDGER / "export")
+    present = {name.rsplit("/", 1)[-1] for name in files if name.startswith(f"{EVIDENCE}/")}
+    replace_durably(stage / ADMISSION_MANIFEST, canonical_bytes({
+        "files": files, "evidence_referenced": len(referenced),
+        "evidence_missing": sorted(referenced - present)}) + b"\n")
+    return verify_staged(stage)
+
+
+def verify_staged(stage: str | os.PathLike) -> dict[str, Any]:
+    """The ledger backup verifies, every admission file matches its hash, and evidence files match their names."""
+    stage = Path(stage)
+    manifest = verify_backup(stage / LEDGER)
+    try:
+        admission = orjson.loads((stage / ADMISSION_MANIFEST).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        raise VerificationError(ADMISSION_MANIFEST, "missing or unreadable: not a completed backup") from None
+    actual = _hash_tree(stage / ADMISSION)
+    for name in sorted(set(actual) | set(admission["files"])):
+        if actual.get(name) != admission["files"].get(name):
+            raise VerificationError(f"{ADMISSION}/{name}", "admission file missing, unexpected or changed")
+    for name, entry in actual.items():
+        if name.startswith(f"{EVIDENCE}/") and name.rsplit("/", 1)[-1] != entry["sha256"]:
+            raise VerificationError(f"{ADMISSION}/{name}", "evidence does not match its digest")
+    return {"sequence": manifest["sequence"], "entry_hash": manifest["entry_hash"],
+            "logical_state_hash": manifest["logical_state_hash"], "created_at_ms": manifest["created_at_ms"],
+            "admission_files": len(actual), "evidence_referenced": admission["evidence_referenced"],
+            "evidence_missing": admission["evidence_missing"]}
+
+
+def referenced_evidence(export_dir: Path) -> set[str]:
+    """Every evidence digest an envelope in the exported journal names."""
+    found: set[str] = set()
+    with open(export_dir / JOURNAL_FILE, "rb") as journal:
+        for line in journal:
+            if line.strip():
+                found.update(orjson.loads(line)["envelope"].get("evidence_hashes", ()))
+    return found
+
+
+def _copy_tree(source: Path, destination: Path) -> dict[str, dict[str, Any]]:
+    destination.mkdir(parents=True, exist_ok=True)
+    if source.exists():
+        shutil.copytree(source, destination, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".*"))  # temporaries of writes in progress
+    return _hash_tree(destination)
+
+
+def _hash_tree(root: Path) -> dict[str, dict[str, Any]]:
+    files = {}
+    for path in sorted(root.rglob("*")) if root.exists() else ():
+        if path.is_file():
+            digest, size = file_digest(path)
+            files[path.relative_to(root).as_posix()] = {"sha256": digest, "bytes": size}
+    return files
+
+
+# The restic repository.
+
+@dataclass(frozen=True)
+class ResticRepository:
+    """A restic repository: a local path, or ``sftp:user@host:/path`` reached with ``sftp_command``."""
+
+    location: str
+    password: str
+    sftp_command: str | None = None
+    binary: str = "restic"
+
+    def run(self, *arguments: str) -> str:
+        """restic with this repository; a lock left by a killed restic (on this host) is removed, once."""
+        try:
+            return self._run(*arguments)
+        except RepositoryFailed as error:
+            if "already locked" not in error.detail:
+                raise
+            self._run("unlock")  # removes only stale locks: a live restic's lock stays and this fails again
+            return self._run(*arguments)
+
+    def _run(self, *arguments: str) -> str:
+        options = ["-o", f"sftp.command={self.sftp_command}"] if self.sftp_command else []
+        env = {name: value for name, value in os.environ.items() if not name.startswith("RESTIC_")}
+        env.update(RESTIC_REPOSITORY=self.location, RESTIC_PASSWORD=self.password)
+        try:
+            done = subprocess.run([self.binary, "--no-cache", *options, *arguments], env=env,
+                                  capture_output=True, text=True, timeout=RESTIC_TIMEOUT_SECS)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise RepositoryFailed(f"restic {arguments[0]}: {error}") from None
+        if done.returncode != 0:
+            raise RepositoryFailed(f"restic {arguments[0]} exited {done.returncode}: {done.stderr.strip()[-500:]}")
+        return done.stdout
+
+    def initialised(self) -> bool:
+        try:
+            self.run("cat", "config")
+        except RepositoryFailed as error:
+            if "unable to open config file" in error.detail:
+                return False
+            raise
+        return True
+
+    def ensure_initialised(self) -> None:
+        if not self.initialised():
+            self.run("init")
+
+    def upload(self, stage: Path, tags: list[str]) -> str:
+        """``restic backup`` of ``stage``; the new snapshot's ID."""
+        tag_options = [option for tag in tags for option in ("--tag", tag)]
+        output = self.run("backup", "--json", "--host", "porto-ledger", *tag_options, str(stage))
+        for line in output.splitlines():
+            message = orjson.loads(line) if line.startswith("{") else {}
+            if message.get("message_type") == "summary":
+                return message["snapshot_id"]
+        raise RepositoryFailed("restic backup printed no summary")
+
+    def check(self) -> None:
+        self.run("check")
+
+    def snapshots(self, tag: str) -> list[dict[str, Any]]:
+        """Snapshots carrying ``tag``, oldest first."""
+        return orjson.loads(self.run("snapshots", "--json", "--tag", tag) or "[]") or []
+
+    def mark_verified(self, snapshot_id: str) -> None:
+        self.run("tag", "--add", VERIFIED_TAG, snapshot_id)
+
+    def restore_snapshot(self, snapshot: dict[str, Any], scratch: Path) -> Path:
+        """Restore ``snapshot`` under ``scratch``, re-reading every restored file; the staged directory's path."""
+        self.run("restore", snapshot["id"], "--target", str(scratch), "--verify")
+        return scratch / snapshot["paths"][0].lstrip("/")
+
+
+def snapshot_facts(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The sequence and creation time a Porto snapshot's tags carry."""
+    tags = snapshot.get("tags") or []
+    sequence = next(int(tag.removeprefix(SEQUENCE_TAG)) for tag in tags if tag.startswith(SEQUENCE_TAG))
+    created = next(int(tag.removeprefix(CREATED_TAG)) for tag in tags if tag.startswith(CREATED_TAG))
+    # Tagging a snapshot gives it a new ID; its name stays the one restic printed when it was taken.
+    return {"snapshot": (snapshot.get("original") or snapshot["id"])[:8], "sequence": sequence, "created_at_ms": created}
+
+
+def upload_and_verify(repository: ResticRepository, stage: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """Upload a verified staged backup; it counts once the repository checks and its restored copy verifies."""
+    repository.ensure_initialised()
+    tags = [BACKUP_TAG, f"{SEQUENCE_TAG}{summary['sequence']}", f"{CREATED_TAG}{summary['created_at_ms']}"]
+    snapshot_id = repository.upload(stage, tags)
+    repository.check()
+    snapshot = next(s for s in repository.snapshots(BACKUP_TAG) if s["short_id"] == snapshot_id)
+    with tempfile.TemporaryDirectory(prefix=".verify-", dir=stage.parent) as scratch:
+        restored = verify_staged(repository.restore_snapshot(snapshot, Path(scratch)))
+    if (restored["sequence"], restored["logical_state_hash"]) != (summary["sequence"], summary["logical_state_hash"]):
+        raise VerificationError(snapshot_id, "the restored snapshot differs from what was staged")
+    repository.mark_verified(snapshot_id)
+    return {**summary, "snapshot": snapshot_id}
+
+
+def newest_verified(repository: ResticRepository) -> dict[str, Any] | None:
+    if not repository.initialised():
+        return None
+    snapshots = repository.snapshots(VERIFIED_TAG)
+    if not snapshots:
+        return None
+    return max((snapshot_facts(s) for s in snapshots), key=lambda facts: (facts["created_at_ms"], facts["sequence"]))
+
+
+# Recovery on a new host.
+
+def recover(data_dir: str | os.PathLike, admission_dir: str | os.PathLike, *,
+            repository: ResticRepository | None = None, backup_dir: str | os.PathLike | None = None) -> dict[str, Any]:
+    """Restore the newest good backup: the ledger (dispatch disabled) and its admission stores, both all or nothing.
+
+    From the repository's newest ``porto-verified`` snapshot, or from the newest staged backup under
+    ``backup_dir`` that verifies. ``data_dir`` and ``admission_dir`` must be absent or empty.
+    """
+    data_dir, admission_dir = Path(data_dir).resolve(), Path(admission_dir).resolve()
+    for target in (data_dir, admission_dir):
+        if target.exists() and any(target.iterdir()):
+            raise VerificationError(str(target), "recovery needs an absent or empty directory")
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{data_dir.name}.recovering-", dir=data_dir.parent) as scratch:
+        stage, snapshot = _fetch_newest(Path(scratch), repository, backup_dir)
+        summary = verify_staged(stage)
+        restored = restore(stage / LEDGER, data_dir)
+        _publish_admission(stage / ADMISSION, admission_dir)
+    present = {path.name for path in (admission_dir / EVIDENCE).rglob("*") if path.is_file()}
+    referenced = referenced_evidence_of_ledger(data_dir)
+    return {"snapshot": snapshot, **restored, "created_at_ms": summary["created_at_ms"],
+            "evidence_referenced": len(referenced), "evidence_restored": len(referenced & present),
+            "evidence_missing": sorted(referenced - present),
+            "envelopes_restored": sum(1 for path in (admission_dir / "envelopes").rglob("*") if path.is_file())}
+
+
+def _fetch_newest(scratch: Path, repository: ResticRepository | None,
+                  backup_dir: str | os.PathLike | None) -> tuple[Path, str | None]:
+    if repository is not None:
+        snapshots = sorted(repository.snapshots(VERIFIED_TAG), key=lambda s: snapshot_facts(s)["created_at_ms"])
+        if not snapshots:
+            raise LedgerError(ErrorCode.NO_GOOD_BACKUP, f"no verified snapshot in {repository.location}")
+        return repository.restore_snapshot(snapshots[-1], scratch), snapshot_facts(snapshots[-1])["snapshot"]
+    for candidate in sorted(Path(backup_dir).iterdir(), reverse=True) if backup_dir else ():
+        try:
+            verify_staged(candidate)
+        except VerificationError:
+            continue
+        return candidate, None
+    raise LedgerError(ErrorCode.NO_GOOD_BACKUP, f"no staged backup under {backup_dir} verifies")
+
+
+def _publish_admission(source: Path, target: Path) -> None:
+    """The admission stores under their name only once every file is copied and on disk."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.restoring-", dir=target.parent))
+    try:
+        shutil.copytree(source, staging, dirs_exist_ok=True)
+        for path in staging.rglob("*"):
+            if path.is_file():
+                with open(path, "rb") as handle:
+                    os.fsync(handle.fileno())
+        staging.rename(target)
+        sync_filesystem(target.parent)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def referenced_evidence_of_ledger(data_dir: Path) -> set[str]:
+    found: set[str] = set()
+    with RocksStore(data_dir, read_only=True, stopped=True) as store:
+        for _key, raw in store.scan(JOURNAL, b""):
+            found.update(orjson.loads(raw)["envelope"].get("evidence_hashes", ()))
+    return found
+
+
+def payments_by_state(data_dir: str | os.PathLike) -> dict[str, int]:
+    """How many payments the stopped ledger holds in each state."""
+    counts: dict[str, int] = {}
+    with RocksStore(data_dir, read_only=True, stopped=True) as store:
+        for _key, raw in store.scan(STATE, b"payment/"):
+            state = decode_record(raw).data["state"]
+            counts[state] = counts.get(state, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def recovery_report(restored: dict[str, Any], data_dir: str | os.PathLike, *, last_known_sequence: int | None,
+                    now_ms: int) -> dict[str, Any]:
+    """What a person needs after a recovery: what came back, what was lost, what is still in flight."""
+    in_flight = payments_by_state(data_dir)
+    return {**restored, "evidence_missing_count": len(restored["evidence_missing"]),
+            "last_known_sequence": last_known_sequence,
+            "commands_lost": None if last_known_sequence is None else last_known_sequence - restored["sequence"],
+            "backup_age_secs": round((now_ms - restored["created_at_ms"]) / 1000, 3),
+            "payments_by_state": in_flight,
+            "payments_in_flight": sum(in_flight.get(state, 0) for state in PAYMENTS_IN_FLIGHT)}
