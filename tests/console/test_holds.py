@@ -123,3 +123,25 @@ def test_the_bulk_form_appears_only_for_one_reason(ops, held):
     assert 'id="bulk"' not in ops.get("/ledger/holds/").content.decode()
     page = ops.get("/ledger/holds/", {"reason": "self_serving_node"}).content.decode()
     assert 'id="bulk"' in page and page.count('name="holds"') == 3
+
+
+def test_the_decision_form_offers_each_reason_under_its_own_decision(ops, held):
+    page = ops.get(f"/ledger/holds/{seal('hold', held['holds'][0])}/").content.decode()
+    release = page.split('<optgroup label="Release because">')[1].split("</optgroup>")[0]
+    reject = page.split('<optgroup label="Reject because">')[1].split("</optgroup>")[0]
+    assert 'value="clock_skew_explained"' in release and 'value="clock_skew_explained"' not in reject
+    assert 'value="fraud_suspected"' in reject and 'value="fraud_suspected"' not in release
+
+
+def test_a_reject_for_a_release_reason_is_refused_and_changes_nothing(ops, held):
+    world, hold_id = held["world"], held["holds"][0]
+    head = world.owner.head().sequence
+    response = ops.post(f"/ledger/holds/{seal('hold', hold_id)}/", {
+        "command_id": new_command_id(), "decision": "reject", "reason": "clock_skew_explained", "revision": "1"})
+    assert "HOLD_REASON_MISMATCH" in response.content.decode()
+    bulk = ops.post("/ledger/holds/bulk/", {"command_id": new_command_id(), "hold_reason": "self_serving_node",
+                                            "holds": held["holds"][:2], "decision": "release",
+                                            "reason": "fraud_suspected"}, follow=True)
+    assert "HOLD_REASON_MISMATCH" in bulk.content.decode()
+    assert world.owner.head().sequence == head
+    assert hold_state(world, hold_id)["status"] == "open"

@@ -9,9 +9,11 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from ledger_engine.domain.commands.streaming.holds import REASONS_BY_DECISION, reason_fits
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, ReasonField, accept_posted_choices
 from porto_console.console.handles import seal, unseal, unseal_id
+from porto_console.console.labels import human
 from porto_console.console.roles import may_submit
 from porto_console.console.screens import HOLDS
 from porto_console.console.services import holds as service
@@ -28,8 +30,19 @@ class HoldFilter(forms.Form):
 
 
 class DecisionForm(CommandForm):
+    """A decision and a reason from that decision's own group: the ledger refuses any other pairing too."""
+
     decision = forms.ChoiceField(choices=[(d, d) for d in service.DECISIONS], widget=forms.RadioSelect)
-    reason = forms.ChoiceField(choices=[(r, r.replace("_", " ")) for r in service.DECISION_REASONS])
+    reason = forms.ChoiceField(choices=[(f"{decision.capitalize()} because", [(r, human(r)) for r in reasons])
+                                        for decision, reasons in REASONS_BY_DECISION.items()])
+
+    def clean(self) -> dict:
+        data = super().clean()
+        decision, reason = data.get("decision"), data.get("reason")
+        if decision and reason and not reason_fits(decision, reason):
+            raise forms.ValidationError(f"{service.MISMATCH}: {human(reason)} is not a reason to {decision} a hold.",
+                                        code=service.MISMATCH)
+        return data
 
 
 class DecideForm(DecisionForm):
@@ -84,7 +97,7 @@ def hold_bulk(request):
     """Decide many holds of one reason: a separate command for each, reported together."""
     form = BulkForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Choose holds, a decision and a reason.")
+        messages.error(request, " ".join(form.non_field_errors()) or "Choose holds, a decision and a reason.")
         return redirect(queue_url())
     data = form.cleaned_data
     done, refused = 0, []
