@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 
 from porto_console.console import charts
-from porto_console.console.roles import has_role
+from porto_console.console.forms import CommandForm
+from porto_console.console.roles import has_role, may_submit
 from porto_console.console.screens import DASHBOARD, SCREENS
 from porto_console.console.services import dashboard as service
 from porto_console.console.views.common import render_screen
@@ -26,4 +27,5 @@ def dashboard(request):
                          backup=newest_good_backup(settings.BACKUP_DIR), dispatch=dispatch_state,
                          dispatch_form=dispatch_form, verified=last_verification(owner().store.path),
                          opens={screen.url_name.replace("-", "_"): has_role(request.user, screen.roles)
-                                for screen in SCREENS})
+                                for screen in SCREENS},
+                         check_form=CommandForm() if may_submit(request.user, "CheckConservation") else None)
