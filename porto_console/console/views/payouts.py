@@ -18,7 +18,7 @@ from porto_console.console import actions, stepup
 from porto_console.console.forms import CommandForm, ReasonField, StepUpForm, accept_posted_choices
 from porto_console.console.handles import seal, unseal_id
 from porto_console.console.paging import page_number, paginate
-from porto_console.console.roles import may_submit
+from porto_console.console.roles import may_submit, require_command
 from porto_console.console.screens import PAYMENTS, PAYOUTS
 from porto_console.console.services import payment_search as search
 from porto_console.console.services import payouts as service
@@ -193,6 +193,7 @@ def approve(request, handle: str):
 def cancel(request, handle: str):
     """First a page saying what cancelling will do; the command is submitted only from that page."""
     run_id = unseal_id(HANDLE, handle)
+    require_command(request, "CancelPayoutRun")
     form = CancelForm(request.POST)
     if form.is_valid() and not form.cleaned_data["confirmed"]:
         return _confirm_cancel(request, run_id, form)
