@@ -78,3 +78,17 @@ def test_an_unbalanced_trial_balance_is_refused(approved, monkeypatch):
     with pytest.raises(LedgerError) as refused:
         accounting.trial_balance(approved.owner.store)
     assert refused.value.code == "INVARIANT_VIOLATION"
+
+
+def test_the_trial_balance_equals_a_fold_of_the_journals_own_posted_events(approved):
+    """An independent recompute: every Posted event of every entry up to the sequence, read from the events family."""
+    store = approved.owner.store
+    sequence = _approval_sequence(approved)
+    folded: dict[tuple[str, str], list[int]] = {}
+    for at in range(1, sequence + 1):
+        for posting in accounting.entry_postings(store, at):
+            totals = folded.setdefault((posting.asset, posting.account), [0, 0])
+            totals[0] += posting.debit
+            totals[1] += posting.credit
+    trial = accounting.trial_balance(store, at_sequence=sequence)
+    assert {(row.asset, row.account): [row.debits, row.credits] for row in trial.rows} == folded

@@ -25,7 +25,7 @@ from porto_console.ledger import read_at_boundary
 
 CONSERVATION_COMMAND = "CheckConservation"
 RECORD_HANDLES = {"run": "run", "hold": "hold", "payment": "payment"}  # record kind -> its handle's kind
-EPOCH = date(1970, 1, 1)
+EPOCH, LAST_DAY = date(1970, 1, 1), date(9999, 12, 30)  # an open range: every posting, whatever the ledger's clock
 
 
 class TrialBalanceForm(forms.Form):
@@ -45,7 +45,7 @@ class StatementForm(forms.Form):
 
     def clean(self) -> dict:
         data = super().clean()
-        first, last = data.get("first") or EPOCH, data.get("last") or date.today()
+        first, last = data.get("first") or EPOCH, data.get("last") or LAST_DAY
         if first > last:
             raise forms.ValidationError("The first day comes after the last.")
         data["first"], data["last"] = first, last
