@@ -25,7 +25,8 @@ from ledger_engine.projections.money_queries import balance
 from ledger_engine.storage.rocks import RocksStore
 
 # The records a journal entry links to, by the prefix of their state key.
-RECORD_KINDS = {"payment_run": "run", "payment": "payment", "hold": "hold"}
+RECORD_KINDS = {"payment_run": "run", "payment": "payment", "hold": "hold", "correction_request": "correction",
+                "correction": "correction", "staff_change": "staff_change"}
 BACK_LINK_SCAN = 50_000  # journal entries one "entries that touched this record" read looks through
 CURSOR_PREFIX = b"balance_cursor/"
 
@@ -52,7 +53,7 @@ class Posting:
 
 @dataclass(frozen=True)
 class TouchedRecord:
-    kind: str  # "run", "payment" or "hold"
+    kind: str  # "run", "payment", "hold", "correction" or "staff_change"
     record_id: str
 
 
@@ -111,7 +112,7 @@ def entry_postings(store: RocksStore, sequence: int) -> list[Posting]:
 
 
 def entry_records(store: RocksStore, sequence: int) -> list[TouchedRecord]:
-    """The runs, payments and holds whose state records the entry at ``sequence`` wrote."""
+    """The runs, payments, holds, corrections and staff changes whose state records the entry at ``sequence`` wrote."""
     raw = store.get(DELTAS, seq20(sequence).encode())
     touched = []
     for row in orjson.loads(raw) if raw else ():
@@ -120,18 +121,19 @@ def entry_records(store: RocksStore, sequence: int) -> list[TouchedRecord]:
         prefix, _, record_id = row["key"].partition("/")
         if prefix in RECORD_KINDS and record_id and "/" not in record_id:
             touched.append(TouchedRecord(RECORD_KINDS[prefix], record_id))
-    return touched
+    return list(dict.fromkeys(touched))  # a correction's request and its result are one record here
 
 
 def entries_touching(store: RocksStore, kind: str, record_id: str) -> list[int]:
     """The sequences of the journal entries that wrote the record, oldest first (within the newest scan window)."""
-    prefix = {value: name for name, value in RECORD_KINDS.items()}.get(kind)
-    if prefix is None:
+    prefixes = [prefix for prefix, named in RECORD_KINDS.items() if named == kind]
+    if not prefixes:
         raise LedgerError(ErrorCode.NOT_FOUND, f"no record kind {kind!r}")
-    needle = b'"column_family":"state","key":' + orjson.dumps(f"{prefix}/{record_id}") + b","
+    needles = [b'"column_family":"state","key":' + orjson.dumps(f"{prefix}/{record_id}") + b"," for prefix in prefixes]
     head = read_head(store).sequence
     first = max(1, head - BACK_LINK_SCAN + 1)
-    return [int(raw_key) for raw_key, raw in store.scan(DELTAS, b"", seq20(first).encode()) if needle in raw]
+    return [int(raw_key) for raw_key, raw in store.scan(DELTAS, b"", seq20(first).encode())
+            if any(needle in raw for needle in needles)]
 
 
 def posting_accounts(store: RocksStore) -> list[tuple[str, str]]:

@@ -117,3 +117,20 @@ def test_admin_is_offered_no_conservation_check(client_as, ledger):
     head = ledger.head()
     assert admin.post("/ledger/accounting/conservation-check/", {"command_id": "x"}).status_code == 403
     assert ledger.head() == head
+
+
+@pytest.mark.parametrize(("kind", "prefix", "handle_kind", "screen"), [
+    ("correction", "correction_request/", "correction", "/ledger/corrections/"),
+    ("staff_change", "staff_change/", "staff-change", "/ledger/staff-changes/")])
+def test_corrections_and_staff_changes_link_to_their_journal_entries_and_back(client_as, ledger, kind, prefix,
+                                                                             handle_kind, screen):
+    record_id = ledger.scan("state", prefix, limit=1)[0][0].split("/", 1)[1]
+    handle = seal(handle_kind, record_id)
+    auditor = client_as("auditor")
+    record_page = auditor.get(f"{screen}{handle}/").content.decode()
+    assert f'href="/ledger/accounting/history/{kind}/{handle}/"' in record_page
+    history = auditor.get(f"/ledger/accounting/history/{kind}/{handle}/").content.decode()
+    sequences = [int(found) for found in re.findall(r'href="/ledger/journal/(\d+)/"', history)]
+    assert sequences
+    entry = auditor.get(f"/ledger/journal/{sequences[0]}/").content.decode()
+    assert f'href="{screen}{handle}/"' in entry

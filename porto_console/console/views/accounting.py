@@ -24,7 +24,8 @@ from porto_console.console.views.common import render_screen
 from porto_console.ledger import read_at_boundary
 
 CONSERVATION_COMMAND = "CheckConservation"
-RECORD_HANDLES = {"run": "run", "hold": "hold", "payment": "payment"}  # record kind -> its handle's kind
+RECORD_HANDLES = {"run": "run", "hold": "hold", "payment": "payment", "correction": "correction",
+                  "staff_change": "staff-change"}  # record kind -> its handle's kind
 EPOCH, LAST_DAY = date(1970, 1, 1), date(9999, 12, 30)  # an open range: every posting, whatever the ledger's clock
 
 
@@ -114,7 +115,7 @@ def _days(form: StatementForm) -> tuple[date, date]:
 
 
 def record_history(request, kind: str, handle: str):
-    """The journal entries that wrote one run, payment or hold."""
+    """The journal entries that wrote one run, payment, hold, correction or staff change."""
     if kind not in RECORD_HANDLES:
         raise Http404("no such record kind")
     record_id = unseal_id(RECORD_HANDLES[kind], handle)

@@ -35,4 +35,5 @@ def dashboard(request):
                          dispatch_form=dispatch_form, verified=last_verification(owner().store.path),
                          opens={screen.url_name.replace("-", "_"): has_role(request.user, screen.roles)
                                 for screen in SCREENS},
-                         waiting=queue, check_form=CommandForm() if may_submit(request.user, "CheckConservation") else None)
+                         waiting=queue,
+                         check_form=CommandForm() if may_submit(request.user, "CheckConservation") else None)
