@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.console.browser import chromium, new_page, sign_in_as, staff  # noqa: F401  (fixtures)
+from tests.console.browser import chromium, new_page, screenshots, sign_in_as, staff  # noqa: F401  (fixtures)
 from tests.console.test_readme_walk import assert_no_sideways_scroll
 
 pytestmark = pytest.mark.browser
@@ -19,12 +19,13 @@ def phone(chromium, live_server):
     context.close()
 
 
-def test_an_auditor_walks_from_the_trial_balance_to_an_entrys_postings_on_a_phone(phone, staff, ledger):
+def test_an_auditor_walks_from_the_trial_balance_to_an_entrys_postings_on_a_phone(phone, staff, ledger, screenshots):
     page = phone
     sign_in_as(page, staff["auditor"]["username"], staff["auditor"]["password"])
     page.goto("/ledger/accounting/trial-balance/")
     expect(page.locator("#total-USDC")).to_contain_text("balanced")
     assert_no_sideways_scroll(page)
+    page.screenshot(path=screenshots / "trial-balance-phone.png", full_page=True)
     page.click("#raw-toggle")
     expect(page.locator("#trial-balance span.money.raw").first).to_be_visible()
     assert "." not in page.locator("#trial-balance span.money.raw").first.inner_text()
@@ -35,6 +36,7 @@ def test_an_auditor_walks_from_the_trial_balance_to_an_entrys_postings_on_a_phon
     expect(page.locator("#postings")).to_be_visible()
     assert page.locator("#postings tbody tr").count() >= 2
     assert_no_sideways_scroll(page)
+    page.locator("#postings").screenshot(path=screenshots / "journal-postings-phone.png")
 
 
 def test_finance_follows_a_run_to_its_journal_entries_on_a_phone(phone, staff, ledger):
