@@ -72,6 +72,7 @@ class ErrorCode(StrEnum):
     STEP_UP_INVALID = "STEP_UP_INVALID"
     STEP_UP_EXPIRED = "STEP_UP_EXPIRED"
     ROLE_CONFLICT = "ROLE_CONFLICT"
+    HOLD_REASON_MISMATCH = "HOLD_REASON_MISMATCH"
 
     # Verification of exports, backups and replays.
     VERIFICATION_FAILED = "VERIFICATION_FAILED"

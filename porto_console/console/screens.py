@@ -22,6 +22,8 @@ RECIPIENTS = Screen("console-recipients", "Recipient updates", frozenset({FINANC
 CORRECTIONS = Screen("console-corrections", "Corrections", frozenset({FINANCE, AUDITOR}))
 BUDGETS = Screen("console-budgets", "Budgets and balances", frozenset({FINANCE, AUDITOR}))
 ACCOUNTS = Screen("console-accounts", "Accounts", frozenset({ADMIN, AUDITOR}))
+ACCOUNTING = Screen("console-accounting", "Trial balance", frozenset({FINANCE, AUDITOR}))
+STATEMENTS = Screen("console-statement", "Account statements", frozenset({FINANCE, AUDITOR}))
 JOURNAL = Screen("console-journal", "Journal explorer", frozenset({AUDITOR, ADMIN}))
 QUARANTINE = Screen("console-quarantine", "Effect quarantine", frozenset({OPS, AUDITOR}))
 QUARANTINE_RETRY_ROLES = frozenset({OPS})
@@ -29,4 +31,4 @@ STAFF_CHANGES = Screen("console-staff-changes", "Staff changes", frozenset({ADMI
 LOCKOUTS = Screen("console-lockouts", "Sign-in lockouts", frozenset({ADMIN}))
 
 SCREENS = (DASHBOARD, HOLDS, PAYOUTS, PAYMENTS, RECIPIENTS, CORRECTIONS, BUDGETS, ACCOUNTS, STAFF_CHANGES, LOCKOUTS,
-           JOURNAL, QUARANTINE)
+           JOURNAL, QUARANTINE, ACCOUNTING, STATEMENTS)

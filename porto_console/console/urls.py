@@ -8,17 +8,17 @@ from django.urls import path
 
 from porto_console.console.roles import ADMIN, FINANCE, command_roles, require_roles
 from porto_console.console.screens import (
-    ACCOUNTS, BUDGETS, DASHBOARD, HOLDS, JOURNAL, LOCKOUTS, PAYMENTS, PAYOUTS, QUARANTINE, QUARANTINE_RETRY_ROLES,
-    RECIPIENTS, STAFF_CHANGES,
+    ACCOUNTING, ACCOUNTS, BUDGETS, CORRECTIONS, DASHBOARD, HOLDS, JOURNAL, LOCKOUTS, PAYMENTS, PAYOUTS, QUARANTINE,
+    QUARANTINE_RETRY_ROLES, RECIPIENTS, STAFF_CHANGES, STATEMENTS,
 )
-from porto_console.console.screens import CORRECTIONS
 from porto_console.console.views import (
-    accounts, budgets, dashboard, dispatch, holds, journal, payouts, quarantine, recipients, staff,
+    accounting, accounts, budgets, corrections, dashboard, dispatch, holds, journal, payouts, quarantine, recipients,
+    staff, statements,
 )
-from porto_console.console.views import corrections, statements
 
 ADMIN_ONLY = frozenset({ADMIN})
 STATEMENT_FILE_ROLES = frozenset({FINANCE})
+HISTORY_ROLES = PAYOUTS.roles | HOLDS.roles | JOURNAL.roles  # whoever sees a run, a payment or a hold
 
 
 def console_urls(site) -> list:
@@ -84,4 +84,10 @@ def console_urls(site) -> list:
         route("ledger/journal/verify/", journal.verify, "console-journal-verify", JOURNAL.roles),
         route("ledger/journal/export/", journal.export, "console-journal-export", JOURNAL.roles),
         route("ledger/journal/<int:sequence>/", journal.entry, "console-journal-entry", JOURNAL.roles),
+        route("ledger/accounting/trial-balance/", accounting.trial_balance, ACCOUNTING.url_name, ACCOUNTING.roles),
+        route("ledger/accounting/statement/", accounting.statement, STATEMENTS.url_name, STATEMENTS.roles),
+        route("ledger/accounting/history/<str:kind>/<str:handle>/", accounting.record_history,
+              "console-record-history", HISTORY_ROLES),
+        route("ledger/accounting/conservation-check/", accounting.check_conservation, "console-conservation-check",
+              command_roles("CheckConservation")),
     ]

@@ -19,11 +19,15 @@ SCREENS = {
     "finance": ["/ledger/", "/ledger/payouts/", "first:/ledger/payouts/?status=approved#runs",
                 "/ledger/payouts/prepare/", "/ledger/payouts/payments/", "/ledger/recipients/",
                 "/ledger/recipients/request/", "/ledger/corrections/", "first:/ledger/corrections/#content table",
-                "/ledger/corrections/request/", "/ledger/budgets/", "/ledger/budgets/payables/"],
-    "ops": ["/ledger/holds/", "first:/ledger/holds/#holds", "/ledger/quarantine/"],
+                "/ledger/corrections/request/", "/ledger/budgets/", "/ledger/budgets/payables/",
+                "/ledger/accounting/trial-balance/", "/ledger/accounting/trial-balance/?raw=1",
+                "first:/ledger/accounting/trial-balance/#trial-balance", "/ledger/accounting/statement/",
+                "first:/ledger/payouts/payments/#payments"],
+    "ops": ["/ledger/", "/ledger/holds/", "first:/ledger/holds/#holds", "/ledger/quarantine/"],
     "admin": ["/ledger/accounts/", "/ledger/accounts/new/", "first:/ledger/accounts/#content table",
               "/ledger/staff-changes/", "/ledger/lockouts/", "/ledger/journal/"],
-    "auditor": ["/ledger/journal/", "/ledger/journal/1/"],
+    "auditor": ["/ledger/journal/", "/ledger/journal/1/",
+                "first:/ledger/accounting/statement/?account=treasury&asset=USDC#statement"],
 }
 
 

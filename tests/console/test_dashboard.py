@@ -107,3 +107,30 @@ def test_the_verify_card_shows_when_verify_last_ran_and_what_it_found(client_as,
     page = client_as("ops").get("/ledger/").content.decode()
     assert not is_red(page, "verified") and 'id="verified-result">passed<' in card(page, "verified")
     assert f"at sequence {report['sequence']}" in card(page, "verified")
+
+
+def _waiting(page: str, key: str) -> int:
+    import re
+    return int(re.search(rf'id="waiting-{key}">.*?<p class="figure">(\d+)</p>', page, re.S).group(1))
+
+
+def test_waiting_for_me_counts_only_what_someone_else_made(client_as, ledger):
+    from porto_console.console.services import payouts, recipients, staff_changes
+    from tests.console.conftest import STAFF
+    prepared = list(payouts.runs(ledger, "prepared"))
+    assert any(run["prepared_by"] == STAFF["finance"] for run in prepared), "the demo's waiting run"
+    for name in ("finance", "finance2"):
+        page = client_as(name).get("/ledger/").content.decode()
+        expected = sum(1 for run in prepared if run["prepared_by"] != STAFF[name])
+        assert _waiting(page, "runs") == expected
+        assert _waiting(page, "recipient-updates") == sum(
+            1 for update in recipients.updates(ledger, "pending") if update["requested_by"] != STAFF[name])
+    preparer_sees = _waiting(client_as("finance").get("/ledger/").content.decode(), "runs")
+    assert preparer_sees == _waiting(client_as("finance2").get("/ledger/").content.decode(), "runs") - 1
+    ops = client_as("ops").get("/ledger/").content.decode()
+    assert _waiting(ops, "holds") == int(ops.split('id="open-holds">')[1].split("<")[0])
+    assert _waiting(ops, "quarantine") == 0 and 'id="waiting-runs"' not in ops
+    admin = client_as("admin").get("/ledger/").content.decode()
+    assert _waiting(admin, "staff-changes") == sum(
+        1 for change in staff_changes.changes(ledger, "pending") if change["requested_by"] != STAFF["admin"])
+    assert 'id="waiting' not in client_as("auditor").get("/ledger/").content.decode()

@@ -98,7 +98,7 @@ def test_a_decision_on_a_hold_someone_else_just_decided_is_refused(ops, held):
 def test_bulk_decisions_of_one_reason_are_one_command_each_and_never_repeat(ops, held):
     world, holds = held["world"], held["holds"]
     data = {"command_id": new_command_id(), "hold_reason": "self_serving_node", "holds": holds[:2],
-            "decision": "reject", "reason": "policy_violation"}
+            "decision": "reject", "reason": "policy_violation", "confirmed": "True"}
     head = world.owner.head().sequence
     response = ops.post("/ledger/holds/bulk/", data, follow=True)
     assert "2 of 2 holds rejected, one command each." in response.content.decode()
@@ -114,7 +114,7 @@ def test_bulk_refuses_a_hold_of_another_reason(ops, held):
     world = held["world"]
     response = ops.post("/ledger/holds/bulk/", {
         "command_id": new_command_id(), "hold_reason": "late", "holds": held["holds"][:1], "decision": "release",
-        "reason": "evidence_verified"}, follow=True)
+        "reason": "evidence_verified", "confirmed": "True"}, follow=True)
     assert "the hold is not one of the late holds" in response.content.decode()
     assert hold_state(world, held["holds"][0])["status"] == "open"
 
@@ -123,3 +123,52 @@ def test_the_bulk_form_appears_only_for_one_reason(ops, held):
     assert 'id="bulk"' not in ops.get("/ledger/holds/").content.decode()
     page = ops.get("/ledger/holds/", {"reason": "self_serving_node"}).content.decode()
     assert 'id="bulk"' in page and page.count('name="holds"') == 3
+
+
+def test_the_decision_form_offers_each_reason_under_its_own_decision(ops, held):
+    page = ops.get(f"/ledger/holds/{seal('hold', held['holds'][0])}/").content.decode()
+    release = page.split('<optgroup label="Release because">')[1].split("</optgroup>")[0]
+    reject = page.split('<optgroup label="Reject because">')[1].split("</optgroup>")[0]
+    assert 'value="clock_skew_explained"' in release and 'value="clock_skew_explained"' not in reject
+    assert 'value="fraud_suspected"' in reject and 'value="fraud_suspected"' not in release
+
+
+def test_a_reject_for_a_release_reason_is_refused_and_changes_nothing(ops, held):
+    world, hold_id = held["world"], held["holds"][0]
+    head = world.owner.head().sequence
+    response = ops.post(f"/ledger/holds/{seal('hold', hold_id)}/", {
+        "command_id": new_command_id(), "decision": "reject", "reason": "clock_skew_explained", "revision": "1"})
+    assert "HOLD_REASON_MISMATCH" in response.content.decode()
+    bulk = ops.post("/ledger/holds/bulk/", {"command_id": new_command_id(), "hold_reason": "self_serving_node",
+                                            "holds": held["holds"][:2], "decision": "release",
+                                            "reason": "fraud_suspected"}, follow=True)
+    assert "HOLD_REASON_MISMATCH" in bulk.content.decode()
+    assert world.owner.head().sequence == head
+    assert hold_state(world, hold_id)["status"] == "open"
+
+
+def test_bulk_first_lists_what_will_happen_to_each_ticked_hold_and_decides_nothing(ops, held):
+    world, holds = held["world"], held["holds"]
+    assert ops.post(f"/ledger/holds/{seal('hold', holds[2])}/", {
+        "command_id": new_command_id(), "decision": "release", "reason": "evidence_verified", "revision": "1"}
+    ).status_code == 302
+    head = world.owner.head().sequence
+    response = ops.post("/ledger/holds/bulk/", {"command_id": new_command_id(), "hold_reason": "self_serving_node",
+                                                "holds": holds, "decision": "reject", "reason": "policy_violation"})
+    page = response.content.decode()
+    assert response.status_code == 200 and world.owner.head().sequence == head
+    plan = page.split('id="bulk-plan"')[1].split("</table>")[0]
+    assert plan.count("<tr>") == 4 and plan.count(">rejected</td>") == 2 and "skipped: already released" in plan
+    assert "2 holds will be rejected because" in page
+    form = page.split('id="bulk-confirm"')[1]
+    assert re.findall(r'name="holds" value="([^"]+)"', form) == holds
+    fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', form))
+    assert fields["confirmed"] == "True"
+    done = ops.post("/ledger/holds/bulk/", {**fields, "holds": holds}, follow=True).content.decode()
+    assert "2 of 3 holds rejected, one command each." in done
+    assert [hold_state(world, hold_id)["status"] for hold_id in holds] == ["rejected", "rejected", "released"]
+
+
+def test_the_queue_offers_select_all_for_the_bulk_form(ops, held):
+    page = ops.get("/ledger/holds/", {"reason": "self_serving_node"}).content.decode()
+    assert 'id="select-all" data-select-all="holds"' in page and "console/select_all.js" in page

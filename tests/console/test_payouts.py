@@ -117,7 +117,8 @@ def test_cancelling_keeps_the_run_as_a_tombstone_with_the_reason(finance, payout
     run_id = prepare(finance[FINANCE])
     revision = payouts_world.owner.get(STATE, f"payment_run/{run_id}").revision
     response = finance[FINANCE_2].post(f"/ledger/payouts/{seal('run', run_id)}/cancel/", {
-        "command_id": new_command_id(), "reason": "amounts_disputed", "revision": str(revision)}, follow=True)
+        "command_id": new_command_id(), "reason": "amounts_disputed", "revision": str(revision), "confirmed": "True"},
+        follow=True)
     assert "Payout run cancelled" in response.content.decode()
     run = payouts_world.state(f"payment_run/{run_id}")
     assert run["status"] == "cancelled" and run["tombstone"]["reason"] == "amounts_disputed"
@@ -137,3 +138,35 @@ def test_payments_show_their_state_and_what_reconciliation_needs(finance, payout
     assert attempt.get("transaction_hash", "")[:12] in reconciliation
     listed = page.split('id="payments"')[1]
     assert payment["payment_id"] in listed
+
+
+def test_cancel_asks_first_listing_what_will_happen_then_journals_reason_and_note(finance, payouts_world):
+    run_id = prepare(finance[FINANCE])
+    revision = payouts_world.owner.get(STATE, f"payment_run/{run_id}").revision
+    url = f"/ledger/payouts/{seal('run', run_id)}/cancel/"
+    head = payouts_world.owner.head()
+    asked = finance[FINANCE_2].post(url, {"command_id": new_command_id(), "reason": "amounts_disputed",
+                                          "note": "artist-a disputes day 2", "revision": str(revision)})
+    page = asked.content.decode()
+    assert asked.status_code == 200 and payouts_world.owner.head() == head
+    listed = page.split('id="cancelled-payments"')[1].split("</table>")[0]
+    assert listed.count("<tr>") == 1 + len(payouts_world.state(f"payment_run/{run_id}")["frozen"]["payments"])
+    assert "artist-a disputes day 2" in page
+    fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page.split('id="cancel-confirm"')[1]))
+    assert fields["confirmed"] == "True" and fields["reason"] == "amounts_disputed"
+    done = finance[FINANCE_2].post(url, fields, follow=True).content.decode()
+    assert "Payout run cancelled" in done and 'id="cancel-note">artist-a disputes day 2<' in done
+    run = payouts_world.state(f"payment_run/{run_id}")
+    assert run["status"] == "cancelled" and run["tombstone"]["note_digest"]
+    entry = payouts_world.owner.journal_entry(payouts_world.owner.head().sequence)
+    assert entry["envelope"]["payload"]["note_digest"] == run["tombstone"]["note_digest"]
+    assert "artist-a disputes" not in str(entry)
+
+
+def test_the_run_list_shows_approved_runs_by_default_so_they_can_be_cancelled(finance, payouts_world):
+    run_id = prepare(finance[FINANCE])
+    approve(finance[FINANCE_2], run_id, payouts_world, code=code_for(FINANCE_2))
+    assert payouts_world.state(f"payment_run/{run_id}")["status"] == "approved"
+    assert seal("run", run_id) in finance[FINANCE].get("/ledger/payouts/").content.decode()
+    cancelled = finance[FINANCE].get("/ledger/payouts/", {"status": "all"}).content.decode()
+    assert seal("run", run_id) in cancelled

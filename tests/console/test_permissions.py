@@ -33,6 +33,7 @@ FINANCE_AUDITOR = frozenset({"finance", "auditor"})
 ADMIN_AUDITOR = frozenset({"admin", "auditor"})
 OPS_AUDITOR = frozenset({"ops", "auditor"})
 NO_HASH = "0" * 64
+CONSERVATION_CHECKERS = frozenset({"finance", "ops", "auditor"})
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,12 @@ MATRIX: dict[str, Row] = {
     "ledger/journal/export/": Row(post=frozenset({"auditor"}), screen=ADMIN_AUDITOR, post_data=lambda t: {
         "command_id": new_command_id(), "first": 1, "last": 2, "file_format": "json"}),
     "ledger/journal/<int:sequence>/": Row(get=ADMIN_AUDITOR, post=ADMIN_AUDITOR),
+    # Accounting: read-only screens, and the full conservation check for those the ledger lets run it.
+    "ledger/accounting/trial-balance/": Row(get=FINANCE_AUDITOR, post=FINANCE_AUDITOR),
+    "ledger/accounting/statement/": Row(get=FINANCE_AUDITOR, post=FINANCE_AUDITOR),
+    "ledger/accounting/history/<str:kind>/<str:handle>/": Row(get=EVERYONE, post=EVERYONE),
+    "ledger/accounting/conservation-check/": Row(post=CONSERVATION_CHECKERS, screen=CONSERVATION_CHECKERS,
+                                                 post_data=lambda t: {"command_id": new_command_id()}),
     # Django's admin frame: sign-in and sign-out, one's own password; no model screens at all.
     "": Row(get=EVERYONE, post=EVERYONE, statuses={
         **{(method, role): 302 for method in ("GET", "POST") for role in CONSOLE_ROLES},  # to the dashboard
@@ -255,6 +262,7 @@ def targets(ledger, users) -> Targets:
                                            get_data="", post_data="", http_accept="", path_info="/login/")
     return Targets({
         "ledger/holds/": seal("hold", hold), "ledger/payouts/": seal("run", run),
+        "kind": "run", "ledger/accounting/history/run/": seal("run", run),
         "ledger/recipients/": seal("recipient-update", update), "ledger/accounts/": seal("account", STAFF["ops"]),
         "ledger/staff-changes/": seal("staff-change", change), "ledger/lockouts/": seal("lockout", str(attempt.pk)),
         "ledger/corrections/": seal("correction", correction), "ledger/statements/": seal("statement", statement),

@@ -8,7 +8,8 @@ import pytest
 import rfc8785
 
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.layout import EVENTS, OUTBOX
+from ledger_engine.domain.commands.money.payout_runs import run_key
+from ledger_engine.layout import EVENTS, OUTBOX, STATE
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from tests.money_allocation.world import FINANCE, FINANCE_2, FIRST_DAY, INGEST
 from tests.money_payouts.oracle import payout_problems
@@ -304,3 +305,13 @@ def test_a_line_held_for_a_correction_is_not_paid_out(payouts: PayoutWorld):
     assert payouts.prepare("run-rest", {"artist-a": rest}).accepted
     assert payouts.money.decide_correction("fix-1", "decline", decline_reason="requested_in_error").accepted
     assert payouts.prepare("run-held", {"artist-a": [held]}).accepted
+
+
+def test_a_cancel_may_carry_a_note_digest_kept_on_the_tombstone(prepared: PayoutWorld):
+    note = "ab" * 32
+    outcome = prepared.submit("CancelPayoutRun", {"run_id": "run-1", "reason": "amounts_disputed", "note_digest": note},
+                              actor=FINANCE, expected=[prepared.revision(STATE, run_key("run-1"))])
+    assert outcome.accepted, outcome.result
+    assert prepared.state("payment_run/run-1")["tombstone"]["note_digest"] == note
+    events = [event for _, event in prepared.owner.scan("events", f"{outcome.sequence:020d}/")]
+    assert [event["note_digest"] for event in events if event["type"] == "PayoutRunEnded"] == [note]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ledger_engine.domain.commands.streaming import keys
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from tests.streaming.conftest import COORDINATOR, DAY, INGEST, OPS
@@ -201,3 +203,23 @@ def test_the_day_of_a_session_is_the_utc_day_it_opened(world):
     assert world.close_day().accepted
     assert _closed(world)["works"][0]["listened_ms"] == 30_000
     assert world.state(keys.listener_activity_key("listener-1", DAY + 1)) is None
+
+
+@pytest.mark.parametrize(("decision", "reason"), [("reject", "clock_skew_explained"), ("reject", "evidence_verified"),
+                                                  ("release", "fraud_suspected"), ("release", "policy_violation")])
+def test_a_hold_decision_needs_a_reason_that_fits_it(world, decision, reason):
+    session_id = world.session()
+    for index in range(3):
+        world.served(session_id, index)
+    hold_id = world.served(session_id, 0)["receipt_id"]
+    world.rejected("HOLD_REASON_MISMATCH", "DecideHold", {"hold_id": hold_id, "decision": decision, "reason": reason},
+                   actor=OPS, expected=world.stated(keys.hold_key(hold_id)))
+    assert world.state(keys.hold_key(hold_id))["status"] == "open"
+
+
+def test_every_decision_reason_fits_exactly_one_decision():
+    from typing import get_args
+
+    from ledger_engine.domain.commands.streaming.holds import REASONS_BY_DECISION, DecisionReason
+    rows = [reason for reasons in REASONS_BY_DECISION.values() for reason in reasons]
+    assert sorted(rows) == sorted(get_args(DecisionReason))

@@ -14,6 +14,7 @@ from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.commands.streaming.holds import DecisionReason, HoldReason
 from ledger_engine.domain.commands.streaming.keys import hold_key, receipt_key
+from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
 from ledger_engine.projections import streaming_queries
 from porto_console.console.commands import CommandRequest
@@ -21,6 +22,7 @@ from porto_console.ledger import gateway
 
 HOLD_REASONS = tuple(str(reason) for reason in HoldReason)
 DECISION_REASONS = get_args(DecisionReason)
+MISMATCH = str(ErrorCode.HOLD_REASON_MISMATCH)
 DECISIONS = {"release": "released", "reject": "rejected"}  # decision -> the hold's status after it
 PAGE_HOLDS = 25
 

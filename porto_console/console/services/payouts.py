@@ -19,16 +19,21 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.canonical import canonical_bytes, sha256_hex
 from ledger_engine.domain.commands.accounts import recipient_key
 from ledger_engine.domain.commands.money.batches import batch_key
+from ledger_engine.domain.commands.money.payments import UNSIGNED
 from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash, run_key
 from ledger_engine.keys import key
 from ledger_engine.layout import INDEXES, STATE
 from ledger_engine.projections import payout_queries
 from ledger_engine.projections.payouts import payment_state_prefix, run_status_prefix
 from porto_console.console.commands import CommandRequest
+from porto_console.ledger import gateway
 from porto_console.console.services.rows import records, rows
 
 ASSET = "USDC"
 RUN_STATUSES = ("prepared", "approved", "cancelled", "invalidated")
+OPEN, ALL = "open", "all"
+OPEN_STATUSES = ("prepared", "approved")  # the runs a cancel can still end
+UNSIGNED_STATES = UNSIGNED  # payments a cancel ends; a cancel is refused while one is signed
 PAYMENT_STATES = ("prepared", "approved", "held", "signed", "submitted", "uncertain", "failed", "confirmed",
                   "cancelled")
 
@@ -117,14 +122,30 @@ def approve(ledger: LedgerOwner, run_id: str, seen_hash: str) -> CommandRequest:
     return CommandRequest("ApprovePayoutRun", {"run_id": run_id, "run_hash": seen_hash, "statement_ids": cited})
 
 
-def cancel(run_id: str, reason: str, seen_revision: int) -> CommandRequest:
-    return CommandRequest("CancelPayoutRun", {"run_id": run_id, "reason": reason},
+def cancel(run_id: str, reason: str, seen_revision: int, note: str = "") -> CommandRequest:
+    """The note, if any, is stored as evidence first; the command carries its digest."""
+    payload: dict[str, Any] = {"run_id": run_id, "reason": reason}
+    if note:
+        payload["note_digest"] = gateway().evidence.put(note.encode())
+    return CommandRequest("CancelPayoutRun", payload, evidence_hashes=[payload["note_digest"]] if note else [],
                           expected_revisions=[{"cf": STATE, "key": run_key(run_id), "revision": seen_revision}])
 
 
 def run_revision(ledger: LedgerOwner, run_id: str) -> int | None:
     record = ledger.get(STATE, run_key(run_id))
     return record.revision if record else None
+
+
+def cancel_note(run: dict[str, Any]) -> str:
+    """The canceller's note, read back from evidence; empty when there is none."""
+    digest = (run.get("tombstone") or {}).get("note_digest")
+    return gateway().evidence.get(digest).decode() if digest else ""
+
+
+def runs_in(ledger: LedgerOwner, choice: str) -> Iterator[dict[str, Any]]:
+    """Runs of one status, or of the statuses a choice names (``open``: still cancellable; ``all``)."""
+    for status in {OPEN: OPEN_STATUSES, ALL: RUN_STATUSES}.get(choice, (choice,)):
+        yield from runs(ledger, status)
 
 
 def runs(ledger: LedgerOwner, status: str) -> Iterator[dict[str, Any]]:

@@ -96,8 +96,15 @@ def in_words(bound_field):
     """A form field rendered with its choices' labels in words (``evidence_verified`` -> ``Evidence verified``)."""
     field = bound_field.field
     if getattr(field, "choices", None) and not isinstance(field.widget, HiddenInput):
-        field.choices = [(value, labels.human(text)) for value, text in field.choices]
+        field.choices = [_choice_in_words(value, text) for value, text in field.choices]
     return bound_field
+
+
+def _choice_in_words(value, text):
+    """One choice, or an option group (its text a list of choices) with each of its choices in words."""
+    if isinstance(text, list | tuple):
+        return value, [(inner, labels.human(inner_text)) for inner, inner_text in text]
+    return value, labels.human(text)
 
 
 @register.filter

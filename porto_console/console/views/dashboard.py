@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from porto_console.console import charts
-from porto_console.console.roles import has_role
+from porto_console.console.forms import CommandForm
+from porto_console.console.roles import OPS, actor_id, has_role, may_submit, user_roles
 from porto_console.console.screens import DASHBOARD, SCREENS
 from porto_console.console.services import dashboard as service
+from porto_console.console.services import waiting
+from porto_console.console.views.quarantine import quarantine
+from porto_console.effects import dispatch
 from porto_console.console.views.common import render_screen
 from porto_console.console.views.dispatch import DISPATCH_ROLES, DispatchForm
 from ledger_engine.checkpoint.integrity import last_verification
@@ -17,6 +21,10 @@ def dashboard(request):
     read = read_at_boundary(lambda ledger: (service.figures(ledger), charts.holds_by_age(ledger),
                                             charts.payments_by_state(ledger)))
     figures, holds_chart, payments_chart = read.data
+    roles = user_roles(request.user)
+    quarantined = len(dispatch.quarantined(quarantine())) if OPS in roles else 0
+    queue = read_at_boundary(lambda ledger: waiting.waiting_for(
+        ledger, actor_id(request.user), roles, open_holds=figures.open_holds, quarantined=quarantined)).data
     dispatch_state = owner().dispatch_state()
     dispatch_form = DispatchForm.to_switch(dispatch_state) if has_role(request.user, DISPATCH_ROLES) else None
     return render_screen(request, "console/dashboard.html", DASHBOARD.title, read, figures=figures,
@@ -24,4 +32,6 @@ def dashboard(request):
                          backup=newest_good_backup(), dispatch=dispatch_state,
                          dispatch_form=dispatch_form, verified=last_verification(owner().store.path),
                          opens={screen.url_name.replace("-", "_"): has_role(request.user, screen.roles)
-                                for screen in SCREENS})
+                                for screen in SCREENS},
+                         waiting=queue,
+                         check_form=CommandForm() if may_submit(request.user, "CheckConservation") else None)

@@ -9,9 +9,11 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from ledger_engine.domain.commands.streaming.holds import REASONS_BY_DECISION, reason_fits
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, ReasonField, accept_posted_choices
 from porto_console.console.handles import seal, unseal, unseal_id
+from porto_console.console.labels import human
 from porto_console.console.roles import may_submit
 from porto_console.console.screens import HOLDS
 from porto_console.console.services import holds as service
@@ -28,8 +30,19 @@ class HoldFilter(forms.Form):
 
 
 class DecisionForm(CommandForm):
+    """A decision and a reason from that decision's own group: the ledger refuses any other pairing too."""
+
     decision = forms.ChoiceField(choices=[(d, d) for d in service.DECISIONS], widget=forms.RadioSelect)
-    reason = forms.ChoiceField(choices=[(r, r.replace("_", " ")) for r in service.DECISION_REASONS])
+    reason = forms.ChoiceField(choices=[(f"{decision.capitalize()} because", [(r, human(r)) for r in reasons])
+                                        for decision, reasons in REASONS_BY_DECISION.items()])
+
+    def clean(self) -> dict:
+        data = super().clean()
+        decision, reason = data.get("decision"), data.get("reason")
+        if decision and reason and not reason_fits(decision, reason):
+            raise forms.ValidationError(f"{service.MISMATCH}: {human(reason)} is not a reason to {decision} a hold.",
+                                        code=service.MISMATCH)
+        return data
 
 
 class DecideForm(DecisionForm):
@@ -40,6 +53,7 @@ class DecideForm(DecisionForm):
 class BulkForm(DecisionForm):
     hold_reason = forms.ChoiceField(choices=[(r, r) for r in service.HOLD_REASONS], widget=forms.HiddenInput)
     holds = forms.MultipleChoiceField(choices=[], required=True)
+    confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -84,9 +98,11 @@ def hold_bulk(request):
     """Decide many holds of one reason: a separate command for each, reported together."""
     form = BulkForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Choose holds, a decision and a reason.")
+        messages.error(request, " ".join(form.non_field_errors()) or "Choose holds, a decision and a reason.")
         return redirect(queue_url())
     data = form.cleaned_data
+    if not data["confirmed"]:
+        return _confirm_bulk(request, data)
     done, refused = 0, []
     for hold_id in data["holds"]:
         try:
@@ -104,6 +120,29 @@ def hold_bulk(request):
     for line in refused:
         messages.error(request, f"Not allowed: {line}")
     return redirect(f"{queue_url()}?reason={data['hold_reason']}")
+
+
+def _confirm_bulk(request, data: dict):
+    """Each ticked hold with what will happen to it, or why it will be refused; nothing is submitted yet."""
+    read = read_at_boundary(lambda ledger: [(hold_id, service.detail(ledger, hold_id)) for hold_id in data["holds"]])
+    plan = [{"hold_id": hold_id, "hold": found["hold"] if found else None,
+             "refusal": _bulk_refusal(found, data["hold_reason"])} for hold_id, found in read.data]
+    confirm = BulkForm(initial={**data, "confirmed": True})
+    outcome = service.DECISIONS[data["decision"]]
+    return render_screen(request, "console/holds_bulk_confirm.html", f"{outcome.capitalize()} {len(plan)} holds?",
+                         read, plan=plan, form=confirm, decision=data["decision"], reason=data["reason"],
+                         hold_reason=data["hold_reason"], outcome=outcome,
+                         deciding=sum(1 for item in plan if not item["refusal"]))
+
+
+def _bulk_refusal(found: dict | None, hold_reason: str) -> str:
+    if found is None:
+        return "no such hold"
+    if found["hold"]["status"] != "open":
+        return f"already {found['hold']['status']}"
+    if hold_reason not in found["hold"]["reasons"]:
+        return f"not one of the {human(hold_reason).lower()} holds"
+    return ""
 
 
 def _bulk_decision(hold_id: str, data: dict):

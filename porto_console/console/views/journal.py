@@ -15,6 +15,7 @@ from porto_console.console.commands import CommandRequest
 from porto_console.console.forms import CommandForm
 from porto_console.console.screens import JOURNAL
 from porto_console.console.services import journal as service
+from porto_console.console.views import accounting
 from porto_console.console.views.common import filter_values, render_screen
 from porto_console.ledger import owner, read_at_boundary
 
@@ -89,11 +90,15 @@ def lookup(request):
 
 
 def entry(request, sequence: int):
-    read = read_at_boundary(lambda ledger: (ledger.journal_entry(sequence), service.entry_events(ledger, sequence)))
-    found, events = read.data
+    read = read_at_boundary(lambda ledger: (ledger.journal_entry(sequence), service.entry_events(ledger, sequence),
+                                            *accounting.entry_reads(ledger.store, sequence)))
+    found, events, postings, touched = read.data
     if found is None:
         raise Http404("no journal entry at that sequence")
+    if request.GET.get("format") == "csv":
+        return accounting.postings_download(postings, sequence)
     return render_screen(request, "console/journal_entry.html", f"Journal entry {sequence}", read, entry=found,
+                         postings=postings, touched=touched, raw=accounting.raw_units(request),
                          summary=service.summary(found), events=[service.pretty(event) for event in events], envelope=service.pretty(found["envelope"]),
                          result=service.pretty(found["result"]),
                          recomputed_ok=service.verify_range(owner(), sequence, sequence).ok)

@@ -15,10 +15,10 @@ from ledger_engine.domain.commands.money.payout_runs import CancelReason
 from ledger_engine.errors import LedgerError
 from ledger_engine.projections import payout_queries
 from porto_console.console import actions, stepup
-from porto_console.console.forms import CommandForm, StepUpForm, accept_posted_choices
+from porto_console.console.forms import CommandForm, ReasonField, StepUpForm, accept_posted_choices
 from porto_console.console.handles import seal, unseal_id
 from porto_console.console.paging import page_number, paginate
-from porto_console.console.roles import may_submit
+from porto_console.console.roles import may_submit, require_command
 from porto_console.console.screens import PAYMENTS, PAYOUTS
 from porto_console.console.services import payment_search as search
 from porto_console.console.services import payouts as service
@@ -30,7 +30,8 @@ SHA256 = r"^[0-9a-f]{64}$"
 
 
 class RunFilter(forms.Form):
-    status = forms.ChoiceField(choices=[(s, s) for s in service.RUN_STATUSES], required=False)
+    status = forms.ChoiceField(choices=[(service.OPEN, "prepared or approved"), *((s, s) for s in service.RUN_STATUSES),
+                                        (service.ALL, "all")], required=False)
 
 
 class PaymentFilter(forms.Form):
@@ -83,14 +84,16 @@ class ApproveForm(StepUpForm):
 
 class CancelForm(CommandForm):
     reason = forms.ChoiceField(choices=[(reason, reason.replace("_", " ")) for reason in get_args(CancelReason)])
+    note = ReasonField(required=False, label="Note (kept as private evidence)")
     revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
 
 def run_list(request):
     filters = filter_values(RunFilter(request.GET or None))
-    status = filters["status"] or "prepared"
+    status = filters["status"] or service.OPEN
     read = read_at_boundary(lambda ledger: service.with_aggregates(
-        ledger, paginate(service.runs(ledger, status), page_number(request))))
+        ledger, paginate(service.runs_in(ledger, status), page_number(request))))
     return render_screen(request, "console/payout_runs.html", PAYOUTS.title, read, page=read.data, status=status,
                          filter_form=RunFilter(request.GET or None, initial={"status": status}),
                          may_prepare=may_submit(request.user, "PreparePayoutRun"))
@@ -146,6 +149,7 @@ def run_detail(request, handle: str):
     return render_screen(request, "console/payout_run.html", f"Payout run {run_id}", read, **read.data,
                          approve_form=ApproveForm(initial={"seen_hash": run["run_hash"]}),
                          cancel_form=CancelForm(initial={"revision": read.data["revision"]}),
+                         cancel_note=service.cancel_note(run),
                          approve_blockers=_approve_blockers(request, read.data),
                          cancel_blockers=_cancel_blockers(request, run))
 
@@ -188,9 +192,14 @@ def approve(request, handle: str):
 
 @require_POST
 def cancel(request, handle: str):
+    """First a page saying what cancelling will do; the command is submitted only from that page."""
     run_id = unseal_id(HANDLE, handle)
-    actions.run_form(request, CancelForm(request.POST), "CancelPayoutRun",
-                     lambda data: service.cancel(run_id, data["reason"], data["revision"]),
+    require_command(request, "CancelPayoutRun")
+    form = CancelForm(request.POST)
+    if form.is_valid() and not form.cleaned_data["confirmed"]:
+        return _confirm_cancel(request, run_id, form)
+    actions.run_form(request, form, "CancelPayoutRun",
+                     lambda data: service.cancel(run_id, data["reason"], data["revision"], data["note"]),
                      done="Payout run cancelled", invalid="Choose a reason for cancelling.")
     return redirect(run_url(run_id))
 
@@ -198,6 +207,19 @@ def cancel(request, handle: str):
 def statement_file_urls(payables) -> list[str | None]:
     return [reverse("admin:console-statement-file", args=[seal("statement", payable.statement_id)])
             if payable.statement_id else None for payable in payables]
+
+
+def _confirm_cancel(request, run_id: str, form: CancelForm):
+    try:
+        read = read_at_boundary(lambda ledger: payout_queries.run_detail(ledger.store, run_id))
+    except LedgerError:
+        raise Http404("no such payout run") from None
+    run = read.data
+    confirm = CancelForm(initial={**form.cleaned_data, "confirmed": True})
+    return render_screen(request, "console/payout_cancel_confirm.html", f"Cancel payout run {run_id}?", read,
+                         run=run, form=confirm, reason=form.cleaned_data["reason"], note=form.cleaned_data["note"],
+                         cancelled=[p for p in run["payments"] if p["state"] in service.UNSIGNED_STATES],
+                         kept=[p for p in run["payments"] if p["state"] not in service.UNSIGNED_STATES])
 
 
 def run_url(run_id: str) -> str:

@@ -160,7 +160,7 @@ class CheckConservationPayload(Payload):
     check_id: Identifier
 
 
-@command("CheckConservation", payload=CheckConservationPayload, roles={"finance", "maintenance", "auditor"})
+@command("CheckConservation", payload=CheckConservationPayload, roles={"finance", "ops", "maintenance", "auditor"})
 def check_conservation(ctx: RuleContext, p: CheckConservationPayload) -> dict:
     """Check every budget, lot, line and correction; any mismatch blocks payouts until a clean check."""
     mismatches = ledger_mismatches(ctx.changes)

@@ -106,6 +106,7 @@ CancelReason = Literal["prepared_in_error", "amounts_disputed", "recipient_dispu
 class CancelPayoutRunPayload(Payload):
     run_id: Identifier
     reason: CancelReason
+    note_digest: Digest | None = None  # the canceller's free-text note, kept as private evidence
 
 
 def run_key(run_id: str) -> str:
@@ -254,7 +255,7 @@ def cancel_payout_run(ctx: RuleContext, p: CancelPayoutRunPayload) -> dict:
                 f"payment {payment['payment_id']} has a signed attempt that is not resolved")
     cancellable = [payment for payment in planned if payment["state"] in payments.UNSIGNED]
     require(cancellable, ErrorCode.INVALID_STATE, f"payout run {p.run_id} has no unsigned payment left to cancel")
-    end_run(ctx, run, "cancelled", p.reason, cancellable)
+    end_run(ctx, run, "cancelled", p.reason, cancellable, note_digest=p.note_digest)
     require_conserved(changes)
     return {"run_id": p.run_id, "cancelled_payment_ids": [payment["payment_id"] for payment in cancellable]}
 
@@ -271,11 +272,16 @@ def require_within_cap(changes: Changes, payment: dict[str, Any]) -> None:
             f"payout run {run['run_id']} has {committed} signed or paid; {payment['amount']} more exceeds its cap {cap}")
 
 
-def end_run(ctx: RuleContext, run: dict[str, Any], status: str, reason: str, cancellable: list[dict[str, Any]]) -> None:
-    """Cancel the run's unsigned payments and keep the run as a tombstone saying who ended it and why."""
+def end_run(ctx: RuleContext, run: dict[str, Any], status: str, reason: str, cancellable: list[dict[str, Any]], *,
+            note_digest: str | None = None) -> None:
+    """Cancel the run's unsigned payments and keep the run as a tombstone saying who ended it and why.
+
+    A note's digest is written only when there is one, so runs ended without a note keep their exact bytes.
+    """
     for payment in cancellable:
         payments.cancel(ctx.changes, payment, reason)
-    tombstone = {"ended_by": ctx.actor_id, "ended_at_ms": ctx.now_ms, "reason": reason}
+    noted = {"note_digest": note_digest} if note_digest else {}
+    tombstone = {"ended_by": ctx.actor_id, "ended_at_ms": ctx.now_ms, "reason": reason, **noted}
     ctx.changes.put_state(run_key(run["run_id"]), {**run, "status": status, "tombstone": tombstone})
-    ctx.changes.event("PayoutRunEnded", run_id=run["run_id"], status=status, reason=reason,
+    ctx.changes.event("PayoutRunEnded", run_id=run["run_id"], status=status, reason=reason, **noted,
                       cancelled_payment_ids=[payment["payment_id"] for payment in cancellable])

@@ -43,6 +43,17 @@ DecisionReason = Literal[
     "insufficient_evidence",
 ]
 
+# The reasons that fit each decision: a release explains the evidence, a reject condemns it.
+# A closed table; a reason outside its decision's row is refused with HOLD_REASON_MISMATCH.
+REASONS_BY_DECISION: dict[str, tuple[str, ...]] = {
+    "release": ("evidence_verified", "clock_skew_explained", "operator_explained"),
+    "reject": ("fraud_suspected", "policy_violation", "insufficient_evidence"),
+}
+
+
+def reason_fits(decision: str, reason: str) -> bool:
+    return reason in REASONS_BY_DECISION.get(decision, ())
+
 
 class DecideHoldPayload(Payload):
     hold_id: Identifier
@@ -77,6 +88,8 @@ def raise_hold(ctx: RuleContext, receipt: dict, session: dict, reasons: list[str
 @command("DecideHold", payload=DecideHoldPayload, roles={"ops"})
 def decide_hold(ctx: RuleContext, p: DecideHoldPayload) -> dict:
     require_stated_revision(ctx, hold_key(p.hold_id), "deciding a hold")
+    require(reason_fits(p.decision, p.reason), ErrorCode.HOLD_REASON_MISMATCH,
+            f"{p.reason} is not a reason to {p.decision} a hold; fitting: {', '.join(REASONS_BY_DECISION[p.decision])}")
     hold = existing(ctx, hold_key(p.hold_id), f"hold {p.hold_id}").data
     require(hold["status"] == "open", ErrorCode.INVALID_STATE, f"hold {p.hold_id} is already {hold['status']}")
     receipt = existing(ctx, receipt_key(hold["receipt_id"]), f"receipt {hold['receipt_id']}").data

@@ -1,0 +1,210 @@
+"""Accounting reads: an entry's postings, the records it touched, account statements and the trial balance.
+
+Typed selectors over the ``events``, ``deltas`` and posting index families, so
+a screen never parses a key. Amounts are integer minor units; a balance is
+net credit (credits less debits), negative for a debit balance such as the
+treasury's. None of these reads backs a money check: the rules read records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import orjson
+
+from ledger_engine.amounts import parse_amount
+from ledger_engine.application.owner import read_head
+from ledger_engine.domain.chart import artist_payable, operator_payable, reserved_payouts
+from ledger_engine.domain.postings import POSTED
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.keys import seq20
+from ledger_engine.layout import DELTAS, EVENTS, INDEXES, JOURNAL, STATE
+from ledger_engine.projections.money import posting_prefix
+from ledger_engine.projections.money_queries import balance
+from ledger_engine.storage.rocks import RocksStore
+
+# The records a journal entry links to, by the prefix of their state key.
+RECORD_KINDS = {"payment_run": "run", "payment": "payment", "hold": "hold", "correction_request": "correction",
+                "correction": "correction", "staff_change": "staff_change"}
+BACK_LINK_SCAN = 50_000  # journal entries one "entries that touched this record" read looks through
+CURSOR_PREFIX = b"balance_cursor/"
+
+
+@dataclass(frozen=True)
+class Posting:
+    sequence: int
+    event: int
+    line: int
+    journal: str
+    asset: str
+    account: str
+    side: str  # "debit" or "credit"
+    amount: int
+
+    @property
+    def debit(self) -> int:
+        return self.amount if self.side == "debit" else 0
+
+    @property
+    def credit(self) -> int:
+        return self.amount if self.side == "credit" else 0
+
+
+@dataclass(frozen=True)
+class TouchedRecord:
+    kind: str  # "run", "payment", "hold", "correction" or "staff_change"
+    record_id: str
+
+
+@dataclass(frozen=True)
+class StatementRow:
+    posting: Posting
+    admitted_at_ms: int
+    balance: int  # net credit after this posting
+
+
+@dataclass(frozen=True)
+class Statement:
+    accounts: tuple[str, ...]
+    asset: str
+    from_ms: int
+    to_ms: int
+    opening: int
+    rows: list[StatementRow]
+
+    @property
+    def closing(self) -> int:
+        return self.rows[-1].balance if self.rows else self.opening
+
+
+@dataclass(frozen=True)
+class TrialBalanceRow:
+    asset: str
+    account: str
+    debits: int
+    credits: int
+
+    @property
+    def net_credit(self) -> int:
+        return self.credits - self.debits
+
+
+@dataclass(frozen=True)
+class TrialBalance:
+    sequence: int
+    rows: list[TrialBalanceRow]
+    totals: dict[str, tuple[int, int]] = field(default_factory=dict)  # asset -> (debits, credits)
+
+
+def entry_postings(store: RocksStore, sequence: int) -> list[Posting]:
+    """Every posting line of the journal entry at ``sequence``, in event and line order."""
+    postings = []
+    prefix = (seq20(sequence) + "/").encode()
+    for event_index, (_, raw) in enumerate(store.scan(EVENTS, prefix)):
+        event = orjson.loads(raw)
+        if event["type"] != POSTED:
+            continue
+        for line_no, line in enumerate(event["lines"]):
+            postings.append(Posting(sequence, event_index, line_no, event["journal"], event["asset"],
+                                    line["account"], line["side"], parse_amount(line["amount"])))
+    return postings
+
+
+def entry_records(store: RocksStore, sequence: int) -> list[TouchedRecord]:
+    """The runs, payments, holds, corrections and staff changes whose state records the entry at ``sequence`` wrote."""
+    raw = store.get(DELTAS, seq20(sequence).encode())
+    touched = []
+    for row in orjson.loads(raw) if raw else ():
+        if row["column_family"] != STATE:
+            continue
+        prefix, _, record_id = row["key"].partition("/")
+        if prefix in RECORD_KINDS and record_id and "/" not in record_id:
+            touched.append(TouchedRecord(RECORD_KINDS[prefix], record_id))
+    return list(dict.fromkeys(touched))  # a correction's request and its result are one record here
+
+
+def entries_touching(store: RocksStore, kind: str, record_id: str) -> list[int]:
+    """The sequences of the journal entries that wrote the record, oldest first (within the newest scan window)."""
+    prefixes = [prefix for prefix, named in RECORD_KINDS.items() if named == kind]
+    if not prefixes:
+        raise LedgerError(ErrorCode.NOT_FOUND, f"no record kind {kind!r}")
+    needles = [b'"column_family":"state","key":' + orjson.dumps(f"{prefix}/{record_id}") + b"," for prefix in prefixes]
+    head = read_head(store).sequence
+    first = max(1, head - BACK_LINK_SCAN + 1)
+    return [int(raw_key) for raw_key, raw in store.scan(DELTAS, b"", seq20(first).encode())
+            if any(needle in raw for needle in needles)]
+
+
+def posting_accounts(store: RocksStore) -> list[tuple[str, str]]:
+    """Every ``(asset, account)`` that has been posted to, sorted."""
+    found = []
+    for raw_key, _ in store.scan(INDEXES, CURSOR_PREFIX):
+        asset, _, account = raw_key[len(CURSOR_PREFIX):].decode().partition("/")
+        found.append((asset, account))
+    return found
+
+
+def recipient_accounts(recipient_id: str) -> tuple[str, ...]:
+    """The accounts that hold what is owed to a recipient: payable by role, then reserved for a run."""
+    return artist_payable(recipient_id), operator_payable(recipient_id), reserved_payouts(recipient_id)
+
+
+def account_statement(store: RocksStore, accounts: tuple[str, ...], asset: str, *, from_ms: int,
+                      to_ms: int) -> Statement:
+    """Postings to ``accounts`` admitted in ``[from_ms, to_ms)``, each with the running net credit of them all."""
+    admitted = _admission_times(store)
+    opening, rows = 0, []
+    for posting in _merged_postings(store, accounts, asset):
+        at_ms = admitted(posting.sequence)
+        if at_ms >= to_ms:
+            break
+        movement = posting.credit - posting.debit
+        if at_ms < from_ms:
+            opening += movement
+            continue
+        rows.append(StatementRow(posting, at_ms, (rows[-1].balance if rows else opening) + movement))
+    return Statement(accounts, asset, from_ms, to_ms, opening, rows)
+
+
+def trial_balance(store: RocksStore, *, at_sequence: int | None = None) -> TrialBalance:
+    """Every account's debits and credits up to ``at_sequence`` (the head by default); each asset must balance."""
+    sequence = read_head(store).sequence if at_sequence is None else at_sequence
+    rows = []
+    totals: dict[str, tuple[int, int]] = {}
+    for asset, account in posting_accounts(store):
+        folded = balance(store, account, asset, at_sequence=sequence)
+        if folded.postings:
+            rows.append(TrialBalanceRow(asset, account, folded.debits, folded.credits))
+            debits, credits = totals.get(asset, (0, 0))
+            totals[asset] = (debits + folded.debits, credits + folded.credits)
+    unbalanced = [asset for asset, (debits, credits) in totals.items() if debits != credits]
+    if unbalanced:
+        raise LedgerError(ErrorCode.INVARIANT_VIOLATION,
+                          f"trial balance at sequence {sequence} does not balance in {', '.join(unbalanced)}")
+    return TrialBalance(sequence, rows, totals)
+
+
+def _merged_postings(store: RocksStore, accounts: tuple[str, ...], asset: str) -> Iterator[Posting]:
+    """The accounts' postings in journal order (sequence, event, line)."""
+    merged = [posting for account in accounts for posting in _account_postings(store, account, asset)]
+    return iter(sorted(merged, key=lambda posting: (posting.sequence, posting.event, posting.line)))
+
+
+def _account_postings(store: RocksStore, account: str, asset: str) -> Iterator[Posting]:
+    for raw_key, raw in store.scan(INDEXES, posting_prefix(asset, account).encode()):
+        sequence, event, line = (int(part) for part in raw_key.rsplit(b"/", 3)[1:])
+        posting = orjson.loads(raw)
+        yield Posting(sequence, event, line, posting["journal"], asset, account, posting["side"],
+                      parse_amount(posting["amount"]))
+
+
+def _admission_times(store: RocksStore):
+    cache: dict[int, int] = {}
+
+    def admitted(sequence: int) -> int:
+        if sequence not in cache:
+            entry = orjson.loads(store.get(JOURNAL, seq20(sequence).encode()))
+            cache[sequence] = entry["envelope"]["admitted_at_ms"]
+        return cache[sequence]
+    return admitted

@@ -1,0 +1,50 @@
+"""What waits for the signed-in user, by role: the work only they (and not its maker) can do next.
+
+Finance: runs to approve that someone else prepared, corrections and recipient updates someone else requested.
+Ops: open holds and quarantined effects. Admin: staff changes another admin requested.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ledger_engine.application.owner import LedgerOwner
+from porto_console.console.roles import ADMIN, FINANCE, OPS
+from porto_console.console.services import corrections, payouts, recipients, staff_changes
+
+
+@dataclass(frozen=True)
+class Waiting:
+    key: str  # stable, for the page's element IDs
+    title: str
+    count: int
+    url_name: str  # the screen where the work is done
+    query: str = ""
+
+
+def waiting_for(ledger: LedgerOwner, actor: str, roles: frozenset[str], *, open_holds: int,
+                quarantined: int) -> list[Waiting]:
+    found: list[Waiting] = []
+    if FINANCE in roles:
+        found += [
+            Waiting("runs", "Runs to approve (prepared by someone else)",
+                    _others(payouts.runs(ledger, "prepared"), "prepared_by", actor), "console-payouts",
+                    "?status=prepared"),
+            Waiting("corrections", "Corrections awaiting your check",
+                    _others(corrections.corrections(ledger, "requested"), "requested_by", actor),
+                    "console-corrections"),
+            Waiting("recipient-updates", "Recipient updates awaiting your check",
+                    _others(recipients.updates(ledger, "pending"), "requested_by", actor), "console-recipients"),
+        ]
+    if OPS in roles:
+        found += [Waiting("holds", "Open holds to decide", open_holds, "console-holds"),
+                  Waiting("quarantine", "Quarantined effects", quarantined, "console-quarantine")]
+    if ADMIN in roles:
+        found.append(Waiting("staff-changes", "Staff changes awaiting a second admin",
+                             _others(staff_changes.changes(ledger, "pending"), "requested_by", actor),
+                             "console-staff-changes"))
+    return found
+
+
+def _others(items, maker_field: str, actor: str) -> int:
+    return sum(1 for item in items if item.get(maker_field) != actor)

@@ -1,0 +1,142 @@
+"""Accounting screens (read-only): trial balance, account and recipient statements, a record's journal entries,
+CSV of each, and the full conservation check on demand."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from ledger_engine.domain.ruleset import ASSETS
+from ledger_engine.errors import LedgerError
+from ledger_engine.projections import accounting as selectors
+from porto_console.console import actions
+from porto_console.console.commands import CommandRequest
+from porto_console.console.forms import CommandForm
+from porto_console.console.handles import seal, unseal_id
+from porto_console.console.screens import DASHBOARD
+from porto_console.console.services import accounting as service
+from porto_console.console.views.common import render_screen
+from porto_console.ledger import read_at_boundary
+
+CONSERVATION_COMMAND = "CheckConservation"
+RECORD_HANDLES = {"run": "run", "hold": "hold", "payment": "payment", "correction": "correction",
+                  "staff_change": "staff-change"}  # record kind -> its handle's kind
+EPOCH, LAST_DAY = date(1970, 1, 1), date(9999, 12, 30)  # an open range: every posting, whatever the ledger's clock
+
+
+class TrialBalanceForm(forms.Form):
+    sequence = forms.IntegerField(min_value=1, required=False, label="At sequence")
+
+
+class StatementForm(forms.Form):
+    account = forms.ChoiceField(required=False, label="Posting account")
+    recipient = forms.CharField(max_length=200, required=False, label="or recipient")
+    asset = forms.ChoiceField(choices=[(asset, asset) for asset in ASSETS], initial="USDC")
+    first = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
+    last = forms.DateField(required=False, label="to", widget=forms.DateInput(attrs={"type": "date"}))
+
+    def __init__(self, *args, accounts: list[str], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["account"].choices = [("", "choose an account"), *((account, account) for account in accounts)]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        first, last = data.get("first") or EPOCH, data.get("last") or LAST_DAY
+        if first > last:
+            raise forms.ValidationError("The first day comes after the last.")
+        data["first"], data["last"] = first, last
+        return data
+
+
+def entry_reads(store, sequence: int) -> tuple[list, list]:
+    """A journal entry's postings, and the runs, payments and holds it wrote with their handles."""
+    touched = [(record, seal(RECORD_HANDLES[record.kind], record.record_id))
+               for record in selectors.entry_records(store, sequence)]
+    return selectors.entry_postings(store, sequence), touched
+
+
+def postings_download(postings: list, sequence: int) -> HttpResponse:
+    return _csv(service.postings_csv(postings), f"postings-{sequence}.csv")
+
+
+def raw_units(request) -> bool:
+    return request.GET.get("raw") == "1"
+
+
+def _csv(content: str, filename: str) -> HttpResponse:
+    response = HttpResponse(content, content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def trial_balance(request):
+    form = TrialBalanceForm(request.GET or None)
+    wanted = form.cleaned_data["sequence"] if form.is_valid() else None
+    try:
+        read = read_at_boundary(lambda ledger: selectors.trial_balance(
+            ledger.store, at_sequence=min(wanted, ledger.head().sequence) if wanted else None))
+    except LedgerError as error:
+        return render_screen(request, "console/trial_balance.html", "Trial balance", read_at_boundary(lambda _: None),
+                             form=form, trial=None, problem=f"{error.code}: {error.detail}", raw=raw_units(request))
+    if request.GET.get("format") == "csv":
+        return _csv(service.trial_balance_csv(read.data), f"trial-balance-{read.data.sequence}.csv")
+    return render_screen(request, "console/trial_balance.html", "Trial balance", read, form=form, trial=read.data,
+                         totals=sorted(read.data.totals.items()), raw=raw_units(request))
+
+
+def statement(request):
+    accounts = read_at_boundary(lambda ledger: selectors.posting_accounts(ledger.store)).data
+    form = StatementForm(request.GET or None, accounts=sorted({account for _, account in accounts}))
+    chosen = _statement_accounts(form)
+    from_ms, to_ms = service.range_ms(*_days(form)) if chosen else (0, 0)
+    read = read_at_boundary(lambda ledger: selectors.account_statement(
+        ledger.store, chosen, form.cleaned_data["asset"], from_ms=from_ms, to_ms=to_ms) if chosen else None)
+    if read.data is not None and request.GET.get("format") == "csv":
+        return _csv(service.statement_csv(read.data), "statement.csv")
+    return render_screen(request, "console/statement.html", "Account statement", read, form=form,
+                         statement=read.data, raw=raw_units(request))
+
+
+def _statement_accounts(form: StatementForm) -> tuple[str, ...]:
+    if not form.is_valid():
+        return ()
+    if form.cleaned_data["recipient"]:
+        return selectors.recipient_accounts(form.cleaned_data["recipient"])
+    return (form.cleaned_data["account"],) if form.cleaned_data["account"] else ()
+
+
+def _days(form: StatementForm) -> tuple[date, date]:
+    return form.cleaned_data["first"], form.cleaned_data["last"]
+
+
+def record_history(request, kind: str, handle: str):
+    """The journal entries that wrote one run, payment, hold, correction or staff change."""
+    if kind not in RECORD_HANDLES:
+        raise Http404("no such record kind")
+    record_id = unseal_id(RECORD_HANDLES[kind], handle)
+    read = read_at_boundary(lambda ledger: [
+        (sequence, ledger.journal_entry(sequence)["envelope"])
+        for sequence in selectors.entries_touching(ledger.store, kind, record_id)])
+    return render_screen(request, "console/record_history.html", f"Journal entries of {kind} {record_id}", read,
+                         kind=kind, record_id=record_id, entries=read.data)
+
+
+@require_POST
+def check_conservation(request):
+    """Run the full conservation check now: the ledger records its verdict, which the dashboard shows."""
+    form = CommandForm(request.POST)
+    if form.is_valid():
+        command_id = form.cleaned_data["command_id"]
+        try:
+            outcome = actions.run(request, command_id, CONSERVATION_COMMAND,
+                                  lambda: CommandRequest(CONSERVATION_COMMAND, {"check_id": command_id}))
+        except actions.ActionRefused as error:
+            messages.error(request, str(error))
+        else:
+            actions.report(request, outcome, "Full conservation check recorded")
+    return redirect(f"admin:{DASHBOARD.url_name}")
