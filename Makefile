@@ -9,7 +9,10 @@ PORT ?= 8000
 CHROMIUM := /usr/bin/chromium
 REDIS_SERVER := /usr/bin/redis-server
 
-.PHONY: setup run test bench clean
+# The fast tier: everything but the process-kill, browser and worker suites, on the store that skips fsync.
+FAST_TIER := not slow and not slow_kill and not browser and not worker
+
+.PHONY: setup run test test-fast bench clean
 
 setup: $(STAMP)
 
@@ -24,6 +27,9 @@ run: setup
 
 test: setup $(CHROMIUM) $(REDIS_SERVER)
 	$(BIN)/python -m pytest
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "$(FAST_TIER)"
 
 # The browser tests drive Debian's Chromium; it is installed once, never downloaded by Playwright.
 $(CHROMIUM):

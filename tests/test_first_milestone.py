@@ -22,7 +22,7 @@ from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import OUTBOX, STATE
 from tests.support import cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow_kill, pytest.mark.durable]
 
 SEED, LISTENERS, DAYS, KILLS = 11, 12, 3, 8
 EVERYTHING = 10**9

@@ -31,6 +31,7 @@ from ledger_engine.layout import DELTAS, INDEXES, JOURNAL, META, PRIVATE_AUX
 from ledger_engine.projections.maintenance import IndexMaintainer
 from ledger_engine.security_log import SecurityLog, configured_path
 from ledger_engine.storage.rocks import RocksStore
+from ledger_engine.storage.unsynced import refuse_unless_allowed
 
 GENESIS_KEY = b"genesis"
 DISPATCH_KEY = b"dispatch"
@@ -98,6 +99,8 @@ def last_admitted_ms(store: RocksStore, head: Head) -> int:
 
 class LedgerOwner:
     def __init__(self, store: RocksStore, *, max_group: int = 64) -> None:
+        if not store.synced:
+            refuse_unless_allowed(store.path)
         self.store = store
         self.security_log = SecurityLog(configured_path(store.path))
         self.writer_generation = advance_writer_generation(store, "opened read-write")

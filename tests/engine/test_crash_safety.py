@@ -25,6 +25,8 @@ from ledger_engine.storage.rocks import RocksStore
 from tests.support import cli, seed000
 from tests.support.store import Dump, consistency_problems, dump
 
+pytestmark = [pytest.mark.durable]
+
 KILL_POINTS = 50
 EXPORT_EVERY = 10  # kills between full export + verify-export checks
 STREAM_LINES = 4_000  # a prefix of the demo scenario keeps the test's cost bounded as the scenario grows
@@ -125,7 +127,7 @@ def crash_epoch(rng: random.Random, lines: list[bytes], stream: Path, workdir: P
     return kills
 
 
-@pytest.mark.slow
+@pytest.mark.slow_kill
 def test_sigkill_at_random_points_loses_nothing_acknowledged(tmp_path):
     seed = int(os.environ.get("PORTO_CRASH_SEED") or secrets.randbits(32))
     print(f"crash test seed: {seed} (rerun with PORTO_CRASH_SEED={seed})")
