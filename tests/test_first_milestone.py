@@ -1,4 +1,4 @@
-"""Seed 000's first milestone, end to end on the demo scenario.
+"""The engine's first milestone, end to end on the demo scenario.
 
 Streams, day close, allocation, statements and a payout run prepared and
 approved by two different finance actors, ending in payment intents in the

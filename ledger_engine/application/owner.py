@@ -80,7 +80,7 @@ def read_writer_generation(store: RocksStore) -> int:
 
 
 def writer_record(generation: int, why: str) -> bytes:
-    """The operational writer generation of the recovery record (seed 000): it rises on every
+    """The operational writer generation of the recovery record (docs/spec/engine-and-journal.md §10): it rises on every
     read-write open, restore and promotion. It is not consensus and fences nothing by itself."""
     return encode_value({"generation": generation, "why": why, "at_ms": time.time_ns() // 1_000_000})
 
@@ -128,7 +128,7 @@ class LedgerOwner:
 
     # Mutation: the only path.
     def _admit_or_log(self, document: Any) -> AdmittedCommand:
-        """Refusals before admission go to the security log, never to the ledger (seed 000)."""
+        """Refusals before admission go to the security log, never to the ledger (docs/spec/engine-and-journal.md §11)."""
         try:
             return admit(document)
         except LedgerError as error:

@@ -1,6 +1,6 @@
 """Conservation invariants and the payout block they control.
 
-Every funded budget satisfies seed 001's equation
+Every funded budget satisfies the conservation equation (docs/spec/ledger-invariants.md §2)
 
     funded + additions == unallocated + outstanding + paid + refunds_reversals
 

@@ -1,6 +1,6 @@
 """Money projections: posting entries and cached balance points, payables, budgets, the payout block.
 
-Balances follow seed 002's cached balance projection, adapted to a journal
+Balances follow the cached balance projection of docs/spec/balance-projection.md, over a journal
 ordered by sequence. Every posting line is an index entry at its position
 ``(sequence, event index, line number)``:
 

@@ -76,7 +76,7 @@ def assert_acknowledged_present(rows: Dump, acknowledged: Acknowledged) -> None:
 
 
 class JournalWitness:
-    """Entry hashes seen so far: they never change, and each new entry extends the chain per seed 000."""
+    """Entry hashes seen so far: they never change, and each new entry extends the chain per docs/spec/engine-and-journal.md §7."""
 
     def __init__(self) -> None:
         self.hashes: list[str] = []

@@ -1,6 +1,6 @@
 """Payment attempts: RecordSignedAttempt, RecordTransferObservation and RecordLandedAttempt.
 
-The pipeline, one ``payment.transfer`` effect per payment (seed 004: one
+The pipeline, one ``payment.transfer`` effect per payment (docs/spec/durable-effect-sessions.md §2: one
 durable session per payment, signed bytes persisted before any broadcast):
 
 1. A dispatcher claims the payment's effect (ClaimEffect).

@@ -1,4 +1,4 @@
-"""Artifact batches and the seed 001 state machine they follow.
+"""Artifact batches and the state machine they follow (docs/spec/domain-model-and-state-machines.md §4).
 
     preparing -> frozen -> submitted -> confirmed
     failed: retryable with the same payload (the anchor effect is reopened)

@@ -10,7 +10,7 @@ its units from funding lots, never more than a lot has left.
 Each funding version ``B_v`` has its own day slices
 ``floor(B_v*d/D) - floor(B_v*(d-1)/D)``. A day's slice is the sum over the
 versions funded before that day is allocated, so with one version it is
-exactly DESIGN.md's ``S_d``, and whatever the order of additions and
+exactly the ``S_d`` of docs/spec/allocation-policy.md §1, and whatever the order of additions and
 allocations the slices never exceed what was funded.
 
 A refunded period allocates nothing more: its budget's unallocated units

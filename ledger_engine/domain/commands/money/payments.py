@@ -1,4 +1,6 @@
-"""Payments: one recipient's share of a payout run, and the seed 001 state machine it follows.
+"""Payments: one recipient's share of a payout run, and the state machine it follows.
+
+docs/spec/domain-model-and-state-machines.md §5:
 
     prepared -> approved -> signed -> submitted -> confirmed
     branches: held, failed, uncertain, cancelled
@@ -88,7 +90,7 @@ def create_payment(changes: Changes, payment: dict[str, Any], created_by: dict[s
 
 
 def move(changes: Changes, payment: dict[str, Any], state: str, **fields: Any) -> dict[str, Any]:
-    """Advance the state machine, rejecting any move seed 001 does not allow."""
+    """Advance the state machine, rejecting any move docs/spec/domain-model-and-state-machines.md §5 does not allow."""
     subject = {name: payment[name] for name in ("payment_id", "run_id", "recipient_id")}
     return MACHINE.move(changes, payment_key(payment["payment_id"]), payment, state, subject=subject, **fields)
 

@@ -183,7 +183,8 @@ def _frozen_payment(changes: Changes, plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def successor_id(kind: str, *parts: str) -> str:
-    """An ID a rule derives (seed 000): ``<kind>-`` and 32 hex digits of SHA-256 over the parts it follows from."""
+    """An ID a rule derives: ``<kind>-`` and 32 hex digits of SHA-256 over the parts it follows from
+    (docs/spec/engine-and-journal.md §12)."""
     return f"{kind}-{domain_hash(SUCCESSOR_DOMAIN, [kind, *parts])[:32]}"
 
 

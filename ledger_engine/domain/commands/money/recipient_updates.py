@@ -13,8 +13,8 @@ One command, three steps on one update record:
   approval again (``readdress``): a prepared run containing one is
   invalidated and prepared again whole; an approved, held or failed payment is
   cancelled (its reservation released) and prepared again alone. Signed
-  attempts and their payments are left exactly as they are (seed 000); should
-  such an attempt fail later, its payment moves the same way then.
+  attempts and their payments are left exactly as they are (docs/spec/domain-model-and-state-machines.md §5);
+  should such an attempt fail later, its payment moves the same way then.
 - ``decline``: held payments return to where they were.
 """
 

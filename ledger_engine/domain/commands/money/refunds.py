@@ -2,7 +2,7 @@
 
 ApplyBillingObservation's ``payment_refunded`` calls ``refund_period_budget``.
 The budget's ``unallocated`` units leave it as a refund, counted in the
-``refunds_reversals`` term of seed 001's equation and recorded once at
+``refunds_reversals`` term of the conservation equation (docs/spec/ledger-invariants.md §2) and recorded once at
 ``budget_refund/<budget_id>``; AllocateListenerDay refuses the period from
 then on. Lines already allocated stay as they are: the listening happened,
 and reversing a line is a correction one finance actor requests and another
