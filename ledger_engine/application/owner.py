@@ -29,6 +29,7 @@ from ledger_engine.genesis import genesis_hash, genesis_records
 from ledger_engine.keys import seq20
 from ledger_engine.layout import DELTAS, INDEXES, JOURNAL, META, PRIVATE_AUX
 from ledger_engine.projections.maintenance import IndexMaintainer
+from ledger_engine.projections.view import LedgerView
 from ledger_engine.security_log import SecurityLog, configured_path
 from ledger_engine.storage.rocks import RocksStore
 from ledger_engine.storage.unsynced import refuse_unless_allowed
@@ -184,6 +185,10 @@ class LedgerOwner:
     # Work at a command boundary.
     def at_boundary(self, function: Callable[[RocksStore], Any]) -> Any:
         return self.executor.call(function).result()
+
+    def view(self) -> LedgerView:
+        """A read-only view for selectors; call it inside ``at_boundary`` for reads that belong together."""
+        return LedgerView(self.store)
 
     def put_private(self, key: str, value: dict[str, Any]) -> None:
         """Private auxiliary data (identity mappings): outside the logical state and its digest."""

@@ -70,7 +70,7 @@ def payment_list(request):
     state = filters["state"] or "approved"
     read = read_at_boundary(lambda ledger: (
         paginate(service.payments(ledger, state), page_number(request)),
-        payout_queries.reconciliation_queue(ledger.store)["payments"]))
+        payout_queries.reconciliation_queue(ledger.view())))
     page, reconciliation = read.data
     return render_screen(request, "console/payments.html", PAYMENTS.title, read, page=page, state=state,
                          filter_form=PaymentFilter(request.GET or None, initial={"state": state}),
@@ -120,7 +120,7 @@ def run_detail(request, handle: str):
 
 
 def _run_view(ledger, run_id: str) -> dict:
-    run = payout_queries.run_detail(ledger.store, run_id)
+    run = payout_queries.run_detail(ledger.view(), run_id)
     return {"run": run, "revision": service.run_revision(ledger, run_id),
             "missing_statements": service.missing_statements(ledger, run_id)}
 
