@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import orjson
 
@@ -34,6 +34,7 @@ from ledger_engine.security_log import SecurityLog, configured_path
 from ledger_engine.storage.rocks import RocksStore
 from ledger_engine.storage.unsynced import refuse_unless_allowed
 
+T = TypeVar("T")
 GENESIS_KEY = b"genesis"
 DISPATCH_KEY = b"dispatch"
 WRITER_KEY = b"writer"
@@ -189,6 +190,10 @@ class LedgerOwner:
     def view(self) -> LedgerView:
         """A read-only view for selectors; call it inside ``at_boundary`` for reads that belong together."""
         return LedgerView(self.store)
+
+    def read(self, selector: Callable[[LedgerView], T]) -> T:
+        """``selector`` on a view between two commands (never call it from inside ``at_boundary``)."""
+        return self.at_boundary(lambda store: selector(LedgerView(store)))
 
     def put_private(self, key: str, value: dict[str, Any]) -> None:
         """Private auxiliary data (identity mappings): outside the logical state and its digest."""

@@ -70,7 +70,7 @@ def payables_digest(shown: list[Payable]) -> str:
 
 def prepare(ledger: LedgerOwner, command_id: str, recipient_ids: list[str], seen_payables: str) -> CommandRequest:
     """PreparePayoutRun for the chosen recipients, if the payables are still what the form showed."""
-    current = payables(ledger)
+    current = ledger.read(payout_queries.payables)
     if payables_digest(current) != seen_payables:
         raise PlanChanged("The payables changed since the form was shown; review them again.")
     chosen = [payable for payable in current if payable.recipient_id in recipient_ids]
@@ -79,7 +79,7 @@ def prepare(ledger: LedgerOwner, command_id: str, recipient_ids: list[str], seen
 
 def approve(ledger: LedgerOwner, run_id: str, seen_hash: str) -> CommandRequest:
     """ApprovePayoutRun restating the hash the approver saw, citing confirmed statements covering every line."""
-    cited = payout_queries.covering_statements(ledger.view(), run_id).statement_ids
+    cited = ledger.read(lambda view: payout_queries.covering_statements(view, run_id)).statement_ids
     return CommandRequest("ApprovePayoutRun", {"run_id": run_id, "run_hash": seen_hash, "statement_ids": cited})
 
 
