@@ -54,7 +54,7 @@ attempt that fails meanwhile leaves its payment held (recipient_updates.py).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 

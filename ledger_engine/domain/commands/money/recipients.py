@@ -8,8 +8,6 @@ with its decision; at most one per recipient is pending at a time.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.commands.accounts import recipient_key
 from ledger_engine.domain.commands.money.records import load
