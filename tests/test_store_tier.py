@@ -1,4 +1,7 @@
-"""The store that skips fsync serves the test suite only, and changes nothing but the fsync."""
+"""The store that skips fsync serves the test suite only, and changes nothing but the fsync.
+
+The last tests are a contract both stores pass: what one does, the other does too.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import STATE
 from ledger_engine.storage import unsynced
-from ledger_engine.storage.rocks import RocksStore
+from ledger_engine.storage.rocks import RocksStore, read_witness
 from ledger_engine.storage.unsynced import UnsyncedRocksStore
 from tests.support.step_up import genesis
 
@@ -75,3 +78,26 @@ def test_no_product_module_names_the_test_tier():
     offenders = [str(path.relative_to(ROOT)) for package in PRODUCT for path in (ROOT / package).rglob("*.py")
                  if path.name != "unsynced.py" and any(name in path.read_text() for name in TEST_ONLY_NAMES)]
     assert offenders == []
+
+
+@pytest.fixture(params=[RocksStore, UnsyncedRocksStore], ids=["synced", "unsynced"])
+def store_class(request):
+    return request.param
+
+
+def test_every_store_writes_atomically_reads_back_and_scans_in_key_order(tmp_path, store_class):
+    with store_class(tmp_path / "db", create=True) as store:
+        store.write([(STATE, b"b/2", b"two"), (STATE, b"a/1", b"one"), (STATE, b"b/1", b"first")])
+        store.write([(STATE, b"b/2", None), (STATE, b"c/1", b"three")])
+        assert store.get(STATE, b"b/2") is None and store.get(STATE, b"a/1") == b"one"
+        assert list(store.scan(STATE, b"b/")) == [(b"b/1", b"first")]
+        assert [key for key, _ in store.scan(STATE)] == [b"a/1", b"b/1", b"c/1"]
+
+
+def test_every_store_moves_its_witness_and_reopens_with_what_it_wrote(tmp_path, store_class):
+    with store_class(tmp_path / "db", create=True) as store:
+        for number in range(3):
+            store.write([(STATE, b"k/%d" % number, b"v")])
+    assert read_witness(tmp_path / "db") == 3
+    with RocksStore(tmp_path / "db", read_only=True) as reopened:
+        assert [key for key, _ in reopened.scan(STATE, b"k/")] == [b"k/0", b"k/1", b"k/2"]
