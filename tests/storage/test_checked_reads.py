@@ -15,8 +15,6 @@ from ledger_engine.layout import STATE
 from ledger_engine.storage.rocks import RocksStore
 from tests.conftest import EnvelopeFactory
 
-pytestmark = [pytest.mark.durable]
-
 ACCOUNTS = 3_000
 
 
