@@ -63,6 +63,7 @@ class PaymentListing:
 class UpdateListing:
     recipient_id: str
     update_id: str
+    status: str
     old_address: str
     payout_address: str
     version: int
@@ -284,7 +285,7 @@ def _reconciliation_item(view: LedgerView, payment_id: str) -> ReconciliationIte
 def recipient_updates(view: LedgerView, status: str, *, limit: int | None = None) -> Iterator[UpdateListing]:
     """Updates in ``status`` with the old and the new address side by side."""
     for (recipient_id, update_id), entry in view.entries(update_status_prefix(status), limit):
-        yield UpdateListing(recipient_id=recipient_id, update_id=update_id, **entry)
+        yield UpdateListing(recipient_id=recipient_id, update_id=update_id, status=status, **entry)
 
 
 def outbox_backlog(view: LedgerView) -> dict[str, dict[str, int]]:
