@@ -1,4 +1,4 @@
-"""The closed command envelope and its hash (seed 000, "Command envelope and sequence")."""
+"""The closed command envelope and its hash (docs/spec/engine-and-journal.md §3)."""
 
 from __future__ import annotations
 

@@ -29,6 +29,8 @@ class ErrorCode(StrEnum):
     STORAGE_INCOMPLETE = "STORAGE_INCOMPLETE"
     STORAGE_CORRUPT = "STORAGE_CORRUPT"
     STORAGE_ROLLED_BACK = "STORAGE_ROLLED_BACK"
+    # A store that skips fsync outside the test tier (docs/adr/0043).
+    STORE_NOT_DURABLE = "STORE_NOT_DURABLE"
 
     # Admitted and journalled as a rejection: the head advances, state does not.
     COMMAND_TOO_LARGE = "COMMAND_TOO_LARGE"

@@ -1,7 +1,7 @@
 """The private security log: refusals before admission, as JSON lines in a rotating file.
 
-Seed 000 sends authentication and schema failures here rather than to the
-ledger. Each line is one JSON object: ``at_ms``, ``event``, ``code``,
+Authentication and schema failures come here rather than to the ledger
+(docs/spec/engine-and-journal.md §11). Each line is one JSON object: ``at_ms``, ``event``, ``code``,
 ``detail`` and whatever identifies the attempt (``command_id``,
 ``actor_id``, ``source``). The file is rotated at ``MAX_BYTES`` keeping
 ``BACKUPS`` old files (``.1`` newest). It never holds credentials or payloads.

@@ -1,4 +1,4 @@
-"""Shared fixtures: a fresh ledger owner and an envelope factory."""
+"""Shared fixtures: a fresh ledger owner and an envelope factory; the store tier of each test."""
 
 from __future__ import annotations
 
@@ -10,12 +10,24 @@ import pytest
 
 from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application.owner import LedgerOwner
+from tests.support import store_tier
 from tests.support.step_up import genesis as step_up_genesis, stepped_up
 
 # postgres_server_url and postgres_database_url: one PostgreSQL (and one database) per test session.
 pytest_plugins = ("tests.support.postgres",)
 
 GENESIS_ADMIN = "genesis-admin"
+
+
+def pytest_configure(config):
+    store_tier.enable()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Tests not marked ``durable`` or ``slow_kill`` run on the store that skips fsync (docs/adr/0043)."""
+    with store_tier.store_for(item):
+        yield
 
 
 class EnvelopeFactory:

@@ -1,4 +1,4 @@
-"""Seed 000's first milestone, end to end on the demo scenario.
+"""The engine's first milestone, end to end on the demo scenario.
 
 Streams, day close, allocation, statements and a payout run prepared and
 approved by two different finance actors, ending in payment intents in the
@@ -22,7 +22,7 @@ from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import OUTBOX, STATE
 from tests.support import cli
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow_kill, pytest.mark.durable]
 
 SEED, LISTENERS, DAYS, KILLS = 11, 12, 3, 8
 EVERYTHING = 10**9

@@ -1,4 +1,4 @@
-"""The hash chain: delta hashes, journal entries and the head (seed 000, "Journal chain")."""
+"""The hash chain: delta hashes, journal entries and the head (docs/spec/engine-and-journal.md §7)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ GENESIS_HEAD = Head(0, ZERO_HASH)
 def canonical_rows(rows: Iterable[DeltaRow]) -> Iterable[bytes]:
     """JCS of ``[{"column_family", "key", "value"}, ...]`` in pieces, reusing each value's canonical bytes.
 
-    Seed 000 names the digest rows ``{column_family, key, value}``; deltas use the
+    docs/spec/engine-and-journal.md §9 names the digest rows ``{column_family, key, value}``; deltas use the
     same shape (docs/adr/0011). The keys column_family < key < value are in JCS
     order, so the concatenation is byte-equal to encoding the whole array at once.
     """

@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import orjson
 
@@ -31,9 +31,12 @@ from ledger_engine.genesis import genesis_hash, genesis_records
 from ledger_engine.keys import seq20
 from ledger_engine.layout import DELTAS, INDEXES, JOURNAL, META, PRIVATE_AUX
 from ledger_engine.projections.maintenance import IndexMaintainer
+from ledger_engine.projections.view import LedgerView
 from ledger_engine.security_log import SecurityLog, configured_path
 from ledger_engine.storage.rocks import RocksStore
+from ledger_engine.storage.unsynced import refuse_unless_allowed
 
+T = TypeVar("T")
 GENESIS_KEY = b"genesis"
 DISPATCH_KEY = b"dispatch"
 WRITER_KEY = b"writer"
@@ -81,7 +84,7 @@ def read_writer_generation(store: RocksStore) -> int:
 
 
 def writer_record(generation: int, why: str) -> bytes:
-    """The operational writer generation of the recovery record (seed 000): it rises on every
+    """The operational writer generation of the recovery record (docs/spec/engine-and-journal.md §10): it rises on every
     read-write open, restore and promotion. It is not consensus and fences nothing by itself."""
     return encode_value({"generation": generation, "why": why, "at_ms": time.time_ns() // 1_000_000})
 
@@ -100,6 +103,8 @@ def last_admitted_ms(store: RocksStore, head: Head) -> int:
 
 class LedgerOwner:
     def __init__(self, store: RocksStore, *, max_group: int = 64) -> None:
+        if not store.synced:
+            refuse_unless_allowed(store.path)
         self.store = store
         self.security_log = SecurityLog(configured_path(store.path))
         self.writer_generation = advance_writer_generation(store, "opened read-write")
@@ -127,7 +132,7 @@ class LedgerOwner:
 
     # Mutation: the only path.
     def _admit_or_log(self, document: Any) -> AdmittedCommand:
-        """Refusals before admission go to the security log, never to the ledger (seed 000)."""
+        """Refusals before admission go to the security log, never to the ledger (docs/spec/engine-and-journal.md §11)."""
         try:
             return admit(document)
         except LedgerError as error:
@@ -202,6 +207,14 @@ class LedgerOwner:
     # Work at a command boundary.
     def at_boundary(self, function: Callable[[RocksStore], Any]) -> Any:
         return self.executor.call(function).result()
+
+    def view(self) -> LedgerView:
+        """A read-only view for selectors; call it inside ``at_boundary`` for reads that belong together."""
+        return LedgerView(self.store)
+
+    def read(self, selector: Callable[[LedgerView], T]) -> T:
+        """``selector`` on a view between two commands (never call it from inside ``at_boundary``)."""
+        return self.at_boundary(lambda store: selector(LedgerView(store)))
 
     def put_private(self, key: str, value: dict[str, Any]) -> None:
         """Private auxiliary data (identity mappings): outside the logical state and its digest."""

@@ -16,8 +16,8 @@ from typing import Iterable
 
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.registry import RuleContext
+from ledger_engine.domain.schema.staff import account_key, actor_key
 from ledger_engine.errors import ErrorCode
-from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
 ADMIN, FINANCE = "admin", "finance"
@@ -26,14 +26,6 @@ GUARDED_ROLES = frozenset({ADMIN, FINANCE})
 CONFLICTING_ROLES = frozenset({ADMIN, FINANCE})
 # A capability marker, not a role: any active staff account may submit commands about itself.
 ANY_STAFF = "any-staff"
-
-
-def actor_key(actor_id: str) -> str:
-    return key("actor", actor_id)
-
-
-def account_key(account_id: str) -> str:
-    return key("account", account_id)
 
 
 def actor_roles(ctx: RuleContext, actor_id: str) -> frozenset[str]:

@@ -1,4 +1,4 @@
-"""The ``london-1`` allocation policy (DESIGN.md section 6) as pure integer arithmetic.
+"""The ``london-1`` allocation policy (docs/spec/allocation-policy.md) as pure integer arithmetic.
 
 Inputs and outputs are unsigned 64-bit integers. A product of two of them
 needs at most 128 bits, which is the widest intermediate any step forms; every

@@ -30,8 +30,11 @@ GBP_SUBSCRIPTION_REVENUE = "gbp_subscription_revenue"
 GBP_REFUNDS = "gbp_refunds"
 
 
+UNALLOCATED_PREFIX = "budget_unallocated:"
+
+
 def budget_unallocated(budget_id: str) -> str:
-    return f"budget_unallocated:{budget_id}"
+    return UNALLOCATED_PREFIX + budget_id
 
 
 def artist_payable(recipient_id: str) -> str:

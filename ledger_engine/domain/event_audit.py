@@ -1,4 +1,4 @@
-"""The audit fields every domain event carries (seed 001, "Audit events").
+"""The audit fields every domain event carries (docs/spec/domain-model-and-state-machines.md §6).
 
 Rules record events with their business fields only. When a command's events
 are staged, each gets one ``audit`` object, the same way for every rule:

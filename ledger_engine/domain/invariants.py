@@ -1,6 +1,6 @@
 """Conservation invariants and the payout block they control.
 
-Every funded budget satisfies seed 001's equation
+Every funded budget satisfies the conservation equation (docs/spec/ledger-invariants.md §2)
 
     funded + additions == unallocated + outstanding + paid + refunds_reversals
 
@@ -34,7 +34,11 @@ from ledger_engine.domain.changes import Changes, Rejected
 from ledger_engine.domain.deposits import (
     EVIDENCE_PREFIX, UNIT_PREFIX, deposit_evidence_key, deposit_unit_key, is_canonical,
 )
+from ledger_engine.domain.chart import UNALLOCATED_PREFIX
 from ledger_engine.domain.postings import POSTED
+from ledger_engine.domain.schema.money_allocation import (
+    BUDGET_PREFIX, CORRECTION_PREFIX, LINE_PREFIX, LOT_PREFIX, REFUND_PREFIX, AllocationLine, Budget, Correction, Lot,
+)
 from ledger_engine.domain.view import StateView
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE, UNIQUE
@@ -44,13 +48,6 @@ HOLDING_TERMS = ("unallocated", "outstanding", "paid", "refunds_reversals")
 TERMS = ("funded", "additions", *HOLDING_TERMS)
 # Which budget term an allocation line's amount counts in, by the line's status.
 LINE_TERM = {"payable": "outstanding", "reserved": "outstanding", "paid": "paid"}
-# Record key prefixes; kept here because the money command modules import this module.
-BUDGET_PREFIX = "budget/"
-LINE_PREFIX = "allocation_line/"
-LOT_PREFIX = "lot/"
-CORRECTION_PREFIX = "correction/"
-REFUND_PREFIX = "budget_refund/"
-UNALLOCATED_PREFIX = "budget_unallocated:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +82,11 @@ def _require_none(mismatches: list[Mismatch], code: ErrorCode) -> None:
                              f"{first.subject} {first.check}: {first.detail}")
 
 
-def budget_terms(data: dict | None) -> dict[str, int]:
+def budget_terms(data: Budget | None) -> dict[str, int]:
     return {term: parse_amount(data[term]) if data else 0 for term in TERMS}
 
 
-def equation_mismatches(subject: str, budget: dict) -> list[Mismatch]:
+def equation_mismatches(subject: str, budget: Budget) -> list[Mismatch]:
     """The equation, and the funding terms against the lot draws the budget records."""
     terms = budget_terms(budget)
     found = []
@@ -138,7 +135,7 @@ class _Movements:
     lots_gave: int = 0
     lot_mismatches: list[Mismatch] = field(default_factory=list)
 
-    def line(self, before: dict | None, after: dict) -> None:
+    def line(self, before: AllocationLine | None, after: AllocationLine) -> None:
         for sign, line in ((-1, before), (1, after)):
             if line is None:
                 continue
@@ -151,7 +148,7 @@ class _Movements:
         self.budgets.add(budget_id)
         self.terms[(budget_id, "refunds_reversals")] += parse_amount(amount)
 
-    def lot(self, subject: str, before: dict | None, after: dict) -> None:
+    def lot(self, subject: str, before: Lot | None, after: Lot) -> None:
         self.lots_gave += parse_amount(after["allocated"]) - (parse_amount(before["allocated"]) if before else 0)
         self.lot_mismatches += _lot_bound(subject, after)
 
@@ -189,7 +186,7 @@ def _movements(changes: Changes) -> _Movements:
     return moved
 
 
-def _lot_bound(subject: str, lot: dict) -> list[Mismatch]:
+def _lot_bound(subject: str, lot: Lot) -> list[Mismatch]:
     if parse_amount(lot["allocated"]) <= parse_amount(lot["received"]):
         return []
     return [Mismatch(subject, "received", f"allocated {lot['allocated']} exceeds received {lot['received']}")]
@@ -253,14 +250,14 @@ def lot_deposit_mismatches(view: StateView) -> list[Mismatch]:
     return found
 
 
-def _recorded_terms(subject: str, budget: dict, recorded: dict[tuple[str, str], int]) -> list[Mismatch]:
+def _recorded_terms(subject: str, budget: Budget, recorded: dict[tuple[str, str], int]) -> list[Mismatch]:
     terms, budget_id = budget_terms(budget), subject[len(BUDGET_PREFIX):]
     return [Mismatch(subject, term, f"{term} {terms[term]} != records {recorded.get((budget_id, term), 0)}")
             for term in ("outstanding", "paid", "refunds_reversals")
             if terms[term] != recorded.get((budget_id, term), 0)]
 
 
-def _correction_arithmetic(correction: dict) -> list[Mismatch]:
+def _correction_arithmetic(correction: Correction) -> list[Mismatch]:
     """What a correction reversed went to replacements, back to unallocated, or out as a refund."""
     reversed_amount = parse_amount(correction["reversed"])
     accounted = (parse_amount(correction["replaced"]) + parse_amount(correction["released"])

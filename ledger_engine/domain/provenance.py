@@ -1,4 +1,4 @@
-"""Provenance of material records (seed 001, "Persistence conventions").
+"""Provenance of material records (docs/spec/domain-model-and-state-machines.md §1).
 
 Each material money record stores, besides its schema version (the record
 envelope's ``v``), where it came from, ``created``:

@@ -31,7 +31,7 @@ ROLES = frozenset(get_args(Role))
 
 ASSETS = {"USDC": 6, "GBP": 2}
 
-# DESIGN.md section 6: the london-1 allocation policy, fixed in genesis.
+# docs/spec/allocation-policy.md: the london-1 allocation policy, fixed in genesis.
 LONDON_1_POLICY = {
     "operator_pool_bps": 1500,
     "porto_retained_bps": 1000,

@@ -1,6 +1,6 @@
 """Money projections: posting entries and cached balance points, payables, budgets, the payout block.
 
-Balances follow seed 002's cached balance projection, adapted to a journal
+Balances follow the cached balance projection of docs/spec/balance-projection.md, over a journal
 ordered by sequence. Every posting line is an index entry at its position
 ``(sequence, event index, line number)``:
 
@@ -24,10 +24,9 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ledger_engine.amounts import format_amount, parse_amount
-from ledger_engine.domain.invariants import (
-    BUDGET_PREFIX, CONSERVATION_KEY, CORRECTION_PREFIX, LINE_PREFIX, budget_terms, equation_mismatches,
-)
+from ledger_engine.domain.invariants import CONSERVATION_KEY, budget_terms, equation_mismatches
 from ledger_engine.domain.postings import POSTED
+from ledger_engine.domain.schema.money_allocation import BUDGET_PREFIX, CORRECTION_PREFIX, LINE_PREFIX
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import STATE
 from ledger_engine.projections import IndexEntry, IndexReader

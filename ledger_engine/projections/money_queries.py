@@ -23,7 +23,6 @@ from ledger_engine.domain.commands.money.allocation import AllocationPlan, plan_
 from ledger_engine.domain.commands.money.lines import budget_key
 from ledger_engine.domain.invariants import Mismatch, budget_terms, equation_mismatches, ledger_mismatches
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.keys import key
 from ledger_engine.layout import INDEXES, STATE
 from ledger_engine.projections.money import cursor_key, payable_prefix, point_key, posting_key, posting_prefix
 from ledger_engine.storage.rocks import RocksStore
@@ -83,11 +82,6 @@ def payables(store: RocksStore, recipient_id: str) -> dict[str, Any]:
              for raw_key, raw in store.scan(INDEXES, payable_prefix(recipient_id).encode())]
     total = checked_sum(parse_amount(line["amount"]) for line in lines)
     return {"recipient_id": recipient_id, "sequence": sequence, "lines": lines, "total": format_amount(total)}
-
-
-def conservation_status(store: RocksStore) -> dict[str, Any] | None:
-    """The last full conservation check's verdict; ``blocked`` means payouts are blocked."""
-    return _index(store, key("conservation_status"))
 
 
 def conservation_report(store: RocksStore) -> list[Mismatch]:

@@ -1,8 +1,10 @@
-"""Payout reads for the console: runs to approve, run detail, payments, reconciliation, updates, the outbox.
+"""Payout selectors: runs, payments, payables, statements an approval cites, reconciliation, updates, the outbox.
 
-Each read names the ledger sequence it read at. Lists come from the payout
-projections (projections/payouts.py) and the effects-by-status index; details
-come from the records themselves. No read here backs a money check.
+Every selector takes a ``LedgerView`` (projections/view.py) and returns typed
+records; the console reads payouts through these alone (docs/adr/0046). Lists
+come from the payout projections (projections/payouts.py) and the
+effects-by-status index; details come from the records themselves. No read
+here backs a money check: the rules check again when the command arrives.
 
 A run's ``status`` is its own life (prepared, approved, cancelled,
 invalidated); its true aggregate state also says what became of its payments
@@ -12,47 +14,118 @@ cancelled, or a cancelled run that had already paid someone, says so.
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any
-
-import orjson
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterator
 
 from ledger_engine.amounts import checked_sum, format_amount, parse_amount
-from ledger_engine.application.owner import read_head
-from ledger_engine.application.records import decode_record
-from ledger_engine.domain.commands.money.attempts import attempt_key
-from ledger_engine.domain.commands.money.lines import line_key
-from ledger_engine.domain.commands.money.batches import batch_key
-from ledger_engine.domain.commands.money.payments import IN_FLIGHT, payment_key
+from ledger_engine.domain.commands.money.payments import IN_FLIGHT
 from ledger_engine.domain.commands.money.payments import MACHINE as PAYMENT_MACHINE
-from ledger_engine.domain.commands.money.payout_runs import run_hash, run_key
+from ledger_engine.domain.commands.money.payout_runs import run_hash
 from ledger_engine.domain.commands.money.statements import covers
-from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.domain.schema.money_allocation import line_key
+from ledger_engine.domain.schema.money_payouts import (
+    STATEMENT_PREFIX, Batch, Recipient, attempt_key, batch_key, payment_key, recipient_key, run_key,
+)
 from ledger_engine.keys import key
-from ledger_engine.layout import INDEXES, OUTBOX, STATE
+from ledger_engine.layout import STATE
 from ledger_engine.projections.payouts import (
     payment_state_prefix, run_payments_prefix, run_status_prefix, update_status_prefix,
 )
-from ledger_engine.storage.rocks import RocksStore
+from ledger_engine.projections.view import LedgerView
+
+PAYABLE_LINE_PREFIX = key("payable_line") + "/"
+EFFECT_STATUS_PREFIX = key("effect_by_status") + "/"
 
 
-def runs_awaiting_approval(store: RocksStore, *, limit: int = 100) -> dict[str, Any]:
-    """Prepared runs, each with its hash, total and preparer (an approver must be someone else)."""
-    runs = [{"run_id": index_key.rsplit("/", 1)[1], **entry}
-            for index_key, entry in _index_rows(store, run_status_prefix("prepared"), limit)]
-    return {"sequence": read_head(store).sequence, "runs": runs}
+@dataclass(frozen=True, slots=True)
+class RunListing:
+    run_id: str
+    status: str
+    run_hash: str
+    total: str
+    payments: int
+    prepared_by: str
+    prepared_at_ms: int
+    aggregate: dict[str, Any] | None = None
 
 
-def run_detail(store: RocksStore, run_id: str) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class PaymentListing:
+    payment_id: str
+    state: str
+    run_id: str
+    recipient_id: str
+    amount: str
+    held_for: dict[str, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateListing:
+    recipient_id: str
+    update_id: str
+    status: str
+    old_address: str
+    payout_address: str
+    version: int
+    requested_by: str
+    requested_at_ms: int
+
+
+@dataclass(frozen=True)
+class Payable:
+    """What one recipient is owed and could be paid in a run now."""
+
+    recipient_id: str
+    line_ids: list[str]
+    amount: int
+    version: int
+    payout_address: str
+    statement_id: str | None  # the newest statement in a confirmed index batch, which approval cites
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """The confirmed statements an approval can cite, and each line none of them covers."""
+
+    statement_ids: list[str]
+    uncovered: list[tuple[str, str]] = field(default_factory=list)  # (recipient ID, line ID)
+
+
+@dataclass(frozen=True, slots=True)
+class ReconciliationItem:
+    payment_id: str
+    state: str
+    recipient_id: str
+    amount: str
+    observe: dict[str, Any]  # what an observer must look up
+    effect: dict[str, Any]
+
+
+def runs(view: LedgerView, status: str, *, limit: int | None = None) -> Iterator[RunListing]:
+    for (run_id,), entry in view.entries(run_status_prefix(status), limit):
+        yield RunListing(run_id=run_id, status=status, **entry)
+
+
+def run_revision(view: LedgerView, run_id: str) -> int | None:
+    record = view.record(run_key(run_id))
+    return record.revision if record else None
+
+
+def expected_run_revision(run_id: str, revision: int) -> dict[str, Any]:
+    """The expected revision a command about run ``run_id`` states, as the envelope carries it."""
+    return {"cf": STATE, "key": run_key(run_id), "revision": revision}
+
+
+def run_detail(view: LedgerView, run_id: str) -> dict[str, Any]:
     """A run as frozen, each payment with its state and lines, totals by payment state, and the hash rechecked."""
-    sequence = read_head(store).sequence
-    run = _record(store, STATE, run_key(run_id), f"payout run {run_id}")
-    payments = [_payment_detail(store, frozen) for frozen in run["frozen"]["payments"]]
+    run = view.require(run_key(run_id), f"payout run {run_id}")
+    payments = [_payment_detail(view, frozen) for frozen in run["frozen"]["payments"]]
     totals: dict[str, int] = Counter()
     for payment in payments:
         totals[payment["state"]] += parse_amount(payment["amount"])
     return {
-        "sequence": sequence,
+        "sequence": view.sequence,
         "run_id": run_id,
         "status": run["status"],
         "aggregate": aggregate_state(run["status"], [(p["state"], p["cancel_reason"]) for p in payments]),
@@ -70,9 +143,9 @@ def run_detail(store: RocksStore, run_id: str) -> dict[str, Any]:
     }
 
 
-def _payment_detail(store: RocksStore, frozen: dict[str, Any]) -> dict[str, Any]:
-    payment = _record(store, STATE, payment_key(frozen["payment_id"]), f"payment {frozen['payment_id']}")
-    lines = [_record(store, STATE, line_key(line_id), f"allocation line {line_id}") for line_id in frozen["line_ids"]]
+def _payment_detail(view: LedgerView, frozen: dict[str, Any]) -> dict[str, Any]:
+    payment = view.require(payment_key(frozen["payment_id"]), f"payment {frozen['payment_id']}")
+    lines = [view.require(line_key(line_id), f"allocation line {line_id}") for line_id in frozen["line_ids"]]
     return {
         **{name: payment[name] for name in ("payment_id", "recipient_id", "recipient_version", "payout_address",
                                             "amount", "state", "effect_id", "attempt_ids", "paid_attempt_id",
@@ -108,120 +181,125 @@ def aggregate_state(status: str, payments: list[tuple[str, str | None]]) -> dict
     return {"state": state, "payments_by_state": dict(sorted(states.items())), "summary": summary}
 
 
-def run_aggregates(store: RocksStore, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+def run_aggregates(view: LedgerView, run_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Each listed run's aggregate state, folded from the ``run_payment`` projection."""
     aggregates = {}
     for run_id in run_ids:
-        run = _record(store, STATE, run_key(run_id), f"payout run {run_id}")
-        payments = [(entry["state"], entry["cancel_reason"])
-                    for _, entry in _index_rows(store, run_payments_prefix(run_id), 10_000)]
+        run = view.require(run_key(run_id), f"payout run {run_id}")
+        payments = [(entry["state"], entry["cancel_reason"]) for _, entry in view.entries(run_payments_prefix(run_id))]
         aggregates[run_id] = aggregate_state(run["status"], payments)
     return aggregates
 
 
-def covering_statements(store: RocksStore, run_id: str) -> dict[str, Any]:
+def payables(view: LedgerView) -> list[Payable]:
+    """Every recipient with payable allocation lines, by recipient ID."""
+    lines: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for (recipient_id, line_id), line in view.entries(PAYABLE_LINE_PREFIX):
+        lines[recipient_id].append((line_id, parse_amount(line["amount"])))
+    statements = newest_confirmed_statements(view)
+    found = []
+    for recipient_id in sorted(lines):
+        recipient: Recipient = view.require(recipient_key(recipient_id), f"recipient {recipient_id}")
+        found.append(Payable(recipient_id, sorted(line_id for line_id, _ in lines[recipient_id]),
+                             checked_sum(amount for _, amount in lines[recipient_id]), recipient["version"],
+                             recipient["payout_address"], statements.get(recipient_id)))
+    return found
+
+
+def newest_confirmed_statements(view: LedgerView) -> dict[str, str]:
+    """Each recipient's newest statement whose index batch is confirmed (statement IDs in key order)."""
+    newest: dict[str, str] = {}
+    for _key, record in view.records(STATEMENT_PREFIX):
+        statement = record.data
+        batch = view.record(batch_key(statement["index_batch_id"]))
+        if batch is not None and batch.data["state"] == "confirmed":
+            newest[statement["recipient_id"]] = statement["statement_id"]
+    return newest
+
+
+def covering_statements(view: LedgerView, run_id: str) -> Coverage:
     """The confirmed statements an approval of ``run_id`` can cite, and the lines none of them covers.
 
     A line is covered by a statement of its recipient in a confirmed index
     whose accounting batch was frozen after the line, over its day
-    (statements.covers, the rule ApprovePayoutRun applies).
+    (statements.covers, the rule ApprovePayoutRun applies). Only the run's
+    recipients' statements are read.
     """
-    run = _record(store, STATE, run_key(run_id), f"payout run {run_id}")
-    candidates: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    for _, raw in store.scan(STATE, b"statement/"):
-        statement = decode_record(raw).data
-        index = _record(store, STATE, batch_key(statement["index_batch_id"]), "statement index")
-        if index["state"] == "confirmed":
-            accounting = _record(store, STATE, batch_key(statement["accounting_batch_id"]), "accounting batch")
-            candidates.setdefault(statement["recipient_id"], []).append((statement["statement_id"], accounting))
+    run = view.require(run_key(run_id), f"payout run {run_id}")
+    candidates = _confirmed_candidates(view, {payment["recipient_id"] for payment in run["frozen"]["payments"]})
     cited, uncovered = set(), []
     for payment in run["frozen"]["payments"]:
         for line_id in payment["line_ids"]:
-            line = _record(store, STATE, line_key(line_id), f"allocation line {line_id}")
+            line = view.require(line_key(line_id), f"allocation line {line_id}")
             covering = [statement_id for statement_id, batch in candidates.get(payment["recipient_id"], [])
                         if covers(batch, line)]
             if covering:
                 cited.add(max(covering))
             else:
-                uncovered.append({"recipient_id": payment["recipient_id"], "line_id": line_id})
-    return {"sequence": read_head(store).sequence, "statement_ids": sorted(cited), "uncovered": uncovered}
+                uncovered.append((payment["recipient_id"], line_id))
+    return Coverage(sorted(cited), uncovered)
 
 
-def payments_by_state(store: RocksStore, state: str, *, limit: int = 100) -> dict[str, Any]:
-    payments = [{"payment_id": index_key.rsplit("/", 1)[1], **entry}
-                for index_key, entry in _index_rows(store, payment_state_prefix(state), limit)]
-    return {"sequence": read_head(store).sequence, "state": state, "payments": payments}
+def _confirmed_candidates(view: LedgerView, recipients: set[str]) -> dict[str, list[tuple[str, Batch]]]:
+    candidates: dict[str, list[tuple[str, Batch]]] = {}
+    for _key, record in view.records(STATEMENT_PREFIX):
+        statement = record.data
+        if statement["recipient_id"] not in recipients:
+            continue
+        index = view.require(batch_key(statement["index_batch_id"]), "statement index")
+        if index["state"] == "confirmed":
+            accounting = view.require(batch_key(statement["accounting_batch_id"]), "accounting batch")
+            candidates.setdefault(statement["recipient_id"], []).append((statement["statement_id"], accounting))
+    return candidates
 
 
-def payment_counts(store: RocksStore) -> dict[str, int]:
+def payment_counts(view: LedgerView) -> dict[str, int]:
     """How many payments are in each state, every state of the payment machine included (zeros too)."""
-    counts = dict.fromkeys(PAYMENT_MACHINE.transitions, 0)
-    for raw_key, _ in store.scan(INDEXES, (key("payment_by_state") + "/").encode()):
-        counts[raw_key.decode().split("/")[1]] += 1
-    return counts
+    return {state: view.count(payment_state_prefix(state)) for state in PAYMENT_MACHINE.transitions}
 
 
-def reconciliation_queue(store: RocksStore, *, limit: int = 100) -> dict[str, Any]:
+def payments(view: LedgerView, state: str, *, limit: int | None = None) -> Iterator[PaymentListing]:
+    for (payment_id,), entry in view.entries(payment_state_prefix(state), limit):
+        yield PaymentListing(payment_id=payment_id, state=state, run_id=entry["run_id"],
+                             recipient_id=entry["recipient_id"], amount=entry["amount"], held_for=entry["held_for"])
+
+
+def reconciliation_queue(view: LedgerView, *, limit: int = 100) -> list[ReconciliationItem]:
     """Payments whose last attempt may still land, with what an observer must look up to settle it.
 
     Uncertain payments come first; signed and submitted ones follow, since a
     lapsed claim on their effect also waits for an observation.
     """
-    sequence = read_head(store).sequence
-    queue = []
+    queue: list[ReconciliationItem] = []
     for state in ("uncertain", *(state for state in IN_FLIGHT if state != "uncertain")):
-        for index_key, _ in _index_rows(store, payment_state_prefix(state), limit - len(queue)):
-            queue.append(_reconciliation_item(store, index_key.rsplit("/", 1)[1]))
-    return {"sequence": sequence, "payments": queue}
+        for (payment_id,), _ in view.entries(payment_state_prefix(state), limit - len(queue)):
+            queue.append(_reconciliation_item(view, payment_id))
+    return queue
 
 
-def _reconciliation_item(store: RocksStore, payment_id: str) -> dict[str, Any]:
-    payment = _record(store, STATE, payment_key(payment_id), f"payment {payment_id}")
-    attempt = _record(store, STATE, attempt_key(payment["attempt_ids"][-1]), "payment attempt")
-    effect = _record(store, OUTBOX, payment["effect_id"], f"effect {payment['effect_id']}")
-    return {
-        "payment_id": payment_id,
-        "state": payment["state"],
-        "recipient_id": payment["recipient_id"],
-        "amount": payment["amount"],
-        "observe": {name: attempt[name] for name in ("attempt_id", "transaction_hash", "sender_address",
-                                                     "sender_sequence", "expires_at_ms", "outcome")},
-        "effect": {"effect_id": effect["effect_id"], "status": effect["status"], "claim": effect["claim"]},
-    }
+def _reconciliation_item(view: LedgerView, payment_id: str) -> ReconciliationItem:
+    payment = view.require(payment_key(payment_id), f"payment {payment_id}")
+    attempt = view.require(attempt_key(payment["attempt_ids"][-1]), "payment attempt")
+    effect = view.effect(payment["effect_id"])
+    return ReconciliationItem(
+        payment_id=payment_id, state=payment["state"], recipient_id=payment["recipient_id"], amount=payment["amount"],
+        observe={name: attempt[name] for name in ("attempt_id", "transaction_hash", "sender_address",
+                                                  "sender_sequence", "expires_at_ms", "outcome")},
+        effect={"effect_id": effect["effect_id"], "status": effect["status"], "claim": effect["claim"]})
 
 
-def recipient_updates_awaiting_approval(store: RocksStore, *, limit: int = 100) -> dict[str, Any]:
-    """Pending updates with the old and the new address side by side."""
-    updates = []
-    for index_key, entry in _index_rows(store, update_status_prefix("pending"), limit):
-        recipient_id, update_id = index_key.split("/")[-2:]
-        updates.append({"recipient_id": recipient_id, "update_id": update_id, **entry})
-    return {"sequence": read_head(store).sequence, "updates": updates}
+def recipient_updates(view: LedgerView, status: str, *, limit: int | None = None) -> Iterator[UpdateListing]:
+    """Updates in ``status`` with the old and the new address side by side."""
+    for (recipient_id, update_id), entry in view.entries(update_status_prefix(status), limit):
+        yield UpdateListing(recipient_id=recipient_id, update_id=update_id, status=status, **entry)
 
 
-def outbox_backlog(store: RocksStore) -> dict[str, Any]:
-    """How many effects there are of each kind in each status."""
+def outbox_backlog(view: LedgerView) -> dict[str, dict[str, int]]:
+    """How many effects there are of each kind in each status: ``{status: {kind: count}}``."""
     counts: dict[tuple[str, str], int] = Counter()
-    for raw_key, _ in store.scan(INDEXES, (key("effect_by_status") + "/").encode()):
-        _, status, kind, _ = raw_key.decode().split("/")
+    for (status, kind, _effect_id), _ in view.entries(EFFECT_STATUS_PREFIX):
         counts[(status, kind)] += 1
     backlog: dict[str, dict[str, int]] = {}
     for (status, kind), count in sorted(counts.items()):
         backlog.setdefault(status, {})[kind] = count
-    return {"sequence": read_head(store).sequence, "by_status": backlog}
-
-
-def _index_rows(store: RocksStore, prefix: str, limit: int) -> list[tuple[str, dict[str, Any]]]:
-    rows = []
-    for raw_key, raw in store.scan(INDEXES, prefix.encode()):
-        if len(rows) >= limit:
-            break
-        rows.append((raw_key.decode(), orjson.loads(raw)))
-    return rows
-
-
-def _record(store: RocksStore, family: str, record_key: str, what: str) -> dict[str, Any]:
-    raw = store.get(family, record_key.encode())
-    if raw is None:
-        raise LedgerError(ErrorCode.NOT_FOUND, f"{what} does not exist")
-    return decode_record(raw).data
+    return backlog

@@ -4,7 +4,7 @@ A form carries the command ID chosen when it was rendered. The admission
 gateway (``ledger_engine.adapters.gateway``) builds the envelope the first
 time and stores it before the ledger sees it; a double submit or a retry gets
 the stored envelope back, so the ledger answers with the original outcome
-instead of executing twice (seed 000, "Command envelope and sequence"). The
+instead of executing twice (docs/spec/engine-and-journal.md §4). The
 same command ID with a different request is ``COMMAND_ID_CONFLICT``.
 """
 

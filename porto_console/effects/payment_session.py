@@ -1,4 +1,4 @@
-"""One payment, one durable session (seed 004): claim, sign, record, broadcast, observe.
+"""One payment, one durable session (docs/spec/durable-effect-sessions.md §2): claim, sign, record, broadcast, observe.
 
 Every step either reads durable state or leaves some before the next step
 may act on it, so a crash anywhere, a lost answer or a repeated message

@@ -50,7 +50,7 @@ def _backup_gauges(found: health.Probe):
 
 def _projection_gauges():
     try:
-        read = read_at_boundary(lambda owner: (outbox_backlog(owner.store), payment_counts(owner.store)))
+        read = read_at_boundary(lambda owner: (outbox_backlog(owner.view()), payment_counts(owner.view())))
     except LedgerError:  # halted since the probe: the other families still go out
         return
     backlog, payments = read.data

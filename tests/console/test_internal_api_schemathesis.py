@@ -27,6 +27,7 @@ from ledger_engine.genesis import default_genesis
 from porto_console.internal_api import credentials
 from porto_console.internal_api.api import api
 from porto_console.ledger import close_owner, open_owner
+from tests.support.tiers import examples
 
 # The live server answers on its own thread with its own database connection.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -59,7 +60,7 @@ def test_schemathesis_finds_no_server_error_and_no_contract_breach(server, tmp_p
     run = subprocess.run(
         [SCHEMATHESIS, "run", str(schema), "--url", server.url,
          "--checks", "all", "--exclude-checks", "positive_data_acceptance",
-         "--header", f"Authorization: Bearer {token}", "--max-examples", "40", "--seed", "1",
+         "--header", f"Authorization: Bearer {token}", "--max-examples", str(examples(40)), "--seed", "1",
          "--workers", "1", "--generation-database", "none", "--no-color",
          "--report", "junit", "--report-dir", str(tmp_path / "report")],
         capture_output=True, text=True, timeout=900)

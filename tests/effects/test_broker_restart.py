@@ -21,7 +21,7 @@ from porto_console.effects.celery_app import PAYMENTS, make_app
 from tests.effects.redis_server import RedisServer
 from tests.effects.stack import ROOT, wait_until
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow_kill, pytest.mark.worker]
 
 RESTARTS = 5
 

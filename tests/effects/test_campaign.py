@@ -28,7 +28,7 @@ from tests.effects.conftest import CAMPAIGNS, CHAIN_ID, PAYER_KEY, USDC
 from tests.effects.redis_server import RedisServer
 from tests.effects.stack import WORKER_ROLES, Stack
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow_kill, pytest.mark.worker]
 
 DEFAULT_SEED = 20_261_201
 RUNS = 9  # each pays all five recipients: 45 payments

@@ -20,7 +20,7 @@ from tests.effects.stack import COMMITMENTS_WORKER, COMMITTER_ROLES, Stack, wait
 from tests.money_allocation.world import MoneyWorld, fixture_commands
 from tests.money_payouts.world import PayoutWorld, digest
 
-pytestmark = [pytest.mark.slow, pytest.mark.fault_case]
+pytestmark = [pytest.mark.worker, pytest.mark.fault_case]
 
 BATCHES = ("allocation-batch-1", "allocation-batch-2", "statement-index-1")
 CREDENTIAL = "commitments-1"

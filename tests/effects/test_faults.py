@@ -33,7 +33,7 @@ from tests.effects.conftest import PAYER_KEY, USDC
 from tests.effects.approval import approved_payments
 from tests.effects.stack import CLAIM_TTL_MS, PAYMENTS_WORKER, WORKER_ROLES, Stack, wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.fault_case]
+pytestmark = [pytest.mark.slow_kill, pytest.mark.worker, pytest.mark.fault_case]
 
 TRANSACTION_TTL_SECS = 120  # the workers' default PORTO_TRANSACTION_TTL_SECS
 

@@ -181,6 +181,7 @@ def test_a_commitment_must_carry_a_32_byte_hash_to_the_senders_own_module(chain,
     assert chain.anchors() == []
 
 
+@pytest.mark.slow_kill
 def test_a_durable_chain_survives_its_own_sigkill(tmp_path, funded):
     """Accounts, balances, sequences, the mempool, held and landed transfers all come back after SIGKILL."""
     from tests.effects.chain_process import ChainProcess

@@ -1,4 +1,4 @@
-"""Seed 000 bounds: at most 10,000 state writes and 16 MiB of canonical delta per command."""
+"""Command bounds (docs/spec/engine-and-journal.md §3): at most 10,000 state writes and 16 MiB of canonical delta per command."""
 
 from __future__ import annotations
 

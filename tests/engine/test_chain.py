@@ -1,4 +1,4 @@
-"""The journal chain and state digest, recomputed from seed 000's definitions and compared with storage."""
+"""The journal chain and state digest, recomputed from docs/spec/engine-and-journal.md §7 and §9 and compared with storage."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tests.support.store import changed_keys, owner_dump
 
 INGEST = "ingest-1"
 ARTIST = "artist-1"
-# Seed 000 asks only that the genesis hash be kept; this domain prefix is the engine's own choice.
+# docs/spec/engine-and-journal.md §8 asks only that the genesis hash be kept; this domain prefix is the engine's own choice.
 GENESIS_PREFIX = b"porto:london:genesis:v1\n"
 
 

@@ -25,6 +25,8 @@ from ledger_engine.storage.rocks import RocksStore
 from tests.support import cli, seed000
 from tests.support.store import Dump, consistency_problems, dump
 
+pytestmark = [pytest.mark.durable]
+
 KILL_POINTS = 50
 EXPORT_EVERY = 10  # kills between full export + verify-export checks
 STREAM_LINES = 4_000  # a prefix of the demo scenario keeps the test's cost bounded as the scenario grows
@@ -74,7 +76,7 @@ def assert_acknowledged_present(rows: Dump, acknowledged: Acknowledged) -> None:
 
 
 class JournalWitness:
-    """Entry hashes seen so far: they never change, and each new entry extends the chain per seed 000."""
+    """Entry hashes seen so far: they never change, and each new entry extends the chain per docs/spec/engine-and-journal.md §7."""
 
     def __init__(self) -> None:
         self.hashes: list[str] = []
@@ -125,7 +127,7 @@ def crash_epoch(rng: random.Random, lines: list[bytes], stream: Path, workdir: P
     return kills
 
 
-@pytest.mark.slow
+@pytest.mark.slow_kill
 def test_sigkill_at_random_points_loses_nothing_acknowledged(tmp_path):
     seed = int(os.environ.get("PORTO_CRASH_SEED") or secrets.randbits(32))
     print(f"crash test seed: {seed} (rerun with PORTO_CRASH_SEED={seed})")

@@ -1,5 +1,6 @@
-"""Attack 8: every domain event names its actor, target, payload digest, reason and admission time (seed 001),
-and material money records carry a correlation ID and their provenance."""
+"""Attack 8: every domain event names its actor, target, payload digest, reason and admission time
+(docs/spec/domain-model-and-state-machines.md §6), and material money records carry a correlation ID and their
+provenance."""
 
 from __future__ import annotations
 

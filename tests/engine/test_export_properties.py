@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from ledger_engine.checkpoint.export import DELTAS_FILE, EVENTS_FILE, JOURNAL_FILE, METADATA_FILE, ROWS_FILE
 from ledger_engine.checkpoint.verify import VerificationError, verify_export
 from tests.support import cli, seed000
+from tests.support.tiers import examples
 
 LINE_FILES = (ROWS_FILE, EVENTS_FILE, JOURNAL_FILE, DELTAS_FILE)
 
@@ -68,7 +69,7 @@ def recompute_metadata(export: Path) -> None:
     (export / METADATA_FILE).write_bytes(rfc8785.dumps(metadata) + b"\n")
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.sampled_from(LINE_FILES), change=st.sampled_from(["edit", "drop", "reorder"]),
        position=st.integers(min_value=0), other=st.integers(min_value=0), choice=st.integers(min_value=0))
 def test_one_changed_line_fails_and_is_named(small_export, tmp_path_factory, name, change, position, other, choice):

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from ledger_engine.merkle import tree
 from ledger_engine.merkle.frontier import MemoryNodes
 from tests.merkle import oracle
+from tests.support.tiers import examples
 
 MAX_SIZE = 300
 DATA = [hashlib.sha256(b"leaf %d" % number).digest()[: number % 40] for number in range(MAX_SIZE)]
@@ -53,14 +54,14 @@ def test_the_root_at_every_size_is_the_rfc_root_and_the_frontier_root():
     assert NODES.root() == ROOTS[MAX_SIZE]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.integers(1, MAX_SIZE).flatmap(lambda size: st.tuples(st.just(size), st.integers(0, size - 1))))
 def test_inclusion_proofs_are_the_rfc_paths(case):
     size, index = case
     assert tree.inclusion_proof(NODES, index, size) == oracle.path(index, DATA[:size])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.integers(1, MAX_SIZE).flatmap(lambda size: st.tuples(st.integers(1, size), st.just(size))))
 def test_consistency_proofs_are_the_rfc_proofs(case):
     first, second = case
@@ -135,7 +136,7 @@ inclusion_cases = st.integers(2, MAX_SIZE).flatmap(lambda size: st.tuples(st.jus
 consistency_cases = st.integers(2, MAX_SIZE).flatmap(lambda size: st.tuples(st.integers(1, size - 1), st.just(size)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(inclusion_cases, st.data())
 def test_any_single_bit_of_any_inclusion_proof_element_matters(case, data):
     size, index = case
@@ -144,7 +145,7 @@ def test_any_single_bit_of_any_inclusion_proof_element_matters(case, data):
     assert refused(tree.verify_inclusion, NODES(0, index), index, size, tampered, ROOTS[size]) == tree.ROOT_MISMATCH
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(consistency_cases, st.data())
 def test_any_single_bit_of_any_consistency_proof_element_matters(case, data):
     first, second = case

@@ -1,4 +1,4 @@
-"""Independent oracles: conservation folded from scratch, and london-1 written from DESIGN.md section 6.
+"""Independent oracles: conservation folded from scratch, and london-1 written from docs/spec/allocation-policy.md.
 
 ``conservation_problems`` recomputes each account from the ``Posted`` events
 and compares it with what the budget, lot and line records say, alongside the
@@ -6,7 +6,7 @@ checker's own full check. It assumes no payout commands have run (nothing
 reserved or transferred).
 
 ``london_1_lines`` is the allocation of one listener-day written again from the
-design text, sharing no code with ``ledger_engine.domain.allocation_policy``:
+specification text, sharing no code with ``ledger_engine.domain.allocation_policy``:
 exact rational quotas (``fractions.Fraction``) instead of integer divmod,
 listening split by (work, rights version) as recorded.
 """
@@ -77,7 +77,7 @@ def conservation_problems(owner: LedgerOwner) -> list[str]:
     return problems
 
 
-# london-1, from DESIGN.md section 6.
+# london-1, from docs/spec/allocation-policy.md §3.
 
 OPERATOR_POOL_BPS, PORTO_RETAINED_BPS = 1500, 1000
 

@@ -10,7 +10,8 @@ from ledger_engine.domain.chart import FUNDING_AVAILABLE, budget_unallocated
 from ledger_engine.domain.invariants import command_mismatches, require_payouts_unblocked
 from ledger_engine.domain.postings import credit, debit, post
 from ledger_engine.errors import ErrorCode
-from ledger_engine.projections.money_queries import budget_equation, conservation_status
+from ledger_engine.projections.money_queries import budget_equation
+from ledger_engine.projections.overview_queries import conservation_status
 from tests.money_allocation.world import FIRST_DAY, LISTENER, MoneyWorld
 
 
@@ -25,7 +26,7 @@ def gate(world: MoneyWorld) -> str:
 def test_a_clean_ledger_checks_clear_and_payouts_pass(allocated: MoneyWorld):
     outcome = allocated.check("check-1")
     assert outcome.result["data"] == {"status": "clear", "mismatch_count": 0}
-    assert conservation_status(allocated.owner.store) == {
+    assert conservation_status(allocated.owner.view()) == {
         "status": "clear", "check_id": "check-1", "checked_at_sequence": outcome.sequence, "mismatch_count": 0}
     assert gate(allocated) == "OK"
 
@@ -44,7 +45,7 @@ def test_any_mismatch_blocks_payouts_until_a_clean_check(allocated: MoneyWorld, 
     assert outcome.result["data"]["status"] == "blocked"
     recorded = allocated.state("conservation")
     assert check in {m["check"] for m in recorded["mismatches"]}, recorded["mismatches"]
-    assert conservation_status(allocated.owner.store)["status"] == "blocked"
+    assert conservation_status(allocated.owner.view())["status"] == "blocked"
     assert gate(allocated) == "PAYOUTS_BLOCKED"
 
     forge(allocated, record_key, **original)

@@ -9,6 +9,7 @@ from ledger_engine.domain.allocation_policy import Listening, Policy, Serving, s
 from tests.money_allocation.oracle import conservation_problems, london_1_lines, recorded_lines
 from tests.money_allocation.world import FIRST_DAY, LISTENER, RIGHTS, MoneyWorld
 from tests.support import payloads
+from tests.support.tiers import examples
 
 LONDON_1 = Policy(operator_pool_bps=1500, porto_retained_bps=1000)
 WORK_1_V2 = {"artist-b": 2_500, "artist-c": 7_500}  # work-1's corrected rights: artist-a no longer holds it
@@ -70,7 +71,7 @@ served_nodes = st.dictionaries(st.sampled_from(["n-1", "n-2", "n-10"]),
                                st.tuples(st.sampled_from(["op-x", "op-y"]), st.integers(0, 10**9)), max_size=3)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(slice_amount=st.integers(0, 10**13), heard=heard_works, served=served_nodes)
 def test_the_policy_matches_the_design_oracle_line_for_line(slice_amount, heard, served):
     listening = [Listening(w, v, ms, tuple(sorted(splits.items()))) for (w, v), (ms, splits) in heard.items()]

@@ -11,6 +11,7 @@ from tests.money_allocation.world import FINANCE, FINANCE_2, FIRST_DAY, OPERATOR
 from tests.money_payouts.test_state_machine import PayoutMachine
 from tests.money_payouts.world import LISTENER as PAYOUT_LISTENER
 from tests.money_payouts.world import RECIPIENTS
+from tests.support.tiers import examples
 
 LISTENERS, DAYS = 3, 4
 # Codes a well-formed command may meet in a random history; anything else is a bug.
@@ -117,7 +118,7 @@ class AllocationMachine(RuleBasedStateMachine):
 
 
 AllocationMachine.TestCase.settings = settings(
-    max_examples=30, stateful_step_count=25, deadline=None,
+    max_examples=examples(30), stateful_step_count=25, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 TestAllocationInterleavings = AllocationMachine.TestCase
 
@@ -185,6 +186,6 @@ class AllocationAndPayoutMachine(PayoutMachine):
 
 
 AllocationAndPayoutMachine.TestCase.settings = settings(
-    max_examples=25, stateful_step_count=30, deadline=None,
+    max_examples=examples(25), stateful_step_count=30, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 TestAllocationAndPayoutInterleavings = AllocationAndPayoutMachine.TestCase

@@ -1,4 +1,5 @@
-"""FreezeArtifact and RecordCommitmentObservation: seed 001's batch states, frozen bytes, IDs never reused."""
+"""FreezeArtifact and RecordCommitmentObservation: batch states, frozen bytes, IDs never reused
+(docs/spec/domain-model-and-state-machines.md §4)."""
 
 from __future__ import annotations
 

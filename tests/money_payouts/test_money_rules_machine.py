@@ -37,6 +37,7 @@ from tests.money_allocation.oracle import largest_remainder_oracle, records
 from tests.money_allocation.world import FINANCE, FINANCE_2, FIRST_DAY, INGEST, RIGHTS
 from tests.money_payouts.test_state_machine import FINANCE_ACTORS, PayoutMachine
 from tests.money_payouts.world import LISTENER, NODES, RECIPIENTS, digest
+from tests.support.tiers import examples
 
 CHAINS = ["simulated", "aptos", "Simulated", "SIMULATED", "aptos-mainnet"]  # the last three are not chains we know
 KNOWN_CHAINS = {"simulated", "aptos"}
@@ -234,6 +235,6 @@ class MoneyRulesMachine(PayoutMachine):
 
 
 MoneyRulesMachine.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=50, deadline=None,
+    max_examples=examples(60), stateful_step_count=50, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 TestMoneyRulesInterleavings = MoneyRulesMachine.TestCase

@@ -1,4 +1,5 @@
-"""Payments and attempts: seed 001's state machine, signed before broadcast, unique sequences, paid once."""
+"""Payments and attempts: their state machine, signed before broadcast, unique sequences, paid once
+(docs/spec/domain-model-and-state-machines.md §5)."""
 
 from __future__ import annotations
 

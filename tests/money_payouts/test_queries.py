@@ -32,15 +32,15 @@ def busy(payouts: PayoutWorld) -> PayoutWorld:
 
 
 def test_runs_awaiting_approval_show_hash_total_and_preparer(busy: PayoutWorld):
-    read = queries.runs_awaiting_approval(busy.owner.store)
-    assert read["sequence"] == busy.owner.head().sequence
-    assert read["runs"] == [{"run_id": "run-2", "run_hash": busy.state("payment_run/run-2")["run_hash"],
-                             "total": "21000", "payments": 1, "prepared_by": FINANCE,
-                             "prepared_at_ms": busy.state("payment_run/run-2")["prepared_at_ms"]}]
+    view = busy.owner.view()
+    assert view.sequence == busy.owner.head().sequence
+    assert list(queries.runs(view, "prepared")) == [queries.RunListing(
+        run_id="run-2", status="prepared", run_hash=busy.state("payment_run/run-2")["run_hash"], total="21000",
+        payments=1, prepared_by=FINANCE, prepared_at_ms=busy.state("payment_run/run-2")["prepared_at_ms"])]
 
 
 def test_run_detail_has_lines_totals_and_a_rechecked_hash(busy: PayoutWorld):
-    detail = queries.run_detail(busy.owner.store, "run-1")
+    detail = queries.run_detail(busy.owner.view(), "run-1")
     assert (detail["status"], detail["run_hash_verified"], detail["total"]) == ("approved", True, "150000")
     assert detail["approval"]["approved_by"] == FINANCE_2
     assert detail["totals_by_state"] == {"confirmed": "112500", "signed": "10000", "uncertain": "27500"}
@@ -51,31 +51,29 @@ def test_run_detail_has_lines_totals_and_a_rechecked_hash(busy: PayoutWorld):
         ("line-000000", "artist", "paid"), ("line-000001", "artist", "paid"),
         ("line-000008", "artist", "paid"), ("line-000009", "artist", "paid")]
     with pytest.raises(LedgerError) as missing:
-        queries.run_detail(busy.owner.store, "run-9")
+        queries.run_detail(busy.owner.view(), "run-9")
     assert missing.value.code == ErrorCode.NOT_FOUND
 
 
 def test_payments_by_state(busy: PayoutWorld):
-    assert [p["payment_id"] for p in queries.payments_by_state(busy.owner.store, "prepared")["payments"]] == \
-        ["run-2.operator-x"]
-    assert queries.payments_by_state(busy.owner.store, "confirmed")["payments"] == [
-        {"payment_id": "run-1.artist-a", "run_id": "run-1", "recipient_id": "artist-a", "amount": "112500",
-         "held_for": None}]
+    assert [p.payment_id for p in queries.payments(busy.owner.view(), "prepared")] == ["run-2.operator-x"]
+    assert list(queries.payments(busy.owner.view(), "confirmed")) == [queries.PaymentListing(
+        payment_id="run-1.artist-a", state="confirmed", run_id="run-1", recipient_id="artist-a", amount="112500",
+        held_for=None)]
 
 
 def test_the_reconciliation_queue_says_what_to_look_up(busy: PayoutWorld):
-    queue = queries.reconciliation_queue(busy.owner.store)["payments"]
-    assert [(item["payment_id"], item["state"]) for item in queue] == [("run-1.artist-b", "uncertain"),
-                                                                      ("run-1.artist-c", "signed")]
-    observe = queue[0]["observe"]
+    queue = queries.reconciliation_queue(busy.owner.view())
+    assert [(item.payment_id, item.state) for item in queue] == [("run-1.artist-b", "uncertain"),
+                                                                ("run-1.artist-c", "signed")]
+    observe = queue[0].observe
     assert {name: observe[name] for name in ("attempt_id", "transaction_hash", "sender_address", "outcome")} == {
         "attempt_id": "attempt-b", "transaction_hash": transaction_hash("attempt-b"), "sender_address": SENDER,
         "outcome": "pending"}
-    assert queue[0]["effect"]["status"] == "done"
-    assert queue[1]["effect"]["claim"]["worker_id"] == "dispatcher-1"
+    assert queue[0].effect["status"] == "done"
+    assert queue[1].effect["claim"]["worker_id"] == "dispatcher-1"
     assert busy.observe("attempt-b", "confirmed").accepted
-    assert [item["payment_id"] for item in queries.reconciliation_queue(busy.owner.store)["payments"]] == \
-        ["run-1.artist-c"]
+    assert [item.payment_id for item in queries.reconciliation_queue(busy.owner.view())] == ["run-1.artist-c"]
 
 
 def test_recipient_updates_awaiting_approval_show_both_addresses(busy: PayoutWorld):
@@ -83,13 +81,12 @@ def test_recipient_updates_awaiting_approval_show_both_addresses(busy: PayoutWor
     step = {"action": "request", "version": 2, "payout_address": NEW_ADDRESS, "evidence_digest": evidence}
     assert busy.submit("UpdateRecipient", {"update_id": "u-1", "recipient_id": "artist-b", "step": step},
                        actor=FINANCE, evidence=[evidence]).accepted
-    updates = queries.recipient_updates_awaiting_approval(busy.owner.store)["updates"]
-    assert [(u["recipient_id"], u["update_id"], u["old_address"], u["payout_address"], u["requested_by"])
-            for u in updates] == [("artist-b", "u-1", payloads.address("artist-b"), NEW_ADDRESS, FINANCE)]
+    updates = queries.recipient_updates(busy.owner.view(), "pending")
+    assert [(u.recipient_id, u.update_id, u.old_address, u.payout_address, u.requested_by) for u in updates] == [("artist-b", "u-1", payloads.address("artist-b"), NEW_ADDRESS, FINANCE)]
 
 
 def test_the_outbox_backlog_counts_effects_by_status_and_kind(busy: PayoutWorld):
-    backlog = queries.outbox_backlog(busy.owner.store)["by_status"]
+    backlog = queries.outbox_backlog(busy.owner.view())
     assert backlog["done"] == {"batch.anchor": 2, "payment.transfer": 2}
     assert backlog["claimed"] == {"payment.transfer": 1}
 
@@ -119,11 +116,11 @@ def test_attack_8_a_cancelled_run_that_paid_someone_says_so(approved: PayoutWorl
     world = approved
     world.pay(PAYMENT, "attempt-1")
     assert world.cancel("run-1", "superseded").accepted
-    detail = queries.run_detail(world.owner.store, "run-1")
+    detail = queries.run_detail(world.owner.view(), "run-1")
     assert detail["status"] == "cancelled"
     assert detail["aggregate"]["state"] == "cancelled_with_confirmed_payments"
     assert detail["aggregate"]["payments_by_state"] == {"cancelled": 1, "confirmed": 1}
-    assert queries.run_aggregates(world.owner.store, ["run-1"])["run-1"] == detail["aggregate"]
+    assert queries.run_aggregates(world.owner.view(), ["run-1"])["run-1"] == detail["aggregate"]
 
 
 def test_attack_8_an_approved_run_whose_payments_an_address_change_cancelled_says_so(approved: PayoutWorld):
@@ -134,12 +131,12 @@ def test_attack_8_an_approved_run_whose_payments_an_address_change_cancelled_say
         actor=FINANCE, evidence=[evidence]).accepted
     assert world.submit("UpdateRecipient", {"update_id": "update-1", "recipient_id": "artist-a", "step": {
         "action": "approve", "version": 2, "payout_address": payloads.address("new")}}, actor=FINANCE_2, step_up=True).accepted
-    aggregate = queries.run_aggregates(world.owner.store, ["run-1"])["run-1"]
+    aggregate = queries.run_aggregates(world.owner.view(), ["run-1"])["run-1"]
     assert (world.state("payment_run/run-1")["status"], aggregate["state"]) == ("approved",
                                                                                 "approved_with_cancelled_payments")
     assert "recipient_updated" in aggregate["summary"]
     world.pay("run-1.artist-b", "attempt-b")
-    assert queries.run_detail(world.owner.store, "run-1")["aggregate"]["state"] == "partially_paid"
+    assert queries.run_detail(world.owner.view(), "run-1")["aggregate"]["state"] == "partially_paid"
 
 
 @pytest.mark.parametrize("status, states, expected", [

@@ -31,6 +31,7 @@ from tests.money_payouts.world import (
     DISPATCHER, DISPATCHER_2, RECIPIENTS, PayoutWorld, digest, transaction_hash,
 )
 from tests.support import payloads, step_up
+from tests.support.tiers import examples
 
 # Codes a well-formed command may meet in a random history; anything else is a bug.
 EXPECTED_REJECTIONS = {
@@ -241,6 +242,6 @@ class PayoutMachine(RuleBasedStateMachine):
 
 
 PayoutMachine.TestCase.settings = settings(
-    max_examples=50, stateful_step_count=50, deadline=None,
+    max_examples=examples(50), stateful_step_count=50, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 TestPayoutInterleavings = PayoutMachine.TestCase

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -31,15 +32,23 @@ def flip_middle(path: Path) -> None:
     path.write_bytes(data)
 
 
-@pytest.fixture
-def damaged_state(tmp_path) -> Path:
-    """A closed ledger with many accounts, their state SST damaged in the middle."""
-    data = tmp_path / "ledger"
+@pytest.fixture(scope="module")
+def many_accounts(tmp_path_factory) -> Path:
+    """A closed ledger with many accounts, built once for the module."""
+    data = tmp_path_factory.mktemp("checked-reads") / "ledger"
     envelopes = EnvelopeFactory()
     with LedgerOwner.open(data, genesis=default_genesis()) as owner:
         for number in range(ACCOUNTS):
             owner.submit_async(envelopes.account(f"acct-{number:05d}"))
         assert owner.submit(envelopes.account("acct-last")).accepted
+    return data
+
+
+@pytest.fixture
+def damaged_state(many_accounts, tmp_path) -> Path:
+    """A copy of that ledger with its state SST damaged in the middle."""
+    data = tmp_path / "ledger"
+    shutil.copytree(many_accounts, data)
     flip_middle(sst_holding(data, b"account/acct-01500"))
     return data
 

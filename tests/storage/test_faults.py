@@ -32,6 +32,8 @@ from ledger_engine.errors import STORAGE_CODES, ErrorCode
 from tests.storage.conftest import SUMMARY_LINES
 from tests.support import cli
 
+pytestmark = [pytest.mark.slow_kill, pytest.mark.durable]
+
 REFUSALS = {str(code) for code in STORAGE_CODES} | {str(ErrorCode.VERIFICATION_FAILED)}
 
 # Builds a ledger as its owner would: the demo scenario, a flush half way, then a clean close or SIGKILL.

@@ -17,6 +17,8 @@ from ledger_engine.storage.rocks import RocksStore
 from tests.storage.conftest import SUMMARY_LINES
 from tests.support import cli
 
+pytestmark = [pytest.mark.slow_kill, pytest.mark.durable]
+
 KILLS = 14
 
 

@@ -1,4 +1,4 @@
-"""The hashes of seed 000, computed again from its words with the reference JCS encoder.
+"""The hashes of docs/spec/engine-and-journal.md §7 and §9, computed again from its words with the reference JCS encoder.
 
 Nothing here comes from ``ledger_engine``: these are the definitions the engine
 must match, written out independently.

@@ -23,6 +23,7 @@ from ledger_engine.domain.actors import (
 )
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.money_payouts import recipient_key
 from ledger_engine.domain.types import ChainAddress, Digest, Identifier, Role
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
@@ -46,10 +47,6 @@ class RegisterAccountPayload(Payload):
         if list(roles) != sorted(set(roles)):
             raise ValueError("roles must be sorted and distinct")
         return roles
-
-
-def recipient_key(recipient_id: str) -> str:
-    return key("recipient", recipient_id)
 
 
 @command("RegisterAccount", payload=RegisterAccountPayload, roles={"admin"})

@@ -1,4 +1,7 @@
-"""RecordExportAccess: every export of journal data is itself an audited event (seed 001, "export access")."""
+"""RecordExportAccess: every export of journal data is itself an audited event.
+
+See docs/spec/engine-and-journal.md §9 and docs/spec/domain-model-and-state-machines.md §6.
+"""
 
 from __future__ import annotations
 

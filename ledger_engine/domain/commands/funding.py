@@ -24,9 +24,9 @@ from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.money_allocation import lot_key
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
-from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
 
@@ -58,10 +58,6 @@ class ImportFundingPayload(Payload):
         if not has_lot and (self.conversion_ref is not None or not self.budgets):
             raise ValueError("without a deposit there must be budgets to fund and no conversion reference")
         return self
-
-
-def lot_key(lot_id: str) -> str:
-    return key("lot", lot_id)
 
 
 @command("ImportFunding", payload=ImportFundingPayload, roles={"ingest", "finance"})

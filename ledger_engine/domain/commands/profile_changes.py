@@ -2,7 +2,8 @@
 
 Django keeps staff passwords, authenticators and sign-in lockouts; the ledger
 keeps who changed them, so an auditor reads in one place who changed whom
-(seed 001's "account/entitlement change" and "profile change" families). The
+(the "account and entitlement changes" and "profile changes" families of
+docs/spec/domain-model-and-state-machines.md §6). The
 console records each change here before it makes it, and makes it only once
 the ledger accepted it.
 

@@ -27,10 +27,10 @@ from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.commands.accounts import put_account
 from ledger_engine.domain.commands.money.records import load
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.staff import Account, StaffChange, change_key, credentials_key, pending_change_sentinel
 from ledger_engine.domain.step_up import PUBLIC_KEY_PATTERN, VERIFIER_KEY, verifier_record
 from ledger_engine.domain.types import Identifier, Role
 from ledger_engine.errors import ErrorCode
-from ledger_engine.keys import key
 from ledger_engine.layout import STATE, UNIQUE
 
 REQUEST_TTL_MS = 7 * 86_400_000
@@ -99,14 +99,6 @@ class DecideStaffChangePayload(Payload):
         return self
 
 
-def change_key(change_id: str) -> str:
-    return key("staff_change", change_id)
-
-
-def credentials_key(account_id: str) -> str:
-    return key("staff_credentials", account_id)
-
-
 def target_of(change: dict[str, Any]) -> str:
     return change.get("account_id", VERIFIER_TARGET)
 
@@ -122,7 +114,7 @@ def request_staff_change(ctx: RuleContext, p: RequestStaffChangePayload) -> dict
             "an admin cannot request a change to their own account: another admin must")
     _require_applicable(changes, change)
     _expire_stale_request(ctx, target)
-    changes.claim_unique(key("staff_change_pending", target), {"change_id": p.change_id}, ErrorCode.ALREADY_EXISTS,
+    changes.claim_unique(pending_change_sentinel(target), {"change_id": p.change_id}, ErrorCode.ALREADY_EXISTS,
                          f"{target} already has a pending staff change; decide that one first")
     changes.put_state(change_key(p.change_id), {
         "change_id": p.change_id, "change": change, "target": target, "status": "pending",
@@ -178,7 +170,7 @@ def _require_applicable(changes: Changes, change: dict[str, Any]) -> None:
         require(active, ErrorCode.INVALID_STATE, "the account is deactivated; reactivate it first")
 
 
-def _target(changes: Changes, account_id: str) -> tuple[dict[str, Any] | None, set[str], bool]:
+def _target(changes: Changes, account_id: str) -> tuple[Account | None, set[str], bool]:
     """A staff account, or an administrator named in genesis (an actor without an account): its roles and status."""
     record = changes.get(STATE, account_key(account_id))
     if record is not None:
@@ -190,7 +182,7 @@ def _target(changes: Changes, account_id: str) -> tuple[dict[str, Any] | None, s
     return None, set(actor.data["roles"]), actor.data["status"] == "active"
 
 
-def _apply(ctx: RuleContext, record: dict[str, Any]) -> None:
+def _apply(ctx: RuleContext, record: StaffChange) -> None:
     change = record["change"]
     kind = change["kind"]
     if kind == "set_step_up_verifier":
@@ -218,7 +210,7 @@ def _apply(ctx: RuleContext, record: dict[str, Any]) -> None:
 
 def _expire_stale_request(ctx: RuleContext, target: str) -> None:
     """A pending request past its expiry no longer blocks a new one for the same target."""
-    sentinel = ctx.changes.get(UNIQUE, key("staff_change_pending", target))
+    sentinel = ctx.changes.get(UNIQUE, pending_change_sentinel(target))
     if sentinel is None:
         return
     stale = load(ctx.changes, change_key(sentinel.data["change_id"]), "the pending staff change")
@@ -227,6 +219,6 @@ def _expire_stale_request(ctx: RuleContext, target: str) -> None:
         ctx.changes.event("StaffChangeExpired", change_id=stale["change_id"], target=target)
 
 
-def _close(ctx: RuleContext, record: dict[str, Any], status: str, decision: dict[str, Any] | None) -> None:
+def _close(ctx: RuleContext, record: StaffChange, status: str, decision: dict[str, Any] | None) -> None:
     ctx.changes.put_state(change_key(record["change_id"]), {**record, "status": status, "decision": decision})
-    ctx.changes.release_unique(key("staff_change_pending", record["target"]))
+    ctx.changes.release_unique(pending_change_sentinel(record["target"]))

@@ -10,24 +10,18 @@ ID and the recipient), so a retried form builds the very same command.
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from typing import Any, Iterator
 
-from ledger_engine.amounts import checked_sum, format_amount, parse_amount
+from ledger_engine.amounts import checked_sum, format_amount
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.canonical import canonical_bytes, sha256_hex
-from ledger_engine.domain.commands.accounts import recipient_key
-from ledger_engine.domain.commands.money.batches import batch_key
 from ledger_engine.domain.commands.money.payments import UNSIGNED
-from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash, run_key
-from ledger_engine.keys import key
-from ledger_engine.layout import INDEXES, STATE
+from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash
 from ledger_engine.projections import payout_queries
-from ledger_engine.projections.payouts import payment_state_prefix, run_status_prefix
+from ledger_engine.projections.payout_queries import Payable, PaymentListing, RunListing
 from porto_console.console.commands import CommandRequest
 from porto_console.ledger import gateway
-from porto_console.console.services.rows import records, rows
 
 ASSET = "USDC"
 RUN_STATUSES = ("prepared", "approved", "cancelled", "invalidated")
@@ -42,42 +36,14 @@ class PlanChanged(Exception):
     """The payables differ from what the form showed."""
 
 
-@dataclass(frozen=True)
-class Payable:
-    """What one recipient is owed and could be paid in a run now."""
-
-    recipient_id: str
-    line_ids: list[str]
-    amount: int
-    version: int
-    payout_address: str
-    statement_id: str | None  # the newest statement in a confirmed index batch, which approval cites
-
-
 def payables(ledger: LedgerOwner) -> list[Payable]:
     """Every recipient with payable allocation lines, by recipient ID."""
-    lines: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    for index_key, line in rows(ledger, INDEXES, key("payable_line") + "/"):
-        _, recipient_id, line_id = index_key.split("/")
-        lines[recipient_id].append((line_id, parse_amount(line["amount"])))
-    statements = confirmed_statements(ledger)
-    found = []
-    for recipient_id in sorted(lines):
-        recipient = ledger.get(STATE, recipient_key(recipient_id)).data
-        found.append(Payable(recipient_id, sorted(line_id for line_id, _ in lines[recipient_id]),
-                             checked_sum(amount for _, amount in lines[recipient_id]), recipient["version"],
-                             recipient["payout_address"], statements.get(recipient_id)))
-    return found
+    return payout_queries.payables(ledger.view())
 
 
 def confirmed_statements(ledger: LedgerOwner) -> dict[str, str]:
-    """Each recipient's newest statement whose index batch is confirmed (statement IDs in key order)."""
-    newest: dict[str, str] = {}
-    for _key, _revision, statement in records(ledger, "statement/"):
-        batch = ledger.get(STATE, batch_key(statement["index_batch_id"]))
-        if batch is not None and batch.data["state"] == "confirmed":
-            newest[statement["recipient_id"]] = statement["statement_id"]
-    return newest
+    """Each recipient's newest statement whose index batch is confirmed."""
+    return payout_queries.newest_confirmed_statements(ledger.view())
 
 
 def derived_id(command_id: str, *parts: str) -> str:
@@ -109,7 +75,7 @@ def payables_digest(shown: list[Payable]) -> str:
 
 def prepare(ledger: LedgerOwner, command_id: str, recipient_ids: list[str], seen_payables: str) -> CommandRequest:
     """PreparePayoutRun for the chosen recipients, if the payables are still what the form showed."""
-    current = payables(ledger)
+    current = ledger.read(payout_queries.payables)
     if payables_digest(current) != seen_payables:
         raise PlanChanged("The payables changed since the form was shown; review them again.")
     chosen = [payable for payable in current if payable.recipient_id in recipient_ids]
@@ -118,7 +84,7 @@ def prepare(ledger: LedgerOwner, command_id: str, recipient_ids: list[str], seen
 
 def approve(ledger: LedgerOwner, run_id: str, seen_hash: str) -> CommandRequest:
     """ApprovePayoutRun restating the hash the approver saw, citing confirmed statements covering every line."""
-    cited = payout_queries.covering_statements(ledger.store, run_id)["statement_ids"]
+    cited = ledger.read(lambda view: payout_queries.covering_statements(view, run_id)).statement_ids
     return CommandRequest("ApprovePayoutRun", {"run_id": run_id, "run_hash": seen_hash, "statement_ids": cited})
 
 
@@ -128,12 +94,11 @@ def cancel(run_id: str, reason: str, seen_revision: int, note: str = "") -> Comm
     if note:
         payload["note_digest"] = gateway().evidence.put(note.encode())
     return CommandRequest("CancelPayoutRun", payload, evidence_hashes=[payload["note_digest"]] if note else [],
-                          expected_revisions=[{"cf": STATE, "key": run_key(run_id), "revision": seen_revision}])
+                          expected_revisions=[payout_queries.expected_run_revision(run_id, seen_revision)])
 
 
 def run_revision(ledger: LedgerOwner, run_id: str) -> int | None:
-    record = ledger.get(STATE, run_key(run_id))
-    return record.revision if record else None
+    return payout_queries.run_revision(ledger.view(), run_id)
 
 
 def cancel_note(run: dict[str, Any]) -> str:
@@ -142,32 +107,30 @@ def cancel_note(run: dict[str, Any]) -> str:
     return gateway().evidence.get(digest).decode() if digest else ""
 
 
-def runs_in(ledger: LedgerOwner, choice: str) -> Iterator[dict[str, Any]]:
+def runs_in(ledger: LedgerOwner, choice: str) -> Iterator[RunListing]:
     """Runs of one status, or of the statuses a choice names (``open``: still cancellable; ``all``)."""
     for status in {OPEN: OPEN_STATUSES, ALL: RUN_STATUSES}.get(choice, (choice,)):
         yield from runs(ledger, status)
 
 
-def runs(ledger: LedgerOwner, status: str) -> Iterator[dict[str, Any]]:
-    for index_key, entry in rows(ledger, INDEXES, run_status_prefix(status)):
-        yield {"run_id": index_key.rsplit("/", 1)[1], "status": status, **entry}
+def runs(ledger: LedgerOwner, status: str) -> Iterator[RunListing]:
+    return payout_queries.runs(ledger.view(), status)
 
 
-def payments(ledger: LedgerOwner, state: str) -> Iterator[dict[str, Any]]:
-    for index_key, entry in rows(ledger, INDEXES, payment_state_prefix(state)):
-        yield {"payment_id": index_key.rsplit("/", 1)[1], "state": state, **entry}
+def payments(ledger: LedgerOwner, state: str) -> Iterator[PaymentListing]:
+    return payout_queries.payments(ledger.view(), state)
 
 
 def missing_statements(ledger: LedgerOwner, run_id: str) -> list[str]:
     """Each line of the run no confirmed statement covers yet, as ``recipient: line``."""
-    return [f"{item['recipient_id']}: {item['line_id']}"
-            for item in payout_queries.covering_statements(ledger.store, run_id)["uncovered"]]
+    return [f"{recipient_id}: {line_id}"
+            for recipient_id, line_id in payout_queries.covering_statements(ledger.view(), run_id).uncovered]
 
 
 def with_aggregates(ledger: LedgerOwner, page):
     """A page of runs, each with its true aggregate state (what became of its payments)."""
-    aggregates = payout_queries.run_aggregates(ledger.store, [run["run_id"] for run in page.items])
-    return replace(page, items=[{**run, "aggregate": aggregates[run["run_id"]]} for run in page.items])
+    aggregates = payout_queries.run_aggregates(ledger.view(), [run.run_id for run in page.items])
+    return replace(page, items=[replace(run, aggregate=aggregates[run.run_id]) for run in page.items])
 
 
 def total(payables_list: list[Payable]) -> str:

@@ -14,10 +14,11 @@ from ledger_engine.domain.commands.accounts import recipient_key
 from ledger_engine.domain.commands.money.recipient_updates import DeclineUpdate
 from ledger_engine.domain.commands.money.recipients import update_key
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.layout import INDEXES, STATE
-from ledger_engine.projections.payouts import update_status_prefix
+from ledger_engine.layout import STATE
+from ledger_engine.projections import payout_queries
+from ledger_engine.projections.payout_queries import UpdateListing
 from porto_console.console.commands import CommandRequest
-from porto_console.console.services.rows import records, rows
+from porto_console.console.services.rows import records
 from porto_console.ledger import gateway
 
 UPDATE_STATUSES = ("pending", "approved", "declined")
@@ -29,10 +30,8 @@ def recipients(ledger: LedgerOwner) -> Iterator[dict[str, Any]]:
         yield recipient
 
 
-def updates(ledger: LedgerOwner, status: str) -> Iterator[dict[str, Any]]:
-    for index_key, entry in rows(ledger, INDEXES, update_status_prefix(status)):
-        recipient_id, update_id = index_key.split("/")[-2:]
-        yield {"recipient_id": recipient_id, "update_id": update_id, "status": status, **entry}
+def updates(ledger: LedgerOwner, status: str) -> Iterator[UpdateListing]:
+    return payout_queries.recipient_updates(ledger.view(), status)
 
 
 def update(ledger: LedgerOwner, recipient_id: str, update_id: str) -> dict[str, Any] | None:

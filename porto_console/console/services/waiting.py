@@ -47,4 +47,9 @@ def waiting_for(ledger: LedgerOwner, actor: str, roles: frozenset[str], *, open_
 
 
 def _others(items, maker_field: str, actor: str) -> int:
-    return sum(1 for item in items if item.get(maker_field) != actor)
+    """Items someone else made; a typed listing (runs, recipient updates) or a record dict (the others)."""
+    return sum(1 for item in items if _maker(item, maker_field) != actor)
+
+
+def _maker(item, maker_field: str) -> str | None:
+    return item.get(maker_field) if isinstance(item, dict) else getattr(item, maker_field)

@@ -115,7 +115,7 @@ def verify(request):
 
 @require_POST
 def export(request):
-    """The file is handed out only after the ledger recorded the access (seed 001, "export access")."""
+    """The file is handed out only after the ledger recorded the access (docs/spec/domain-model-and-state-machines.md §6)."""
     form = ExportForm(request.POST, head=owner().head().sequence)
     if not form.is_valid():
         messages.error(request, "Export refused: " + " ".join(form.non_field_errors() or ["check the range"]))

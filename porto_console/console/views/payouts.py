@@ -104,7 +104,7 @@ def payment_list(request):
     query = filter_form.query()
     read = read_at_boundary(lambda ledger: (
         paginate(search.search(ledger, query), page_number(request)),
-        payout_queries.reconciliation_queue(ledger.store)["payments"]))
+        payout_queries.reconciliation_queue(ledger.view())))
     page, reconciliation = read.data
     return render_screen(request, "console/payments.html", PAYMENTS.title, read, page=page, query=query,
                          state=query.state, filter_form=filter_form, reconciliation=reconciliation)
@@ -155,7 +155,7 @@ def run_detail(request, handle: str):
 
 
 def _run_view(ledger, run_id: str) -> dict:
-    run = payout_queries.run_detail(ledger.store, run_id)
+    run = payout_queries.run_detail(ledger.view(), run_id)
     return {"run": run, "revision": service.run_revision(ledger, run_id),
             "missing_statements": service.missing_statements(ledger, run_id)}
 
@@ -211,7 +211,7 @@ def statement_file_urls(payables) -> list[str | None]:
 
 def _confirm_cancel(request, run_id: str, form: CancelForm):
     try:
-        read = read_at_boundary(lambda ledger: payout_queries.run_detail(ledger.store, run_id))
+        read = read_at_boundary(lambda ledger: payout_queries.run_detail(ledger.view(), run_id))
     except LedgerError:
         raise Http404("no such payout run") from None
     run = read.data

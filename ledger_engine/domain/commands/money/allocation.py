@@ -30,25 +30,22 @@ from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.chart import PORTO_RETAINED, artist_payable, budget_unallocated, operator_payable
 from ledger_engine.domain.commands.catalogue import rights_key
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, day_index, load_budget, slice_for_day
-from ledger_engine.domain.commands.money.lines import budget_key, line_key, move_budget
+from ledger_engine.domain.commands.money.lines import move_budget
 from ledger_engine.domain.commands.streaming.keys import listener_day_key, period_key
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import Line, credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.ruleset import RULESET_VERSION
+from ledger_engine.domain.schema.money_allocation import allocation_sentinel_key, budget_key, line_key
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.domain.view import StateView
 from ledger_engine.errors import ErrorCode
-from ledger_engine.keys import key, seq20
+from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
 MAX_LINES = 4096
 POLICY_KEY = key("ruleset", RULESET_VERSION)
-
-
-def allocation_sentinel_key(listener_id: str, day: int) -> str:
-    return key("allocation", listener_id, seq20(day))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Payment attempts: RecordSignedAttempt, RecordTransferObservation and RecordLandedAttempt.
 
-The pipeline, one ``payment.transfer`` effect per payment (seed 004: one
+The pipeline, one ``payment.transfer`` effect per payment (docs/spec/durable-effect-sessions.md §2: one
 durable session per payment, signed bytes persisted before any broadcast):
 
 1. A dispatcher claims the payment's effect (ClaimEffect).
@@ -54,7 +54,7 @@ attempt that fails meanwhile leaves its payment held (recipient_updates.py).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -69,6 +69,7 @@ from ledger_engine.domain.commands.money.records import load
 from ledger_engine.domain.invariants import require_conserved, require_payouts_unblocked
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.money_payouts import Effect, Payment, PaymentAttempt, attempt_key
 from ledger_engine.domain.types import ChainAddress, Count, Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key, seq20
@@ -120,15 +121,11 @@ Observed = RecordTransferObservationPayload | RecordLandedAttemptPayload
 ATTEMPT_FIELDS = frozenset(SignedTransfer.model_fields) - {"payout_address", "amount"}
 
 
-def attempt_key(attempt_id: str) -> str:
-    return key("payment_attempt", attempt_id)
-
-
 def sender_sentinel(sender_address: str, sender_sequence: int) -> str:
     return key("sender", sender_address, seq20(sender_sequence))
 
 
-def load_attempt(changes: Changes, attempt_id: str) -> dict[str, Any]:
+def load_attempt(changes: Changes, attempt_id: str) -> PaymentAttempt:
     return load(changes, attempt_key(attempt_id), f"payment attempt {attempt_id}")
 
 
@@ -167,7 +164,7 @@ def record_landed_attempt(ctx: RuleContext, p: RecordLandedAttemptPayload) -> di
             "outcome": p.outcome}
 
 
-def _require_signable(payment: dict[str, Any]) -> None:
+def _require_signable(payment: Payment) -> None:
     state, payment_id = payment["state"], payment["payment_id"]
     if state in payments.IN_FLIGHT:
         raise Rejected(ErrorCode.RECONCILIATION_REQUIRED,
@@ -176,7 +173,7 @@ def _require_signable(payment: dict[str, Any]) -> None:
     require(state in ("approved", "failed"), ErrorCode.INVALID_STATE, f"payment {payment_id} is {state}")
 
 
-def _require_reconciled_claim(ctx: RuleContext, payment: dict[str, Any]) -> None:
+def _require_reconciled_claim(ctx: RuleContext, payment: Payment) -> None:
     """What stands in for a live claim when committed history is recorded: nobody else is dispatching it."""
     effect = outbox.load_effect(ctx.changes, payment["effect_id"])
     require(effect["status"] in outbox.OPEN, ErrorCode.INVALID_STATE,
@@ -187,7 +184,7 @@ def _require_reconciled_claim(ctx: RuleContext, payment: dict[str, Any]) -> None
                 f"effect {effect['effect_id']} is claimed by {holder}, who records its own attempts")
 
 
-def _require_signed_terms(changes: Changes, payment: dict[str, Any], p: SignedTransfer) -> None:
+def _require_signed_terms(changes: Changes, payment: Payment, p: SignedTransfer) -> None:
     """The bytes pay exactly the frozen amount to the frozen address of a recipient that has not changed since."""
     require((p.payout_address, p.amount) == (payment["payout_address"], payments.amount(payment)),
             ErrorCode.CONFLICTING_EVIDENCE,
@@ -202,8 +199,8 @@ def _require_evidence(ctx: RuleContext, digest: str, what: str) -> None:
             f"{what} must be listed in the envelope's evidence_hashes")
 
 
-def _record_attempt(ctx: RuleContext, payment: dict[str, Any], p: SignedTransfer,
-                    claimed_by: str | None) -> dict[str, Any]:
+def _record_attempt(ctx: RuleContext, payment: Payment, p: SignedTransfer,
+                    claimed_by: str | None) -> PaymentAttempt:
     """The attempt as the payment's next, pending, holding its sender sequence and transaction hash."""
     changes = ctx.changes
     require(changes.get(STATE, attempt_key(p.attempt_id)) is None, ErrorCode.ALREADY_EXISTS,
@@ -254,7 +251,7 @@ def record_transfer_observation(ctx: RuleContext, p: RecordTransferObservationPa
     return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "changed": True}
 
 
-def _outcome_changes(attempt: dict[str, Any], outcome: str) -> bool:
+def _outcome_changes(attempt: PaymentAttempt, outcome: str) -> bool:
     """Whether ``outcome`` is news for the attempt; a contradiction is rejected."""
     recorded = attempt["outcome"]
     if recorded not in FINAL:
@@ -265,7 +262,7 @@ def _outcome_changes(attempt: dict[str, Any], outcome: str) -> bool:
     return False
 
 
-def _observe(ctx: RuleContext, attempt: dict[str, Any], p: Observed) -> None:
+def _observe(ctx: RuleContext, attempt: PaymentAttempt, p: Observed) -> None:
     """Record a new outcome of the attempt and move its payment accordingly."""
     changes = ctx.changes
     changes.put_state(attempt_key(p.attempt_id), {**attempt, "outcome": p.outcome, "ledger_version": p.ledger_version,
@@ -278,7 +275,7 @@ def _observe(ctx: RuleContext, attempt: dict[str, Any], p: Observed) -> None:
     _apply_to_payment(ctx, payments.load_payment(changes, p.payment_id), attempt, p.outcome)
 
 
-def _apply_to_payment(ctx: RuleContext, payment: dict[str, Any], attempt: dict[str, Any], outcome: str) -> None:
+def _apply_to_payment(ctx: RuleContext, payment: Payment, attempt: PaymentAttempt, outcome: str) -> None:
     """The attempt is the payment's unresolved one (only one ever is), so its news moves the payment.
 
     A failed payment is unsigned again: held while its recipient's update is
@@ -299,7 +296,7 @@ def _apply_to_payment(ctx: RuleContext, payment: dict[str, Any], attempt: dict[s
         place_unsigned(ctx, failed)
 
 
-def complete_transfer(ctx: RuleContext, effect: dict[str, Any], outcome: str, transaction_hash: str | None) -> dict:
+def complete_transfer(ctx: RuleContext, effect: Effect, outcome: str, transaction_hash: str | None) -> dict:
     """The dispatcher's report on broadcasting the payment's current attempt."""
     changes = ctx.changes
     payment = payments.load_payment(changes, effect["payload"]["payment_id"])

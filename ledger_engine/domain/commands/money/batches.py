@@ -1,4 +1,4 @@
-"""Artifact batches and the seed 001 state machine they follow.
+"""Artifact batches and the state machine they follow (docs/spec/domain-model-and-state-machines.md §4).
 
     preparing -> frozen -> submitted -> confirmed
     failed: retryable with the same payload (the anchor effect is reopened)
@@ -17,7 +17,7 @@ from typing import Any
 
 from ledger_engine.domain.changes import Changes
 from ledger_engine.domain.commands.money.records import StateMachine, load
-from ledger_engine.keys import key
+from ledger_engine.domain.schema.money_payouts import Batch, batch_key
 
 KINDS = ("allocation", "statement_index", "correction")
 ACCOUNTING_KINDS = ("allocation", "correction")
@@ -33,15 +33,11 @@ MACHINE = StateMachine("BatchStateChanged", {
 UNANCHORED = ("preparing", "abandoned")
 
 
-def batch_key(batch_id: str) -> str:
-    return key("batch", batch_id)
-
-
-def load_batch(changes: Changes, batch_id: str) -> dict[str, Any]:
+def load_batch(changes: Changes, batch_id: str) -> Batch:
     return load(changes, batch_key(batch_id), f"batch {batch_id}")
 
 
-def move(changes: Changes, batch: dict[str, Any], state: str, **fields: Any) -> dict[str, Any]:
+def move(changes: Changes, batch: Batch, state: str, **fields: Any) -> Batch:
     subject = {"batch_id": batch["batch_id"], "kind": batch["kind"]}
     return MACHINE.move(changes, batch_key(batch["batch_id"]), batch, state, subject=subject, **fields)
 

@@ -10,7 +10,7 @@ its units from funding lots, never more than a lot has left.
 Each funding version ``B_v`` has its own day slices
 ``floor(B_v*d/D) - floor(B_v*(d-1)/D)``. A day's slice is the sum over the
 versions funded before that day is allocated, so with one version it is
-exactly DESIGN.md's ``S_d``, and whatever the order of additions and
+exactly the ``S_d`` of docs/spec/allocation-policy.md §1, and whatever the order of additions and
 allocations the slices never exceed what was funded.
 
 A refunded period allocates nothing more: its budget's unallocated units
@@ -31,14 +31,13 @@ from ledger_engine.domain.actors import actor_roles
 from ledger_engine.domain.allocation_policy import day_slice
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.chart import FUNDING_AVAILABLE, budget_unallocated
-from ledger_engine.domain.commands.money.lines import budget_key
-from ledger_engine.domain.commands.money.refunds import funding_sentinel_key
 from ledger_engine.domain.commands.streaming.keys import period_key
 from ledger_engine.domain.commands.streaming.policy import day_of
 from ledger_engine.domain.invariants import CONSERVATION_KEY, ledger_mismatches
 from ledger_engine.domain.postings import credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.money_allocation import Budget, budget_key, funding_sentinel_key
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -67,13 +66,13 @@ class BudgetFunding(Payload):
         return draws
 
 
-def load_budget(changes: Changes, budget_id: str) -> dict:
+def load_budget(changes: Changes, budget_id: str) -> Budget:
     record = changes.get(STATE, budget_key(budget_id))
     require(record is not None, ErrorCode.NOT_FOUND, f"budget {budget_id} does not exist")
     return record.data
 
 
-def fund_budget(ctx: RuleContext, funding: BudgetFunding) -> dict:
+def fund_budget(ctx: RuleContext, funding: BudgetFunding) -> Budget:
     """Create or add to a period's budget; the caller has taken ``funding.draws`` from their lots."""
     changes = ctx.changes
     period = changes.get(STATE, period_key(funding.period_id))
@@ -105,7 +104,7 @@ def fund_budget(ctx: RuleContext, funding: BudgetFunding) -> dict:
     return {"budget_id": funding.budget_id, "version": funding.version, "amount": format_amount(amount)}
 
 
-def _new_budget(changes: Changes, funding: BudgetFunding, period: dict) -> dict:
+def _new_budget(changes: Changes, funding: BudgetFunding, period: dict) -> Budget:
     require(changes.get(STATE, budget_key(funding.budget_id)) is None, ErrorCode.ALREADY_EXISTS,
             f"budget {funding.budget_id} already exists")
     require(period["days"] >= 1, ErrorCode.INVALID_REFERENCE, f"period {funding.period_id} has no days")
@@ -127,7 +126,7 @@ def _new_budget(changes: Changes, funding: BudgetFunding, period: dict) -> dict:
     }
 
 
-def _addition_target(ctx: RuleContext, funding: BudgetFunding) -> dict:
+def _addition_target(ctx: RuleContext, funding: BudgetFunding) -> Budget:
     require("finance" in actor_roles(ctx, ctx.actor_id), ErrorCode.CAPABILITY_MISSING,
             "additions to a funded budget need the finance role")
     budget = dict(load_budget(ctx.changes, funding.budget_id))
@@ -138,7 +137,7 @@ def _addition_target(ctx: RuleContext, funding: BudgetFunding) -> dict:
     return budget
 
 
-def version_amounts(budget: dict) -> list[int]:
+def version_amounts(budget: Budget) -> list[int]:
     """What each funding version brought, in version order."""
     totals: dict[int, int] = {}
     for entry in budget["lots"]:
@@ -146,12 +145,12 @@ def version_amounts(budget: dict) -> list[int]:
     return [totals[version] for version in sorted(totals)]
 
 
-def day_index(budget: dict, day: int) -> int:
+def day_index(budget: Budget, day: int) -> int:
     """A UTC day number's position ``d`` in the budget's period, counting from 1."""
     return day - budget["first_day"] + 1
 
 
-def slice_for_day(budget: dict, day: int) -> int:
+def slice_for_day(budget: Budget, day: int) -> int:
     index = day_index(budget, day)
     return checked_sum(day_slice(amount, index, budget["days"]) for amount in version_amounts(budget))
 

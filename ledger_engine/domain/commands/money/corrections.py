@@ -57,9 +57,9 @@ from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import Line, credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.money_allocation import correction_key, correction_request_key
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
-from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
 REQUEST_HASH_DOMAIN = "porto:london:correction-request:v1\n"
@@ -137,12 +137,7 @@ class DecideCorrectionPayload(Payload):
         return self
 
 
-def correction_key(correction_id: str) -> str:
-    return key("correction", correction_id)
-
-
-def request_key(correction_id: str) -> str:
-    return key("correction_request", correction_id)
+request_key = correction_request_key
 
 
 def request_hash(frozen: dict[str, Any]) -> str:

@@ -15,8 +15,8 @@ from typing import Any
 
 from ledger_engine.amounts import format_amount, parse_amount
 from ledger_engine.domain.changes import Changes, require
+from ledger_engine.domain.schema.money_allocation import AllocationLine, budget_key, line_key
 from ledger_engine.errors import ErrorCode
-from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
 LINE_STATUSES = ("payable", "reserved", "paid", "reversed")
@@ -24,21 +24,13 @@ FUNDING_TERMS = ("funded", "additions")
 HOLDING_TERMS = ("unallocated", "outstanding", "paid", "refunds_reversals")
 
 
-def line_key(line_id: str) -> str:
-    return key("allocation_line", line_id)
-
-
-def budget_key(budget_id: str) -> str:
-    return key("budget", budget_id)
-
-
-def load_line(changes: Changes, line_id: str) -> dict[str, Any]:
+def load_line(changes: Changes, line_id: str) -> AllocationLine:
     record = changes.get(STATE, line_key(line_id))
     require(record is not None, ErrorCode.NOT_FOUND, f"allocation line {line_id} does not exist")
     return record.data
 
 
-def set_line_status(changes: Changes, line_id: str, expected: str, status: str, **references: Any) -> dict[str, Any]:
+def set_line_status(changes: Changes, line_id: str, expected: str, status: str, **references: Any) -> AllocationLine:
     """Move a line from ``expected`` to ``status``, recording references such as run or payment IDs."""
     assert status in LINE_STATUSES, status
     line = load_line(changes, line_id)

@@ -24,6 +24,7 @@ from typing import Any
 
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.schema.money_payouts import Claim, Effect
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import OUTBOX
 
@@ -43,15 +44,15 @@ BATCH_ANCHOR = EffectKind("batch.anchor", "committer", moves_money=False)
 KINDS = {kind.name: kind for kind in (PAYMENT_TRANSFER, BATCH_ANCHOR)}
 
 
-def load_effect(changes: Changes, effect_id: str) -> dict[str, Any]:
+def load_effect(changes: Changes, effect_id: str) -> Effect:
     return load(changes, effect_id, f"effect {effect_id}", OUTBOX)
 
 
-def claim_is_live(effect: dict[str, Any], now_ms: int) -> bool:
+def claim_is_live(effect: Effect, now_ms: int) -> bool:
     return effect["status"] == CLAIMED and now_ms < effect["claim"]["expires_at_ms"]
 
 
-def require_live_claim(effect: dict[str, Any], worker_id: str, now_ms: int) -> None:
+def require_live_claim(effect: Effect, worker_id: str, now_ms: int) -> None:
     """``worker_id`` holds an unexpired claim on ``effect``."""
     effect_id = effect["effect_id"]
     require(effect["status"] == CLAIMED, ErrorCode.INVALID_STATE, f"effect {effect_id} is {effect['status']}, not claimed")
@@ -61,7 +62,7 @@ def require_live_claim(effect: dict[str, Any], worker_id: str, now_ms: int) -> N
             f"the claim of {holder} on effect {effect_id} expired at {effect['claim']['expires_at_ms']}")
 
 
-def put_claim(changes: Changes, effect: dict[str, Any], claim: dict[str, Any], *, renewal: bool) -> None:
+def put_claim(changes: Changes, effect: Effect, claim: Claim, *, renewal: bool) -> None:
     attempts = effect["attempts"] + (0 if renewal else 1)
     changes.put_outbox(effect["effect_id"], {**effect, "status": CLAIMED, "claim": claim, "attempts": attempts})
 

@@ -1,4 +1,6 @@
-"""Payments: one recipient's share of a payout run, and the seed 001 state machine it follows.
+"""Payments: one recipient's share of a payout run, and the state machine it follows.
+
+docs/spec/domain-model-and-state-machines.md §5:
 
     prepared -> approved -> signed -> submitted -> confirmed
     branches: held, failed, uncertain, cancelled
@@ -37,6 +39,8 @@ from ledger_engine.domain.commands.money.allocation import line_account
 from ledger_engine.domain.commands.money.lines import load_line, move_budget, set_line_status
 from ledger_engine.domain.commands.money.records import StateMachine, load
 from ledger_engine.domain.postings import credit, debit, post
+from ledger_engine.domain.schema.money_allocation import AllocationLine
+from ledger_engine.domain.schema.money_payouts import Payment, payment_key, recipient_link_key
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
@@ -58,28 +62,20 @@ UNSIGNED = ("prepared", *RESERVED)
 PAID_EVENT = "PaymentPaid"  # the memo of a confirmed payment, per recipient
 
 
-def payment_key(payment_id: str) -> str:
-    return key("payment", payment_id)
-
-
-def recipient_link_key(recipient_id: str, payment_id: str) -> str:
-    return key("recipient_payment", recipient_id, payment_id)
-
-
-def amount(payment: dict[str, Any]) -> int:
+def amount(payment: Payment) -> int:
     return parse_amount(payment["amount"])
 
 
-def load_payment(changes: Changes, payment_id: str) -> dict[str, Any]:
+def load_payment(changes: Changes, payment_id: str) -> Payment:
     return load(changes, payment_key(payment_id), f"payment {payment_id}")
 
 
-def payments_of_recipient(changes: Changes, recipient_id: str) -> Iterator[dict[str, Any]]:
+def payments_of_recipient(changes: Changes, recipient_id: str) -> Iterator[Payment]:
     for link_key, _ in changes.scan(STATE, key("recipient_payment", recipient_id) + "/"):
         yield load_payment(changes, link_key.rsplit("/", 1)[1])
 
 
-def create_payment(changes: Changes, payment: dict[str, Any], created_by: dict[str, Any]) -> None:
+def create_payment(changes: Changes, payment: Payment, created_by: dict[str, Any]) -> None:
     changes.put_state(payment_key(payment["payment_id"]), {**payment, "state": "prepared", "held_from": None,
                                                           "held_for": None, "attempt_ids": [], "paid_attempt_id": None,
                                                           "cancel_reason": None, "superseded_by": None,
@@ -87,15 +83,15 @@ def create_payment(changes: Changes, payment: dict[str, Any], created_by: dict[s
     changes.put_state(recipient_link_key(payment["recipient_id"], payment["payment_id"]), {"run_id": payment["run_id"]})
 
 
-def move(changes: Changes, payment: dict[str, Any], state: str, **fields: Any) -> dict[str, Any]:
-    """Advance the state machine, rejecting any move seed 001 does not allow."""
+def move(changes: Changes, payment: Payment, state: str, **fields: Any) -> Payment:
+    """Advance the state machine, rejecting any move docs/spec/domain-model-and-state-machines.md §5 does not allow."""
     subject = {name: payment[name] for name in ("payment_id", "run_id", "recipient_id")}
     return MACHINE.move(changes, payment_key(payment["payment_id"]), payment, state, subject=subject, **fields)
 
 
 # Money moves: every one changes the lines, the postings and (on payment) the budgets together.
 
-def payable_lines(changes: Changes, payment: dict[str, Any]) -> list[dict[str, Any]]:
+def payable_lines(changes: Changes, payment: Payment) -> list[AllocationLine]:
     """The payment's lines, each still payable and owed to its recipient, summing to its amount."""
     lines = [load_line(changes, line_id) for line_id in payment["line_ids"]]
     for line in lines:
@@ -113,7 +109,7 @@ def payable_lines(changes: Changes, payment: dict[str, Any]) -> list[dict[str, A
     return lines
 
 
-def reserve(changes: Changes, payment: dict[str, Any]) -> None:
+def reserve(changes: Changes, payment: Payment) -> None:
     """Payable -> reserved, each line once: Dr <role>_payable, Cr reserved_payouts."""
     lines = payable_lines(changes, payment)
     for line in lines:
@@ -125,7 +121,7 @@ def reserve(changes: Changes, payment: dict[str, Any]) -> None:
                 credit(reserved_payouts(recipient), amount(payment))])
 
 
-def release(changes: Changes, payment: dict[str, Any]) -> None:
+def release(changes: Changes, payment: Payment) -> None:
     """Reserved -> payable: Dr reserved_payouts, Cr <role>_payable."""
     lines = [set_line_status(changes, line_id, "reserved", "payable", run_id=None, payment_id=None)
              for line_id in payment["line_ids"]]
@@ -135,7 +131,7 @@ def release(changes: Changes, payment: dict[str, Any]) -> None:
                 *(credit(account, part) for account, part in _by_payable_account(lines))])
 
 
-def settle(changes: Changes, payment: dict[str, Any]) -> None:
+def settle(changes: Changes, payment: Payment) -> None:
     """Reserved -> paid; each budget's outstanding -> paid; Dr reserved_payouts, Cr treasury."""
     by_budget: dict[str, int] = defaultdict(int)
     for line_id in payment["line_ids"]:
@@ -150,7 +146,7 @@ def settle(changes: Changes, payment: dict[str, Any]) -> None:
                   asset=payment["asset"], amount=payment["amount"], memo_account=paid(recipient))
 
 
-def _by_payable_account(lines: list[dict[str, Any]]) -> list[tuple[str, int]]:
+def _by_payable_account(lines: list[AllocationLine]) -> list[tuple[str, int]]:
     totals: dict[str, int] = defaultdict(int)
     for line in lines:
         totals[line_account(line["role"], line["recipient_id"])] += parse_amount(line["amount"])
@@ -159,7 +155,7 @@ def _by_payable_account(lines: list[dict[str, Any]]) -> list[tuple[str, int]]:
 
 # Whole-payment moves shared by runs and recipient updates.
 
-def cancel(changes: Changes, payment: dict[str, Any], reason: str, **fields: Any) -> dict[str, Any]:
+def cancel(changes: Changes, payment: Payment, reason: str, **fields: Any) -> Payment:
     """Cancel a payment that has no attempt in flight, releasing whatever it reserved."""
     if payment["state"] in RESERVED:
         release(changes, payment)
@@ -167,10 +163,10 @@ def cancel(changes: Changes, payment: dict[str, Any], reason: str, **fields: Any
     return move(changes, payment, "cancelled", cancel_reason=reason, held_from=None, held_for=None, **fields)
 
 
-def hold(changes: Changes, payment: dict[str, Any], update_id: str) -> dict[str, Any]:
+def hold(changes: Changes, payment: Payment, update_id: str) -> Payment:
     return move(changes, payment, "held", held_from=payment["state"],
                 held_for={"reason": "recipient_update_pending", "update_id": update_id})
 
 
-def resume(changes: Changes, payment: dict[str, Any]) -> dict[str, Any]:
+def resume(changes: Changes, payment: Payment) -> Payment:
     return move(changes, payment, payment["held_from"], held_from=None, held_for=None)

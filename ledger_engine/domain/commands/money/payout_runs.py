@@ -42,9 +42,9 @@ from ledger_engine.domain.commands.money.statements import require_confirmed_sta
 from ledger_engine.domain.invariants import require_conserved, require_payouts_unblocked
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.money_payouts import FrozenRun, Payment, PayoutRun, PlannedPayment, RecipientUpdate, run_key
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
-from ledger_engine.keys import key
 from ledger_engine.layout import OUTBOX, STATE
 
 RUN_HASH_DOMAIN = "porto:london:payout-run:v1\n"
@@ -109,25 +109,21 @@ class CancelPayoutRunPayload(Payload):
     note_digest: Digest | None = None  # the canceller's free-text note, kept as private evidence
 
 
-def run_key(run_id: str) -> str:
-    return key("payment_run", run_id)
-
-
-def frozen_run(run_id: str, asset: str, frozen_payments: list[dict[str, Any]]) -> dict[str, Any]:
+def frozen_run(run_id: str, asset: str, frozen_payments: list[PlannedPayment]) -> FrozenRun:
     """What the run hash covers; each payment is a plan in JSON form plus ``payout_address``."""
     total = checked_sum(parse_amount(payment["amount"]) for payment in frozen_payments)
     return {"run_id": run_id, "asset": asset, "payments": frozen_payments, "total": format_amount(total)}
 
 
-def run_hash(frozen: dict[str, Any]) -> str:
+def run_hash(frozen: FrozenRun) -> str:
     return domain_hash(RUN_HASH_DOMAIN, frozen)
 
 
-def load_run(changes: Changes, run_id: str) -> dict[str, Any]:
+def load_run(changes: Changes, run_id: str) -> PayoutRun:
     return load(changes, run_key(run_id), f"payout run {run_id}")
 
 
-def run_payments(changes: Changes, run: dict[str, Any]) -> list[dict[str, Any]]:
+def run_payments(changes: Changes, run: PayoutRun) -> list[Payment]:
     return [payments.load_payment(changes, payment["payment_id"]) for payment in run["frozen"]["payments"]]
 
 
@@ -141,7 +137,7 @@ def prepare_payout_run(ctx: RuleContext, p: PreparePayoutRunPayload) -> dict:
     return {"run_id": p.run_id, "run_hash": digest, "total": frozen["total"]}
 
 
-def create_run(ctx: RuleContext, frozen: dict[str, Any], *, prepared_by: str, correlation_id: str,
+def create_run(ctx: RuleContext, frozen: FrozenRun, *, prepared_by: str, correlation_id: str,
                supersedes: dict[str, Any] | None = None) -> str:
     """A prepared run of ``frozen`` payments over payable lines; returns its hash."""
     changes, run_id = ctx.changes, frozen["run_id"]
@@ -171,7 +167,7 @@ def create_run(ctx: RuleContext, frozen: dict[str, Any], *, prepared_by: str, co
     return digest
 
 
-def _frozen_payment(changes: Changes, plan: dict[str, Any]) -> dict[str, Any]:
+def _frozen_payment(changes: Changes, plan: dict[str, Any]) -> PlannedPayment:
     """A plan as the run freezes it: the recipient's stated version, and that version's address."""
     recipient = load_recipient(changes, plan["recipient_id"])
     require(recipient["version"] == plan["recipient_version"], ErrorCode.STALE_REVISION,
@@ -184,11 +180,12 @@ def _frozen_payment(changes: Changes, plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def successor_id(kind: str, *parts: str) -> str:
-    """An ID a rule derives (seed 000): ``<kind>-`` and 32 hex digits of SHA-256 over the parts it follows from."""
+    """An ID a rule derives: ``<kind>-`` and 32 hex digits of SHA-256 over the parts it follows from
+    (docs/spec/engine-and-journal.md §12)."""
     return f"{kind}-{domain_hash(SUCCESSOR_DOMAIN, [kind, *parts])[:32]}"
 
 
-def readdress(ctx: RuleContext, run: dict[str, Any], moved: list[dict[str, Any]], update: dict[str, Any]) -> str:
+def readdress(ctx: RuleContext, run: PayoutRun, moved: list[Payment], update: RecipientUpdate) -> str:
     """Prepare ``moved`` payments of ``run`` again, as a new run at their recipients' current versions.
 
     The payments themselves were cancelled (or their run invalidated) by the
@@ -260,7 +257,7 @@ def cancel_payout_run(ctx: RuleContext, p: CancelPayoutRunPayload) -> dict:
     return {"run_id": p.run_id, "cancelled_payment_ids": [payment["payment_id"] for payment in cancellable]}
 
 
-def require_within_cap(changes: Changes, payment: dict[str, Any]) -> None:
+def require_within_cap(changes: Changes, payment: Payment) -> None:
     """Signing ``payment`` keeps what its run has signed or paid within the approval's cap, if it has one."""
     run = load_run(changes, payment["run_id"])
     cap = (run["approval"] or {}).get("cap")
@@ -272,7 +269,7 @@ def require_within_cap(changes: Changes, payment: dict[str, Any]) -> None:
             f"payout run {run['run_id']} has {committed} signed or paid; {payment['amount']} more exceeds its cap {cap}")
 
 
-def end_run(ctx: RuleContext, run: dict[str, Any], status: str, reason: str, cancellable: list[dict[str, Any]], *,
+def end_run(ctx: RuleContext, run: PayoutRun, status: str, reason: str, cancellable: list[Payment], *,
             note_digest: str | None = None) -> None:
     """Cancel the run's unsigned payments and keep the run as a tombstone saying who ended it and why.
 

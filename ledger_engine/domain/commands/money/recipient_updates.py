@@ -13,8 +13,8 @@ One command, three steps on one update record:
   approval again (``readdress``): a prepared run containing one is
   invalidated and prepared again whole; an approved, held or failed payment is
   cancelled (its reservation released) and prepared again alone. Signed
-  attempts and their payments are left exactly as they are (seed 000); should
-  such an attempt fail later, its payment moves the same way then.
+  attempts and their payments are left exactly as they are (docs/spec/domain-model-and-state-machines.md §5);
+  should such an attempt fail later, its payment moves the same way then.
 - ``decline``: held payments return to where they were.
 """
 
@@ -36,6 +36,7 @@ from ledger_engine.domain.commands.money.records import load
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.money_payouts import Payment, RecipientUpdate
 from ledger_engine.domain.types import ChainAddress, Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -116,13 +117,13 @@ def _request(ctx: RuleContext, p: UpdateRecipientPayload, step: RequestUpdate) -
     return {"update_id": p.update_id, "held_payment_ids": held_ids}
 
 
-def _pending(ctx: RuleContext, p: UpdateRecipientPayload) -> dict[str, Any]:
+def _pending(ctx: RuleContext, p: UpdateRecipientPayload) -> RecipientUpdate:
     update = load(ctx.changes, update_key(p.recipient_id, p.update_id), f"recipient update {p.update_id}")
     require(update["status"] == "pending", ErrorCode.INVALID_STATE, f"recipient update {p.update_id} is {update['status']}")
     return update
 
 
-def _approve(ctx: RuleContext, update: dict[str, Any], step: ApproveUpdate) -> dict:
+def _approve(ctx: RuleContext, update: RecipientUpdate, step: ApproveUpdate) -> dict:
     changes = ctx.changes
     require_other_actor(ctx, update["requested_by"], "requested this recipient update")
     require((step.version, step.payout_address) == (update["version"], update["payout_address"]),
@@ -141,7 +142,7 @@ def _approve(ctx: RuleContext, update: dict[str, Any], step: ApproveUpdate) -> d
             "cancelled_payment_ids": sorted(moved), "prepared_run_ids": sorted(set(moved.values()))}
 
 
-def _move_unsigned(ctx: RuleContext, recipient_id: str, update: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
+def _move_unsigned(ctx: RuleContext, recipient_id: str, update: RecipientUpdate) -> tuple[list[str], dict[str, str]]:
     """Every unsigned payment to the recipient, prepared again at its new address; returns the runs invalidated
     and each moved payment's new run."""
     invalidated_runs, moved = [], {}
@@ -158,13 +159,13 @@ def _move_unsigned(ctx: RuleContext, recipient_id: str, update: dict[str, Any]) 
     return invalidated_runs, moved
 
 
-def move_to_current_address(ctx: RuleContext, payment: dict[str, Any], update: dict[str, Any]) -> str:
+def move_to_current_address(ctx: RuleContext, payment: Payment, update: RecipientUpdate) -> str:
     """Cancel an unsigned, reserved payment and prepare it again at the address ``update`` approved."""
     cancelled = payments.cancel(ctx.changes, payment, MOVED_REASON)
     return readdress(ctx, load_run(ctx.changes, payment["run_id"]), [cancelled], update)
 
 
-def place_unsigned(ctx: RuleContext, payment: dict[str, Any]) -> None:
+def place_unsigned(ctx: RuleContext, payment: Payment) -> None:
     """A payment became unsigned again (its attempt failed, or its hold ended): hold it while an update of its
     recipient is pending, or move it to the recipient's current address if that changed since it was frozen."""
     changes = ctx.changes
@@ -179,7 +180,7 @@ def place_unsigned(ctx: RuleContext, payment: dict[str, Any]) -> None:
                                                                   recipient["version"]))
 
 
-def _decline(ctx: RuleContext, update: dict[str, Any], step: DeclineUpdate) -> dict:
+def _decline(ctx: RuleContext, update: RecipientUpdate, step: DeclineUpdate) -> dict:
     changes = ctx.changes
     _decide(ctx, update, "declined", reason=step.reason)
     resumed = [payment for payment in list(payments.payments_of_recipient(changes, update["recipient_id"]))
@@ -193,7 +194,7 @@ def _decline(ctx: RuleContext, update: dict[str, Any], step: DeclineUpdate) -> d
     return {"update_id": update["update_id"], "resumed_payment_ids": resumed_ids}
 
 
-def _decide(ctx: RuleContext, update: dict[str, Any], status: str, **details: Any) -> dict[str, Any]:
+def _decide(ctx: RuleContext, update: RecipientUpdate, status: str, **details: Any) -> RecipientUpdate:
     decided = {**update, "status": status,
                "decision": {"decided_by": ctx.actor_id, "decided_at_ms": ctx.now_ms, **details}}
     ctx.changes.put_state(update_key(update["recipient_id"], update["update_id"]), decided)

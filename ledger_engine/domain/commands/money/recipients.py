@@ -8,32 +8,27 @@ with its decision; at most one per recipient is pending at a time.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.commands.accounts import recipient_key
 from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.schema.money_payouts import Recipient, RecipientUpdate, update_key
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
 
-def update_key(recipient_id: str, update_id: str) -> str:
-    return key("recipient_update", recipient_id, update_id)
-
-
-def load_recipient(changes: Changes, recipient_id: str) -> dict[str, Any]:
+def load_recipient(changes: Changes, recipient_id: str) -> Recipient:
     return load(changes, recipient_key(recipient_id), f"recipient {recipient_id}")
 
 
-def pending_update(changes: Changes, recipient_id: str) -> dict[str, Any] | None:
+def pending_update(changes: Changes, recipient_id: str) -> RecipientUpdate | None:
     for _, record in changes.scan(STATE, key("recipient_update", recipient_id) + "/"):
         if record.data["status"] == "pending":
             return record.data
     return None
 
 
-def approved_update_for(changes: Changes, recipient_id: str, version: int) -> dict[str, Any]:
+def approved_update_for(changes: Changes, recipient_id: str, version: int) -> RecipientUpdate:
     """The approved update that made ``version`` the recipient's (version 1 comes from RegisterAccount)."""
     for _, record in changes.scan(STATE, key("recipient_update", recipient_id) + "/"):
         if record.data["status"] == "approved" and record.data["version"] == version:

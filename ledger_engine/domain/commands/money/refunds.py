@@ -2,7 +2,7 @@
 
 ApplyBillingObservation's ``payment_refunded`` calls ``refund_period_budget``.
 The budget's ``unallocated`` units leave it as a refund, counted in the
-``refunds_reversals`` term of seed 001's equation and recorded once at
+``refunds_reversals`` term of the conservation equation (docs/spec/ledger-invariants.md §2) and recorded once at
 ``budget_refund/<budget_id>``; AllocateListenerDay refuses the period from
 then on. Lines already allocated stay as they are: the listening happened,
 and reversing a line is a correction one finance actor requests and another
@@ -16,28 +16,19 @@ from __future__ import annotations
 from ledger_engine.amounts import format_amount, parse_amount
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.chart import SUBSCRIPTION_REFUNDS, budget_unallocated
-from ledger_engine.domain.commands.money.lines import budget_key, move_budget
+from ledger_engine.domain.commands.money.lines import move_budget
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import RuleContext
+from ledger_engine.domain.schema.money_allocation import BudgetRefund, budget_key, budget_refund_key, funding_sentinel_key
 from ledger_engine.errors import ErrorCode
-from ledger_engine.keys import key, seq20
 from ledger_engine.layout import STATE, UNIQUE
 
 REFUND_ASSET = "USDC"
 
 
-def budget_refund_key(budget_id: str) -> str:
-    return key("budget_refund", budget_id)
-
-
-def funding_sentinel_key(period_id: str, version: int) -> str:
-    """``unique/budget_funding/<period>/<seq20(version)>``: version 1 names the period's budget."""
-    return key("budget_funding", period_id, seq20(version))
-
-
-def refund_period_budget(ctx: RuleContext, period: dict, billing_event_id: str) -> dict | None:
+def refund_period_budget(ctx: RuleContext, period: dict, billing_event_id: str) -> BudgetRefund | None:
     changes = ctx.changes
     funded = changes.get(UNIQUE, funding_sentinel_key(period["period_id"], 1))
     if funded is None:

@@ -25,6 +25,8 @@ from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.domain.commands.money.recipients import load_recipient
 from ledger_engine.domain.commands.money.records import load
 from ledger_engine.domain.registry import Payload
+from ledger_engine.domain.schema.money_allocation import AllocationLine
+from ledger_engine.domain.schema.money_payouts import Batch, PlannedPayment, statement_key
 from ledger_engine.domain.types import Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
@@ -39,10 +41,6 @@ class Statement(Payload):
     public_proof_id: Identifier = Field(min_length=16)
     # The statement's leaf hash in its index's statement tree (docs/merkle.md); absent in an index without one.
     leaf_hash: Digest | None = None
-
-
-def statement_key(statement_id: str) -> str:
-    return key("statement", statement_id)
 
 
 def record_statements(changes: Changes, index_batch_id: str, statements: list[Statement],
@@ -66,9 +64,9 @@ def record_statements(changes: Changes, index_batch_id: str, statements: list[St
             "correlation_id": f"batch:{index_batch_id}", "created": created_by})
 
 
-def require_confirmed_statements(changes: Changes, statement_ids: list[str], planned: list[dict[str, Any]]) -> None:
+def require_confirmed_statements(changes: Changes, statement_ids: list[str], planned: list[PlannedPayment]) -> None:
     """Confirmed statements of exactly the run's recipients, covering every line of every payment."""
-    batches_of: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    batches_of: dict[str, list[Batch]] = defaultdict(list)
     for statement_id in statement_ids:
         statement = load(changes, statement_key(statement_id), f"statement {statement_id}")
         index = load_batch(changes, statement["index_batch_id"])
@@ -87,7 +85,7 @@ def require_confirmed_statements(changes: Changes, statement_ids: list[str], pla
                     "none was frozen after the line, over its day")
 
 
-def covers(batch: dict[str, Any], line: dict[str, Any]) -> bool:
+def covers(batch: Batch, line: AllocationLine) -> bool:
     """Whether an accounting batch's statements can speak for ``line``: frozen after it, over its day."""
     frozen_sequence = (batch["artifact"] or {}).get("frozen_sequence")
     created_sequence = (line.get("created") or {}).get("sequence")

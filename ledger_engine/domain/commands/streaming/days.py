@@ -24,6 +24,7 @@ from ledger_engine.domain.commands.streaming.keys import (
 )
 from ledger_engine.domain.commands.streaming.policy import MIN_ELIGIBLE_LISTEN_MS, day_start_ms
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.streaming import Session
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -37,7 +38,7 @@ class CloseDayPayload(Payload):
 
 @dataclass(frozen=True)
 class _CountedSession:
-    session: dict
+    session: Session
     listened_ms: int
     node_bytes: dict[str, int]
 
@@ -86,7 +87,7 @@ def close_day(ctx: RuleContext, p: CloseDayPayload) -> dict:
             "eligible_sessions": sum(1 for session in counted if session.eligible)}
 
 
-def _closed_session(ctx: RuleContext, session_id: str, period_id: str) -> dict:
+def _closed_session(ctx: RuleContext, session_id: str, period_id: str) -> Session:
     session = existing(ctx, session_key(session_id), f"session {session_id}").data
     require(session["status"] == "closed", ErrorCode.INVALID_STATE, f"session {session_id} is still open")
     require(session["period_id"] == period_id, ErrorCode.INVALID_REFERENCE,
@@ -94,7 +95,7 @@ def _closed_session(ctx: RuleContext, session_id: str, period_id: str) -> dict:
     return session
 
 
-def _count(ctx: RuleContext, session: dict) -> _CountedSession:
+def _count(ctx: RuleContext, session: Session) -> _CountedSession:
     """A session's counted listening and bytes per node, refusing while a hold is undecided."""
     listened_ms = 0
     node_bytes: dict[str, int] = defaultdict(int)

@@ -8,16 +8,14 @@ changes. The current decision is the chain's last revision, projected into the
 
 from __future__ import annotations
 
-from typing import Literal
-
 from ledger_engine.domain.commands.streaming.keys import decision_key
 from ledger_engine.domain.registry import RuleContext
+from ledger_engine.domain.schema.streaming import Disposition, Receipt
 
-Disposition = Literal["accepted", "partial", "held", "late", "rejected"]
 COUNTED = ("accepted", "partial")
 
 
-def record_decision(ctx: RuleContext, receipt: dict, *, revision: int, disposition: Disposition,
+def record_decision(ctx: RuleContext, receipt: Receipt, *, revision: int, disposition: Disposition,
                     reasons: list[str], decision: str | None = None, decision_reason: str | None = None) -> None:
     ctx.changes.put_state(decision_key(receipt["receipt_id"], revision), {
         "receipt_id": receipt["receipt_id"],

@@ -26,6 +26,7 @@ from ledger_engine.domain.commands.streaming.nodes import require_routable
 from ledger_engine.domain.commands.streaming.policy import MAX_GRANT_TTL_MS
 from ledger_engine.domain.commands.streaming.sessions import require_open_session
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.streaming import Grant
 from ledger_engine.domain.types import Count, Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -145,7 +146,7 @@ def _check_fill_destination(ctx: RuleContext, p: IssueGrantPayload) -> None:
             f"node {p.destination_node_id} is {destination['status']}")
 
 
-def require_receiptable(ctx: RuleContext, grant_id: str, purpose: GrantPurpose, **bound: object) -> dict:
+def require_receiptable(ctx: RuleContext, grant_id: str, purpose: GrantPurpose, **bound: object) -> Grant:
     """A consumed grant of ``purpose`` with no final receipt yet, matching every ``bound`` field."""
     grant = existing(ctx, grant_key(grant_id), f"grant {grant_id}").data
     require(grant["purpose"] == purpose, ErrorCode.INVALID_REFERENCE, f"grant {grant_id} is a {grant['purpose']} grant")
@@ -157,5 +158,5 @@ def require_receiptable(ctx: RuleContext, grant_id: str, purpose: GrantPurpose, 
     return grant
 
 
-def attach_receipt(ctx: RuleContext, grant: dict, receipt_id: str) -> None:
+def attach_receipt(ctx: RuleContext, grant: Grant, receipt_id: str) -> None:
     ctx.changes.put_state(grant_key(grant["grant_id"]), {**grant, "receipt_id": receipt_id})

@@ -17,6 +17,7 @@ from ledger_engine.domain.commands.streaming.checks import existing, require_sta
 from ledger_engine.domain.commands.streaming.decisions import record_decision
 from ledger_engine.domain.commands.streaming.keys import hold_key, receipt_key
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.streaming import Receipt, Session
 from ledger_engine.domain.types import Digest, Identifier
 from ledger_engine.errors import ErrorCode
 
@@ -62,7 +63,7 @@ class DecideHoldPayload(Payload):
     note_digest: Digest | None = None
 
 
-def raise_hold(ctx: RuleContext, receipt: dict, session: dict, reasons: list[str]) -> str:
+def raise_hold(ctx: RuleContext, receipt: Receipt, session: Session, reasons: list[str]) -> str:
     """Hold ``receipt`` for ``reasons``; returns the hold ID."""
     hold_id = receipt["receipt_id"]
     ctx.changes.put_state(hold_key(hold_id), {

@@ -27,6 +27,7 @@ from ledger_engine.domain.commands.streaming.keys import (
 )
 from ledger_engine.domain.commands.streaming.nodes import key_valid_at, key_version
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.streaming import Session
 from ledger_engine.domain.types import Count, Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -120,7 +121,7 @@ def _hold_reasons(ctx: RuleContext, r: NormalisedReceipt, grant: dict, node: dic
     return [str(reason) for reason in HoldReason if tripped[reason]]
 
 
-def _inside_another_session(ctx: RuleContext, session: dict, served_at_ms: int) -> bool:
+def _inside_another_session(ctx: RuleContext, session: Session, served_at_ms: int) -> bool:
     activity = ctx.changes.get(STATE, listener_activity_key(session["account_id"], session["day"]))
     return any(
         window["session_id"] != session["session_id"] and window["opened_at_ms"] <= served_at_ms

@@ -24,6 +24,7 @@ from ledger_engine.domain.commands.streaming.keys import (
 )
 from ledger_engine.domain.commands.streaming.policy import MAX_LEASE_MS, day_of
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.streaming import Session
 from ledger_engine.domain.types import Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -56,7 +57,7 @@ def require_entitled(ctx: RuleContext, account_id: str, period_id: str) -> None:
             f"period {period_id} entitles no streaming ({period['entitlement']}, {period['clearance']})")
 
 
-def require_open_session(ctx: RuleContext, session_id: str) -> dict[str, Any]:
+def require_open_session(ctx: RuleContext, session_id: str) -> Session:
     session = existing(ctx, session_key(session_id), f"session {session_id}").data
     require(session["status"] == "open", ErrorCode.INVALID_STATE, f"session {session_id} is closed")
     require_not_before(ctx, session["updated_at_ms"], f"session {session_id}")

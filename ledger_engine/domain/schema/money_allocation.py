@@ -1,0 +1,154 @@
+"""Funding lots, budgets, allocation lines, corrections and refunds (docs/records/money-allocation.md)."""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+from ledger_engine.keys import key, seq20
+
+LineRole = Literal["artist", "operator", "porto"]
+LineStatus = Literal["payable", "reserved", "paid", "reversed"]
+
+BUDGET_PREFIX = "budget/"
+LINE_PREFIX = "allocation_line/"
+LOT_PREFIX = "lot/"
+CORRECTION_PREFIX = "correction/"
+CORRECTION_REQUEST_PREFIX = "correction_request/"
+REFUND_PREFIX = "budget_refund/"
+
+
+class Created(TypedDict):
+    """Provenance: the command that created a record, its sequence and admission time."""
+
+    command_id: str
+    sequence: int
+    at_ms: int
+
+
+class Deposit(TypedDict):
+    chain: str
+    transaction_hash: str
+    event_index: int
+    evidence_digest: str
+
+
+class Lot(TypedDict):
+    lot_id: str
+    asset: str
+    received: str
+    allocated: str
+    deposit: Deposit
+    conversion_ref: str | None
+    imported_at_ms: int
+    correlation_id: str
+    created: Created
+
+
+class LotDrawRecord(TypedDict):
+    lot_id: str
+    amount: str
+    version: int
+
+
+class Budget(TypedDict):
+    budget_id: str
+    period_id: str
+    listener_id: str
+    asset: str
+    days: int
+    first_day: int
+    funded: str
+    additions: str
+    unallocated: str
+    outstanding: str
+    paid: str
+    refunds_reversals: str
+    lots: list[LotDrawRecord]
+    funding_version: int
+    correlation_id: str
+    created: Created
+
+
+class AllocationLine(TypedDict):
+    line_id: str
+    listener_id: str
+    day: int
+    budget_id: str
+    role: LineRole
+    recipient_id: str | None
+    amount: str
+    status: LineStatus
+    run_id: str | None
+    payment_id: str | None
+    correction_id: str | None
+    replaces: list[str] | None
+    reversed_by: str | None
+    pending_correction: str | None
+    correlation_id: str
+    created: Created
+    work_id: NotRequired[str]
+    rights_version: NotRequired[int]
+    node_id: NotRequired[str]
+
+
+class Correction(TypedDict):
+    correction_id: str
+    budget_id: str
+    reason: str
+    requested_by: str
+    approved_by: str
+    request_hash: str
+    listener_day: list | None
+    reverses: list[str]
+    replacements: list[str]
+    reversed: str
+    replaced: str
+    released: str
+    refunded: str
+    refunded_unallocated: str
+    recorded_at_ms: int
+    correlation_id: str
+    created: Created
+
+
+class BudgetRefund(TypedDict):
+    budget_id: str
+    period_id: str
+    amount: str
+    billing_event_id: str
+    refunded_at_ms: int
+    correlation_id: str
+    created: Created
+
+
+def lot_key(lot_id: str) -> str:
+    return key("lot", lot_id)
+
+
+def budget_key(budget_id: str) -> str:
+    return key("budget", budget_id)
+
+
+def line_key(line_id: str) -> str:
+    return key("allocation_line", line_id)
+
+
+def correction_key(correction_id: str) -> str:
+    return key("correction", correction_id)
+
+
+def correction_request_key(correction_id: str) -> str:
+    return key("correction_request", correction_id)
+
+
+def budget_refund_key(budget_id: str) -> str:
+    return key("budget_refund", budget_id)
+
+
+def funding_sentinel_key(period_id: str, version: int) -> str:
+    """``unique/budget_funding/<period>/<seq20(version)>``: version 1 names the period's budget."""
+    return key("budget_funding", period_id, seq20(version))
+
+
+def allocation_sentinel_key(listener_id: str, day: int) -> str:
+    return key("allocation", listener_id, seq20(day))

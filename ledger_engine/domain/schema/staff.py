@@ -1,0 +1,57 @@
+"""Accounts, actors, staff changes and staff credentials (docs/records/staff.md)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+from ledger_engine.keys import key
+
+Status = Literal["active", "deactivated"]
+
+
+class Account(TypedDict):
+    account_id: str
+    kind: str
+    identity_digest: str
+    roles: list[str]
+    status: Status
+    created_at_ms: int
+    updated_at_ms: int
+
+
+class Actor(TypedDict):
+    """What the ledger checks a command's actor against: its roles and whether it is active."""
+
+    roles: list[str]
+    status: Status
+
+
+class StaffChange(TypedDict):
+    change_id: str
+    change: dict[str, Any]  # its kind and target
+    target: str
+    status: Literal["pending", "approved", "declined", "expired"]
+    requested_by: str
+    requested_at_ms: int
+    expires_at_ms: int
+    decision: dict[str, Any] | None
+
+
+def actor_key(actor_id: str) -> str:
+    return key("actor", actor_id)
+
+
+def account_key(account_id: str) -> str:
+    return key("account", account_id)
+
+
+def change_key(change_id: str) -> str:
+    return key("staff_change", change_id)
+
+
+def credentials_key(account_id: str) -> str:
+    return key("staff_credentials", account_id)
+
+
+def pending_change_sentinel(target: str) -> str:
+    return key("staff_change_pending", target)

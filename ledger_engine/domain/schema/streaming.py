@@ -1,0 +1,211 @@
+"""Periods, nodes, sessions, grants, receipts, decisions, holds and peer fills (docs/records/streaming.md).
+
+State records are ``state/<name>/...``; uniqueness sentinels are ``unique/<name>/...``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+from ledger_engine.keys import key, seq20
+
+
+Disposition = Literal["accepted", "partial", "held", "late", "rejected"]
+
+
+class Session(TypedDict):
+    session_id: str
+    account_id: str
+    period_id: str
+    work_id: str
+    rendition_id: str
+    rights_version: int
+    day: int
+    status: Literal["open", "closed"]
+    opened_at_ms: int
+    lease_ms: int
+    expires_at_ms: int
+    updated_at_ms: int
+    closed_at_ms: int | None
+    close_reason: str | None
+    grant_count: int
+    receipt_ids: list[str]
+    receipted_media_ms: int
+
+
+class GrantConsumption(TypedDict):
+    request_id: str
+    at_ms: int
+    sequence: int
+
+
+class Grant(TypedDict):
+    grant_id: str
+    purpose: Literal["playback", "peer_fill"]
+    session_id: str | None
+    destination_node_id: str | None
+    node_id: str
+    rendition_id: str
+    chunk_index: int
+    nonce_hash: str
+    issued_at_ms: int
+    expires_at_ms: int
+    coordinator_id: str
+    coordinator_sequence: int
+    state: Literal["issued", "consumed"]
+    consumed: GrantConsumption | None
+    receipt_id: str | None
+
+
+class Receipt(TypedDict):
+    receipt_id: str
+    grant_id: str
+    session_id: str
+    node_id: str
+    key_version: int
+    rendition_id: str
+    chunk_index: int
+    bytes_served: int
+    served_at_ms: int
+    body_hash: str
+    evidence_digest: str
+    listener_id: str
+    day: int
+    partial: bool
+    media_ms: int
+    recorded_at_ms: int
+    recorded_sequence: int
+    hold_id: str | None
+
+
+class Decision(TypedDict):
+    receipt_id: str
+    session_id: str
+    revision: int
+    predecessor: str | None
+    disposition: Disposition
+    hold_reasons: list[str]
+    decision: str | None
+    decision_reason: str | None
+    actor_id: str
+    decided_at_ms: int
+    sequence: int
+
+
+class Hold(TypedDict):
+    hold_id: str
+    target_kind: Literal["receipt"]
+    receipt_id: str
+    session_id: str
+    listener_id: str
+    day: int
+    node_id: str
+    reasons: list[str]
+    status: Literal["open", "released", "rejected"]
+    raised_at_ms: int
+    raised_sequence: int
+    decision_revision: int | None
+    decision: dict[str, Any] | None
+
+
+class PeerFill(TypedDict):
+    result_id: str
+    grant_id: str
+    source_node_id: str
+    destination_node_id: str
+    key_version: int
+    rendition_id: str
+    chunk_index: int
+    outcome: Literal["verified", "hash_mismatch", "incomplete"]
+    bytes_received: int
+    observed_at_ms: int
+    body_hash: str
+    evidence_digest: str
+    recorded_at_ms: int
+    recorded_sequence: int
+
+
+
+# Billing.
+def period_key(period_id: str) -> str:
+    return key("period", period_id)
+
+
+def provider_period_sentinel(provider: str, provider_period_id: str) -> str:
+    return key("billing_period", provider, provider_period_id)
+
+
+def billing_event_sentinel(provider: str, event_id: str) -> str:
+    return key("billing_event", provider, event_id)
+
+
+def account_periods_prefix(account_id: str) -> str:
+    return key("account_period", account_id) + "/"
+
+
+def account_period_sentinel(account_id: str, start_ms: int) -> str:
+    return key("account_period", account_id, seq20(start_ms))
+
+
+# Nodes.
+def node_key(node_id: str) -> str:
+    return key("node", node_id)
+
+
+def node_health_key(node_id: str) -> str:
+    return key("node_health", node_id)
+
+
+def endpoint_sentinel(host_and_port: str) -> str:
+    return key("node_endpoint", host_and_port)
+
+
+def node_public_key_sentinel(public_key: str) -> str:
+    return key("node_public_key", public_key)
+
+
+# Sessions and listener-days.
+def session_key(session_id: str) -> str:
+    return key("session", session_id)
+
+
+def active_session_sentinel(account_id: str) -> str:
+    return key("active_session", account_id)
+
+
+def listener_activity_key(listener_id: str, day: int) -> str:
+    return key("listener_activity", listener_id, seq20(day))
+
+
+def listener_day_key(listener_id: str, day: int) -> str:
+    return key("listener_day", listener_id, seq20(day))
+
+
+# Grants.
+def grant_key(grant_id: str) -> str:
+    return key("grant", grant_id)
+
+
+def nonce_sentinel(nonce_hash: str) -> str:
+    return key("grant_nonce", nonce_hash)
+
+
+def coordinator_key(coordinator_id: str) -> str:
+    return key("coordinator", coordinator_id)
+
+
+# Receipts, peer fills, decisions and holds.
+def receipt_key(receipt_id: str) -> str:
+    return key("receipt", receipt_id)
+
+
+def peer_fill_key(result_id: str) -> str:
+    return key("peer_fill", result_id)
+
+
+def decision_key(receipt_id: str, revision: int) -> str:
+    return key("decision", receipt_id, seq20(revision))
+
+
+def hold_key(hold_id: str) -> str:
+    return key("hold", hold_id)

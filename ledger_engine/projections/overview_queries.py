@@ -1,0 +1,59 @@
+"""Overview selectors: what waits for someone, the last conservation check, and money by allocation day.
+
+Each takes a ``LedgerView`` (docs/adr/0046) and reads one projection; none
+backs a money check.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from ledger_engine.amounts import parse_amount
+from ledger_engine.keys import key
+from ledger_engine.projections.payout_queries import EFFECT_STATUS_PREFIX
+from ledger_engine.projections.payouts import payment_state_prefix, run_status_prefix, update_status_prefix
+from ledger_engine.projections.view import LedgerView
+
+OPEN_HOLD_PREFIX = key("hold_open") + "/"
+RECIPIENT_LINE_PREFIX = key("recipient_line") + "/"
+OUTBOX_BACKLOG_STATUSES = ("pending", "claimed")
+# Which series an allocation line counts in, by its status: every live line was allocated.
+DAILY_SERIES = ("allocated", "reserved", "paid")
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    open_holds: int
+    runs_awaiting_approval: int
+    recipient_updates_awaiting_approval: int
+    uncertain_payments: int
+    outbox_backlog: int
+
+
+def conservation_status(view: LedgerView) -> dict[str, Any] | None:
+    """The last full conservation check's verdict; ``blocked`` means payouts are blocked; None before the first."""
+    return view.entry(key("conservation_status"))
+
+
+def waiting(view: LedgerView) -> Waiting:
+    return Waiting(
+        open_holds=view.count(OPEN_HOLD_PREFIX),
+        runs_awaiting_approval=view.count(run_status_prefix("prepared")),
+        recipient_updates_awaiting_approval=view.count(update_status_prefix("pending")),
+        uncertain_payments=view.count(payment_state_prefix("uncertain")),
+        outbox_backlog=sum(view.count(EFFECT_STATUS_PREFIX + status + "/") for status in OUTBOX_BACKLOG_STATUSES),
+    )
+
+
+def daily_amounts(view: LedgerView) -> dict[str, dict[int, int]]:
+    """Allocated, reserved and paid amounts by allocation day, from every recipient's allocation lines."""
+    series: dict[str, Counter] = {name: Counter() for name in DAILY_SERIES}
+    for _components, line in view.entries(RECIPIENT_LINE_PREFIX):
+        amount = parse_amount(line["amount"])
+        if line["status"] != "reversed":
+            series["allocated"][line["day"]] += amount
+        if line["status"] in ("reserved", "paid"):
+            series[line["status"]][line["day"]] += amount
+    return {name: dict(sorted(values.items())) for name, values in series.items()}

@@ -1,0 +1,73 @@
+"""The read-only view selectors take: the ledger as of one command boundary, and nothing that writes.
+
+A selector (``payout_queries``, ``overview_queries``) takes a ``LedgerView``
+and returns typed records; it never sees the store, and the console never
+sees a key. ``LedgerOwner.view()`` makes one inside ``at_boundary``, so the
+data and the sequence it names belong together (docs/adr/0046).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Protocol
+
+import orjson
+
+from ledger_engine.application.records import decode_record
+from ledger_engine.application.transition import HEAD_KEY
+from ledger_engine.domain.view import Record
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.layout import INDEXES, META, OUTBOX, STATE
+
+
+class ReadableStore(Protocol):
+    def get(self, family: str, key: bytes) -> bytes | None: ...
+
+    def scan(self, family: str, prefix: bytes = b"", start: bytes | None = None) -> Iterator[tuple[bytes, bytes]]: ...
+
+
+class LedgerView:
+    """Point reads and prefix scans of state, the outbox and the indexes, at the sequence it was opened at."""
+
+    __slots__ = ("_store", "sequence")
+
+    def __init__(self, store: ReadableStore) -> None:
+        self._store = store
+        raw = store.get(META, HEAD_KEY)
+        if raw is None:
+            raise LedgerError(ErrorCode.NOT_FOUND, "no initialised ledger")
+        self.sequence: int = orjson.loads(raw)["sequence"]
+
+    def record(self, key: str) -> Record | None:
+        raw = self._store.get(STATE, key.encode())
+        return decode_record(raw) if raw is not None else None
+
+    def require(self, key: str, what: str) -> dict[str, Any]:
+        """A state record's data, or NOT_FOUND naming ``what``."""
+        record = self.record(key)
+        if record is None:
+            raise LedgerError(ErrorCode.NOT_FOUND, f"{what} does not exist")
+        return record.data
+
+    def records(self, prefix: str) -> Iterator[tuple[str, Record]]:
+        for raw_key, raw in self._store.scan(STATE, prefix.encode()):
+            yield raw_key.decode(), decode_record(raw)
+
+    def effect(self, effect_id: str) -> dict[str, Any]:
+        raw = self._store.get(OUTBOX, effect_id.encode())
+        if raw is None:
+            raise LedgerError(ErrorCode.NOT_FOUND, f"effect {effect_id} does not exist")
+        return decode_record(raw).data
+
+    def entry(self, key: str) -> dict[str, Any] | None:
+        raw = self._store.get(INDEXES, key.encode())
+        return orjson.loads(raw) if raw is not None else None
+
+    def entries(self, prefix: str, limit: int | None = None) -> Iterator[tuple[list[str], dict[str, Any]]]:
+        """Index entries under ``prefix`` in key order, each with the key's components after the prefix."""
+        for number, (raw_key, raw) in enumerate(self._store.scan(INDEXES, prefix.encode())):
+            if limit is not None and number >= limit:
+                return
+            yield raw_key.decode()[len(prefix):].split("/"), orjson.loads(raw)
+
+    def count(self, prefix: str) -> int:
+        return sum(1 for _ in self._store.scan(INDEXES, prefix.encode()))
