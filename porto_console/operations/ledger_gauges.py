@@ -55,7 +55,7 @@ def _projection_gauges():
         return
     backlog, payments = read.data
     outbox = GaugeMetricFamily("porto_outbox_effects", "Outbox effects by status and kind", labels=["status", "kind"])
-    for status, kinds in backlog["by_status"].items():
+    for status, kinds in backlog.items():
         for kind, count in kinds.items():
             outbox.add_metric([status, kind], count)
     yield outbox
