@@ -21,6 +21,7 @@ is never restored.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -50,6 +51,8 @@ VERIFIED_TAG = "porto-verified"
 SEQUENCE_TAG = "sequence-"
 CREATED_TAG = "created-ms-"
 RESTIC_TIMEOUT_SECS = 600
+# The password of a URL's user part (rest:https://user:password@host/): never in a log line or an error.
+_URL_PASSWORD = re.compile(r"(?<=://)([^/@:]*):[^/@]*@")
 
 
 class RepositoryFailed(LedgerError):
@@ -130,6 +133,11 @@ class ResticRepository:
     password: str
     sftp_command: str | None = None
     binary: str = "restic"
+
+    @property
+    def name(self) -> str:
+        """The location as logs and errors show it: a password in its URL masked, as restic masks it."""
+        return _URL_PASSWORD.sub(r"\1:***@", self.location)
 
     def run(self, *arguments: str) -> str:
         """restic with this repository; a lock left by a killed restic (on this host) is removed, once."""
@@ -274,7 +282,7 @@ def _fetch_newest(scratch: Path, repository: ResticRepository | None,
     if repository is not None:
         snapshots = verified_snapshots(repository)
         if not snapshots:
-            raise LedgerError(ErrorCode.NO_GOOD_BACKUP, f"no verified snapshot in {repository.location}")
+            raise LedgerError(ErrorCode.NO_GOOD_BACKUP, f"no verified snapshot in {repository.name}")
         snapshot, facts = snapshots[-1]
         return repository.restore_snapshot(snapshot, scratch), facts
     for candidate in sorted(Path(backup_dir).iterdir(), reverse=True) if backup_dir else ():

@@ -9,7 +9,7 @@ from ledger_engine.checkpoint.offsite import (
     BACKUP_TAG, CREATED_TAG, SEQUENCE_TAG, VERIFIED_TAG, ResticRepository, recover,
 )
 from ledger_engine.checkpoint.verify import VerificationError
-from ledger_engine.errors import ErrorCode
+from ledger_engine.errors import ErrorCode, LedgerError
 from porto_console.effects.backups import newest_good_backup, take_backup
 
 
@@ -71,3 +71,21 @@ def test_a_snapshot_path_that_leaves_the_scratch_directory_is_refused(tmp_path):
     with pytest.raises(VerificationError) as refused:
         lying.restore_snapshot({"id": "0" * 64, "paths": ["/../../elsewhere"]}, scratch)
     assert refused.value.code == ErrorCode.VERIFICATION_FAILED
+
+
+class EmptyRepository(ResticRepository):
+    """A reachable repository holding no snapshot."""
+
+    def run(self, *arguments: str) -> str:
+        return "[]" if arguments[0] == "snapshots" else ""
+
+
+def test_a_password_in_the_repository_url_is_masked_where_the_repository_is_named(tmp_path, backup_settings):
+    repository = EmptyRepository("rest:https://porto:s3cret-pass@backups.example:8000/porto", "porto-test-password")
+    with pytest.raises(LedgerError) as refused:
+        recover(tmp_path / "new" / "ledger", tmp_path / "new" / "admission", repository=repository)
+    assert refused.value.code == ErrorCode.NO_GOOD_BACKUP
+    assert "rest:https://porto:***@backups.example:8000/porto" in refused.value.detail
+    assert "s3cret-pass" not in refused.value.detail
+    assert repository.name == "rest:https://porto:***@backups.example:8000/porto"
+    assert ResticRepository("sftp:porto@host:/srv/porto", "x").name == "sftp:porto@host:/srv/porto"
