@@ -257,8 +257,10 @@ def recover(data_dir: str | os.PathLike, admission_dir: str | os.PathLike, *,
     ``backup_dir`` that verifies. ``data_dir`` and ``admission_dir`` must be absent or empty.
     """
     data_dir, admission_dir = Path(data_dir).resolve(), Path(admission_dir).resolve()
+    if data_dir.is_relative_to(admission_dir) or admission_dir.is_relative_to(data_dir):
+        raise VerificationError(str(admission_dir), "the admission directory must lie apart from the data directory")
     for target in (data_dir, admission_dir):
-        if target.exists() and any(target.iterdir()):
+        if target.exists() and (not target.is_dir() or any(target.iterdir())):
             raise VerificationError(str(target), "recovery needs an absent or empty directory")
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{data_dir.name}.recovering-", dir=data_dir.parent) as scratch:
