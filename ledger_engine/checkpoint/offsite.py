@@ -25,7 +25,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -130,7 +130,7 @@ class ResticRepository:
     """A restic repository: a local path, or ``sftp:user@host:/path`` reached with ``sftp_command``."""
 
     location: str
-    password: str
+    password: str = field(repr=False)  # tracebacks and test failures print the repr
     sftp_command: str | None = None
     binary: str = "restic"
 

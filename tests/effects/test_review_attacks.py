@@ -11,6 +11,7 @@ from ledger_engine.checkpoint.offsite import (
 from ledger_engine.checkpoint.verify import VerificationError
 from ledger_engine.errors import ErrorCode, LedgerError
 from porto_console.effects.backups import newest_good_backup, take_backup
+from porto_console.effects.config import EffectsConfig
 
 
 @pytest.fixture
@@ -89,3 +90,13 @@ def test_a_password_in_the_repository_url_is_masked_where_the_repository_is_name
     assert "s3cret-pass" not in refused.value.detail
     assert repository.name == "rest:https://porto:***@backups.example:8000/porto"
     assert ResticRepository("sftp:porto@host:/srv/porto", "x").name == "sftp:porto@host:/srv/porto"
+
+
+def test_no_secret_of_the_workers_or_the_backup_repository_is_in_their_repr():
+    config = EffectsConfig.from_env({
+        "PORTO_SIGNER_KEY": "11" * 32, "PORTO_COMMITTER_KEY": "22" * 32, "PORTO_WORKER_TOKEN": "worker-token-secret",
+        "PORTO_SIGNER_JOURNAL_URL": "postgresql://signer:journal-secret@db.example/porto"})
+    shown = repr(config) + repr(ResticRepository("sftp:porto@host:/srv/porto", "repository-secret"))
+    for secret in ("11" * 32, "22" * 32, "worker-token-secret", "journal-secret", "repository-secret"):
+        assert secret not in shown
+    assert config.worker_token == "worker-token-secret" and "internal_api_url" in shown
