@@ -21,10 +21,11 @@ is never restored.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -50,6 +51,8 @@ VERIFIED_TAG = "porto-verified"
 SEQUENCE_TAG = "sequence-"
 CREATED_TAG = "created-ms-"
 RESTIC_TIMEOUT_SECS = 600
+# The password of a URL's user part (rest:https://user:password@host/): never in a log line or an error.
+_URL_PASSWORD = re.compile(r"(?<=://)([^/@:]*):[^/@]*@")
 
 
 class RepositoryFailed(LedgerError):
@@ -127,9 +130,14 @@ class ResticRepository:
     """A restic repository: a local path, or ``sftp:user@host:/path`` reached with ``sftp_command``."""
 
     location: str
-    password: str
+    password: str = field(repr=False)  # tracebacks and test failures print the repr
     sftp_command: str | None = None
     binary: str = "restic"
+
+    @property
+    def name(self) -> str:
+        """The location as logs and errors show it: a password in its URL masked, as restic masks it."""
+        return _URL_PASSWORD.sub(r"\1:***@", self.location)
 
     def run(self, *arguments: str) -> str:
         """restic with this repository; a lock left by a killed restic (on this host) is removed, once."""
@@ -190,16 +198,31 @@ class ResticRepository:
     def restore_snapshot(self, snapshot: dict[str, Any], scratch: Path) -> Path:
         """Restore ``snapshot`` under ``scratch``, re-reading every restored file; the staged directory's path."""
         self.run("restore", snapshot["id"], "--target", str(scratch), "--verify")
-        return scratch / snapshot["paths"][0].lstrip("/")
+        # Resolved after the restore, so neither the listing nor a restored symlink leads out of scratch.
+        staged = (scratch / snapshot["paths"][0].lstrip("/")).resolve()
+        if not staged.is_relative_to(scratch.resolve()):
+            raise VerificationError(snapshot["id"][:8], "the snapshot's path leaves the restore directory")
+        return staged
 
 
-def snapshot_facts(snapshot: dict[str, Any]) -> dict[str, Any]:
-    """The sequence and creation time a Porto snapshot's tags carry."""
+def snapshot_facts(snapshot: dict[str, Any]) -> dict[str, Any] | None:
+    """The sequence and creation time a Porto snapshot's tags carry; None when they carry no such pair."""
     tags = snapshot.get("tags") or []
-    sequence = next(int(tag.removeprefix(SEQUENCE_TAG)) for tag in tags if tag.startswith(SEQUENCE_TAG))
-    created = next(int(tag.removeprefix(CREATED_TAG)) for tag in tags if tag.startswith(CREATED_TAG))
+    sequences = [tag.removeprefix(SEQUENCE_TAG) for tag in tags if tag.startswith(SEQUENCE_TAG)]
+    created = [tag.removeprefix(CREATED_TAG) for tag in tags if tag.startswith(CREATED_TAG)]
+    if BACKUP_TAG not in tags or len(sequences) != 1 or len(created) != 1 or not (
+            sequences[0].isdigit() and created[0].isdigit()):
+        return None
     # Tagging a snapshot gives it a new ID; its name stays the one restic printed when it was taken.
-    return {"snapshot": (snapshot.get("original") or snapshot["id"])[:8], "sequence": sequence, "created_at_ms": created}
+    return {"snapshot": (snapshot.get("original") or snapshot["id"])[:8], "sequence": int(sequences[0]),
+            "created_at_ms": int(created[0])}
+
+
+def verified_snapshots(repository: ResticRepository) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each ``porto-verified`` snapshot that carries Porto's tags, with its facts, oldest first."""
+    found = [(snapshot, snapshot_facts(snapshot)) for snapshot in repository.snapshots(VERIFIED_TAG)]
+    return sorted(((snapshot, facts) for snapshot, facts in found if facts is not None),
+                  key=lambda pair: (pair[1]["created_at_ms"], pair[1]["sequence"]))
 
 
 def upload_and_verify(repository: ResticRepository, stage: Path, summary: dict[str, Any]) -> dict[str, Any]:
@@ -220,10 +243,8 @@ def upload_and_verify(repository: ResticRepository, stage: Path, summary: dict[s
 def newest_verified(repository: ResticRepository) -> dict[str, Any] | None:
     if not repository.initialised():
         return None
-    snapshots = repository.snapshots(VERIFIED_TAG)
-    if not snapshots:
-        return None
-    return max((snapshot_facts(s) for s in snapshots), key=lambda facts: (facts["created_at_ms"], facts["sequence"]))
+    snapshots = verified_snapshots(repository)
+    return snapshots[-1][1] if snapshots else None
 
 
 # Recovery on a new host.
@@ -236,30 +257,36 @@ def recover(data_dir: str | os.PathLike, admission_dir: str | os.PathLike, *,
     ``backup_dir`` that verifies. ``data_dir`` and ``admission_dir`` must be absent or empty.
     """
     data_dir, admission_dir = Path(data_dir).resolve(), Path(admission_dir).resolve()
+    if data_dir.is_relative_to(admission_dir) or admission_dir.is_relative_to(data_dir):
+        raise VerificationError(str(admission_dir), "the admission directory must lie apart from the data directory")
     for target in (data_dir, admission_dir):
-        if target.exists() and any(target.iterdir()):
+        if target.exists() and (not target.is_dir() or any(target.iterdir())):
             raise VerificationError(str(target), "recovery needs an absent or empty directory")
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{data_dir.name}.recovering-", dir=data_dir.parent) as scratch:
-        stage, snapshot = _fetch_newest(Path(scratch), repository, backup_dir)
+        stage, facts = _fetch_newest(Path(scratch), repository, backup_dir)
         summary = verify_staged(stage)
+        if facts is not None and (summary["sequence"], summary["created_at_ms"]) != (
+                facts["sequence"], facts["created_at_ms"]):
+            raise VerificationError(facts["snapshot"], "the snapshot holds another backup than its tags name")
         restored = restore(stage / LEDGER, data_dir)
         _publish_admission(stage / ADMISSION, admission_dir)
     present = {path.name for path in (admission_dir / EVIDENCE).rglob("*") if path.is_file()}
     referenced = referenced_evidence_of_ledger(data_dir)
-    return {"snapshot": snapshot, **restored, "created_at_ms": summary["created_at_ms"],
+    return {"snapshot": facts and facts["snapshot"], **restored, "created_at_ms": summary["created_at_ms"],
             "evidence_referenced": len(referenced), "evidence_restored": len(referenced & present),
             "evidence_missing": sorted(referenced - present),
             "envelopes_restored": sum(1 for path in (admission_dir / "envelopes").rglob("*") if path.is_file())}
 
 
 def _fetch_newest(scratch: Path, repository: ResticRepository | None,
-                  backup_dir: str | os.PathLike | None) -> tuple[Path, str | None]:
+                  backup_dir: str | os.PathLike | None) -> tuple[Path, dict[str, Any] | None]:
     if repository is not None:
-        snapshots = sorted(repository.snapshots(VERIFIED_TAG), key=lambda s: snapshot_facts(s)["created_at_ms"])
+        snapshots = verified_snapshots(repository)
         if not snapshots:
-            raise LedgerError(ErrorCode.NO_GOOD_BACKUP, f"no verified snapshot in {repository.location}")
-        return repository.restore_snapshot(snapshots[-1], scratch), snapshot_facts(snapshots[-1])["snapshot"]
+            raise LedgerError(ErrorCode.NO_GOOD_BACKUP, f"no verified snapshot in {repository.name}")
+        snapshot, facts = snapshots[-1]
+        return repository.restore_snapshot(snapshot, scratch), facts
     for candidate in sorted(Path(backup_dir).iterdir(), reverse=True) if backup_dir else ():
         try:
             verify_staged(candidate)

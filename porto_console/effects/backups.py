@@ -68,7 +68,7 @@ def take_backup(owner: LedgerOwner, admission_dir: str | os.PathLike,
         finally:
             shutil.rmtree(stage, ignore_errors=True)
     _newest[repository.location] = (time.monotonic(), _facts(taken))
-    log.info("backup counted: sequence %s, snapshot %s in %s", taken["sequence"], taken["snapshot"], repository.location)
+    log.info("backup counted: sequence %s, snapshot %s in %s", taken["sequence"], taken["snapshot"], repository.name)
     return taken
 
 
@@ -94,7 +94,7 @@ def newest_good_backup(repository: ResticRepository | str | os.PathLike | None =
         try:
             facts = newest_verified(repository)
         except LedgerError as error:
-            log.error("backup repository %s unreadable: %s", repository.location, error.detail)
+            log.error("backup repository %s unreadable: %s", repository.name, error.detail)
             facts = None
         _newest[repository.location] = (time.monotonic(), facts)
     if facts is None:

@@ -22,7 +22,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 MAINNET_USDC_METADATA = "0xbae207659db88bea0cbead6da0ed00aac12edcdda169e591cd41c94180b46f3b"
@@ -39,17 +39,18 @@ class EffectsConfig:
     chain_url: str
     chain_id: int
     usdc_metadata: str
-    signer_key: str | None
-    committer_key: str | None
+    # Secrets stay out of the repr, which tracebacks, task reports and test failures print.
+    signer_key: str | None = field(repr=False)
+    committer_key: str | None = field(repr=False)
     transaction_ttl_secs: int
     max_gas_amount: int
     gas_unit_price: int
     payment_journal: Path
     commitment_journal: Path
-    signer_journal_url: str | None
+    signer_journal_url: str | None = field(repr=False)
     internal_api_url: str
     worker_id: str | None
-    worker_token: str | None
+    worker_token: str | None = field(repr=False)
     claim_ttl_ms: int
     quarantine_dir: Path
     observe_window_secs: int

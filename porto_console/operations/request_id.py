@@ -15,6 +15,8 @@ import re
 import time
 import uuid
 
+from django.utils.encoding import escape_uri_path
+
 HEADER = "X-Request-ID"
 _META_KEY = "HTTP_X_REQUEST_ID"
 # A caller's ID is kept only if it cannot forge log structure: letters, digits and . _ - : only.
@@ -41,7 +43,8 @@ class RequestIdMiddleware:
         try:
             response = self.get_response(request)
             response[HEADER] = request_id
-            access_log.info("%s %s %s", request.method, request.path, response.status_code, extra={
+            # The path is percent-decoded: re-encoded in the message, a CR or LF in it cannot start a text line.
+            access_log.info("%s %s %s", request.method, escape_uri_path(request.path), response.status_code, extra={
                 "method": request.method, "path": request.path, "status": response.status_code,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 3)})
             return response
