@@ -87,12 +87,17 @@ def require_other_actor(ctx: RuleContext, other_actor_id: str, what: str) -> Non
 
 def active_admins(changes: Changes) -> list[str]:
     return [record_key.split("/", 1)[1] for record_key, record in changes.scan(STATE, "actor/")
-            if record.data["status"] == "active" and ADMIN in record.data["roles"]]
+            if _is_active_admin(record)]
+
+
+def _is_active_admin(record: Record) -> bool:
+    return record.data["status"] == "active" and ADMIN in record.data["roles"]
 
 
 def four_eyes_governance(changes: Changes) -> bool:
     """Whether staff changes need two admins: from the moment two admins are active, for good."""
-    return len(active_admins(changes)) >= 2
+    admins = (record for _, record in changes.scan(STATE, "actor/") if _is_active_admin(record))
+    return next(admins, None) is not None and next(admins, None) is not None  # stops at the second admin
 
 
 def require_no_role_conflict(roles: Iterable[str]) -> None:
