@@ -11,6 +11,7 @@ BENCHMARKS = (
     "replay",
     "export_hash",
     "commit_profile",
+    "executor_cpu",
     "receipts",
     "allocation",
     "invariants",

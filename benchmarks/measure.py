@@ -62,6 +62,21 @@ class Floor:
         self._count(written)
         return rate
 
+    def batched_rate(self, per_batch: int) -> float:
+        """Puts per second through ``RocksStore.write`` in synchronous batches of ``per_batch`` puts, each
+        put as large as one command's batch: the floor for a group commit of ``per_batch`` commands."""
+        path = self._fresh_path(f"batched-{per_batch}")
+        body = b"x" * (self.batch_size - FLOOR_KEY_BYTES)
+        with RocksStore(path, create=True) as store:
+            started = time.perf_counter()
+            for first in range(0, self.writes, per_batch):
+                store.write([(STATE, FLOOR_PREFIX + b"%020d" % number, body)
+                             for number in range(first, min(first + per_batch, self.writes))])
+            elapsed = time.perf_counter() - started
+            written = sum(1 for _ in store.scan(STATE, FLOOR_PREFIX))
+        self._count(written)
+        return self.writes / elapsed
+
     def rocksdict_rate(self) -> float:
         """Straight through rocksdict, with nothing of the engine in between."""
         db = Rdict(str(self._fresh_path("rocksdict")), Options(raw_mode=True))

@@ -17,15 +17,26 @@ def seq20(number: int) -> str:
     return f"{number:020d}"
 
 
+# Components already found valid. Validity is a pure function of the string, so a remembered
+# component needs no second regex match; rules build the same few IDs into many keys per command.
+_VALID_COMPONENTS: set[str] = set()
+_MAX_REMEMBERED = 1 << 16
+
+
 def component(value: str) -> str:
+    if value in _VALID_COMPONENTS:
+        return value
     if not _COMPONENT.fullmatch(value):
         raise LedgerError(ErrorCode.INVALID_KEY, f"invalid key component: {value!r}")
+    if len(_VALID_COMPONENTS) >= _MAX_REMEMBERED:
+        _VALID_COMPONENTS.clear()
+    _VALID_COMPONENTS.add(value)
     return value
 
 
 def key(*components: str) -> str:
     """Join validated components with ``/``."""
-    path = "/".join(component(part) for part in components)
+    path = "/".join([part if part in _VALID_COMPONENTS else component(part) for part in components])
     if len(path) > MAX_KEY_BYTES:
         raise LedgerError(ErrorCode.INVALID_KEY, "key longer than 512 bytes")
     return path

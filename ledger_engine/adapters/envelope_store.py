@@ -24,12 +24,15 @@ class EnvelopeStore:
         path = self._path(command_id)
         return orjson.loads(path.read_bytes()) if path.exists() else None
 
-    def store(self, envelope: dict[str, Any]) -> dict[str, Any]:
-        """Store ``envelope`` unless its command ID already has one; returns the stored envelope."""
-        if create_durably(self._path(envelope["command_id"]), canonical_bytes(envelope)):
+    def store(self, envelope: dict[str, Any], *, canonical: bytes | None = None) -> dict[str, Any]:
+        """Store ``envelope`` unless its command ID already has one; returns the stored envelope.
+
+        ``canonical``, when given, is the envelope's canonical bytes as admission computed them.
+        """
+        if create_durably(self._path(envelope["command_id"]), canonical or canonical_bytes(envelope)):
             return envelope
         return self.load(envelope["command_id"])
 
-    def replace(self, envelope: dict[str, Any]) -> None:
+    def replace(self, envelope: dict[str, Any], *, canonical: bytes | None = None) -> None:
         """Re-admission only (docs/adr/0012): the ledger holds no outcome for this command ID."""
-        replace_durably(self._path(envelope["command_id"]), canonical_bytes(envelope))
+        replace_durably(self._path(envelope["command_id"]), canonical or canonical_bytes(envelope))

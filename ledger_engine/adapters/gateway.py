@@ -28,8 +28,9 @@ from typing import Any, Callable, Iterable, Protocol
 
 from ledger_engine.adapters.envelope_store import EnvelopeStore
 from ledger_engine.adapters.evidence import EvidenceStore
-from ledger_engine.application.admission import admit
+from ledger_engine.application.admission import AdmittedCommand, admit
 from ledger_engine.application.envelopes import build_envelope
+from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.domain.view import Record
@@ -39,6 +40,9 @@ COMMAND_ID_DOMAIN = "porto:london:command-id:v1\n"
 # Each re-admission takes a time at or above the ledger's floor, so only commands journalled in
 # between can overtake it again; a few rounds settle any realistic burst.
 MAX_READMISSIONS = 8
+# Envelopes built here and not yet submitted, with the command admitted from them. An envelope that
+# leaves this memory (a burst of builds never submitted) is simply admitted again by the ledger.
+MAX_REMEMBERED_ADMISSIONS = 1024
 
 
 class Ledger(Protocol):
@@ -76,6 +80,7 @@ class CommandGateway:
         self._last_ms = 0
         self._lock = threading.Lock()
         self._readmitting = threading.Lock()
+        self._admitted: dict[str, tuple[dict[str, Any], AdmittedCommand]] = {}
 
     def envelope(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str,
                  expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = ()) -> dict[str, Any]:
@@ -85,12 +90,13 @@ class CommandGateway:
         stored = self.envelopes.load(command_id)
         if stored is None:
             built = _build(command_id, request, admitted_at_ms=self.now_ms())
-            admit(built)  # bad input is refused before anything is stored
+            command = admit(built)  # bad input is refused before anything is stored
             missing = [digest for digest in built["evidence_hashes"] if digest not in self.evidence]
             if missing:
                 raise LedgerError(ErrorCode.INVALID_REFERENCE, f"evidence {missing[0]} is not stored")
-            stored = self.envelopes.store(built)
+            stored = self.envelopes.store(built, canonical=command.canonical)
             if stored is built:
+                self._remember(built, command)
                 return built
         again = _build(command_id, request, admitted_at_ms=stored["admitted_at_ms"],
                        ruleset_version=stored["ruleset_version"])
@@ -107,7 +113,7 @@ class CommandGateway:
         """
         for _ in range(MAX_READMISSIONS):
             try:
-                return self.ledger.submit(envelope)
+                return self._submit_once(envelope)
             except LedgerError as error:
                 if error.code == ErrorCode.ADMISSION_TIME_REGRESSED:
                     envelope = self._readmit(envelope)
@@ -115,7 +121,30 @@ class CommandGateway:
                     envelope = self.envelopes.load(envelope["command_id"])  # answered as a duplicate
                 else:
                     raise
+        return self._submit_once(envelope)
+
+    def _submit_once(self, envelope: dict[str, Any]) -> CommandOutcome:
+        """Hand an envelope this gateway admitted to the owner as the admitted command, not to be admitted again.
+
+        Only a ``LedgerOwner`` itself takes admitted commands: a ledger that wraps one sees every envelope.
+        """
+        command = self._take_admitted(envelope)
+        if command is not None and isinstance(self.ledger, LedgerOwner):
+            return self.ledger.submit_admitted(command)
         return self.ledger.submit(envelope)
+
+    def _remember(self, envelope: dict[str, Any], command: AdmittedCommand) -> None:
+        if len(self._admitted) >= MAX_REMEMBERED_ADMISSIONS:
+            self._admitted.clear()
+        self._admitted[envelope["command_id"]] = (envelope, command)
+
+    def _take_admitted(self, envelope: dict[str, Any]) -> AdmittedCommand | None:
+        """The command admitted from this very envelope object; an envelope loaded or rebuilt since is admitted anew."""
+        remembered = self._admitted.get(envelope.get("command_id"))
+        if remembered is None or remembered[0] is not envelope:
+            return None
+        self._admitted.pop(envelope["command_id"], None)
+        return remembered[1]
 
     def _readmitted(self, envelope: dict[str, Any]) -> bool:
         """Another thread re-admitted this command ID since ``envelope`` was loaded."""
@@ -133,8 +162,9 @@ class CommandGateway:
             if self._readmitted(refused):
                 return self.envelopes.load(refused["command_id"])
             fresh = {**refused, "admitted_at_ms": max(self.now_ms(), self.ledger.admission_floor_ms())}
-            admit(fresh)
-            self.envelopes.replace(fresh)
+            command = admit(fresh)
+            self.envelopes.replace(fresh, canonical=command.canonical)
+            self._remember(fresh, command)
             return fresh
 
     def execute(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str | None = None,

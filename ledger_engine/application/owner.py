@@ -159,6 +159,10 @@ class LedgerOwner:
         """Submit and wait until durable; led from the calling thread when nobody is ahead."""
         return self.executor.execute_now(self._admit_or_log(document))
 
+    def submit_admitted(self, command: AdmittedCommand) -> CommandOutcome:
+        """``submit`` for a command its caller has just admitted (the gateway), so it is not admitted twice."""
+        return self.executor.execute_now(command)
+
     def add_command_listener(self, listener: GroupListener) -> None:
         """``listener`` hears of every group of commands the executor answers (``observers.py``)."""
         self.executor.listeners.add(listener)

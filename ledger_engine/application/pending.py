@@ -19,6 +19,8 @@ class PendingBatch:
     def __init__(self, store: RocksStore) -> None:
         self.store = store
         self._ops: dict[tuple[str, bytes], bytes | None] = {}
+        # The same writes by family, so a scan filters only its own family's writes, not the whole group's.
+        self._by_family: dict[str, dict[bytes, bytes | None]] = {}
         # Nobody else writes the store, so what it returned stays true for the whole group.
         self._reads: dict[tuple[str, bytes], bytes | None] = {}
 
@@ -32,10 +34,16 @@ class PendingBatch:
 
     def put(self, family: str, key: bytes, value: bytes | None) -> None:
         self._ops[(family, key)] = value
+        written = self._by_family.get(family)
+        if written is None:
+            written = self._by_family[family] = {}
+        written[key] = value
 
     def scan_raw(self, family: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-        pending = {key: value for (op_family, key), value in self._ops.items()
-                   if op_family == family and key.startswith(prefix)}
+        written = self._by_family.get(family, {})
+        pending = {key: value for key, value in written.items() if key.startswith(prefix)}
+        if not pending:
+            return self.store.scan(family, prefix)
         return overlay_scan(self.store.scan(family, prefix), pending)
 
     def ops(self) -> list[WriteOp]:

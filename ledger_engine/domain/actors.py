@@ -17,6 +17,7 @@ from typing import Iterable
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.registry import RuleContext
 from ledger_engine.domain.schema.staff import account_key, actor_key
+from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
 
@@ -29,7 +30,10 @@ ANY_STAFF = "any-staff"
 
 
 def actor_roles(ctx: RuleContext, actor_id: str) -> frozenset[str]:
-    record = ctx.changes.get(STATE, actor_key(actor_id))
+    return _active_roles(ctx.changes.get(STATE, actor_key(actor_id)))
+
+
+def _active_roles(record: Record | None) -> frozenset[str]:
     if record is None or record.data["status"] != "active":
         return frozenset()
     return frozenset(record.data["roles"])
@@ -37,10 +41,10 @@ def actor_roles(ctx: RuleContext, actor_id: str) -> frozenset[str]:
 
 def require_role(ctx: RuleContext, allowed: frozenset[str]) -> None:
     """The acting actor must be active and hold one of ``allowed`` (or be staff, for ``ANY_STAFF``)."""
-    record = ctx.changes.get(STATE, actor_key(ctx.actor_id))
+    record = ctx.changes.get(STATE, actor_key(ctx.actor_id))  # read once: every check below uses it
     require(record is not None, ErrorCode.UNKNOWN_ACTOR, f"actor {ctx.actor_id} is not provisioned")
-    roles = actor_roles(ctx, ctx.actor_id)
-    if ANY_STAFF in allowed and record.data["status"] == "active" and is_staff(ctx.changes, ctx.actor_id):
+    roles = _active_roles(record)
+    if ANY_STAFF in allowed and record.data["status"] == "active" and _is_staff(ctx.changes, ctx.actor_id, record):
         return
     require(
         roles & allowed,
@@ -51,10 +55,16 @@ def require_role(ctx: RuleContext, allowed: frozenset[str]) -> None:
 
 def is_staff(changes: Changes, actor_id: str) -> bool:
     """A person: a staff account, or an administrator named in genesis (who has no account record)."""
+    return _is_staff(changes, actor_id, None)
+
+
+def _is_staff(changes: Changes, actor_id: str, actor: Record | None) -> bool:
+    """``is_staff``, given the actor record when the caller has already read it."""
     account = changes.get(STATE, account_key(actor_id))
     if account is not None:
         return account.data["kind"] == "staff"
-    actor = changes.get(STATE, actor_key(actor_id))
+    if actor is None:
+        actor = changes.get(STATE, actor_key(actor_id))
     return actor is not None and ADMIN in actor.data["roles"]
 
 
@@ -69,12 +79,17 @@ def require_other_actor(ctx: RuleContext, other_actor_id: str, what: str) -> Non
 
 def active_admins(changes: Changes) -> list[str]:
     return [record_key.split("/", 1)[1] for record_key, record in changes.scan(STATE, "actor/")
-            if record.data["status"] == "active" and ADMIN in record.data["roles"]]
+            if _is_active_admin(record)]
+
+
+def _is_active_admin(record: Record) -> bool:
+    return record.data["status"] == "active" and ADMIN in record.data["roles"]
 
 
 def four_eyes_governance(changes: Changes) -> bool:
     """Whether staff changes need two admins: from the moment two admins are active, for good."""
-    return len(active_admins(changes)) >= 2
+    admins = (record for _, record in changes.scan(STATE, "actor/") if _is_active_admin(record))
+    return next(admins, None) is not None and next(admins, None) is not None  # stops at the second admin
 
 
 def require_no_role_conflict(roles: Iterable[str]) -> None:

@@ -59,6 +59,8 @@ class Changes:
 
     def scan(self, family: str, prefix: str) -> Iterator[tuple[str, Record]]:
         pending = {k: v for (f, k), v in self.writes.items() if f == family and k.startswith(prefix)}
+        if not pending:
+            return self.base.scan(family, prefix)
         return overlay_scan(self.base.scan(family, prefix), pending, lambda key: self.get(family, key))
 
     # Writing.

@@ -1,0 +1,73 @@
+"""Executor CPU: process time per command type inside group commit (groups of 64), the fsync wait excluded.
+
+Wall-clock rates on a shared disk swing with fsync time; CPU time does not, so
+this is the figure to compare before and after a change to the command path.
+Each command's ``execute`` (the rule, its rows, hashing, index upkeep, staging)
+is timed with the leader thread's CPU clock; the group's synchronous write is
+timed the same way and shared out over the group's commands.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import defaultdict
+from concurrent.futures import Future
+from pathlib import Path
+
+from benchmarks.report import Report
+from benchmarks.workload import open_ledger, scenario
+from ledger_engine.application import executor as executor_module
+from ledger_engine.application.admission import admit
+
+LISTENERS = 400
+DAYS = 1
+MAX_COMMANDS = 20_000  # the whole scenario: 12,560 commands, ImportFunding and AllocateListenerDay among them
+GROUP = 64
+ROUNDS = 3
+SHOWN_AT_LEAST = 50  # command types with fewer commands are in the JSON only
+
+
+def run(report: Report, workdir: Path) -> None:
+    envelopes = scenario(listeners=LISTENERS, days=DAYS, limit=MAX_COMMANDS)
+    per_round = [_one_round(report, workdir / f"ledger-{number}", envelopes) for number in range(ROUNDS)]
+    counts = per_round[0][1]
+    medians = {kind: statistics.median(cpu[kind] for cpu, _, _ in per_round) / counts[kind] for kind in counts}
+    write_us = statistics.median(write for _, _, write in per_round) / len(envelopes)
+    report.metric("rest_us", "the rest of the group (journal claims, tree, the write), CPU per command", write_us, "µs")
+    for kind in sorted((kind for kind in counts if counts[kind] >= SHOWN_AT_LEAST), key=counts.get, reverse=True):
+        report.metric(f"{kind}_us", f"{kind} ({counts[kind]:,} commands): execute CPU per command",
+                      medians[kind], "µs")
+    report.facts["execute_cpu_us_by_type"] = {kind: round(value, 1) for kind, value in medians.items()}
+    report.facts["commands_by_type"] = dict(counts)
+
+
+def _one_round(report: Report, path: Path, envelopes: list[dict]) -> tuple[dict[str, float], dict[str, int], float]:
+    cpu: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    untimed = executor_module.execute
+
+    def timed(command, *args, **kwargs):
+        started = time.thread_time()
+        try:
+            return untimed(command, *args, **kwargs)
+        finally:
+            cpu[command.envelope.command_type] += (time.thread_time() - started) * 1e6
+            counts[command.envelope.command_type] += 1
+
+    group_cpu, refused = 0.0, 0
+    with open_ledger(path) as owner:
+        executor_module.execute = timed
+        try:
+            for start in range(0, len(envelopes), GROUP):
+                group = [(admit(envelope), Future(), time.perf_counter()) for envelope in envelopes[start:start + GROUP]]
+                before = time.thread_time()
+                owner.executor._commit(group)
+                group_cpu += (time.thread_time() - before) * 1e6
+                refused += sum(not future.result().accepted for _, future, _ in group)
+        finally:
+            executor_module.execute = untimed
+        report.check(owner.head().sequence == len(envelopes),
+                     f"all {len(envelopes)} scenario commands journalled")
+    report.facts.setdefault("rejected_per_round", []).append(refused)  # the scenario's own refusals, if any
+    return cpu, counts, group_cpu - sum(cpu.values())
