@@ -206,15 +206,21 @@ def cmd_recover(args: argparse.Namespace) -> None:
         raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, "recover needs exactly one of --repository or --backup-dir")
     repository = None
     if args.repository is not None:
-        password = Path(args.password_file).read_text().strip() if args.password_file else os.environ.get(
-            "RESTIC_PASSWORD")
+        password = _restic_password(args.password_file)
         if not password:
-            raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, "recover --repository needs RESTIC_PASSWORD or --password-file")
+            raise LedgerError(ErrorCode.MALFORMED_ENVELOPE,
+                              "recover --repository needs --password-file, RESTIC_PASSWORD or RESTIC_PASSWORD_FILE")
         repository = ResticRepository(args.repository, password, sftp_command=args.sftp_command)
     data = _require_data(args)
     restored = offsite.recover(data, args.admission, repository=repository, backup_dir=args.backup_dir)
     emit({"ok": True, **offsite.recovery_report(restored, data, last_known_sequence=args.last_sequence,
                                                now_ms=time.time_ns() // 1_000_000)})
+
+
+def _restic_password(password_file: str | None) -> str | None:
+    """``--password-file``, else ``RESTIC_PASSWORD``, else the file ``RESTIC_PASSWORD_FILE`` names, as restic reads them."""
+    named = password_file or (None if os.environ.get("RESTIC_PASSWORD") else os.environ.get("RESTIC_PASSWORD_FILE"))
+    return Path(named).read_text().strip() if named else os.environ.get("RESTIC_PASSWORD")
 
 
 def cmd_rebuild_indexes(args: argparse.Namespace) -> None:

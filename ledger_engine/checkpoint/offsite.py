@@ -25,6 +25,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -51,6 +52,7 @@ VERIFIED_TAG = "porto-verified"
 SEQUENCE_TAG = "sequence-"
 CREATED_TAG = "created-ms-"
 RESTIC_TIMEOUT_SECS = 600
+FUTURE_SKEW_MS = 60_000  # how far ahead of this host's clock a snapshot may be dated and still count
 # The password of a URL's user part (rest:https://user:password@host/): never in a log line or an error.
 _URL_PASSWORD = re.compile(r"(?<=://)([^/@:]*):[^/@]*@")
 
@@ -218,10 +220,17 @@ def snapshot_facts(snapshot: dict[str, Any]) -> dict[str, Any] | None:
             "created_at_ms": int(created[0])}
 
 
-def verified_snapshots(repository: ResticRepository) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Each ``porto-verified`` snapshot that carries Porto's tags, with its facts, oldest first."""
+def verified_snapshots(repository: ResticRepository, *, now_ms: int | None = None
+                       ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each ``porto-verified`` snapshot that carries Porto's tags, with its facts, oldest first.
+
+    A snapshot dated more than ``FUTURE_SKEW_MS`` ahead of this host's clock is not believed: as the
+    newest it would stop every later backup (its age never grows past the interval) and be restored first.
+    """
+    latest = (time.time_ns() // 1_000_000 if now_ms is None else now_ms) + FUTURE_SKEW_MS
     found = [(snapshot, snapshot_facts(snapshot)) for snapshot in repository.snapshots(VERIFIED_TAG)]
-    return sorted(((snapshot, facts) for snapshot, facts in found if facts is not None),
+    return sorted(((snapshot, facts) for snapshot, facts in found
+                   if facts is not None and facts["created_at_ms"] <= latest),
                   key=lambda pair: (pair[1]["created_at_ms"], pair[1]["sequence"]))
 
 

@@ -31,6 +31,7 @@ import httpx
 from django.conf import settings
 
 from ledger_engine.checkpoint import offsite
+from ledger_engine.errors import ErrorCode, LedgerError
 from porto_console.effects.backups import configured_repository
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +42,7 @@ RECONCILE_AGAIN_SECS = 5.0
 def recover(*, last_known_sequence: int | None, wait_secs: float, restored: bool = False) -> dict[str, Any]:
     """The whole recovery; ``restored`` skips step 1 when ``porto-ledger recover`` already ran."""
     data_dir, admission_dir = settings.LEDGER_DATA_DIR, settings.ADMISSION_DIR
-    facts = None if restored else offsite.recover(data_dir, admission_dir, repository=configured_repository())
+    facts = None if restored else offsite.recover(data_dir, admission_dir, repository=_repository_to_recover_from())
     at_restore = offsite.payments_by_state(data_dir)
     port = _free_port()
     console = _start_console(port)
@@ -57,6 +58,14 @@ def recover(*, last_known_sequence: int | None, wait_secs: float, restored: bool
               "next": f"porto-ledger --data {data_dir} dispatch resume --reason '...'"
                       if reconciled["safe_to_resume"] else "reconcile found discrepancies: keep dispatch paused"}
     return report
+
+
+def _repository_to_recover_from():
+    """The configured repository, with its own password: recovery never falls back to the demo's public one."""
+    if not settings.BACKUP_PASSWORD:
+        raise LedgerError(ErrorCode.MALFORMED_ENVELOPE,
+                          "recover needs the backup repository's password: set RESTIC_PASSWORD or RESTIC_PASSWORD_FILE")
+    return configured_repository()
 
 
 def _free_port() -> int:

@@ -100,3 +100,30 @@ def test_no_secret_of_the_workers_or_the_backup_repository_is_in_their_repr():
     for secret in ("11" * 32, "22" * 32, "worker-token-secret", "journal-secret", "repository-secret"):
         assert secret not in shown
     assert config.worker_token == "worker-token-secret" and "internal_api_url" in shown
+
+
+def test_manage_recover_never_falls_back_to_the_demo_password(settings, tmp_path):
+    from porto_console.effects import recover as recovery
+    settings.BACKUP_PASSWORD = None
+    settings.LEDGER_DATA_DIR, settings.ADMISSION_DIR = tmp_path / "ledger", tmp_path / "admission"
+    with pytest.raises(LedgerError) as refused:
+        recovery.recover(last_known_sequence=None, wait_secs=1)
+    assert refused.value.code == ErrorCode.MALFORMED_ENVELOPE and "RESTIC_PASSWORD" in refused.value.detail
+    assert not (tmp_path / "ledger").exists() and not (tmp_path / "admission").exists()
+
+
+def test_a_snapshot_dated_in_the_future_neither_stops_backups_nor_is_restored(
+        owner, admission, repository, backup_settings, tmp_path):
+    from porto_console.effects.backups import take_backup_if_due
+    real = take_backup(owner, admission, repository)
+    forged = take_backup(owner, admission, repository)
+    snapshot = next(s for s in repository.snapshots(VERIFIED_TAG)
+                    if s.get("original", s["id"]).startswith(forged["snapshot"]))
+    a_year_ahead = forged["created_at_ms"] + 365 * 24 * 3600 * 1000
+    repository.run("tag", "--set", ",".join([BACKUP_TAG, VERIFIED_TAG, f"{SEQUENCE_TAG}{forged['sequence']}",
+                                             f"{CREATED_TAG}{a_year_ahead}"]), snapshot["id"])
+    assert newest_good_backup(repository, fresh=True)["snapshot"] == real["snapshot"]
+    backup_settings.BACKUP_INTERVAL_SECS = 0  # any real backup is due now
+    assert take_backup_if_due(owner, admission, repository)["taken"] is True
+    report = recover(tmp_path / "new" / "ledger", tmp_path / "new" / "admission", repository=repository)
+    assert report["snapshot"] != forged["snapshot"]

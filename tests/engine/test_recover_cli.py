@@ -55,3 +55,24 @@ def test_recover_refuses_without_a_good_backup_or_with_a_wrong_password(tmp_path
     assert not (tmp_path / "l").exists() and not (tmp_path / "a").exists()
     both = porto_ledger("recover", "--admission", tmp_path / "a", data=tmp_path / "l")
     assert (both.status, both.lines[-1]["code"]) == (2, "MALFORMED_ENVELOPE")
+
+
+def test_recover_reads_the_password_from_the_file_restic_password_file_names(tmp_path, monkeypatch):
+    monkeypatch.delenv("RESTIC_PASSWORD", raising=False)
+    summary = staged(tmp_path, "0001")
+    repository = ResticRepository(str(tmp_path / "repository"), PASSWORD)
+    taken = upload_and_verify(repository, tmp_path / "staged" / "0001", summary)
+    (tmp_path / "password").write_text(PASSWORD + "\n")
+    report = succeeded(porto_ledger("recover", "--admission", tmp_path / "new-admission", "--repository",
+                                    repository.location, data=tmp_path / "new-ledger",
+                                    env={"RESTIC_PASSWORD_FILE": str(tmp_path / "password")})).lines[-1]
+    assert report["snapshot"] == taken["snapshot"]
+
+
+def test_recover_from_a_repository_without_any_password_is_refused_and_restores_nothing(tmp_path, monkeypatch):
+    monkeypatch.delenv("RESTIC_PASSWORD", raising=False)
+    monkeypatch.delenv("RESTIC_PASSWORD_FILE", raising=False)
+    run = porto_ledger("recover", "--admission", tmp_path / "new-admission", "--repository",
+                       str(tmp_path / "repository"), data=tmp_path / "new-ledger")
+    assert run.status != 0 and "RESTIC_PASSWORD_FILE" in str(run.lines) + run.stderr
+    assert not (tmp_path / "new-ledger").exists() and not (tmp_path / "new-admission").exists()
