@@ -1,7 +1,7 @@
 """Finding payments: by state, recipient, payment, run, transaction hash and the day they were prepared; sorted.
 
 The state index names each payment; the rest is read from the payment record and its newest attempt
-(``docs/adr/0048``). Every match is read before the page is cut, so the total and the sort cover all of them.
+(``docs/adr/0047``). Every match is read before the page is cut, so the total and the sort cover all of them.
 """
 
 from __future__ import annotations
