@@ -58,8 +58,8 @@ def new_page(chromium, live_server):
     """
     contexts = []
 
-    def open_page() -> Page:
-        context = chromium.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
+    def open_page(width: int = 1280) -> Page:
+        context = chromium.new_context(base_url=live_server.url, viewport={"width": width, "height": 900})
         contexts.append(context)
         page = context.new_page()
         page.csp_violations = []
@@ -70,6 +70,12 @@ def new_page(chromium, live_server):
     yield open_page
     for context in contexts:
         context.close()
+
+
+@pytest.fixture
+def phone(new_page) -> Page:
+    """A page 390 px wide, the narrowest screen the console is laid out for."""
+    return new_page(width=390)
 
 
 @pytest.fixture

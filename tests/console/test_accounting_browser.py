@@ -6,17 +6,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.console.browser import chromium, new_page, screenshots, sign_in_as, staff  # noqa: F401  (fixtures)
+from tests.console.browser import chromium, new_page, phone, screenshots, sign_in_as, staff  # noqa: F401  (fixtures)
 from tests.console.test_readme_walk import assert_no_sideways_scroll
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def phone(chromium, live_server):
-    context = chromium.new_context(base_url=live_server.url, viewport={"width": 390, "height": 900})
-    yield context.new_page()
-    context.close()
 
 
 def test_an_auditor_walks_from_the_trial_balance_to_an_entrys_postings_on_a_phone(phone, staff, ledger, screenshots):

@@ -6,18 +6,11 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.console.browser import chromium, new_page, sign_in_as, staff  # noqa: F401  (fixtures)
+from tests.console.browser import chromium, new_page, phone, sign_in_as, staff  # noqa: F401  (fixtures)
 from tests.console.test_accessibility import serious_violations
 from tests.console.test_readme_walk import assert_no_sideways_scroll
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def phone(chromium, live_server):
-    context = chromium.new_context(base_url=live_server.url, viewport={"width": 390, "height": 900})
-    yield context.new_page()
-    context.close()
 
 
 def test_finance_cancels_the_waiting_run_with_a_note_after_seeing_what_it_ends(phone, staff, ledger):

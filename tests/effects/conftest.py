@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from aptos_sdk.ed25519 import PrivateKey
 
+from ledger_engine.adapters.gateway import CommandGateway
+from ledger_engine.checkpoint.offsite import ResticRepository
 from porto_console.effects.aptos_rest import AptosRestClient
 from porto_console.effects.signer import Signer
 from porto_console.effects.simulated_chain import SimulatedChain
@@ -101,3 +103,23 @@ def terms(signer: Signer, sequence: int, *, amount: int = 250_000, recipient: st
     return TransferTerms(sender=signer.address, sequence_number=sequence, asset_metadata=USDC,
                          recipient=recipient, amount=amount, expiration_secs=expiration_secs,
                          chain_id=chain_id, max_gas_amount=2_000, gas_unit_price=100)
+
+
+@pytest.fixture
+def backup_settings(settings, tmp_path):
+    settings.BACKUP_STAGING_DIR = tmp_path / "staging"
+    settings.BACKUP_INTERVAL_SECS = 240
+    return settings
+
+
+@pytest.fixture
+def repository(tmp_path) -> ResticRepository:
+    return ResticRepository(str(tmp_path / "repository"), "porto-test-backup-password")
+
+
+@pytest.fixture
+def admission(tmp_path, owner):
+    """An admission directory with one evidence file and one envelope, as the gateway writes them."""
+    gateway = CommandGateway(owner, tmp_path / "admission")
+    gateway.evidence.put(b"chain said: confirmed")
+    return tmp_path / "admission"

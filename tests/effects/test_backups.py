@@ -4,33 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from ledger_engine.adapters.gateway import CommandGateway
 from ledger_engine.checkpoint.offsite import (
     BACKUP_TAG, CREATED_TAG, SEQUENCE_TAG, VERIFIED_TAG, ResticRepository, recover, stage_backup, verify_staged,
 )
 from ledger_engine.checkpoint.verify import VerificationError
 from ledger_engine.errors import ErrorCode, LedgerError
 from porto_console.effects.backups import STALE_AFTER_MS, newest_good_backup, take_backup, take_backup_if_due
-
-
-@pytest.fixture
-def backup_settings(settings, tmp_path):
-    settings.BACKUP_STAGING_DIR = tmp_path / "staging"
-    settings.BACKUP_INTERVAL_SECS = 240
-    return settings
-
-
-@pytest.fixture
-def repository(tmp_path) -> ResticRepository:
-    return ResticRepository(str(tmp_path / "repository"), "porto-test-backup-password")
-
-
-@pytest.fixture
-def admission(tmp_path, owner):
-    """An admission directory with one evidence file and one envelope, as the gateway writes them."""
-    gateway = CommandGateway(owner, tmp_path / "admission")
-    gateway.evidence.put(b"chain said: confirmed")
-    return tmp_path / "admission"
 
 
 def test_newest_good_backup_and_its_age(owner, envelopes, admission, repository, backup_settings):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from ledger_engine.adapters.gateway import CommandGateway
 from ledger_engine.checkpoint.offsite import (
     BACKUP_TAG, CREATED_TAG, SEQUENCE_TAG, VERIFIED_TAG, ResticRepository, recover,
 )
@@ -12,23 +11,6 @@ from ledger_engine.checkpoint.verify import VerificationError
 from ledger_engine.errors import ErrorCode, LedgerError
 from porto_console.effects.backups import newest_good_backup, take_backup
 from porto_console.effects.config import EffectsConfig
-
-
-@pytest.fixture
-def backup_settings(settings, tmp_path):
-    settings.BACKUP_STAGING_DIR = tmp_path / "staging"
-    return settings
-
-
-@pytest.fixture
-def repository(tmp_path) -> ResticRepository:
-    return ResticRepository(str(tmp_path / "repository"), "porto-test-backup-password")
-
-
-@pytest.fixture
-def admission(tmp_path, owner):
-    CommandGateway(owner, tmp_path / "admission").evidence.put(b"chain said: confirmed")
-    return tmp_path / "admission"
 
 
 def test_a_verified_tag_on_a_snapshot_without_porto_tags_neither_breaks_status_nor_recovery(
