@@ -51,6 +51,9 @@ class Listeners:
         with self._lock:
             self._listeners = (*self._listeners, listener)
 
+    def __bool__(self) -> bool:
+        return bool(self._listeners)
+
     def notify(self, report: GroupReport) -> None:
         for listener in self._listeners:
             try:
