@@ -38,6 +38,7 @@ def dump(chain: "SimulatedChain") -> dict[str, Any]:
                        "timestamp_us": c.timestamp_us, "success": c.success, "vm_status": c.vm_status}
                       for c in sorted(chain._committed.values(), key=lambda c: c.version)],
         "held": sorted(chain._held),
+        "transfers_before_hold": chain._transfers_before_hold,
         "faults": [{"kind": f.kind, "hold_ms": int(f.hold_seconds * 1000), "vm_status": f.vm_status}
                    for f in chain._faults],
     }
@@ -59,6 +60,7 @@ def load(chain: "SimulatedChain", state: dict[str, Any]) -> None:
                            c["success"], c["vm_status"]) for c in state["committed"]]
     chain._committed = {c.transfer.transaction_hash: c for c in committed}
     chain._held = set(state["held"])
+    chain._transfers_before_hold = state.get("transfers_before_hold")
     chain._faults = deque(Fault(f["kind"], f["hold_ms"] / 1000, f["vm_status"]) for f in state["faults"])
     assert len(chain._committed) == chain._version, "committed transactions and the version disagree"
 

@@ -94,6 +94,7 @@ class SimulatedChain:
         self._balances: dict[tuple[str, str], int] = {}
         self._committed: dict[str, Committed] = {}
         self._held: set[str] = set()
+        self._transfers_before_hold: int | None = None  # None: no hold; n: n more transfers run, later ones wait
         self._faults: deque[Fault] = deque()
         self._version = 0
         self._state_path = Path(state_path) if state_path else None
@@ -137,13 +138,32 @@ class SimulatedChain:
             self._changed = True
             self._persist()
 
-    def release(self, transaction_hash: str | None = None) -> None:
-        """Let held transactions (one, or all) execute when their turn comes."""
+    def hold_transfers_after(self, count: int) -> None:
+        """Let the next ``count`` transfers run; accept every later one but hold it until released."""
         with self._lock:
-            self._held = set() if transaction_hash is None else self._held - {transaction_hash}
+            self._transfers_before_hold = count
+            self._changed = True
+            self._persist()
+
+    def release(self, transaction_hash: str | None = None, *, count: int | None = None) -> None:
+        """Let held transactions execute when their turn comes: one, the ``count`` lowest, or all (ending a hold)."""
+        with self._lock:
+            if transaction_hash is not None:
+                self._held -= {transaction_hash}
+            elif count is not None:
+                self._held -= set(self._lowest_held(count))
+            else:
+                self._held = set()
+                self._transfers_before_hold = None
             self._changed = True
             self._execute_ready()
             self._persist()
+
+    def _lowest_held(self, count: int) -> list[str]:
+        waiting = sorted((transfer.terms.sequence_number, transfer.transaction_hash)
+                         for account in self._accounts.values() for transfer in account.mempool.values()
+                         if transfer.transaction_hash in self._held)
+        return [transaction_hash for _, transaction_hash in waiting[:count]]
 
     # Reads.
     def balance(self, asset_metadata: str, address: str) -> int:
@@ -204,14 +224,23 @@ class SimulatedChain:
             raise SubmissionRefused(fault.vm_status, "rejected by an injected fault")
         transfer = self._validate(signed_bytes)
         account = self._accounts.setdefault(transfer.terms.sender, Account())
+        resubmitted = transfer.terms.sequence_number in account.mempool
         account.mempool[transfer.terms.sequence_number] = transfer
         self._changed = True
-        if fault and fault.kind == "confirm_late":
+        if (fault and fault.kind == "confirm_late") or (not resubmitted and self._held_by_the_hold(transfer)):
             self._held.add(transfer.transaction_hash)
         log.info("%s chain: accepted %s (sender %s sequence %s)", LABEL, transfer.transaction_hash,
                  transfer.terms.sender, transfer.terms.sequence_number)
         self._execute_ready()
         return Submission(transfer, fault)
+
+    def _held_by_the_hold(self, transfer: SignedTransfer) -> bool:
+        if self._transfers_before_hold is None or transfer.is_commitment:
+            return False
+        if self._transfers_before_hold > 0:
+            self._transfers_before_hold -= 1
+            return False
+        return True
 
     def _validate(self, signed_bytes: bytes) -> SignedTransfer:
         try:

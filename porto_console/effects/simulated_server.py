@@ -92,8 +92,11 @@ class _Handler(BaseHTTPRequestHandler):
             fault = Fault(request["kind"], float(request.get("hold_seconds", 0)),
                           request.get("vm_status", "SIMULATED_REJECTION"))
             self.chain.inject(fault, int(request.get("times", 1)))
+        elif path == "/simulated/hold":
+            self.chain.hold_transfers_after(int(request["after"]))
         elif path == "/simulated/release":
-            self.chain.release(request.get("hash"))
+            count = request.get("count")
+            self.chain.release(request.get("hash"), count=None if count is None else int(count))
         elif path == "/simulated/advance":
             self.chain.advance(float(request["seconds"]))
         else:

@@ -18,14 +18,16 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import httpx
 import redis
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.records import decode_record
+from ledger_engine.errors import StorageFault
 from ledger_engine.domain.commands.money.batches import batch_key
 from ledger_engine.domain.commands.money.payments import payment_key
 from ledger_engine.layout import STATE
@@ -41,6 +43,7 @@ from tests.support import step_up
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 PAYMENTS_WORKER = "payments-worker-1"
+LIVE_VIEW_ATTEMPTS = 5  # the owner compacts while the tests look: a file can vanish between listing and opening
 WORKER_ROLES = ("dispatcher", "observer", "signer")
 COMMITMENTS_WORKER = "commitments-worker-1"
 COMMITTER_ROLES = ("committer", "observer")  # one credential anchors and observes its own commitments
@@ -104,7 +107,7 @@ class Stack:
 
     def payments(self, payment_ids: list[str]) -> list[dict[str, Any]]:
         """Several payments read through one read-only view."""
-        with RocksStore(self.data_dir, read_only=True) as store:
+        with self.live_view() as store:
             return [decode_record(store.get(STATE, payment_key(payment_id).encode())).data
                     for payment_id in payment_ids]
 
@@ -112,8 +115,22 @@ class Stack:
         return self._state(batch_key(batch_id))
 
     def _state(self, record_key: str) -> dict[str, Any]:
-        with RocksStore(self.data_dir, read_only=True) as store:
+        with self.live_view() as store:
             return decode_record(store.get(STATE, record_key.encode())).data
+
+    @contextmanager
+    def live_view(self) -> Iterator[RocksStore]:
+        """A read-only view beside the running owner, opened again if a compaction deleted a file it was opening."""
+        for attempt in range(LIVE_VIEW_ATTEMPTS):
+            try:
+                store = RocksStore(self.data_dir, read_only=True)
+                break
+            except StorageFault as fault:
+                if fault.code != "STORAGE_INCOMPLETE" or attempt == LIVE_VIEW_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.1)
+        with store:
+            yield store
 
     # Processes.
     def env(self, **extra: str) -> dict[str, str]:

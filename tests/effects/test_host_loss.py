@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import time
-from typing import Any
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
 from aptos_sdk.ed25519 import PrivateKey
@@ -37,7 +40,11 @@ from tests.effects.test_campaign import Processes, paid_on_chain, settled
 
 pytestmark = [pytest.mark.slow]
 
-RUNS = 4  # 20 payments: enough that some are still in flight when the host is lost
+RUNS = 4  # 20 payments
+# The chain runs the first few transfers and holds the rest, so the drill meets the same moment every time:
+# a backup holding confirmed payments, more confirmed after it, and the rest signed and in flight.
+CONFIRMED_FIRST = 5
+CONFIRMED_AFTER_BACKUP = 2
 ROLES = (*WORKER_ROLES, "maintenance")  # the payment worker also runs beat's backup tick
 TRANSACTION_TTL_SECS = 120
 COUNTED = re.compile(r"backup counted: sequence (\d+), snapshot (\w+)")
@@ -65,7 +72,8 @@ class DrillStack(Stack):
 def drill(tmp_path, envelopes, ssh_server):
     broker = RedisServer(tmp_path / "redis").start()
     chain = ChainProcess(tmp_path / "chain", CHAIN_ID).start()
-    backup_env = {"PORTO_BACKUP_REPOSITORY": ssh_server.repository(tmp_path / "off-host" / "repository"),
+    repository = tmp_path / "off-host" / "repository"
+    backup_env = {"PORTO_BACKUP_REPOSITORY": ssh_server.repository(repository),
                   "PORTO_BACKUP_SFTP_COMMAND": ssh_server.sftp_command,
                   "PORTO_BACKUP_INTERVAL_SECS": "2", "PORTO_BACKUP_TICK_SECS": "1"}
     stack = DrillStack(tmp_path, chain.url, broker.url(0), backup_env=backup_env)
@@ -75,6 +83,7 @@ def drill(tmp_path, envelopes, ssh_server):
     chain.control("fund", asset=USDC, address=Signer(PrivateKey.from_str(PAYER_KEY, strict=False)).address,
                   amount=str(10**15))
     processes = Processes(stack, broker, chain, {"payments-1": "payments-1"})
+    processes.repository = repository
     # The fixture world's commands went straight to the ledger with made-up digests, never through the
     # gateway, so their evidence was never stored: the only evidence no backup can hold.
     processes.fixture_evidence = referenced_evidence_of_ledger(stack.data_dir)
@@ -85,20 +94,22 @@ def drill(tmp_path, envelopes, ssh_server):
 def test_host_loss_drill_over_sftp_pays_every_payment_exactly_once(drill):
     processes, payments = drill
     stack = processes.stack
+    processes.chain.control("hold", after=CONFIRMED_FIRST)
     stack.start_console()
     start_backup = wait_until(stack.counted_backups, "the backup taken at start", timeout=120)[0]
     processes.start("payments-1")
     processes.start("beat")
-
-    def host_can_be_lost() -> bool:
-        confirmed = sum(p["state"] == "confirmed" for p in stack.payments([p["payment_id"] for p in payments]))
-        later = [sequence for sequence, _ in stack.counted_backups() if sequence > start_backup[0]]
-        with RocksStore(stack.data_dir, read_only=True) as store:
-            head = read_head(store).sequence
-        return bool(later) and 0 < confirmed < len(payments) and head > later[-1]  # some commands after it
-
-    wait_until(host_can_be_lost, "a backup holding payments while others are still in flight", timeout=360)
-    lose_everything(processes)
+    wait_until(lambda: confirmed(stack, payments) == CONFIRMED_FIRST, "the payments the chain lets through confirmed",
+               timeout=300)
+    holding = ledger_head(stack)
+    wait_until(lambda: [sequence for sequence, _ in stack.counted_backups() if sequence >= holding],
+               "a backup holding those payments while the chain holds the rest", timeout=300)
+    with off_host_repository_gone(processes.repository):
+        backed_up = max(sequence for sequence, _ in stack.counted_backups())
+        processes.chain.control("release", count=CONFIRMED_AFTER_BACKUP)
+        wait_until(lambda: confirmed(stack, payments) == CONFIRMED_FIRST + CONFIRMED_AFTER_BACKUP
+                   and ledger_head(stack) > backed_up, "payments confirmed after the newest backup", timeout=300)
+        lose_everything(processes)
     lost_at_ms = time.time_ns() // 1_000_000
     with RocksStore(stack.data_dir, read_only=True, stopped=True) as store:
         last_head = read_head(store).sequence
@@ -107,7 +118,8 @@ def test_host_loss_drill_over_sftp_pays_every_payment_exactly_once(drill):
         shutil.rmtree(directory, ignore_errors=True)
     processes.chain.start()
     processes.broker.start()
-    processes.chain.control("advance", seconds=TRANSACTION_TTL_SECS + 60)  # whatever was in flight landed or expired
+    processes.chain.control("advance", seconds=TRANSACTION_TTL_SECS + 60)  # what the chain held expires
+    processes.chain.control("release")  # and the hold ends
 
     report = manage_recover(stack, last_head)
     restored = report["restored"]
@@ -146,6 +158,31 @@ def test_host_loss_drill_over_sftp_pays_every_payment_exactly_once(drill):
         f"reconcile {report['reconcile']['observed']} in {report['reconcile_runs']} run(s); "
         f"{outcome['exactly_once']} paid exactly once, 0 twice")
     print(CAMPAIGNS[-1])
+
+
+def confirmed(stack, payments) -> int:
+    return sum(p["state"] == "confirmed" for p in stack.payments([p["payment_id"] for p in payments]))
+
+
+def ledger_head(stack) -> int:
+    with stack.live_view() as store:
+        return read_head(store).sequence
+
+
+@contextmanager
+def off_host_repository_gone(repository: Path) -> Iterator[None]:
+    """The off-host repository is out of reach for a while: every backup taken meanwhile fails and none counts.
+
+    A file takes its place, so that no backup can initialise a new repository there either.
+    """
+    away = repository.with_name(repository.name + ".away")
+    repository.rename(away)
+    repository.write_text("out of reach\n")
+    try:
+        yield
+    finally:
+        repository.unlink()
+        away.rename(repository)
 
 
 def settled_while_the_chain_moves_on(processes: Processes, stack, payments) -> bool:

@@ -120,6 +120,25 @@ def test_late_confirmation_released_after_expiry_never_lands(chain, client, fund
     assert chain.transfers() == []
 
 
+def test_a_hold_lets_the_first_transfers_run_and_releases_the_lowest_sequences_first(chain, client, funded):
+    chain.hold_transfers_after(2)
+    signed = [funded.sign(terms(funded, sequence)) for sequence in range(5)]
+    for transfer in signed:
+        client.submit(transfer.signed_bytes)
+    client.submit(signed[3].signed_bytes)  # a resubmission neither runs nor counts against the hold
+    assert [t["hash"] for t in chain.transfers()] == [t.transaction_hash for t in signed[:2]]
+    chain.release(count=2)
+    assert [t["hash"] for t in chain.transfers()] == [t.transaction_hash for t in signed[:4]]
+    late = funded.sign(terms(funded, 5))
+    client.submit(late.signed_bytes)
+    assert client.transaction(late.transaction_hash).committed is False  # the hold still applies to new ones
+    chain.release()
+    assert len(chain.transfers()) == 6
+    after = funded.sign(terms(funded, 6))
+    client.submit(after.signed_bytes)
+    assert client.transaction(after.transaction_hash).committed is True  # releasing everything ends the hold
+
+
 def test_every_answer_is_labelled_and_the_client_refuses_a_mismatch(chain_server):
     answer = httpx.get(chain_server.url + "/v1")
     assert answer.headers["X-Porto-Chain"] == "SIMULATED" and answer.json()["chain"] == "SIMULATED"
