@@ -1,7 +1,9 @@
 """The host-loss drill, end to end: payments in flight, backups over SFTP, everything killed, recover, resume.
 
 The console backs up (ledger, evidence and envelopes, encrypted by restic) to
-a repository behind a loopback ``sshd`` while a payment worker pays. Then
+a repository behind a loopback ``sshd`` while a payment worker pays. The
+simulated chain lets the first payments land and holds the rest; once a
+backup holds those, the repository goes out of reach, two more land, and
 every process is SIGKILLed and the ledger host's directories are deleted;
 the signed-payment journal, the chain and the repository survive, as they
 live elsewhere. ``manage.py recover`` restores the newest good backup from
