@@ -24,7 +24,7 @@ from ledger_engine.adapters.gateway import CommandGateway
 from ledger_engine.application.journal import Head
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
-from ledger_engine.layout import OUTBOX
+from ledger_engine.projections import effect_queries
 from porto_console.effects import dispatch
 from porto_console.operations.command_metrics import observe_commands
 
@@ -80,9 +80,9 @@ class AnnouncingGateway(CommandGateway):
         if not state["enabled"]:
             log.info("dispatch disabled (%s): not announcing %s", state["reason"], ", ".join(effect_ids))
             return
-        records = [self.ledger.get(OUTBOX, effect_id) for effect_id in effect_ids]
+        view = self.ledger.view()
         # Each effect as the internal API lists it, with the revision a claim must name.
-        dispatch.announce([{**record.data, "revision": record.revision} for record in records])
+        dispatch.announce([effect_queries.effect(view, effect_id) for effect_id in effect_ids])
 
 
 def owner() -> LedgerOwner:

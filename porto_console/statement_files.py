@@ -22,5 +22,5 @@ def chain_label() -> str:
 def statement_file_for(statement_id: str) -> tuple[str, bytes]:
     """The file's name and bytes; LedgerError (NOT_FOUND, INVALID_STATE) when the statement has none yet."""
     evidence = gateway().evidence
-    document = owner().at_boundary(lambda store: statement_file(store, evidence.get, statement_id, chain_label()))
+    document = owner().read(lambda view: statement_file(view, evidence.get, statement_id, chain_label()))
     return f"statement-{document['statement']['public_proof_id']}.json", statement_file_bytes(document)

@@ -176,6 +176,11 @@ class LedgerOwner:
         return self.executor.admitted_floor_ms
 
     # Reads. Point reads are consistent; scans read the live database (docs/adr/0002).
+    @property
+    def path(self) -> Path:
+        """The ledger's data directory."""
+        return self.store.path
+
     def head(self) -> Head:
         return self.executor.head
 

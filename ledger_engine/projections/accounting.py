@@ -22,7 +22,7 @@ from ledger_engine.keys import seq20
 from ledger_engine.layout import DELTAS, EVENTS, INDEXES, JOURNAL, STATE
 from ledger_engine.projections.money import posting_prefix
 from ledger_engine.projections.money_queries import balance
-from ledger_engine.storage.rocks import RocksStore
+from ledger_engine.projections.view import ReadableStore
 
 # The records a journal entry links to, by the prefix of their state key.
 RECORD_KINDS = {"payment_run": "run", "payment": "payment", "hold": "hold", "correction_request": "correction",
@@ -97,7 +97,7 @@ class TrialBalance:
     totals: dict[str, tuple[int, int]] = field(default_factory=dict)  # asset -> (debits, credits)
 
 
-def entry_postings(store: RocksStore, sequence: int) -> list[Posting]:
+def entry_postings(store: ReadableStore, sequence: int) -> list[Posting]:
     """Every posting line of the journal entry at ``sequence``, in event and line order."""
     postings = []
     prefix = (seq20(sequence) + "/").encode()
@@ -111,7 +111,7 @@ def entry_postings(store: RocksStore, sequence: int) -> list[Posting]:
     return postings
 
 
-def entry_records(store: RocksStore, sequence: int) -> list[TouchedRecord]:
+def entry_records(store: ReadableStore, sequence: int) -> list[TouchedRecord]:
     """The runs, payments, holds, corrections and staff changes whose state records the entry at ``sequence`` wrote."""
     raw = store.get(DELTAS, seq20(sequence).encode())
     touched = []
@@ -124,7 +124,7 @@ def entry_records(store: RocksStore, sequence: int) -> list[TouchedRecord]:
     return list(dict.fromkeys(touched))  # a correction's request and its result are one record here
 
 
-def entries_touching(store: RocksStore, kind: str, record_id: str) -> list[int]:
+def entries_touching(store: ReadableStore, kind: str, record_id: str) -> list[int]:
     """The sequences of the journal entries that wrote the record, oldest first (within the newest scan window)."""
     prefixes = [prefix for prefix, named in RECORD_KINDS.items() if named == kind]
     if not prefixes:
@@ -136,7 +136,7 @@ def entries_touching(store: RocksStore, kind: str, record_id: str) -> list[int]:
             if any(needle in raw for needle in needles)]
 
 
-def posting_accounts(store: RocksStore) -> list[tuple[str, str]]:
+def posting_accounts(store: ReadableStore) -> list[tuple[str, str]]:
     """Every ``(asset, account)`` that has been posted to, sorted."""
     found = []
     for raw_key, _ in store.scan(INDEXES, CURSOR_PREFIX):
@@ -150,7 +150,7 @@ def recipient_accounts(recipient_id: str) -> tuple[str, ...]:
     return artist_payable(recipient_id), operator_payable(recipient_id), reserved_payouts(recipient_id)
 
 
-def account_statement(store: RocksStore, accounts: tuple[str, ...], asset: str, *, from_ms: int,
+def account_statement(store: ReadableStore, accounts: tuple[str, ...], asset: str, *, from_ms: int,
                       to_ms: int) -> Statement:
     """Postings to ``accounts`` admitted in ``[from_ms, to_ms)``, each with the running net credit of them all."""
     admitted = _admission_times(store)
@@ -167,7 +167,7 @@ def account_statement(store: RocksStore, accounts: tuple[str, ...], asset: str, 
     return Statement(accounts, asset, from_ms, to_ms, opening, rows)
 
 
-def trial_balance(store: RocksStore, *, at_sequence: int | None = None) -> TrialBalance:
+def trial_balance(store: ReadableStore, *, at_sequence: int | None = None) -> TrialBalance:
     """Every account's debits and credits up to ``at_sequence`` (the head by default); each asset must balance."""
     sequence = read_head(store).sequence if at_sequence is None else at_sequence
     rows = []
@@ -185,13 +185,13 @@ def trial_balance(store: RocksStore, *, at_sequence: int | None = None) -> Trial
     return TrialBalance(sequence, rows, totals)
 
 
-def _merged_postings(store: RocksStore, accounts: tuple[str, ...], asset: str) -> Iterator[Posting]:
+def _merged_postings(store: ReadableStore, accounts: tuple[str, ...], asset: str) -> Iterator[Posting]:
     """The accounts' postings in journal order (sequence, event, line)."""
     merged = [posting for account in accounts for posting in _account_postings(store, account, asset)]
     return iter(sorted(merged, key=lambda posting: (posting.sequence, posting.event, posting.line)))
 
 
-def _account_postings(store: RocksStore, account: str, asset: str) -> Iterator[Posting]:
+def _account_postings(store: ReadableStore, account: str, asset: str) -> Iterator[Posting]:
     for raw_key, raw in store.scan(INDEXES, posting_prefix(asset, account).encode()):
         sequence, event, line = (int(part) for part in raw_key.rsplit(b"/", 3)[1:])
         posting = orjson.loads(raw)
@@ -199,7 +199,7 @@ def _account_postings(store: RocksStore, account: str, asset: str) -> Iterator[P
                       parse_amount(posting["amount"]))
 
 
-def _admission_times(store: RocksStore):
+def _admission_times(store: ReadableStore):
     cache: dict[int, int] = {}
 
     def admitted(sequence: int) -> int:

@@ -47,6 +47,11 @@ def waiting(view: LedgerView) -> Waiting:
     )
 
 
+def open_hold_raised_times(view: LedgerView) -> list[int]:
+    """When each open hold was raised (ms since the epoch), in the open-holds index's order."""
+    return [hold["raised_at_ms"] for _components, hold in view.entries(OPEN_HOLD_PREFIX)]
+
+
 def daily_amounts(view: LedgerView) -> dict[str, dict[int, int]]:
     """Allocated, reserved and paid amounts by allocation day, from every recipient's allocation lines."""
     series: dict[str, Counter] = {name: Counter() for name in DAILY_SERIES}

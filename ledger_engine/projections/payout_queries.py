@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ledger_engine.amounts import checked_sum, format_amount, parse_amount
 from ledger_engine.domain.commands.money.payments import IN_FLIGHT
@@ -25,8 +25,10 @@ from ledger_engine.domain.commands.money.payout_runs import run_hash
 from ledger_engine.domain.commands.money.statements import covers
 from ledger_engine.domain.schema.money_allocation import line_key
 from ledger_engine.domain.schema.money_payouts import (
-    STATEMENT_PREFIX, Batch, Recipient, attempt_key, batch_key, payment_key, recipient_key, run_key,
+    ATTEMPT_PREFIX, BATCH_PREFIX, STATEMENT_PREFIX, Batch, Payment, Recipient, RecipientUpdate, attempt_key, batch_key,
+    payment_key, recipient_key, run_key, update_key,
 )
+from ledger_engine.domain.view import Record
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 from ledger_engine.projections.payouts import (
@@ -36,6 +38,9 @@ from ledger_engine.projections.view import LedgerView
 
 PAYABLE_LINE_PREFIX = key("payable_line") + "/"
 EFFECT_STATUS_PREFIX = key("effect_by_status") + "/"
+RECIPIENT_PREFIX = key("recipient") + "/"
+IN_FLIGHT_OUTCOMES = ("pending", "submitted")  # attempts that may still land
+IN_FLIGHT_BATCH_STATES = ("submitted", "uncertain")  # batches whose anchor was broadcast but not yet observed
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,3 +308,85 @@ def outbox_backlog(view: LedgerView) -> dict[str, dict[str, int]]:
     for (status, kind), count in sorted(counts.items()):
         backlog.setdefault(status, {})[kind] = count
     return backlog
+
+
+def recipient(view: LedgerView, recipient_id: str) -> Recipient | None:
+    record = view.record(recipient_key(recipient_id))
+    return record.data if record else None
+
+
+def recipients(view: LedgerView) -> list[Recipient]:
+    return [record.data for _key, record in view.records(RECIPIENT_PREFIX)]
+
+
+def recipient_update(view: LedgerView, recipient_id: str, update_id: str) -> RecipientUpdate | None:
+    record = view.record(update_key(recipient_id, update_id))
+    return record.data if record else None
+
+
+def payment_with_attempts(view: LedgerView, payment_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The payment and its signed attempts, each with its revision; ``(None, [])`` when there is no such payment."""
+    record = view.record(payment_key(payment_id))
+    if record is None:
+        return None, []
+    attempts = [view.record(attempt_key(attempt_id)) for attempt_id in record.data["attempt_ids"]]
+    return _with_revision(record), [_with_revision(attempt) for attempt in attempts]
+
+
+def in_flight_attempts(view: LedgerView, *, cursor: str | None = None,
+                       limit: int = 50) -> tuple[list[dict[str, Any]], str | None]:
+    """Attempts that may still land, in attempt ID order after ``cursor``, and the next cursor."""
+    return _page(view, ATTEMPT_PREFIX, "attempt_id", cursor, limit,
+                 lambda attempt: attempt["outcome"] in IN_FLIGHT_OUTCOMES)
+
+
+def in_flight_batches(view: LedgerView, *, cursor: str | None = None,
+                      limit: int = 50) -> tuple[list[dict[str, Any]], str | None]:
+    """Batches whose anchor was broadcast and not yet observed, in batch ID order after ``cursor``."""
+    return _page(view, BATCH_PREFIX, "batch_id", cursor, limit,
+                 lambda batch: batch["state"] in IN_FLIGHT_BATCH_STATES and batch["transaction_hash"] is not None)
+
+
+def _page(view: LedgerView, prefix: str, id_field: str, cursor: str | None, limit: int,
+          wanted: Callable[[dict[str, Any]], bool]) -> tuple[list[dict[str, Any]], str | None]:
+    found: list[dict[str, Any]] = []
+    for _key, record in view.records(prefix, after=prefix + cursor if cursor else None):
+        if wanted(record.data):
+            if len(found) == limit:
+                return found, found[-1][id_field]
+            found.append(_with_revision(record))
+    return found, None
+
+
+def _with_revision(record: Record) -> dict[str, Any]:
+    return {**record.data, "revision": record.revision}
+
+
+def payment_search_rows(view: LedgerView, states: tuple[str, ...],
+                        keep: Callable[[PaymentListing], bool]) -> list[dict[str, Any]]:
+    """Each payment in ``states`` whose listing ``keep`` accepts, with its newest transaction hash and paid time.
+
+    ``keep`` sees only the state index's listing, so it rules payments out before their records are read.
+    """
+    found = []
+    for state in states:
+        for listing in payments(view, state):
+            record = view.record(payment_key(listing.payment_id)) if keep(listing) else None
+            if record is not None:
+                found.append(_search_row(view, record.data))
+    return found
+
+
+def _search_row(view: LedgerView, payment: Payment) -> dict[str, Any]:
+    attempts = [view.record(attempt_key(attempt_id)) for attempt_id in payment["attempt_ids"]]
+    attempts = [attempt.data for attempt in attempts if attempt is not None]
+    paid = next((attempt for attempt in attempts if attempt["attempt_id"] == payment.get("paid_attempt_id")), None)
+    return {
+        "payment_id": payment["payment_id"], "state": payment["state"], "run_id": payment["run_id"],
+        "recipient_id": payment["recipient_id"], "amount": payment["amount"], "asset": payment["asset"],
+        "recipient_version": payment["recipient_version"], "payout_address": payment["payout_address"],
+        "held_for": payment.get("held_for"), "prepared_at_ms": payment["created"]["at_ms"],
+        "paid_at_ms": paid.get("observed_at_ms") if paid else None,
+        "transaction_hash": attempts[-1]["transaction_hash"] if attempts else None,
+        "transaction_hashes": [attempt["transaction_hash"] for attempt in attempts],
+    }

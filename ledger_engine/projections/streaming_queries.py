@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ledger_engine.domain.commands.streaming.keys import listener_day_key, node_health_key, node_key, session_key
+from ledger_engine.domain.commands.streaming.keys import (
+    hold_key, listener_day_key, node_health_key, node_key, receipt_key, session_key,
+)
 from ledger_engine.domain.view import Record
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import INDEXES, STATE
@@ -66,6 +68,26 @@ def session_evidence(reader: Reader, session_id: str) -> dict[str, Any] | None:
         "holds": evidence["hold"],
         "nodes": {node_id: _data(reader, node_key(node_id)) for node_id in node_ids},
     }
+
+
+def hold_detail(reader: Reader, hold_id: str) -> dict[str, Any] | None:
+    """The hold with its revision, its receipt, and everything recorded about its session."""
+    record = reader.get(STATE, hold_key(hold_id))
+    if record is None:
+        return None
+    hold = record.data
+    return {"hold": hold, "revision": record.revision, "receipt": _data(reader, receipt_key(hold["receipt_id"])),
+            "evidence": session_evidence(reader, hold["session_id"])}
+
+
+def hold_revision(reader: Reader, hold_id: str) -> int | None:
+    record = reader.get(STATE, hold_key(hold_id))
+    return record.revision if record else None
+
+
+def expected_hold_revision(hold_id: str, revision: int) -> dict[str, Any]:
+    """What a decision on ``hold_id`` expects of it: the revision its reviewer saw."""
+    return {"cf": STATE, "key": hold_key(hold_id), "revision": revision}
 
 
 def current_decision(reader: Reader, receipt_id: str) -> dict[str, Any] | None:

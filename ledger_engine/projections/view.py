@@ -37,6 +37,13 @@ class LedgerView:
             raise LedgerError(ErrorCode.NOT_FOUND, "no initialised ledger")
         self.sequence: int = orjson.loads(raw)["sequence"]
 
+    def get(self, family: str, key: bytes) -> bytes | None:
+        """A raw value, for the selectors that read the journal, deltas and events (accounting, journal_queries)."""
+        return self._store.get(family, key)
+
+    def scan(self, family: str, prefix: bytes = b"", start: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        return self._store.scan(family, prefix, start)
+
     def record(self, key: str) -> Record | None:
         raw = self._store.get(STATE, key.encode())
         return decode_record(raw) if raw is not None else None
@@ -48,15 +55,21 @@ class LedgerView:
             raise LedgerError(ErrorCode.NOT_FOUND, f"{what} does not exist")
         return record.data
 
-    def records(self, prefix: str) -> Iterator[tuple[str, Record]]:
-        for raw_key, raw in self._store.scan(STATE, prefix.encode()):
+    def records(self, prefix: str, *, after: str | None = None) -> Iterator[tuple[str, Record]]:
+        """State records under ``prefix`` in key order, those after the key ``after`` where given."""
+        start = (after + "\x00").encode() if after is not None else None
+        for raw_key, raw in self._store.scan(STATE, prefix.encode(), start):
             yield raw_key.decode(), decode_record(raw)
 
     def effect(self, effect_id: str) -> dict[str, Any]:
-        raw = self._store.get(OUTBOX, effect_id.encode())
-        if raw is None:
+        found = self.effect_record(effect_id)
+        if found is None:
             raise LedgerError(ErrorCode.NOT_FOUND, f"effect {effect_id} does not exist")
-        return decode_record(raw).data
+        return found.data
+
+    def effect_record(self, effect_id: str) -> Record | None:
+        raw = self._store.get(OUTBOX, effect_id.encode())
+        return decode_record(raw) if raw is not None else None
 
     def entry(self, key: str) -> dict[str, Any] | None:
         raw = self._store.get(INDEXES, key.encode())

@@ -15,12 +15,9 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.domain.commands.money.payments import MACHINE as PAYMENT_MACHINE
 from ledger_engine.domain.ruleset import ASSETS
-from ledger_engine.layout import INDEXES
-from ledger_engine.projections.payouts import payment_state_prefix
+from ledger_engine.projections import overview_queries, payout_queries
 from porto_console.console.labels import human
-from porto_console.console.services.rows import count, rows
 
 DAY_MS = 86_400_000
 HOUR_MS = 3_600_000
@@ -75,15 +72,15 @@ def money_per_day(daily: dict[str, dict[int, int]], asset: str = "USDC") -> Char
 def holds_by_age(ledger: LedgerOwner, now_ms: int | None = None) -> Chart:
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     buckets: Counter = Counter()
-    for _key, hold in rows(ledger, INDEXES, "hold_open/"):
-        waited = max(now_ms - hold["raised_at_ms"], 0)
+    for raised_at_ms in overview_queries.open_hold_raised_times(ledger.view()):
+        waited = max(now_ms - raised_at_ms, 0)
         buckets[next(label for label, below in HOLD_AGES if below is None or waited < below)] += 1
     labels = [label for label, _ in HOLD_AGES]
     return Chart("chart-holds", "Open holds by age", "bar", "Waiting", labels, [Series("Open holds", [buckets[label] for label in labels])])
 
 
 def payments_by_state(ledger: LedgerOwner) -> Chart:
-    counted = {state: count(ledger, INDEXES, payment_state_prefix(state)) for state in PAYMENT_MACHINE.transitions}
+    counted = payout_queries.payment_counts(ledger.view())
     shown = [state for state, number in counted.items() if number]
     return Chart("chart-payments", "Payments by state", "doughnut", "State", [human(state) for state in shown],
                  [Series("Payments", [counted[state] for state in shown])])

@@ -17,8 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.demo.builder import DEMO_STEP_UP_KEY
-from ledger_engine.domain.step_up import VERIFIER_KEY
-from ledger_engine.layout import STATE
+from ledger_engine.projections import account_queries
 from porto_console.console import stepup
 from porto_console.console.services.demo import is_demo
 
@@ -60,9 +59,9 @@ def _step_up_problems(ledger: LedgerOwner) -> list[str]:
         return [str(error)]
     if ours is None:
         return ["PORTO_STEP_UP_KEY is not set: nobody could approve anything"]
-    trusted = ledger.get(STATE, VERIFIER_KEY)
-    if trusted is not None and trusted.data["public_key"] != ours:
-        return [f"the ledger trusts step-up key {trusted.data['public_key']}, not this console's {ours}: "
+    trusted = account_queries.trusted_step_up_key(ledger.view())
+    if trusted is not None and trusted != ours:
+        return [f"the ledger trusts step-up key {trusted}, not this console's {ours}: "
                 "approvals would all be refused"]
     return []
 

@@ -31,7 +31,6 @@ from django.conf import settings
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.checkpoint.offsite import ResticRepository, newest_verified, stage_backup, upload_and_verify
 from ledger_engine.errors import LedgerError
-from ledger_engine.keys import seq20
 
 log = logging.getLogger("porto.effects.backups")
 
@@ -61,9 +60,9 @@ def take_backup(owner: LedgerOwner, admission_dir: str | os.PathLike,
     staging_root.mkdir(parents=True, exist_ok=True)
     with _taking:
         _clear(staging_root)
-        stage = Path(tempfile.mkdtemp(prefix=f"{seq20(owner.head().sequence)}-", dir=staging_root))
+        stage = Path(tempfile.mkdtemp(prefix=f"{owner.head().sequence:020d}-", dir=staging_root))
         try:
-            summary = stage_backup(owner.checkpoint, owner.store.path, Path(admission_dir), stage / "backup")
+            summary = stage_backup(owner.checkpoint, owner.path, Path(admission_dir), stage / "backup")
             taken = upload_and_verify(repository, stage / "backup", summary)
         finally:
             shutil.rmtree(stage, ignore_errors=True)

@@ -19,10 +19,9 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Path, Router
 
-from ledger_engine.envelope import UUID_PATTERN
+from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.keys import IDENTIFIER_PATTERN
-from ledger_engine.layout import OUTBOX
+from ledger_engine.projections.effect_queries import expected_effect_revision
 from porto_console.internal_api.errors import ApiCode, ApiError
 from porto_console.internal_api.models import WorkerCredential
 from porto_console.internal_api.schemas import ERROR_RESPONSES, CommandRequest, EffectClaimRequest, OutcomeOut
@@ -88,7 +87,7 @@ def claim_effect(request: HttpRequest, claim: EffectClaimRequest,
         "command_id": claim.command_id,
         "command_type": "ClaimEffect",
         "payload": {"effect_id": effect_id, "expires_at_ms": claim.expires_at_ms},
-        "expected_revisions": [{"cf": OUTBOX, "key": effect_id, "revision": claim.expected_revision}],
+        "expected_revisions": [expected_effect_revision(effect_id, claim.expected_revision)],
         "evidence_hashes": [],
     })
 

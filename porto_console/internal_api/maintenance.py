@@ -11,8 +11,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router
 
-from ledger_engine.domain.actors import actor_key
-from ledger_engine.layout import STATE
+from ledger_engine.projections import account_queries
 from porto_console.effects.backups import take_backup_if_due
 from porto_console.internal_api.errors import ApiCode, ApiError
 from porto_console.internal_api.models import WorkerCredential
@@ -26,8 +25,7 @@ MAINTENANCE_ROLE = "maintenance"
 
 def require_role(credential: WorkerCredential, role: str) -> None:
     """The credential's ledger actor is active and holds ``role``: the ledger's roles, not the credential's."""
-    actor = owner().get(STATE, actor_key(credential.actor_id))
-    if actor is None or actor.data["status"] != "active" or role not in actor.data["roles"]:
+    if role not in account_queries.actor_roles(owner().view(), credential.actor_id):
         raise ApiError(ApiCode.COMMAND_NOT_ALLOWED, f"worker {credential.name} acts as {credential.actor_id}, "
                                                     f"which does not hold the {role} role")
 

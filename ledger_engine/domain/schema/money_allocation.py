@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from ledger_engine.keys import key, seq20
 
@@ -107,6 +107,22 @@ class Correction(TypedDict):
     refunded: str
     refunded_unallocated: str
     recorded_at_ms: int
+    correlation_id: str
+    created: Created
+
+
+class CorrectionRequest(TypedDict, total=False):
+    """A correction as requested and frozen, waiting for a second finance user's decision."""
+
+    correction_id: str
+    budget_id: str
+    reason: str
+    reverses: list[dict[str, Any]]  # each reversed line as frozen, by ``line_id``
+    request_hash: str
+    status: Literal["requested", "approved", "declined"]
+    requested_by: str
+    requested_at_ms: int
+    decision: dict[str, Any] | None
     correlation_id: str
     created: Created
 

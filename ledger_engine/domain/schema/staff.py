@@ -37,6 +37,19 @@ class StaffChange(TypedDict):
     decision: dict[str, Any] | None
 
 
+class StaffCredentials(TypedDict, total=False):
+    """Whether a staff member's own credentials are set, or wait for them after an enrolment link or a reset."""
+
+    account_id: str
+    status: Literal["pending", "enrolled"]
+    reset: str | None  # the factor a reset cleared; None for a new account's first enrolment
+    staff_change_id: str | None
+    link_id: str
+    link_issued_by: str
+    since_ms: int
+    enrolled_at_ms: int
+
+
 def actor_key(actor_id: str) -> str:
     return key("actor", actor_id)
 

@@ -2,60 +2,36 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.application.pending import PendingBatch
-from ledger_engine.domain.actors import GUARDED_ROLES, actor_key, four_eyes_governance
-from ledger_engine.domain.changes import Changes
-from ledger_engine.domain.commands.accounts import account_key, identity_digest, recipient_key
-from ledger_engine.layout import STATE
+from ledger_engine.domain.actors import GUARDED_ROLES
+from ledger_engine.domain.commands.accounts import identity_digest
+from ledger_engine.domain.schema.money_payouts import Recipient
+from ledger_engine.projections import account_queries, payout_queries
+from ledger_engine.projections.account_queries import AccountRecord as Account
 from porto_console.console.commands import CommandRequest
-from porto_console.console.services.rows import records
 
-
-@dataclass(frozen=True)
-class Account:
-    account_id: str
-    revision: int
-    data: dict[str, Any]
-
-    @property
-    def roles(self) -> list[str]:
-        return self.data["roles"]
-
-    @property
-    def active(self) -> bool:
-        return self.data["status"] == "active"
-
-
-def accounts(ledger: LedgerOwner, *, kind: str = "", status: str = "", role: str = "") -> Iterator[Account]:
-    for _key, revision, data in records(ledger, "account/"):
-        if (kind and data["kind"] != kind) or (status and data["status"] != status) or (role and role not in data["roles"]):
-            continue
-        yield Account(data["account_id"], revision, data)
+def accounts(ledger: LedgerOwner, *, kind: str = "", status: str = "", role: str = "") -> list[Account]:
+    return account_queries.accounts(ledger.view(), kind=kind, status=status, role=role)
 
 
 def account(ledger: LedgerOwner, account_id: str) -> Account | None:
-    record = ledger.get(STATE, account_key(account_id))
-    return Account(account_id, record.revision, record.data) if record else None
+    return account_queries.account(ledger.view(), account_id)
 
 
-def recipient(ledger: LedgerOwner, account_id: str) -> dict[str, Any] | None:
-    record = ledger.get(STATE, recipient_key(account_id))
-    return record.data if record else None
+def recipient(ledger: LedgerOwner, account_id: str) -> Recipient | None:
+    return payout_queries.recipient(ledger.view(), account_id)
 
 
 def actor_roles(ledger: LedgerOwner, account_id: str) -> list[str]:
     """The roles the ledger checks for this actor (empty unless active)."""
-    record = ledger.get(STATE, actor_key(account_id))
-    return record.data["roles"] if record and record.data["status"] == "active" else []
+    return account_queries.actor_roles(ledger.view(), account_id)
 
 
 def four_eyes(ledger: LedgerOwner) -> bool:
     """Whether guarded staff changes need two admins now: the ledger's own rule, read at this moment."""
-    return four_eyes_governance(Changes(base=PendingBatch(ledger.store)))
+    return account_queries.four_eyes(ledger.view())
 
 
 def guarded(roles) -> list[str]:
@@ -69,7 +45,7 @@ def provision(*, account_id: str, kind: str, identity: str, roles: list[str],
     if payout_address:
         payload["payout_address"] = payout_address
     return CommandRequest("RegisterAccount", payload,
-                          expected_revisions=[{"cf": STATE, "key": account_key(account_id), "revision": None}])
+                          expected_revisions=[account_queries.expected_account_revision(account_id, None)])
 
 
 def change(current: Account, *, roles: list[str], active: bool, seen_revision: int) -> CommandRequest:
@@ -81,4 +57,4 @@ def change(current: Account, *, roles: list[str], active: bool, seen_revision: i
                "identity_digest": current.data["identity_digest"], "roles": sorted(roles),
                "status": "active" if active else "deactivated"}
     return CommandRequest("RegisterAccount", payload, expected_revisions=[
-        {"cf": STATE, "key": account_key(current.account_id), "revision": seen_revision}])
+        account_queries.expected_account_revision(current.account_id, seen_revision)])

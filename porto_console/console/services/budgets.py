@@ -2,36 +2,26 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from typing import Any, Iterator
+from typing import Any
 
 from ledger_engine.amounts import checked_sum, parse_amount
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.commands.money.lines import FUNDING_TERMS, HOLDING_TERMS
-from ledger_engine.keys import key
-from ledger_engine.layout import INDEXES
-from porto_console.console.services.rows import rows
-
-LINE_COLUMNS = ("payable", "reserved", "paid")
+from ledger_engine.projections import budget_queries
 
 
-def budgets(ledger: LedgerOwner, *, balanced: str = "") -> Iterator[dict[str, Any]]:
+def budgets(ledger: LedgerOwner, *, balanced: str = "") -> list[dict[str, Any]]:
     """Budgets with both sides of ``funded + additions == unallocated + outstanding + paid + refunds_reversals``."""
-    for index_key, summary in rows(ledger, INDEXES, key("budget_summary") + "/"):
-        if balanced and summary["balanced"] != (balanced == "yes"):
-            continue
-        yield {"budget_id": index_key.rsplit("/", 1)[1], **summary,
-               "funding": [(term, summary[term]) for term in FUNDING_TERMS],
-               "holding": [(term, summary[term]) for term in HOLDING_TERMS],
-               "funding_total": str(checked_sum(parse_amount(summary[term]) for term in FUNDING_TERMS)),
-               "holding_total": str(checked_sum(parse_amount(summary[term]) for term in HOLDING_TERMS))}
+    return [{**summary,
+             "funding": [(term, summary[term]) for term in FUNDING_TERMS],
+             "holding": [(term, summary[term]) for term in HOLDING_TERMS],
+             "funding_total": str(checked_sum(parse_amount(summary[term]) for term in FUNDING_TERMS)),
+             "holding_total": str(checked_sum(parse_amount(summary[term]) for term in HOLDING_TERMS))}
+            for summary in budget_queries.budget_summaries(ledger.view())
+            if not balanced or summary["balanced"] == (balanced == "yes")]
 
 
 def recipient_balances(ledger: LedgerOwner) -> list[dict[str, Any]]:
     """Per recipient: allocation lines payable, reserved in approved runs, and paid; by recipient ID."""
-    totals: dict[str, Counter] = defaultdict(Counter)
-    for index_key, line in rows(ledger, INDEXES, key("recipient_line") + "/"):
-        if line["status"] in LINE_COLUMNS:
-            totals[index_key.split("/")[1]][line["status"]] += parse_amount(line["amount"])
-    return [{"recipient_id": recipient_id, **{column: str(totals[recipient_id][column]) for column in LINE_COLUMNS}}
-            for recipient_id in sorted(totals)]
+    return [{"recipient_id": recipient_id, **{column: str(amount) for column, amount in totals.items()}}
+            for recipient_id, totals in budget_queries.recipient_totals(ledger.view()).items()]

@@ -8,16 +8,13 @@ the approver was shown: the ledger refuses any other content.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, get_args
+from typing import Any, get_args
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.domain.commands.money.corrections import DeclineReason, Reason, request_key
-from ledger_engine.domain.commands.money.lines import line_key
+from ledger_engine.domain.commands.money.corrections import DeclineReason, Reason
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.layout import INDEXES, STATE
-from ledger_engine.projections.money import correction_request_prefix
+from ledger_engine.projections import budget_queries, correction_queries
 from porto_console.console.commands import CommandRequest
-from porto_console.console.services.rows import records, rows
 
 STATUSES = ("requested", "approved", "declined")
 REASONS = get_args(Reason)
@@ -29,22 +26,20 @@ def correction_id_for(command_id: str) -> str:
 
 
 def budget_ids(ledger: LedgerOwner) -> list[str]:
-    return sorted(budget["budget_id"] for _key, _revision, budget in records(ledger, "budget/"))
+    return budget_queries.budget_ids(ledger.view())
 
 
-def corrections(ledger: LedgerOwner, status: str) -> Iterator[dict[str, Any]]:
-    for index_key, entry in rows(ledger, INDEXES, correction_request_prefix(status)):
-        yield {"correction_id": index_key.rsplit("/", 1)[1], "status": status, **entry}
+def corrections(ledger: LedgerOwner, status: str) -> list[dict[str, Any]]:
+    return correction_queries.corrections(ledger.view(), status)
 
 
 def correction(ledger: LedgerOwner, correction_id: str) -> dict[str, Any] | None:
     """The request as frozen, and each line it names as it is now."""
-    record = ledger.get(STATE, request_key(correction_id))
-    if record is None:
+    view = ledger.view()
+    request = correction_queries.request(view, correction_id)
+    if request is None:
         return None
-    request = record.data
-    lines = [ledger.get(STATE, line_key(line["line_id"])).data for line in request["reverses"]]
-    return {"correction": request, "lines_now": lines}
+    return {"correction": request, "lines_now": correction_queries.lines_now(view, request)}
 
 
 def request_correction(command_id: str, budget_id: str, reason: str, reverses: list[str],
@@ -63,9 +58,9 @@ def approve(correction_id: str, seen_hash: str) -> CommandRequest:
 
 
 def decline(ledger: LedgerOwner, correction_id: str, reason: str) -> CommandRequest:
-    record = ledger.get(STATE, request_key(correction_id))
-    if record is None:
+    request = correction_queries.request(ledger.view(), correction_id)
+    if request is None:
         raise LedgerError(ErrorCode.NOT_FOUND, f"correction {correction_id} does not exist")
     return CommandRequest("DecideCorrection", {"correction_id": correction_id,
-                                               "request_hash": record.data["request_hash"], "action": "decline",
+                                               "request_hash": request["request_hash"], "action": "decline",
                                                "decline_reason": reason})

@@ -28,11 +28,9 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
-from ledger_engine.domain.actors import account_key
 from ledger_engine.domain.commands.accounts import identity_digest
 from ledger_engine.domain.commands.profile_changes import FACTORS_FOR
-from ledger_engine.domain.commands.staff_changes import credentials_key
-from ledger_engine.layout import STATE
+from ledger_engine.projections import account_queries
 from porto_console.console import commands
 from porto_console.console.commands import CommandRequest
 from porto_console.console.models import EnrolmentLink
@@ -66,15 +64,16 @@ def link_request(account_id: str, link_id: str) -> CommandRequest:
 
 def pending_factors(ledger: LedgerOwner, account_id: str) -> list[str]:
     """What the owner's next enrolment sets: both for a new account, else the factor that was reset."""
-    record = ledger.get(STATE, credentials_key(account_id))
-    return FACTORS_FOR[record.data["reset"] if record else None]
+    credentials = account_queries.credentials(ledger.view(), account_id)
+    return FACTORS_FOR[credentials["reset"] if credentials else None]
 
 
 def require_not_enrolled(ledger: LedgerOwner, user: User) -> None:
     """One admin sends a link only to someone who has not set credentials, or whose reset two admins approved."""
-    record = ledger.get(STATE, credentials_key(user.username))
-    pending = record is not None and record.data["status"] == "pending"
-    enrolled = (record is not None and record.data["status"] == "enrolled") or (record is None and has_enrolled(user))
+    credentials = account_queries.credentials(ledger.view(), user.username)
+    pending = credentials is not None and credentials["status"] == "pending"
+    enrolled = (credentials is not None and credentials["status"] == "enrolled") or (credentials is None
+                                                                                     and has_enrolled(user))
     if enrolled and not pending:
         raise EnrolmentRefused(f"{user.username} has enrolled already: new credentials need a reset, which a "
                                "second admin approves")
@@ -82,7 +81,7 @@ def require_not_enrolled(ledger: LedgerOwner, user: User) -> None:
 
 def require_deliverable(ledger: LedgerOwner, user: User) -> None:
     """The link goes only to the address the ledger's identity digest was made of."""
-    account = ledger.get(STATE, account_key(user.username))
+    account = account_queries.account(ledger.view(), user.username)
     if account is None or not user.email or identity_digest("staff", user.email) != account.data["identity_digest"]:
         raise EnrolmentRefused(f"{user.username}'s email on file is not the identity their ledger account was "
                                "provisioned with, so no enrolment link can be sent")
@@ -120,11 +119,11 @@ def status(ledger: LedgerOwner, user: User | None) -> EnrolmentStatus:
     """What the account's page tells an admin: never the link, only where it went and whether it is still open."""
     if user is None:
         return EnrolmentStatus("no console user")
-    record = ledger.get(STATE, credentials_key(user.username))
-    if record is not None and record.data["status"] == "enrolled":
+    credentials = account_queries.credentials(ledger.view(), user.username)
+    if credentials is not None and credentials["status"] == "enrolled":
         return EnrolmentStatus("enrolled")
     link = EnrolmentLink.objects.filter(user=user, revoked_at=None).order_by("-created_at").first()
-    if record is None and link is None:
+    if credentials is None and link is None:
         return EnrolmentStatus("enrolled" if user.has_usable_password() else "not enrolled")
     if link is None:
         return EnrolmentStatus("pending")

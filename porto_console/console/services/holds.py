@@ -13,9 +13,7 @@ from typing import Any, get_args
 from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.commands.streaming.holds import DecisionReason, HoldReason
-from ledger_engine.domain.commands.streaming.keys import hold_key, receipt_key
 from ledger_engine.errors import ErrorCode
-from ledger_engine.layout import STATE
 from ledger_engine.projections import streaming_queries
 from porto_console.console.commands import CommandRequest
 from porto_console.ledger import gateway
@@ -37,13 +35,7 @@ def counts(ledger: LedgerOwner) -> dict[str, int]:
 
 def detail(ledger: LedgerOwner, hold_id: str) -> dict[str, Any] | None:
     """The hold, its receipt, and everything recorded about its session."""
-    record = ledger.get(STATE, hold_key(hold_id))
-    if record is None:
-        return None
-    hold = record.data
-    receipt = ledger.get(STATE, receipt_key(hold["receipt_id"]))
-    return {"hold": hold, "revision": record.revision, "receipt": receipt.data if receipt else None,
-            "evidence": streaming_queries.session_evidence(ledger, hold["session_id"])}
+    return streaming_queries.hold_detail(ledger, hold_id)
 
 
 def decide(hold_id: str, decision: str, reason: str, seen_revision: int, note: str = "") -> CommandRequest:
@@ -53,7 +45,7 @@ def decide(hold_id: str, decision: str, reason: str, seen_revision: int, note: s
         payload["note_digest"] = gateway().evidence.put(note.encode())
         evidence.append(payload["note_digest"])
     return CommandRequest("DecideHold", payload, evidence_hashes=evidence,
-                          expected_revisions=[{"cf": STATE, "key": hold_key(hold_id), "revision": seen_revision}])
+                          expected_revisions=[streaming_queries.expected_hold_revision(hold_id, seen_revision)])
 
 
 def bulk_command_id(bulk_id: str, hold_id: str) -> str:
@@ -61,5 +53,4 @@ def bulk_command_id(bulk_id: str, hold_id: str) -> str:
 
 
 def current_revision(ledger: LedgerOwner, hold_id: str) -> int | None:
-    record = ledger.get(STATE, hold_key(hold_id))
-    return record.revision if record else None
+    return streaming_queries.hold_revision(ledger, hold_id)

@@ -12,9 +12,7 @@ import orjson
 from ledger_engine.application.journal import recompute_entry_hash
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.canonical import ZERO_HASH, canonical_bytes, sha256_hex
-from ledger_engine.keys import seq20
-from ledger_engine.layout import EVENTS
-from porto_console.console.services.rows import rows
+from ledger_engine.projections import journal_queries
 
 PAGE_ENTRIES = 50
 SCAN_LIMIT = 10_000  # entries one journal page may look through for filter matches
@@ -67,7 +65,7 @@ def window(ledger: LedgerOwner, head: int, *, before: int | None = None, command
 
 
 def entry_events(ledger: LedgerOwner, sequence: int) -> list[dict[str, Any]]:
-    return [event for _, event in rows(ledger, EVENTS, seq20(sequence) + "/")]
+    return journal_queries.entry_events(ledger.view(), sequence)
 
 
 def verify_range(ledger: LedgerOwner, first: int, last: int) -> RangeCheck:

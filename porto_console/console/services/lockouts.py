@@ -15,9 +15,8 @@ from axes.models import AccessAttempt
 from django.conf import settings
 from django.db.models import QuerySet
 
-from ledger_engine.domain.actors import account_key
-from ledger_engine.keys import IDENTIFIER_PATTERN
-from ledger_engine.layout import STATE
+from ledger_engine.envelope import IDENTIFIER_PATTERN
+from ledger_engine.projections import account_queries
 from porto_console.console.commands import CommandRequest
 from porto_console.ledger import owner
 
@@ -34,7 +33,7 @@ def clearance(command_id: str, attempt: AccessAttempt) -> CommandRequest:
     payload = {"clearance_id": f"lockout-{command_id}", "username_digest": _digest("username", username),
                "address_digest": _digest("address", attempt.ip_address or ""),
                "failures": attempt.failures_since_start}
-    if re.fullmatch(IDENTIFIER_PATTERN, username) and owner().get(STATE, account_key(username)) is not None:
+    if re.fullmatch(IDENTIFIER_PATTERN, username) and account_queries.account(owner().view(), username) is not None:
         payload["account_id"] = username
     return CommandRequest("RecordLockoutCleared", payload)
 

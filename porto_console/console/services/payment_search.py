@@ -8,16 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.domain.commands.money.attempts import attempt_key
-from ledger_engine.domain.commands.money.payments import payment_key
-from ledger_engine.layout import INDEXES, STATE
-from ledger_engine.projections.payouts import payment_state_prefix
+from ledger_engine.projections import payout_queries
+from ledger_engine.projections.payout_queries import PaymentListing
 from porto_console.console.services.payouts import PAYMENT_STATES
-from porto_console.console.services.rows import rows
 
 DAY_MS = 86_400_000
 DEFAULT_STATE = "approved"
@@ -52,42 +49,19 @@ class PaymentQuery:
 
 def search(ledger: LedgerOwner, query: PaymentQuery) -> list[dict[str, Any]]:
     """Every payment matching ``query``, in its order."""
-    found = [row for row in _rows(ledger, query) if _matches(row, query)]
+    rows = payout_queries.payment_search_rows(ledger.view(), query.states(),
+                                              lambda listing: _cheap_match(listing, query))
+    found = [row for row in rows if _matches(row, query)]
     found.sort(key=lambda row: row["payment_id"])
     found.sort(key=SORTS[query.sort], reverse=query.descending)
     return found
 
 
-def _rows(ledger: LedgerOwner, query: PaymentQuery) -> Iterator[dict[str, Any]]:
-    for state in query.states():
-        for index_key, entry in rows(ledger, INDEXES, payment_state_prefix(state)):
-            if _cheap_mismatch(entry, index_key, query):
-                continue
-            record = ledger.get(STATE, payment_key(index_key.rsplit("/", 1)[1]))
-            if record is not None:
-                yield _row(ledger, record.data)
-
-
-def _cheap_mismatch(entry: dict[str, Any], index_key: str, query: PaymentQuery) -> bool:
-    """What the index entry alone rules out, before the record is read."""
-    return (query.recipient.lower() not in entry["recipient_id"].lower()
-            or query.run.lower() not in entry["run_id"].lower()
-            or query.payment.lower() not in index_key.rsplit("/", 1)[1].lower())
-
-
-def _row(ledger: LedgerOwner, payment: dict[str, Any]) -> dict[str, Any]:
-    attempts = [ledger.get(STATE, attempt_key(attempt_id)) for attempt_id in payment["attempt_ids"]]
-    attempts = [attempt.data for attempt in attempts if attempt is not None]
-    paid = next((attempt for attempt in attempts if attempt["attempt_id"] == payment.get("paid_attempt_id")), None)
-    return {
-        "payment_id": payment["payment_id"], "state": payment["state"], "run_id": payment["run_id"],
-        "recipient_id": payment["recipient_id"], "amount": payment["amount"], "asset": payment["asset"],
-        "recipient_version": payment["recipient_version"], "payout_address": payment["payout_address"],
-        "held_for": payment.get("held_for"), "prepared_at_ms": payment["created"]["at_ms"],
-        "paid_at_ms": paid.get("observed_at_ms") if paid else None,
-        "transaction_hash": attempts[-1]["transaction_hash"] if attempts else None,
-        "transaction_hashes": [attempt["transaction_hash"] for attempt in attempts],
-    }
+def _cheap_match(listing: PaymentListing, query: PaymentQuery) -> bool:
+    """What the state index's listing alone decides, before the payment's record is read."""
+    return (query.recipient.lower() in listing.recipient_id.lower()
+            and query.run.lower() in listing.run_id.lower()
+            and query.payment.lower() in listing.payment_id.lower())
 
 
 def _matches(row: dict[str, Any], query: PaymentQuery) -> bool:

@@ -10,24 +10,20 @@ from __future__ import annotations
 from typing import Any, Iterator, get_args
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.domain.commands.accounts import recipient_key
 from ledger_engine.domain.commands.money.recipient_updates import DeclineUpdate
-from ledger_engine.domain.commands.money.recipients import update_key
+from ledger_engine.domain.schema.money_payouts import Recipient, RecipientUpdate
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.layout import STATE
 from ledger_engine.projections import payout_queries
 from ledger_engine.projections.payout_queries import UpdateListing
 from porto_console.console.commands import CommandRequest
-from porto_console.console.services.rows import records
 from porto_console.ledger import gateway
 
 UPDATE_STATUSES = ("pending", "approved", "declined")
 DECLINE_REASONS = get_args(DeclineUpdate.model_fields["reason"].annotation)
 
 
-def recipients(ledger: LedgerOwner) -> Iterator[dict[str, Any]]:
-    for _key, _revision, recipient in records(ledger, "recipient/"):
-        yield recipient
+def recipients(ledger: LedgerOwner) -> list[Recipient]:
+    return payout_queries.recipients(ledger.view())
 
 
 def updates(ledger: LedgerOwner, status: str) -> Iterator[UpdateListing]:
@@ -36,19 +32,19 @@ def updates(ledger: LedgerOwner, status: str) -> Iterator[UpdateListing]:
 
 def update(ledger: LedgerOwner, recipient_id: str, update_id: str) -> dict[str, Any] | None:
     """The update with its evidence bytes (as text) and the recipient as it is now."""
-    record = ledger.get(STATE, update_key(recipient_id, update_id))
-    if record is None:
+    view = ledger.view()
+    data = payout_queries.recipient_update(view, recipient_id, update_id)
+    if data is None:
         return None
-    data = record.data
     store = gateway().evidence
     evidence = store.get(data["evidence_digest"]).decode(errors="replace") if data["evidence_digest"] in store else None
-    return {"update": data, "evidence": evidence, "recipient": ledger.get(STATE, recipient_key(recipient_id)).data}
+    return {"update": data, "evidence": evidence, "recipient": payout_queries.recipient(view, recipient_id)}
 
 
 def request_update(ledger: LedgerOwner, command_id: str, recipient_id: str, payout_address: str,
                    evidence: str) -> CommandRequest:
-    current = ledger.get(STATE, recipient_key(recipient_id))
-    version = current.data["version"] + 1 if current else 2
+    current = payout_queries.recipient(ledger.view(), recipient_id)
+    version = current["version"] + 1 if current else 2
     digest = gateway().evidence.put(evidence.encode())
     return CommandRequest("UpdateRecipient", {
         "update_id": update_id_for(command_id), "recipient_id": recipient_id,
@@ -71,11 +67,11 @@ def decline(ledger: LedgerOwner, recipient_id: str, update_id: str, reason: str)
         "step": {"action": "decline", "reason": reason}})
 
 
-def _existing(ledger: LedgerOwner, recipient_id: str, update_id: str) -> dict[str, Any]:
-    record = ledger.get(STATE, update_key(recipient_id, update_id))
-    if record is None:
+def _existing(ledger: LedgerOwner, recipient_id: str, update_id: str) -> RecipientUpdate:
+    data = payout_queries.recipient_update(ledger.view(), recipient_id, update_id)
+    if data is None:
         raise LedgerError(ErrorCode.NOT_FOUND, f"recipient update {update_id} does not exist")
-    return record.data
+    return data
 
 
 def update_id_for(command_id: str) -> str:

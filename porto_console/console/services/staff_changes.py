@@ -11,7 +11,7 @@ approved change not yet carried out (after a crash, say) and finishes it.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -20,13 +20,13 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.domain.commands.staff_changes import CREDENTIAL_RESETS, change_key, credentials_key
-from ledger_engine.layout import STATE
+from ledger_engine.domain.commands.staff_changes import CREDENTIAL_RESETS
+from ledger_engine.domain.schema.staff import StaffChange
+from ledger_engine.projections import account_queries, staff_queries
 from porto_console.console import commands
 from porto_console.console.commands import CommandRequest
 from porto_console.console.models import AppliedStaffChange, EnrolmentLink
 from porto_console.console.services import enrolment
-from porto_console.console.services.rows import records
 from porto_console.console.services.users import sync_from_ledger
 
 STATUSES = ("pending", "approved", "declined", "expired")
@@ -62,15 +62,12 @@ def decide(change_id: str, decision: str, reason: str | None = None) -> CommandR
     return CommandRequest("DecideStaffChange", payload)
 
 
-def changes(ledger: LedgerOwner, status: str = "", account_id: str = "") -> Iterator[dict[str, Any]]:
-    for _key, _revision, record in records(ledger, "staff_change/"):
-        if (not status or record["status"] == status) and (not account_id or record["target"] == account_id):
-            yield record
+def changes(ledger: LedgerOwner, status: str = "", account_id: str = "") -> list[StaffChange]:
+    return staff_queries.changes(ledger.view(), status, account_id)
 
 
-def change(ledger: LedgerOwner, change_id: str) -> dict[str, Any] | None:
-    record = ledger.get(STATE, change_key(change_id))
-    return record.data if record else None
+def change(ledger: LedgerOwner, change_id: str) -> StaffChange | None:
+    return staff_queries.change(ledger.view(), change_id)
 
 
 def describe(record: dict[str, Any]) -> str:
@@ -119,10 +116,10 @@ def _apply(ledger: LedgerOwner, record: dict[str, Any]) -> None:
 def _send_reset_link(ledger: LedgerOwner, record: dict[str, Any]) -> None:
     """The owner's link for an approved reset, recorded as the deciding admin's, once."""
     account_id = record["change"]["account_id"]
-    credentials = ledger.get(STATE, credentials_key(account_id))
+    credentials = account_queries.credentials(ledger.view(), account_id)
     user = User.objects.filter(username=account_id).first()
-    waiting = credentials is not None and credentials.data["status"] == "pending" \
-        and credentials.data["staff_change_id"] == record["change_id"]
+    waiting = credentials is not None and credentials["status"] == "pending" \
+        and credentials["staff_change_id"] == record["change_id"]
     link_id = enrolment.link_id_for(record["change_id"])
     if user is None or not waiting or EnrolmentLink.objects.filter(link_id=link_id).exists():
         return

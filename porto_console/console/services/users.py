@@ -17,8 +17,7 @@ from django.contrib.auth.models import Group, User
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.domain.actors import account_key
-from ledger_engine.layout import STATE
+from ledger_engine.projections import account_queries
 from porto_console.console.roles import CONSOLE_ROLES
 
 
@@ -56,10 +55,10 @@ def sync_user(account_id: str, *, roles: list[str], active: bool, email: str = "
 
 def sync_from_ledger(ledger: LedgerOwner, account_id: str) -> User | None:
     """Bring an existing console user's groups and status to what the ledger now says of its account."""
-    record = ledger.get(STATE, account_key(account_id))
-    if record is None or not User.objects.filter(username=account_id).exists():
+    account = account_queries.account(ledger.view(), account_id)
+    if account is None or not User.objects.filter(username=account_id).exists():
         return None
-    return sync_user(account_id, roles=record.data["roles"], active=record.data["status"] == "active")[0]
+    return sync_user(account_id, roles=account.roles, active=account.active)[0]
 
 
 def has_enrolled(user: User) -> bool:

@@ -53,11 +53,11 @@ class StatementForm(forms.Form):
         return data
 
 
-def entry_reads(store, sequence: int) -> tuple[list, list]:
+def entry_reads(view, sequence: int) -> tuple[list, list]:
     """A journal entry's postings, and the runs, payments and holds it wrote with their handles."""
     touched = [(record, seal(RECORD_HANDLES[record.kind], record.record_id))
-               for record in selectors.entry_records(store, sequence)]
-    return selectors.entry_postings(store, sequence), touched
+               for record in selectors.entry_records(view, sequence)]
+    return selectors.entry_postings(view, sequence), touched
 
 
 def postings_download(postings: list, sequence: int) -> HttpResponse:
@@ -79,7 +79,7 @@ def trial_balance(request):
     wanted = form.cleaned_data["sequence"] if form.is_valid() else None
     try:
         read = read_at_boundary(lambda ledger: selectors.trial_balance(
-            ledger.store, at_sequence=min(wanted, ledger.head().sequence) if wanted else None))
+            ledger.view(), at_sequence=min(wanted, ledger.head().sequence) if wanted else None))
     except LedgerError as error:
         return render_screen(request, "console/trial_balance.html", "Trial balance", read_at_boundary(lambda _: None),
                              form=form, trial=None, problem=f"{error.code}: {error.detail}", raw=raw_units(request))
@@ -90,12 +90,12 @@ def trial_balance(request):
 
 
 def statement(request):
-    accounts = read_at_boundary(lambda ledger: selectors.posting_accounts(ledger.store)).data
+    accounts = read_at_boundary(lambda ledger: selectors.posting_accounts(ledger.view())).data
     form = StatementForm(request.GET or None, accounts=sorted({account for _, account in accounts}))
     chosen = _statement_accounts(form)
     from_ms, to_ms = service.range_ms(*_days(form)) if chosen else (0, 0)
     read = read_at_boundary(lambda ledger: selectors.account_statement(
-        ledger.store, chosen, form.cleaned_data["asset"], from_ms=from_ms, to_ms=to_ms) if chosen else None)
+        ledger.view(), chosen, form.cleaned_data["asset"], from_ms=from_ms, to_ms=to_ms) if chosen else None)
     if read.data is not None and request.GET.get("format") == "csv":
         return _csv(service.statement_csv(read.data), "statement.csv")
     return render_screen(request, "console/statement.html", "Account statement", read, form=form,
@@ -121,7 +121,7 @@ def record_history(request, kind: str, handle: str):
     record_id = unseal_id(RECORD_HANDLES[kind], handle)
     read = read_at_boundary(lambda ledger: [
         (sequence, ledger.journal_entry(sequence)["envelope"])
-        for sequence in selectors.entries_touching(ledger.store, kind, record_id)])
+        for sequence in selectors.entries_touching(ledger.view(), kind, record_id)])
     return render_screen(request, "console/record_history.html", f"Journal entries of {kind} {record_id}", read,
                          kind=kind, record_id=record_id, entries=read.data)
 

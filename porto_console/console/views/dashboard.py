@@ -30,7 +30,7 @@ def dashboard(request):
     return render_screen(request, "console/dashboard.html", DASHBOARD.title, read, figures=figures,
                          charts=[charts.money_per_day(figures.daily), holds_chart, payments_chart],
                          backup=newest_good_backup(), dispatch=dispatch_state,
-                         dispatch_form=dispatch_form, verified=last_verification(owner().store.path),
+                         dispatch_form=dispatch_form, verified=last_verification(owner().path),
                          opens={screen.url_name.replace("-", "_"): has_role(request.user, screen.roles)
                                 for screen in SCREENS},
                          waiting=queue,

@@ -91,7 +91,7 @@ def lookup(request):
 
 def entry(request, sequence: int):
     read = read_at_boundary(lambda ledger: (ledger.journal_entry(sequence), service.entry_events(ledger, sequence),
-                                            *accounting.entry_reads(ledger.store, sequence)))
+                                            *accounting.entry_reads(ledger.view(), sequence)))
     found, events, postings, touched = read.data
     if found is None:
         raise Http404("no journal entry at that sequence")

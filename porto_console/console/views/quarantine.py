@@ -18,7 +18,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.layout import OUTBOX
+from ledger_engine.projections import effect_queries
 from porto_console.console.handles import unseal_id
 from porto_console.console.roles import has_role
 from porto_console.console.screens import QUARANTINE, QUARANTINE_RETRY_ROLES
@@ -70,8 +70,10 @@ def retry_many(request):
 
 
 def _entries_with_ledger_status(ledger: LedgerOwner) -> list[dict[str, Any]]:
+    view = ledger.view()
+
     def status(effect_id: str) -> str:
-        record = ledger.get(OUTBOX, effect_id)
-        return record.data["status"] if record else "not in this ledger"
+        found = effect_queries.effect(view, effect_id)
+        return found["status"] if found else "not in this ledger"
 
     return [{**entry, "ledger_status": status(entry["effect_id"])} for entry in dispatch.quarantined(quarantine())]

@@ -1,0 +1,44 @@
+"""Effect selectors: the outbox as workers and the console read it, by status and kind or one at a time.
+
+Each takes a ``LedgerView`` (projections/view.py); an effect is returned with
+the revision a claim names, as the internal API lists it. The expected
+revision a claim states is made here, so no caller builds an outbox key
+(docs/adr/0060).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger_engine.keys import key
+from ledger_engine.layout import INDEXES, OUTBOX
+from ledger_engine.projections.view import LedgerView
+
+
+def effect(view: LedgerView, effect_id: str) -> dict[str, Any] | None:
+    """The effect with its ``revision``, or None."""
+    record = view.effect_record(effect_id)
+    return {**record.data, "revision": record.revision} if record else None
+
+
+def effects(view: LedgerView, status: str, kind: str | None = None, *, cursor: str | None = None,
+            limit: int = 50) -> tuple[list[dict[str, Any]], str | None]:
+    """Effects in ``status`` (of ``kind``) in (kind, effect ID) order after ``cursor`` ("<kind>/<effect ID>").
+
+    Returns the page and the cursor of its last effect when more follow.
+    """
+    status_prefix = key("effect_by_status", status) + "/"
+    prefix = key("effect_by_status", status, kind) + "/" if kind else status_prefix
+    start = max(prefix, f"{status_prefix}{cursor}\x00") if cursor else None
+    names = []
+    for raw_key, _ in view.scan(INDEXES, prefix.encode(), start.encode() if start else None):
+        names.append(raw_key.decode().removeprefix(status_prefix))
+        if len(names) > limit:
+            break
+    page = [effect(view, name.rsplit("/", 1)[1]) for name in names[:limit]]
+    return page, names[limit - 1] if len(names) > limit else None
+
+
+def expected_effect_revision(effect_id: str, revision: int) -> dict[str, Any]:
+    """What a command about ``effect_id`` (a claim, say) expects of it."""
+    return {"cf": OUTBOX, "key": effect_id, "revision": revision}
