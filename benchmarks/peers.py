@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
-from benchmarks.measure import seconds
+from benchmarks.measure import WriteProbe, seconds
 from benchmarks.peer_harness import (
     DATABASES, PeerProcess, database_url, deposits, server_url, total_amount,
 )
@@ -63,6 +63,8 @@ class EngineSide:
         self.prelude = len(prelude)
         self.treasury_before = balance(self.owner.store, TREASURY, "USDC").debits
         self.outcomes: list[CommandOutcome] = []
+        self.batches: dict[int, list[int]] = {}  # per commit -> bytes of each synchronous batch written
+        self.recorded: dict[int, int] = {}  # per commit -> deposits recorded
 
     def record(self, first: int, count: int, per_commit: int) -> float:
         def submit() -> None:
@@ -72,7 +74,21 @@ class EngineSide:
             else:
                 self.outcomes.extend(submit_windowed(self.owner, envelopes, depth=per_commit))
 
-        return seconds(submit)
+        with WriteProbe(self.owner.store) as probe:
+            took = seconds(submit)
+        self.batches.setdefault(per_commit, []).extend(probe.batches)
+        self.recorded[per_commit] = self.recorded.get(per_commit, 0) + count
+        return took
+
+    def report_batches(self, report: Report) -> None:
+        """How many deposits shared each fsync, and how many bytes each deposit wrote."""
+        for per_commit, batches in self.batches.items():
+            mode, prefix = MODE_NAMES[per_commit], f"per_commit_{per_commit}_engine_"
+            recorded = self.recorded[per_commit]
+            report.metric(prefix + "commands_per_fsync", f"{mode}: engine, commands per fsync",
+                          recorded / len(batches), "commands")
+            report.metric(prefix + "bytes_per_command", f"{mode}: engine, batch bytes per command",
+                          sum(batches) / recorded, "bytes")
 
     def check(self, report: Report, recorded: int) -> None:
         check_committed(report, self.owner, self.outcomes, self.prelude + recorded)
@@ -152,6 +168,7 @@ def compare(report: Report, workdir: Path, urls: dict[str, str], plan: Plan = Pl
             results = {per_commit: runner.mode(per_commit) for per_commit in MODE_NAMES}
             _check_durable(report, peers, "after the rounds")
             engine.check(report, runner.recorded[ENGINE])
+            engine.report_batches(report)
             _check_stored(report, peers, runner.recorded)
         finally:
             engine.close()

@@ -38,12 +38,15 @@ def test_every_side_records_every_deposit_on_durable_postgres_and_the_ratios_are
     assert sorted(ratios) == sorted(f"per_commit_{mode}_engine_over_{peer}" for mode in (1, GROUP) for peer in PEERS)
     assert all(value > 0 for value in ratios.values())
     assert [target.threshold for target in report.targets] == [5.0, 1.5, 5.0, 1.5]
+    assert report.metrics["per_commit_1_engine_commands_per_fsync"].value == 1
+    assert report.metrics["per_commit_64_engine_commands_per_fsync"].value > 1
 
 
 def test_a_server_that_acknowledges_commits_before_fsync_fails_the_benchmark(tmp_path):
     cluster = TemporaryCluster(Path(tempfile.mkdtemp(prefix="porto-pg-")), durable=False).start()
     try:
-        with ExitStack() as stack, pytest.raises(PeerFailed, match="(?s)^hordak: .*not durable on this connection: .*'synchronous_commit': 'off'"):
+        refused = "(?s)^hordak: .*not durable on this connection: .*'synchronous_commit': 'off'"
+        with ExitStack() as stack, pytest.raises(PeerFailed, match=refused):
             compare(Report("peers", "tiny"), tmp_path, _databases(stack, cluster.url), TINY)
     finally:
         cluster.stop()
