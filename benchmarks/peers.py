@@ -24,7 +24,7 @@ from pathlib import Path
 
 from benchmarks.measure import WriteProbe, seconds
 from benchmarks.peer_harness import (
-    DATABASES, PeerProcess, database_url, deposits, server_url, total_amount,
+    DATABASES, Deposit, PeerProcess, database_url, deposits, server_url, total_amount,
 )
 from benchmarks.report import Report
 from benchmarks.workload import SEED, Envelope, check_committed, open_ledger, submit_each, submit_windowed
@@ -99,7 +99,7 @@ class EngineSide:
     def close(self) -> None:
         self.owner.close()
 
-    def _import_funding(self, deposit) -> Envelope:
+    def _import_funding(self, deposit: Deposit) -> Envelope:
         details = deposit.as_dict()
         return self.builder.add("ImportFunding", {
             "lot_id": details.pop("lot_id"), "asset": "USDC", "amount": str(details.pop("amount")),
@@ -168,12 +168,12 @@ def compare(report: Report, workdir: Path, urls: dict[str, str], plan: Plan = Pl
             results = {per_commit: runner.mode(per_commit) for per_commit in MODE_NAMES}
             _check_durable(report, peers, "after the rounds")
             engine.check(report, runner.recorded[ENGINE])
-            engine.report_batches(report)
             _check_stored(report, peers, runner.recorded)
         finally:
             engine.close()
     for per_commit, sides in results.items():
         _report_mode(report, plan, per_commit, sides)
+    engine.report_batches(report)
     report.facts["peer_versions"] = {name: version(package) for name, package in PEER_PACKAGES.items()}
     report.facts["postgres_databases"] = urls
 
