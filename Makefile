@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 # One stamp per install set: `make run` installs what serving needs, `make test` adds the test extras.
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
+BENCH_STAMP := $(VENV)/.installed-bench
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 DATA_DIR ?= $(CURDIR)/var/ledger
 PORT ?= 8000
@@ -18,11 +19,17 @@ SSHD := /usr/sbin/sshd
 # with a fifth of each property test's examples (docs/adr/0043).
 FAST_TIER := not slow and not slow_kill and not browser and not worker
 
-.PHONY: setup setup-test run test test-fast bench clean
+# The peers benchmark's databases on the local PostgreSQL (benchmarks/peer_harness.py names them too).
+PSQL := psql -h 127.0.0.1 -U postgres
+PEER_DATABASES := porto_bench_hordak porto_bench_eventsourcing
+
+.PHONY: setup setup-test setup-bench run test test-fast bench bench-databases clean
 
 setup: $(RUN_STAMP)
 
 setup-test: $(TEST_STAMP)
+
+setup-bench: $(BENCH_STAMP)
 
 $(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,10 +40,15 @@ $(TEST_STAMP): $(RUN_STAMP)
 	$(PIP) -e '.[test]'
 	touch $(TEST_STAMP)
 
+$(BENCH_STAMP): $(TEST_STAMP)
+	$(PIP) -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
 run: setup $(RESTIC)
 	DATA_DIR=$(DATA_DIR) PORT=$(PORT) $(BIN)/python scripts/run_console.py
 
-test: setup-test $(CHROMIUM) $(REDIS_SERVER) $(RESTIC) $(SSHD)
+# The suite includes the peers benchmark's own test, so it needs the bench extra too.
+test: setup-bench $(CHROMIUM) $(REDIS_SERVER) $(RESTIC) $(SSHD)
 	$(BIN)/python -m pytest
 
 test-fast: setup $(REDIS_SERVER)
@@ -57,8 +69,17 @@ $(RESTIC):
 $(SSHD):
 	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openssh-server
 
-bench: setup-test $(REDIS_SERVER)
+bench: setup-bench $(REDIS_SERVER) bench-databases
 	$(BIN)/python -m benchmarks
+
+# The local server started as CI starts it, then each peer's database created unless it is there.
+bench-databases:
+	pg_isready -h 127.0.0.1 -p 5432 -q || pg_ctlcluster --skip-systemctl-redirect "$$(ls /etc/postgresql | head -n 1)" main start
+	for _ in $$(seq 1 30); do pg_isready -h 127.0.0.1 -p 5432 -q && break; sleep 1; done
+	for database in $(PEER_DATABASES); do \
+	  $(PSQL) -tAc "SELECT 1 FROM pg_database WHERE datname = '$$database'" | grep -q 1 \
+	    || $(PSQL) -c "CREATE DATABASE $$database"; \
+	done
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

@@ -20,4 +20,5 @@ BENCHMARKS = (
     "payments",
     "signer_journal",
     "storage_protections",
+    "peers",
 )
