@@ -12,6 +12,11 @@ inclusion and consistency at any size (``tree.inclusion_proof`` and friends).
 
 Persisted as canonical JSON ``{"size": n, "hashes": [hex, ...]}``; loading
 checks that the number of hashes matches the size.
+
+``BlockFrontier`` is the same tree for a store that keeps only the nodes from
+a block level up: the leaves of the block being filled wait in a tuple and are
+hashed into the block's root when it fills, so an append costs no node object
+and reports nodes only once per block (docs/adr/0059).
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Sequence
 
-from ledger_engine.merkle.tree import EMPTY_ROOT, HASH_BYTES, NodeReader, fold_right, node_hash, perfect_pieces
+from ledger_engine.merkle.tree import (
+    EMPTY_ROOT, HASH_BYTES, NodeReader, fold_right, node_hash, perfect_pieces, perfect_root,
+)
 
 MAX_SIZE = 2**53 - 1  # sizes travel as JSON safe integers
 _HEX_HASH = re.compile(r"[0-9a-f]{64}")
@@ -78,6 +85,53 @@ class Frontier:
     def from_nodes(cls, nodes: NodeReader, size: int) -> "Frontier":
         """The frontier of the tree's first ``size`` leaves, read from its stored nodes."""
         return cls(size, tuple(nodes(level, index) for level, index in perfect_pieces(0, size)))
+
+
+class BlockFrontier:
+    """A growing tree whose appends report only the nodes at ``block_level`` and above.
+
+    ``blocks`` is the frontier of the full blocks' roots (a tree whose leaves are
+    the level-``block_level`` nodes, so its node ``(l, i)`` is the tree's
+    ``(l + block_level, i)``); ``tail`` holds the leaf hashes of the block being
+    filled. Immutable: an append returns a new one, so a discarded group leaves
+    the last committed one as it was.
+    """
+
+    __slots__ = ("size", "blocks", "tail", "block_level")
+
+    def __init__(self, block_level: int, blocks: Frontier = Frontier(), tail: tuple[bytes, ...] = ()) -> None:
+        self.block_level = block_level
+        self.blocks = blocks
+        self.tail = tail
+        self.size = (blocks.size << block_level) + len(tail)
+
+    def append(self, leaf: bytes) -> tuple["BlockFrontier", tuple[Node, ...]]:
+        """The tree one leaf later, and the nodes from ``block_level`` up that the leaf completed, lowest first."""
+        tail = (*self.tail, leaf)
+        if len(tail) < 1 << self.block_level:
+            return BlockFrontier(self.block_level, self.blocks, tail), ()
+        assert all(type(h) is bytes and len(h) == HASH_BYTES for h in tail), "append leaf hashes, not leaf data"
+        block = perfect_root(tail)
+        blocks, above = self.blocks.append(block)
+        shift = self.block_level
+        completed = (Node(shift, self.blocks.size, block), *(Node(n.level + shift, n.index, n.hash) for n in above))
+        return BlockFrontier(shift, blocks), completed
+
+    def frontier(self) -> Frontier:
+        """The same tree's compact frontier: the full blocks' pieces, then the tail's perfect pieces."""
+        pieces = [perfect_root(self.tail[index << level:(index + 1) << level])
+                  for level, index in perfect_pieces(0, len(self.tail))]
+        return Frontier(self.size, (*self.blocks.hashes, *pieces))
+
+    def root(self) -> bytes:
+        return self.frontier().root()
+
+    @classmethod
+    def from_nodes(cls, nodes: NodeReader, size: int, block_level: int) -> "BlockFrontier":
+        """The tree of the first ``size`` leaves: its blocks' frontier read from the nodes, its tail's leaves."""
+        full = size >> block_level
+        blocks = Frontier.from_nodes(lambda level, index: nodes(level + block_level, index), full)
+        return cls(block_level, blocks, tuple(nodes(0, leaf) for leaf in range(full << block_level, size)))
 
 
 class MemoryNodes:
