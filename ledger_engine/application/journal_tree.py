@@ -31,7 +31,9 @@ from ledger_engine.keys import seq20
 from ledger_engine.layout import JOURNAL, META
 from ledger_engine.merkle import tree
 from ledger_engine.merkle.frontier import BlockFrontier, MemoryNodes
-from ledger_engine.merkle.journal import consistency_document, inclusion_document, journal_leaf_hash, journal_nodes
+from ledger_engine.merkle.journal import (
+    JournalFrontier, consistency_document, inclusion_document, journal_leaf_hash, journal_nodes,
+)
 from ledger_engine.merkle.tree import NodeReader
 from ledger_engine.storage.rocks import RocksStore, WriteOp
 
@@ -84,15 +86,20 @@ class StoredNodes:
             return bytes.fromhex(raw[1:-1].decode())
         raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{META}/{node_key(level, index).decode()} is missing or torn")
 
+    def entry_hashes(self, block: int) -> list[str]:
+        """The entry hashes of block ``block``'s entries in the journal, as many as it has (all, unless the last)."""
+        hashes = []
+        for sequence in range(block * BLOCK + 1, (block + 1) * BLOCK + 1):
+            raw = self._get_raw(JOURNAL, seq20(sequence).encode())
+            if raw is None:
+                break
+            hashes.append(orjson.loads(raw)["entry_hash"])
+        return hashes
+
     def _block(self, block: int) -> list[bytes]:
-        """The leaf hashes of block ``block``'s entries in the journal, as many as it has (all, unless the last)."""
+        """The leaf hashes of block ``block``'s entries, its full root checked against its stored node."""
         if block not in self._blocks:
-            leaves = []
-            for sequence in range(block * BLOCK + 1, (block + 1) * BLOCK + 1):
-                raw = self._get_raw(JOURNAL, seq20(sequence).encode())
-                if raw is None:
-                    break
-                leaves.append(journal_leaf_hash(orjson.loads(raw)["entry_hash"]))
+            leaves = [journal_leaf_hash(entry_hash) for entry_hash in self.entry_hashes(block)]
             if len(leaves) == BLOCK and tree.perfect_root(leaves) != self._stored(STORED_FROM_LEVEL, block):
                 raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{META}/{node_key(STORED_FROM_LEVEL, block).decode()} "
                                                               f"is not the root of its {BLOCK} journal entries")
@@ -100,13 +107,13 @@ class StoredNodes:
         return self._blocks[block]
 
 
-def empty_tree() -> BlockFrontier:
-    return BlockFrontier(STORED_FROM_LEVEL)
+def empty_tree() -> JournalFrontier:
+    return JournalFrontier(STORED_FROM_LEVEL)
 
 
-def stage_append(stage: Stage, frontier: BlockFrontier, entry_hash: str) -> BlockFrontier:
+def stage_append(stage: Stage, frontier: JournalFrontier, entry_hash: str) -> JournalFrontier:
     """Entry ``frontier.size + 1`` appended; the nodes it completes (one block in ``BLOCK`` entries) staged."""
-    after, completed = frontier.append(journal_leaf_hash(entry_hash))
+    after, completed = frontier.append(entry_hash)
     for level, index, node in completed:
         stage(META, node_key(level, index), node_value(node))
     return after
@@ -123,7 +130,7 @@ def appended_keys(sequence: int) -> list[bytes]:
 
 
 def check_journal_claim(payload: object, get_raw: Callable[[str, bytes], bytes | None],
-                        frontier: BlockFrontier) -> None:
+                        frontier: JournalFrontier) -> None:
     """A payload naming a journal tree (a commitment's) must name this journal's root at that size.
 
     Checked by the executor in command order, reading nodes through the group's pending writes, because
@@ -146,18 +153,19 @@ def is_kept(store: RocksStore) -> bool:
     return store.get(META, LAYOUT_KEY) == LAYOUT
 
 
-def open_tree(store: RocksStore, head: Head) -> BlockFrontier:
+def open_tree(store: RocksStore, head: Head) -> JournalFrontier:
     """The journal tree's frontier at ``head``, checked; built from the journal when it was never kept here."""
     if not is_kept(store):
         return build_from_journal(store, head)
     return read_frontier(store, head)
 
 
-def read_frontier(store: RocksStore, head: Head) -> BlockFrontier:
+def read_frontier(store: RocksStore, head: Head) -> JournalFrontier:
     """The frontier from the stored nodes and the last block's entries; the tree must end where the journal does."""
     nodes = StoredNodes(store.get)
-    frontier = BlockFrontier.from_nodes(nodes, head.sequence, STORED_FROM_LEVEL)
     full = head.sequence // BLOCK
+    frontier = JournalFrontier(STORED_FROM_LEVEL, BlockFrontier.blocks_from_nodes(nodes, full, STORED_FROM_LEVEL),
+                               tuple(nodes.entry_hashes(full))[:head.sequence - full * BLOCK])
     if full:
         nodes(0, full * BLOCK - 1)  # the last full block's entries must hash to its stored node
     if head.sequence and nodes(0, head.sequence - 1) != journal_leaf_hash(head.entry_hash):
@@ -168,7 +176,7 @@ def read_frontier(store: RocksStore, head: Head) -> BlockFrontier:
     return frontier
 
 
-def build_from_journal(store: RocksStore, head: Head) -> BlockFrontier:
+def build_from_journal(store: RocksStore, head: Head) -> JournalFrontier:
     """Build and store the tree over the whole journal (a ledger from before the tree or this layout, a loaded
     checkpoint), replacing whatever ``merkle/`` held."""
     _delete_stored_tree(store)

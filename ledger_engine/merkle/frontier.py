@@ -92,46 +92,62 @@ class BlockFrontier:
 
     ``blocks`` is the frontier of the full blocks' roots (a tree whose leaves are
     the level-``block_level`` nodes, so its node ``(l, i)`` is the tree's
-    ``(l + block_level, i)``); ``tail`` holds the leaf hashes of the block being
-    filled. Immutable: an append returns a new one, so a discarded group leaves
-    the last committed one as it was.
+    ``(l + block_level, i)``); ``tail`` holds the leaves of the block being
+    filled, unhashed: ``leaf_hash`` makes them leaf hashes when the block fills
+    (or a root is asked for), in one burst. Here a leaf is already its hash;
+    ``JournalFrontier`` appends entry hashes. Immutable: an append returns a new
+    one, so a discarded group leaves the last committed one as it was.
     """
 
     __slots__ = ("size", "blocks", "tail", "block_level")
 
-    def __init__(self, block_level: int, blocks: Frontier = Frontier(), tail: tuple[bytes, ...] = ()) -> None:
+    def __init__(self, block_level: int, blocks: Frontier = Frontier(), tail: tuple = ()) -> None:
         self.block_level = block_level
         self.blocks = blocks
         self.tail = tail
         self.size = (blocks.size << block_level) + len(tail)
 
-    def append(self, leaf: bytes) -> tuple["BlockFrontier", tuple[Node, ...]]:
+    @staticmethod
+    def leaf_hash(leaf: Any) -> bytes:
+        return leaf
+
+    def append(self, leaf: Any) -> tuple["BlockFrontier", tuple[Node, ...]]:
         """The tree one leaf later, and the nodes from ``block_level`` up that the leaf completed, lowest first."""
         tail = (*self.tail, leaf)
         if len(tail) < 1 << self.block_level:
-            return BlockFrontier(self.block_level, self.blocks, tail), ()
-        assert all(type(h) is bytes and len(h) == HASH_BYTES for h in tail), "append leaf hashes, not leaf data"
-        block = perfect_root(tail)
+            return type(self)(self.block_level, self.blocks, tail), ()
+        block = perfect_root(self._tail_hashes(tail))
         blocks, above = self.blocks.append(block)
         shift = self.block_level
         completed = (Node(shift, self.blocks.size, block), *(Node(n.level + shift, n.index, n.hash) for n in above))
-        return BlockFrontier(shift, blocks), completed
+        return type(self)(shift, blocks), completed
+
+    def _tail_hashes(self, tail: tuple) -> list[bytes]:
+        hashes = [self.leaf_hash(leaf) for leaf in tail]
+        assert all(type(h) is bytes and len(h) == HASH_BYTES for h in hashes), "append leaf hashes, not leaf data"
+        return hashes
 
     def frontier(self) -> Frontier:
         """The same tree's compact frontier: the full blocks' pieces, then the tail's perfect pieces."""
-        pieces = [perfect_root(self.tail[index << level:(index + 1) << level])
-                  for level, index in perfect_pieces(0, len(self.tail))]
+        tail = self._tail_hashes(self.tail)
+        pieces = [perfect_root(tail[index << level:(index + 1) << level])
+                  for level, index in perfect_pieces(0, len(tail))]
         return Frontier(self.size, (*self.blocks.hashes, *pieces))
 
     def root(self) -> bytes:
         return self.frontier().root()
 
+    @staticmethod
+    def blocks_from_nodes(nodes: NodeReader, blocks: int, block_level: int) -> Frontier:
+        """The frontier of the first ``blocks`` full blocks' roots, read from the tree's nodes."""
+        return Frontier.from_nodes(lambda level, index: nodes(level + block_level, index), blocks)
+
     @classmethod
     def from_nodes(cls, nodes: NodeReader, size: int, block_level: int) -> "BlockFrontier":
-        """The tree of the first ``size`` leaves: its blocks' frontier read from the nodes, its tail's leaves."""
+        """The tree of the first ``size`` leaf hashes: its blocks' frontier and its tail's leaves, from the nodes."""
         full = size >> block_level
-        blocks = Frontier.from_nodes(lambda level, index: nodes(level + block_level, index), full)
-        return cls(block_level, blocks, tuple(nodes(0, leaf) for leaf in range(full << block_level, size)))
+        return cls(block_level, cls.blocks_from_nodes(nodes, full, block_level),
+                   tuple(nodes(0, leaf) for leaf in range(full << block_level, size)))
 
 
 class MemoryNodes:

@@ -91,9 +91,9 @@ def fold_right(hashes: Sequence[bytes]) -> bytes:
 def perfect_root(hashes: Sequence[bytes]) -> bytes:
     """The root over 2**k consecutive nodes of one level (leaf hashes: a perfect subtree's root)."""
     assert hashes and len(hashes) & (len(hashes) - 1) == 0, f"{len(hashes)} is not a power of two"
-    level = list(hashes)
+    level, sha256 = list(hashes), hashlib.sha256  # node_hash inlined: this runs once per block on every commit
     while len(level) > 1:
-        level = [node_hash(level[i], level[i + 1]) for i in range(0, len(level), 2)]
+        level = [sha256(NODE_PREFIX + level[i] + level[i + 1]).digest() for i in range(0, len(level), 2)]
     return level[0]
 
 
