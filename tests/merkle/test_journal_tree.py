@@ -191,3 +191,14 @@ def test_the_proof_verbs_refuse_entries_and_sizes_the_journal_lacks(ledger):
                       ("prove-consistency", 5, head + 1), ("prove-consistency", 6, 5)):
         run = porto_ledger(*arguments, data=ledger)
         assert (run.status, run.last["code"]) == (2, "NOT_FOUND"), arguments
+
+
+def test_an_entry_stages_nothing_until_it_fills_a_block_and_then_exactly_the_keys_appended_keys_names():
+    frontier, hashes = journal_tree.empty_tree(), [f"{sequence:064x}" for sequence in range(1, 301)]
+    for sequence, entry_hash in enumerate(hashes, start=1):
+        staged: list[bytes] = []
+        frontier = journal_tree.stage_append(lambda family, key, value: staged.append(key), frontier, entry_hash)
+        assert staged == journal_tree.appended_keys(sequence), sequence
+        assert bool(staged) == (sequence % journal_tree.BLOCK == 0)
+    assert journal_tree.appended_keys(32) == [journal_tree.node_key(4, 1), journal_tree.node_key(5, 0)]
+    assert frontier.root() == journal_nodes(hashes).root()
