@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from ledger_engine.application.admission import AdmittedCommand
 from ledger_engine.application.journal import Head
-from ledger_engine.application.journal_tree import check_journal_claim, frontier_op, open_tree, stage_append
+from ledger_engine.application.journal_tree import check_journal_claim, open_tree, stage_append
 from ledger_engine.application.observers import CommandReport, GroupReport, Listeners
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.transition import CommandOutcome, execute
@@ -180,8 +180,6 @@ class SerialExecutor:
             except Exception as error:  # a rule bug; execute() stages nothing before it can fail
                 answers.append((future, LedgerError(ErrorCode.RULE_FAILURE, f"{type(error).__name__}: {error}")))
         if len(pending):
-            if frontier is not self.frontier:
-                pending.put(*frontier_op(frontier))
             try:
                 self.store.write(pending.ops())
             except Exception as error:  # uncertain: the batch may or may not be on disk

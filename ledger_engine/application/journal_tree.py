@@ -1,20 +1,25 @@
 """The journal's Merkle tree, kept in the same WriteBatch as the entries it covers.
 
-Leaf ``s - 1`` is entry ``s``'s hash (``merkle.journal``). Each new entry's
-leaf hash and the perfect-subtree nodes it completes are staged with the
-entry, and the frontier once per group, so the stored tree always has exactly
-as many leaves as the journal has entries (docs/adr/0039). Everything lives in
-``meta`` under ``merkle/``: outside the logical state and the exports, which
-carry the root and recompute it from the journal.
+Leaf ``s - 1`` is entry ``s``'s hash (``merkle.journal``). Only the nodes from
+level ``STORED_FROM_LEVEL`` up are stored (docs/adr/0059): the leaves are the
+journal's own entry hashes, so a node below that level is recomputed from the
+``BLOCK`` entries of its block when a proof needs it, and a full block's
+recomputed root is checked against its stored node. An entry stages nothing
+until it fills its block; the entry that does stages the block's node and the
+nodes above it that it completes, with the entry (docs/adr/0039). Everything
+lives in ``meta`` under ``merkle/``: outside the logical state and the exports,
+which carry the root and recompute it from the journal.
 
-Opening checks the stored frontier against the head and the stored nodes; a
-ledger written before the tree existed, or loaded from a checkpoint, has no
-frontier and gets its tree built from its journal once.
+Opening rebuilds the frontier from the stored nodes and the last block's
+entries and checks it against the head; a ledger written before the tree, or
+in another layout, or loaded from a checkpoint, gets its tree built from its
+journal once.
 """
 
 from __future__ import annotations
 
 import re
+from itertools import islice
 from typing import Callable
 
 import orjson
@@ -25,12 +30,17 @@ from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
 from ledger_engine.keys import seq20
 from ledger_engine.layout import JOURNAL, META
 from ledger_engine.merkle import tree
-from ledger_engine.merkle.frontier import Frontier, MemoryNodes
-from ledger_engine.merkle.journal import consistency_document, inclusion_document, journal_leaf_hash, journal_nodes
+from ledger_engine.merkle.frontier import BlockFrontier, MemoryNodes
+from ledger_engine.merkle.journal import (
+    JournalFrontier, consistency_document, inclusion_document, journal_leaf_hash, journal_nodes,
+)
 from ledger_engine.merkle.tree import NodeReader
 from ledger_engine.storage.rocks import RocksStore, WriteOp
 
-FRONTIER_KEY = b"merkle/frontier"
+STORED_FROM_LEVEL = 4
+BLOCK = 1 << STORED_FROM_LEVEL
+LAYOUT_KEY = b"merkle/layout"
+LAYOUT = canonical_bytes({"stored_from_level": STORED_FROM_LEVEL})
 NODE_PREFIX = b"merkle/node/"
 CATCH_UP_CHUNK = 10_000
 _HEX_NODE = re.compile(rb'"[0-9a-f]{64}"')
@@ -49,38 +59,78 @@ def node_value(node: bytes) -> bytes:
 
 
 class StoredNodes:
-    """A ``NodeReader`` over the nodes in ``meta``; a missing or malformed node is damaged storage."""
+    """A ``NodeReader`` over the nodes in ``meta`` and, below ``STORED_FROM_LEVEL``, the journal's entry hashes.
+
+    A block's leaves are read once per reader. A missing or malformed node or entry, or a full block whose
+    entries do not hash to its stored node, is damaged storage.
+    """
 
     def __init__(self, get_raw: Callable[[str, bytes], bytes | None]) -> None:
         self._get_raw = get_raw
+        self._blocks: dict[int, list[bytes]] = {}
 
     def __call__(self, level: int, index: int) -> bytes:
+        if level >= STORED_FROM_LEVEL:
+            return self._stored(level, index)
+        first, width = index << level, 1 << level
+        offset = first % BLOCK
+        leaves = self._block(first // BLOCK)[offset:offset + width]
+        if len(leaves) != width:
+            raise StorageFault(ErrorCode.STORAGE_CORRUPT,
+                               f"{JOURNAL}/{seq20(first + len(leaves) + 1)} is missing under the journal tree")
+        return tree.perfect_root(leaves)
+
+    def _stored(self, level: int, index: int) -> bytes:
         raw = self._get_raw(META, node_key(level, index))
         if raw is not None and len(raw) == 2 * tree.HASH_BYTES + 2 and _HEX_NODE.fullmatch(raw):
             return bytes.fromhex(raw[1:-1].decode())
         raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{META}/{node_key(level, index).decode()} is missing or torn")
 
+    def entry_hashes(self, block: int) -> list[str]:
+        """The entry hashes of block ``block``'s entries in the journal, as many as it has (all, unless the last)."""
+        hashes = []
+        for sequence in range(block * BLOCK + 1, (block + 1) * BLOCK + 1):
+            raw = self._get_raw(JOURNAL, seq20(sequence).encode())
+            if raw is None:
+                break
+            hashes.append(orjson.loads(raw)["entry_hash"])
+        return hashes
 
-def stage_append(stage: Stage, frontier: Frontier, entry_hash: str) -> Frontier:
-    """Stage entry ``frontier.size + 1``'s leaf and the nodes it completes; the frontier after it."""
-    leaf = journal_leaf_hash(entry_hash)
-    after, completed = frontier.append(leaf)
-    stage(META, node_key(0, frontier.size), node_value(leaf))
-    for node in completed:
-        stage(META, node_key(node.level, node.index), node_value(node.hash))
+    def _block(self, block: int) -> list[bytes]:
+        """The leaf hashes of block ``block``'s entries, its full root checked against its stored node."""
+        if block not in self._blocks:
+            leaves = [journal_leaf_hash(entry_hash) for entry_hash in self.entry_hashes(block)]
+            if len(leaves) == BLOCK and tree.perfect_root(leaves) != self._stored(STORED_FROM_LEVEL, block):
+                raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{META}/{node_key(STORED_FROM_LEVEL, block).decode()} "
+                                                              f"is not the root of its {BLOCK} journal entries")
+            self._blocks[block] = leaves
+        return self._blocks[block]
+
+
+def empty_tree() -> JournalFrontier:
+    return JournalFrontier(STORED_FROM_LEVEL)
+
+
+def stage_append(stage: Stage, frontier: JournalFrontier, entry_hash: str) -> JournalFrontier:
+    """Entry ``frontier.size + 1`` appended; the nodes it completes (one block in ``BLOCK`` entries) staged."""
+    after, completed = frontier.append(entry_hash)
+    for level, index, node in completed:
+        stage(META, node_key(level, index), node_value(node))
     return after
 
 
 def appended_keys(sequence: int) -> list[bytes]:
-    """The keys appending entry ``sequence`` writes: its leaf, the nodes it completes, and the frontier."""
-    keys, level = [node_key(0, sequence - 1)], 1
+    """The keys appending entry ``sequence`` writes: none, unless it fills a block (then that block's node and
+    the nodes above it that it completes)."""
+    keys, level = [], STORED_FROM_LEVEL
     while sequence % (1 << level) == 0:
         keys.append(node_key(level, (sequence >> level) - 1))
         level += 1
-    return [*keys, FRONTIER_KEY]
+    return keys
 
 
-def check_journal_claim(payload: object, get_raw: Callable[[str, bytes], bytes | None], frontier: Frontier) -> None:
+def check_journal_claim(payload: object, get_raw: Callable[[str, bytes], bytes | None],
+                        frontier: JournalFrontier) -> None:
     """A payload naming a journal tree (a commitment's) must name this journal's root at that size.
 
     Checked by the executor in command order, reading nodes through the group's pending writes, because
@@ -98,48 +148,58 @@ def check_journal_claim(payload: object, get_raw: Callable[[str, bytes], bytes |
                           f"the journal tree of {claim.size} entries has root {actual}, not {claim.root}")
 
 
-def frontier_op(frontier: Frontier) -> WriteOp:
-    return META, FRONTIER_KEY, canonical_bytes(frontier.as_json())
+def is_kept(store: RocksStore) -> bool:
+    """Whether ``store`` holds a journal tree in this layout (else its owner builds one on opening)."""
+    return store.get(META, LAYOUT_KEY) == LAYOUT
 
 
-def open_tree(store: RocksStore, head: Head) -> Frontier:
-    """The journal tree's frontier at ``head``, checked; built from the journal when it was never kept."""
-    raw = store.get(META, FRONTIER_KEY)
-    if raw is None:
+def open_tree(store: RocksStore, head: Head) -> JournalFrontier:
+    """The journal tree's frontier at ``head``, checked; built from the journal when it was never kept here."""
+    if not is_kept(store):
         return build_from_journal(store, head)
-    try:
-        frontier = Frontier.from_json(orjson.loads(raw))
-    except (orjson.JSONDecodeError, ValueError) as error:
-        raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{META}/{FRONTIER_KEY.decode()}: {error}") from None
-    check_frontier(store, frontier, head)
+    return read_frontier(store, head)
+
+
+def read_frontier(store: RocksStore, head: Head) -> JournalFrontier:
+    """The frontier from the stored nodes and the last block's entries; the tree must end where the journal does."""
+    nodes = StoredNodes(store.get)
+    full = head.sequence // BLOCK
+    frontier = JournalFrontier(STORED_FROM_LEVEL, BlockFrontier.blocks_from_nodes(nodes, full, STORED_FROM_LEVEL),
+                               tuple(nodes.entry_hashes(full))[:head.sequence - full * BLOCK])
+    if full:
+        nodes(0, full * BLOCK - 1)  # the last full block's entries must hash to its stored node
+    if head.sequence and nodes(0, head.sequence - 1) != journal_leaf_hash(head.entry_hash):
+        raise StorageFault(ErrorCode.STORAGE_CORRUPT, "the journal tree's last leaf is not the chain head")
+    if store.get(META, node_key(STORED_FROM_LEVEL, full)) is not None:
+        raise StorageFault(ErrorCode.STORAGE_CORRUPT,
+                           f"the journal tree has a block beyond the journal's {head.sequence} entries")
     return frontier
 
 
-def check_frontier(store: RocksStore, frontier: Frontier, head: Head) -> None:
-    nodes = StoredNodes(store.get)
-    if frontier.size != head.sequence:
-        raise StorageFault(ErrorCode.STORAGE_CORRUPT,
-                           f"the journal tree has {frontier.size} leaves but the journal {head.sequence} entries")
-    if frontier != Frontier.from_nodes(nodes, frontier.size):
-        raise StorageFault(ErrorCode.STORAGE_CORRUPT, "the journal tree's frontier differs from its stored nodes")
-    if head.sequence and nodes(0, head.sequence - 1) != journal_leaf_hash(head.entry_hash):
-        raise StorageFault(ErrorCode.STORAGE_CORRUPT, "the journal tree's last leaf is not the chain head")
-
-
-def build_from_journal(store: RocksStore, head: Head) -> Frontier:
-    """Build and store the tree over the whole journal (a ledger from before the tree, a loaded checkpoint)."""
-    frontier, ops = Frontier(), []
-    for key, raw in store.scan(JOURNAL):
-        entry_hash = orjson.loads(raw)["entry_hash"]
-        frontier = stage_append(lambda family, k, v: ops.append((family, k, v)), frontier, entry_hash)
+def build_from_journal(store: RocksStore, head: Head) -> JournalFrontier:
+    """Build and store the tree over the whole journal (a ledger from before the tree or this layout, a loaded
+    checkpoint), replacing whatever ``merkle/`` held."""
+    _delete_stored_tree(store)
+    frontier, ops = empty_tree(), []
+    for _, raw in store.scan(JOURNAL):
+        frontier = stage_append(lambda family, key, value: ops.append((family, key, value)), frontier,
+                                orjson.loads(raw)["entry_hash"])
         if len(ops) >= CATCH_UP_CHUNK:
             store.write(ops)
             ops = []
     if frontier.size != head.sequence:
         raise StorageFault(ErrorCode.STORAGE_CORRUPT,
                            f"the journal holds {frontier.size} entries but the head is at {head.sequence}")
-    store.write([*ops, frontier_op(frontier)])
+    store.write([*ops, (META, LAYOUT_KEY, LAYOUT)])
     return frontier
+
+
+def _delete_stored_tree(store: RocksStore) -> None:
+    keys = (key for key, _ in store.scan(META, b"merkle/"))
+    chunk = list(islice(keys, CATCH_UP_CHUNK))
+    while chunk:
+        store.write([(META, key, None) for key in chunk])
+        chunk = list(islice(keys, CATCH_UP_CHUNK))
 
 
 def stored_root(store: RocksStore, size: int) -> str:
@@ -168,10 +228,10 @@ def prove_consistency(store: RocksStore, head: Head, first: int, second: int) ->
 
 def _reader(store: RocksStore, head: Head) -> NodeReader:
     """The stored nodes once checked against the head; a stopped ledger from before the tree: its journal read whole."""
-    if store.get(META, FRONTIER_KEY) is None:
+    if not is_kept(store):
         nodes: MemoryNodes = journal_nodes([orjson.loads(raw)["entry_hash"] for _, raw in store.scan(JOURNAL)])
         if nodes.size != head.sequence:
             raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"the journal holds {nodes.size} entries, the head {head.sequence}")
         return nodes
-    open_tree(store, head)
+    read_frontier(store, head)
     return StoredNodes(store.get)

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from ledger_engine.adapters.files import replace_durably
-from ledger_engine.application.journal_tree import FRONTIER_KEY, open_tree
+from ledger_engine.application.journal_tree import LAYOUT_KEY, is_kept, read_frontier
 from ledger_engine.application.owner import LedgerOwner, read_head
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.digest import logical_rows
@@ -51,15 +51,16 @@ def verify_store(store: RocksStore) -> dict[str, Any]:
 
 
 def _verify_journal_tree(store: RocksStore, expected: dict[str, Any]) -> None:
-    """The stored tree (frontier and nodes) must give the root the verified journal makes.
+    """The stored tree (its nodes and the last block's entries) must give the root the verified journal makes.
 
-    A ledger last written before the tree existed has none yet; its owner builds it on opening.
+    A ledger last written before the tree existed, or in another layout, has none yet; its owner builds it on
+    opening.
     """
-    if store.get(META, FRONTIER_KEY) is None:
+    if not is_kept(store):
         return
-    frontier = open_tree(store, read_head(store))
+    frontier = read_frontier(store, read_head(store))
     if frontier.root().hex() != expected["root"]:
-        raise VerificationError(f"{META}/{FRONTIER_KEY.decode()}", "the stored journal tree's root is not the journal's")
+        raise VerificationError(f"{META}/{LAYOUT_KEY.decode()}", "the stored journal tree's root is not the journal's")
 
 
 def _verify_indexes(store: RocksStore) -> None:

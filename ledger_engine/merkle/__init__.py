@@ -3,8 +3,10 @@
 - ``tree``: leaf and node hashes, roots, inclusion and consistency proofs from a
   ``NodeReader``, and the RFC 9162 verification algorithms. hashlib only.
 - ``frontier``: ``Frontier`` (the compact, persistable state of a growing tree,
-  appended in O(log n)) and ``MemoryNodes`` (every node of a tree in memory).
-- ``journal``: the journal tree's leaves (entry hashes) and its proof documents.
+  appended in O(log n)), ``BlockFrontier`` (the same, reporting only the nodes
+  from a block level up) and ``MemoryNodes`` (every node of a tree in memory).
+- ``journal``: the journal tree's leaves (entry hashes), ``JournalFrontier`` and
+  its proof documents.
 - ``statement``: statement leaves, ``StatementTree`` and the recipient's statement file.
 - ``document``: the strict canonical-JSON reading and the stable ``Reason`` codes.
 

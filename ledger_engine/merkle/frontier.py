@@ -12,6 +12,11 @@ inclusion and consistency at any size (``tree.inclusion_proof`` and friends).
 
 Persisted as canonical JSON ``{"size": n, "hashes": [hex, ...]}``; loading
 checks that the number of hashes matches the size.
+
+``BlockFrontier`` is the same tree for a store that keeps only the nodes from
+a block level up: the leaves of the block being filled wait in a tuple and are
+hashed into the block's root when it fills, so an append costs no node object
+and reports nodes only once per block (docs/adr/0059).
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Sequence
 
-from ledger_engine.merkle.tree import EMPTY_ROOT, HASH_BYTES, NodeReader, fold_right, node_hash, perfect_pieces
+from ledger_engine.merkle.tree import (
+    EMPTY_ROOT, HASH_BYTES, NodeReader, fold_right, node_hash, perfect_pieces, perfect_root,
+)
 
 MAX_SIZE = 2**53 - 1  # sizes travel as JSON safe integers
 _HEX_HASH = re.compile(r"[0-9a-f]{64}")
@@ -78,6 +85,69 @@ class Frontier:
     def from_nodes(cls, nodes: NodeReader, size: int) -> "Frontier":
         """The frontier of the tree's first ``size`` leaves, read from its stored nodes."""
         return cls(size, tuple(nodes(level, index) for level, index in perfect_pieces(0, size)))
+
+
+class BlockFrontier:
+    """A growing tree whose appends report only the nodes at ``block_level`` and above.
+
+    ``blocks`` is the frontier of the full blocks' roots (a tree whose leaves are
+    the level-``block_level`` nodes, so its node ``(l, i)`` is the tree's
+    ``(l + block_level, i)``); ``tail`` holds the leaves of the block being
+    filled, unhashed: ``leaf_hash`` makes them leaf hashes when the block fills
+    (or a root is asked for), in one burst. Here a leaf is already its hash;
+    ``JournalFrontier`` appends entry hashes. Immutable: an append returns a new
+    one, so a discarded group leaves the last committed one as it was.
+    """
+
+    __slots__ = ("size", "blocks", "tail", "block_level")
+
+    def __init__(self, block_level: int, blocks: Frontier = Frontier(), tail: tuple = ()) -> None:
+        self.block_level = block_level
+        self.blocks = blocks
+        self.tail = tail
+        self.size = (blocks.size << block_level) + len(tail)
+
+    @staticmethod
+    def leaf_hash(leaf: Any) -> bytes:
+        return leaf
+
+    def append(self, leaf: Any) -> tuple["BlockFrontier", tuple[Node, ...]]:
+        """The tree one leaf later, and the nodes from ``block_level`` up that the leaf completed, lowest first."""
+        tail = (*self.tail, leaf)
+        if len(tail) < 1 << self.block_level:
+            return type(self)(self.block_level, self.blocks, tail), ()
+        block = perfect_root(self._tail_hashes(tail))
+        blocks, above = self.blocks.append(block)
+        shift = self.block_level
+        completed = (Node(shift, self.blocks.size, block), *(Node(n.level + shift, n.index, n.hash) for n in above))
+        return type(self)(shift, blocks), completed
+
+    def _tail_hashes(self, tail: tuple) -> list[bytes]:
+        hashes = [self.leaf_hash(leaf) for leaf in tail]
+        assert all(type(h) is bytes and len(h) == HASH_BYTES for h in hashes), "append leaf hashes, not leaf data"
+        return hashes
+
+    def frontier(self) -> Frontier:
+        """The same tree's compact frontier: the full blocks' pieces, then the tail's perfect pieces."""
+        tail = self._tail_hashes(self.tail)
+        pieces = [perfect_root(tail[index << level:(index + 1) << level])
+                  for level, index in perfect_pieces(0, len(tail))]
+        return Frontier(self.size, (*self.blocks.hashes, *pieces))
+
+    def root(self) -> bytes:
+        return self.frontier().root()
+
+    @staticmethod
+    def blocks_from_nodes(nodes: NodeReader, blocks: int, block_level: int) -> Frontier:
+        """The frontier of the first ``blocks`` full blocks' roots, read from the tree's nodes."""
+        return Frontier.from_nodes(lambda level, index: nodes(level + block_level, index), blocks)
+
+    @classmethod
+    def from_nodes(cls, nodes: NodeReader, size: int, block_level: int) -> "BlockFrontier":
+        """The tree of the first ``size`` leaf hashes: its blocks' frontier and its tail's leaves, from the nodes."""
+        full = size >> block_level
+        return cls(block_level, cls.blocks_from_nodes(nodes, full, block_level),
+                   tuple(nodes(0, leaf) for leaf in range(full << block_level, size)))
 
 
 class MemoryNodes:

@@ -21,7 +21,7 @@ from ledger_engine.merkle import tree
 from ledger_engine.merkle.document import (
     Reason, read_count, read_document, read_hash, read_hashes, reject, rejected_proof, require_fields, require_version,
 )
-from ledger_engine.merkle.frontier import MemoryNodes
+from ledger_engine.merkle.frontier import BlockFrontier, MemoryNodes
 from ledger_engine.merkle.tree import NodeReader
 
 INCLUSION_VERSION = "porto:london:journal-inclusion:v1"
@@ -35,6 +35,14 @@ def journal_leaf_hash(entry_hash: str) -> bytes:
     raw = bytes.fromhex(entry_hash)
     assert len(raw) == tree.HASH_BYTES, entry_hash
     return tree.leaf_hash(raw)
+
+
+class JournalFrontier(BlockFrontier):
+    """A ``BlockFrontier`` appended entry hashes (hex): a commit only keeps each one, and its block's leaf
+    hashes are made together when the block fills."""
+
+    __slots__ = ()
+    leaf_hash = staticmethod(journal_leaf_hash)
 
 
 def journal_nodes(entry_hashes: Sequence[str]) -> MemoryNodes:

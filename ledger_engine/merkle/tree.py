@@ -88,6 +88,15 @@ def fold_right(hashes: Sequence[bytes]) -> bytes:
     return root
 
 
+def perfect_root(hashes: Sequence[bytes]) -> bytes:
+    """The root over 2**k consecutive nodes of one level (leaf hashes: a perfect subtree's root)."""
+    assert hashes and len(hashes) & (len(hashes) - 1) == 0, f"{len(hashes)} is not a power of two"
+    level, sha256 = list(hashes), hashlib.sha256  # node_hash inlined: this runs once per block on every commit
+    while len(level) > 1:
+        level = [sha256(NODE_PREFIX + level[i] + level[i + 1]).digest() for i in range(0, len(level), 2)]
+    return level[0]
+
+
 def subtree_root(nodes: NodeReader, start: int, end: int) -> bytes:
     """MTH(D[start:end]) from perfect-subtree nodes: O(log n) reads."""
     return fold_right([nodes(level, index) for level, index in perfect_pieces(start, end)])

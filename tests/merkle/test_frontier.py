@@ -8,7 +8,7 @@ import pytest
 
 from ledger_engine.canonical import canonical_bytes, parse_json
 from ledger_engine.merkle import tree
-from ledger_engine.merkle.frontier import Frontier, MemoryNodes, Node
+from ledger_engine.merkle.frontier import BlockFrontier, Frontier, MemoryNodes, Node
 from tests.merkle import oracle
 
 DATA = [b"entry %d" % number for number in range(300)]
@@ -102,3 +102,40 @@ def test_a_frontier_holds_hashes_not_leaf_data():
 def test_node_is_a_plain_record():
     node = Node(2, 1, LEAVES[0])
     assert (node.level, node.index, node.hash) == (2, 1, LEAVES[0])
+
+
+@pytest.mark.parametrize("block_level", [0, 1, 4])
+def test_a_block_frontier_is_the_rfc_tree_and_reports_exactly_the_nodes_from_its_block_level_up(block_level):
+    frontier, reported, plain = BlockFrontier(block_level), [], Frontier()
+    for size, leaf in enumerate(LEAVES, start=1):
+        frontier, completed = frontier.append(leaf)
+        plain, _ = plain.append(leaf)
+        assert (frontier.size, frontier.frontier(), frontier.root()) == (size, plain, oracle.mth(DATA[:size]))
+        reported.extend(completed)
+    for level, index, hash_ in reported:
+        width = 1 << level
+        assert hash_ == oracle.mth(DATA[index * width:(index + 1) * width])
+    expected = [(level, index) for index in range(len(LEAVES)) for level in range(block_level, 9)
+                if (index + 1) << level <= len(LEAVES)]
+    assert sorted((node.level, node.index) for node in reported) == sorted(expected)
+    assert [n.level for n in reported if n.level == block_level] == [block_level] * (len(LEAVES) >> block_level)
+
+
+def test_a_block_frontier_is_read_back_from_its_nodes_and_its_tail_leaves():
+    nodes = MemoryNodes.from_leaf_hashes(LEAVES)
+    for size in (0, 1, 15, 16, 17, 255, 256, 300):
+        read = BlockFrontier.from_nodes(nodes, size, 4)
+        assert (read.size, len(read.tail), read.root()) == (size, size % 16, tree.root_at(nodes, size))
+
+
+def test_appending_to_a_block_frontier_leaves_the_earlier_one_unchanged():
+    first, _ = BlockFrontier(4).append(LEAVES[0])
+    second, _ = first.append(LEAVES[1])
+    assert (first.size, first.tail, second.tail) == (1, (LEAVES[0],), (LEAVES[0], LEAVES[1]))
+
+
+def test_a_block_frontier_holds_hashes_not_leaf_data():
+    frontier = BlockFrontier(1)
+    frontier, _ = frontier.append(LEAVES[0])
+    with pytest.raises(AssertionError):
+        frontier.append(b"entry 1")

@@ -18,7 +18,7 @@ from ledger_engine.checkpoint.verify import VerificationError, verify_export
 from ledger_engine.demo import demo_envelopes, demo_genesis
 from ledger_engine.errors import ErrorCode, StorageFault
 from ledger_engine.layout import JOURNAL, META
-from ledger_engine.merkle import verify_proof_document
+from ledger_engine.merkle import tree, verify_proof_document
 from ledger_engine.merkle.journal import journal_nodes
 from ledger_engine.storage.rocks import RocksStore
 from tests.support.cli import porto_ledger
@@ -93,15 +93,68 @@ def test_a_ledger_without_a_stored_tree_gets_it_built_from_its_journal_on_openin
         assert owner.executor.frontier.size == owner.head().sequence
 
 
-def test_a_frontier_that_disagrees_with_the_head_or_the_nodes_refuses_to_open(ledger, tmp_path):
+def test_only_nodes_from_the_block_level_up_are_stored_and_every_size_proves_as_the_whole_tree(ledger):
+    with RocksStore(ledger, read_only=True, stopped=True) as store:
+        hashes = _entry_hashes(store)
+        stored = [key for key, _ in store.scan(META, journal_tree.NODE_PREFIX)]
+        nodes = journal_tree.StoredNodes(store.get)
+        whole = journal_nodes(hashes)
+        for size in range(1, len(hashes) + 1):
+            assert tree.root_at(nodes, size) == tree.root_at(whole, size), size
+            index = (size * 7) % size
+            assert tree.inclusion_proof(nodes, index, size) == tree.inclusion_proof(whole, index, size), size
+            assert tree.consistency_proof(nodes, size // 3, size) == tree.consistency_proof(whole, size // 3, size)
+    expected = [journal_tree.node_key(level, index) for level in range(journal_tree.STORED_FROM_LEVEL, 20)
+                for index in range(len(hashes) >> level)]
+    assert sorted(stored) == sorted(expected) and len(stored) < len(hashes) // 8
+
+
+def _block_node(store: RocksStore, after_last_full: int) -> bytes:
+    """The key of the block node ``after_last_full`` blocks after the last full block (0: that block's own)."""
+    full = orjson.loads(store.get(META, b"head"))["sequence"] // journal_tree.BLOCK
+    return journal_tree.node_key(journal_tree.STORED_FROM_LEVEL, full - 1 + after_last_full)
+
+
+def test_a_block_node_that_disagrees_with_its_entries_refuses_to_open_and_to_verify(ledger, tmp_path):
     data = _copy(ledger, tmp_path)
     with RocksStore(data) as store:
-        size = orjson.loads(store.get(META, journal_tree.FRONTIER_KEY))["size"]
-        store.write([(META, journal_tree.node_key(0, size - 1), journal_tree.node_value(b"\x00" * 32))])
+        store.write([(META, _block_node(store, 0), journal_tree.node_value(b"\x00" * 32))])
     with pytest.raises(StorageFault) as raised:
         LedgerOwner.open(data)
-    assert raised.value.code == ErrorCode.STORAGE_CORRUPT
+    assert (raised.value.code, "is not the root of its 16 journal entries" in raised.value.detail) == (
+        ErrorCode.STORAGE_CORRUPT, True)
     assert porto_ledger("verify", data=data).status == 1
+
+
+def test_a_missing_block_node_or_one_beyond_the_journal_refuses_to_open(ledger, tmp_path):
+    data = _copy(ledger, tmp_path)
+    with RocksStore(data) as store:
+        beyond = _block_node(store, 1)
+        store.write([(META, beyond, journal_tree.node_value(b"\x01" * 32))])
+    with pytest.raises(StorageFault) as raised:
+        LedgerOwner.open(data)
+    assert "a block beyond the journal" in raised.value.detail
+    with RocksStore(data) as store:
+        store.write([(META, beyond, None), (META, _block_node(store, 0), None)])
+    with pytest.raises(StorageFault) as raised:
+        LedgerOwner.open(data)
+    assert (raised.value.code, "is missing or torn" in raised.value.detail) == (ErrorCode.STORAGE_CORRUPT, True)
+
+
+def test_a_tree_in_the_earlier_layout_is_rebuilt_once_without_its_leaf_rows(ledger, tmp_path):
+    """The earlier layout kept every leaf and node and a frontier row, and had no layout row."""
+    data = _copy(ledger, tmp_path)
+    with RocksStore(data) as store:
+        hashes = _entry_hashes(store)
+        whole = journal_nodes(hashes)
+        earlier = [(META, journal_tree.node_key(level, index), journal_tree.node_value(node))
+                   for level, row in enumerate(whole.levels) for index, node in enumerate(row)]
+        store.write([*earlier, (META, b"merkle/frontier", b"{}"), (META, journal_tree.LAYOUT_KEY, None)])
+    with LedgerOwner.open(data) as owner:
+        assert owner.executor.frontier.root() == whole.root()
+        kept = owner.at_boundary(lambda store: [key for key, _ in store.scan(META, b"merkle/")])
+    assert b"merkle/frontier" not in kept and journal_tree.node_key(0, 0) not in kept
+    assert journal_tree.LAYOUT_KEY in kept and journal_tree.node_key(journal_tree.STORED_FROM_LEVEL, 0) in kept
 
 
 def test_verify_reports_the_root_and_backups_record_it(ledger, tmp_path):
@@ -138,3 +191,14 @@ def test_the_proof_verbs_refuse_entries_and_sizes_the_journal_lacks(ledger):
                       ("prove-consistency", 5, head + 1), ("prove-consistency", 6, 5)):
         run = porto_ledger(*arguments, data=ledger)
         assert (run.status, run.last["code"]) == (2, "NOT_FOUND"), arguments
+
+
+def test_an_entry_stages_nothing_until_it_fills_a_block_and_then_exactly_the_keys_appended_keys_names():
+    frontier, hashes = journal_tree.empty_tree(), [f"{sequence:064x}" for sequence in range(1, 301)]
+    for sequence, entry_hash in enumerate(hashes, start=1):
+        staged: list[bytes] = []
+        frontier = journal_tree.stage_append(lambda family, key, value: staged.append(key), frontier, entry_hash)
+        assert staged == journal_tree.appended_keys(sequence), sequence
+        assert bool(staged) == (sequence % journal_tree.BLOCK == 0)
+    assert journal_tree.appended_keys(32) == [journal_tree.node_key(4, 1), journal_tree.node_key(5, 0)]
+    assert frontier.root() == journal_nodes(hashes).root()

@@ -36,7 +36,7 @@ def changed_keys(before: Dump, after: Dump) -> set[tuple[str, str]]:
 
 def rejection_footprint(command_id: str, sequence: int) -> set[tuple[str, str]]:
     """What a journalled rejection may write: its result, its journal entry and delta, the head, the
-    entry's leaf and nodes in the journal tree, and the store's write number."""
+    journal tree's nodes the entry completes (when it fills a block of 16), and the store's write number."""
     return {(COMMAND_RESULT, command_id), (JOURNAL, seq20(sequence)), (DELTAS, seq20(sequence)), (META, "head"),
             (META, WRITES_KEY.decode()), *((META, key.decode()) for key in appended_keys(sequence))}
 
