@@ -6,60 +6,42 @@ The state index names each payment; the rest is read from the payment record and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import date
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
-from ledger_engine.amounts import parse_amount
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.commands.money.attempts import attempt_key
 from ledger_engine.domain.commands.money.payments import payment_key
 from ledger_engine.layout import INDEXES, STATE
 from ledger_engine.projections.payouts import payment_state_prefix
+from porto_console.console.listing import DateRange, Listing, ListQuery, Search, by, by_amount, text
 from porto_console.console.services.payouts import PAYMENT_STATES
 from porto_console.console.services.rows import rows
 
-DAY_MS = 86_400_000
 DEFAULT_STATE = "approved"
 ANY_STATE = "all"
-# Sortable columns and how a row sorts by each; ties fall back to the payment ID, so the order is total.
-SORTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "prepared": lambda row: row["prepared_at_ms"],
-    "paid": lambda row: row["paid_at_ms"] or 0,
-    "amount": lambda row: parse_amount(row["amount"]),
-    "recipient": lambda row: row["recipient_id"],
-    "state": lambda row: row["state"],
-    "run": lambda row: row["run_id"],
-}
-DEFAULT_SORT = "prepared"
+LISTING = Listing(
+    searches=(Search("recipient", "Recipient", text("recipient_id")),
+              Search("payment", "Payment ID", text("payment_id")),
+              Search("run", "Run ID", text("run_id")),
+              Search("transaction_hash", "Transaction hash", lambda row: row["transaction_hashes"])),
+    dated=DateRange("prepared", "Prepared from", lambda row: row["prepared_at_ms"]),
+    sorts={"prepared": by("prepared_at_ms"), "paid": by("paid_at_ms"), "amount": by_amount("amount"),
+           "recipient": by("recipient_id"), "state": by("state"), "run": by("run_id")},
+    default_sort="prepared", identity=lambda row: row["payment_id"],
+    descending_first=frozenset({"prepared", "paid", "amount"}))
 
 
-@dataclass(frozen=True)
-class PaymentQuery:
-    state: str = DEFAULT_STATE  # a payment state, or ANY_STATE
-    recipient: str = ""  # part of the recipient ID
-    payment: str = ""  # part of the payment ID
-    run: str = ""  # part of the run ID
-    transaction_hash: str = ""  # part of any attempt's transaction hash
-    prepared_from: date | None = None  # UTC days, both ends included
-    prepared_to: date | None = None
-    sort: str = DEFAULT_SORT
-    descending: bool = True
-
-    def states(self) -> tuple[str, ...]:
-        return PAYMENT_STATES if self.state == ANY_STATE else (self.state,)
+def states(state: str) -> tuple[str, ...]:
+    return PAYMENT_STATES if state == ANY_STATE else (state,)
 
 
-def search(ledger: LedgerOwner, query: PaymentQuery) -> list[dict[str, Any]]:
-    """Every payment matching ``query``, in its order."""
-    found = [row for row in _rows(ledger, query) if _matches(row, query)]
-    found.sort(key=lambda row: row["payment_id"])
-    found.sort(key=SORTS[query.sort], reverse=query.descending)
-    return found
+def search(ledger: LedgerOwner, state: str, query: ListQuery) -> list[dict[str, Any]]:
+    """Every payment in ``state`` (or any) matching ``query``, in its order."""
+    return LISTING.apply(_rows(ledger, state, query), query)
 
 
-def _rows(ledger: LedgerOwner, query: PaymentQuery) -> Iterator[dict[str, Any]]:
-    for state in query.states():
+def _rows(ledger: LedgerOwner, chosen: str, query: ListQuery) -> Iterator[dict[str, Any]]:
+    for state in states(chosen):
         for index_key, entry in rows(ledger, INDEXES, payment_state_prefix(state)):
             if _cheap_mismatch(entry, index_key, query):
                 continue
@@ -68,11 +50,11 @@ def _rows(ledger: LedgerOwner, query: PaymentQuery) -> Iterator[dict[str, Any]]:
                 yield _row(ledger, record.data)
 
 
-def _cheap_mismatch(entry: dict[str, Any], index_key: str, query: PaymentQuery) -> bool:
+def _cheap_mismatch(entry: dict[str, Any], index_key: str, query: ListQuery) -> bool:
     """What the index entry alone rules out, before the record is read."""
-    return (query.recipient.lower() not in entry["recipient_id"].lower()
-            or query.run.lower() not in entry["run_id"].lower()
-            or query.payment.lower() not in index_key.rsplit("/", 1)[1].lower())
+    return (query.term("recipient").lower() not in entry["recipient_id"].lower()
+            or query.term("run").lower() not in entry["run_id"].lower()
+            or query.term("payment").lower() not in index_key.rsplit("/", 1)[1].lower())
 
 
 def _row(ledger: LedgerOwner, payment: dict[str, Any]) -> dict[str, Any]:
@@ -88,17 +70,3 @@ def _row(ledger: LedgerOwner, payment: dict[str, Any]) -> dict[str, Any]:
         "transaction_hash": attempts[-1]["transaction_hash"] if attempts else None,
         "transaction_hashes": [attempt["transaction_hash"] for attempt in attempts],
     }
-
-
-def _matches(row: dict[str, Any], query: PaymentQuery) -> bool:
-    wanted_hash = query.transaction_hash.lower()
-    if wanted_hash and not any(wanted_hash in tx.lower() for tx in row["transaction_hashes"]):
-        return False
-    day = row["prepared_at_ms"] // DAY_MS
-    if query.prepared_from is not None and day < _day_number(query.prepared_from):
-        return False
-    return query.prepared_to is None or day <= _day_number(query.prepared_to)
-
-
-def _day_number(value: date) -> int:
-    return value.toordinal() - date(1970, 1, 1).toordinal()

@@ -117,11 +117,11 @@ def labels_of(values) -> str:
 def sort_header(context, column: str, title: str):
     """A sortable column's header: a link that sorts by it (again: the other way), keeping the filters.
 
-    Reads the list's ``query`` (its ``sort`` and ``descending``) from the context.
+    Reads the list's ``query`` (a ``listing.ListQuery``) from the context.
     """
     query = context["query"]
     current = query.sort == column
-    descending = not query.descending if current else column in DESCENDING_FIRST
+    descending = not query.descending if current else column in query.descending_first
     params = context["request"].GET.copy()
     params["sort"], params["dir"] = column, "desc" if descending else "asc"
     params.pop("page", None)
@@ -130,6 +130,3 @@ def sort_header(context, column: str, title: str):
     return format_html('<th scope="col" aria-sort="{}"><a href="?{}" class="sort-link">{}</a>{}</th>',
                        state, params.urlencode(), title, arrow)
 
-
-# Columns whose first click sorts the largest or newest first.
-DESCENDING_FIRST = {"prepared", "paid", "amount"}

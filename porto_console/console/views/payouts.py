@@ -34,38 +34,12 @@ class RunFilter(forms.Form):
                                         (service.ALL, "all")], required=False)
 
 
-class PaymentFilter(forms.Form):
-    """The Payments list's search: every field narrows it; sort and direction come from the column headers."""
-
+class PaymentStates(forms.Form):
     state = forms.ChoiceField(choices=[(search.ANY_STATE, "any state"), *((s, s) for s in service.PAYMENT_STATES)],
                               required=False)
-    recipient = forms.CharField(max_length=200, required=False)
-    payment = forms.CharField(max_length=200, required=False, label="Payment ID")
-    run = forms.CharField(max_length=200, required=False, label="Run ID")
-    transaction_hash = forms.CharField(max_length=200, required=False, label="Transaction hash")
-    prepared_from = forms.DateField(required=False, label="Prepared from",
-                                    widget=forms.DateInput(attrs={"type": "date"}))
-    prepared_to = forms.DateField(required=False, label="to", widget=forms.DateInput(attrs={"type": "date"}))
-    sort = forms.ChoiceField(choices=[(name, name) for name in search.SORTS], required=False, widget=forms.HiddenInput)
-    dir = forms.ChoiceField(choices=[("desc", "desc"), ("asc", "asc")], required=False, widget=forms.HiddenInput)
 
-    def clean(self):
-        cleaned = super().clean()
-        start, end = cleaned.get("prepared_from"), cleaned.get("prepared_to")
-        if start and end and start > end:
-            raise forms.ValidationError("The range starts after it ends.", code="DATE_RANGE_REVERSED")
-        return cleaned
 
-    def query(self) -> search.PaymentQuery:
-        """What to look for; an invalid search finds what the default list shows."""
-        if not self.is_bound or not self.is_valid():
-            return search.PaymentQuery()
-        data = self.cleaned_data
-        return search.PaymentQuery(
-            state=data["state"] or search.DEFAULT_STATE, recipient=data["recipient"].strip(),
-            payment=data["payment"].strip(), run=data["run"].strip(),
-            transaction_hash=data["transaction_hash"].strip(), prepared_from=data["prepared_from"],
-            prepared_to=data["prepared_to"], sort=data["sort"] or search.DEFAULT_SORT, descending=data["dir"] != "asc")
+PaymentFilter = search.LISTING.form_class(PaymentStates)
 
 
 class PrepareForm(CommandForm):
@@ -101,13 +75,13 @@ def run_list(request):
 
 def payment_list(request):
     filter_form = PaymentFilter(request.GET or None, initial={"state": search.DEFAULT_STATE})
-    query = filter_form.query()
+    query, state = filter_form.query(), filter_form.choice("state", search.DEFAULT_STATE)
     read = read_at_boundary(lambda ledger: (
-        paginate(search.search(ledger, query), page_number(request)),
+        paginate(search.search(ledger, state, query), page_number(request)),
         payout_queries.reconciliation_queue(ledger.view())))
     page, reconciliation = read.data
     return render_screen(request, "console/payments.html", PAYMENTS.title, read, page=page, query=query,
-                         state=query.state, filter_form=filter_form, reconciliation=reconciliation)
+                         state=state, filter_form=filter_form, reconciliation=reconciliation)
 
 
 def prepare(request):
