@@ -84,6 +84,10 @@ class Listing:
                                           widget=forms.HiddenInput)
         return type(f"{base.__name__}Search", (ListForm, base), {**fields, "listing": self})
 
+    def field_names(self) -> set[str]:
+        dated = (f"{self.dated.name}_from", f"{self.dated.name}_to") if self.dated else ()
+        return {*(search.name for search in self.searches), *dated, "sort", "dir"}
+
     def query(self, form: forms.Form) -> ListQuery:
         """What to look for; an invalid search finds what the default list shows."""
         if not form.is_bound or not form.is_valid():
@@ -141,9 +145,13 @@ class ListForm(forms.Form):
 
     def choice(self, name: str, default: str) -> str:
         """One of the base form's own filters, or ``default`` when it is unset or the form is invalid."""
-        if self.is_bound and self.is_valid():
-            return self.cleaned_data.get(name) or default
-        return default
+        return self.filters().get(name) or default
+
+    def filters(self) -> dict[str, str]:
+        """The base form's own filters by name ("" when unset); all unset when the form is invalid."""
+        own = [name for name in self.fields if name not in self.listing.field_names()]
+        valid = self.is_bound and self.is_valid()
+        return {name: (self.cleaned_data.get(name) or "") if valid else "" for name in own}
 
 
 def day_number(value: date) -> int:

@@ -17,21 +17,32 @@ from ledger_engine.projections import payout_queries
 from porto_console.console import actions, stepup
 from porto_console.console.forms import CommandForm, ReasonField, StepUpForm, accept_posted_choices
 from porto_console.console.handles import seal, unseal_id
+from porto_console.console.listing import DateRange, Listing, Search, by, by_amount, text
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import may_submit, require_command
 from porto_console.console.screens import PAYMENTS, PAYOUTS
 from porto_console.console.services import payment_search as search
 from porto_console.console.services import payouts as service
-from porto_console.console.views.common import filter_values, render_screen
+from porto_console.console.views.common import render_screen
 from porto_console.ledger import owner, read_at_boundary
 
 HANDLE = "run"
 SHA256 = r"^[0-9a-f]{64}$"
 
 
-class RunFilter(forms.Form):
+class RunStatuses(forms.Form):
     status = forms.ChoiceField(choices=[(service.OPEN, "prepared or approved"), *((s, s) for s in service.RUN_STATUSES),
                                         (service.ALL, "all")], required=False)
+
+
+RUN_LISTING = Listing(
+    searches=(Search("run", "Run ID", text("run_id")), Search("prepared_by", "Prepared by", text("prepared_by")),
+              Search("run_hash", "Run hash", text("run_hash"))),
+    dated=DateRange("prepared", "Prepared from", by("prepared_at_ms")),
+    sorts={"prepared": by("prepared_at_ms"), "total": by_amount("total"), "payments": by("payments"),
+           "status": by("status"), "prepared_by": by("prepared_by"), "run": by("run_id")},
+    default_sort="prepared", identity=by("run_id"), descending_first=frozenset({"prepared", "total", "payments"}))
+RunFilter = RUN_LISTING.form_class(RunStatuses)
 
 
 class PaymentStates(forms.Form):
@@ -64,12 +75,12 @@ class CancelForm(CommandForm):
 
 
 def run_list(request):
-    filters = filter_values(RunFilter(request.GET or None))
-    status = filters["status"] or service.OPEN
+    filter_form = RunFilter(request.GET or None, initial={"status": service.OPEN})
+    query, status = filter_form.query(), filter_form.choice("status", service.OPEN)
     read = read_at_boundary(lambda ledger: service.with_aggregates(
-        ledger, paginate(service.runs_in(ledger, status), page_number(request))))
+        ledger, paginate(RUN_LISTING.apply(service.runs_in(ledger, status), query), page_number(request))))
     return render_screen(request, "console/payout_runs.html", PAYOUTS.title, read, page=read.data, status=status,
-                         filter_form=RunFilter(request.GET or None, initial={"status": status}),
+                         query=query, filter_form=filter_form,
                          may_prepare=may_submit(request.user, "PreparePayoutRun"))
 
 
