@@ -64,10 +64,6 @@ def postings_download(postings: list, sequence: int) -> HttpResponse:
     return _csv(service.postings_csv(postings), f"postings-{sequence}.csv")
 
 
-def raw_units(request) -> bool:
-    return request.GET.get("raw") == "1"
-
-
 def _csv(content: str, filename: str) -> HttpResponse:
     response = HttpResponse(content, content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
@@ -82,11 +78,11 @@ def trial_balance(request):
             ledger.store, at_sequence=min(wanted, ledger.head().sequence) if wanted else None))
     except LedgerError as error:
         return render_screen(request, "console/trial_balance.html", "Trial balance", read_at_boundary(lambda _: None),
-                             form=form, trial=None, problem=f"{error.code}: {error.detail}", raw=raw_units(request))
+                             form=form, trial=None, problem=f"{error.code}: {error.detail}")
     if request.GET.get("format") == "csv":
         return _csv(service.trial_balance_csv(read.data), f"trial-balance-{read.data.sequence}.csv")
     return render_screen(request, "console/trial_balance.html", "Trial balance", read, form=form, trial=read.data,
-                         totals=sorted(read.data.totals.items()), raw=raw_units(request))
+                         totals=sorted(read.data.totals.items()))
 
 
 def statement(request):
@@ -99,7 +95,7 @@ def statement(request):
     if read.data is not None and request.GET.get("format") == "csv":
         return _csv(service.statement_csv(read.data), "statement.csv")
     return render_screen(request, "console/statement.html", "Account statement", read, form=form,
-                         statement=read.data, raw=raw_units(request))
+                         statement=read.data)
 
 
 def _statement_accounts(form: StatementForm) -> tuple[str, ...]:

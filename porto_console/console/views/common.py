@@ -1,4 +1,4 @@
-"""What every screen shares: the admin frame, the head it read at, filters and paging links."""
+"""What every screen shares: the admin frame, the head it read at, the raw units toggle, filters and paging."""
 
 from __future__ import annotations
 
@@ -11,9 +11,17 @@ from porto_console.ledger import LedgerRead
 
 
 def render_screen(request, template: str, title: str, read: LedgerRead, **context: Any) -> TemplateResponse:
-    """Render ``template`` in the admin frame, stating the ledger head the data was read at."""
+    """Render ``template`` in the admin frame, stating the ledger head the data was read at.
+
+    ``raw`` (the ``?raw=1`` toggle) shows every amount on the screen as its integer minor units.
+    """
     return TemplateResponse(request, template, {
-        **admin.site.each_context(request), "title": title, "read_head": read.head, **context})
+        **admin.site.each_context(request), "title": title, "read_head": read.head, "raw": raw_units(request),
+        **context})
+
+
+def raw_units(request) -> bool:
+    return request.GET.get("raw") == "1"
 
 
 def filter_values(form) -> dict[str, str]:
