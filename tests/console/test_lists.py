@@ -150,6 +150,8 @@ def test_every_screen_with_amounts_shows_raw_minor_units_on_the_toggle(client_as
     raw_figures = re.findall(r'<span class="money raw" title="[^"]+ USDC">(-?\d+)</span>', raw)
     assert sorted(raw_figures) == sorted(minor for minor, _ in shown)
     assert '<input type="hidden" name="raw" value="1">' in raw or "console-filters" not in raw  # a search keeps it
+    assert "money raw" in client.get(url).content.decode()  # the toggle stays on from screen to screen
+    assert "money raw" not in client.get(url, {"raw": "0"}).content.decode()
 
 
 def test_a_runs_page_shows_raw_minor_units_on_the_toggle(client_as, ledger):
