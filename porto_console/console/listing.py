@@ -40,6 +40,9 @@ class DateRange:
     at_ms: Callable[[Row], int | None]
 
 
+REQUESTED = DateRange("requested", "Requested from", lambda row: _field(row, "requested_at_ms"))
+
+
 @dataclass(frozen=True)
 class ListQuery:
     terms: Mapping[str, str] = field(default_factory=dict)

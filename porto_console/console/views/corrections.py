@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, StepUpForm
 from porto_console.console.handles import seal, unseal_id
-from porto_console.console.listing import DateRange, Listing, Search, by, by_amount, text
+from porto_console.console.listing import REQUESTED, Listing, Search, by, by_amount, text
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import may_submit
 from porto_console.console.screens import CORRECTIONS
@@ -29,14 +29,14 @@ class CorrectionStatuses(forms.Form):
     status = forms.ChoiceField(choices=[(s, s) for s in service.STATUSES], required=False)
 
 
+AMOUNT_COLUMNS = ("reversed", "replaced", "refunded")
 CORRECTION_LISTING = Listing(
     searches=(Search("correction", "Correction ID", text("correction_id")), Search("budget", "Budget", text("budget_id")),
               Search("requested_by", "Requested by", text("requested_by"))),
-    dated=DateRange("requested", "Requested from", by("requested_at_ms")),
-    sorts={"requested": by("requested_at_ms"), "budget": by("budget_id"), "reversed": by_amount("reversed"),
-           "replaced": by_amount("replaced"), "refunded": by_amount("refunded"), "requested_by": by("requested_by")},
-    default_sort="requested", identity=by("correction_id"),
-    descending_first=frozenset({"requested", "reversed", "replaced", "refunded"}))
+    dated=REQUESTED, default_sort="requested", identity=by("correction_id"),
+    sorts={"requested": by("requested_at_ms"), "budget": by("budget_id"), "requested_by": by("requested_by"),
+           **{column: by_amount(column) for column in AMOUNT_COLUMNS}},
+    descending_first=frozenset({"requested", *AMOUNT_COLUMNS}))
 CorrectionFilter = CORRECTION_LISTING.form_class(CorrectionStatuses)
 
 

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, StepUpForm
 from porto_console.console.handles import seal, unseal_ids
-from porto_console.console.listing import DateRange, Listing, Search, by, text
+from porto_console.console.listing import REQUESTED, Listing, Search, by, text
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import may_submit
 from porto_console.console.screens import RECIPIENTS
@@ -30,7 +30,7 @@ UPDATE_LISTING = Listing(
     searches=(Search("recipient", "Recipient", text("recipient_id")),
               Search("address", "Address", lambda row: (row.old_address or "", row.payout_address)),
               Search("requested_by", "Requested by", text("requested_by"))),
-    dated=DateRange("requested", "Requested from", by("requested_at_ms")),
+    dated=REQUESTED,
     sorts={"requested": by("requested_at_ms"), "recipient": by("recipient_id"), "version": by("version"),
            "requested_by": by("requested_by")},
     default_sort="requested", identity=by("update_id"), descending_first=frozenset({"requested", "version"}))

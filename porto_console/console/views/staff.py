@@ -25,7 +25,7 @@ from ledger_engine.errors import LedgerError
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, StepUpForm
 from porto_console.console.handles import seal, unseal_id
-from porto_console.console.listing import DateRange, Listing, Search, by, text
+from porto_console.console.listing import REQUESTED, Listing, Search, by, text
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import actor_id, may_submit
 from porto_console.console.screens import LOCKOUTS, STAFF_CHANGES
@@ -44,7 +44,7 @@ class ChangeStatuses(forms.Form):
 CHANGE_LISTING = Listing(
     searches=(Search("account", "Account", text("target")), Search("requested_by", "Requested by", text("requested_by")),
               Search("change", "Change ID", text("change_id"))),
-    dated=DateRange("requested", "Requested from", by("requested_at_ms")),
+    dated=REQUESTED,
     sorts={"requested": by("requested_at_ms"), "status": by("status"), "account": by("target")},
     default_sort="requested", identity=by("change_id"), descending_first=frozenset({"requested"}))
 ChangeFilter = CHANGE_LISTING.form_class(ChangeStatuses)
