@@ -40,7 +40,9 @@ def searches(ledger) -> list[tuple[str, str, dict, str, str]]:
     change = state(ledger, "staff_change/")[0]
     budget = state(ledger, "budget/")[0]
     hold = ledger.scan("indexes", "hold_open/", limit=1)[0][1]
+    update = state(ledger, "recipient_update/")[0]
     return [
+        ("finance", "/ledger/recipients/", {"status": update["status"]}, "recipient", update["recipient_id"]),
         ("finance", "/ledger/payouts/", {"status": "all"}, "run", run["run_id"][-8:]),
         ("finance", "/ledger/corrections/", {"status": correction["status"]}, "budget", correction["budget_id"]),
         ("finance", "/ledger/budgets/", {}, "budget", budget["budget_id"]),
