@@ -26,7 +26,9 @@ from ledger_engine.projections.view import ReadableStore
 
 # The records a journal entry links to, by the prefix of their state key.
 RECORD_KINDS = {"payment_run": "run", "payment": "payment", "hold": "hold", "correction_request": "correction",
-                "correction": "correction", "staff_change": "staff_change"}
+                "correction": "correction", "staff_change": "staff_change", "recipient_update": "recipient_update",
+                "budget": "budget"}
+RECORD_ID_PARTS = {"recipient_update": 2}  # a recipient update is named by its recipient and its own ID
 BACK_LINK_SCAN = 50_000  # journal entries one "entries that touched this record" read looks through
 CURSOR_PREFIX = b"balance_cursor/"
 
@@ -53,8 +55,8 @@ class Posting:
 
 @dataclass(frozen=True)
 class TouchedRecord:
-    kind: str  # "run", "payment", "hold", "correction" or "staff_change"
-    record_id: str
+    kind: str  # "run", "payment", "hold", "correction", "staff_change", "recipient_update" or "budget"
+    record_id: str  # a recipient update's is ``<recipient>/<update>``
 
 
 @dataclass(frozen=True)
@@ -112,14 +114,15 @@ def entry_postings(store: ReadableStore, sequence: int) -> list[Posting]:
 
 
 def entry_records(store: ReadableStore, sequence: int) -> list[TouchedRecord]:
-    """The runs, payments, holds, corrections and staff changes whose state records the entry at ``sequence`` wrote."""
+    """The runs, payments, holds, corrections, staff changes, recipient updates and budgets whose state records the
+    entry at ``sequence`` wrote."""
     raw = store.get(DELTAS, seq20(sequence).encode())
     touched = []
     for row in orjson.loads(raw) if raw else ():
         if row["column_family"] != STATE:
             continue
         prefix, _, record_id = row["key"].partition("/")
-        if prefix in RECORD_KINDS and record_id and "/" not in record_id:
+        if prefix in RECORD_KINDS and record_id and record_id.count("/") == RECORD_ID_PARTS.get(prefix, 1) - 1:
             touched.append(TouchedRecord(RECORD_KINDS[prefix], record_id))
     return list(dict.fromkeys(touched))  # a correction's request and its result are one record here
 
@@ -171,13 +174,19 @@ def trial_balance(store: ReadableStore, *, at_sequence: int | None = None) -> Tr
     """Every account's debits and credits up to ``at_sequence`` (the head by default); each asset must balance."""
     sequence = read_head(store).sequence if at_sequence is None else at_sequence
     rows = []
-    totals: dict[str, tuple[int, int]] = {}
     for asset, account in posting_accounts(store):
         folded = balance(store, account, asset, at_sequence=sequence)
         if folded.postings:
             rows.append(TrialBalanceRow(asset, account, folded.debits, folded.credits))
-            debits, credits = totals.get(asset, (0, 0))
-            totals[asset] = (debits + folded.debits, credits + folded.credits)
+    return tally(sequence, rows)
+
+
+def tally(sequence: int, rows: list[TrialBalanceRow]) -> TrialBalance:
+    """The rows with each asset's totals; refused unless every asset balances."""
+    totals: dict[str, tuple[int, int]] = {}
+    for row in rows:
+        debits, credits = totals.get(row.asset, (0, 0))
+        totals[row.asset] = (debits + row.debits, credits + row.credits)
     unbalanced = [asset for asset, (debits, credits) in totals.items() if debits != credits]
     if unbalanced:
         raise LedgerError(ErrorCode.INVARIANT_VIOLATION,

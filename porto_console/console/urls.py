@@ -18,7 +18,8 @@ from porto_console.console.views import (
 
 ADMIN_ONLY = frozenset({ADMIN})
 STATEMENT_FILE_ROLES = frozenset({FINANCE})
-HISTORY_ROLES = PAYOUTS.roles | HOLDS.roles | JOURNAL.roles  # whoever sees a run, a payment or a hold
+# whoever sees a run, a payment, a hold, a recipient update or a budget
+HISTORY_ROLES = PAYOUTS.roles | HOLDS.roles | JOURNAL.roles | RECIPIENTS.roles | BUDGETS.roles
 
 
 def console_urls(site) -> list:

@@ -57,7 +57,7 @@ def test_the_raw_toggle_shows_minor_units(client_as, ledger):
     auditor = client_as("auditor")
     assert f'<span class="money raw" title="{formatted(amount, "USDC")}">{amount}</span>' in auditor.get(
         f"/ledger/journal/{sequence}/", {"raw": "1"}).content.decode()
-    assert f'title="{amount} minor units"' in auditor.get(f"/ledger/journal/{sequence}/").content.decode()
+    assert f'title="{amount} minor units"' in auditor.get(f"/ledger/journal/{sequence}/", {"raw": "0"}).content.decode()
 
 
 @pytest.mark.parametrize("role", ["finance", "auditor"])

@@ -8,13 +8,13 @@ so a retried bulk form decides nothing twice.
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any, Iterator, get_args
 
 from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.commands.streaming.holds import DecisionReason, HoldReason
 from ledger_engine.errors import ErrorCode
-from ledger_engine.projections import streaming_queries
+from ledger_engine.projections import listing_queries, streaming_queries
 from porto_console.console.commands import CommandRequest
 from porto_console.ledger import gateway
 
@@ -22,11 +22,11 @@ HOLD_REASONS = tuple(str(reason) for reason in HoldReason)
 DECISION_REASONS = get_args(DecisionReason)
 MISMATCH = str(ErrorCode.HOLD_REASON_MISMATCH)
 DECISIONS = {"release": "released", "reject": "rejected"}  # decision -> the hold's status after it
-PAGE_HOLDS = 25
 
 
-def queue(ledger: LedgerOwner, reason: str, start: str | None) -> streaming_queries.Page:
-    return streaming_queries.open_holds(ledger, reason=reason or None, start=start, limit=PAGE_HOLDS)
+def every_open(ledger: LedgerOwner, reason: str) -> Iterator[dict[str, Any]]:
+    """The open queue, oldest first; the screen searches, sorts and pages it."""
+    return listing_queries.every_open_hold(ledger, reason=reason or None)
 
 
 def counts(ledger: LedgerOwner) -> dict[str, int]:

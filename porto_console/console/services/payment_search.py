@@ -6,73 +6,40 @@ The state index names each payment; the rest is read from the payment record and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import date
-from typing import Any, Callable
+from typing import Any
 
-from ledger_engine.amounts import parse_amount
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.projections import payout_queries
 from ledger_engine.projections.payout_queries import PaymentListing
+from porto_console.console.listing import DateRange, Listing, ListQuery, Search, by, by_amount, text
 from porto_console.console.services.payouts import PAYMENT_STATES
 
-DAY_MS = 86_400_000
 DEFAULT_STATE = "approved"
 ANY_STATE = "all"
-# Sortable columns and how a row sorts by each; ties fall back to the payment ID, so the order is total.
-SORTS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "prepared": lambda row: row["prepared_at_ms"],
-    "paid": lambda row: row["paid_at_ms"] or 0,
-    "amount": lambda row: parse_amount(row["amount"]),
-    "recipient": lambda row: row["recipient_id"],
-    "state": lambda row: row["state"],
-    "run": lambda row: row["run_id"],
-}
-DEFAULT_SORT = "prepared"
+LISTING = Listing(
+    searches=(Search("recipient", "Recipient", text("recipient_id")),
+              Search("payment", "Payment ID", text("payment_id")),
+              Search("run", "Run ID", text("run_id")),
+              Search("transaction_hash", "Transaction hash", lambda row: row["transaction_hashes"])),
+    dated=DateRange("prepared", "Prepared from", lambda row: row["prepared_at_ms"]),
+    sorts={"prepared": by("prepared_at_ms"), "paid": by("paid_at_ms"), "amount": by_amount("amount"),
+           "recipient": by("recipient_id"), "state": by("state"), "run": by("run_id")},
+    default_sort="prepared", identity=lambda row: row["payment_id"],
+    descending_first=frozenset({"prepared", "paid", "amount"}))
 
 
-@dataclass(frozen=True)
-class PaymentQuery:
-    state: str = DEFAULT_STATE  # a payment state, or ANY_STATE
-    recipient: str = ""  # part of the recipient ID
-    payment: str = ""  # part of the payment ID
-    run: str = ""  # part of the run ID
-    transaction_hash: str = ""  # part of any attempt's transaction hash
-    prepared_from: date | None = None  # UTC days, both ends included
-    prepared_to: date | None = None
-    sort: str = DEFAULT_SORT
-    descending: bool = True
-
-    def states(self) -> tuple[str, ...]:
-        return PAYMENT_STATES if self.state == ANY_STATE else (self.state,)
+def states(state: str) -> tuple[str, ...]:
+    return PAYMENT_STATES if state == ANY_STATE else (state,)
 
 
-def search(ledger: LedgerOwner, query: PaymentQuery) -> list[dict[str, Any]]:
-    """Every payment matching ``query``, in its order."""
-    rows = payout_queries.payment_search_rows(ledger.view(), query.states(),
-                                              lambda listing: _cheap_match(listing, query))
-    found = [row for row in rows if _matches(row, query)]
-    found.sort(key=lambda row: row["payment_id"])
-    found.sort(key=SORTS[query.sort], reverse=query.descending)
-    return found
+def search(ledger: LedgerOwner, state: str, query: ListQuery) -> list[dict[str, Any]]:
+    """Every payment in ``state`` (or any) matching ``query``, in its order."""
+    rows = payout_queries.payment_search_rows(ledger.view(), states(state), lambda listing: _cheap_match(listing, query))
+    return LISTING.apply(rows, query)
 
 
-def _cheap_match(listing: PaymentListing, query: PaymentQuery) -> bool:
+def _cheap_match(listing: PaymentListing, query: ListQuery) -> bool:
     """What the state index's listing alone decides, before the payment's record is read."""
-    return (query.recipient.lower() in listing.recipient_id.lower()
-            and query.run.lower() in listing.run_id.lower()
-            and query.payment.lower() in listing.payment_id.lower())
-
-
-def _matches(row: dict[str, Any], query: PaymentQuery) -> bool:
-    wanted_hash = query.transaction_hash.lower()
-    if wanted_hash and not any(wanted_hash in tx.lower() for tx in row["transaction_hashes"]):
-        return False
-    day = row["prepared_at_ms"] // DAY_MS
-    if query.prepared_from is not None and day < _day_number(query.prepared_from):
-        return False
-    return query.prepared_to is None or day <= _day_number(query.prepared_to)
-
-
-def _day_number(value: date) -> int:
-    return value.toordinal() - date(1970, 1, 1).toordinal()
+    return (query.term("recipient").lower() in listing.recipient_id.lower()
+            and query.term("run").lower() in listing.run_id.lower()
+            and query.term("payment").lower() in listing.payment_id.lower())

@@ -1,4 +1,4 @@
-"""Template helpers: paging links that keep filters, times, amounts, hashes, sealed handles, enum words and days."""
+"""Template helpers: paging links that keep filters, times, amounts (or raw minor units), hashes, sealed handles, enum words and days."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from django.forms import HiddenInput
 from django.utils.html import format_html, format_html_join
 
 from ledger_engine.amounts import parse_amount
-from ledger_engine.domain.ruleset import ASSETS
 from porto_console.console import labels
 from porto_console.console.handles import seal
+from porto_console.console.services.accounting import formatted
 
 register = template.Library()
 
@@ -32,13 +32,14 @@ def ms_time(milliseconds) -> str:
     return datetime.fromtimestamp(int(milliseconds) / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-@register.filter
-def amount(minor_units, asset: str = "USDC") -> str:
-    """A canonical minor-unit amount as a decimal in the asset's unit, by integer arithmetic only."""
-    value = parse_amount(str(minor_units))
-    places = ASSETS[asset]
-    whole, fraction = divmod(value, 10**places)
-    return f"{whole:,}.{fraction:0{places}d} {asset}"
+@register.simple_tag(takes_context=True)
+def money(context, minor_units, asset: str = "USDC"):
+    """An amount (integer minor units, or their canonical text) in the asset's unit with the minor units on
+    hover, or as the raw minor units when the screen's toggle is on (``raw`` in the context)."""
+    value = parse_amount(str(minor_units)) if isinstance(minor_units, str) else int(minor_units)
+    if context.get("raw"):
+        return format_html('<span class="money raw" title="{}">{}</span>', formatted(value, asset), value)
+    return format_html('<span class="money" title="{} minor units">{}</span>', value, formatted(value, asset))
 
 
 @register.filter
@@ -117,11 +118,11 @@ def labels_of(values) -> str:
 def sort_header(context, column: str, title: str):
     """A sortable column's header: a link that sorts by it (again: the other way), keeping the filters.
 
-    Reads the list's ``query`` (its ``sort`` and ``descending``) from the context.
+    Reads the list's ``query`` (a ``listing.ListQuery``) from the context.
     """
     query = context["query"]
     current = query.sort == column
-    descending = not query.descending if current else column in DESCENDING_FIRST
+    descending = not query.descending if current else column in query.descending_first
     params = context["request"].GET.copy()
     params["sort"], params["dir"] = column, "desc" if descending else "asc"
     params.pop("page", None)
@@ -130,6 +131,3 @@ def sort_header(context, column: str, title: str):
     return format_html('<th scope="col" aria-sort="{}"><a href="?{}" class="sort-link">{}</a>{}</th>',
                        state, params.urlencode(), title, arrow)
 
-
-# Columns whose first click sorts the largest or newest first.
-DESCENDING_FIRST = {"prepared", "paid", "amount"}

@@ -14,10 +14,11 @@ from django.views.decorators.http import require_POST
 from ledger_engine.domain.ruleset import ASSETS
 from ledger_engine.errors import LedgerError
 from ledger_engine.projections import accounting as selectors
+from ledger_engine.projections import trial_replay
 from porto_console.console import actions
 from porto_console.console.commands import CommandRequest
 from porto_console.console.forms import CommandForm
-from porto_console.console.handles import seal, unseal_id
+from porto_console.console.handles import seal, unseal_ids
 from porto_console.console.screens import DASHBOARD
 from porto_console.console.services import accounting as service
 from porto_console.console.views.common import render_screen
@@ -25,12 +26,14 @@ from porto_console.ledger import read_at_boundary
 
 CONSERVATION_COMMAND = "CheckConservation"
 RECORD_HANDLES = {"run": "run", "hold": "hold", "payment": "payment", "correction": "correction",
-                  "staff_change": "staff-change"}  # record kind -> its handle's kind
+                  "staff_change": "staff-change", "recipient_update": "recipient-update",
+                  "budget": "budget"}  # record kind -> its handle's kind
 EPOCH, LAST_DAY = date(1970, 1, 1), date(9999, 12, 30)  # an open range: every posting, whatever the ledger's clock
 
 
 class TrialBalanceForm(forms.Form):
     sequence = forms.IntegerField(min_value=1, required=False, label="At sequence")
+    replay = forms.BooleanField(required=False, label="Check against a replay of the journal")
 
 
 class StatementForm(forms.Form):
@@ -64,10 +67,6 @@ def postings_download(postings: list, sequence: int) -> HttpResponse:
     return _csv(service.postings_csv(postings), f"postings-{sequence}.csv")
 
 
-def raw_units(request) -> bool:
-    return request.GET.get("raw") == "1"
-
-
 def _csv(content: str, filename: str) -> HttpResponse:
     response = HttpResponse(content, content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
@@ -77,16 +76,23 @@ def _csv(content: str, filename: str) -> HttpResponse:
 def trial_balance(request):
     form = TrialBalanceForm(request.GET or None)
     wanted = form.cleaned_data["sequence"] if form.is_valid() else None
+    replay = form.is_valid() and form.cleaned_data["replay"]
     try:
-        read = read_at_boundary(lambda ledger: selectors.trial_balance(
-            ledger.view(), at_sequence=min(wanted, ledger.head().sequence) if wanted else None))
+        read = read_at_boundary(lambda ledger: _trial_balance(ledger, wanted, replay))
     except LedgerError as error:
         return render_screen(request, "console/trial_balance.html", "Trial balance", read_at_boundary(lambda _: None),
-                             form=form, trial=None, problem=f"{error.code}: {error.detail}", raw=raw_units(request))
+                             form=form, trial=None, problem=f"{error.code}: {error.detail}")
+    trial, comparison = read.data
     if request.GET.get("format") == "csv":
-        return _csv(service.trial_balance_csv(read.data), f"trial-balance-{read.data.sequence}.csv")
-    return render_screen(request, "console/trial_balance.html", "Trial balance", read, form=form, trial=read.data,
-                         totals=sorted(read.data.totals.items()), raw=raw_units(request))
+        return _csv(service.trial_balance_csv(trial), f"trial-balance-{trial.sequence}.csv")
+    return render_screen(request, "console/trial_balance.html", "Trial balance", read, form=form, trial=trial,
+                         totals=sorted(trial.totals.items()), comparison=comparison)
+
+
+def _trial_balance(ledger, wanted: int | None, replay: bool):
+    """The trial balance at ``wanted`` (the head if later or unset), and its replay check when asked for."""
+    trial = selectors.trial_balance(ledger.view(), at_sequence=min(wanted, ledger.head().sequence) if wanted else None)
+    return trial, trial_replay.compare(trial, ledger.view()) if replay else None
 
 
 def statement(request):
@@ -99,7 +105,7 @@ def statement(request):
     if read.data is not None and request.GET.get("format") == "csv":
         return _csv(service.statement_csv(read.data), "statement.csv")
     return render_screen(request, "console/statement.html", "Account statement", read, form=form,
-                         statement=read.data, raw=raw_units(request))
+                         statement=read.data)
 
 
 def _statement_accounts(form: StatementForm) -> tuple[str, ...]:
@@ -115,10 +121,10 @@ def _days(form: StatementForm) -> tuple[date, date]:
 
 
 def record_history(request, kind: str, handle: str):
-    """The journal entries that wrote one run, payment, hold, correction or staff change."""
+    """The journal entries that wrote one run, payment, hold, correction, staff change, recipient update or budget."""
     if kind not in RECORD_HANDLES:
         raise Http404("no such record kind")
-    record_id = unseal_id(RECORD_HANDLES[kind], handle)
+    record_id = "/".join(unseal_ids(RECORD_HANDLES[kind], handle, selectors.RECORD_ID_PARTS.get(kind, 1)))
     read = read_at_boundary(lambda ledger: [
         (sequence, ledger.journal_entry(sequence)["envelope"])
         for sequence in selectors.entries_touching(ledger.view(), kind, record_id)])

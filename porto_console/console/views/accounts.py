@@ -29,6 +29,7 @@ from porto_console.console import actions, commands
 from porto_console.console.commands import new_command_id
 from porto_console.console.forms import CommandForm
 from porto_console.console.handles import seal, unseal_id
+from porto_console.console.listing import DateRange, Listing, Search, by, text
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import actor_id, may_submit
 from porto_console.console.screens import ACCOUNTS
@@ -36,7 +37,7 @@ from porto_console.console.services import accounts as service
 from porto_console.console.services import enrolment
 from porto_console.console.services import staff_changes
 from porto_console.console.services.users import has_enrolled, sync_user
-from porto_console.console.views.common import filter_values, render_screen
+from porto_console.console.views.common import render_screen
 from porto_console.ledger import owner, read_at_boundary
 
 HANDLE = "account"
@@ -47,11 +48,21 @@ STAFF_NAME = r"^[A-Za-z0-9.@+-]{1,150}$"  # a ledger identifier that is also a D
 GUARDED_NOTE = "Finance and admin are granted through a staff change that another admin approves."
 
 
-class AccountFilter(forms.Form):
+class AccountKinds(forms.Form):
     kind = forms.ChoiceField(choices=[("", "any kind"), *((k, k) for k in KINDS)], required=False)
     status = forms.ChoiceField(choices=[("", "any status"), ("active", "active"), ("deactivated", "deactivated")],
                                required=False)
     role = forms.ChoiceField(choices=[("", "any role"), *ROLE_CHOICES], required=False)
+
+
+ACCOUNT_LISTING = Listing(
+    searches=(Search("account", "Account ID", text("account_id")),),
+    dated=DateRange("updated", "Updated from", lambda account: account.data.get("updated_at_ms")),
+    sorts={"account": by("account_id"), "kind": lambda account: account.data["kind"],
+           "status": lambda account: account.data["status"],
+           "updated": lambda account: account.data.get("updated_at_ms") or 0},
+    default_sort="account", identity=by("account_id"), descending_first=frozenset({"updated"}))
+AccountFilter = ACCOUNT_LISTING.form_class(AccountKinds)
 
 
 class ProvisionForm(CommandForm):
@@ -103,11 +114,13 @@ class StaffRequestForm(CommandForm):
 
 
 def account_list(request):
-    filters = filter_values(AccountFilter(request.GET or None))
-    read = read_at_boundary(lambda ledger: paginate(service.accounts(ledger, **filters), page_number(request)))
+    filter_form = AccountFilter(request.GET or None)
+    query, filters = filter_form.query(), filter_form.filters()
+    read = read_at_boundary(lambda ledger: paginate(ACCOUNT_LISTING.apply(service.accounts(ledger, **filters), query),
+                                                    page_number(request)))
     rows = [(account, seal(HANDLE, account.account_id)) for account in read.data.items]
     return render_screen(request, "console/accounts.html", ACCOUNTS.title, read, page=read.data, rows=rows,
-                         filter_form=AccountFilter(request.GET or None),
+                         query=query, filter_form=filter_form,
                          may_provision=may_submit(request.user, "RegisterAccount"))
 
 

@@ -4,25 +4,47 @@ from __future__ import annotations
 
 from django import forms
 
+from porto_console.console.listing import Listing, Search, by, by_amount, text
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.screens import BUDGETS
 from porto_console.console.services import budgets as service
-from porto_console.console.views.common import filter_values, render_screen
+from porto_console.console.views.common import render_screen
 from porto_console.ledger import read_at_boundary
 
 
-class BudgetFilter(forms.Form):
+class BudgetBalance(forms.Form):
     balanced = forms.ChoiceField(choices=[("", "all budgets"), ("yes", "balanced"), ("no", "not balanced")],
                                  required=False)
 
 
+BUDGET_LISTING = Listing(
+    searches=(Search("budget", "Budget", text("budget_id")), Search("listener", "Listener", text("listener_id")),
+              Search("period", "Period", text("period_id"))),
+    sorts={"budget": by("budget_id"), "listener": by("listener_id"), "funding": by_amount("funding_total"),
+           "holding": by_amount("holding_total")},
+    default_sort="budget", identity=by("budget_id"), descending_first=frozenset({"funding", "holding"}))
+BudgetFilter = BUDGET_LISTING.form_class(BudgetBalance)
+BALANCE_LISTING = Listing(
+    searches=(Search("recipient", "Recipient", text("recipient_id")),),
+    sorts={"recipient": by("recipient_id"), "payable": by_amount("payable"), "reserved": by_amount("reserved"),
+           "paid": by_amount("paid")},
+    default_sort="recipient", identity=by("recipient_id"), descending_first=frozenset({"payable", "reserved", "paid"}))
+BalanceFilter = BALANCE_LISTING.form_class()
+
+
 def budget_list(request):
-    filters = filter_values(BudgetFilter(request.GET or None))
-    read = read_at_boundary(lambda ledger: paginate(service.budgets(ledger, **filters), page_number(request)))
-    return render_screen(request, "console/budgets.html", BUDGETS.title, read, page=read.data,
-                         filter_form=BudgetFilter(request.GET or None))
+    filter_form = BudgetFilter(request.GET or None)
+    query, filters = filter_form.query(), filter_form.filters()
+    read = read_at_boundary(lambda ledger: paginate(BUDGET_LISTING.apply(service.budgets(ledger, **filters), query),
+                                                    page_number(request)))
+    return render_screen(request, "console/budgets.html", BUDGETS.title, read, page=read.data, query=query,
+                         filter_form=filter_form)
 
 
 def balances(request):
-    read = read_at_boundary(lambda ledger: paginate(service.recipient_balances(ledger), page_number(request)))
-    return render_screen(request, "console/balances.html", "Payables per recipient", read, page=read.data)
+    filter_form = BalanceFilter(request.GET or None)
+    query = filter_form.query()
+    read = read_at_boundary(lambda ledger: paginate(BALANCE_LISTING.apply(service.recipient_balances(ledger), query),
+                                                    page_number(request)))
+    return render_screen(request, "console/balances.html", "Payables per recipient", read, page=read.data,
+                         query=query, filter_form=filter_form)

@@ -13,19 +13,31 @@ from django.views.decorators.http import require_POST
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, StepUpForm
 from porto_console.console.handles import seal, unseal_id
+from porto_console.console.listing import REQUESTED, Listing, Search, by, by_amount, text
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import may_submit
 from porto_console.console.screens import CORRECTIONS
 from porto_console.console.services import corrections as service
-from porto_console.console.views.common import filter_values, render_screen
+from porto_console.console.views.common import render_screen
 from porto_console.ledger import owner, read_at_boundary
 
 HANDLE = "correction"
 SHA256 = r"^[0-9a-f]{64}$"
 
 
-class CorrectionFilter(forms.Form):
+class CorrectionStatuses(forms.Form):
     status = forms.ChoiceField(choices=[(s, s) for s in service.STATUSES], required=False)
+
+
+AMOUNT_COLUMNS = ("reversed", "replaced", "refunded")
+CORRECTION_LISTING = Listing(
+    searches=(Search("correction", "Correction ID", text("correction_id")), Search("budget", "Budget", text("budget_id")),
+              Search("requested_by", "Requested by", text("requested_by"))),
+    dated=REQUESTED, default_sort="requested", identity=by("correction_id"),
+    sorts={"requested": by("requested_at_ms"), "budget": by("budget_id"), "requested_by": by("requested_by"),
+           **{column: by_amount(column) for column in AMOUNT_COLUMNS}},
+    descending_first=frozenset({"requested", *AMOUNT_COLUMNS}))
+CorrectionFilter = CORRECTION_LISTING.form_class(CorrectionStatuses)
 
 
 class RequestForm(CommandForm):
@@ -66,10 +78,12 @@ class DeclineForm(CommandForm):
 
 
 def correction_list(request):
-    status = filter_values(CorrectionFilter(request.GET or None))["status"] or "requested"
-    read = read_at_boundary(lambda ledger: paginate(service.corrections(ledger, status), page_number(request)))
+    filter_form = CorrectionFilter(request.GET or None)
+    query, status = filter_form.query(), filter_form.choice("status", "requested")
+    read = read_at_boundary(lambda ledger: paginate(
+        CORRECTION_LISTING.apply(service.corrections(ledger, status), query), page_number(request)))
     return render_screen(request, "console/corrections.html", CORRECTIONS.title, read, page=read.data,
-                         status=status, filter_form=CorrectionFilter(request.GET or None),
+                         status=status, query=query, filter_form=filter_form,
                          may_request=may_submit(request.user, "RequestCorrection"))
 
 

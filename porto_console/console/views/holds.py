@@ -12,21 +12,31 @@ from django.views.decorators.http import require_POST
 from ledger_engine.domain.commands.streaming.holds import REASONS_BY_DECISION, reason_fits
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, ReasonField, accept_posted_choices
-from porto_console.console.handles import seal, unseal, unseal_id
+from porto_console.console.handles import seal, unseal_id
+from porto_console.console.listing import DateRange, Listing, Search, by, text
+from porto_console.console.paging import page_number, paginate
 from porto_console.console.labels import human
 from porto_console.console.roles import may_submit
 from porto_console.console.screens import HOLDS
 from porto_console.console.services import holds as service
-from porto_console.console.views.common import filter_values, render_screen
+from porto_console.console.views.common import render_screen
 from porto_console.ledger import owner, read_at_boundary
 
 HANDLE = "hold"
-CURSOR = "hold-cursor"
 
 
-class HoldFilter(forms.Form):
+class HoldReasons(forms.Form):
     reason = forms.ChoiceField(choices=[("", "any reason"), *((r, r.replace("_", " ")) for r in service.HOLD_REASONS)],
                                required=False)
+
+
+HOLD_LISTING = Listing(
+    searches=(Search("hold", "Hold ID", text("hold_id")), Search("listener", "Listener", text("listener_id")),
+              Search("node", "Node", text("node_id"))),
+    dated=DateRange("raised", "Raised from", by("raised_at_ms")),
+    sorts={"raised": by("raised_at_ms"), "listener": by("listener_id"), "day": by("day"), "node": by("node_id")},
+    default_sort="raised", identity=by("hold_id"), descending_first=frozenset({"day"}))
+HoldFilter = HOLD_LISTING.form_class(HoldReasons)
 
 
 class DecisionForm(CommandForm):
@@ -61,14 +71,14 @@ class BulkForm(DecisionForm):
 
 
 def hold_queue(request):
-    reason = filter_values(HoldFilter(request.GET or None))["reason"]
-    start = unseal(CURSOR, request.GET["after"]) if request.GET.get("after") else None
-    read = read_at_boundary(lambda ledger: (service.queue(ledger, reason, start),
-                                            service.counts(ledger)))
+    filter_form = HoldFilter(request.GET or None)
+    query, reason = filter_form.query(), filter_form.choice("reason", "")
+    read = read_at_boundary(lambda ledger: (
+        paginate(HOLD_LISTING.apply(service.every_open(ledger, reason), query), page_number(request)),
+        service.counts(ledger)))
     page, counts = read.data
-    return render_screen(request, "console/holds.html", HOLDS.title, read, holds=page.items, counts=counts,
-                         reason=reason, filter_form=HoldFilter(request.GET or None),
-                         next_cursor=seal(CURSOR, page.next_start) if page.next_start else "",
+    return render_screen(request, "console/holds.html", HOLDS.title, read, holds=page.items, page=page,
+                         counts=counts, reason=reason, query=query, filter_form=filter_form,
                          bulk_form=BulkForm(initial={"hold_reason": reason}) if reason else None,
                          may_decide=may_submit(request.user, "DecideHold"))
 

@@ -27,6 +27,7 @@ class JournalFilter(forms.Form):
     command_type = forms.ChoiceField(required=False)
     outcome = forms.ChoiceField(choices=[("", "any outcome"), ("accepted", "accepted"), ("rejected", "rejected")],
                                 required=False)
+    actor = forms.CharField(max_length=200, required=False, label="Actor")
     before = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, **kwargs) -> None:
@@ -98,7 +99,7 @@ def entry(request, sequence: int):
     if request.GET.get("format") == "csv":
         return accounting.postings_download(postings, sequence)
     return render_screen(request, "console/journal_entry.html", f"Journal entry {sequence}", read, entry=found,
-                         postings=postings, touched=touched, raw=accounting.raw_units(request),
+                         postings=postings, touched=touched,
                          summary=service.summary(found), events=[service.pretty(event) for event in events], envelope=service.pretty(found["envelope"]),
                          result=service.pretty(found["result"]),
                          recomputed_ok=service.verify_range(owner(), sequence, sequence).ok)

@@ -17,55 +17,40 @@ from ledger_engine.projections import payout_queries
 from porto_console.console import actions, stepup
 from porto_console.console.forms import CommandForm, ReasonField, StepUpForm, accept_posted_choices
 from porto_console.console.handles import seal, unseal_id
+from porto_console.console.listing import DateRange, Listing, Search, by, by_amount, text
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import may_submit, require_command
 from porto_console.console.screens import PAYMENTS, PAYOUTS
 from porto_console.console.services import payment_search as search
 from porto_console.console.services import payouts as service
-from porto_console.console.views.common import filter_values, render_screen
+from porto_console.console.views.common import render_screen
 from porto_console.ledger import owner, read_at_boundary
 
 HANDLE = "run"
 SHA256 = r"^[0-9a-f]{64}$"
 
 
-class RunFilter(forms.Form):
+class RunStatuses(forms.Form):
     status = forms.ChoiceField(choices=[(service.OPEN, "prepared or approved"), *((s, s) for s in service.RUN_STATUSES),
                                         (service.ALL, "all")], required=False)
 
 
-class PaymentFilter(forms.Form):
-    """The Payments list's search: every field narrows it; sort and direction come from the column headers."""
+RUN_LISTING = Listing(
+    searches=(Search("run", "Run ID", text("run_id")), Search("prepared_by", "Prepared by", text("prepared_by")),
+              Search("run_hash", "Run hash", text("run_hash"))),
+    dated=DateRange("prepared", "Prepared from", by("prepared_at_ms")),
+    sorts={"prepared": by("prepared_at_ms"), "total": by_amount("total"), "payments": by("payments"),
+           "status": by("status"), "prepared_by": by("prepared_by"), "run": by("run_id")},
+    default_sort="prepared", identity=by("run_id"), descending_first=frozenset({"prepared", "total", "payments"}))
+RunFilter = RUN_LISTING.form_class(RunStatuses)
 
+
+class PaymentStates(forms.Form):
     state = forms.ChoiceField(choices=[(search.ANY_STATE, "any state"), *((s, s) for s in service.PAYMENT_STATES)],
                               required=False)
-    recipient = forms.CharField(max_length=200, required=False)
-    payment = forms.CharField(max_length=200, required=False, label="Payment ID")
-    run = forms.CharField(max_length=200, required=False, label="Run ID")
-    transaction_hash = forms.CharField(max_length=200, required=False, label="Transaction hash")
-    prepared_from = forms.DateField(required=False, label="Prepared from",
-                                    widget=forms.DateInput(attrs={"type": "date"}))
-    prepared_to = forms.DateField(required=False, label="to", widget=forms.DateInput(attrs={"type": "date"}))
-    sort = forms.ChoiceField(choices=[(name, name) for name in search.SORTS], required=False, widget=forms.HiddenInput)
-    dir = forms.ChoiceField(choices=[("desc", "desc"), ("asc", "asc")], required=False, widget=forms.HiddenInput)
 
-    def clean(self):
-        cleaned = super().clean()
-        start, end = cleaned.get("prepared_from"), cleaned.get("prepared_to")
-        if start and end and start > end:
-            raise forms.ValidationError("The range starts after it ends.", code="DATE_RANGE_REVERSED")
-        return cleaned
 
-    def query(self) -> search.PaymentQuery:
-        """What to look for; an invalid search finds what the default list shows."""
-        if not self.is_bound or not self.is_valid():
-            return search.PaymentQuery()
-        data = self.cleaned_data
-        return search.PaymentQuery(
-            state=data["state"] or search.DEFAULT_STATE, recipient=data["recipient"].strip(),
-            payment=data["payment"].strip(), run=data["run"].strip(),
-            transaction_hash=data["transaction_hash"].strip(), prepared_from=data["prepared_from"],
-            prepared_to=data["prepared_to"], sort=data["sort"] or search.DEFAULT_SORT, descending=data["dir"] != "asc")
+PaymentFilter = search.LISTING.form_class(PaymentStates)
 
 
 class PrepareForm(CommandForm):
@@ -90,24 +75,24 @@ class CancelForm(CommandForm):
 
 
 def run_list(request):
-    filters = filter_values(RunFilter(request.GET or None))
-    status = filters["status"] or service.OPEN
+    filter_form = RunFilter(request.GET or None, initial={"status": service.OPEN})
+    query, status = filter_form.query(), filter_form.choice("status", service.OPEN)
     read = read_at_boundary(lambda ledger: service.with_aggregates(
-        ledger, paginate(service.runs_in(ledger, status), page_number(request))))
+        ledger, paginate(RUN_LISTING.apply(service.runs_in(ledger, status), query), page_number(request))))
     return render_screen(request, "console/payout_runs.html", PAYOUTS.title, read, page=read.data, status=status,
-                         filter_form=RunFilter(request.GET or None, initial={"status": status}),
+                         query=query, filter_form=filter_form,
                          may_prepare=may_submit(request.user, "PreparePayoutRun"))
 
 
 def payment_list(request):
     filter_form = PaymentFilter(request.GET or None, initial={"state": search.DEFAULT_STATE})
-    query = filter_form.query()
+    query, state = filter_form.query(), filter_form.choice("state", search.DEFAULT_STATE)
     read = read_at_boundary(lambda ledger: (
-        paginate(search.search(ledger, query), page_number(request)),
+        paginate(search.search(ledger, state, query), page_number(request)),
         payout_queries.reconciliation_queue(ledger.view())))
     page, reconciliation = read.data
     return render_screen(request, "console/payments.html", PAYMENTS.title, read, page=page, query=query,
-                         state=query.state, filter_form=filter_form, reconciliation=reconciliation)
+                         state=state, filter_form=filter_form, reconciliation=reconciliation)
 
 
 def prepare(request):

@@ -11,18 +11,30 @@ from django.views.decorators.http import require_POST
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, StepUpForm
 from porto_console.console.handles import seal, unseal_ids
+from porto_console.console.listing import REQUESTED, Listing, Search, by, text
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import may_submit
 from porto_console.console.screens import RECIPIENTS
 from porto_console.console.services import recipients as service
-from porto_console.console.views.common import filter_values, render_screen
+from porto_console.console.views.common import render_screen
 from porto_console.ledger import owner, read_at_boundary
 
 HANDLE = "recipient-update"
 
 
-class UpdateFilter(forms.Form):
+class UpdateStatuses(forms.Form):
     status = forms.ChoiceField(choices=[(s, s) for s in service.UPDATE_STATUSES], required=False)
+
+
+UPDATE_LISTING = Listing(
+    searches=(Search("recipient", "Recipient", text("recipient_id")),
+              Search("address", "Address", lambda row: (row.old_address or "", row.payout_address)),
+              Search("requested_by", "Requested by", text("requested_by"))),
+    dated=REQUESTED,
+    sorts={"requested": by("requested_at_ms"), "recipient": by("recipient_id"), "version": by("version"),
+           "requested_by": by("requested_by")},
+    default_sort="requested", identity=by("update_id"), descending_first=frozenset({"requested", "version"}))
+UpdateFilter = UPDATE_LISTING.form_class(UpdateStatuses)
 
 
 class RequestForm(CommandForm):
@@ -43,10 +55,12 @@ class DeclineForm(CommandForm):
 
 
 def update_list(request):
-    status = filter_values(UpdateFilter(request.GET or None))["status"] or "pending"
-    read = read_at_boundary(lambda ledger: paginate(service.updates(ledger, status), page_number(request)))
+    filter_form = UpdateFilter(request.GET or None)
+    query, status = filter_form.query(), filter_form.choice("status", "pending")
+    read = read_at_boundary(lambda ledger: paginate(UPDATE_LISTING.apply(service.updates(ledger, status), query),
+                                                    page_number(request)))
     return render_screen(request, "console/recipient_updates.html", RECIPIENTS.title, read, page=read.data,
-                         status=status, filter_form=UpdateFilter(request.GET or None),
+                         status=status, query=query, filter_form=filter_form,
                          may_request=may_submit(request.user, "UpdateRecipient"))
 
 

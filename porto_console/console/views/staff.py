@@ -25,19 +25,29 @@ from ledger_engine.errors import LedgerError
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, StepUpForm
 from porto_console.console.handles import seal, unseal_id
+from porto_console.console.listing import REQUESTED, Listing, Search, by, text
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import actor_id, may_submit
 from porto_console.console.screens import LOCKOUTS, STAFF_CHANGES
 from porto_console.console.services import enrolment, lockouts
 from porto_console.console.services import staff_changes as service
-from porto_console.console.views.common import filter_values, render_screen
+from porto_console.console.views.common import render_screen
 from porto_console.ledger import owner, read_at_boundary
 
 HANDLE = "staff-change"
 
 
-class ChangeFilter(forms.Form):
+class ChangeStatuses(forms.Form):
     status = forms.ChoiceField(choices=[(s, s) for s in service.STATUSES], required=False)
+
+
+CHANGE_LISTING = Listing(
+    searches=(Search("account", "Account", text("target")), Search("requested_by", "Requested by", text("requested_by")),
+              Search("change", "Change ID", text("change_id"))),
+    dated=REQUESTED,
+    sorts={"requested": by("requested_at_ms"), "status": by("status"), "account": by("target")},
+    default_sort="requested", identity=by("change_id"), descending_first=frozenset({"requested"}))
+ChangeFilter = CHANGE_LISTING.form_class(ChangeStatuses)
 
 
 class DeclineForm(CommandForm):
@@ -45,11 +55,13 @@ class DeclineForm(CommandForm):
 
 
 def change_list(request):
-    status = filter_values(ChangeFilter(request.GET or None))["status"] or "pending"
-    read = read_at_boundary(lambda ledger: paginate(service.changes(ledger, status), page_number(request)))
+    filter_form = ChangeFilter(request.GET or None, initial={"status": "pending"})
+    query, status = filter_form.query(), filter_form.choice("status", "pending")
+    read = read_at_boundary(lambda ledger: paginate(CHANGE_LISTING.apply(service.changes(ledger, status), query),
+                                                    page_number(request)))
     rows = [(change, seal(HANDLE, change["change_id"]), service.describe(change)) for change in read.data.items]
     return render_screen(request, "console/staff_changes.html", STAFF_CHANGES.title, read, page=read.data, rows=rows,
-                         status=status, filter_form=ChangeFilter(request.GET or None, initial={"status": status}))
+                         status=status, query=query, filter_form=filter_form)
 
 
 def change_detail(request, handle: str):
