@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ledger_engine.canonical import (
-    DELTA_DOMAIN, JOURNAL_DOMAIN, ZERO_HASH, canonical_bytes, canonical_string, domain_hash,
+    DELTA_DOMAIN, JOURNAL_DOMAIN, ZERO_HASH, canonical_string, domain_hash, engine_bytes,
 )
 
 # (family, key, canonical value bytes or None for a deletion)
@@ -80,7 +80,7 @@ def encode_entry(*, sequence: int, previous: str, envelope: bytes, outcome: str,
     """
     tail = (b',"envelope":' + envelope + b',"outcome":' + canonical_string(outcome)
             + b',"previous_entry_hash":' + canonical_string(previous)
-            + b',"result":' + canonical_bytes(result) + b',"sequence":' + str(sequence).encode() + b"}")
+            + b',"result":' + engine_bytes(result) + b',"sequence":' + str(sequence).encode() + b"}")
     head = b'{"delta_hash":' + canonical_string(delta)
     entry_hash = hashlib.sha256(JOURNAL_DOMAIN.encode() + head + tail).hexdigest()
     return EncodedEntry(entry_hash, head + b',"entry_hash":' + canonical_string(entry_hash) + tail)
