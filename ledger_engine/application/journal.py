@@ -9,6 +9,7 @@ from typing import Any, Iterable
 from ledger_engine.canonical import (
     DELTA_DOMAIN, JOURNAL_DOMAIN, ZERO_HASH, canonical_string, domain_hash, engine_bytes,
 )
+from ledger_engine.layout import ALL_FAMILIES
 
 # (family, key, canonical value bytes or None for a deletion)
 DeltaRow = tuple[str, str, bytes | None]
@@ -44,8 +45,14 @@ def canonical_rows(rows: Iterable[DeltaRow]) -> Iterable[bytes]:
 
 def row_bytes(family: str, key: str, value: bytes | None) -> bytes:
     """JCS of one ``{"column_family", "key", "value"}`` row, given the value's canonical bytes."""
-    return (b'{"column_family":' + canonical_string(family) + b',"key":' + canonical_string(key) + b',"value":'
-            + (value if value is not None else b"null") + b"}")
+    opening = _ROW_OPENINGS.get(family)
+    if opening is None:
+        opening = b'{"column_family":' + canonical_string(family) + b',"key":'
+    return opening + canonical_string(key) + b',"value":' + (value if value is not None else b"null") + b"}"
+
+
+# Every row of a family starts with the same bytes.
+_ROW_OPENINGS = {family: b'{"column_family":' + canonical_string(family) + b',"key":' for family in ALL_FAMILIES}
 
 
 def rows_hash(domain: str, rows: Iterable[DeltaRow]) -> tuple[str, int]:

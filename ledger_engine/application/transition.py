@@ -23,10 +23,11 @@ from ledger_engine.domain.changes import Changes, Rejected, require
 from ledger_engine.domain.event_audit import payload_digest, with_audit
 from ledger_engine.domain.postings import POSTED, assert_balanced
 from ledger_engine.domain.registry import RuleContext
+from ledger_engine.domain.schema.staff import actor_key
 from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
 from ledger_engine.keys import seq20
 from ledger_engine.layout import (
-    COMMAND_RESULT, DELTAS, EVENTS, INDEXES, JOURNAL, META, OUTBOX, RULE_WRITABLE_FAMILIES,
+    COMMAND_RESULT, DELTAS, EVENTS, INDEXES, JOURNAL, META, OUTBOX, RULE_WRITABLE_FAMILIES, STATE,
 )
 from ledger_engine.projections.maintenance import Built, IndexMaintainer
 
@@ -126,7 +127,8 @@ def _accepted_rows(command: AdmittedCommand, pending: PendingBatch,
     changes = Changes(base=pending)
     ctx = RuleContext(command.envelope, sequence, changes)
     _check_expected_revisions(changes, command)
-    require_role(ctx, command.spec.roles)
+    # Read before the rule runs, so the group's shared copy is current; require_role only reads it.
+    require_role(ctx, command.spec.roles, pending.shared(STATE, actor_key(command.envelope.actor_id)))
     data = command.spec.rule(ctx, command.payload)
     require(len(changes.writes) + len(changes.effects) <= MAX_STATE_WRITES,
             ErrorCode.COMMAND_TOO_LARGE, f"more than {MAX_STATE_WRITES} state writes")
@@ -136,8 +138,7 @@ def _accepted_rows(command: AdmittedCommand, pending: PendingBatch,
     payload_hash = payload_digest(command.envelope)
     for (family, key), value in changes.writes.items():
         assert family in RULE_WRITABLE_FAMILIES, family
-        previous = pending.get(family, key)
-        revision = (previous.revision if previous else 0) + 1
+        revision = pending.revision(family, key) + 1
         rows.append((family, key, None if value is None else encode_built_record(revision, value)))
         if value is not None:
             built[(family, key)] = value

@@ -51,7 +51,8 @@ class IndexMaintainer:
 
     def _event_entries(self, projections: Iterable[Projection], key: str, event: dict[str, Any],
                        read: IndexReader) -> Entries:
-        sequence, index = (int(part) for part in key.split("/"))
+        first, second = key.split("/")
+        sequence, index = int(first), int(second)
         return _encode(e for p in projections for e in p.event_entries(sequence, index, event, read))
 
     def ops_for(self, rows: list[tuple[str, str, bytes | None]], get_raw: RawGet, built: Built | None = None,
