@@ -6,6 +6,11 @@ orjson with sorted keys produces exactly the RFC 8785 bytes; a property test
 pins that equality against the reference ``rfc8785`` package. Anything else
 (non-ASCII keys, where UTF-16 and UTF-8 key orders can differ) falls back to
 the reference encoder, and floats are refused outright: money is integers.
+
+``engine_bytes`` encodes what the engine built itself from parts already
+validated (index values, command results, the head): it skips the walk and
+lets orjson refuse unsafe integers; output that is not pure ASCII (so possibly
+a non-ASCII key) goes through ``canonical_bytes`` instead (docs/adr/0054).
 """
 
 from __future__ import annotations
@@ -84,6 +89,22 @@ def canonical_bytes(value: Any) -> bytes:
     if _has_only_ascii_keys(value):
         return orjson.dumps(value, option=_ORJSON_OPTIONS)
     return rfc8785.dumps(value)
+
+
+def engine_bytes(value: Any) -> bytes:
+    """``canonical_bytes`` of a value the engine built from validated parts, without the walk.
+
+    Such a value holds no float (its numbers are counts and revisions; amounts
+    are strings), so only key order and integer range can differ from RFC 8785:
+    ASCII output has ASCII keys, which orjson sorts as RFC 8785 does, and an
+    unsafe integer (or any type orjson refuses) is left to ``canonical_bytes``
+    to refuse with its stable code.
+    """
+    try:
+        encoded = orjson.dumps(value, option=_ORJSON_OPTIONS)
+    except orjson.JSONEncodeError:
+        return canonical_bytes(value)
+    return encoded if encoded.isascii() else canonical_bytes(value)
 
 
 def canonical_string(text: str) -> bytes:

@@ -36,7 +36,10 @@ def component(value: str) -> str:
 
 def key(*components: str) -> str:
     """Join validated components with ``/``."""
-    path = "/".join([part if part in _VALID_COMPONENTS else component(part) for part in components])
+    if not _VALID_COMPONENTS.issuperset(components):
+        for part in components:
+            component(part)
+    path = "/".join(components)
     if len(path) > MAX_KEY_BYTES:
         raise LedgerError(ErrorCode.INVALID_KEY, "key longer than 512 bytes")
     return path

@@ -164,10 +164,12 @@ class SerialExecutor:
         pending = PendingBatch(self.store)
         head, floor, frontier = self.head, self.admitted_floor_ms, self.frontier
         answers: list[tuple[Future, CommandOutcome | LedgerError]] = []
+        index_entries: dict = {}  # the group's index upkeep remembers the records it has seen written
         for command, future, _ in group:
             try:
                 check_journal_claim(command.payload, pending.get_raw, frontier)
-                outcome, head = execute(command, pending, head, self._indexes, admitted_floor_ms=floor)
+                outcome, head = execute(command, pending, head, self._indexes, admitted_floor_ms=floor,
+                                        index_entries=index_entries)
                 if head.sequence > frontier.size:
                     frontier = stage_append(pending.put, frontier, head.entry_hash)
                 floor = max(floor, command.envelope.admitted_at_ms) if not outcome.duplicate else floor

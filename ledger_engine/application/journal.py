@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ledger_engine.canonical import (
-    DELTA_DOMAIN, JOURNAL_DOMAIN, ZERO_HASH, canonical_bytes, canonical_string, domain_hash,
+    DELTA_DOMAIN, JOURNAL_DOMAIN, ZERO_HASH, canonical_string, domain_hash, engine_bytes,
 )
+from ledger_engine.layout import ALL_FAMILIES
 
 # (family, key, canonical value bytes or None for a deletion)
 DeltaRow = tuple[str, str, bytes | None]
@@ -44,8 +45,14 @@ def canonical_rows(rows: Iterable[DeltaRow]) -> Iterable[bytes]:
 
 def row_bytes(family: str, key: str, value: bytes | None) -> bytes:
     """JCS of one ``{"column_family", "key", "value"}`` row, given the value's canonical bytes."""
-    return (b'{"column_family":' + canonical_string(family) + b',"key":' + canonical_string(key) + b',"value":'
-            + (value if value is not None else b"null") + b"}")
+    opening = _ROW_OPENINGS.get(family)
+    if opening is None:
+        opening = b'{"column_family":' + canonical_string(family) + b',"key":'
+    return opening + canonical_string(key) + b',"value":' + (value if value is not None else b"null") + b"}"
+
+
+# Every row of a family starts with the same bytes.
+_ROW_OPENINGS = {family: b'{"column_family":' + canonical_string(family) + b',"key":' for family in ALL_FAMILIES}
 
 
 def rows_hash(domain: str, rows: Iterable[DeltaRow]) -> tuple[str, int]:
@@ -80,7 +87,7 @@ def encode_entry(*, sequence: int, previous: str, envelope: bytes, outcome: str,
     """
     tail = (b',"envelope":' + envelope + b',"outcome":' + canonical_string(outcome)
             + b',"previous_entry_hash":' + canonical_string(previous)
-            + b',"result":' + canonical_bytes(result) + b',"sequence":' + str(sequence).encode() + b"}")
+            + b',"result":' + engine_bytes(result) + b',"sequence":' + str(sequence).encode() + b"}")
     head = b'{"delta_hash":' + canonical_string(delta)
     entry_hash = hashlib.sha256(JOURNAL_DOMAIN.encode() + head + tail).hexdigest()
     return EncodedEntry(entry_hash, head + b',"entry_hash":' + canonical_string(entry_hash) + tail)

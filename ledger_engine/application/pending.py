@@ -23,6 +23,10 @@ class PendingBatch:
         self._by_family: dict[str, dict[bytes, bytes | None]] = {}
         # Nobody else writes the store, so what it returned stays true for the whole group.
         self._reads: dict[tuple[str, bytes], bytes | None] = {}
+        # Records decoded once for the whole group, for readers that never change what they get.
+        self._shared: dict[tuple[str, bytes], Record | None] = {}
+        # Revisions of the records decoded so far, so staging a write needs no second decode.
+        self._revisions: dict[tuple[str, bytes], int] = {}
 
     def get_raw(self, family: str, key: bytes) -> bytes | None:
         address = (family, key)
@@ -34,6 +38,8 @@ class PendingBatch:
 
     def put(self, family: str, key: bytes, value: bytes | None) -> None:
         self._ops[(family, key)] = value
+        self._shared.pop((family, key), None)
+        self._revisions.pop((family, key), None)
         written = self._by_family.get(family)
         if written is None:
             written = self._by_family[family] = {}
@@ -54,8 +60,31 @@ class PendingBatch:
 
     # StateView for the rules.
     def get(self, family: str, key: str) -> Record | None:
-        raw = self.get_raw(family, key.encode())
-        return decode_record(raw) if raw is not None else None
+        address = (family, key.encode())
+        raw = self.get_raw(*address)
+        if raw is None:
+            return None
+        record = decode_record(raw)
+        self._revisions[address] = record.revision
+        return record
+
+    def revision(self, family: str, key: str) -> int:
+        """The current record's revision, 0 if there is none."""
+        address = (family, key.encode())
+        known = self._revisions.get(address)
+        if known is not None:
+            return known
+        raw = self.get_raw(*address)
+        return decode_record(raw).revision if raw is not None else 0
+
+    def shared(self, family: str, key: str) -> Record | None:
+        """``get``, decoded once per group: the caller must not change the record or its data."""
+        address = (family, key.encode())
+        if address in self._shared:
+            return self._shared[address]
+        raw = self.get_raw(*address)
+        record = self._shared[address] = decode_record(raw) if raw is not None else None
+        return record
 
     def scan(self, family: str, prefix: str) -> Iterator[tuple[str, Record]]:
         for key, raw in self.scan_raw(family, prefix.encode()):

@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from ledger_engine.canonical import canonical_bytes
+from ledger_engine.canonical import canonical_bytes, engine_bytes
 from ledger_engine.domain.view import Record
 from ledger_engine.layout import VALUE_SCHEMA
 
@@ -15,14 +15,28 @@ def encode_record(revision: int, data: dict[str, Any]) -> bytes:
     return canonical_bytes({"v": VALUE_SCHEMA, "revision": revision, "data": data})
 
 
+def encode_built_record(revision: int, data: dict[str, Any]) -> bytes:
+    """``encode_record`` of data a rule built from admitted and stored values: no canonical walk (docs/adr/0054)."""
+    return engine_bytes({"v": VALUE_SCHEMA, "revision": revision, "data": data})
+
+
 def decode_record(raw: bytes) -> Record:
     value = orjson.loads(raw)
     return Record(value["revision"], value["data"])
 
 
-def encode_value(value: dict[str, Any]) -> bytes:
+def stored_value(value: dict[str, Any]) -> dict[str, Any]:
     """Unrevisioned values (events, results, journal entries, meta) carry the schema too."""
-    return canonical_bytes({"v": VALUE_SCHEMA, **value})
+    return {"v": VALUE_SCHEMA, **value}
+
+
+def encode_value(value: dict[str, Any]) -> bytes:
+    return canonical_bytes(stored_value(value))
+
+
+def encode_built_value(value: dict[str, Any]) -> bytes:
+    """``encode_value`` of a value the engine built from validated parts: no canonical walk (docs/adr/0054)."""
+    return engine_bytes(stored_value(value))
 
 
 def decode_value(raw: bytes) -> dict[str, Any]:

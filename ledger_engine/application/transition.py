@@ -16,16 +16,20 @@ import orjson
 from ledger_engine.application.admission import AdmittedCommand
 from ledger_engine.application.journal import DeltaRow, EncodedEntry, Head, encode_entry, encoded_delta
 from ledger_engine.application.pending import PendingBatch
-from ledger_engine.application.records import encode_record, encode_value
+from ledger_engine.application.records import encode_built_record, encode_built_value, stored_value
+from ledger_engine.canonical import engine_bytes
 from ledger_engine.domain.actors import require_role
 from ledger_engine.domain.changes import Changes, Rejected, require
 from ledger_engine.domain.event_audit import payload_digest, with_audit
 from ledger_engine.domain.postings import POSTED, assert_balanced
 from ledger_engine.domain.registry import RuleContext
+from ledger_engine.domain.schema.staff import actor_key
 from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
 from ledger_engine.keys import seq20
-from ledger_engine.layout import COMMAND_RESULT, DELTAS, EVENTS, JOURNAL, META, OUTBOX, RULE_WRITABLE_FAMILIES
-from ledger_engine.projections.maintenance import IndexMaintainer
+from ledger_engine.layout import (
+    COMMAND_RESULT, DELTAS, EVENTS, INDEXES, JOURNAL, META, OUTBOX, RULE_WRITABLE_FAMILIES, STATE,
+)
+from ledger_engine.projections.maintenance import Built, IndexMaintainer
 
 MAX_STATE_WRITES = 10_000
 MAX_DELTA_BYTES = 16 * 1024 * 1024
@@ -78,11 +82,13 @@ def stored_outcome(pending: PendingBatch, command_id: str, duplicate: bool) -> t
 
 
 def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes: IndexMaintainer, *,
-            admitted_floor_ms: int = 0) -> tuple[CommandOutcome, Head]:
+            admitted_floor_ms: int = 0, index_entries: dict | None = None) -> tuple[CommandOutcome, Head]:
     """Apply ``command`` after ``head``; an exact duplicate returns its stored outcome.
 
     A new command admitted before ``admitted_floor_ms`` (the last journalled
     admission time) is refused unjournalled, so its caller may re-admit it.
+    ``index_entries`` is the index upkeep's memory of records written earlier
+    in the same ``pending`` batch (``IndexMaintainer.ops_for``).
     """
     previous = stored_outcome(pending, command.command_id, duplicate=True)
     if previous is not None:
@@ -98,49 +104,56 @@ def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes
 
     sequence = head.sequence + 1
     try:
-        rows, data = _accepted_rows(command, pending, sequence)
+        rows, built, data = _accepted_rows(command, pending, sequence)
         outcome, result = "accepted", {"code": "OK", "data": data}
     except StorageFault:
         raise  # damaged storage is no business answer: the executor halts
     except (Rejected, LedgerError) as rejection:  # a LedgerError from a shared check is a rejection too
-        rows, outcome = [], "rejected"
+        rows, built, outcome = [], {}, "rejected"
         result = {"code": str(rejection.code), "detail": rejection.detail}
 
     rows, outcome, result, (digest, delta) = _with_result(command, sequence, outcome, result, rows)
     new_effects = tuple(key for family, key, _ in rows if family == OUTBOX and pending.get(OUTBOX, key) is None)
     entry = encode_entry(sequence=sequence, previous=head.entry_hash, envelope=command.canonical,
                          outcome=outcome, result=result, delta=digest)
-    _stage(pending, rows, indexes, sequence, entry, delta)
+    _stage(pending, rows, indexes.ops_for(rows, pending.get_raw, built, index_entries), sequence, entry, delta)
     answer = CommandOutcome(command.command_id, sequence, outcome, result, entry.entry_hash, new_effects=new_effects)
     return answer, Head(sequence, entry.entry_hash)
 
 
-def _accepted_rows(command: AdmittedCommand, pending: PendingBatch, sequence: int) -> tuple[list[DeltaRow], dict]:
-    """The rule's changes as delta rows, and the rule's result data."""
+def _accepted_rows(command: AdmittedCommand, pending: PendingBatch,
+                   sequence: int) -> tuple[list[DeltaRow], Built, dict]:
+    """The rule's changes as delta rows, their values as built (for index upkeep), and the rule's result data."""
     changes = Changes(base=pending)
     ctx = RuleContext(command.envelope, sequence, changes)
     _check_expected_revisions(changes, command)
-    require_role(ctx, command.spec.roles)
+    # Read before the rule runs, so the group's shared copy is current; require_role only reads it.
+    require_role(ctx, command.spec.roles, pending.shared(STATE, actor_key(command.envelope.actor_id)))
     data = command.spec.rule(ctx, command.payload)
     require(len(changes.writes) + len(changes.effects) <= MAX_STATE_WRITES,
             ErrorCode.COMMAND_TOO_LARGE, f"more than {MAX_STATE_WRITES} state writes")
 
     rows: list[DeltaRow] = []
+    built: Built = {}
     payload_hash = payload_digest(command.envelope)
     for (family, key), value in changes.writes.items():
         assert family in RULE_WRITABLE_FAMILIES, family
-        previous = pending.get(family, key)
-        revision = (previous.revision if previous else 0) + 1
-        rows.append((family, key, None if value is None else encode_record(revision, value)))
+        revision = pending.revision(family, key) + 1
+        rows.append((family, key, None if value is None else encode_built_record(revision, value)))
+        if value is not None:
+            built[(family, key)] = value
+    prefix = seq20(sequence) + "/"
     for index, event in enumerate(changes.events):
         if event["type"] == POSTED:
             assert_balanced(event)
-        event = with_audit(event, command.envelope, payload_hash)
-        rows.append((EVENTS, f"{seq20(sequence)}/{seq20(index)}", encode_value(event)))
+        event = stored_value(with_audit(event, command.envelope, payload_hash))
+        event_key = prefix + seq20(index)
+        rows.append((EVENTS, event_key, engine_bytes(event)))
+        built[(EVENTS, event_key)] = event
     for effect in changes.effects:
         require(changes.get(OUTBOX, effect.effect_id) is None, ErrorCode.ALREADY_EXISTS,
                 f"effect {effect.effect_id} already exists")
-        rows.append((OUTBOX, effect.effect_id, encode_record(1, {
+        record = {
             "effect_id": effect.effect_id,
             "kind": effect.kind,
             "payload": effect.payload,
@@ -150,8 +163,10 @@ def _accepted_rows(command: AdmittedCommand, pending: PendingBatch, sequence: in
             "claim": None,
             "attempts": 0,
             "result": None,
-        })))
-    return rows, data
+        }
+        rows.append((OUTBOX, effect.effect_id, encode_built_record(1, record)))
+        built[(OUTBOX, effect.effect_id)] = record
+    return rows, built, data
 
 
 def _check_expected_revisions(changes: Changes, command: AdmittedCommand) -> None:
@@ -165,7 +180,7 @@ def _check_expected_revisions(changes: Changes, command: AdmittedCommand) -> Non
 def _with_result(command: AdmittedCommand, sequence: int, outcome: str, result: dict[str, Any],
                  rows: list[DeltaRow]) -> tuple[list[DeltaRow], str, dict[str, Any], tuple[str, bytes]]:
     """Add the command result row, sort, hash; an oversized delta becomes a rejection."""
-    stored = encode_value({"envelope_hash": command.envelope_hash, "sequence": sequence,
+    stored = encode_built_value({"envelope_hash": command.envelope_hash, "sequence": sequence,
                            "outcome": outcome, "result": result})
     rows = sorted([*rows, (COMMAND_RESULT, command.command_id, stored)])
     digest, delta = encoded_delta(rows)
@@ -175,12 +190,12 @@ def _with_result(command: AdmittedCommand, sequence: int, outcome: str, result: 
     return _with_result(command, sequence, "rejected", too_large, [])
 
 
-def _stage(pending: PendingBatch, rows: list[DeltaRow], indexes: IndexMaintainer, sequence: int,
-           entry: EncodedEntry, delta: bytes) -> None:
-    for index_key, value in indexes.ops_for(rows, pending.get_raw):
-        pending.put("indexes", index_key, value)
+def _stage(pending: PendingBatch, rows: list[DeltaRow], index_ops: list[tuple[bytes, bytes | None]],
+           sequence: int, entry: EncodedEntry, delta: bytes) -> None:
+    for index_key, value in index_ops:
+        pending.put(INDEXES, index_key, value)
     for family, key, value in rows:
         pending.put(family, key.encode(), value)
     pending.put(JOURNAL, seq20(sequence).encode(), entry.stored)
     pending.put(DELTAS, seq20(sequence).encode(), delta)
-    pending.put(META, HEAD_KEY, encode_value(Head(sequence, entry.entry_hash).as_json()))
+    pending.put(META, HEAD_KEY, encode_built_value(Head(sequence, entry.entry_hash).as_json()))

@@ -39,9 +39,9 @@ def _active_roles(record: Record | None) -> frozenset[str]:
     return frozenset(record.data["roles"])
 
 
-def require_role(ctx: RuleContext, allowed: frozenset[str]) -> None:
-    """The acting actor must be active and hold one of ``allowed`` (or be staff, for ``ANY_STAFF``)."""
-    record = ctx.changes.get(STATE, actor_key(ctx.actor_id))  # read once: every check below uses it
+def require_role(ctx: RuleContext, allowed: frozenset[str], record: Record | None) -> None:
+    """The acting actor, whose record is ``record``, must be active and hold one of ``allowed``
+    (or be staff, for ``ANY_STAFF``)."""
     require(record is not None, ErrorCode.UNKNOWN_ACTOR, f"actor {ctx.actor_id} is not provisioned")
     roles = _active_roles(record)
     if ANY_STAFF in allowed and record.data["status"] == "active" and _is_staff(ctx.changes, ctx.actor_id, record):

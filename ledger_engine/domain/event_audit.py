@@ -19,9 +19,10 @@ are staged, each gets one ``audit`` object, the same way for every rule:
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
-from ledger_engine.canonical import domain_hash
+from ledger_engine.canonical import engine_bytes
 from ledger_engine.envelope import CommandEnvelope
 
 PAYLOAD_DOMAIN = "porto:london:payload:v1\n"
@@ -77,7 +78,8 @@ TARGETS: dict[str, tuple[str, str]] = {
 
 
 def payload_digest(envelope: CommandEnvelope) -> str:
-    return domain_hash(PAYLOAD_DOMAIN, envelope.payload)
+    """The payload was canonicalised, walk and all, when the envelope was admitted: no second walk here."""
+    return hashlib.sha256(PAYLOAD_DOMAIN.encode() + engine_bytes(envelope.payload)).hexdigest()
 
 
 def with_audit(event: dict[str, Any], envelope: CommandEnvelope, digest: str) -> dict[str, Any]:

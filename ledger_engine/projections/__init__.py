@@ -12,9 +12,16 @@ from typing import Any, Callable, Iterable, Protocol
 
 IndexEntry = tuple[str, dict[str, Any]]
 IndexReader = Callable[[str], dict[str, Any] | None]
+# In ``record_kinds``: every record of the family, whatever its key.
+ANY_KIND = "*"
 
 
 class Projection(Protocol):
+    # The records it indexes, as (family, first key component): the commit path asks it about no others.
+    record_kinds: frozenset[tuple[str, str]]
+    # The event types it indexes (None: every event); the commit path asks it about no others.
+    event_types: frozenset[str] | None
+
     def record_entries(self, family: str, key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
         """Entries for one current record; a pure function of its key and data."""
 

@@ -10,6 +10,9 @@ from ledger_engine.projections import IndexEntry, IndexReader
 
 
 class CatalogueProjection:
+    record_kinds = frozenset({(STATE, "work")})
+    event_types: frozenset[str] = frozenset()
+
     def record_entries(self, family: str, record_key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
         if family == STATE and record_key.startswith("work/"):
             yield key("work_by_status", data["status"], data["work_id"]), {"rights_version": data["rights_version"]}

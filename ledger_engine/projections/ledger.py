@@ -6,10 +6,13 @@ from typing import Any, Iterable
 
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import OUTBOX, STATE
-from ledger_engine.projections import IndexEntry, IndexReader
+from ledger_engine.projections import ANY_KIND, IndexEntry, IndexReader
 
 
 class LedgerProjection:
+    record_kinds = frozenset({(STATE, "actor"), (OUTBOX, ANY_KIND)})
+    event_types = None
+
     def record_entries(self, family: str, record_key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
         if family == STATE and record_key.startswith("actor/"):
             actor_id = record_key.split("/", 1)[1]

@@ -64,6 +64,10 @@ REQUEST_PREFIX = "correction_request/"
 
 
 class MoneyProjection:
+    record_kinds = frozenset((STATE, prefix.rstrip("/")) for prefix in (
+        LINE_PREFIX, BUDGET_PREFIX, REQUEST_PREFIX, CORRECTION_PREFIX, CONSERVATION_KEY))
+    event_types = frozenset({POSTED})
+
     def record_entries(self, family: str, record_key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
         if family != STATE:
             return ()

@@ -81,6 +81,9 @@ ENTRIES_BY_RECORD: dict[str, Callable[[dict[str, Any]], list[IndexEntry]]] = {
 
 
 class PayoutsProjection:
+    record_kinds = frozenset((STATE, kind) for kind in ENTRIES_BY_RECORD)
+    event_types = frozenset({PAID_EVENT})
+
     def record_entries(self, family: str, record_key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
         entries = ENTRIES_BY_RECORD.get(record_key.split("/", 1)[0]) if family == STATE else None
         return entries(data) if entries else ()

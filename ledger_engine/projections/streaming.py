@@ -28,30 +28,6 @@ from ledger_engine.projections import IndexEntry, IndexReader
 NODE_EVENTS = ("NodeAdmitted", "NodeStatusChanged", "NodeKeyRotated", "NodeHealthRecorded")
 
 
-class StreamingProjection:
-    def record_entries(self, family: str, record_key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
-        if family != STATE:
-            return ()
-        entries = _RECORD_ENTRIES.get(record_key.split("/", 1)[0])
-        return entries(data) if entries else ()
-
-    def event_entries(self, sequence: int, index: int, event: dict[str, Any],
-                      read: IndexReader) -> Iterable[IndexEntry]:
-        kind = event["type"]
-        if kind in NODE_EVENTS:
-            yield key("node_history", event["node_id"], seq20(sequence), seq20(index)), event
-        elif kind == "ReceiptDecided":
-            yield key("decision_current", event["receipt_id"]), {
-                "revision": event["revision"], "disposition": event["disposition"],
-                "hold_reasons": event["hold_reasons"], "sequence": sequence}
-        elif kind in ("HoldRaised", "HoldDecided"):
-            change = 1 if kind == "HoldRaised" else -1
-            reasons = event["reasons"] if kind == "HoldRaised" else event["hold_reasons"]
-            for reason in reasons:
-                count_key = key("hold_open_count", reason)
-                yield count_key, {"open": (read(count_key) or {"open": 0})["open"] + change}
-
-
 def _hold(hold: dict[str, Any]) -> Iterable[IndexEntry]:
     yield key("session_evidence", hold["session_id"], "hold", hold["hold_id"]), {
         "status": hold["status"], "reasons": hold["reasons"]}
@@ -119,3 +95,30 @@ _RECORD_ENTRIES = {
     "node": _node,
     "listener_day": _listener_day,
 }
+
+
+class StreamingProjection:
+    record_kinds = frozenset((STATE, kind) for kind in _RECORD_ENTRIES)
+    event_types = frozenset({*NODE_EVENTS, "ReceiptDecided", "HoldRaised", "HoldDecided"})
+
+    def record_entries(self, family: str, record_key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
+        if family != STATE:
+            return ()
+        entries = _RECORD_ENTRIES.get(record_key.split("/", 1)[0])
+        return entries(data) if entries else ()
+
+    def event_entries(self, sequence: int, index: int, event: dict[str, Any],
+                      read: IndexReader) -> Iterable[IndexEntry]:
+        kind = event["type"]
+        if kind in NODE_EVENTS:
+            yield key("node_history", event["node_id"], seq20(sequence), seq20(index)), event
+        elif kind == "ReceiptDecided":
+            yield key("decision_current", event["receipt_id"]), {
+                "revision": event["revision"], "disposition": event["disposition"],
+                "hold_reasons": event["hold_reasons"], "sequence": sequence}
+        elif kind in ("HoldRaised", "HoldDecided"):
+            change = 1 if kind == "HoldRaised" else -1
+            reasons = event["reasons"] if kind == "HoldRaised" else event["hold_reasons"]
+            for reason in reasons:
+                count_key = key("hold_open_count", reason)
+                yield count_key, {"open": (read(count_key) or {"open": 0})["open"] + change}
