@@ -92,8 +92,8 @@ def verify_export(directory: str | os.PathLike) -> dict[str, Any]:
     """Verify everything; returns the metadata, or raises ``VerificationError`` naming the first bad item."""
     root = Path(directory)
     metadata = read_metadata(root)
-    _verify_file_hashes(root, metadata)
-    genesis = _verify_genesis(root, metadata)
+    verify_file_hashes(root, metadata)
+    genesis = verify_genesis(root, metadata)
     state, events, journal_tree = _verify_history(root, metadata, genesis)
     _verify_state_rows(root, metadata, state)
     _verify_events(root, events)
@@ -113,7 +113,7 @@ def _verify_journal_tree(metadata: dict[str, Any], computed: dict[str, Any]) -> 
     return computed
 
 
-def _verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
+def verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
     for name in REQUIRED_FILES:
         expected = metadata["files"].get(name) if isinstance(metadata["files"], dict) else None
         if not isinstance(expected, dict):
@@ -126,7 +126,7 @@ def _verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
             raise VerificationError(name, "file hash does not match metadata")
 
 
-def _verify_genesis(root: Path, metadata: dict[str, Any]) -> dict[str, Any]:
+def verify_genesis(root: Path, metadata: dict[str, Any]) -> dict[str, Any]:
     try:
         document = orjson.loads((root / GENESIS_FILE).read_bytes())
         matches = genesis_hash(document) == metadata["genesis_hash"]
