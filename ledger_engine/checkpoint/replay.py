@@ -54,8 +54,6 @@ from ledger_engine.storage.rocks import RocksStore
 
 # Commands per synchronous batch. Rules scan the chunk's pending writes, so a larger chunk costs more per command.
 CHUNK = 64
-# Chunks between memtable flushes: RocksDB would otherwise keep up to 64 MiB of memtable per column family.
-FLUSH_EVERY = 32
 
 
 def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
@@ -126,15 +124,11 @@ class _Chunk:
         self.frontier = frontier
         self.pending = PendingBatch(store)
         self.commands = 0
-        self.written = 0
 
     def write(self) -> None:
         if self.commands:
             self.pending.put(*frontier_op(self.frontier))
             self.store.write(self.pending.ops())
-            self.written += 1
-            if self.written % FLUSH_EVERY == 0:
-                self.store.flush()
         self.pending = PendingBatch(self.store)
         self.commands = 0
 
