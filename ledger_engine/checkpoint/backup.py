@@ -107,7 +107,7 @@ def restore(source: str | os.PathLike, data_dir: str | os.PathLike) -> dict[str,
     try:
         shutil.copytree(Path(source) / "db", staging, dirs_exist_ok=True)
         restored = _prepare_restored(staging, manifest)
-        _sync_tree(staging)
+        sync_tree(staging)
         staging.rename(target)  # an empty target directory is replaced; a non-empty one refuses
         sync_filesystem(target.parent)
     except BaseException:
@@ -133,7 +133,7 @@ def _prepare_restored(staging: Path, manifest: dict[str, Any]) -> dict[str, Any]
             "dispatch_enabled": False, "writer_generation": generation}
 
 
-def _sync_tree(root: Path) -> None:
+def sync_tree(root: Path) -> None:
     """Every file of the staged ledger on disk before its name is published."""
     for path in root.iterdir():
         if path.is_file():

@@ -104,6 +104,31 @@ class JournalTreeFold:
         return {"size": self.frontier.size, "root": self.frontier.root().hex()}
 
 
+class StateDigest:
+    """The logical state hash, folded over the state row lines as they stream past."""
+
+    def __init__(self) -> None:
+        self._sha256 = hashlib.sha256(STATE_DOMAIN.encode() + b"[")
+        self._separator = b""
+
+    def add(self, line: bytes) -> None:
+        self._sha256.update(self._separator + line)
+        self._separator = b","
+
+    def hexdigest(self) -> str:
+        closed = self._sha256.copy()
+        closed.update(b"]")
+        return closed.hexdigest()
+
+
+def state_row_lines(store: RocksStore, digest: StateDigest) -> Iterable[bytes]:
+    """Each logical row as the JCS of ``{"column_family", "key", "value"}``, in digest order, added to ``digest``."""
+    for family, key, value in logical_rows(store):
+        line = row_bytes(family, key, value)
+        digest.add(line)
+        yield line
+
+
 def journal_lines(store: RocksStore, fold: JournalTreeFold) -> Iterable[bytes]:
     for _, value in store.scan(JOURNAL):
         fold.add(orjson.loads(value)["entry_hash"])
@@ -119,26 +144,15 @@ def export_store(store: RocksStore, destination: str | os.PathLike) -> dict[str,
     head = read_head(store)
     genesis = read_genesis(store)
 
-    state_digest = hashlib.sha256(STATE_DOMAIN.encode() + b"[")
-    first = True
+    state_digest = StateDigest()
     journal_tree = JournalTreeFold()
-
-    def rows() -> Iterable[bytes]:
-        nonlocal first
-        for family, key, value in logical_rows(store):
-            line = row_bytes(family, key, value)
-            state_digest.update(line if first else b"," + line)
-            first = False
-            yield line
-
     files = {
-        ROWS_FILE: _write_file(out / ROWS_FILE, rows()),
+        ROWS_FILE: _write_file(out / ROWS_FILE, state_row_lines(store, state_digest)),
         JOURNAL_FILE: _write_file(out / JOURNAL_FILE, journal_lines(store, journal_tree)),
         DELTAS_FILE: _write_file(out / DELTAS_FILE, delta_lines(store, head.sequence)),
         EVENTS_FILE: _write_file(out / EVENTS_FILE, event_lines(store)),
         GENESIS_FILE: _write_file(out / GENESIS_FILE, [canonical_bytes(genesis)]),
     }
-    state_digest.update(b"]")
     metadata = {
         "format": EXPORT_FORMAT,
         "format_version": EXPORT_FORMAT_VERSION,

@@ -1,55 +1,100 @@
-"""Replay: rebuild a ledger from a verified export's genesis and journal, checking every hash.
+"""Replay: rebuild a ledger from an export's genesis and journal, checking every hash.
 
 Replay applies each journalled envelope through the same admission and rules as
 live commands and compares the entry hash it produces with the recorded one,
-which covers the outcome, the result and the delta hash. It dispatches nothing:
-the rebuilt ledger starts with dispatch disabled.
+which covers the outcome, the result and the delta hash. It streams: the
+journal is read a line at a time and applied in chunks of ``CHUNK`` commands,
+each chunk one synchronous WriteBatch, so memory does not grow with the
+journal. Once the journal is applied, the rebuilt ledger must export to exactly
+the exported bytes, compared line by line as both stream past: journal,
+deltas, events and state rows, hence the chain, every delta, the state digest
+and the journal tree root. It dispatches nothing: the rebuilt ledger starts
+with dispatch disabled.
+
+Like a restore (docs/adr/0013), a replay is all or nothing: it builds the
+ledger in a sibling scratch directory and renames it into place only once it
+verified, so a killed replay leaves no ledger at the target, or a verified one.
 """
 
 from __future__ import annotations
 
 import os
-from collections import deque
+import shutil
+import tempfile
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import orjson
 
-from ledger_engine.application.journal_tree import stored_root
-from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.checkpoint.digest import logical_state_hash
-from ledger_engine.checkpoint.export import EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, event_lines
+from ledger_engine.adapters.files import sync_filesystem
+from ledger_engine.application.admission import admit
+from ledger_engine.application.journal import Head
+from ledger_engine.application.journal_tree import check_journal_claim, frontier_op, open_tree, stage_append, stored_root
+from ledger_engine.application.owner import (
+    DISPATCH_KEY, WRITER_KEY, initialise, last_admitted_ms, read_head, read_writer_generation, writer_record,
+)
+from ledger_engine.application.pending import PendingBatch
+from ledger_engine.application.records import encode_value
+from ledger_engine.application.transition import execute
+from ledger_engine.checkpoint.backup import sync_tree
+from ledger_engine.checkpoint.export import (
+    DELTAS_FILE, EVENTS_FILE, JOURNAL_FILE, ROWS_FILE, JournalTreeFold, StateDigest, delta_lines, event_lines,
+    journal_lines, state_row_lines,
+)
 from ledger_engine.checkpoint.load import load_checkpoint
-from ledger_engine.checkpoint.verify import VerificationError, verify_export
+from ledger_engine.checkpoint.verify import (
+    VerificationError, read_metadata, verify_export, verify_file_hashes, verify_genesis,
+)
+from ledger_engine.errors import LedgerError, StorageFault
+from ledger_engine.layout import META
+from ledger_engine.merkle.frontier import Frontier
+from ledger_engine.projections.maintenance import IndexMaintainer
+from ledger_engine.storage.rocks import RocksStore
 
-WINDOW = 512
+# Commands per synchronous batch. Rules scan the chunk's pending writes, so a larger chunk costs more per command.
+CHUNK = 64
 
 
 def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
                   checkpoint_dir: str | os.PathLike | None = None) -> dict[str, Any]:
     """Rebuild ``export_dir``'s ledger from its genesis, or from an earlier verified checkpoint of it."""
     root = Path(export_dir)
-    metadata = verify_export(root)
-    genesis = orjson.loads((root / GENESIS_FILE).read_bytes())
-    start = 0
-    if checkpoint_dir is not None:
-        start = _load_earlier_checkpoint(checkpoint_dir, data_dir, metadata, root)
-    with LedgerOwner.open(data_dir, genesis=genesis, max_group=WINDOW) as owner:
-        if owner.head().sequence != start:
-            raise VerificationError(str(data_dir), "replay needs an empty data directory")
-        owner.set_dispatch(False, "rebuilt by replay; reconcile before dispatching")
-        _apply_journal(owner, root / JOURNAL_FILE, after=start)
-        owner.at_boundary(lambda store: _compare_events(store, root / EVENTS_FILE))
-        state_hash = owner.at_boundary(logical_state_hash)
-        head = owner.head()
-        journal_root = owner.at_boundary(lambda store: stored_root(store, head.sequence))
-    if state_hash != metadata["logical_state_hash"]:
-        raise VerificationError("state", "replayed logical state hash differs from the export")
-    if journal_root != metadata["journal_tree"]["root"]:
-        raise VerificationError("journal_tree", "the replayed ledger's journal tree root differs from the export's")
-    return {"sequence": head.sequence, "entry_hash": head.entry_hash, "logical_state_hash": state_hash,
-            "journal_tree": {"size": head.sequence, "root": journal_root}}
+    metadata = read_metadata(root)
+    verify_file_hashes(root, metadata)
+    genesis = verify_genesis(root, metadata)
+    target = Path(data_dir).resolve()
+    if target.exists() and any(target.iterdir()):
+        raise VerificationError(str(data_dir), "replay needs an empty data directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.replaying-", dir=target.parent))
+    try:
+        summary = _rebuild(root, staging, metadata, genesis, checkpoint_dir)
+        sync_tree(staging)
+        staging.rename(target)  # an empty target directory is replaced; a non-empty one refuses
+        sync_filesystem(target.parent)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return summary
+
+
+def _rebuild(root: Path, staging: Path, metadata: dict[str, Any], genesis: dict[str, Any],
+             checkpoint_dir: str | os.PathLike | None) -> dict[str, Any]:
+    start = 0 if checkpoint_dir is None else _load_earlier_checkpoint(checkpoint_dir, staging, metadata, root)
+    with RocksStore(staging, create=True) as store:
+        if start == 0:
+            initialise(store, genesis)
+        _disable_dispatch(store)
+        head = _apply_journal(store, root / JOURNAL_FILE, read_head(store), after=start)
+        return _compare_with_export(store, root, metadata, head)
+
+
+def _disable_dispatch(store: RocksStore) -> None:
+    generation = read_writer_generation(store) + 1
+    store.write([(META, DISPATCH_KEY, encode_value({"enabled": False,
+                                                    "reason": "rebuilt by replay; reconcile before dispatching"})),
+                 (META, WRITER_KEY, writer_record(generation, "rebuilt by replay"))])
 
 
 def _load_earlier_checkpoint(checkpoint_dir: str | os.PathLike, data_dir: str | os.PathLike,
@@ -67,38 +112,96 @@ def _entry_hash_at(journal_path: Path, sequence: int) -> str | None:
     with open(journal_path, "rb") as handle:
         for number, line in enumerate(handle, start=1):
             if number == sequence:
-                return orjson.loads(line)["entry_hash"]
+                return _journal_entry(number, line)["entry_hash"]
     return None
 
 
-def _apply_journal(owner: LedgerOwner, journal_path: Path, *, after: int) -> None:
-    in_flight: deque = deque()
+class _Chunk:
+    """The commands replayed since the last synchronous batch, and the journal tree after them."""
+
+    def __init__(self, store: RocksStore, frontier: Frontier) -> None:
+        self.store = store
+        self.frontier = frontier
+        self.pending = PendingBatch(store)
+        self.commands = 0
+
+    def write(self) -> None:
+        if self.commands:
+            self.pending.put(*frontier_op(self.frontier))
+            self.store.write(self.pending.ops())
+        self.pending = PendingBatch(self.store)
+        self.commands = 0
+
+
+def _apply_journal(store: RocksStore, journal_path: Path, head: Head, *, after: int) -> Head:
+    chunk = _Chunk(store, open_tree(store, head))
+    indexes = IndexMaintainer()
+    floor = last_admitted_ms(store, head)
     with open(journal_path, "rb") as handle:
         for number, line in enumerate(handle, start=1):
             if number <= after:
                 continue
-            entry = orjson.loads(line)
-            in_flight.append((number, entry["entry_hash"], owner.submit_async(entry["envelope"])))
-            if len(in_flight) >= WINDOW:
-                _check(*in_flight.popleft())
-    while in_flight:
-        _check(*in_flight.popleft())
+            entry = _journal_entry(number, line)
+            head, admitted_ms = _replay_one(chunk, indexes, head, floor, number, entry)
+            floor = max(floor, admitted_ms)
+            if chunk.commands >= CHUNK:
+                chunk.write()
+    chunk.write()
+    return head
 
 
-def _compare_events(store, events_path: Path) -> None:
-    """The events the replay produced must be exactly the exported ones."""
-    with open(events_path, "rb") as handle:
-        exported = (line.rstrip(b"\n") for line in handle)
-        for number, (replayed, line) in enumerate(zip_longest(event_lines(store), exported), start=1):
-            if replayed != line:
-                raise VerificationError(f"{EVENTS_FILE}:{number}", "differs from the replayed events")
-
-
-def _check(number: int, expected_hash: str, future) -> None:
+def _journal_entry(number: int, line: bytes) -> dict[str, Any]:
     try:
-        outcome = future.result()
-    except Exception as error:
-        raise VerificationError(f"{JOURNAL_FILE}:{number}", f"envelope no longer applies: {error}") from None
-    if outcome.duplicate or outcome.entry_hash != expected_hash:
-        raise VerificationError(f"{JOURNAL_FILE}:{number}",
-                                f"replayed entry differs ({outcome.outcome} {outcome.code})")
+        entry = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        raise VerificationError(f"{JOURNAL_FILE}:{number}", "not valid JSON") from None
+    if not isinstance(entry, dict) or not isinstance(entry.get("entry_hash"), str) or "envelope" not in entry:
+        raise VerificationError(f"{JOURNAL_FILE}:{number}", "not a journal entry")
+    return entry
+
+
+def _replay_one(chunk: _Chunk, indexes: IndexMaintainer, head: Head, floor: int, number: int,
+                entry: dict[str, Any]) -> tuple[Head, int]:
+    """Apply one journalled envelope after ``head``; it must make exactly the recorded entry."""
+    item = f"{JOURNAL_FILE}:{number}"
+    try:
+        command = admit(entry["envelope"])
+        check_journal_claim(command.payload, chunk.pending.get_raw, chunk.frontier)
+        outcome, head = execute(command, chunk.pending, head, indexes, admitted_floor_ms=floor)
+    except StorageFault:
+        raise
+    except LedgerError as error:
+        raise VerificationError(item, f"envelope no longer applies: {error}") from None
+    except Exception as error:  # a rule bug: the history no longer replays
+        raise VerificationError(item, f"envelope no longer applies: {type(error).__name__}: {error}") from None
+    if outcome.duplicate or outcome.entry_hash != entry["entry_hash"]:
+        raise VerificationError(item, f"replayed entry differs ({outcome.outcome} {outcome.code})")
+    chunk.frontier = stage_append(chunk.pending.put, chunk.frontier, head.entry_hash)
+    chunk.commands += 1
+    return head, command.envelope.admitted_at_ms
+
+
+def _compare_with_export(store: RocksStore, root: Path, metadata: dict[str, Any], head: Head) -> dict[str, Any]:
+    """The rebuilt ledger must export to the very bytes of ``root``, whose file hashes were checked."""
+    if (head.sequence, head.entry_hash) != (metadata["sequence"], metadata["last_entry_hash"]):
+        raise VerificationError(JOURNAL_FILE, "journal does not end at the exported head")
+    journal_tree, state_digest = JournalTreeFold(), StateDigest()
+    _compare_lines(journal_lines(store, journal_tree), root / JOURNAL_FILE)
+    _compare_lines(delta_lines(store, head.sequence), root / DELTAS_FILE)
+    _compare_lines(event_lines(store), root / EVENTS_FILE)
+    _compare_lines(state_row_lines(store, state_digest), root / ROWS_FILE)
+    state_hash, tree = state_digest.hexdigest(), journal_tree.as_json()
+    if state_hash != metadata["logical_state_hash"]:
+        raise VerificationError("state", "replayed logical state hash differs from the export")
+    if tree["root"] != metadata.get("journal_tree", tree)["root"] or stored_root(store, head.sequence) != tree["root"]:
+        raise VerificationError("journal_tree", "the replayed ledger's journal tree root differs from the export's")
+    return {"sequence": head.sequence, "entry_hash": head.entry_hash, "logical_state_hash": state_hash,
+            "journal_tree": tree}
+
+
+def _compare_lines(replayed: Iterable[bytes], path: Path) -> None:
+    with open(path, "rb") as handle:
+        exported = (line.rstrip(b"\n") for line in handle)
+        for number, (ours, theirs) in enumerate(zip_longest(replayed, exported), start=1):
+            if ours != theirs:
+                raise VerificationError(f"{path.name}:{number}", "differs from the replayed ledger")

@@ -5,8 +5,9 @@ every command's delta: its ``delta_hash``, its tie to the entry (the command
 result row it must hold, event keys of its own sequence), and its fold into
 the state. The fold of deltas 0..head must equal the exported state rows and
 events exactly, so an edited row or event fails even with its metadata
-recomputed. The first failing item is reported by name, e.g.
-``journal.jsonl:17`` or ``state_rows.jsonl:40``.
+recomputed. The fold lives in a scratch store (``fold.py``), so memory stays
+flat however long the journal is. The first failing item is reported by name,
+e.g. ``journal.jsonl:17`` or ``state_rows.jsonl:40``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import hashlib
 import os
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import orjson
 
@@ -26,6 +27,7 @@ from ledger_engine.checkpoint.export import (
     DELTAS_FILE, EVENTS_FILE, EXPORT_FORMAT, EXPORT_FORMAT_VERSION, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE,
     ROWS_FILE, JournalTreeFold,
 )
+from ledger_engine.checkpoint.fold import Address, DiskFold
 from ledger_engine.envelope import envelope_hash
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.genesis import genesis_hash, genesis_records
@@ -36,10 +38,6 @@ REQUIRED_FILES = (ROWS_FILE, JOURNAL_FILE, DELTAS_FILE, EVENTS_FILE, GENESIS_FIL
 METADATA_FIELDS = ("sequence", "last_entry_hash", "logical_state_hash", "genesis_hash", "files")
 ENTRY_FIELDS = ("sequence", "previous_entry_hash", "envelope", "outcome", "result", "delta_hash", "entry_hash")
 ROW_FIELDS = {"column_family", "key", "value"}
-
-# (column family, key) -> SHA-256 of the value's canonical bytes: the state (and events) a fold reaches.
-Folded = dict[tuple[str, str], bytes]
-
 
 class VerificationError(LedgerError):
     def __init__(self, item: str, reason: str) -> None:
@@ -92,11 +90,12 @@ def verify_export(directory: str | os.PathLike) -> dict[str, Any]:
     """Verify everything; returns the metadata, or raises ``VerificationError`` naming the first bad item."""
     root = Path(directory)
     metadata = read_metadata(root)
-    _verify_file_hashes(root, metadata)
-    genesis = _verify_genesis(root, metadata)
-    state, events, journal_tree = _verify_history(root, metadata, genesis)
-    _verify_state_rows(root, metadata, state)
-    _verify_events(root, events)
+    verify_file_hashes(root, metadata)
+    genesis = verify_genesis(root, metadata)
+    with DiskFold.scratch() as folded:
+        journal_tree = _verify_history(root, metadata, genesis, folded)
+        _verify_state_rows(root, metadata, folded)
+        _verify_events(root, folded)
     return {**metadata, "journal_tree": _verify_journal_tree(metadata, journal_tree)}
 
 
@@ -113,7 +112,7 @@ def _verify_journal_tree(metadata: dict[str, Any], computed: dict[str, Any]) -> 
     return computed
 
 
-def _verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
+def verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
     for name in REQUIRED_FILES:
         expected = metadata["files"].get(name) if isinstance(metadata["files"], dict) else None
         if not isinstance(expected, dict):
@@ -126,7 +125,7 @@ def _verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
             raise VerificationError(name, "file hash does not match metadata")
 
 
-def _verify_genesis(root: Path, metadata: dict[str, Any]) -> dict[str, Any]:
+def verify_genesis(root: Path, metadata: dict[str, Any]) -> dict[str, Any]:
     try:
         document = orjson.loads((root / GENESIS_FILE).read_bytes())
         matches = genesis_hash(document) == metadata["genesis_hash"]
@@ -137,16 +136,14 @@ def _verify_genesis(root: Path, metadata: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def _verify_history(root: Path, metadata: dict[str, Any],
-                    genesis: dict[str, Any]) -> tuple[Folded, Folded, dict[str, Any]]:
+def _verify_history(root: Path, metadata: dict[str, Any], genesis: dict[str, Any],
+                    folded: DiskFold) -> dict[str, Any]:
     """Walk the journal and the deltas in step: chain, delta hashes, ties, the fold, and the journal tree."""
-    state: Folded = {}
-    events: Folded = {}
     journal_tree = JournalTreeFold()
     deltas = _lines(root / DELTAS_FILE, DELTAS_FILE)
     genesis_delta = _delta_at(next(deltas, None), 0, DELTAS_FILE)
     _require(genesis_delta[1] == _genesis_delta(genesis), genesis_delta[0], "is not the genesis state")
-    _fold(genesis_delta, state, events)
+    _fold(genesis_delta, folded)
     previous_hash, sequence = ZERO_HASH, 0
     journal = _lines(root / JOURNAL_FILE, JOURNAL_FILE)
     for journal_line, delta_line in zip_longest(journal, deltas):
@@ -157,12 +154,12 @@ def _verify_history(root: Path, metadata: dict[str, Any],
         delta = _delta_at(delta_line, sequence, DELTAS_FILE)
         _require(_delta_hash(delta[1]) == entry["delta_hash"], delta[0], f"does not hash to {entry_item}'s delta_hash")
         _require_tied(delta, entry, entry_item, sequence)
-        _fold(delta, state, events)
+        _fold(delta, folded)
         journal_tree.add(entry["entry_hash"])
         previous_hash = entry["entry_hash"]
     _require((sequence, previous_hash) == (metadata["sequence"], metadata["last_entry_hash"]),
              JOURNAL_FILE, "journal does not end at the exported head")
-    return state, events, journal_tree.as_json()
+    return journal_tree.as_json()
 
 
 def _require(condition: bool, item: str, reason: str) -> None:
@@ -226,19 +223,16 @@ def _require_tied(delta: tuple[str, list[dict[str, Any]]], entry: dict[str, Any]
                  for row in rows if row["column_family"] == EVENTS), delta_item, "an event of another sequence")
 
 
-def _fold(delta: tuple[str, list[dict[str, Any]]], state: Folded, events: Folded) -> None:
+def _fold(delta: tuple[str, list[dict[str, Any]]], folded: DiskFold) -> None:
     item, rows = delta
     for row in rows:
         address = (row["column_family"], row["key"])
-        target = events if address[0] == EVENTS else state
-        _require(address[0] != EVENTS or address not in events, item, "rewrites an immutable event")
-        if row["value"] is None:
-            target.pop(address, None)
-        else:
-            target[address] = hashlib.sha256(canonical_bytes(row["value"])).digest()
+        _require(address[0] != EVENTS or folded.get(address) is None, item, "rewrites an immutable event")
+        folded.set(address, None if row["value"] is None else hashlib.sha256(canonical_bytes(row["value"])).digest())
 
 
-def _verify_state_rows(root: Path, metadata: dict[str, Any], folded: Folded) -> None:
+def _verify_state_rows(root: Path, metadata: dict[str, Any], folded: DiskFold) -> None:
+    matched = 0
     digest = hashlib.sha256(STATE_DOMAIN.encode() + b"[")
     previous: tuple[bytes, bytes] | None = None
     for item, raw, row in _lines(root / ROWS_FILE, ROWS_FILE):
@@ -246,26 +240,42 @@ def _verify_state_rows(root: Path, metadata: dict[str, Any], folded: Folded) -> 
                  and isinstance(row["key"], str), item, "not a logical state row")
         order = (row["column_family"].encode(), row["key"].encode())
         _require(previous is None or order > previous, item, "rows out of canonical order")
-        _require(folded.pop((row["column_family"], row["key"]), None) == hashlib.sha256(
+        _require(folded.get((row["column_family"], row["key"])) == hashlib.sha256(
             canonical_bytes(row["value"])).digest(), item,
             f"{row['column_family']}/{row['key']} differs from the state the journal's deltas produce")
         digest.update(raw if previous is None else b"," + raw)
         previous = order
+        matched += 1
     digest.update(b"]")
-    if folded:
-        family, key = min(folded, key=lambda address: (address[0].encode(), address[1].encode()))
-        raise VerificationError(ROWS_FILE, f"lacks {family}/{key}, which the journal's deltas produce")
+    missing = _first_missing(lambda: folded.addresses(events=False), matched, root / ROWS_FILE,
+                             lambda row: (row["column_family"], row["key"]))
+    if missing is not None:
+        raise VerificationError(ROWS_FILE, f"lacks {missing[0]}/{missing[1]}, which the journal's deltas produce")
     _require(digest.hexdigest() == metadata["logical_state_hash"], ROWS_FILE,
              "logical state hash does not match metadata")
 
 
-def _verify_events(root: Path, folded: Folded) -> None:
-    previous = ""
+def _verify_events(root: Path, folded: DiskFold) -> None:
+    previous, matched = "", 0
     for item, _, row in _lines(root / EVENTS_FILE, EVENTS_FILE):
         _require(isinstance(row, dict) and set(row) == {"key", "value"} and isinstance(row["key"], str)
                  and row["key"] > previous, item, "bad or out-of-order event")
-        _require(folded.pop((EVENTS, row["key"]), None) == hashlib.sha256(canonical_bytes(row["value"])).digest(),
+        _require(folded.get((EVENTS, row["key"])) == hashlib.sha256(canonical_bytes(row["value"])).digest(),
                  item, f"event {row['key']} differs from the events the journal's deltas produce")
         previous = row["key"]
-    if folded:
-        raise VerificationError(EVENTS_FILE, f"lacks event {min(key for _, key in folded)}, which the deltas produce")
+        matched += 1
+    missing = _first_missing(lambda: folded.addresses(events=True), matched, root / EVENTS_FILE,
+                             lambda row: (EVENTS, row["key"]))
+    if missing is not None:
+        raise VerificationError(EVENTS_FILE, f"lacks event {missing[1]}, which the deltas produce")
+
+
+def _first_missing(folded: Callable[[], Iterator[Address]], matched: int, path: Path,
+                   address_of: Callable[[dict[str, Any]], Address]) -> Address | None:
+    """The first folded address ``path`` lacks, given that each of its ``matched`` lines was found in the fold:
+    only when the fold holds more is the file read again, in step with the fold (both are in export order)."""
+    if sum(1 for _ in folded()) == matched:
+        return None
+    with open(path, "rb") as handle:
+        exported = (address_of(orjson.loads(line)) for line in handle)
+        return next((address for address in folded() if address != next(exported, None)), None)
