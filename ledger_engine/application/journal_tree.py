@@ -1,7 +1,7 @@
 """The journal's Merkle tree, kept in the same WriteBatch as the entries it covers.
 
 Leaf ``s - 1`` is entry ``s``'s hash (``merkle.journal``). Only the nodes from
-level ``STORED_FROM_LEVEL`` up are stored (docs/adr/0059): the leaves are the
+level ``STORED_FROM_LEVEL`` up are stored (docs/adr/0057): the leaves are the
 journal's own entry hashes, so a node below that level is recomputed from the
 ``BLOCK`` entries of its block when a proof needs it, and a full block's
 recomputed root is checked against its stored node. An entry stages nothing

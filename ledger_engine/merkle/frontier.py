@@ -16,7 +16,7 @@ checks that the number of hashes matches the size.
 ``BlockFrontier`` is the same tree for a store that keeps only the nodes from
 a block level up: the leaves of the block being filled wait in a tuple and are
 hashed into the block's root when it fills, so an append costs no node object
-and reports nodes only once per block (docs/adr/0059).
+and reports nodes only once per block (docs/adr/0057).
 """
 
 from __future__ import annotations

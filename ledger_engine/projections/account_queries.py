@@ -2,7 +2,7 @@
 
 Each takes a ``LedgerView`` (projections/view.py) and returns typed records
 (domain/schema/staff.py); the console reads accounts through these alone and
-never builds an account key (docs/adr/0060). The expected revisions a
+never builds an account key (docs/adr/0058). The expected revisions a
 command about an account states are made here too, for the same reason.
 """
 

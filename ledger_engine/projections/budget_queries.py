@@ -2,7 +2,7 @@
 
 Each takes a ``LedgerView`` (projections/view.py) and reads the money
 projections (projections/money.py); none backs a money check, and no caller
-takes their keys apart (docs/adr/0060).
+takes their keys apart (docs/adr/0058).
 """
 
 from __future__ import annotations

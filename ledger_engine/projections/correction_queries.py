@@ -1,7 +1,7 @@
 """Correction selectors: requests by status, and one request beside the lines it names as they are now.
 
 Each takes a ``LedgerView`` (projections/view.py) and returns the typed
-records of domain/schema/money_allocation.py (docs/adr/0060).
+records of domain/schema/money_allocation.py (docs/adr/0058).
 """
 
 from __future__ import annotations

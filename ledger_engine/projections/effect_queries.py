@@ -3,7 +3,7 @@
 Each takes a ``LedgerView`` (projections/view.py); an effect is returned with
 the revision a claim names, as the internal API lists it. The expected
 revision a claim states is made here, so no caller builds an outbox key
-(docs/adr/0060).
+(docs/adr/0058).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Journal selectors: what a journal entry emitted, for the auditor's view of one entry (docs/adr/0060)."""
+"""Journal selectors: what a journal entry emitted, for the auditor's view of one entry (docs/adr/0058)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Whole lists for screens that search, range and sort every match before cutting a page (docs/adr/0061).
+"""Whole lists for screens that search, range and sort every match before cutting a page (docs/adr/0059).
 
 Each read walks an index the projections already keep, a page at a time, so no scan holds more than one
 chunk; the caller filters, sorts and counts what it yields.

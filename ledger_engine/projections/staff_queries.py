@@ -1,7 +1,7 @@
 """Staff change selectors: requests and decisions about staff accounts, by status and by account.
 
 Each takes a ``LedgerView`` (projections/view.py) and returns the typed
-records of domain/schema/staff.py (docs/adr/0060).
+records of domain/schema/staff.py (docs/adr/0058).
 """
 
 from __future__ import annotations

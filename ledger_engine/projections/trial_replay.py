@@ -1,4 +1,4 @@
-"""The trial balance at a sequence recomputed from the journal's own posting events (docs/adr/0061).
+"""The trial balance at a sequence recomputed from the journal's own posting events (docs/adr/0059).
 
 ``accounting.trial_balance`` folds the posting index from each account's nearest balance point; this
 replays every ``Posted`` event of entries 1 to N instead, reading neither the posting index nor the

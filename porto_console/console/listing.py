@@ -3,7 +3,7 @@
 A list says what it can be searched by (each search: part of some text on the row, any case), which
 time its date range applies to, and how each sortable column orders a row. From that it builds the GET
 form, reads the query from it, and keeps the matching rows in order. Every match is read before the
-page is cut, so the total and the sort cover all of them (``docs/adr/0047``, ``docs/adr/0061``).
+page is cut, so the total and the sort cover all of them (``docs/adr/0047``, ``docs/adr/0059``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 No module of ``porto_console`` imports the key builders, the column-family
 layout or the store, imports a function that builds a key or a key prefix,
 scans the ledger itself, or takes a key apart with ``split("/")``: key shapes
-belong to ``ledger_engine`` alone (docs/adr/0060). Each exception names its
+belong to ``ledger_engine`` alone (docs/adr/0058). Each exception names its
 reason.
 """
 
