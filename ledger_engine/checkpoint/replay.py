@@ -30,7 +30,7 @@ import orjson
 from ledger_engine.adapters.files import sync_filesystem
 from ledger_engine.application.admission import admit
 from ledger_engine.application.journal import Head
-from ledger_engine.application.journal_tree import check_journal_claim, frontier_op, open_tree, stage_append, stored_root
+from ledger_engine.application.journal_tree import check_journal_claim, open_tree, stage_append, stored_root
 from ledger_engine.application.owner import (
     DISPATCH_KEY, WRITER_KEY, initialise, last_admitted_ms, read_head, read_writer_generation, writer_record,
 )
@@ -48,7 +48,7 @@ from ledger_engine.checkpoint.verify import (
 )
 from ledger_engine.errors import LedgerError, StorageFault
 from ledger_engine.layout import META
-from ledger_engine.merkle.frontier import Frontier
+from ledger_engine.merkle.journal import JournalFrontier
 from ledger_engine.projections.maintenance import IndexMaintainer
 from ledger_engine.storage.rocks import RocksStore
 
@@ -117,9 +117,9 @@ def _entry_hash_at(journal_path: Path, sequence: int) -> str | None:
 
 
 class _Chunk:
-    """The commands replayed since the last synchronous batch, and the journal tree after them."""
+    """The commands replayed since the last synchronous batch, and the journal tree after them (its rows staged with each entry)."""
 
-    def __init__(self, store: RocksStore, frontier: Frontier) -> None:
+    def __init__(self, store: RocksStore, frontier: JournalFrontier) -> None:
         self.store = store
         self.frontier = frontier
         self.pending = PendingBatch(store)
@@ -127,7 +127,6 @@ class _Chunk:
 
     def write(self) -> None:
         if self.commands:
-            self.pending.put(*frontier_op(self.frontier))
             self.store.write(self.pending.ops())
         self.pending = PendingBatch(self.store)
         self.commands = 0
