@@ -222,3 +222,43 @@ def test_a_recipient_update_links_to_the_journal_entries_that_wrote_it_and_back(
                              for sequence in sequences)
     entry = client_as("auditor").get(f"/ledger/journal/{sequences[0]}/").content.decode()
     assert f'href="/ledger/recipients/{handle}/"' in entry
+
+
+def test_the_quarantine_is_searched_by_kind_and_sorted_by_retries_and_retry_all_counts_every_parked_effect(
+        client_as, ledger, settings):
+    from ledger_engine.layout import INDEXES, OUTBOX
+    from porto_console.effects.quarantine import Quarantine
+
+    quarantine = Quarantine(settings.QUARANTINE_DIR)
+    effect_ids = [key.rsplit("/", 1)[1] for key, _ in ledger.scan(INDEXES, "effect_by_status/", limit=3)]
+    for retries, effect_id in enumerate(effect_ids, start=2):
+        quarantine.add(effect_id, ledger.get(OUTBOX, effect_id).data["kind"], f"Poison number {retries}", retries)
+    ops = client_as("ops")
+    by_retries = ops.get("/ledger/quarantine/", {"sort": "retries", "dir": "asc"}).content.decode()
+    assert [int(cells(row)[4]) for row in table_rows(by_retries, "quarantine")] == [2, 3, 4]
+    one = ops.get("/ledger/quarantine/", {"cause": "number 3"}).content.decode()
+    assert [cells(row)[1] for row in table_rows(one, "quarantine")] == [effect_ids[1]]
+    assert 'value="Retry all 3"' in one and 'value="number 3"' in one
+    none = ops.get("/ledger/quarantine/", {"effect": "no-such-effect"}).content.decode()
+    assert table_rows(none, "quarantine") == [] and "No quarantined effect matches." in none
+    later = ops.get("/ledger/quarantine/", {"quarantined_from": "2099-01-01"}).content.decode()
+    assert table_rows(later, "quarantine") == []
+
+
+def test_lockouts_are_searched_by_username_and_address_and_sorted_by_failures(client_as, ledger):
+    from axes.models import AccessAttempt
+
+    for number, failures in enumerate((7, 5, 9)):
+        AccessAttempt.objects.create(username=f"locked-{number}", ip_address=f"10.0.0.{number}",
+                                     failures_since_start=failures, get_data="", post_data="", http_accept="",
+                                     path_info="/login/")
+    admin = client_as("admin")
+    by_failures = admin.get("/ledger/lockouts/", {"sort": "failures", "dir": "asc"}).content.decode()
+    assert [int(cells(row)[2]) for row in table_rows(by_failures, "lockouts")] == [5, 7, 9]
+    descending = admin.get("/ledger/lockouts/", {"sort": "failures"}).content.decode()
+    assert [int(cells(row)[2]) for row in table_rows(descending, "lockouts")] == [9, 7, 5]
+    one = admin.get("/ledger/lockouts/", {"address": "10.0.0.2"}).content.decode()
+    assert [cells(row)[0] for row in table_rows(one, "lockouts")] == ["locked-2"]
+    named = admin.get("/ledger/lockouts/", {"username": "LOCKED-1", "sort": "failures"}).content.decode()
+    assert [cells(row)[0] for row in table_rows(named, "lockouts")] == ["locked-1"]
+    assert "No lockout matches." in admin.get("/ledger/lockouts/", {"username": "nobody"}).content.decode()

@@ -28,6 +28,10 @@ def locked() -> QuerySet:
     return AccessAttempt.objects.filter(failures_since_start__gte=settings.AXES_FAILURE_LIMIT).order_by("-attempt_time")
 
 
+def attempted_at_ms(attempt: AccessAttempt) -> int:
+    return int(attempt.attempt_time.timestamp() * 1000)
+
+
 def clearance(command_id: str, attempt: AccessAttempt) -> CommandRequest:
     username = attempt.username or ""
     payload = {"clearance_id": f"lockout-{command_id}", "username_digest": _digest("username", username),

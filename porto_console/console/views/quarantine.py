@@ -20,6 +20,8 @@ from django.views.decorators.http import require_POST
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.projections import effect_queries
 from porto_console.console.handles import unseal_id
+from porto_console.console.listing import DateRange, Listing, Search, by, text
+from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import has_role
 from porto_console.console.screens import QUARANTINE, QUARANTINE_RETRY_ROLES
 from porto_console.console.views.common import render_screen
@@ -28,6 +30,14 @@ from porto_console.effects.journal_port import QuarantinePort
 from porto_console.ledger import read_at_boundary
 
 HANDLE = "effect"
+QUARANTINE_LISTING = Listing(
+    searches=(Search("effect", "Effect ID", text("effect_id")), Search("kind", "Kind", text("kind")),
+              Search("cause", "Cause or reason", lambda entry: (str(entry.get("cause") or ""),
+                                                                str(entry.get("reason") or "")))),
+    dated=DateRange("quarantined", "Quarantined from", lambda entry: entry.get("quarantined_at_ms")),
+    sorts={"quarantined": by("quarantined_at_ms"), "kind": by("kind", ""), "retries": by("retries")},
+    default_sort="quarantined", identity=by("effect_id"), descending_first=frozenset({"retries"}))
+QuarantineFilter = QUARANTINE_LISTING.form_class()
 
 
 def quarantine() -> QuarantinePort:
@@ -41,8 +51,13 @@ def _shared_quarantine(directory: Path, signer_journal_url: str | None) -> Quara
 
 
 def quarantine_list(request):
+    """Every parked effect is read, so "retry all" counts them all whatever the search shows."""
+    filter_form = QuarantineFilter(request.GET or None)
+    query = filter_form.query()
     read = read_at_boundary(_entries_with_ledger_status)
-    return render_screen(request, "console/quarantine.html", QUARANTINE.title, read, entries=read.data,
+    page = paginate(QUARANTINE_LISTING.apply(read.data, query), page_number(request))
+    return render_screen(request, "console/quarantine.html", QUARANTINE.title, read, entries=page.items, page=page,
+                         parked=len(read.data), query=query, filter_form=filter_form,
                          may_retry=has_role(request.user, QUARANTINE_RETRY_ROLES))
 
 

@@ -25,7 +25,7 @@ from ledger_engine.errors import LedgerError
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, StepUpForm
 from porto_console.console.handles import seal, unseal_id
-from porto_console.console.listing import REQUESTED, Listing, Search, by, text
+from porto_console.console.listing import REQUESTED, DateRange, Listing, Search, by, text
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import actor_id, may_submit
 from porto_console.console.screens import LOCKOUTS, STAFF_CHANGES
@@ -124,12 +124,25 @@ def change_url(change_id: str) -> str:
 
 # Sign-in lockouts.
 
+LOCKOUT_LISTING = Listing(
+    searches=(Search("username", "Username", text("username")), Search("address", "Address", text("ip_address"))),
+    dated=DateRange("attempted", "Last attempt from", lockouts.attempted_at_ms),
+    sorts={"attempted": lockouts.attempted_at_ms, "username": by("username", ""),
+           "failures": by("failures_since_start")},
+    default_sort="attempted", identity=lambda attempt: str(attempt.pk),
+    descending_first=frozenset({"attempted", "failures"}))
+LockoutFilter = LOCKOUT_LISTING.form_class()
+
+
 def lockout_list(request):
+    filter_form = LockoutFilter(request.GET or None)
+    query = filter_form.query()
     read = read_at_boundary(lambda ledger: None)
-    attempts = paginate(lockouts.locked(), page_number(request))
+    attempts = paginate(LOCKOUT_LISTING.apply(lockouts.locked(), query), page_number(request))
     rows = [(attempt, seal(lockouts.HANDLE, str(attempt.pk))) for attempt in attempts.items]
     return render_screen(request, "console/lockouts.html", LOCKOUTS.title, read, page=attempts, rows=rows,
-                         clear_form=CommandForm(), failure_limit=settings.AXES_FAILURE_LIMIT)
+                         query=query, filter_form=filter_form, clear_form=CommandForm(),
+                         failure_limit=settings.AXES_FAILURE_LIMIT)
 
 
 @require_POST
