@@ -262,3 +262,58 @@ def test_lockouts_are_searched_by_username_and_address_and_sorted_by_failures(cl
     named = admin.get("/ledger/lockouts/", {"username": "LOCKED-1", "sort": "failures"}).content.decode()
     assert [cells(row)[0] for row in table_rows(named, "lockouts")] == ["locked-1"]
     assert "No lockout matches." in admin.get("/ledger/lockouts/", {"username": "nobody"}).content.decode()
+
+
+def admission_days(ledger) -> dict[int, str]:
+    from datetime import UTC, datetime
+
+    return {sequence: datetime.fromtimestamp(ledger.journal_entry(sequence)["envelope"]["admitted_at_ms"] / 1000,
+                                             UTC).date().isoformat()
+            for sequence in range(1, ledger.head().sequence + 1)}
+
+
+def journal_sequences(page: str) -> list[int]:
+    return [int(cells(row)[0]) for row in table_rows(page, "journal")]
+
+
+def test_the_first_sequence_admitted_from_a_time_is_found_by_bisection_as_a_scan_finds_it(ledger):
+    from ledger_engine.projections import journal_queries
+
+    view = ledger.view()
+    times = [journal_queries.admitted_at_ms(view, sequence) for sequence in range(1, view.sequence + 1)]
+    assert times == sorted(times) and times[0] < times[-1]
+    for at_ms in (0, times[0], times[0] + 1, times[len(times) // 3], times[len(times) // 2] + 1, times[-1],
+                  times[-1] + 1):
+        scanned = next((index + 1 for index, time in enumerate(times) if time >= at_ms), len(times) + 1)
+        assert journal_queries.first_admitted_from(view, at_ms) == scanned, at_ms
+
+
+def test_the_journal_in_an_admission_range_shows_exactly_that_days_entries_newest_or_oldest_first(client_as, ledger):
+    days = admission_days(ledger)
+    day = days[ledger.head().sequence // 2]
+    that_day = [sequence for sequence, admitted in days.items() if admitted == day]
+    assert 0 < len(that_day) < len(days)
+    auditor = client_as("auditor")
+    span = {"admitted_from": day, "admitted_to": day}
+    newest = auditor.get("/ledger/journal/", span).content.decode()
+    assert journal_sequences(newest) == sorted(that_day, reverse=True)[:50]
+    oldest = auditor.get("/ledger/journal/", {**span, "sort": "sequence", "dir": "asc"}).content.decode()
+    assert journal_sequences(oldest) == sorted(that_day)[:50]
+    assert 'aria-sort="ascending"' in oldest
+    reversed_range = auditor.get("/ledger/journal/", {"admitted_from": day, "admitted_to": "2000-01-01"}).content
+    assert "The range starts after it ends." in reversed_range.decode()
+    assert journal_sequences(reversed_range.decode())[0] == ledger.head().sequence
+    assert journal_sequences(auditor.get("/ledger/journal/", {"admitted_from": "2099-01-01"}).content.decode()) == []
+
+
+def test_the_journal_oldest_first_pages_up_and_keeps_its_filters(client_as, ledger):
+    auditor = client_as("auditor")
+    first = auditor.get("/ledger/journal/", {"sort": "sequence", "dir": "asc", "outcome": "accepted"}).content.decode()
+    shown = journal_sequences(first)
+    assert len(shown) == 50 and shown == sorted(shown) and shown[0] == 1
+    later = html.unescape(re.search(r'<a href="\?([^"]+)">later ›</a>', first).group(1))
+    assert "dir=asc" in later and "outcome=accepted" in later and f"after={shown[-1]}" in later
+    second = journal_sequences(auditor.get(f"/ledger/journal/?{later}").content.decode())
+    assert second and second[0] > shown[-1] and second == sorted(second)
+    header = html.unescape(re.search(r'aria-sort="ascending"><a href="\?([^"]+)"', first).group(1))
+    assert "dir=desc" in header and "after" not in header and "outcome=accepted" in header

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, Iterator
 
 import orjson
@@ -13,6 +14,7 @@ from ledger_engine.application.journal import recompute_entry_hash
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.canonical import ZERO_HASH, canonical_bytes, sha256_hex
 from ledger_engine.projections import journal_queries
+from porto_console.console.listing import DAY_MS, day_number
 
 PAGE_ENTRIES = 50
 SCAN_LIMIT = 10_000  # entries one journal page may look through for filter matches
@@ -24,8 +26,10 @@ CSV_COLUMNS = ("sequence", "command_id", "command_type", "actor_id", "admitted_a
 @dataclass(frozen=True)
 class JournalWindow:
     entries: list[dict[str, Any]]
-    newest: int
-    older_than: int | None  # where the next, older window starts, if any
+    start: int  # the sequence this window reads from
+    first: int  # where the window reads from with no cursor: the span's newest entry, or its oldest
+    next_cursor: int | None  # the next window's ``before`` (newest first) or ``after`` (oldest first), if any
+    oldest_first: bool = False
 
 
 @dataclass(frozen=True)
@@ -49,19 +53,35 @@ def summary(entry: dict[str, Any]) -> dict[str, Any]:
             "previous_entry_hash": entry["previous_entry_hash"], "entry_hash": entry["entry_hash"]}
 
 
-def window(ledger: LedgerOwner, head: int, *, before: int | None = None, command_type: str = "",
-           outcome: str = "", actor: str = "") -> JournalWindow:
-    """Up to a page of matching entries, newest first, from ``before`` (exclusive) or the head down."""
-    newest = min(head, before - 1) if before else head
+def window(ledger: LedgerOwner, head: int, *, before: int | None = None, after: int | None = None,
+           command_type: str = "", outcome: str = "", actor: str = "", first_day: date | None = None,
+           last_day: date | None = None, oldest_first: bool = False) -> JournalWindow:
+    """Up to a page of matching entries admitted within the days given, newest first from ``before`` (exclusive)
+    or the span's newest down, or oldest first from ``after`` (exclusive) or the span's oldest up."""
+    low, high = admitted_span(ledger, head, first_day, last_day)
+    if oldest_first:
+        first, step = low, 1
+        start = max(low, after + 1) if after else low
+    else:
+        first, step = high, -1
+        start = min(high, before - 1) if before else high
     found: list[dict[str, Any]] = []
-    sequence = newest
-    while sequence >= 1 and len(found) < PAGE_ENTRIES and newest - sequence < SCAN_LIMIT:
+    sequence = start
+    while low <= sequence <= high and len(found) < PAGE_ENTRIES and abs(sequence - start) < SCAN_LIMIT:
         entry = summary(ledger.journal_entry(sequence))
         if ((not command_type or entry["command_type"] == command_type) and (not outcome or entry["outcome"] == outcome)
                 and (not actor or entry["actor_id"] == actor)):
             found.append(entry)
-        sequence -= 1
-    return JournalWindow(found, newest, sequence + 1 if sequence >= 1 else None)
+        sequence += step
+    return JournalWindow(found, start, first, sequence - step if low <= sequence <= high else None, oldest_first)
+
+
+def admitted_span(ledger: LedgerOwner, head: int, first_day: date | None, last_day: date | None) -> tuple[int, int]:
+    """The sequences admitted on ``first_day`` to ``last_day`` (UTC, both included), found without a scan."""
+    view = ledger.view()
+    low = journal_queries.first_admitted_from(view, day_number(first_day) * DAY_MS) if first_day else 1
+    high = journal_queries.first_admitted_from(view, (day_number(last_day) + 1) * DAY_MS) - 1 if last_day else head
+    return low, min(high, head)
 
 
 def entry_events(ledger: LedgerOwner, sequence: int) -> list[dict[str, Any]]:

@@ -125,7 +125,8 @@ def sort_header(context, column: str, title: str):
     descending = not query.descending if current else column in query.descending_first
     params = context["request"].GET.copy()
     params["sort"], params["dir"] = column, "desc" if descending else "asc"
-    params.pop("page", None)
+    for cursor in ("page", "before", "after"):  # a new order starts at its first page
+        params.pop(cursor, None)
     state = ("descending" if query.descending else "ascending") if current else "none"
     arrow = (" ▼" if query.descending else " ▲") if current else ""
     return format_html('<th scope="col" aria-sort="{}"><a href="?{}" class="sort-link">{}</a>{}</th>',

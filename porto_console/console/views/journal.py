@@ -13,26 +13,36 @@ from ledger_engine.envelope import UUID_PATTERN
 from porto_console.console import actions
 from porto_console.console.commands import CommandRequest
 from porto_console.console.forms import CommandForm
+from porto_console.console.listing import DateRange, Listing, by
 from porto_console.console.screens import JOURNAL
 from porto_console.console.services import journal as service
 from porto_console.console.views import accounting
-from porto_console.console.views.common import filter_values, render_screen
+from porto_console.console.views.common import render_screen
 from porto_console.ledger import owner, read_at_boundary
 
 EXPORT_COMMAND = "RecordExportAccess"
 EXPORT_TYPES = {"json": ("application/x-ndjson", "jsonl"), "csv": ("text/csv", "csv")}
 
 
-class JournalFilter(forms.Form):
+class JournalFilters(forms.Form):
     command_type = forms.ChoiceField(required=False)
     outcome = forms.ChoiceField(choices=[("", "any outcome"), ("accepted", "accepted"), ("rejected", "rejected")],
                                 required=False)
     actor = forms.CharField(max_length=200, required=False, label="Actor")
     before = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
+    after = forms.IntegerField(min_value=0, required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["command_type"].choices = [("", "any command"), *((t, t) for t in registered_types())]
+
+
+# Only the sequence sorts: admission time follows it (docs/adr/0012), and any other order would read the whole
+# journal per request (docs/adr/0059).
+JOURNAL_LISTING = Listing(
+    searches=(), sorts={"sequence": by("sequence")}, default_sort="sequence", identity=by("sequence"),
+    dated=DateRange("admitted", "Admitted from", by("admitted_at_ms")), descending_first=frozenset({"sequence"}))
+JournalFilter = JOURNAL_LISTING.form_class(JournalFilters)
 
 
 class LookupForm(forms.Form):
@@ -63,14 +73,15 @@ class ExportForm(CommandForm, RangeForm):
 
 
 def journal(request, *, verify_form=None, check=None):
-    query = JournalFilter(request.GET or None)
-    filters = filter_values(query)
-    before = filters.pop("before") or None
-    read = read_at_boundary(lambda ledger: service.window(ledger, ledger.head().sequence, before=before, **filters))
+    filter_form = JournalFilter(request.GET or None)
+    query, filters = filter_form.query(), filter_form.filters()
+    cursors = {name: filters.pop(name) or None for name in ("before", "after")}
+    read = read_at_boundary(lambda ledger: service.window(
+        ledger, ledger.head().sequence, **cursors, **filters, first_day=query.first, last_day=query.last,
+        oldest_first=not query.descending))
     head = read.head.sequence
     return render_screen(
-        request, "console/journal.html", JOURNAL.title, read, window=read.data, filter_form=query,
-        filters={name: value for name, value in filters.items() if value},
+        request, "console/journal.html", JOURNAL.title, read, window=read.data, filter_form=filter_form, query=query,
         lookup_form=LookupForm(), verify_form=verify_form or RangeForm(head=head, initial=_last_entries(head)),
         export_form=ExportForm(head=head, initial=_last_entries(head)), check=check,
         export_command=EXPORT_COMMAND)
