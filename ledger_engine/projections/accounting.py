@@ -27,7 +27,7 @@ from ledger_engine.projections.view import ReadableStore
 # The records a journal entry links to, by the prefix of their state key.
 RECORD_KINDS = {"payment_run": "run", "payment": "payment", "hold": "hold", "correction_request": "correction",
                 "correction": "correction", "staff_change": "staff_change", "recipient_update": "recipient_update",
-                "budget": "budget"}
+                "recipient": "recipient", "budget": "budget"}
 RECORD_ID_PARTS = {"recipient_update": 2}  # a recipient update is named by its recipient and its own ID
 BACK_LINK_SCAN = 50_000  # journal entries one "entries that touched this record" read looks through
 CURSOR_PREFIX = b"balance_cursor/"
@@ -55,7 +55,7 @@ class Posting:
 
 @dataclass(frozen=True)
 class TouchedRecord:
-    kind: str  # "run", "payment", "hold", "correction", "staff_change", "recipient_update" or "budget"
+    kind: str  # "run", "payment", "hold", "correction", "staff_change", "recipient_update", "recipient" or "budget"
     record_id: str  # a recipient update's is ``<recipient>/<update>``
 
 
@@ -114,8 +114,8 @@ def entry_postings(store: ReadableStore, sequence: int) -> list[Posting]:
 
 
 def entry_records(store: ReadableStore, sequence: int) -> list[TouchedRecord]:
-    """The runs, payments, holds, corrections, staff changes, recipient updates and budgets whose state records the
-    entry at ``sequence`` wrote."""
+    """The runs, payments, holds, corrections, staff changes, recipient updates, recipients and budgets whose state
+    records the entry at ``sequence`` wrote."""
     raw = store.get(DELTAS, seq20(sequence).encode())
     touched = []
     for row in orjson.loads(raw) if raw else ():

@@ -317,3 +317,26 @@ def test_the_journal_oldest_first_pages_up_and_keeps_its_filters(client_as, ledg
     assert second and second[0] > shown[-1] and second == sorted(second)
     header = html.unescape(re.search(r'aria-sort="ascending"><a href="\?([^"]+)"', first).group(1))
     assert "dir=desc" in header and "after" not in header and "outcome=accepted" in header
+
+
+def test_a_recipient_links_to_the_journal_entries_that_wrote_it_and_back(client_as, ledger):
+    approved = next(update for update in state(ledger, "recipient_update/") if update["status"] == "approved")
+    recipient_id = approved["recipient_id"]
+    handle = seal("recipient", recipient_id)
+    history_url = f"/ledger/accounting/history/recipient/{handle}/"
+    finance = client_as("finance")
+    updates = finance.get("/ledger/recipients/", {"status": "approved", "recipient": recipient_id}).content.decode()
+    assert f'href="{history_url}"' in updates
+    detail = finance.get(f"/ledger/recipients/{seal('recipient-update', recipient_id + '/' + approved['update_id'])}/")
+    assert f'id="recipient-history" href="{history_url}"' in detail.content.decode()
+    history = finance.get(history_url).content.decode()
+    sequences = [int(found) for found in re.findall(r'href="/ledger/journal/(\d+)/"', history)]
+    assert len(sequences) >= 2 and sequences == sorted(sequences)  # registered, then changed by the approval
+    assert all(accounting.TouchedRecord("recipient", recipient_id) in accounting.entry_records(ledger.store, sequence)
+               for sequence in sequences)
+    approval = next(sequence for sequence in sequences
+                    if ledger.journal_entry(sequence)["envelope"]["command_type"] == "UpdateRecipient"
+                    and ledger.journal_entry(sequence)["envelope"]["payload"]["update_id"] == approved["update_id"])
+    entry = client_as("auditor").get(f"/ledger/journal/{approval}/").content.decode()
+    assert f'href="{history_url}"' in entry
+    assert f'href="/ledger/recipients/?status=approved&amp;recipient={recipient_id}"' in entry

@@ -27,7 +27,7 @@ from porto_console.ledger import read_at_boundary
 CONSERVATION_COMMAND = "CheckConservation"
 RECORD_HANDLES = {"run": "run", "hold": "hold", "payment": "payment", "correction": "correction",
                   "staff_change": "staff-change", "recipient_update": "recipient-update",
-                  "budget": "budget"}  # record kind -> its handle's kind
+                  "recipient": "recipient", "budget": "budget"}  # record kind -> its handle's kind
 EPOCH, LAST_DAY = date(1970, 1, 1), date(9999, 12, 30)  # an open range: every posting, whatever the ledger's clock
 
 
@@ -121,7 +121,8 @@ def _days(form: StatementForm) -> tuple[date, date]:
 
 
 def record_history(request, kind: str, handle: str):
-    """The journal entries that wrote one run, payment, hold, correction, staff change, recipient update or budget."""
+    """The journal entries that wrote one run, payment, hold, correction, staff change, recipient update, recipient or
+    budget."""
     if kind not in RECORD_HANDLES:
         raise Http404("no such record kind")
     record_id = "/".join(unseal_ids(RECORD_HANDLES[kind], handle, selectors.RECORD_ID_PARTS.get(kind, 1)))
