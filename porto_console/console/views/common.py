@@ -27,10 +27,3 @@ def raw_units(request) -> bool:
     if request.GET.get("raw") in ("0", "1"):
         request.session[RAW_UNITS] = request.GET["raw"] == "1"
     return bool(request.session.get(RAW_UNITS, False))
-
-
-def filter_values(form) -> dict[str, str]:
-    """The cleaned values of a GET filter form; an invalid filter shows everything."""
-    if form.is_valid():
-        return {name: value or "" for name, value in form.cleaned_data.items()}
-    return {name: "" for name in form.fields}
