@@ -29,8 +29,6 @@ class JournalFilters(forms.Form):
     outcome = forms.ChoiceField(choices=[("", "any outcome"), ("accepted", "accepted"), ("rejected", "rejected")],
                                 required=False)
     actor = forms.CharField(max_length=200, required=False, label="Actor")
-    before = forms.IntegerField(min_value=1, required=False, widget=forms.HiddenInput)
-    after = forms.IntegerField(min_value=0, required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -75,9 +73,8 @@ class ExportForm(CommandForm, RangeForm):
 def journal(request, *, verify_form=None, check=None):
     filter_form = JournalFilter(request.GET or None)
     query, filters = filter_form.query(), filter_form.filters()
-    cursors = {name: filters.pop(name) or None for name in ("before", "after")}
     read = read_at_boundary(lambda ledger: service.window(
-        ledger, ledger.head().sequence, **cursors, **filters, first_day=query.first, last_day=query.last,
+        ledger, ledger.head().sequence, before=_cursor(request, "before"), after=_cursor(request, "after"), **filters, first_day=query.first, last_day=query.last,
         oldest_first=not query.descending))
     head = read.head.sequence
     return render_screen(
@@ -85,6 +82,15 @@ def journal(request, *, verify_form=None, check=None):
         lookup_form=LookupForm(), verify_form=verify_form or RangeForm(head=head, initial=_last_entries(head)),
         export_form=ExportForm(head=head, initial=_last_entries(head)), check=check,
         export_command=EXPORT_COMMAND)
+
+
+def _cursor(request, name: str) -> int | None:
+    """Where the window starts (exclusive); like a page number it is no filter, so a new search starts afresh."""
+    try:
+        value = int(request.GET.get(name, ""))
+    except ValueError:
+        return None
+    return value if value > 0 else None
 
 
 def _last_entries(head: int) -> dict[str, int]:
