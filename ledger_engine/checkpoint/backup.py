@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import orjson
 
-from ledger_engine.adapters.files import replace_durably, sync_filesystem
+from ledger_engine.adapters.files import replace_durably
 from ledger_engine.application.owner import (
     DISPATCH_KEY, WRITER_KEY, LedgerOwner, read_head, read_writer_generation, writer_record,
 )
@@ -31,6 +30,7 @@ from ledger_engine.application.records import encode_value
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.digest import logical_state_hash
 from ledger_engine.checkpoint.export import export_store
+from ledger_engine.checkpoint.publish import publish_built
 from ledger_engine.checkpoint.verify import VerificationError, file_digest, verify_export
 from ledger_engine.layout import META
 from ledger_engine.storage.rocks import RocksStore
@@ -99,21 +99,12 @@ def verify_backup(source: str | os.PathLike) -> dict[str, Any]:
 def restore(source: str | os.PathLike, data_dir: str | os.PathLike) -> dict[str, Any]:
     """Restore a verified backup into an absent or empty ``data_dir``, all or nothing, dispatch disabled."""
     manifest = verify_backup(source)
-    target = Path(data_dir).resolve()
-    if target.exists() and any(target.iterdir()):
-        raise VerificationError(str(target), "restore needs an empty data directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.restoring-", dir=target.parent))
-    try:
+
+    def build(staging: Path) -> dict[str, Any]:
         shutil.copytree(Path(source) / "db", staging, dirs_exist_ok=True)
-        restored = _prepare_restored(staging, manifest)
-        sync_tree(staging)
-        staging.rename(target)  # an empty target directory is replaced; a non-empty one refuses
-        sync_filesystem(target.parent)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return restored
+        return _prepare_restored(staging, manifest)
+
+    return publish_built(data_dir, build, verb="restore", doing="restoring")
 
 
 def _prepare_restored(staging: Path, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -131,15 +122,6 @@ def _prepare_restored(staging: Path, manifest: dict[str, Any]) -> dict[str, Any]
         raise VerificationError(str(staging), "restored ledger does not match the backup manifest")
     return {"sequence": head.sequence, "entry_hash": head.entry_hash, "logical_state_hash": state_hash,
             "dispatch_enabled": False, "writer_generation": generation}
-
-
-def sync_tree(root: Path) -> None:
-    """Every file of the staged ledger on disk before its name is published."""
-    for path in root.iterdir():
-        if path.is_file():
-            with open(path, "rb") as handle:
-                os.fsync(handle.fileno())
-    sync_filesystem(root)
 
 
 def _hash_tree(root: Path) -> dict[str, dict[str, Any]]:

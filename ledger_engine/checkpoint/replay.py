@@ -19,15 +19,12 @@ verified, so a killed replay leaves no ledger at the target, or a verified one.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Iterable
 
 import orjson
 
-from ledger_engine.adapters.files import sync_filesystem
 from ledger_engine.application.admission import admit
 from ledger_engine.application.journal import Head
 from ledger_engine.application.journal_tree import check_journal_claim, open_tree, stage_append, stored_root
@@ -37,12 +34,12 @@ from ledger_engine.application.owner import (
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.records import encode_value
 from ledger_engine.application.transition import execute
-from ledger_engine.checkpoint.backup import sync_tree
 from ledger_engine.checkpoint.export import (
     DELTAS_FILE, EVENTS_FILE, JOURNAL_FILE, ROWS_FILE, JournalTreeFold, StateDigest, delta_lines, event_lines,
     journal_lines, state_row_lines,
 )
 from ledger_engine.checkpoint.load import load_checkpoint
+from ledger_engine.checkpoint.publish import publish_built
 from ledger_engine.checkpoint.verify import (
     VerificationError, read_metadata, verify_export, verify_file_hashes, verify_genesis,
 )
@@ -63,20 +60,8 @@ def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
     metadata = read_metadata(root)
     verify_file_hashes(root, metadata)
     genesis = verify_genesis(root, metadata)
-    target = Path(data_dir).resolve()
-    if target.exists() and any(target.iterdir()):
-        raise VerificationError(str(data_dir), "replay needs an empty data directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.replaying-", dir=target.parent))
-    try:
-        summary = _rebuild(root, staging, metadata, genesis, checkpoint_dir)
-        sync_tree(staging)
-        staging.rename(target)  # an empty target directory is replaced; a non-empty one refuses
-        sync_filesystem(target.parent)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return summary
+    return publish_built(data_dir, lambda staging: _rebuild(root, staging, metadata, genesis, checkpoint_dir),
+                         verb="replay", doing="replaying")
 
 
 def _rebuild(root: Path, staging: Path, metadata: dict[str, Any], genesis: dict[str, Any],

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import random
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +9,7 @@ import pytest
 from ledger_engine.application.owner import LedgerOwner
 from tests.storage.conftest import SUMMARY_LINES
 from tests.support import cli
+from tests.support.kills import killed_part_way
 
 pytestmark = [pytest.mark.slow_kill, pytest.mark.durable]
 
@@ -41,21 +38,8 @@ def outcome_of(target: Path, metadata: dict) -> str:
 
 def test_a_killed_replay_leaves_no_ledger_or_a_verified_one_with_dispatch_off(export, tmp_path):
     directory, metadata = export
-    started = time.monotonic()
-    cli.succeeded(cli.porto_ledger("replay", directory, data=tmp_path / "timed"))
-    whole = time.monotonic() - started
-    chance = random.Random(5)
-    outcomes = []
-    for number in range(KILLS):
-        target = tmp_path / f"replayed-{number}"
-        child = cli.spawn("replay", directory, data=target, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(whole * (number + chance.random()) / KILLS)
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=cli.CHILD_TIMEOUT_S)
-        outcomes.append(outcome_of(target, metadata))
-        if outcomes[-1] == "none":  # what a killed replay left is never in the way of the next one
-            assert cli.succeeded(cli.porto_ledger("replay", directory, data=target)).last["ok"] is True
-            assert outcome_of(target, metadata) == "verified"
+    outcomes = killed_part_way("replay", directory, tmp_path, kills=KILLS, seed=5,
+                               outcome_of=lambda target: outcome_of(target, metadata))
     SUMMARY_LINES.append(f"replay kills: {KILLS}, {outcomes.count('none')} left no ledger, "
                          f"{outcomes.count('verified')} left a verified ledger with dispatch off, 0 anything else")
     assert "none" in outcomes

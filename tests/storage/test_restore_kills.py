@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import random
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 import orjson
@@ -16,6 +12,7 @@ from ledger_engine.checkpoint.backup import MANIFEST
 from ledger_engine.storage.rocks import RocksStore
 from tests.storage.conftest import SUMMARY_LINES
 from tests.support import cli
+from tests.support.kills import killed_part_way
 
 pytestmark = [pytest.mark.slow_kill, pytest.mark.durable]
 
@@ -28,12 +25,6 @@ def backup(tmp_path_factory) -> Path:
     data = cli.demo_ledger(root, 11, listeners=2, days=1)
     cli.succeeded(cli.porto_ledger("backup", root / "backup", data=data))
     return root / "backup"
-
-
-def restore_seconds(backup: Path, target: Path) -> float:
-    started = time.monotonic()
-    cli.succeeded(cli.porto_ledger("restore", backup, data=target))
-    return time.monotonic() - started
 
 
 def outcome_of(target: Path, manifest: dict) -> str:
@@ -53,19 +44,8 @@ def outcome_of(target: Path, manifest: dict) -> str:
 
 def test_a_killed_restore_leaves_no_ledger_or_a_verified_one_with_dispatch_off(backup, tmp_path):
     manifest = orjson.loads((backup / MANIFEST).read_bytes())
-    whole = restore_seconds(backup, tmp_path / "timed")
-    chance = random.Random(9)
-    outcomes = []
-    for number in range(KILLS):
-        target = tmp_path / f"restored-{number}"
-        child = cli.spawn("restore", backup, data=target, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(whole * (number + chance.random()) / KILLS)
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=cli.CHILD_TIMEOUT_S)
-        outcomes.append(outcome_of(target, manifest))
-        if outcomes[-1] == "none":  # what a killed restore left is never in the way of the next one
-            assert cli.succeeded(cli.porto_ledger("restore", backup, data=target)).last["ok"] is True
-            assert outcome_of(target, manifest) == "verified"
+    outcomes = killed_part_way("restore", backup, tmp_path, kills=KILLS, seed=9,
+                               outcome_of=lambda target: outcome_of(target, manifest))
     SUMMARY_LINES.append(f"restore kills: {KILLS}, {outcomes.count('none')} left no ledger, "
                          f"{outcomes.count('verified')} left a verified ledger with dispatch off, 0 anything else")
     assert "none" in outcomes

@@ -1,0 +1,50 @@
+"""A ledger built beside its data directory and published under its name only once it is whole.
+
+Restore and replay both build into a hidden sibling directory, sync every file, and rename it into
+place: a crash leaves either no ledger at the target or the whole verified one, and what a killed
+build left behind is a hidden directory that never stands in the way of the next attempt.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from ledger_engine.adapters.files import sync_filesystem
+from ledger_engine.checkpoint.verify import VerificationError
+
+Built = TypeVar("Built")
+
+
+def publish_built(data_dir: str | os.PathLike, build: Callable[[Path], Built], *, verb: str, doing: str) -> Built:
+    """``build(staging)`` into a sibling of the absent or empty ``data_dir``, then rename it into place.
+
+    ``verb`` names the operation in the refusal ("restore needs an empty data directory"), ``doing`` the
+    hidden staging directory (``.NAME.restoring-*``).
+    """
+    target = Path(data_dir).resolve()
+    if target.exists() and any(target.iterdir()):
+        raise VerificationError(str(target), f"{verb} needs an empty data directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.{doing}-", dir=target.parent))
+    try:
+        built = build(staging)
+        sync_tree(staging)
+        staging.rename(target)  # an empty target directory is replaced; a non-empty one refuses
+        sync_filesystem(target.parent)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return built
+
+
+def sync_tree(root: Path) -> None:
+    """Every file of the staged ledger on disk before its name is published."""
+    for path in root.iterdir():
+        if path.is_file():
+            with open(path, "rb") as handle:
+                os.fsync(handle.fileno())
+    sync_filesystem(root)
