@@ -24,7 +24,7 @@ from porto_console.effects.pg_journal import PostgresPaymentJournal
 from porto_console.effects.signer import Signer
 from tests.effects.conftest import PAYER_KEY, terms
 
-SIGNING_SECS = 0.02
+SIGNING_SECS = 0.4  # slow enough that the kills land while payments are left to sign
 
 
 def payment_ids(count: int) -> list[str]:

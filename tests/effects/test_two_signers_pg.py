@@ -26,9 +26,11 @@ from tests.effects.pg_signer_process import payment_ids
 ROOT = Path(__file__).resolve().parents[2]
 PAYMENTS = 40
 KILLS = 12
+LEAST_KILLS = 6  # the signers may finish every payment before all KILLS land
 LONG_TTL_SECS = 3600
 SHORT_TTL_SECS = 1
 WAIT_SECS = 120
+SIGNING_WAIT_SECS = 3.0  # how long a kill waits for its victim to start signing before it lands anyway
 TABLE = PostgresPaymentJournal.table
 
 
@@ -52,15 +54,21 @@ class SignerProcesses:
         return process
 
     def kill_at_random(self, kills: int) -> None:
+        """Up to ``kills`` kills while work is left: every other one waits for its victim to say it is signing, the
+        rest land at a random moment."""
         self.running = [self.start(), self.start()]
         while self.kills < kills:
-            time.sleep(self.random.uniform(0.0, 0.15))
             victim = self.random.randrange(len(self.running))
             process = self.running[victim]
+            said = self._signing_said(process) if self.kills % 2 == 0 else ""
+            if not said:
+                time.sleep(self.random.uniform(0.0, 0.15))
             if process.poll() is None:
                 process.send_signal(signal.SIGKILL)
                 self.kills += 1
-            self.kills_mid_signing += self._reap(process).endswith("signing")
+            elif all(signer.poll() is not None for signer in self.running):
+                return  # every payment is signed: nothing is left to interrupt
+            self.kills_mid_signing += f"{said}\n{self._reap(process)}".strip().endswith("signing")
             self.running[victim] = self.start()
 
     def finish(self) -> list[int]:
@@ -84,6 +92,18 @@ class SignerProcesses:
         process.stdout.close()
         process.stderr.close()
         return said
+
+    @staticmethod
+    def _signing_said(process: subprocess.Popen) -> str:
+        """"signing" once the signer says it is about to sign; "" if it says nothing more for a while."""
+        deadline = time.monotonic() + SIGNING_WAIT_SECS
+        while (left := deadline - time.monotonic()) > 0 and select.select([process.stdout], [], [], left)[0]:
+            line = process.stdout.readline()
+            if not line:
+                return ""
+            if line.strip() == "signing":
+                return "signing"
+        return ""
 
     @staticmethod
     def _wait_ready(process: subprocess.Popen) -> None:
@@ -130,7 +150,7 @@ def test_two_killed_signers_sign_every_payment_once_at_distinct_sequences(databa
     signers = _run(database, LONG_TTL_SECS, 1301)
     rows = _rows(database)
     journal = PostgresPaymentJournal(database)
-    assert signers.kills == KILLS and signers.kills_mid_signing >= 1
+    assert signers.kills >= LEAST_KILLS and signers.kills_mid_signing >= 1, (signers.kills, signers.kills_mid_signing)
     assert [len(journal.for_payment(payment_id)) for payment_id in payment_ids(PAYMENTS)] == [1] * PAYMENTS
     assert len({row[5] for row in rows}) == len(rows) == PAYMENTS
     assert sorted(row[2] for row in rows) == list(range(PAYMENTS))  # a killed signer's sequence is not lost
