@@ -32,10 +32,11 @@ from typing import Any, Callable
 
 import orjson
 
-from ledger_engine.adapters.files import replace_durably, sync_filesystem
+from ledger_engine.adapters.files import replace_durably
 from ledger_engine.application.records import decode_record
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.backup import backup, restore, verify_backup
+from ledger_engine.checkpoint.publish import publish_built
 from ledger_engine.checkpoint.export import JOURNAL_FILE
 from ledger_engine.checkpoint.verify import VerificationError, file_digest
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -279,7 +280,8 @@ def recover(data_dir: str | os.PathLike, admission_dir: str | os.PathLike, *,
                 facts["sequence"], facts["created_at_ms"]):
             raise VerificationError(facts["snapshot"], "the snapshot holds another backup than its tags name")
         restored = restore(stage / LEDGER, data_dir)
-        _publish_admission(stage / ADMISSION, admission_dir)
+        publish_built(admission_dir, lambda staging: shutil.copytree(stage / ADMISSION, staging, dirs_exist_ok=True),
+                      verb="recovery", doing="restoring")
     present = {path.name for path in (admission_dir / EVIDENCE).rglob("*") if path.is_file()}
     referenced = referenced_evidence_of_ledger(data_dir)
     return {"snapshot": facts and facts["snapshot"], **restored, "created_at_ms": summary["created_at_ms"],
@@ -303,23 +305,6 @@ def _fetch_newest(scratch: Path, repository: ResticRepository | None,
             continue
         return candidate, None
     raise LedgerError(ErrorCode.NO_GOOD_BACKUP, f"no staged backup under {backup_dir} verifies")
-
-
-def _publish_admission(source: Path, target: Path) -> None:
-    """The admission stores under their name only once every file is copied and on disk."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.restoring-", dir=target.parent))
-    try:
-        shutil.copytree(source, staging, dirs_exist_ok=True)
-        for path in staging.rglob("*"):
-            if path.is_file():
-                with open(path, "rb") as handle:
-                    os.fsync(handle.fileno())
-        staging.rename(target)
-        sync_filesystem(target.parent)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def referenced_evidence_of_ledger(data_dir: Path) -> set[str]:

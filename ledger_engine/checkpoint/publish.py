@@ -1,7 +1,7 @@
 """A ledger built beside its data directory and published under its name only once it is whole.
 
-Restore and replay both build into a hidden sibling directory, sync every file, and rename it into
-place: a crash leaves either no ledger at the target or the whole verified one, and what a killed
+Restore, replay and recovery's admission stores all build into a hidden sibling directory, sync
+every file, and rename it into place: a crash leaves either no ledger at the target or the whole verified one, and what a killed
 build left behind is a hidden directory that never stands in the way of the next attempt.
 """
 
@@ -42,8 +42,8 @@ def publish_built(data_dir: str | os.PathLike, build: Callable[[Path], Built], *
 
 
 def sync_tree(root: Path) -> None:
-    """Every file of the staged ledger on disk before its name is published."""
-    for path in root.iterdir():
+    """Every file under ``root`` on disk before its name is published."""
+    for path in root.rglob("*"):
         if path.is_file():
             with open(path, "rb") as handle:
                 os.fsync(handle.fileno())
