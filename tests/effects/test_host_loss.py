@@ -115,7 +115,7 @@ def test_host_loss_drill_over_sftp_pays_every_payment_exactly_once(drill):
     lost_at_ms = time.time_ns() // 1_000_000
     with RocksStore(stack.data_dir, read_only=True, stopped=True) as store:
         last_head = read_head(store).sequence
-    in_flight = len(payments) - sum(p["state"] == "confirmed" for p in stack.payments([p["payment_id"] for p in payments]))
+    in_flight = len(payments) - confirmed(stack, payments)
     for directory in (stack.data_dir, stack.root / "admission", stack.root / "backup-staging", stack.root / "backups"):
         shutil.rmtree(directory, ignore_errors=True)
     processes.chain.start()
