@@ -90,13 +90,17 @@ def observe_batch(batch: dict[str, Any]) -> bool:
     return look_again(follow_commitment, batch["transaction_hash"], again=False)
 
 
-def check_journal() -> bool:
-    """Queue one check of the signer's journal against the ledger (``journal_reconcile``) unless one is waiting."""
+def check_journal(countdown: float = 0) -> bool:
+    """Queue one check of the signer's journal against the ledger (``journal_reconcile``) unless one is waiting.
+
+    ``countdown`` delays it: a check that found a stranded transaction under a live claim runs again when
+    the claim lapses.
+    """
     from porto_console.effects.tasks import reconcile_journal
 
     if not queued_marks().mark(JOURNAL_SUBJECT):
         return False
-    reconcile_journal.apply_async(queue=PAYMENTS)
+    reconcile_journal.apply_async(queue=PAYMENTS, countdown=countdown)
     return True
 
 

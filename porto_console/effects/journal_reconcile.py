@@ -15,7 +15,11 @@ chain time), the ledger's view and the chain's are compared:
 - **not recorded, could still land, its payment's last transaction**: its
   effect is queued again once its claim has lapsed (if it is not queued
   already); the payment session then records those exact journalled bytes
-  under its fresh claim and broadcasts them;
+  under its fresh claim and broadcasts them. While the claim is still live
+  the report says when it lapses (``recheck_in_ms``) and the check is
+  queued again for that moment, so the stranded sequence is freed without
+  waiting for a sweep: a worker kept busy watching the transactions queued
+  behind it may run no sweep at all;
 - **not recorded and proven unable to land** (expired by chain time, or its
   sequence used by another transaction): nothing was sent and nothing is
   recorded; its sequence is free again, because the journal's allocator
@@ -58,6 +62,11 @@ class JournalReport:
     requeued: int = 0
     released: int = 0
     problems: list[dict[str, str]] = field(default_factory=list)
+    recheck_in_ms: int | None = None  # when the soonest live claim on a stranded transaction lapses
+
+    def recheck_when_lapsed(self, effect: dict[str, Any], now_ms: int) -> None:
+        lapses_in_ms = max(effect["claim"]["expires_at_ms"] - now_ms, 0)
+        self.recheck_in_ms = lapses_in_ms if self.recheck_in_ms is None else min(self.recheck_in_ms, lapses_in_ms)
 
     def as_json(self) -> dict[str, Any]:
         return {"checked": self.checked, "observed": dict(sorted(self.observed.items())),
@@ -102,18 +111,20 @@ def _unrecorded(worker: PaymentWorker, record: SignedPaymentRecord, quarantine: 
             _problem(report, record, f"landed transaction not recorded: {outcome.code}")
     elif may_still_land(worker, record):
         if worker.journal.last_for(record.payment_id) == record:
-            report.requeued += _requeue(worker, record, quarantine)
+            report.requeued += _requeue(worker, record, quarantine, report)
     else:
         report.released += 1
 
 
-def _requeue(worker: PaymentWorker, record: SignedPaymentRecord, quarantine: QuarantinePort) -> bool:
+def _requeue(worker: PaymentWorker, record: SignedPaymentRecord, quarantine: QuarantinePort,
+             report: JournalReport) -> bool:
     """Queue the payment's effect again if its claim has lapsed and nothing for it is waiting on the broker."""
     effect = worker.api.effect(record.effect_id)
     now_ms = time.time_ns() // 1_000_000
-    if effect["status"] not in OPEN_EFFECT or not dispatch.lapsed(effect, now_ms):
+    if effect["status"] not in OPEN_EFFECT or quarantine.contains(effect["effect_id"]):
         return False
-    if quarantine.contains(effect["effect_id"]):
+    if not dispatch.lapsed(effect, now_ms):
+        report.recheck_when_lapsed(effect, now_ms)
         return False
     sent = dispatch.send(effect)
     if sent:

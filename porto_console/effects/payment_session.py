@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from porto_console.effects.chain import Fate, Observation, observe
 from porto_console.effects.effect_worker import (
@@ -49,10 +50,16 @@ OBSERVED_AS = {Fate.SUCCESS: "confirmed", Fate.FAILED: "failed", Fate.EXPIRED: "
 USDC = "USDC"
 
 
+@dataclass
 class PaymentWorker(EffectWorker):
-    """A payment worker: the payer's key and the signed-payment journal (a file or PostgreSQL: ``stores``)."""
+    """A payment worker: the payer's key and the signed-payment journal (a file or PostgreSQL: ``stores``).
+
+    ``ask_for_journal_check`` queues the journal check (``journal_reconcile``); a session that meets a
+    transaction the ledger never recorded calls it rather than wait for a sweep.
+    """
 
     journal: PaymentJournal
+    ask_for_journal_check: Callable[[], object] = lambda: None
 
 
 def carry_out(worker: PaymentWorker, effect: dict[str, Any]) -> str:
@@ -81,6 +88,7 @@ def follow(worker: PaymentWorker, record: SignedPaymentRecord, *, window_secs: i
     recorded or proves it can never land.
     """
     if not _is_recorded(worker, record):
+        worker.ask_for_journal_check()
         return f"transaction {record.transaction_hash} is not recorded: left to the journal check"
     seen = watch(worker, record, may_rebroadcast=lambda: True, window_secs=window_secs)
     return _settle(record, seen, record_observation(worker, record, seen))

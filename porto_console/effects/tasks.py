@@ -44,6 +44,7 @@ from porto_console.effects.signer import Signer
 log = logging.getLogger("porto.effects.tasks")
 
 FOLLOW_AGAIN_SECS = 5
+RECHECK_MARGIN_SECS = 0.2  # a journal check waiting for a claim to lapse runs just after it has
 # psycopg.OperationalError: the signer database is unreachable or restarting; the journal reconnects.
 TRANSIENT = (Transient, LedgerUnreachable, ChainUncertain, httpx.TransportError, ConnectionError, TimeoutError,
              psycopg.OperationalError)
@@ -73,7 +74,7 @@ def chain() -> AptosRestClient:
 def payment_worker() -> PaymentWorker:
     settings = config()
     return PaymentWorker(settings, ledger_api(), chain(), Signer.from_config(settings),
-                         stores.payment_journal(settings))
+                         stores.payment_journal(settings), ask_for_journal_check=dispatch.check_journal)
 
 
 @functools.cache
@@ -218,6 +219,10 @@ def reconcile_journal(self: Task) -> dict[str, Any]:
         return {"dispatch": "disabled"}
     report = journal_reconcile.reconcile_journal(payment_worker(), quarantine())
     log.info("signed-payment journal reconciled: %s", report.as_json())
+    if report.recheck_in_ms is not None:
+        log.info("a stranded transaction's claim lapses in %s ms: the journal is checked again then",
+                 report.recheck_in_ms)
+        dispatch.check_journal(countdown=report.recheck_in_ms / 1000 + RECHECK_MARGIN_SECS)
     return report.as_json()
 
 

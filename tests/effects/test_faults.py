@@ -26,7 +26,7 @@ from porto_console.effects.aptos_rest import AptosRestClient
 from porto_console.effects.config import EffectsConfig
 from porto_console.effects.ledger_api import LedgerApi
 from porto_console.effects.payment_journal import SignedPaymentJournal, SignedPaymentRecord
-from porto_console.effects.payment_session import PaymentWorker
+from porto_console.effects.payment_session import PaymentWorker, attempt_id
 from porto_console.effects.signer import Signer
 from porto_console.effects.simulated_chain import Fault
 from tests.effects.conftest import PAYER_KEY, USDC
@@ -164,6 +164,33 @@ def test_ledger_owner_restarted_between_sign_and_broadcast(stack, chain):
     stack.stop_console(kill=True)
     stack.start_console()
     assert_paid_exactly_once(chain, stack)
+
+
+def test_console_killed_between_the_journal_and_the_ledger_frees_the_sequence_without_a_sweep(stack, chain):
+    """The first signature is journalled while the console is dead, so the ledger never records it.
+
+    The signer asks the chain for its sequence just before signing; the console dies right then. Every
+    later transfer waits behind the stranded sequence, and the one worker is kept busy watching them, so
+    no sweep may run: the journal check must come back by itself when the stranded payment's claim lapses.
+    """
+    ask_sequence, killed = chain.sequence_number, []
+
+    def kill_the_console_first(address):
+        if not killed:
+            killed.append(stack.console.pid)
+            os.kill(stack.console.pid, signal.SIGKILL)
+        return ask_sequence(address)
+
+    chain.sequence_number = kill_the_console_first
+    stack.start_worker("payments-1")
+    stack.start_beat("payments-1")
+    first = wait_until(lambda: list(stack.journal.records()), "the first signed transfer")[0]
+    stack.console.wait()
+    stack.start_console()
+    assert_paid_exactly_once(chain, stack)
+    assert first.sequence_number == 0 and stack.payment(first.payment_id)["paid_attempt_id"] == attempt_id(first)
+    log = (stack.root / "payments-1.log").read_text()
+    assert f"journalled {first.transaction_hash} of payment {first.payment_id} is not recorded" in log
 
 
 def test_restore_from_a_backup_taken_before_the_broadcast(stack, chain, tmp_path):

@@ -93,6 +93,17 @@ def test_each_journalled_transaction_is_settled_by_what_the_ledger_and_the_chain
     assert sent == ["run-1.stranded.effect"]  # not the one whose claim is live
 
 
+def test_a_stranded_transaction_under_a_live_claim_asks_to_be_checked_again_when_the_claim_lapses(journalled,
+                                                                                                 tmp_path):
+    worker, ledger, records, sent = journalled
+    lapses_at_ms = ledger.effects[records["held"].effect_id]["claim"]["expires_at_ms"]
+    report = journal_reconcile.reconcile_journal(worker, Quarantine(tmp_path / "q"))
+    assert 0 < lapses_at_ms - time.time_ns() // 1_000_000 <= report.recheck_in_ms <= 600_000
+    ledger.effects[records["held"].effect_id]["claim"]["expires_at_ms"] = time.time_ns() // 1_000_000 - 1
+    report = journal_reconcile.reconcile_journal(worker, Quarantine(tmp_path / "q"))
+    assert report.recheck_in_ms is None and "run-1.held.effect" in sent
+
+
 def test_running_it_again_sends_the_same_commands(journalled, tmp_path):
     worker, ledger, _, sent = journalled
     reports = [journal_reconcile.reconcile_journal(worker, Quarantine(tmp_path / "q")).as_json() for _ in range(3)]
