@@ -23,7 +23,7 @@ from porto_console.effects.ledger_api import LedgerApi
 from porto_console.effects.journal_port import QuarantinePort
 from porto_console.effects.queued import Marks, marks_for
 
-log = logging.getLogger("porto.effects.dispatch")
+log = logging.getLogger("porto.effects.delivery")
 
 CLAIMABLE = ("pending", "claimed")
 
