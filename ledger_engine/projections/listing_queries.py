@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ledger_engine.projections.streaming_queries import Reader, open_holds
+from ledger_engine.projections.streaming_queries import open_holds
+from ledger_engine.projections.view import LedgerView
 
 CHUNK = 500
 
 
-def every_open_hold(reader: Reader, *, reason: str | None = None) -> Iterator[dict[str, Any]]:
+def every_open_hold(view: LedgerView, *, reason: str | None = None) -> Iterator[dict[str, Any]]:
     """Every open hold, oldest first; all of them or those carrying ``reason``."""
     start = None
     while True:
-        page = open_holds(reader, reason=reason, start=start, limit=CHUNK)
+        page = open_holds(view, reason=reason, start=start, limit=CHUNK)
         yield from page.items
         if page.next_start is None:
             return

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from ledger_engine.domain.schema.streaming import Decision, Grant, Hold, ListenerDay, Node, Period, Receipt, Session
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import STATE
 from ledger_engine.projections import IndexEntry, IndexReader
@@ -28,7 +29,7 @@ from ledger_engine.projections import IndexEntry, IndexReader
 NODE_EVENTS = ("NodeAdmitted", "NodeStatusChanged", "NodeKeyRotated", "NodeHealthRecorded")
 
 
-def _hold(hold: dict[str, Any]) -> Iterable[IndexEntry]:
+def _hold(hold: Hold) -> Iterable[IndexEntry]:
     yield key("session_evidence", hold["session_id"], "hold", hold["hold_id"]), {
         "status": hold["status"], "reasons": hold["reasons"]}
     if hold["status"] != "open":
@@ -41,43 +42,43 @@ def _hold(hold: dict[str, Any]) -> Iterable[IndexEntry]:
         yield key("hold_open_by_reason", reason, raised, hold["hold_id"]), summary
 
 
-def _grant(grant: dict[str, Any]) -> Iterable[IndexEntry]:
+def _grant(grant: Grant) -> Iterable[IndexEntry]:
     if grant["session_id"] is not None:
         yield key("session_evidence", grant["session_id"], "grant", grant["grant_id"]), {
             field: grant[field] for field in ("node_id", "chunk_index", "state", "issued_at_ms", "expires_at_ms",
                                               "receipt_id")}
 
 
-def _receipt(receipt: dict[str, Any]) -> Iterable[IndexEntry]:
+def _receipt(receipt: Receipt) -> Iterable[IndexEntry]:
     yield key("session_evidence", receipt["session_id"], "receipt", receipt["receipt_id"]), {
         field: receipt[field] for field in ("node_id", "key_version", "chunk_index", "bytes_served", "served_at_ms",
                                             "media_ms", "partial", "hold_id", "evidence_digest")}
 
 
-def _decision(decision: dict[str, Any]) -> Iterable[IndexEntry]:
+def _decision(decision: Decision) -> Iterable[IndexEntry]:
     yield key("session_evidence", decision["session_id"], "decision", decision["receipt_id"],
               seq20(decision["revision"])), {
         field: decision[field] for field in ("disposition", "hold_reasons", "decision", "decision_reason",
                                              "actor_id", "decided_at_ms", "predecessor")}
 
 
-def _session(session: dict[str, Any]) -> Iterable[IndexEntry]:
+def _session(session: Session) -> Iterable[IndexEntry]:
     yield key("session_by_listener", session["account_id"], seq20(session["day"]), session["session_id"]), {
         "status": session["status"], "work_id": session["work_id"], "opened_at_ms": session["opened_at_ms"]}
 
 
-def _period(period: dict[str, Any]) -> Iterable[IndexEntry]:
+def _period(period: Period) -> Iterable[IndexEntry]:
     yield key("period_by_account", period["account_id"], seq20(period["start_ms"]), period["period_id"]), {
         "end_ms": period["end_ms"], "entitlement": period["entitlement"], "clearance": period["clearance"]}
 
 
-def _node(node: dict[str, Any]) -> Iterable[IndexEntry]:
+def _node(node: Node) -> Iterable[IndexEntry]:
     yield key("node_by_status", node["status"], node["node_id"]), {"operator_id": node["operator_id"],
                                                                     "endpoint": node["endpoint"]}
     yield key("node_by_operator", node["operator_id"], node["node_id"]), {"status": node["status"]}
 
 
-def _listener_day(day: dict[str, Any]) -> Iterable[IndexEntry]:
+def _listener_day(day: ListenerDay) -> Iterable[IndexEntry]:
     for work in day["works"]:
         yield key("listener_day_work", day["listener_id"], seq20(day["day"]), work["work_id"],
                   seq20(work["rights_version"])), {"listened_ms": work["listened_ms"]}

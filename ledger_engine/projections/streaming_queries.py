@@ -1,31 +1,28 @@
-"""Reads for the streaming review screens, over any reader with the owner's ``get`` and ``scan``.
+"""Streaming selectors for the review screens: holds, a session's evidence, a node's history, listener-days.
 
-Each list is a ``Page``: its items and the ``start`` of the next page, or
-``None`` at the end. Scans read the live database; callers show the head
-sequence they read at (docs/adr/0002).
+Each takes a ``LedgerView`` (projections/view.py), as the other selectors do, and returns the schema's typed
+records (domain/schema/streaming.py); the index entries the review projections keep are returned as they are
+stored. Each list is a ``Page``: its items and the ``start`` of the next page, or ``None`` at the end. Scans read
+the live database; callers show the head sequence they read at (docs/adr/0002).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, TypedDict
+
+import orjson
 
 from ledger_engine.domain.schema.streaming import (
-    hold_key, listener_day_key, node_health_key, node_key, receipt_key, session_key,
+    Hold, ListenedWork, ListenerDay, Node, NodeHealth, Receipt, Session, hold_key, listener_day_key,
+    node_health_key, node_key, receipt_key, session_key,
 )
-from ledger_engine.domain.view import Record
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import INDEXES, STATE
+from ledger_engine.projections.view import LedgerView
 
 # One session's evidence: a grant, a receipt and up to two decisions per chunk, and its holds.
 MAX_SESSION_ENTRIES = 20_000
-
-
-class Reader(Protocol):
-    def get(self, family: str, key: str) -> Record | None: ...
-
-    def scan(self, family: str, prefix: str = "", *, start: str | None = None,
-             limit: int = 100) -> list[tuple[str, dict[str, Any]]]: ...
 
 
 @dataclass(frozen=True)
@@ -34,27 +31,50 @@ class Page:
     next_start: str | None
 
 
-def open_holds(reader: Reader, *, reason: str | None = None, start: str | None = None, limit: int = 50) -> Page:
+class SessionEvidence(TypedDict):
+    """A session and the review entries of its grants, receipts, decisions and holds, with its serving nodes."""
+
+    session: Session
+    grants: list[dict[str, Any]]
+    receipts: list[dict[str, Any]]
+    decisions: list[dict[str, Any]]
+    holds: list[dict[str, Any]]
+    nodes: dict[str, Node | None]
+
+
+class HoldDetail(TypedDict):
+    hold: Hold
+    revision: int
+    receipt: Receipt | None
+    evidence: SessionEvidence | None
+
+
+class NodeHistory(TypedDict):
+    node: Node
+    health: NodeHealth | None
+    history: Page
+
+
+def open_holds(view: LedgerView, *, reason: str | None = None, start: str | None = None, limit: int = 50) -> Page:
     """Open holds, oldest first; all of them or those carrying ``reason``."""
     prefix = key("hold_open_by_reason", reason) + "/" if reason else "hold_open/"
-    return _page(reader, prefix, start, limit, lambda index_key, value: {"hold_id": _last(index_key), **value})
+    return _page(view, prefix, start, limit, lambda index_key, value: {"hold_id": _last(index_key), **value})
 
 
-def open_hold_counts(reader: Reader) -> dict[str, int]:
+def open_hold_counts(view: LedgerView) -> dict[str, int]:
     """Open holds per reason."""
-    rows = reader.scan(INDEXES, "hold_open_count/", limit=1_000)
-    return {_last(index_key): value["open"] for index_key, value in rows if value["open"]}
+    rows = view.entries("hold_open_count/", limit=1_000)
+    return {parts[-1]: value["open"] for parts, value in rows if value["open"]}
 
 
-def session_evidence(reader: Reader, session_id: str) -> dict[str, Any] | None:
+def session_evidence(view: LedgerView, session_id: str) -> SessionEvidence | None:
     """A session with its grants, receipts, decisions, holds and the nodes that served it."""
-    session = _data(reader, session_key(session_id))
+    session: Session | None = _data(view, session_key(session_id))
     if session is None:
         return None
     evidence: dict[str, list] = {"grant": [], "receipt": [], "decision": [], "hold": []}
     prefix = key("session_evidence", session_id) + "/"
-    for index_key, value in reader.scan(INDEXES, prefix, limit=MAX_SESSION_ENTRIES):
-        kind, item_id, *revision = index_key[len(prefix):].split("/")
+    for (kind, item_id, *revision), value in view.entries(prefix, limit=MAX_SESSION_ENTRIES):
         entry = {"id": item_id, **value}
         if revision:
             entry["revision"] = int(revision[0])
@@ -66,22 +86,22 @@ def session_evidence(reader: Reader, session_id: str) -> dict[str, Any] | None:
         "receipts": evidence["receipt"],
         "decisions": evidence["decision"],
         "holds": evidence["hold"],
-        "nodes": {node_id: _data(reader, node_key(node_id)) for node_id in node_ids},
+        "nodes": {node_id: _data(view, node_key(node_id)) for node_id in node_ids},
     }
 
 
-def hold_detail(reader: Reader, hold_id: str) -> dict[str, Any] | None:
+def hold_detail(view: LedgerView, hold_id: str) -> HoldDetail | None:
     """The hold with its revision, its receipt, and everything recorded about its session."""
-    record = reader.get(STATE, hold_key(hold_id))
+    record = view.record(hold_key(hold_id))
     if record is None:
         return None
-    hold = record.data
-    return {"hold": hold, "revision": record.revision, "receipt": _data(reader, receipt_key(hold["receipt_id"])),
-            "evidence": session_evidence(reader, hold["session_id"])}
+    hold: Hold = record.data
+    return {"hold": hold, "revision": record.revision, "receipt": _data(view, receipt_key(hold["receipt_id"])),
+            "evidence": session_evidence(view, hold["session_id"])}
 
 
-def hold_revision(reader: Reader, hold_id: str) -> int | None:
-    record = reader.get(STATE, hold_key(hold_id))
+def hold_revision(view: LedgerView, hold_id: str) -> int | None:
+    record = view.record(hold_key(hold_id))
     return record.revision if record else None
 
 
@@ -90,41 +110,45 @@ def expected_hold_revision(hold_id: str, revision: int) -> dict[str, Any]:
     return {"cf": STATE, "key": hold_key(hold_id), "revision": revision}
 
 
-def current_decision(reader: Reader, receipt_id: str) -> dict[str, Any] | None:
-    rows = reader.scan(INDEXES, key("decision_current", receipt_id), limit=1)
-    return rows[0][1] if rows and rows[0][0] == key("decision_current", receipt_id) else None
+def current_decision(view: LedgerView, receipt_id: str) -> dict[str, Any] | None:
+    """The receipt's latest decision as the projection keeps it: revision, disposition, reasons, sequence."""
+    return view.entry(key("decision_current", receipt_id))
 
 
-def node_history(reader: Reader, node_id: str, *, start: str | None = None, limit: int = 100) -> dict[str, Any] | None:
+def node_history(view: LedgerView, node_id: str, *, start: str | None = None, limit: int = 100) -> NodeHistory | None:
     """A node with its key versions, latest health and event history (admission, status, keys, health)."""
-    node = _data(reader, node_key(node_id))
+    node: Node | None = _data(view, node_key(node_id))
     if node is None:
         return None
-    history = _page(reader, key("node_history", node_id) + "/", start, limit, lambda _, event: event)
-    return {"node": node, "health": _data(reader, node_health_key(node_id)), "history": history}
+    history = _page(view, key("node_history", node_id) + "/", start, limit, lambda _, event: event)
+    return {"node": node, "health": _data(view, node_health_key(node_id)), "history": history}
 
 
-def listener_day(reader: Reader, listener_id: str, day: int) -> dict[str, Any] | None:
+def listener_day(view: LedgerView, listener_id: str, day: int) -> ListenerDay | None:
     """The closed record of a listener-day, or ``None`` while it is open."""
-    return _data(reader, listener_day_key(listener_id, day))
+    return _data(view, listener_day_key(listener_id, day))
 
 
-def eligible_duration_per_work(reader: Reader, listener_id: str, day: int) -> list[dict[str, Any]]:
+def eligible_duration_per_work(view: LedgerView, listener_id: str, day: int) -> list[ListenedWork]:
     """Eligible listened milliseconds per work and rights version of a closed listener-day."""
     prefix = key("listener_day_work", listener_id, seq20(day)) + "/"
-    rows = reader.scan(INDEXES, prefix, limit=MAX_SESSION_ENTRIES)
     return [{"work_id": work_id, "rights_version": int(version), **value}
-            for index_key, value in rows for work_id, version in [index_key[len(prefix):].split("/")]]
+            for (work_id, version), value in view.entries(prefix, limit=MAX_SESSION_ENTRIES)]
 
 
-def _page(reader: Reader, prefix: str, start: str | None, limit: int, item) -> Page:
-    rows = reader.scan(INDEXES, prefix, start=start, limit=limit + 1)
+def _page(view: LedgerView, prefix: str, start: str | None, limit: int, item) -> Page:
+    """Up to ``limit`` index entries under ``prefix`` from the key ``start`` on, and the key that follows them."""
+    rows = []
+    for raw_key, raw in view.scan(INDEXES, prefix.encode(), start.encode() if start else None):
+        if len(rows) > limit:
+            break
+        rows.append((raw_key.decode(), orjson.loads(raw)))
     following = rows[limit][0] if len(rows) > limit else None
     return Page([item(index_key, value) for index_key, value in rows[:limit]], following)
 
 
-def _data(reader: Reader, record_key: str) -> dict[str, Any] | None:
-    record = reader.get(STATE, record_key)
+def _data(view: LedgerView, record_key: str) -> Any:
+    record = view.record(record_key)
     return record.data if record else None
 
 

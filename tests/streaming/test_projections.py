@@ -22,23 +22,23 @@ def _held_session(world):
 
 def test_open_holds_queue_by_age_and_reason_with_counts(world):
     _, _, holds = _held_session(world)
-    page = queries.open_holds(world.owner)
+    page = queries.open_holds(world.owner.view())
     assert [item["hold_id"] for item in page.items] == holds and page.next_start is None
     assert page.items[0]["reasons"] == ["duration_beyond_rendition", "self_serving_node"]
-    by_reason = queries.open_holds(world.owner, reason="self_serving_node", limit=1)
+    by_reason = queries.open_holds(world.owner.view(), reason="self_serving_node", limit=1)
     assert [item["hold_id"] for item in by_reason.items] == holds[:1]
-    rest = queries.open_holds(world.owner, reason="self_serving_node", start=by_reason.next_start, limit=1)
+    rest = queries.open_holds(world.owner.view(), reason="self_serving_node", start=by_reason.next_start, limit=1)
     assert [item["hold_id"] for item in rest.items] == holds[1:] and rest.next_start is None
-    assert queries.open_hold_counts(world.owner) == {"duration_beyond_rendition": 2, "self_serving_node": 2}
+    assert queries.open_hold_counts(world.owner.view()) == {"duration_beyond_rendition": 2, "self_serving_node": 2}
     assert world.decide(holds[0], "reject", "fraud_suspected").accepted
-    assert [item["hold_id"] for item in queries.open_holds(world.owner).items] == holds[1:]
-    assert queries.open_hold_counts(world.owner) == {"duration_beyond_rendition": 1, "self_serving_node": 1}
+    assert [item["hold_id"] for item in queries.open_holds(world.owner.view()).items] == holds[1:]
+    assert queries.open_hold_counts(world.owner.view()) == {"duration_beyond_rendition": 1, "self_serving_node": 1}
 
 
 def test_a_sessions_full_evidence(world):
     session_id, counted, holds = _held_session(world)
     assert world.decide(holds[0], "release").accepted
-    evidence = queries.session_evidence(world.owner, session_id)
+    evidence = queries.session_evidence(world.owner.view(), session_id)
     assert evidence["session"]["session_id"] == session_id
     assert len(evidence["grants"]) == 5 and all(g["state"] == "consumed" for g in evidence["grants"])
     assert sorted(r["id"] for r in evidence["receipts"]) == sorted(counted + holds)
@@ -47,9 +47,9 @@ def test_a_sessions_full_evidence(world):
     assert sorted((h["id"], h["status"]) for h in evidence["holds"]) == sorted(
         [(holds[0], "released"), (holds[1], "open")])
     assert sorted(evidence["nodes"]) == ["node-1", "node-2"]
-    assert queries.current_decision(world.owner, holds[0])["revision"] == 2
-    assert queries.current_decision(world.owner, holds[1])["disposition"] == "held"
-    assert queries.session_evidence(world.owner, "session-x") is None
+    assert queries.current_decision(world.owner.view(), holds[0])["revision"] == 2
+    assert queries.current_decision(world.owner.view(), holds[1])["disposition"] == "held"
+    assert queries.session_evidence(world.owner.view(), "session-x") is None
 
 
 def test_a_nodes_health_and_key_history(world):
@@ -58,12 +58,12 @@ def test_a_nodes_health_and_key_history(world):
     assert world.submit("RotateNodeKey", rotation, actor=OPS, expected=world.stated(schema.node_key("node-1")),
                         evidence=["cd" * 32]).accepted
     assert world.health("node-1", status="degraded").accepted
-    history = queries.node_history(world.owner, "node-1")
+    history = queries.node_history(world.owner.view(), "node-1")
     assert [event["type"] for event in history["history"].items] == [
         "NodeAdmitted", "NodeHealthRecorded", "NodeStatusChanged", "NodeKeyRotated", "NodeHealthRecorded"]
     assert [entry["version"] for entry in history["node"]["key_versions"]] == [1, 2]
     assert history["health"]["status"] == "degraded"
-    first_two = queries.node_history(world.owner, "node-1", limit=2)["history"]
+    first_two = queries.node_history(world.owner.view(), "node-1", limit=2)["history"]
     assert len(first_two.items) == 2 and first_two.next_start is not None
 
 
@@ -72,10 +72,10 @@ def test_a_listener_days_eligible_duration_per_work(world):
     world.listen(chunks=2)
     world.next_day()
     assert world.close_day().accepted
-    assert queries.eligible_duration_per_work(world.owner, "listener-1", DAY) == [
+    assert queries.eligible_duration_per_work(world.owner.view(), "listener-1", DAY) == [
         {"work_id": "work-1", "rights_version": 1, "listened_ms": 30_000}]
-    assert queries.listener_day(world.owner, "listener-1", DAY)["status"] == "closed"
-    assert queries.listener_day(world.owner, "listener-1", DAY + 1) is None
+    assert queries.listener_day(world.owner.view(), "listener-1", DAY)["status"] == "closed"
+    assert queries.listener_day(world.owner.view(), "listener-1", DAY + 1) is None
 
 
 def test_rebuilt_indexes_are_byte_identical(world):
@@ -85,6 +85,6 @@ def test_rebuilt_indexes_are_byte_identical(world):
     session_id = world.session("listener-2", period_id="period-2")
     world.now += 700_000
     assert world.close_session(session_id, "expired").accepted
-    assert world.decide(queries.open_holds(world.owner).items[0]["hold_id"], "release").accepted
+    assert world.decide(queries.open_holds(world.owner.view()).items[0]["hold_id"], "release").accepted
     live = world.owner.at_boundary(indexes_digest)
     assert world.owner.at_boundary(rebuild_indexes) == live

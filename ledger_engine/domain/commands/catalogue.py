@@ -1,4 +1,7 @@
-"""ImportCatalogue and ActivateWork: works, renditions and append-only rights versions."""
+"""ImportCatalogue and ActivateWork: works, renditions and append-only rights versions.
+
+The records and their keys are in ``domain/schema/streaming.py``; their old names here still resolve.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +10,11 @@ from pydantic import Field, model_validator
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.accounts import recipient_key
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema import streaming as schema
+from ledger_engine.domain.schema.streaming import rendition_key, rights_key, work_key
 from ledger_engine.domain.types import BasisPoints, Count, Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
-from ledger_engine.keys import key, seq20
+from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
 TOTAL_BPS = 10_000
@@ -54,18 +59,6 @@ class ImportCataloguePayload(Payload):
     works: list[WorkImport] = Field(min_length=1, max_length=1000)
 
 
-def work_key(work_id: str) -> str:
-    return key("work", work_id)
-
-
-def rendition_key(rendition_id: str) -> str:
-    return key("rendition", rendition_id)
-
-
-def rights_key(work_id: str, version: int) -> str:
-    return key("rights", work_id, seq20(version))
-
-
 @command("ImportCatalogue", payload=ImportCataloguePayload, roles={"ingest", "admin"})
 def import_catalogue(ctx: RuleContext, p: ImportCataloguePayload) -> dict:
     changes = ctx.changes
@@ -77,11 +70,9 @@ def import_catalogue(ctx: RuleContext, p: ImportCataloguePayload) -> dict:
         for rendition in work.renditions:
             require(changes.get(STATE, rendition_key(rendition.rendition_id)) is None,
                     ErrorCode.ALREADY_EXISTS, f"rendition {rendition.rendition_id} already exists")
-            changes.put_state(rendition_key(rendition.rendition_id), {
-                "work_id": work.work_id,
-                **rendition.model_dump(mode="json"),
-            })
-        changes.put_state(work_key(work.work_id), {
+            stored: schema.Rendition = {"work_id": work.work_id, **rendition.model_dump(mode="json")}
+            changes.put_state(rendition_key(rendition.rendition_id), stored)
+        imported: schema.Work = {
             "work_id": work.work_id,
             "status": "imported",
             "metadata_hash": work.metadata_hash,
@@ -89,7 +80,8 @@ def import_catalogue(ctx: RuleContext, p: ImportCataloguePayload) -> dict:
             "rendition_ids": [r.rendition_id for r in work.renditions],
             "rights_version": 0,
             "import_id": p.import_id,
-        })
+        }
+        changes.put_state(work_key(work.work_id), imported)
     work_ids = [work.work_id for work in p.works]
     changes.event("CatalogueImported", import_id=p.import_id, work_ids=work_ids)
     return {"import_id": p.import_id, "work_ids": work_ids}
@@ -121,18 +113,16 @@ def activate_work(ctx: RuleContext, p: ActivateWorkPayload) -> dict:
     for recipient in p.rights.recipients:
         require(changes.get(STATE, recipient_key(recipient.recipient_id)) is not None,
                 ErrorCode.INVALID_REFERENCE, f"recipient {recipient.recipient_id} does not exist")
-    current_version = work.data["rights_version"]
+    current: schema.Work = work.data
+    current_version = current["rights_version"]
     require(p.rights.version == current_version + 1, ErrorCode.INVALID_STATE,
             f"rights versions are append-only: next is {current_version + 1}")
-    require(work.data["status"] != "active" or p.rights.version > current_version,
+    require(current["status"] != "active" or p.rights.version > current_version,
             ErrorCode.INVALID_STATE, "work is already active under this rights version")
-    changes.put_state(rights_key(p.work_id, p.rights.version),
-                      {"work_id": p.work_id, **p.rights.model_dump(mode="json")})
-    changes.put_state(work_key(p.work_id), {
-        **work.data,
-        "status": "active",
-        "rights_version": p.rights.version,
-    })
+    rights: schema.RightsVersion = {"work_id": p.work_id, **p.rights.model_dump(mode="json")}
+    changes.put_state(rights_key(p.work_id, p.rights.version), rights)
+    activated: schema.Work = {**current, "status": "active", "rights_version": p.rights.version}
+    changes.put_state(work_key(p.work_id), activated)
     changes.event("WorkActivated", work_id=p.work_id, rights_version=p.rights.version)
     return {"work_id": p.work_id, "rights_version": p.rights.version}
 

@@ -1,6 +1,8 @@
-"""Periods, nodes, sessions, grants, receipts, decisions, holds and peer fills (docs/records/streaming.md).
+"""Periods, works, nodes, sessions, listener-days, grants, receipts, decisions, holds and peer fills.
 
-State records are ``state/<name>/...``; uniqueness sentinels are ``unique/<name>/...``.
+Each record is the ``TypedDict`` of what its rules store (docs/records/streaming.md); amounts are canonical
+decimal strings, as stored, and ``parse_amount`` gives their integer. State records are ``state/<name>/...``;
+uniqueness sentinels are ``unique/<name>/...``.
 """
 
 from __future__ import annotations
@@ -11,6 +13,141 @@ from ledger_engine.keys import key, seq20
 
 
 Disposition = Literal["accepted", "partial", "held", "late", "rejected"]
+BillingKind = Literal["period_opened", "payment_cleared", "entitlement_cancelled", "payment_refunded"]
+WorkStatus = Literal["imported", "active", "withdrawn"]
+WithdrawalReason = Literal["licence_expired", "rights_dispute", "takedown_notice", "content_defect"]
+NodeStatus = Literal["pending", "active", "suspended", "retired"]
+NodeStatusReason = Literal[
+    "readiness_passed", "health_failure", "policy_violation", "key_compromise", "operator_request", "decommissioned",
+]
+KeyEnd = Literal["scheduled", "compromised"]
+HealthStatus = Literal["healthy", "degraded", "unreachable"]
+
+
+class BillingEntry(TypedDict):
+    """One provider event a period has taken, in admission order."""
+
+    event_id: str
+    kind: BillingKind
+    occurred_at_ms: int
+    admitted_at_ms: int
+    evidence_digest: str
+
+
+class Period(TypedDict):
+    period_id: str
+    account_id: str
+    provider: str
+    provider_period_id: str
+    start_ms: int
+    end_ms: int
+    days: int
+    entitlement: Literal["active", "cancelled"]
+    clearance: Literal["pending", "cleared", "refunded"]
+    gross_gbp: str
+    net_gbp: str
+    opened_at_ms: int
+    events: list[BillingEntry]
+
+
+class Withdrawal(TypedDict):
+    reason: WithdrawalReason
+    at_ms: int
+    evidence_digest: str
+
+
+class WithdrawalHistory(TypedDict, total=False):
+    """What a work keeps from its first ``DisableWork`` on, also once it is active again.
+
+    A ``total=False`` base rather than ``NotRequired``: under postponed annotations Python 3.11 counts a
+    ``NotRequired`` key among ``__required_keys__``.
+    """
+
+    last_withdrawal: Withdrawal
+
+
+class Work(WithdrawalHistory):
+    work_id: str
+    status: WorkStatus
+    metadata_hash: str
+    licence_ref: str
+    rendition_ids: list[str]
+    rights_version: int
+    import_id: str
+
+
+class RenditionChunk(TypedDict):
+    index: int
+    start_ms: int
+    end_ms: int
+    size_bytes: int
+    sha256: str
+
+
+class Rendition(TypedDict):
+    work_id: str
+    rendition_id: str
+    codec: str
+    duration_ms: int
+    manifest_hash: str
+    chunks: list[RenditionChunk]
+
+
+class RightsShare(TypedDict):
+    recipient_id: str
+    split_bps: int
+
+
+class RightsVersion(TypedDict):
+    work_id: str
+    version: int
+    effective_at_ms: int
+    licence_ref: str
+    recipients: list[RightsShare]
+
+
+class KeyVersion(TypedDict):
+    version: int
+    public_key: str
+    valid_from_ms: int
+    valid_until_ms: int | None
+    ended_by: KeyEnd | None
+
+
+class IndependenceDeclaration(TypedDict):
+    declaration_digest: str
+    affiliated_account_ids: list[str]
+
+
+class ReadinessChecks(TypedDict):
+    endpoint_verified: bool
+    inventory_verified: bool
+    independence_reviewed: bool
+    evidence_digest: str
+
+
+class Node(TypedDict):
+    node_id: str
+    operator_id: str
+    status: NodeStatus
+    endpoint: str
+    region: str
+    key_versions: list[KeyVersion]
+    independence: IndependenceDeclaration
+    admitted_at_ms: int
+    status_changed_at_ms: int
+    status_reason: NodeStatusReason | None
+    readiness: ReadinessChecks | None
+    evidence_digest: str
+
+
+class NodeHealth(TypedDict):
+    node_id: str
+    report_id: str
+    status: HealthStatus
+    observed_at_ms: int
+    recorded_at_ms: int
+    inventory: list[str]
 
 
 class Session(TypedDict):
@@ -31,6 +168,51 @@ class Session(TypedDict):
     grant_count: int
     receipt_ids: list[str]
     receipted_media_ms: int
+
+
+class SessionWindow(TypedDict):
+    session_id: str
+    opened_at_ms: int
+    closed_at_ms: int | None
+
+
+class ListenerActivity(TypedDict):
+    listener_id: str
+    day: int
+    sessions: list[SessionWindow]
+
+
+class ListenedWork(TypedDict):
+    work_id: str
+    rights_version: int
+    listened_ms: int
+
+
+class ServedBytes(TypedDict):
+    node_id: str
+    operator_id: str
+    served_bytes: int
+
+
+class SessionSummary(TypedDict):
+    session_id: str
+    work_id: str
+    listened_ms: int
+    eligible: bool
+
+
+class ListenerDay(TypedDict):
+    listener_id: str
+    day: int
+    period_id: str
+    status: Literal["closed"]
+    works: list[ListenedWork]
+    nodes: list[ServedBytes]
+    sessions: list[SessionSummary]
+    eligible_ms: int
+    closed_at_ms: int
+    activity_revision: int | None
+    hold_free: Literal[True]
 
 
 class GrantConsumption(TypedDict):
@@ -125,7 +307,6 @@ class PeerFill(TypedDict):
     recorded_sequence: int
 
 
-
 # Billing.
 def period_key(period_id: str) -> str:
     return key("period", period_id)
@@ -145,6 +326,19 @@ def account_periods_prefix(account_id: str) -> str:
 
 def account_period_sentinel(account_id: str, start_ms: int) -> str:
     return key("account_period", account_id, seq20(start_ms))
+
+
+# Works, renditions and rights versions (written by the catalogue commands).
+def work_key(work_id: str) -> str:
+    return key("work", work_id)
+
+
+def rendition_key(rendition_id: str) -> str:
+    return key("rendition", rendition_id)
+
+
+def rights_key(work_id: str, version: int) -> str:
+    return key("rights", work_id, seq20(version))
 
 
 # Nodes.

@@ -26,16 +26,16 @@ DECISIONS = {"release": "released", "reject": "rejected"}  # decision -> the hol
 
 def every_open(ledger: LedgerOwner, reason: str) -> Iterator[dict[str, Any]]:
     """The open queue, oldest first; the screen searches, sorts and pages it."""
-    return listing_queries.every_open_hold(ledger, reason=reason or None)
+    return listing_queries.every_open_hold(ledger.view(), reason=reason or None)
 
 
 def counts(ledger: LedgerOwner) -> dict[str, int]:
-    return streaming_queries.open_hold_counts(ledger)
+    return streaming_queries.open_hold_counts(ledger.view())
 
 
-def detail(ledger: LedgerOwner, hold_id: str) -> dict[str, Any] | None:
+def detail(ledger: LedgerOwner, hold_id: str) -> streaming_queries.HoldDetail | None:
     """The hold, its receipt, and everything recorded about its session."""
-    return streaming_queries.hold_detail(ledger, hold_id)
+    return streaming_queries.hold_detail(ledger.view(), hold_id)
 
 
 def decide(hold_id: str, decision: str, reason: str, seen_revision: int, note: str = "") -> CommandRequest:
@@ -53,4 +53,4 @@ def bulk_command_id(bulk_id: str, hold_id: str) -> str:
 
 
 def current_revision(ledger: LedgerOwner, hold_id: str) -> int | None:
-    return streaming_queries.hold_revision(ledger, hold_id)
+    return streaming_queries.hold_revision(ledger.view(), hold_id)

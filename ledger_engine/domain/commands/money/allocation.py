@@ -28,16 +28,17 @@ from ledger_engine.domain.allocation_policy import (
 )
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.chart import PORTO_RETAINED, artist_payable, budget_unallocated, operator_payable
-from ledger_engine.domain.commands.catalogue import rights_key
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, day_index, load_budget, slice_for_day
 from ledger_engine.domain.commands.money.lines import move_budget
-from ledger_engine.domain.schema.streaming import listener_day_key, period_key
+from ledger_engine.domain.schema.streaming import (
+    ListenedWork, ListenerDay, RightsVersion, listener_day_key, period_key, rights_key,
+)
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import Line, credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.ruleset import RULESET_VERSION
-from ledger_engine.domain.schema.money_allocation import allocation_sentinel_key, budget_key, line_key
+from ledger_engine.domain.schema.money_allocation import Budget, allocation_sentinel_key, budget_key, line_key
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.domain.view import StateView
 from ledger_engine.errors import ErrorCode
@@ -67,7 +68,9 @@ def plan_listener_day(view: StateView, listener_id: str, day: int, budget_id: st
     budget_record = view.get(STATE, budget_key(budget_id))
     require(budget_record is not None, ErrorCode.NOT_FOUND, f"budget {budget_id} does not exist")
     policy_record = view.get(STATE, POLICY_KEY)
-    listener_day, budget, policy = day_record.data, budget_record.data, policy_record.data["allocation_policy"]
+    listener_day: ListenerDay = day_record.data
+    budget: Budget = budget_record.data
+    policy = policy_record.data["allocation_policy"]
     _require_allocatable(listener_day, budget, budget_id)
     period = view.get(STATE, period_key(budget["period_id"]))
     require(period is not None and period.data["clearance"] != "refunded", ErrorCode.INVALID_STATE,
@@ -84,7 +87,7 @@ def plan_listener_day(view: StateView, listener_id: str, day: int, budget_id: st
     return AllocationPlan(slice_amount, lines, revisions)
 
 
-def _require_allocatable(listener_day: dict, budget: dict, budget_id: str) -> None:
+def _require_allocatable(listener_day: ListenerDay, budget: Budget, budget_id: str) -> None:
     name = f"listener-day {listener_day['listener_id']}/{listener_day['day']}"
     require(listener_day["status"] == "closed", ErrorCode.INVALID_STATE, f"{name} is not closed")
     require(listener_day["hold_free"], ErrorCode.HOLDS_OPEN, f"{name} has undecided holds")
@@ -94,11 +97,12 @@ def _require_allocatable(listener_day: dict, budget: dict, budget_id: str) -> No
             f"{name} is outside budget {budget_id}'s period")
 
 
-def _listening(view: StateView, work: dict) -> Listening:
-    rights = view.get(STATE, rights_key(work["work_id"], work["rights_version"]))
-    require(rights is not None, ErrorCode.INVALID_REFERENCE,
+def _listening(view: StateView, work: ListenedWork) -> Listening:
+    record = view.get(STATE, rights_key(work["work_id"], work["rights_version"]))
+    require(record is not None, ErrorCode.INVALID_REFERENCE,
             f"work {work['work_id']} has no rights version {work['rights_version']}")
-    splits = tuple((r["recipient_id"], r["split_bps"]) for r in rights.data["recipients"])
+    rights: RightsVersion = record.data
+    splits = tuple((r["recipient_id"], r["split_bps"]) for r in rights["recipients"])
     return Listening(work["work_id"], work["rights_version"], work["listened_ms"], splits)
 
 

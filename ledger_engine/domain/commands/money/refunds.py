@@ -22,13 +22,14 @@ from ledger_engine.domain.postings import credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import RuleContext
 from ledger_engine.domain.schema.money_allocation import BudgetRefund, budget_key, budget_refund_key, funding_sentinel_key
+from ledger_engine.domain.schema.streaming import Period
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE, UNIQUE
 
 REFUND_ASSET = "USDC"
 
 
-def refund_period_budget(ctx: RuleContext, period: dict, billing_event_id: str) -> BudgetRefund | None:
+def refund_period_budget(ctx: RuleContext, period: Period, billing_event_id: str) -> BudgetRefund | None:
     changes = ctx.changes
     funded = changes.get(UNIQUE, funding_sentinel_key(period["period_id"], 1))
     if funded is None:

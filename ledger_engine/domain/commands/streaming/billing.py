@@ -8,8 +8,6 @@ reversed into refunds when it is refunded; GBP never shares a journal with USDC.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import model_validator
 
 from ledger_engine.amounts import Amount, format_amount, parse_amount
@@ -18,7 +16,8 @@ from ledger_engine.domain.chart import GBP_PROVIDER_RECEIVABLE, GBP_REFUNDS, GBP
 from ledger_engine.domain.commands.money.refunds import refund_period_budget
 from ledger_engine.domain.commands.streaming.checks import existing, require_absent, require_account, require_evidence
 from ledger_engine.domain.schema.streaming import (
-    account_period_sentinel, account_periods_prefix, billing_event_sentinel, period_key, provider_period_sentinel,
+    BillingEntry, BillingKind, Period, account_period_sentinel, account_periods_prefix, billing_event_sentinel,
+    period_key, provider_period_sentinel,
 )
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.domain.postings import credit, debit, post
@@ -26,9 +25,6 @@ from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import UNIQUE
-
-BillingKind = Literal["period_opened", "payment_cleared", "entitlement_cancelled", "payment_refunded"]
-
 
 class PeriodTerms(Payload):
     """What the provider sold: whole UTC days and the amounts, in pence."""
@@ -70,7 +66,7 @@ def apply_billing_observation(ctx: RuleContext, p: ApplyBillingObservationPayloa
     return {"period_id": p.period_id, "entitlement": period["entitlement"], "clearance": period["clearance"]}
 
 
-def _open_period(ctx: RuleContext, p: ApplyBillingObservationPayload) -> dict:
+def _open_period(ctx: RuleContext, p: ApplyBillingObservationPayload) -> Period:
     terms = p.terms
     require_account(ctx, p.account_id, "listener", active=False)
     require_absent(ctx, period_key(p.period_id), f"period {p.period_id}")
@@ -112,12 +108,12 @@ def _claim_days(ctx: RuleContext, account_id: str, period_id: str, terms: Period
                              ErrorCode.INVALID_TIME, "the period overlaps another period of the account")
 
 
-def _advance_period(ctx: RuleContext, p: ApplyBillingObservationPayload) -> dict:
-    period = existing(ctx, period_key(p.period_id), f"period {p.period_id}").data
+def _advance_period(ctx: RuleContext, p: ApplyBillingObservationPayload) -> Period:
+    period: Period = existing(ctx, period_key(p.period_id), f"period {p.period_id}").data
     require((period["provider"], period["provider_period_id"], period["account_id"])
             == (p.provider, p.provider_period_id, p.account_id),
             ErrorCode.INVALID_REFERENCE, f"the event does not describe period {p.period_id}")
-    updated = {**period, "events": [*period["events"], _event_entry(ctx, p)]}
+    updated: Period = {**period, "events": [*period["events"], _event_entry(ctx, p)]}
     if p.kind == "payment_cleared":
         require(period["clearance"] == "pending", ErrorCode.INVALID_STATE,
                 f"period {p.period_id} clearance is {period['clearance']}, not pending")
@@ -137,13 +133,13 @@ def _advance_period(ctx: RuleContext, p: ApplyBillingObservationPayload) -> dict
     return {**updated, "clearance": "refunded", "entitlement": "cancelled"}
 
 
-def _end_entitlement(ctx: RuleContext, period: dict) -> None:
+def _end_entitlement(ctx: RuleContext, period: Period) -> None:
     require(period["entitlement"] == "active", ErrorCode.INVALID_STATE,
             f"period {period['period_id']} entitlement is already {period['entitlement']}")
     ctx.changes.event("EntitlementChanged", period_id=period["period_id"], account_id=period["account_id"],
                       entitlement="cancelled")
 
 
-def _event_entry(ctx: RuleContext, p: ApplyBillingObservationPayload) -> dict:
+def _event_entry(ctx: RuleContext, p: ApplyBillingObservationPayload) -> BillingEntry:
     return {"event_id": p.event_id, "kind": p.kind, "occurred_at_ms": p.occurred_at_ms,
             "admitted_at_ms": ctx.now_ms, "evidence_digest": p.evidence_digest}

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ledger_engine.canonical import domain_hash
 from ledger_engine.domain.changes import Rejected, require
 from ledger_engine.domain.commands.accounts import account_key
 from ledger_engine.domain.registry import Payload, RuleContext
+from ledger_engine.domain.schema.staff import Account
 from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -22,9 +21,9 @@ def existing(ctx: RuleContext, record_key: str, what: str) -> Record:
     return record
 
 
-def require_account(ctx: RuleContext, account_id: str, kind: str, *, active: bool = True) -> dict[str, Any]:
+def require_account(ctx: RuleContext, account_id: str, kind: str, *, active: bool = True) -> Account:
     """An account of ``kind`` (and active, unless told otherwise), or an ``INVALID_REFERENCE`` rejection."""
-    account = existing(ctx, account_key(account_id), f"account {account_id}").data
+    account: Account = existing(ctx, account_key(account_id), f"account {account_id}").data
     require(account["kind"] == kind and (account["status"] == "active" or not active), ErrorCode.INVALID_REFERENCE,
             f"account {account_id} is not {'an active' if active else 'a'} {kind} account")
     return account

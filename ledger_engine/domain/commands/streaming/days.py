@@ -20,11 +20,11 @@ from ledger_engine.domain.commands.streaming.checks import (
     existing, require_account, require_stated_revision,
 )
 from ledger_engine.domain.schema.streaming import (
+    Hold, ListenedWork, ListenerActivity, ListenerDay, Node, Period, Receipt, ServedBytes, Session, SessionSummary,
     hold_key, listener_activity_key, listener_day_key, node_key, period_key, receipt_key, session_key,
 )
 from ledger_engine.domain.commands.streaming.policy import MIN_ELIGIBLE_LISTEN_MS, day_start_ms
 from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.schema.streaming import Session
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -46,7 +46,7 @@ class _CountedSession:
     def eligible(self) -> bool:
         return self.listened_ms >= MIN_ELIGIBLE_LISTEN_MS
 
-    def summary(self) -> dict:
+    def summary(self) -> SessionSummary:
         return {"session_id": self.session["session_id"], "work_id": self.session["work_id"],
                 "listened_ms": self.listened_ms, "eligible": self.eligible}
 
@@ -59,15 +59,16 @@ def close_day(ctx: RuleContext, p: CloseDayPayload) -> dict:
             f"day {p.day} of {p.listener_id} is already closed")
     require(day_start_ms(p.day + 1) <= ctx.now_ms, ErrorCode.INVALID_TIME, f"day {p.day} has not ended")
     require_account(ctx, p.listener_id, "listener", active=False)
-    period = existing(ctx, period_key(p.period_id), f"period {p.period_id}").data
+    period: Period = existing(ctx, period_key(p.period_id), f"period {p.period_id}").data
     require(period["account_id"] == p.listener_id and period["start_ms"] <= day_start_ms(p.day) < period["end_ms"],
             ErrorCode.INVALID_REFERENCE, f"period {p.period_id} does not cover day {p.day} of {p.listener_id}")
 
     activity = ctx.changes.get(STATE, activity_key)
-    windows = activity.data["sessions"] if activity else []
+    activity_data: ListenerActivity | None = activity.data if activity else None
+    windows = activity_data["sessions"] if activity_data else []
     counted = [_count(ctx, _closed_session(ctx, window["session_id"], p.period_id)) for window in windows]
     works = _listening_per_work(counted)
-    closed = {
+    closed: ListenerDay = {
         "listener_id": p.listener_id,
         "day": p.day,
         "period_id": p.period_id,
@@ -88,7 +89,7 @@ def close_day(ctx: RuleContext, p: CloseDayPayload) -> dict:
 
 
 def _closed_session(ctx: RuleContext, session_id: str, period_id: str) -> Session:
-    session = existing(ctx, session_key(session_id), f"session {session_id}").data
+    session: Session = existing(ctx, session_key(session_id), f"session {session_id}").data
     require(session["status"] == "closed", ErrorCode.INVALID_STATE, f"session {session_id} is still open")
     require(session["period_id"] == period_id, ErrorCode.INVALID_REFERENCE,
             f"session {session_id} streamed under period {session['period_id']}")
@@ -100,9 +101,9 @@ def _count(ctx: RuleContext, session: Session) -> _CountedSession:
     listened_ms = 0
     node_bytes: dict[str, int] = defaultdict(int)
     for receipt_id in session["receipt_ids"]:
-        receipt = existing(ctx, receipt_key(receipt_id), f"receipt {receipt_id}").data
+        receipt: Receipt = existing(ctx, receipt_key(receipt_id), f"receipt {receipt_id}").data
         if receipt["hold_id"] is not None:
-            hold = existing(ctx, hold_key(receipt["hold_id"]), f"hold {receipt['hold_id']}").data
+            hold: Hold = existing(ctx, hold_key(receipt["hold_id"]), f"hold {receipt['hold_id']}").data
             require(hold["status"] != "open", ErrorCode.HOLDS_OPEN,
                     f"hold {receipt['hold_id']} on day {session['day']} of {session['account_id']} is undecided")
             if hold["status"] == "rejected":
@@ -112,7 +113,7 @@ def _count(ctx: RuleContext, session: Session) -> _CountedSession:
     return _CountedSession(session, listened_ms, node_bytes)
 
 
-def _listening_per_work(counted: list[_CountedSession]) -> list[dict]:
+def _listening_per_work(counted: list[_CountedSession]) -> list[ListenedWork]:
     """Eligible sessions' listening per work and rights version, sorted by work, then version."""
     works: dict[tuple[str, int], int] = defaultdict(int)
     for session in counted:
@@ -122,11 +123,15 @@ def _listening_per_work(counted: list[_CountedSession]) -> list[dict]:
             for (work_id, version), listened in sorted(works.items())]
 
 
-def _bytes_per_node(ctx: RuleContext, counted: list[_CountedSession]) -> list[dict]:
+def _bytes_per_node(ctx: RuleContext, counted: list[_CountedSession]) -> list[ServedBytes]:
     """Counted bytes per serving node with its operator, sorted by node."""
     served: dict[str, int] = defaultdict(int)
     for session in counted:
         for node_id, size in session.node_bytes.items():
             served[node_id] += size
-    return [{"node_id": node_id, "operator_id": existing(ctx, node_key(node_id), f"node {node_id}").data["operator_id"],
-             "served_bytes": size} for node_id, size in sorted(served.items())]
+    return [{"node_id": node_id, "operator_id": _node(ctx, node_id)["operator_id"], "served_bytes": size}
+            for node_id, size in sorted(served.items())]
+
+
+def _node(ctx: RuleContext, node_id: str) -> Node:
+    return existing(ctx, node_key(node_id), f"node {node_id}").data

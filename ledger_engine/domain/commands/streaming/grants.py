@@ -17,10 +17,9 @@ from pydantic import Field, model_validator
 
 from ledger_engine.canonical import MAX_SAFE_INTEGER
 from ledger_engine.domain.changes import require
-from ledger_engine.domain.commands.catalogue import rendition_key, work_key
 from ledger_engine.domain.commands.streaming.checks import existing, require_absent, require_not_before
 from ledger_engine.domain.schema.streaming import (
-    coordinator_key, grant_key, node_key, nonce_sentinel, session_key,
+    Node, Rendition, Work, coordinator_key, grant_key, node_key, nonce_sentinel, rendition_key, session_key, work_key,
 )
 from ledger_engine.domain.commands.streaming.nodes import require_routable
 from ledger_engine.domain.commands.streaming.policy import MAX_GRANT_TTL_MS
@@ -68,7 +67,7 @@ def issue_grant(ctx: RuleContext, p: IssueGrantPayload) -> dict:
                              "this grant nonce was already issued")
     require(ctx.now_ms < p.expires_at_ms <= ctx.now_ms + MAX_GRANT_TTL_MS, ErrorCode.INVALID_TIME,
             f"a grant expires after it is issued and within {MAX_GRANT_TTL_MS} ms")
-    rendition = existing(ctx, rendition_key(p.rendition_id), f"rendition {p.rendition_id}").data
+    rendition: Rendition = existing(ctx, rendition_key(p.rendition_id), f"rendition {p.rendition_id}").data
     require(p.chunk_index < len(rendition["chunks"]), ErrorCode.INVALID_REFERENCE,
             f"rendition {p.rendition_id} has no chunk {p.chunk_index}")
     require_routable(ctx, p.node_id, p.rendition_id)
@@ -105,7 +104,7 @@ def consume_grant(ctx: RuleContext, p: ConsumeGrantPayload) -> dict:
     require(p.nonce_hash == grant["nonce_hash"], ErrorCode.INVALID_REFERENCE,
             f"the nonce does not belong to grant {p.grant_id}")
     require(ctx.now_ms <= grant["expires_at_ms"], ErrorCode.EXPIRED, f"grant {p.grant_id} has expired")
-    node = existing(ctx, node_key(grant["node_id"]), f"node {grant['node_id']}").data
+    node: Node = existing(ctx, node_key(grant["node_id"]), f"node {grant['node_id']}").data
     require(node["status"] == "active", ErrorCode.NODE_NOT_ACTIVE, f"node {grant['node_id']} is {node['status']}")
     consumed = {"request_id": p.request_id, "at_ms": ctx.now_ms, "sequence": ctx.sequence}
     ctx.changes.put_state(grant_key(p.grant_id), {**grant, "state": "consumed", "consumed": consumed})
@@ -129,7 +128,7 @@ def _renew_session(ctx: RuleContext, p: IssueGrantPayload) -> None:
     require(ctx.now_ms < session["expires_at_ms"], ErrorCode.EXPIRED, f"session {p.session_id} lease has expired")
     require(p.rendition_id == session["rendition_id"], ErrorCode.INVALID_REFERENCE,
             f"session {p.session_id} plays rendition {session['rendition_id']}")
-    work = existing(ctx, work_key(session["work_id"]), f"work {session['work_id']}").data
+    work: Work = existing(ctx, work_key(session["work_id"]), f"work {session['work_id']}").data
     require(work["status"] == "active", ErrorCode.INVALID_STATE, f"work {session['work_id']} is {work['status']}")
     ctx.changes.put_state(session_key(p.session_id), {
         **session,
@@ -141,7 +140,7 @@ def _renew_session(ctx: RuleContext, p: IssueGrantPayload) -> None:
 
 def _check_fill_destination(ctx: RuleContext, p: IssueGrantPayload) -> None:
     require(p.destination_node_id != p.node_id, ErrorCode.INVALID_REFERENCE, "a node does not fill itself")
-    destination = existing(ctx, node_key(p.destination_node_id), f"node {p.destination_node_id}").data
+    destination: Node = existing(ctx, node_key(p.destination_node_id), f"node {p.destination_node_id}").data
     require(destination["status"] in ("pending", "active"), ErrorCode.NODE_NOT_ACTIVE,
             f"node {p.destination_node_id} is {destination['status']}")
 

@@ -14,7 +14,7 @@ or key.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -26,7 +26,8 @@ from ledger_engine.domain.commands.streaming.checks import (
 )
 from ledger_engine.domain.commands.streaming.fields import PublicKey, SortedIdentifiers
 from ledger_engine.domain.schema.streaming import (
-    endpoint_sentinel, node_health_key, node_key, node_public_key_sentinel,
+    HealthStatus, KeyVersion, Node, NodeHealth, NodeStatus, NodeStatusReason, ReadinessChecks, endpoint_sentinel,
+    node_health_key, node_key, node_public_key_sentinel,
 )
 from ledger_engine.domain.commands.streaming.policy import HEALTH_FRESH_MS
 from ledger_engine.domain.registry import Payload, RuleContext, command
@@ -34,16 +35,12 @@ from ledger_engine.domain.types import Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
 
-TRANSITIONS: dict[str, tuple[str, ...]] = {
+TRANSITIONS: dict[NodeStatus, tuple[NodeStatus, ...]] = {
     "pending": ("active", "retired"),
     "active": ("suspended", "retired"),
     "suspended": ("active", "retired"),
     "retired": (),
 }
-NodeStatusReason = Literal[
-    "readiness_passed", "health_failure", "policy_violation", "key_compromise", "operator_request", "decommissioned",
-]
-HealthStatus = Literal["healthy", "degraded", "unreachable"]
 
 # https, a DNS name of two or more labels, an optional port, nothing else.
 _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
@@ -129,23 +126,23 @@ def approved_endpoint(endpoint: str) -> str | None:
     return f"{match.group(1)}:{match.group(2) or 443}"
 
 
-def key_version(node: dict[str, Any], version: int) -> dict[str, Any] | None:
+def key_version(node: Node, version: int) -> KeyVersion | None:
     return next((item for item in node["key_versions"] if item["version"] == version), None)
 
 
-def key_valid_at(entry: dict[str, Any], timestamp_ms: int) -> bool:
+def key_valid_at(entry: KeyVersion, timestamp_ms: int) -> bool:
     until = entry["valid_until_ms"]
     return entry["valid_from_ms"] <= timestamp_ms and (until is None or timestamp_ms < until)
 
 
-def key_in_force(node: dict[str, Any], timestamp_ms: int) -> dict[str, Any] | None:
+def key_in_force(node: Node, timestamp_ms: int) -> KeyVersion | None:
     """The key version valid at ``timestamp_ms``; versions never overlap, so there is at most one."""
     return next((entry for entry in node["key_versions"] if key_valid_at(entry, timestamp_ms)), None)
 
 
 def require_routable(ctx: RuleContext, node_id: str, rendition_id: str) -> None:
     """The node may serve ``rendition_id`` now: active, freshly and healthily observed holding it, keyed."""
-    node = existing(ctx, node_key(node_id), f"node {node_id}").data
+    node: Node = existing(ctx, node_key(node_id), f"node {node_id}").data
     require(node["status"] == "active", ErrorCode.NODE_NOT_ACTIVE, f"node {node_id} is {node['status']}")
     health = require_fresh_health(ctx, node_id)
     require(rendition_id in health["inventory"], ErrorCode.INVALID_REFERENCE,
@@ -153,7 +150,7 @@ def require_routable(ctx: RuleContext, node_id: str, rendition_id: str) -> None:
     require(key_in_force(node, ctx.now_ms) is not None, ErrorCode.KEY_NOT_VALID, f"node {node_id} has no key valid now")
 
 
-def require_fresh_health(ctx: RuleContext, node_id: str) -> dict[str, Any]:
+def require_fresh_health(ctx: RuleContext, node_id: str) -> NodeHealth:
     record = ctx.changes.get(STATE, node_health_key(node_id))
     require(record is not None and record.data["status"] == "healthy", ErrorCode.NODE_NOT_ACTIVE,
             f"node {node_id} has no healthy health observation")
@@ -175,7 +172,7 @@ def admit_node(ctx: RuleContext, p: AdmitNodePayload) -> dict:
     ctx.changes.claim_unique(endpoint_sentinel(host_and_port), {"node_id": p.node_id}, ErrorCode.ALREADY_EXISTS,
                              f"endpoint {host_and_port} already belongs to a node")
     _claim_public_key(ctx, p.public_key, p.node_id, 1)
-    node = {
+    node: Node = {
         "node_id": p.node_id,
         "operator_id": p.operator_id,
         "status": "pending",
@@ -199,7 +196,7 @@ def admit_node(ctx: RuleContext, p: AdmitNodePayload) -> dict:
 @command("ChangeNodeStatus", payload=ChangeNodeStatusPayload, roles={"ops"})
 def change_node_status(ctx: RuleContext, p: ChangeNodeStatusPayload) -> dict:
     require_stated_revision(ctx, node_key(p.node_id), "changing a node's status")
-    node = existing(ctx, node_key(p.node_id), f"node {p.node_id}").data
+    node: Node = existing(ctx, node_key(p.node_id), f"node {p.node_id}").data
     require(p.status in TRANSITIONS[node["status"]], ErrorCode.INVALID_STATE,
             f"node {p.node_id} cannot go from {node['status']} to {p.status}")
     readiness = None
@@ -207,13 +204,14 @@ def change_node_status(ctx: RuleContext, p: ChangeNodeStatusPayload) -> dict:
         readiness = _require_ready(ctx, p, node)
     elif p.status == "retired":
         ctx.changes.release_unique(endpoint_sentinel(node["endpoint"].removeprefix("https://")))
-    ctx.changes.put_state(node_key(p.node_id), {
+    changed: Node = {
         **node,
         "status": p.status,
         "status_changed_at_ms": ctx.now_ms,
         "status_reason": p.reason,
         "readiness": readiness if readiness is not None else node["readiness"],
-    })
+    }
+    ctx.changes.put_state(node_key(p.node_id), changed)
     ctx.changes.event("NodeStatusChanged", node_id=p.node_id, previous=node["status"], status=p.status,
                       reason=p.reason)
     if p.status != "active":
@@ -221,7 +219,7 @@ def change_node_status(ctx: RuleContext, p: ChangeNodeStatusPayload) -> dict:
     return {"node_id": p.node_id, "status": p.status}
 
 
-def _require_ready(ctx: RuleContext, p: ChangeNodeStatusPayload, node: dict[str, Any]) -> dict[str, Any]:
+def _require_ready(ctx: RuleContext, p: ChangeNodeStatusPayload, node: Node) -> ReadinessChecks:
     readiness = p.readiness
     require(readiness is not None, ErrorCode.INVALID_STATE, "activating a node needs its readiness checks")
     for check in ("endpoint_verified", "inventory_verified", "independence_reviewed"):
@@ -237,7 +235,7 @@ def _require_ready(ctx: RuleContext, p: ChangeNodeStatusPayload, node: dict[str,
 def rotate_node_key(ctx: RuleContext, p: RotateNodeKeyPayload) -> dict:
     require_stated_revision(ctx, node_key(p.node_id), "rotating a node key")
     require_evidence(ctx, p.evidence_digest)
-    node = existing(ctx, node_key(p.node_id), f"node {p.node_id}").data
+    node: Node = existing(ctx, node_key(p.node_id), f"node {p.node_id}").data
     require(node["status"] != "retired", ErrorCode.INVALID_STATE, f"node {p.node_id} is retired")
     *earlier, current = node["key_versions"]
     require(p.version == current["version"] + 1, ErrorCode.INVALID_STATE,
@@ -251,10 +249,11 @@ def rotate_node_key(ctx: RuleContext, p: RotateNodeKeyPayload) -> dict:
                 "a key is compromised between its start and now")
         ends_at = p.compromised_since_ms
     _claim_public_key(ctx, p.public_key, p.node_id, p.version)
-    ended = {**current, "valid_until_ms": ends_at, "ended_by": p.reason}
-    added = {"version": p.version, "public_key": p.public_key, "valid_from_ms": p.valid_from_ms,
+    ended: KeyVersion = {**current, "valid_until_ms": ends_at, "ended_by": p.reason}
+    added: KeyVersion = {"version": p.version, "public_key": p.public_key, "valid_from_ms": p.valid_from_ms,
              "valid_until_ms": None, "ended_by": None}
-    ctx.changes.put_state(node_key(p.node_id), {**node, "key_versions": [*earlier, ended, added]})
+    rotated: Node = {**node, "key_versions": [*earlier, ended, added]}
+    ctx.changes.put_state(node_key(p.node_id), rotated)
     ctx.changes.event("NodeKeyRotated", node_id=p.node_id, version=p.version, valid_from_ms=p.valid_from_ms,
                       previous_valid_until_ms=ends_at, reason=p.reason, evidence_digest=p.evidence_digest)
     _invalidate(ctx, p.node_id, status=node["status"], key_versions=[current["version"]])
@@ -263,20 +262,21 @@ def rotate_node_key(ctx: RuleContext, p: RotateNodeKeyPayload) -> dict:
 
 @command("RecordNodeHealth", payload=RecordNodeHealthPayload, roles={"ingest"})
 def record_node_health(ctx: RuleContext, p: RecordNodeHealthPayload) -> dict:
-    node = existing(ctx, node_key(p.node_id), f"node {p.node_id}").data
+    node: Node = existing(ctx, node_key(p.node_id), f"node {p.node_id}").data
     require(node["status"] != "retired", ErrorCode.NODE_NOT_ACTIVE, f"node {p.node_id} is retired")
     require(p.observed_at_ms <= ctx.now_ms, ErrorCode.INVALID_TIME, "a health observation cannot be from the future")
     previous = ctx.changes.get(STATE, node_health_key(p.node_id))
     require(previous is None or p.observed_at_ms > previous.data["observed_at_ms"], ErrorCode.INVALID_TIME,
             f"node {p.node_id} already has a later health observation")
-    ctx.changes.put_state(node_health_key(p.node_id), {
+    health: NodeHealth = {
         "node_id": p.node_id,
         "report_id": p.report_id,
         "status": p.status,
         "observed_at_ms": p.observed_at_ms,
         "recorded_at_ms": ctx.now_ms,
         "inventory": list(p.inventory),
-    })
+    }
+    ctx.changes.put_state(node_health_key(p.node_id), health)
     ctx.changes.event("NodeHealthRecorded", node_id=p.node_id, report_id=p.report_id, status=p.status,
                       observed_at_ms=p.observed_at_ms, inventory_size=len(p.inventory))
     return {"node_id": p.node_id, "status": p.status}
@@ -287,7 +287,7 @@ def _claim_public_key(ctx: RuleContext, public_key: str, node_id: str, version: 
                              ErrorCode.ALREADY_EXISTS, "this public key is already registered")
 
 
-def _invalidate(ctx: RuleContext, node_id: str, *, status: str, key_versions: list[int]) -> None:
+def _invalidate(ctx: RuleContext, node_id: str, *, status: NodeStatus, key_versions: list[int]) -> None:
     """One intent per command, named after it: caches and routers drop the node or the keys."""
     ctx.changes.effect(f"node-invalidation.{ctx.command_id}", "node_invalidation",
                        {"node_id": node_id, "status": status, "key_versions": key_versions})

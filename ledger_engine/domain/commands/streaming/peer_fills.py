@@ -17,7 +17,7 @@ from ledger_engine.canonical import MAX_SAFE_INTEGER
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.streaming.checks import existing, new_evidence_hash
 from ledger_engine.domain.commands.streaming.grants import attach_receipt, require_receiptable
-from ledger_engine.domain.schema.streaming import node_key, peer_fill_key
+from ledger_engine.domain.schema.streaming import Node, node_key, peer_fill_key
 from ledger_engine.domain.commands.streaming.nodes import key_valid_at, key_version
 from ledger_engine.domain.commands.streaming.receipts import claimed_chunk
 from ledger_engine.domain.registry import Payload, RuleContext, command
@@ -55,7 +55,7 @@ def record_peer_result(ctx: RuleContext, p: RecordPeerResultPayload) -> dict:
                                 destination_node_id=r.destination_node_id, rendition_id=r.rendition_id,
                                 chunk_index=r.chunk_index)
     require(r.observed_at_ms <= ctx.now_ms, ErrorCode.INVALID_TIME, "a fill cannot be observed in the future")
-    destination = existing(ctx, node_key(r.destination_node_id), f"node {r.destination_node_id}").data
+    destination: Node = existing(ctx, node_key(r.destination_node_id), f"node {r.destination_node_id}").data
     key = key_version(destination, r.key_version)
     require(key is not None and key_valid_at(key, r.observed_at_ms), ErrorCode.KEY_NOT_VALID,
             f"key version {r.key_version} of node {r.destination_node_id} was not valid at {r.observed_at_ms}")

@@ -11,23 +11,20 @@ node but not for listening time), or held for every ``HoldReason`` it trips.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from ledger_engine.canonical import MAX_SAFE_INTEGER
 from ledger_engine.domain.changes import require
-from ledger_engine.domain.commands.catalogue import rendition_key
 from ledger_engine.domain.commands.streaming.checks import existing, new_evidence_hash
 from ledger_engine.domain.commands.streaming.decisions import record_decision
 from ledger_engine.domain.commands.streaming.grants import attach_receipt, require_receiptable
 from ledger_engine.domain.commands.streaming.holds import HoldReason, raise_hold
 from ledger_engine.domain.schema.streaming import (
-    listener_activity_key, listener_day_key, node_key, receipt_key, session_key,
+    Grant, KeyVersion, ListenerActivity, Node, Receipt, Rendition, RenditionChunk, Session, listener_activity_key,
+    listener_day_key, node_key, receipt_key, rendition_key, session_key,
 )
 from ledger_engine.domain.commands.streaming.nodes import key_valid_at, key_version
 from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.schema.streaming import Session
 from ledger_engine.domain.types import Count, Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -52,9 +49,9 @@ class RecordReceiptPayload(Payload):
     evidence_digest: Digest
 
 
-def claimed_chunk(ctx: RuleContext, rendition_id: str, index: int, size: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def claimed_chunk(ctx: RuleContext, rendition_id: str, index: int, size: int) -> tuple[Rendition, RenditionChunk]:
     """The rendition and chunk a receipt or fill names, refusing more bytes than the chunk has."""
-    rendition = existing(ctx, rendition_key(rendition_id), f"rendition {rendition_id}").data
+    rendition: Rendition = existing(ctx, rendition_key(rendition_id), f"rendition {rendition_id}").data
     chunk = rendition["chunks"][index]
     require(size <= chunk["size_bytes"], ErrorCode.INVALID_REFERENCE,
             f"chunk {index} of {rendition_id} has only {chunk['size_bytes']} bytes")
@@ -68,17 +65,17 @@ def record_receipt(ctx: RuleContext, p: RecordReceiptPayload) -> dict:
     grant = require_receiptable(ctx, r.grant_id, "playback", session_id=r.session_id, node_id=r.node_id,
                                 rendition_id=r.rendition_id, chunk_index=r.chunk_index)
     require(r.served_at_ms <= ctx.now_ms, ErrorCode.INVALID_TIME, "a receipt cannot be served in the future")
-    node = existing(ctx, node_key(r.node_id), f"node {r.node_id}").data
+    node: Node = existing(ctx, node_key(r.node_id), f"node {r.node_id}").data
     key = key_version(node, r.key_version)
     require(key is not None, ErrorCode.KEY_NOT_VALID, f"node {r.node_id} has no key version {r.key_version}")
     rendition, chunk = claimed_chunk(ctx, r.rendition_id, r.chunk_index, r.bytes_served)
-    session = existing(ctx, session_key(r.session_id), f"session {r.session_id}").data
+    session: Session = existing(ctx, session_key(r.session_id), f"session {r.session_id}").data
 
     partial = r.bytes_served < chunk["size_bytes"]
     media_ms = 0 if partial else chunk["end_ms"] - chunk["start_ms"]
     beyond_rendition = session["receipted_media_ms"] + media_ms > rendition["duration_ms"]
     reasons = _hold_reasons(ctx, r, grant, node, key, session, beyond_rendition)
-    receipt = {
+    receipt: Receipt = {
         **r.model_dump(mode="json"),
         "body_hash": body_hash,
         "evidence_digest": p.evidence_digest,
@@ -95,11 +92,12 @@ def record_receipt(ctx: RuleContext, p: RecordReceiptPayload) -> dict:
     disposition = _first_disposition(reasons, partial)
     ctx.changes.put_state(receipt_key(r.receipt_id), receipt)
     attach_receipt(ctx, grant, r.receipt_id)
-    ctx.changes.put_state(session_key(r.session_id), {
+    receipted: Session = {
         **session,
         "receipt_ids": [*session["receipt_ids"], r.receipt_id],
         "receipted_media_ms": session["receipted_media_ms"] + media_ms,
-    })
+    }
+    ctx.changes.put_state(session_key(r.session_id), receipted)
     ctx.changes.event("ReceiptRecorded", receipt_id=r.receipt_id, grant_id=r.grant_id, session_id=r.session_id,
                       node_id=r.node_id, bytes_served=r.bytes_served, media_ms=media_ms,
                       evidence_digest=p.evidence_digest)
@@ -107,8 +105,8 @@ def record_receipt(ctx: RuleContext, p: RecordReceiptPayload) -> dict:
     return {"receipt_id": r.receipt_id, "disposition": disposition, "hold_reasons": reasons}
 
 
-def _hold_reasons(ctx: RuleContext, r: NormalisedReceipt, grant: dict, node: dict, key: dict, session: dict,
-                  beyond_rendition: bool) -> list[str]:
+def _hold_reasons(ctx: RuleContext, r: NormalisedReceipt, grant: Grant, node: Node, key: KeyVersion,
+                  session: Session, beyond_rendition: bool) -> list[str]:
     affiliated = [node["operator_id"], *node["independence"]["affiliated_account_ids"]]
     tripped = {
         HoldReason.KEY_ROTATED_OUT: not key_valid_at(key, r.served_at_ms),
@@ -122,11 +120,12 @@ def _hold_reasons(ctx: RuleContext, r: NormalisedReceipt, grant: dict, node: dic
 
 
 def _inside_another_session(ctx: RuleContext, session: Session, served_at_ms: int) -> bool:
-    activity = ctx.changes.get(STATE, listener_activity_key(session["account_id"], session["day"]))
+    record = ctx.changes.get(STATE, listener_activity_key(session["account_id"], session["day"]))
+    activity: ListenerActivity = record.data
     return any(
         window["session_id"] != session["session_id"] and window["opened_at_ms"] <= served_at_ms
         and (window["closed_at_ms"] is None or served_at_ms < window["closed_at_ms"])
-        for window in activity.data["sessions"]
+        for window in activity["sessions"]
     )
 
 

@@ -10,21 +10,20 @@ overlapping sessions and whose revision ``CloseDay`` names.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from ledger_engine.domain.changes import require
-from ledger_engine.domain.commands.catalogue import work_key
 from ledger_engine.domain.commands.streaming.checks import (
     existing, require_absent, require_account, require_not_before,
 )
 from ledger_engine.domain.schema.streaming import (
-    active_session_sentinel, listener_activity_key, listener_day_key, period_key, session_key,
+    ListenerActivity, Period, Session, SessionWindow, Work, active_session_sentinel, listener_activity_key,
+    listener_day_key, period_key, session_key, work_key,
 )
 from ledger_engine.domain.commands.streaming.policy import MAX_LEASE_MS, day_of
 from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.schema.streaming import Session
 from ledger_engine.domain.types import Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -48,7 +47,7 @@ class CloseSessionPayload(Payload):
 
 def require_entitled(ctx: RuleContext, account_id: str, period_id: str) -> None:
     """The account's period covers now, its entitlement is active and it was not refunded."""
-    period = existing(ctx, period_key(period_id), f"period {period_id}").data
+    period: Period = existing(ctx, period_key(period_id), f"period {period_id}").data
     require(period["account_id"] == account_id, ErrorCode.INVALID_REFERENCE,
             f"period {period_id} belongs to another account")
     require(period["start_ms"] <= ctx.now_ms < period["end_ms"], ErrorCode.EXPIRED,
@@ -58,7 +57,7 @@ def require_entitled(ctx: RuleContext, account_id: str, period_id: str) -> None:
 
 
 def require_open_session(ctx: RuleContext, session_id: str) -> Session:
-    session = existing(ctx, session_key(session_id), f"session {session_id}").data
+    session: Session = existing(ctx, session_key(session_id), f"session {session_id}").data
     require(session["status"] == "open", ErrorCode.INVALID_STATE, f"session {session_id} is closed")
     require_not_before(ctx, session["updated_at_ms"], f"session {session_id}")
     return session
@@ -69,7 +68,7 @@ def open_session(ctx: RuleContext, p: OpenSessionPayload) -> dict:
     require_absent(ctx, session_key(p.session_id), f"session {p.session_id}")
     require_account(ctx, p.account_id, "listener")
     require_entitled(ctx, p.account_id, p.period_id)
-    work = existing(ctx, work_key(p.work_id), f"work {p.work_id}").data
+    work: Work = existing(ctx, work_key(p.work_id), f"work {p.work_id}").data
     require(work["status"] == "active", ErrorCode.INVALID_STATE, f"work {p.work_id} is {work['status']}")
     require(p.rendition_id in work["rendition_ids"], ErrorCode.INVALID_REFERENCE,
             f"rendition {p.rendition_id} is not a rendition of work {p.work_id}")
@@ -79,10 +78,10 @@ def open_session(ctx: RuleContext, p: OpenSessionPayload) -> dict:
     ctx.changes.claim_unique(active_session_sentinel(p.account_id), {"session_id": p.session_id},
                              ErrorCode.SESSION_ALREADY_ACTIVE, f"account {p.account_id} already has an open session")
     activity = _activity(ctx, p.account_id, day)
-    window = {"session_id": p.session_id, "opened_at_ms": ctx.now_ms, "closed_at_ms": None}
-    ctx.changes.put_state(listener_activity_key(p.account_id, day),
-                          {**activity, "sessions": [*activity["sessions"], window]})
-    ctx.changes.put_state(session_key(p.session_id), {
+    window: SessionWindow = {"session_id": p.session_id, "opened_at_ms": ctx.now_ms, "closed_at_ms": None}
+    joined: ListenerActivity = {**activity, "sessions": [*activity["sessions"], window]}
+    ctx.changes.put_state(listener_activity_key(p.account_id, day), joined)
+    opened: Session = {
         "session_id": p.session_id,
         "account_id": p.account_id,
         "period_id": p.period_id,
@@ -100,7 +99,8 @@ def open_session(ctx: RuleContext, p: OpenSessionPayload) -> dict:
         "grant_count": 0,
         "receipt_ids": [],
         "receipted_media_ms": 0,
-    })
+    }
+    ctx.changes.put_state(session_key(p.session_id), opened)
     ctx.changes.event("SessionOpened", session_id=p.session_id, account_id=p.account_id, work_id=p.work_id,
                       rendition_id=p.rendition_id, day=day)
     return {"session_id": p.session_id, "day": day, "expires_at_ms": ctx.now_ms + p.lease_ms}
@@ -114,22 +114,24 @@ def close_session(ctx: RuleContext, p: CloseSessionPayload) -> dict:
             f"session {p.session_id} lease {'has' if lease_over else 'has not'} expired")
     ctx.changes.release_unique(active_session_sentinel(session["account_id"]))
     activity = _activity(ctx, session["account_id"], session["day"])
-    windows = [{**window, "closed_at_ms": ctx.now_ms} if window["session_id"] == p.session_id else window
-               for window in activity["sessions"]]
-    ctx.changes.put_state(listener_activity_key(session["account_id"], session["day"]),
-                          {**activity, "sessions": windows})
-    ctx.changes.put_state(session_key(p.session_id), {
+    windows: list[SessionWindow] = [{**window, "closed_at_ms": ctx.now_ms}
+                                    if window["session_id"] == p.session_id else window
+                                    for window in activity["sessions"]]
+    ended: ListenerActivity = {**activity, "sessions": windows}
+    ctx.changes.put_state(listener_activity_key(session["account_id"], session["day"]), ended)
+    closed: Session = {
         **session,
         "status": "closed",
         "updated_at_ms": ctx.now_ms,
         "closed_at_ms": ctx.now_ms,
         "close_reason": p.reason,
-    })
+    }
+    ctx.changes.put_state(session_key(p.session_id), closed)
     ctx.changes.event("SessionClosed", session_id=p.session_id, account_id=session["account_id"], reason=p.reason,
                       receipts=len(session["receipt_ids"]))
     return {"session_id": p.session_id, "receipts": len(session["receipt_ids"])}
 
 
-def _activity(ctx: RuleContext, listener_id: str, day: int) -> dict[str, Any]:
+def _activity(ctx: RuleContext, listener_id: str, day: int) -> ListenerActivity:
     record = ctx.changes.get(STATE, listener_activity_key(listener_id, day))
     return record.data if record else {"listener_id": listener_id, "day": day, "sessions": []}

@@ -7,17 +7,12 @@ brings it back, as it does for an imported work.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from ledger_engine.domain.changes import require
-from ledger_engine.domain.commands.catalogue import work_key
 from ledger_engine.domain.commands.streaming.checks import existing, require_evidence, require_stated_revision
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.streaming import Work, WithdrawalReason, work_key
 from ledger_engine.domain.types import Digest, Identifier
 from ledger_engine.errors import ErrorCode
-
-WithdrawalReason = Literal["licence_expired", "rights_dispute", "takedown_notice", "content_defect"]
-
 
 class DisableWorkPayload(Payload):
     work_id: Identifier
@@ -29,12 +24,13 @@ class DisableWorkPayload(Payload):
 def disable_work(ctx: RuleContext, p: DisableWorkPayload) -> dict:
     require_stated_revision(ctx, work_key(p.work_id), "withdrawing a work")
     require_evidence(ctx, p.evidence_digest)
-    work = existing(ctx, work_key(p.work_id), f"work {p.work_id}").data
+    work: Work = existing(ctx, work_key(p.work_id), f"work {p.work_id}").data
     require(work["status"] != "withdrawn", ErrorCode.INVALID_STATE, f"work {p.work_id} is already withdrawn")
-    ctx.changes.put_state(work_key(p.work_id), {
+    withdrawn: Work = {
         **work,
         "status": "withdrawn",
         "last_withdrawal": {"reason": p.reason, "at_ms": ctx.now_ms, "evidence_digest": p.evidence_digest},
-    })
+    }
+    ctx.changes.put_state(work_key(p.work_id), withdrawn)
     ctx.changes.event("WorkWithdrawn", work_id=p.work_id, rights_version=work["rights_version"], reason=p.reason)
     return {"work_id": p.work_id, "status": "withdrawn"}
