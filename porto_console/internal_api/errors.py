@@ -53,6 +53,7 @@ _STATUS: dict[str, HTTPStatus] = {
     ErrorCode.JSON_TOO_DEEP: HTTPStatus.BAD_REQUEST,
     ErrorCode.DUPLICATE_KEY: HTTPStatus.BAD_REQUEST,
     ErrorCode.STORAGE_CORRUPT: HTTPStatus.SERVICE_UNAVAILABLE,
+    ErrorCode.BACKUP_REPOSITORY_FAILED: HTTPStatus.BAD_GATEWAY,  # the repository failed, not the console
 }
 
 

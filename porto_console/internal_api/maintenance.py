@@ -15,7 +15,7 @@ from ledger_engine.projections import account_queries
 from porto_console.effects.backups import take_backup_if_due
 from porto_console.internal_api.errors import ApiCode, ApiError
 from porto_console.internal_api.models import WorkerCredential
-from porto_console.internal_api.schemas import ERROR_RESPONSES, BackupOut
+from porto_console.internal_api.schemas import ERROR_RESPONSES, BackupOut, ErrorOut
 from porto_console.ledger import gateway, owner
 
 router = Router(tags=["maintenance"])
@@ -30,14 +30,14 @@ def require_role(credential: WorkerCredential, role: str) -> None:
                                                     f"which does not hold the {role} role")
 
 
-@router.post("/maintenance/backups", response={200: BackupOut, **ERROR_RESPONSES},
+@router.post("/maintenance/backups", response={200: BackupOut, 502: ErrorOut, **ERROR_RESPONSES},
              summary="Take a backup if one is due",
              description="""\
 Beat's tick. If the newest good backup is missing or older than the backup interval, backs up the live
 ledger and the admission gateway's evidence and envelope stores into the configured restic repository
 and answers once `restic check` passed and the new snapshot, restored, verified (`taken` true);
 otherwise answers with the newest good backup (`taken` false). The worker's actor must hold the
-`maintenance` role, else `COMMAND_NOT_ALLOWED`; a repository restic cannot use answers
+`maintenance` role, else `COMMAND_NOT_ALLOWED`; a repository restic cannot use answers 502
 `BACKUP_REPOSITORY_FAILED`.""")
 def take_backup_when_due(request: HttpRequest) -> dict[str, Any]:
     require_role(request.auth, MAINTENANCE_ROLE)

@@ -180,6 +180,14 @@ def test_a_maintenance_worker_gets_a_backup_when_one_is_due_and_the_newest_other
     assert (restored["snapshot"], restored["sequence"]) == (taken["snapshot"], taken["sequence"])
 
 
+def test_a_repository_restic_cannot_use_is_a_bad_gateway_with_its_code(payouts, settings, tmp_path):
+    unusable = tmp_path / "not-a-repository"
+    unusable.write_text("a file where the repository should be\n")
+    settings.BACKUP_REPOSITORY = str(unusable)
+    assert_error(worker("api-maintenance").post("/internal/maintenance/backups", b""), 502,
+                 "BACKUP_REPOSITORY_FAILED")
+
+
 @pytest.mark.parametrize("name", ["api-observer", "api-dispatcher"])
 def test_only_the_maintenance_role_may_take_backups(payouts, settings, tmp_path, name):
     assert_error(worker(name).post("/internal/maintenance/backups", b""), 403, "COMMAND_NOT_ALLOWED")
