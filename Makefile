@@ -54,7 +54,7 @@ test: setup-bench $(CHROMIUM) $(REDIS_SERVER) $(RESTIC) $(SSHD)
 
 # The fast tier installs the test extra (pytest-xdist with it) and the tools its backup tests call, as `make test` does.
 test-fast: setup-test $(REDIS_SERVER) $(RESTIC) $(SSHD)
-	PORTO_TEST_TIER=fast $(BIN)/python -m pytest -n $(FAST_WORKERS) -m "$(FAST_TIER)"
+	PORTO_TEST_TIER=fast $(BIN)/python -m pytest -n $(FAST_WORKERS) --dist loadfile -m "$(FAST_TIER)"
 
 # The browser tests drive Debian's Chromium; it is installed once, never downloaded by Playwright.
 $(CHROMIUM):
