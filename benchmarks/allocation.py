@@ -26,7 +26,7 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.domain.commands.money.allocation import POLICY_KEY
 from ledger_engine.domain.commands.money.lines import budget_key
-from ledger_engine.domain.commands.streaming.keys import listener_day_key
+from ledger_engine.domain.schema.streaming import listener_day_key
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.genesis import default_genesis
 from ledger_engine.layout import STATE

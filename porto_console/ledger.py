@@ -25,7 +25,7 @@ from ledger_engine.application.journal import Head
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.projections import effect_queries
-from porto_console.effects import dispatch
+from porto_console.effects import delivery
 from porto_console.operations.command_metrics import observe_commands
 
 log = logging.getLogger("porto.console.ledger")
@@ -82,7 +82,7 @@ class AnnouncingGateway(CommandGateway):
             return
         view = self.ledger.view()
         # Each effect as the internal API lists it, with the revision a claim must name.
-        dispatch.announce([effect_queries.effect(view, effect_id) for effect_id in effect_ids])
+        delivery.announce([effect_queries.effect(view, effect_id) for effect_id in effect_ids])
 
 
 def owner() -> LedgerOwner:

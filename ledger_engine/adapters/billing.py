@@ -17,7 +17,7 @@ from ledger_engine.adapters.gateway import CommandGateway, derived_command_id, n
 from ledger_engine.adapters.signatures import BILLING_EVENT, SignedDocument
 from ledger_engine.amounts import Amount
 from ledger_engine.application.transition import CommandOutcome
-from ledger_engine.domain.commands.streaming.keys import provider_period_sentinel
+from ledger_engine.domain.schema.streaming import provider_period_sentinel
 from ledger_engine.domain.types import Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import UNIQUE

@@ -17,7 +17,7 @@ from typing import Any
 
 from ledger_engine.adapters.gateway import CommandGateway, derived_command_id, new_id
 from ledger_engine.application.transition import CommandOutcome
-from ledger_engine.domain.commands.streaming.keys import coordinator_key, grant_key
+from ledger_engine.domain.schema.streaming import coordinator_key, grant_key
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import STATE
 

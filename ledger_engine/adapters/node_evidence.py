@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from ledger_engine.adapters.gateway import CommandGateway, derived_command_id
 from ledger_engine.adapters.signatures import PEER_RESULT, RECEIPT, SignedDocument
 from ledger_engine.application.transition import CommandOutcome
-from ledger_engine.domain.commands.streaming.keys import node_key
+from ledger_engine.domain.schema.streaming import node_key
 from ledger_engine.domain.commands.streaming.nodes import key_in_force
 from ledger_engine.domain.commands.streaming.peer_fills import NormalisedPeerResult
 from ledger_engine.domain.commands.streaming.receipts import NormalisedReceipt

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ledger_engine.adapters.gateway import CommandGateway, derived_command_id, new_id
 from ledger_engine.adapters.signatures import KEY_ROTATION, NODE_ADMISSION, SignedDocument
 from ledger_engine.application.transition import CommandOutcome
-from ledger_engine.domain.commands.streaming.keys import node_key
+from ledger_engine.domain.schema.streaming import node_key
 from ledger_engine.domain.commands.streaming.nodes import (
     HealthObservation, KeyRotationRequest, NodeApplication, key_version,
 )

@@ -23,7 +23,7 @@ from ledger_engine.application.journal import GENESIS_HEAD, Head, encoded_delta
 from ledger_engine.application.journal_tree import stored_root
 from ledger_engine.application.observers import GroupListener
 from ledger_engine.application.pending import PendingBatch
-from ledger_engine.application.records import decode_record, encode_record, encode_value
+from ledger_engine.application.value_codec import decode_record, encode_record, encode_value
 from ledger_engine.application.transition import HEAD_KEY, CommandOutcome, stored_outcome
 from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode, LedgerError

@@ -16,7 +16,7 @@ import orjson
 from ledger_engine.application.admission import AdmittedCommand
 from ledger_engine.application.journal import DeltaRow, EncodedEntry, Head, encode_entry, encoded_delta
 from ledger_engine.application.pending import PendingBatch
-from ledger_engine.application.records import encode_built_record, encode_built_value, stored_value
+from ledger_engine.application.value_codec import encode_built_record, encode_built_value, stored_value
 from ledger_engine.canonical import engine_bytes
 from ledger_engine.domain.actors import require_role
 from ledger_engine.domain.changes import Changes, Rejected, require

@@ -26,7 +26,7 @@ from ledger_engine.adapters.files import replace_durably
 from ledger_engine.application.owner import (
     DISPATCH_KEY, WRITER_KEY, LedgerOwner, read_head, read_writer_generation, writer_record,
 )
-from ledger_engine.application.records import encode_value
+from ledger_engine.application.value_codec import encode_value
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.digest import logical_state_hash
 from ledger_engine.checkpoint.export import export_store

@@ -18,7 +18,7 @@ import orjson
 from ledger_engine.application.journal import Head
 from ledger_engine.application.journal_tree import build_from_journal
 from ledger_engine.application.owner import DISPATCH_KEY, GENESIS_KEY
-from ledger_engine.application.records import encode_value
+from ledger_engine.application.value_codec import encode_value
 from ledger_engine.application.transition import HEAD_KEY
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.export import DELTAS_FILE, EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, ROWS_FILE

@@ -33,7 +33,7 @@ from typing import Any, Callable
 import orjson
 
 from ledger_engine.adapters.files import replace_durably
-from ledger_engine.application.records import decode_record
+from ledger_engine.application.value_codec import decode_record
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.backup import backup, restore, verify_backup
 from ledger_engine.checkpoint.publish import publish_built

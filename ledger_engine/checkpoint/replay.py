@@ -32,7 +32,7 @@ from ledger_engine.application.owner import (
     DISPATCH_KEY, WRITER_KEY, initialise, last_admitted_ms, read_head, read_writer_generation, writer_record,
 )
 from ledger_engine.application.pending import PendingBatch
-from ledger_engine.application.records import encode_value
+from ledger_engine.application.value_codec import encode_value
 from ledger_engine.application.transition import execute
 from ledger_engine.checkpoint.export import (
     DELTAS_FILE, EVENTS_FILE, JOURNAL_FILE, ROWS_FILE, JournalTreeFold, StateDigest, delta_lines, event_lines,

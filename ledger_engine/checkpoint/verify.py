@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 import orjson
 
 from ledger_engine.application.journal import recompute_entry_hash
-from ledger_engine.application.records import encode_record, encode_value
+from ledger_engine.application.value_codec import encode_record, encode_value
 from ledger_engine.canonical import DELTA_DOMAIN, STATE_DOMAIN, ZERO_HASH, canonical_bytes, sha256_hex
 from ledger_engine.checkpoint.export import (
     DELTAS_FILE, EVENTS_FILE, EXPORT_FORMAT, EXPORT_FORMAT_VERSION, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE,

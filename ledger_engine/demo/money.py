@@ -27,7 +27,7 @@ from ledger_engine.domain.commands.money.allocation import POLICY_KEY
 from ledger_engine.domain.commands.money.budgets import slice_for_day
 from ledger_engine.domain.commands.money.corrections import RequestCorrectionPayload, freeze_request, request_hash
 from ledger_engine.domain.commands.money.lines import budget_key
-from ledger_engine.domain.commands.streaming.keys import listener_day_key
+from ledger_engine.domain.schema.streaming import listener_day_key
 from ledger_engine.domain.commands.streaming.policy import day_of
 from ledger_engine.domain.ruleset import LONDON_1_POLICY
 from ledger_engine.layout import STATE

@@ -17,7 +17,7 @@ import orjson
 from ledger_engine.amounts import checked_sum, format_amount, parse_amount
 from ledger_engine.application.owner import read_head
 from ledger_engine.application.pending import PendingBatch
-from ledger_engine.application.records import decode_record
+from ledger_engine.application.value_codec import decode_record
 from ledger_engine.domain.chart import budget_unallocated
 from ledger_engine.domain.commands.money.allocation import AllocationPlan, plan_listener_day
 from ledger_engine.domain.commands.money.lines import budget_key

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ledger_engine.domain.commands.streaming.keys import (
+from ledger_engine.domain.schema.streaming import (
     hold_key, listener_day_key, node_health_key, node_key, receipt_key, session_key,
 )
 from ledger_engine.domain.view import Record

@@ -12,7 +12,7 @@ from typing import Any, Iterator, Protocol
 
 import orjson
 
-from ledger_engine.application.records import decode_record
+from ledger_engine.application.value_codec import decode_record
 from ledger_engine.application.transition import HEAD_KEY
 from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode, LedgerError

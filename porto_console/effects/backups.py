@@ -73,13 +73,23 @@ def take_backup(owner: LedgerOwner, admission_dir: str | os.PathLike,
 
 def take_backup_if_due(owner: LedgerOwner, admission_dir: str | os.PathLike,
                        repository: ResticRepository | None = None) -> dict[str, Any]:
-    """Take one now if the newest good backup is missing or older than the interval; what the newest is then."""
+    """Take one now if the newest good backup is missing or older than the interval; what the newest is then.
+
+    While another thread is taking one, a caller that can be told about a good backup is not kept waiting:
+    beat's tick runs on a payment worker, which would otherwise stop paying for the length of a backup.
+    """
     repository = repository or configured_repository()
-    with _taking:
+    if not _taking.acquire(blocking=False):
+        if (newest := newest_good_backup(repository)) is not None:
+            return {"taken": False, **newest}
+        _taking.acquire()
+    try:
         newest = newest_good_backup(repository, fresh=True)
         if newest is not None and newest["age_ms"] < settings.BACKUP_INTERVAL_SECS * 1000:
             return {"taken": False, **newest}
         take_backup(owner, admission_dir, repository)
+    finally:
+        _taking.release()
     return {"taken": True, **newest_good_backup(repository)}
 
 

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from porto_console.effects import dispatch
+from porto_console.effects import delivery
 from porto_console.effects.chain import Fate, observe
 from porto_console.effects.effect_worker import broadcast, may_still_land
 from porto_console.effects.payment_journal import SignedPaymentRecord
@@ -123,10 +123,10 @@ def _requeue(worker: PaymentWorker, record: SignedPaymentRecord, quarantine: Qua
     now_ms = time.time_ns() // 1_000_000
     if effect["status"] not in OPEN_EFFECT or quarantine.contains(effect["effect_id"]):
         return False
-    if not dispatch.lapsed(effect, now_ms):
+    if not delivery.lapsed(effect, now_ms):
         report.recheck_when_lapsed(effect, now_ms)
         return False
-    sent = dispatch.send(effect)
+    sent = delivery.send(effect)
     if sent:
         log.info("journalled %s of payment %s is not recorded: its effect is queued again",
                  record.transaction_hash, record.payment_id)

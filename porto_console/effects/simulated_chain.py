@@ -146,12 +146,18 @@ class SimulatedChain:
             self._persist()
 
     def release(self, transaction_hash: str | None = None, *, count: int | None = None) -> None:
-        """Let held transactions execute when their turn comes: one, the ``count`` lowest, or all (ending a hold)."""
+        """Let held transactions execute when their turn comes: one, the ``count`` lowest, or all (ending a hold).
+
+        Releasing ``count`` when fewer are held lets the next transfers to arrive run, up to ``count`` in all.
+        """
         with self._lock:
             if transaction_hash is not None:
                 self._held -= {transaction_hash}
             elif count is not None:
-                self._held -= set(self._lowest_held(count))
+                released = self._lowest_held(count)
+                self._held -= set(released)
+                if self._transfers_before_hold is not None:  # a release of more than is held lets later ones run
+                    self._transfers_before_hold += count - len(released)
             else:
                 self._held = set()
                 self._transfers_before_hold = None

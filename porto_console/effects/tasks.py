@@ -8,7 +8,7 @@ retry may then succeed or fail permanently. A permanent one (a rule the
 ledger or the chain refused, a request the internal API refused, a
 malformed record, any other error) goes to the quarantine with its cause,
 where an operator sees it and can send it back, one by one or all at once
-(``dispatch.retry_quarantined``, ``retry_all_quarantined``). Waiting for the
+(``delivery.retry_quarantined``, ``retry_all_quarantined``). Waiting for the
 chain is not failure: ``NotYet`` hands the transaction to a later ``follow``
 (or ``follow_commitment``) task.
 Every effect task first asks whether dispatch is enabled and does nothing
@@ -29,7 +29,7 @@ import psycopg
 from celery import Task
 from celery.signals import worker_ready
 
-from porto_console.effects import commitment_session, dispatch, journal_reconcile, payment_session, stores
+from porto_console.effects import commitment_session, delivery, journal_reconcile, payment_session, stores
 from porto_console.effects.aptos_rest import AptosRestClient
 from porto_console.effects.celery_app import COMMITMENTS, PAYMENTS, app
 from porto_console.effects.chain import ChainUncertain
@@ -74,7 +74,7 @@ def chain() -> AptosRestClient:
 def payment_worker() -> PaymentWorker:
     settings = config()
     return PaymentWorker(settings, ledger_api(), chain(), Signer.from_config(settings),
-                         stores.payment_journal(settings), ask_for_journal_check=dispatch.check_journal)
+                         stores.payment_journal(settings), ask_for_journal_check=delivery.check_journal)
 
 
 @functools.cache
@@ -103,14 +103,14 @@ class EffectTask(Task):
         """The queued mark of this task's message (``queued``)."""
         subject = args[0] if args else None
         if isinstance(subject, dict):
-            return dispatch.effect_subject(subject["effect_id"])
-        return dispatch.follow_subject(self.name, str(subject)) if subject else dispatch.JOURNAL_SUBJECT
+            return delivery.effect_subject(subject["effect_id"])
+        return delivery.follow_subject(self.name, str(subject)) if subject else delivery.JOURNAL_SUBJECT
 
     def before_start(self, task_id: str, args: tuple, kwargs: dict) -> None:
-        dispatch.queued_marks().clear(self.queued_subject(args))
+        delivery.queued_marks().clear(self.queued_subject(args))
 
     def on_retry(self, exc: BaseException, task_id: str, args: tuple, kwargs: dict, einfo: Any) -> None:
-        dispatch.queued_marks().mark(self.queued_subject(args))
+        delivery.queued_marks().mark(self.queued_subject(args))
         log.info("%s retries after a transient failure: %s: %s", self.name, type(exc).__name__, exc)
 
     def on_failure(self, exc: BaseException, task_id: str, args: tuple, kwargs: dict, einfo: Any) -> None:
@@ -177,7 +177,7 @@ def _carry_out(effect: dict[str, Any], carry_out: Callable[[], str], follow_task
     except NotYet as waiting:
         log.info("%s effect %s waits: %s", effect["kind"], effect["effect_id"], waiting)
         if waiting.transaction_hash:
-            dispatch.look_again(follow_task, waiting.transaction_hash, again=True, countdown=FOLLOW_AGAIN_SECS)
+            delivery.look_again(follow_task, waiting.transaction_hash, again=True, countdown=FOLLOW_AGAIN_SECS)
         return "waiting"
 
 
@@ -196,20 +196,39 @@ def _follow(transaction_hash: str, again: bool, worker: Callable[[], EffectWorke
     except NotYet:
         if not again:
             return "left to the next sweep"
-        dispatch.look_again(follow_task, transaction_hash, again=True, countdown=FOLLOW_AGAIN_SECS)
+        delivery.look_again(follow_task, transaction_hash, again=True, countdown=FOLLOW_AGAIN_SECS)
         return "following"
 
 
-@app.task(name="porto.effects.backup", autoretry_for=(LedgerUnreachable,), max_retries=3, retry_backoff=True)
+class BeatTick(Task):
+    """A periodic task beat sends: at most one of its messages waits on the broker (``queued``).
+
+    A tick that finds one waiting is not sent. Ticks do not expire instead: on a worker kept busy by long
+    follow-ups, a tick waits its turn behind them, while expiring ticks piled up and were each found
+    expired when their turn came, so none ever ran.
+    """
+
+    def apply_async(self, *arguments: Any, **options: Any) -> Any:
+        if not delivery.queued_marks().mark(delivery.tick_subject(self.name)):
+            log.debug("%s is already waiting on the broker: this tick is not sent", self.name)
+            return None
+        return super().apply_async(*arguments, **options)
+
+    def before_start(self, task_id: str, args: tuple, kwargs: dict) -> None:
+        delivery.queued_marks().clear(delivery.tick_subject(self.name))
+
+
+@app.task(base=BeatTick, name="porto.effects.backup", autoretry_for=(LedgerUnreachable,), max_retries=3,
+          retry_backoff=True)
 def backup() -> dict[str, Any]:
     """Beat's backup tick: the owner takes one if the newest good backup is older than the interval."""
     return ledger_api().take_backup()
 
 
-@app.task(name="porto.effects.sweep")
+@app.task(base=BeatTick, name="porto.effects.sweep")
 def sweep() -> int:
     """Dispatch every claimable effect; a lost announcement only delays an effect."""
-    return dispatch.sweep(ledger_api(), quarantine())
+    return delivery.sweep(ledger_api(), quarantine())
 
 
 @app.task(bind=True, base=EffectTask, name="porto.effects.reconcile_journal", queue=PAYMENTS)
@@ -222,7 +241,7 @@ def reconcile_journal(self: Task) -> dict[str, Any]:
     if report.recheck_in_ms is not None:
         log.info("a stranded transaction's claim lapses in %s ms: the journal is checked again then",
                  report.recheck_in_ms)
-        dispatch.check_journal(countdown=report.recheck_in_ms / 1000 + RECHECK_MARGIN_SECS)
+        delivery.check_journal(countdown=report.recheck_in_ms / 1000 + RECHECK_MARGIN_SECS)
     return report.as_json()
 
 
@@ -230,4 +249,4 @@ def reconcile_journal(self: Task) -> dict[str, Any]:
 def _reconcile_journal_at_start(sender: Any = None, **_: Any) -> None:
     """A signer checks its journal as soon as it starts, before the next sweep."""
     if config().signer_key and config().worker_token:
-        dispatch.check_journal()
+        delivery.check_journal()

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from ledger_engine.layout import OUTBOX
-from porto_console.effects import dispatch
+from porto_console.effects import delivery
 from porto_console.ledger import gateway
 from tests.console.conftest import code_for
 from tests.console.test_payouts import approve, prepare
@@ -20,7 +20,7 @@ def announced(monkeypatch, effects_settings) -> list[dict]:
     """What the console announces, with announcements turned on as with a broker and a signer."""
     effects_settings.EFFECTS_ENABLED = True
     sent: list[dict] = []
-    monkeypatch.setattr(dispatch, "announce", lambda effects: sent.extend(effects))
+    monkeypatch.setattr(delivery, "announce", lambda effects: sent.extend(effects))
     return sent
 
 
@@ -77,7 +77,7 @@ def test_a_failed_announcement_is_logged_and_the_command_stands(finance, payouts
     def broker_down(effects):
         raise ConnectionError("broker unreachable")
 
-    monkeypatch.setattr(dispatch, "announce", broker_down)
+    monkeypatch.setattr(delivery, "announce", broker_down)
     with caplog.at_level(logging.ERROR, logger="porto.console.ledger"):
         run = approve_a_run(finance, payouts_world)
     assert run["status"] == "approved"

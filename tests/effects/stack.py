@@ -26,7 +26,7 @@ import httpx
 import redis
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.application.records import decode_record
+from ledger_engine.application.value_codec import decode_record
 from ledger_engine.errors import StorageFault
 from ledger_engine.domain.commands.money.batches import batch_key
 from ledger_engine.domain.commands.money.payments import payment_key

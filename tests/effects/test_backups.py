@@ -37,6 +37,33 @@ def test_a_backup_is_taken_only_when_the_newest_good_one_is_older_than_the_inter
     assert len(repository.snapshots(VERIFIED_TAG)) == 2
 
 
+def test_a_look_while_another_backup_is_being_taken_answers_with_the_newest_good_one_at_once(
+        owner, admission, repository, backup_settings):
+    import threading
+
+    from porto_console.effects import backups
+
+    first = take_backup_if_due(owner, admission, repository)
+    backup_settings.BACKUP_INTERVAL_SECS = 0  # overdue: a look would take one, but the keeper is taking one now
+    taking, done = threading.Event(), threading.Event()
+
+    def keeper_taking_one():
+        with backups._taking:
+            taking.set()
+            done.wait(30)
+
+    keeper = threading.Thread(target=keeper_taking_one)
+    keeper.start()
+    taking.wait(30)
+    try:
+        answered = take_backup_if_due(owner, admission, repository)
+    finally:
+        done.set()
+        keeper.join()
+    assert (answered["taken"], answered["snapshot"]) == (False, first["snapshot"])
+    assert len(repository.snapshots(VERIFIED_TAG)) == 1
+
+
 def test_an_uploaded_snapshot_that_never_verified_does_not_count(owner, admission, repository, tmp_path):
     stage = tmp_path / "stage"
     summary = stage_backup(owner.checkpoint, owner.store.path, admission, stage)

@@ -170,8 +170,9 @@ def test_console_killed_between_the_journal_and_the_ledger_frees_the_sequence_wi
     """The first signature is journalled while the console is dead, so the ledger never records it.
 
     The signer asks the chain for its sequence just before signing; the console dies right then. Every
-    later transfer waits behind the stranded sequence, and the one worker is kept busy watching them, so
-    no sweep may run: the journal check must come back by itself when the stranded payment's claim lapses.
+    later transfer waits behind the stranded sequence while the one worker watches them. No beat runs, so
+    no sweep resends the lapsed effect: the journal check must come back by itself when the stranded
+    payment's claim lapses, and queue the payment again.
     """
     ask_sequence, killed = chain.sequence_number, []
 
@@ -182,15 +183,17 @@ def test_console_killed_between_the_journal_and_the_ledger_frees_the_sequence_wi
         return ask_sequence(address)
 
     chain.sequence_number = kill_the_console_first
+    for effect in stack.open_effects("payments-1"):
+        stack.send_effect(effect)
     stack.start_worker("payments-1")
-    stack.start_beat("payments-1")
     first = wait_until(lambda: list(stack.journal.records()), "the first signed transfer")[0]
     stack.console.wait()
     stack.start_console()
     assert_paid_exactly_once(chain, stack)
     assert first.sequence_number == 0 and stack.payment(first.payment_id)["paid_attempt_id"] == attempt_id(first)
     log = (stack.root / "payments-1.log").read_text()
-    assert f"journalled {first.transaction_hash} of payment {first.payment_id} is not recorded" in log
+    assert f"journalled {first.transaction_hash} of payment {first.payment_id} is not recorded: its effect is " \
+           "queued again" in log
 
 
 def test_restore_from_a_backup_taken_before_the_broadcast(stack, chain, tmp_path):

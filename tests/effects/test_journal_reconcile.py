@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from porto_console.effects import dispatch, journal_reconcile
+from porto_console.effects import delivery, journal_reconcile
 from porto_console.effects.config import EffectsConfig
 from porto_console.effects.ledger_api import Outcome
 from porto_console.effects.payment_journal import SignedPaymentJournal, SignedPaymentRecord
@@ -76,7 +76,7 @@ def journalled(tmp_path, chain, client, funded, monkeypatch):
     client.submit(records["unrecorded-landed"].signed_bytes)  # only a restored ledger can have missed this
     chain.advance(5)
     sent = []
-    monkeypatch.setattr(dispatch, "send", lambda effect: sent.append(effect["effect_id"]) or True)
+    monkeypatch.setattr(delivery, "send", lambda effect: sent.append(effect["effect_id"]) or True)
     return worker, ledger, records, sent
 
 

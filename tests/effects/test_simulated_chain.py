@@ -139,6 +139,17 @@ def test_a_hold_lets_the_first_transfers_run_and_releases_the_lowest_sequences_f
     assert client.transaction(after.transaction_hash).committed is True  # releasing everything ends the hold
 
 
+def test_releasing_more_than_is_held_lets_the_next_transfers_to_arrive_run(chain, client, funded):
+    chain.hold_transfers_after(1)
+    signed = [funded.sign(terms(funded, sequence)) for sequence in range(4)]
+    client.submit(signed[0].signed_bytes)
+    chain.release(count=2)  # nothing is held yet: the next two to arrive run
+    for transfer in signed[1:]:
+        client.submit(transfer.signed_bytes)
+    assert [t["hash"] for t in chain.transfers()] == [t.transaction_hash for t in signed[:3]]
+    assert client.transaction(signed[3].transaction_hash).committed is False
+
+
 def test_every_answer_is_labelled_and_the_client_refuses_a_mismatch(chain_server):
     answer = httpx.get(chain_server.url + "/v1")
     assert answer.headers["X-Porto-Chain"] == "SIMULATED" and answer.json()["chain"] == "SIMULATED"

@@ -11,7 +11,7 @@ import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger_engine.application.records import encode_built_record, encode_built_value, encode_record, encode_value
+from ledger_engine.application.value_codec import encode_built_record, encode_built_value, encode_record, encode_value
 from ledger_engine.canonical import engine_bytes
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import COMMAND_RESULT, EVENTS, INDEXES, JOURNAL, META, OUTBOX, REVISIONED_FAMILIES, STATE, UNIQUE

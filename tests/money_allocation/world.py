@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Literal
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.domain import registry
-from ledger_engine.domain.commands.streaming.keys import listener_day_key, node_key, period_key
+from ledger_engine.domain.schema.streaming import listener_day_key, node_key, period_key
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.domain.invariants import require_payouts_unblocked
 from ledger_engine.domain.registry import Payload, RuleContext, command

@@ -15,7 +15,7 @@ from ledger_engine.adapters.grants import nonce_hash
 from ledger_engine.adapters.signatures import RECEIPT, key_from_seed, public_key_hex, sign
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.canonical import sha256_hex
-from ledger_engine.domain.commands.streaming import keys
+from ledger_engine.domain.schema import streaming as schema
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.layout import STATE
 from tests.support import payloads
@@ -136,7 +136,7 @@ class World:
         payload = {"node_id": node_id, "status": status, "reason": reason}
         if status == "active":
             payload["readiness"] = readiness
-        return self.submit("ChangeNodeStatus", payload, actor=OPS, expected=self.stated(keys.node_key(node_id)),
+        return self.submit("ChangeNodeStatus", payload, actor=OPS, expected=self.stated(schema.node_key(node_id)),
                            evidence=[evidence] if status == "active" else [], **options)
 
     def active_node(self, node_id: str, operator_id: str = "operator-1", *, inventory: list[str] = ("work-1-aac",),
@@ -162,7 +162,7 @@ class World:
                       ttl_ms: int = 60_000, nonce: str | None = None) -> dict[str, Any]:
         grant_id = self.new_id("grant")
         if rendition_id is None:
-            rendition_id = self.state(keys.session_key(session_id))["rendition_id"] if session_id else "work-1-aac"
+            rendition_id = self.state(schema.session_key(session_id))["rendition_id"] if session_id else "work-1-aac"
         payload = {"grant_id": grant_id, "purpose": "playback" if session_id else "peer_fill", "node_id": node_id,
                    "rendition_id": rendition_id, "chunk_index": chunk_index,
                    "nonce_hash": nonce_hash((nonce or grant_id).encode()), "expires_at_ms": self.now + 1_000 + ttl_ms,
@@ -180,7 +180,7 @@ class World:
                            actor=COORDINATOR, **options)
 
     def receipt_body(self, grant_id: str, **overrides: Any) -> dict[str, Any]:
-        grant = self.state(keys.grant_key(grant_id))
+        grant = self.state(schema.grant_key(grant_id))
         return {"receipt_id": f"rcpt-{grant_id}", "grant_id": grant_id, "session_id": grant["session_id"],
                 "node_id": grant["node_id"], "key_version": 1, "rendition_id": grant["rendition_id"],
                 "chunk_index": grant["chunk_index"], "bytes_served": 160_000, "served_at_ms": self.now,
@@ -223,12 +223,12 @@ class World:
     def close_day(self, listener_id: str = "listener-1", day: int = DAY, period_id: str = "period-1",
                   **options) -> CommandOutcome:
         return self.submit("CloseDay", {"listener_id": listener_id, "day": day, "period_id": period_id},
-                           actor=COORDINATOR, expected=self.stated(keys.listener_activity_key(listener_id, day)),
+                           actor=COORDINATOR, expected=self.stated(schema.listener_activity_key(listener_id, day)),
                            **options)
 
     def decide(self, hold_id: str, decision: str = "release", reason: str = "evidence_verified") -> CommandOutcome:
         return self.submit("DecideHold", {"hold_id": hold_id, "decision": decision, "reason": reason}, actor=OPS,
-                           expected=self.stated(keys.hold_key(hold_id)))
+                           expected=self.stated(schema.hold_key(hold_id)))
 
     def next_day(self) -> None:
         """Move to 01:00 UTC of the following day."""

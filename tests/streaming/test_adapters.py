@@ -17,7 +17,7 @@ from ledger_engine.adapters.signatures import (
     BILLING_EVENT, KEY_ROTATION, NODE_ADMISSION, PEER_RESULT, RECEIPT, key_from_seed, public_key_hex, sign,
 )
 from ledger_engine.canonical import canonical_bytes
-from ledger_engine.domain.commands.streaming import keys
+from ledger_engine.domain.schema import streaming as schema
 from ledger_engine.domain.commands.streaming.nodes import HealthObservation
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -177,7 +177,7 @@ def test_the_key_version_in_force_at_the_served_time_verifies(world, gateway):
     world.now += 10_000
     old = sign(node_key_for("node-1", 1), RECEIPT, world.receipt_body(grant_id, served_at_ms=served_at))
     assert _receipt_adapter(gateway).record_receipt(old.body, old.signature).accepted
-    second = world.grant(world.state(keys.grant_key(grant_id))["session_id"], chunk_index=1)
+    second = world.grant(world.state(schema.grant_key(grant_id))["session_id"], chunk_index=1)
     assert world.consume(second).accepted
     stale = sign(node_key_for("node-1", 1), RECEIPT, world.receipt_body(second))
     _refused(ErrorCode.KEY_NOT_VALID, _receipt_adapter(gateway).record_receipt, stale.body, stale.signature)
@@ -219,7 +219,7 @@ def test_a_node_application_proves_possession_of_its_key(world, gateway):
     _refused(ErrorCode.SIGNATURE_INVALID, nodes.admit, forged.body, forged.signature)
     signed = sign(node_key_for("node-3"), NODE_ADMISSION, application)
     assert nodes.admit(signed.body, signed.signature).accepted
-    assert world.state(keys.node_key("node-3"))["status"] == "pending"
+    assert world.state(schema.node_key("node-3"))["status"] == "pending"
     observation = HealthObservation(node_id="node-3", observed_at_ms=world.now, status="healthy",
                                     inventory=["work-1-aac"])
     assert nodes.record_health(observation).accepted
@@ -255,7 +255,7 @@ def test_a_provider_event_becomes_a_period_without_personal_data(world, gateway)
     outcome = _billing(gateway).observe("test-pay", opened.body, opened.signature)
     assert outcome.accepted, outcome.result
     period_id = outcome.result["data"]["period_id"]
-    period = world.state(keys.period_key(period_id))
+    period = world.state(schema.period_key(period_id))
     assert (period["account_id"], period["net_gbp"], period["provider_period_id"]) == ("listener-2", "999", "pp-77")
     journalled = canonical_bytes(world.owner.journal_entry(outcome.sequence)).decode()
     assert "listener@example.com" not in journalled and "A Listener" not in journalled
@@ -298,4 +298,4 @@ def test_a_grant_nonce_stays_with_the_caller_and_opens_its_grant_once(world, gat
     following, _ = grants.issue(session_id=session_id, node_id="node-1", rendition_id="work-1-aac", chunk_index=1,
                                 ttl_ms=60_000)
     assert following.accepted
-    assert world.state(keys.coordinator_key(COORDINATOR))["last_sequence"] == 2
+    assert world.state(schema.coordinator_key(COORDINATOR))["last_sequence"] == 2

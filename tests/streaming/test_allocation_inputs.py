@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ledger_engine.domain.commands.streaming import keys
+from ledger_engine.domain.schema import streaming as schema
 from ledger_engine.projections.money_queries import allocation_plan
 from tests.money_allocation.oracle import london_1_lines, recorded_lines
 from tests.streaming.conftest import DAY, INGEST, World
@@ -39,7 +39,7 @@ def test_a_rights_change_during_a_day_allocates_both_versions(world: World):
     world.listen()
     world.next_day()
     assert world.close_day().accepted
-    closed = world.state(keys.listener_day_key("listener-1", DAY))
+    closed = world.state(schema.listener_day_key("listener-1", DAY))
     assert [(w["work_id"], w["rights_version"]) for w in closed["works"]] == [("work-1", 1), ("work-1", 2)]
 
     outcome, plan = allocate(world, DAY)

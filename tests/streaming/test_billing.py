@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ledger_engine.domain.commands.streaming import keys
+from ledger_engine.domain.schema import streaming as schema
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from tests.streaming.conftest import DAY, INGEST
 
@@ -15,7 +15,7 @@ def _posted(world, sequence):
 def test_an_opened_period_has_the_contract_shape_and_posts_net_revenue_in_gbp(bare_world):
     outcome = bare_world.open_period("period-1")
     assert outcome.accepted
-    period = bare_world.state(keys.period_key("period-1"))
+    period = bare_world.state(schema.period_key("period-1"))
     assert {k: period[k] for k in ("period_id", "account_id", "provider", "provider_period_id", "start_ms", "end_ms",
                                    "days", "entitlement", "clearance", "gross_gbp", "net_gbp")} == {
         "period_id": "period-1", "account_id": "listener-1", "provider": "test-pay",
@@ -44,7 +44,7 @@ def test_a_period_ends_after_it_starts_on_whole_days(bare_world):
     assert bare_world.open_period("period-1", days=0).code == "INVALID_TIME"
     terms = {"start_ms": DAY * DAY_MS + 1, "end_ms": (DAY + 3) * DAY_MS, "gross_gbp": "10", "net_gbp": "9"}
     assert bare_world.billing("period_opened", period_id="period-2", terms=terms).code == "INVALID_TIME"
-    assert bare_world.state(keys.period_key("period-1")) is None
+    assert bare_world.state(schema.period_key("period-1")) is None
 
 
 def test_an_accounts_periods_never_overlap(bare_world):
@@ -63,13 +63,13 @@ def test_only_listeners_have_periods(bare_world):
 def test_clearance_and_entitlement_move_only_forward(bare_world):
     assert bare_world.open_period("period-1").accepted
     cleared = bare_world.billing("payment_cleared", period_id="period-1")
-    assert cleared.accepted and bare_world.state(keys.period_key("period-1"))["clearance"] == "cleared"
+    assert cleared.accepted and bare_world.state(schema.period_key("period-1"))["clearance"] == "cleared"
     assert bare_world.billing("payment_cleared", period_id="period-1").code == "INVALID_STATE"
     assert bare_world.billing("entitlement_cancelled", period_id="period-1").accepted
     assert bare_world.billing("entitlement_cancelled", period_id="period-1").code == "INVALID_STATE"
     refunded = bare_world.billing("payment_refunded", period_id="period-1")
     assert refunded.accepted
-    period = bare_world.state(keys.period_key("period-1"))
+    period = bare_world.state(schema.period_key("period-1"))
     assert (period["entitlement"], period["clearance"]) == ("cancelled", "refunded")
     assert [e["kind"] for e in period["events"]] == [
         "period_opened", "payment_cleared", "entitlement_cancelled", "payment_refunded"]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from ledger_engine.domain.commands.streaming import keys
+from ledger_engine.domain.schema import streaming as schema
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from tests.streaming.conftest import COORDINATOR, DAY, INGEST, OPS
 
 
 def _closed(world, listener_id="listener-1", day=DAY):
-    return world.state(keys.listener_day_key(listener_id, day))
+    return world.state(schema.listener_day_key(listener_id, day))
 
 
 def test_a_closed_day_has_the_contract_shape(world):
@@ -35,13 +35,13 @@ def test_a_closed_day_has_the_contract_shape(world):
         "hold_free": True}
     assert closed["closed_at_ms"] == world.now
     assert [s["session_id"] for s in closed["sessions"]] == [session_one, second]
-    assert world.revision(keys.listener_day_key("listener-1", DAY)) == 1
+    assert world.revision(schema.listener_day_key("listener-1", DAY)) == 1
 
 
 def test_a_day_closes_once(world):
     world.listen()
     world.next_day()
-    expected = world.stated(keys.listener_activity_key("listener-1", DAY))
+    expected = world.stated(schema.listener_activity_key("listener-1", DAY))
     assert world.close_day().accepted
     world.rejected("DAY_CLOSED", "CloseDay", {"listener_id": "listener-1", "day": DAY, "period_id": "period-1"},
                    actor=COORDINATOR, expected=expected)
@@ -53,7 +53,7 @@ def test_closing_names_the_reviewed_activity_revision(world):
     payload = {"listener_id": "listener-1", "day": DAY, "period_id": "period-1"}
     world.rejected("STALE_REVISION", "CloseDay", payload, actor=COORDINATOR)
     world.rejected("STALE_REVISION", "CloseDay", payload, actor=COORDINATOR,
-                   expected=[{"cf": "state", "key": keys.listener_activity_key("listener-1", DAY), "revision": 1}])
+                   expected=[{"cf": "state", "key": schema.listener_activity_key("listener-1", DAY), "revision": 1}])
 
 
 def test_a_day_closes_only_after_it_ends_within_its_period(world):
@@ -149,14 +149,14 @@ def test_a_late_receipt_is_held_late_and_never_changes_the_closed_day(world):
     assert world.close_session(session_id).accepted
     world.next_day()
     assert world.close_day().accepted
-    before = (_closed(world), world.revision(keys.listener_day_key("listener-1", DAY)))
+    before = (_closed(world), world.revision(schema.listener_day_key("listener-1", DAY)))
     late = world.record_receipt(world.receipt_body(late_grant, served_at_ms=world.state(
-        keys.grant_key(late_grant))["consumed"]["at_ms"]))
+        schema.grant_key(late_grant))["consumed"]["at_ms"]))
     assert late.result["data"]["disposition"] == "late"
     assert late.result["data"]["hold_reasons"] == ["late"]
     assert world.decide(late.result["data"]["receipt_id"], "release", "operator_explained").accepted
-    assert (_closed(world), world.revision(keys.listener_day_key("listener-1", DAY))) == before
-    hold = world.state(keys.hold_key(late.result["data"]["receipt_id"]))
+    assert (_closed(world), world.revision(schema.listener_day_key("listener-1", DAY))) == before
+    hold = world.state(schema.hold_key(late.result["data"]["receipt_id"]))
     assert hold["status"] == "released"
 
 
@@ -165,14 +165,14 @@ def test_decisions_append_revisions_with_predecessor_links(world):
     for index in range(3):
         world.served(session_id, index)
     receipt_id = world.served(session_id, 1)["receipt_id"]
-    receipt_before = world.state(keys.receipt_key(receipt_id))
+    receipt_before = world.state(schema.receipt_key(receipt_id))
     assert world.decide(receipt_id, "reject", "policy_violation").accepted
-    first, second = (world.state(keys.decision_key(receipt_id, revision)) for revision in (1, 2))
+    first, second = (world.state(schema.decision_key(receipt_id, revision)) for revision in (1, 2))
     assert (first["disposition"], first["predecessor"]) == ("held", None)
     assert (second["disposition"], second["predecessor"], second["decision"], second["actor_id"]) == (
-        "rejected", keys.decision_key(receipt_id, 1), "reject", OPS)
-    assert world.state(keys.receipt_key(receipt_id)) == receipt_before
-    assert world.revision(keys.receipt_key(receipt_id)) == 1
+        "rejected", schema.decision_key(receipt_id, 1), "reject", OPS)
+    assert world.state(schema.receipt_key(receipt_id)) == receipt_before
+    assert world.revision(schema.receipt_key(receipt_id)) == 1
 
 
 def test_a_hold_is_decided_once_by_ops_naming_its_revision(world):
@@ -183,11 +183,11 @@ def test_a_hold_is_decided_once_by_ops_naming_its_revision(world):
     payload = {"hold_id": hold_id, "decision": "release", "reason": "evidence_verified"}
     world.rejected("STALE_REVISION", "DecideHold", payload, actor=OPS)
     world.rejected("CAPABILITY_MISSING", "DecideHold", payload, actor=INGEST,
-                   expected=world.stated(keys.hold_key(hold_id)))
+                   expected=world.stated(schema.hold_key(hold_id)))
     assert world.decide(hold_id).accepted
-    world.rejected("INVALID_STATE", "DecideHold", payload, actor=OPS, expected=world.stated(keys.hold_key(hold_id)))
+    world.rejected("INVALID_STATE", "DecideHold", payload, actor=OPS, expected=world.stated(schema.hold_key(hold_id)))
     world.rejected("NOT_FOUND", "DecideHold", {**payload, "hold_id": "hold-x"}, actor=OPS,
-                   expected=[{"cf": "state", "key": keys.hold_key("hold-x"), "revision": None}])
+                   expected=[{"cf": "state", "key": schema.hold_key("hold-x"), "revision": None}])
 
 
 def test_the_day_of_a_session_is_the_utc_day_it_opened(world):
@@ -202,7 +202,7 @@ def test_the_day_of_a_session_is_the_utc_day_it_opened(world):
     world.next_day()
     assert world.close_day().accepted
     assert _closed(world)["works"][0]["listened_ms"] == 30_000
-    assert world.state(keys.listener_activity_key("listener-1", DAY + 1)) is None
+    assert world.state(schema.listener_activity_key("listener-1", DAY + 1)) is None
 
 
 @pytest.mark.parametrize(("decision", "reason"), [("reject", "clock_skew_explained"), ("reject", "evidence_verified"),
@@ -213,8 +213,8 @@ def test_a_hold_decision_needs_a_reason_that_fits_it(world, decision, reason):
         world.served(session_id, index)
     hold_id = world.served(session_id, 0)["receipt_id"]
     world.rejected("HOLD_REASON_MISMATCH", "DecideHold", {"hold_id": hold_id, "decision": decision, "reason": reason},
-                   actor=OPS, expected=world.stated(keys.hold_key(hold_id)))
-    assert world.state(keys.hold_key(hold_id))["status"] == "open"
+                   actor=OPS, expected=world.stated(schema.hold_key(hold_id)))
+    assert world.state(schema.hold_key(hold_id))["status"] == "open"
 
 
 def test_every_decision_reason_fits_exactly_one_decision():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ledger_engine.adapters.grants import nonce_hash
 from ledger_engine.domain.commands.catalogue import work_key
-from ledger_engine.domain.commands.streaming import keys
+from ledger_engine.domain.schema import streaming as schema
 from ledger_engine.domain.commands.streaming.policy import HEALTH_FRESH_MS, MAX_GRANT_TTL_MS
 from tests.streaming.conftest import COORDINATOR, INGEST
 
@@ -13,9 +13,9 @@ def test_a_grant_renews_the_session_lease_and_records_its_coordinator(world):
     session_id = world.session(lease_ms=60_000)
     world.now += 30_000
     grant_id = world.grant(session_id)
-    grant = world.state(keys.grant_key(grant_id))
+    grant = world.state(schema.grant_key(grant_id))
     assert (grant["state"], grant["coordinator_id"], grant["coordinator_sequence"]) == ("issued", COORDINATOR, 1)
-    session = world.state(keys.session_key(session_id))
+    session = world.state(schema.session_key(session_id))
     assert session["expires_at_ms"] == grant["issued_at_ms"] + 60_000
     assert session["grant_count"] == 1
 
@@ -88,7 +88,7 @@ def test_a_pending_node_never_serves_listeners_but_may_receive_fills(world):
     world.rejected("NODE_NOT_ACTIVE", "IssueGrant", world.grant_payload(session_id=session_id, node_id="node-2"),
                    actor=COORDINATOR)
     fill = world.grant(node_id="node-1", destination_node_id="node-2")
-    assert world.state(keys.grant_key(fill))["purpose"] == "peer_fill"
+    assert world.state(schema.grant_key(fill))["purpose"] == "peer_fill"
     world.rejected("INVALID_REFERENCE", "IssueGrant",
                    world.grant_payload(node_id="node-1", destination_node_id="node-1"), actor=COORDINATOR)
 
@@ -99,7 +99,7 @@ def test_a_grant_is_consumed_once_with_its_own_nonce_before_it_expires(world):
     world.rejected("INVALID_REFERENCE", "ConsumeGrant",
                    {"grant_id": grant_id, "request_id": "r-1", "nonce_hash": nonce_hash(b"wrong")}, actor=COORDINATOR)
     assert world.consume(grant_id).accepted
-    grant = world.state(keys.grant_key(grant_id))
+    grant = world.state(schema.grant_key(grant_id))
     assert grant["state"] == "consumed" and grant["consumed"]["request_id"] == f"req-{grant_id}"
     world.rejected("ALREADY_CONSUMED", "ConsumeGrant",
                    {"grant_id": grant_id, "request_id": "r-2", "nonce_hash": nonce_hash(grant_id.encode())},

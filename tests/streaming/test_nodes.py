@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ledger_engine.adapters.signatures import public_key_hex
-from ledger_engine.domain.commands.streaming import keys
+from ledger_engine.domain.schema import streaming as schema
 from ledger_engine.domain.commands.streaming.nodes import approved_endpoint
 from ledger_engine.errors import ErrorCode, LedgerError
 from tests.streaming.conftest import INGEST, OPS, node_key_for
@@ -13,7 +13,7 @@ from tests.streaming.conftest import INGEST, OPS, node_key_for
 
 def test_an_admitted_node_is_pending_with_its_first_key(bare_world):
     bare_world.admit("node-1")
-    node = bare_world.state(keys.node_key("node-1"))
+    node = bare_world.state(schema.node_key("node-1"))
     assert (node["operator_id"], node["status"], node["endpoint"]) == (
         "operator-1", "pending", "https://node-1.nodes.example:443")
     assert node["key_versions"] == [{"version": 1, "public_key": public_key_hex(node_key_for("node-1")),
@@ -26,7 +26,7 @@ def test_a_node_has_one_owner_for_life(bare_world):
     payload, evidence = bare_world.admission("node-1", "operator-2", endpoint="https://other.nodes.example",
                                              public_key="11" * 32)
     bare_world.rejected("ALREADY_EXISTS", "AdmitNode", payload, actor=INGEST, evidence=[evidence])
-    assert bare_world.state(keys.node_key("node-1"))["operator_id"] == "operator-1"
+    assert bare_world.state(schema.node_key("node-1"))["operator_id"] == "operator-1"
 
 
 def test_the_owner_must_be_an_active_operator_account(bare_world):
@@ -77,19 +77,19 @@ def test_activation_needs_every_readiness_check_and_fresh_healthy_health(bare_wo
         bare_world.rejected("INVALID_STATE", "ChangeNodeStatus",
                             {"node_id": "node-1", "status": "active", "reason": "readiness_passed",
                              "readiness": readiness},
-                            actor=OPS, expected=bare_world.stated(keys.node_key("node-1")), evidence=[evidence])
+                            actor=OPS, expected=bare_world.stated(schema.node_key("node-1")), evidence=[evidence])
     bare_world.rejected("INVALID_STATE", "ChangeNodeStatus",
                         {"node_id": "node-1", "status": "active", "reason": "readiness_passed"},
-                        actor=OPS, expected=bare_world.stated(keys.node_key("node-1")))
+                        actor=OPS, expected=bare_world.stated(schema.node_key("node-1")))
     bare_world.now += 11 * 60_000
     assert bare_world.set_status("node-1", "active").code == "EXPIRED"
     assert bare_world.health("node-1").accepted
     assert bare_world.set_status("node-1", "active").accepted
-    assert bare_world.state(keys.node_key("node-1"))["status"] == "active"
+    assert bare_world.state(schema.node_key("node-1"))["status"] == "active"
 
 
 def test_status_changes_follow_the_lifecycle_and_name_the_revision(world):
-    node_key = keys.node_key("node-1")
+    node_key = schema.node_key("node-1")
     assert world.submit("ChangeNodeStatus", {"node_id": "node-1", "status": "suspended", "reason": "health_failure"},
                         actor=OPS).code == "STALE_REVISION"
     assert world.set_status("node-1", "active").code == "INVALID_STATE"  # already active
@@ -110,7 +110,7 @@ def test_status_changes_follow_the_lifecycle_and_name_the_revision(world):
 def test_only_ops_change_node_status(world):
     outcome = world.submit("ChangeNodeStatus", {"node_id": "node-1", "status": "suspended",
                                                 "reason": "health_failure"},
-                           actor=INGEST, expected=world.stated(keys.node_key("node-1")))
+                           actor=INGEST, expected=world.stated(schema.node_key("node-1")))
     assert outcome.code == "CAPABILITY_MISSING"
 
 
@@ -126,14 +126,14 @@ def _rotation(world, *, version=2, valid_from_ms=None, reason="scheduled", compr
 
 
 def _rotate(world, payload):
-    return world.submit("RotateNodeKey", payload, actor=INGEST, expected=world.stated(keys.node_key("node-1")),
+    return world.submit("RotateNodeKey", payload, actor=INGEST, expected=world.stated(schema.node_key("node-1")),
                         evidence=["cd" * 32])
 
 
 def test_a_scheduled_rotation_ends_the_previous_key_when_the_next_begins(world):
     payload = _rotation(world)
     assert _rotate(world, payload).accepted
-    first, second = world.state(keys.node_key("node-1"))["key_versions"]
+    first, second = world.state(schema.node_key("node-1"))["key_versions"]
     assert first["valid_until_ms"] == second["valid_from_ms"] == payload["valid_from_ms"]
     assert (first["ended_by"], second["valid_until_ms"]) == ("scheduled", None)
 
@@ -141,7 +141,7 @@ def test_a_scheduled_rotation_ends_the_previous_key_when_the_next_begins(world):
 def test_a_compromise_cuts_the_previous_key_short(world):
     since = world.now
     assert _rotate(world, _rotation(world, reason="compromised", compromised_since_ms=since)).accepted
-    first, second = world.state(keys.node_key("node-1"))["key_versions"]
+    first, second = world.state(schema.node_key("node-1"))["key_versions"]
     assert first["valid_until_ms"] == since < second["valid_from_ms"]
 
 
@@ -154,13 +154,13 @@ def test_key_versions_never_overlap_or_start_in_the_past(world):
         (_rotation(world, reason="compromised", compromised_since_ms=now + 10_000_000), "INVALID_TIME"),
         (_rotation(world, reason="compromised", compromised_since_ms=0), "INVALID_TIME"),
     ):
-        world.rejected(code, "RotateNodeKey", payload, actor=INGEST, expected=world.stated(keys.node_key("node-1")),
+        world.rejected(code, "RotateNodeKey", payload, actor=INGEST, expected=world.stated(schema.node_key("node-1")),
                        evidence=["cd" * 32])
     later = _rotation(world, valid_from_ms=world.now + 600_000)
     assert _rotate(world, later).accepted
     earlier_than_scheduled = _rotation(world, version=3, valid_from_ms=world.now + 1_000)
     assert _rotate(world, earlier_than_scheduled).code == "INVALID_TIME"
-    versions = world.state(keys.node_key("node-1"))["key_versions"]
+    versions = world.state(schema.node_key("node-1"))["key_versions"]
     for before, after in zip(versions, versions[1:]):
         assert before["valid_until_ms"] <= after["valid_from_ms"]
 
@@ -173,12 +173,12 @@ def test_rotation_names_the_node_revision_and_invalidates_the_old_key(world):
 
 
 def test_health_observations_move_forward_and_not_into_the_future(world):
-    observed = world.state(keys.node_health_key("node-1"))["observed_at_ms"]
+    observed = world.state(schema.node_health_key("node-1"))["observed_at_ms"]
     assert world.health("node-1", observed_at_ms=observed).code == "INVALID_TIME"
     assert world.health("node-1", observed_at_ms=world.now + 60_000).code == "INVALID_TIME"
     assert world.health("node-9").code == "NOT_FOUND"
     assert world.health("node-1", status="unreachable").accepted
-    assert world.state(keys.node_health_key("node-1"))["status"] == "unreachable"
+    assert world.state(schema.node_health_key("node-1"))["status"] == "unreachable"
 
 
 def test_a_pending_node_may_report_health_for_cache_bootstrap(bare_world):

@@ -6,7 +6,7 @@ import pytest
 
 from ledger_engine.adapters.signatures import PEER_RESULT, sign
 from ledger_engine.canonical import sha256_hex
-from ledger_engine.domain.commands.streaming import keys
+from ledger_engine.domain.schema import streaming as schema
 from tests.streaming.conftest import INGEST, node_key_for
 
 
@@ -45,8 +45,8 @@ def _rejected(world, code, body):
 def test_a_verified_fill_is_recorded_against_its_grant(world, fill):
     outcome = _record(world, _result(world, fill))
     assert outcome.result["data"] == {"result_id": f"fill-{fill}", "outcome": "verified"}
-    assert world.state(keys.grant_key(fill))["receipt_id"] == f"fill-{fill}"
-    assert world.state(keys.peer_fill_key(f"fill-{fill}"))["outcome"] == "verified"
+    assert world.state(schema.grant_key(fill))["receipt_id"] == f"fill-{fill}"
+    assert world.state(schema.peer_fill_key(f"fill-{fill}"))["outcome"] == "verified"
 
 
 def test_a_fill_result_is_final(world, fill):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ledger_engine.adapters.signatures import public_key_hex
-from ledger_engine.domain.commands.streaming import keys
+from ledger_engine.domain.schema import streaming as schema
 from ledger_engine.projections import streaming_queries as queries
 from ledger_engine.projections.rebuild import indexes_digest, rebuild_indexes
 from tests.streaming.conftest import DAY, OPS, node_key_for
@@ -55,7 +55,7 @@ def test_a_sessions_full_evidence(world):
 def test_a_nodes_health_and_key_history(world):
     rotation = {"node_id": "node-1", "version": 2, "public_key": public_key_hex(node_key_for("node-1", 2)),
                 "valid_from_ms": world.now + 60_000, "reason": "scheduled", "evidence_digest": "cd" * 32}
-    assert world.submit("RotateNodeKey", rotation, actor=OPS, expected=world.stated(keys.node_key("node-1")),
+    assert world.submit("RotateNodeKey", rotation, actor=OPS, expected=world.stated(schema.node_key("node-1")),
                         evidence=["cd" * 32]).accepted
     assert world.health("node-1", status="degraded").accepted
     history = queries.node_history(world.owner, "node-1")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ledger_engine.adapters.signatures import public_key_hex
-from ledger_engine.domain.commands.streaming import keys
+from ledger_engine.domain.schema import streaming as schema
 from ledger_engine.domain.commands.streaming.holds import HoldReason
 from tests.streaming.conftest import COORDINATOR, INGEST, OPS, node_key_for
 
@@ -24,12 +24,12 @@ def test_a_counted_receipt_is_recorded_once_with_its_first_decision(world, consu
     outcome = world.record_receipt(world.receipt_body(grant_id))
     assert outcome.result["data"] == {"receipt_id": f"rcpt-{grant_id}", "disposition": "accepted",
                                       "hold_reasons": []}
-    receipt = world.state(keys.receipt_key(f"rcpt-{grant_id}"))
+    receipt = world.state(schema.receipt_key(f"rcpt-{grant_id}"))
     assert (receipt["media_ms"], receipt["partial"], receipt["hold_id"]) == (10_000, False, None)
-    assert world.state(keys.grant_key(grant_id))["receipt_id"] == f"rcpt-{grant_id}"
-    session = world.state(keys.session_key(session_id))
+    assert world.state(schema.grant_key(grant_id))["receipt_id"] == f"rcpt-{grant_id}"
+    session = world.state(schema.session_key(session_id))
     assert (session["receipt_ids"], session["receipted_media_ms"]) == ([f"rcpt-{grant_id}"], 10_000)
-    decision = world.state(keys.decision_key(f"rcpt-{grant_id}", 1))
+    decision = world.state(schema.decision_key(f"rcpt-{grant_id}", 1))
     assert (decision["disposition"], decision["predecessor"], decision["revision"]) == ("accepted", None, 1)
 
 
@@ -40,7 +40,7 @@ def test_the_same_receipt_again_is_a_duplicate_and_another_body_a_conflict(world
     world.receipt_rejected("DUPLICATE_EVIDENCE", body)
     world.receipt_rejected("CONFLICTING_EVIDENCE", {**body, "bytes_served": 1})
     world.receipt_rejected("CONFLICTING_EVIDENCE", {**body, "receipt_id": "rcpt-other"})
-    assert world.state(keys.receipt_key("rcpt-other")) is None
+    assert world.state(schema.receipt_key("rcpt-other")) is None
 
 
 def test_a_receipt_needs_a_consumed_grant_that_it_matches(world):
@@ -70,7 +70,7 @@ def test_a_partial_receipt_counts_bytes_but_no_listening(world, consumed):
     session_id, grant_id = consumed
     outcome = world.record_receipt(world.receipt_body(grant_id, bytes_served=80_000))
     assert outcome.result["data"]["disposition"] == "partial"
-    assert world.state(keys.session_key(session_id))["receipted_media_ms"] == 0
+    assert world.state(schema.session_key(session_id))["receipted_media_ms"] == 0
 
 
 def test_evidence_must_be_listed_in_the_envelope(world, consumed):
@@ -91,11 +91,11 @@ def test_a_receipt_from_a_key_cut_short_by_compromise_is_held(world, consumed):
     rotation = {"node_id": "node-1", "version": 2, "public_key": public_key_hex(node_key_for("node-1", 2)),
                 "valid_from_ms": world.now + 5_000, "reason": "compromised",
                 "compromised_since_ms": served_at - 1, "evidence_digest": "cd" * 32}
-    assert world.submit("RotateNodeKey", rotation, actor=OPS, expected=world.stated(keys.node_key("node-1")),
+    assert world.submit("RotateNodeKey", rotation, actor=OPS, expected=world.stated(schema.node_key("node-1")),
                         evidence=["cd" * 32]).accepted
     data = _held(world, world.receipt_body(grant_id, served_at_ms=served_at))
     assert (data["disposition"], data["hold_reasons"]) == ("held", [HoldReason.KEY_ROTATED_OUT])
-    hold = world.state(keys.hold_key(f"rcpt-{grant_id}"))
+    hold = world.state(schema.hold_key(f"rcpt-{grant_id}"))
     assert (hold["status"], hold["reasons"], hold["listener_id"]) == ("open", ["key_rotated_out"], "listener-1")
 
 
@@ -115,7 +115,7 @@ def test_a_node_serving_its_operators_affiliate_is_held(world):
 
 def test_a_receipt_served_outside_its_grant_window_is_held(world, consumed):
     _, grant_id = consumed
-    issued = world.state(keys.grant_key(grant_id))["issued_at_ms"]
+    issued = world.state(schema.grant_key(grant_id))["issued_at_ms"]
     data = _held(world, world.receipt_body(grant_id, served_at_ms=issued - 1))
     assert data["hold_reasons"] == ["served_outside_grant"]
 
@@ -136,7 +136,7 @@ def test_a_receipt_can_trip_several_reasons(world):
     session_id = world.session()
     grant_id = world.grant(session_id, node_id="node-2")
     assert world.consume(grant_id).accepted
-    issued = world.state(keys.grant_key(grant_id))["issued_at_ms"]
+    issued = world.state(schema.grant_key(grant_id))["issued_at_ms"]
     data = _held(world, world.receipt_body(grant_id, served_at_ms=issued - 1))
     assert data["hold_reasons"] == ["self_serving_node", "served_outside_grant"]
 

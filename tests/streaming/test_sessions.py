@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ledger_engine.domain.commands.streaming import keys
+from ledger_engine.domain.schema import streaming as schema
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.errors import LedgerError
 from ledger_engine.layout import UNIQUE
@@ -13,12 +13,12 @@ from tests.streaming.conftest import COORDINATOR, DAY, INGEST
 
 def test_an_opened_session_snapshots_rights_and_holds_the_account_sentinel(world):
     session_id = world.session()
-    session = world.state(keys.session_key(session_id))
+    session = world.state(schema.session_key(session_id))
     assert (session["status"], session["rights_version"], session["day"], session["period_id"]) == (
         "open", 1, DAY, "period-1")
     assert session["expires_at_ms"] == session["opened_at_ms"] + 600_000
-    assert world.owner.get(UNIQUE, keys.active_session_sentinel("listener-1")).data == {"session_id": session_id}
-    activity = world.state(keys.listener_activity_key("listener-1", DAY))
+    assert world.owner.get(UNIQUE, schema.active_session_sentinel("listener-1")).data == {"session_id": session_id}
+    activity = world.state(schema.listener_activity_key("listener-1", DAY))
     assert activity["sessions"] == [{"session_id": session_id, "opened_at_ms": session["opened_at_ms"],
                                      "closed_at_ms": None}]
 
@@ -26,11 +26,11 @@ def test_an_opened_session_snapshots_rights_and_holds_the_account_sentinel(world
 def test_an_account_has_at_most_one_active_session(world):
     first = world.session()
     assert world.open_session(session_id="second-device").code == "SESSION_ALREADY_ACTIVE"
-    assert world.state(keys.session_key("second-device")) is None
+    assert world.state(schema.session_key("second-device")) is None
     assert world.close_session(first).accepted
-    assert world.owner.get(UNIQUE, keys.active_session_sentinel("listener-1")) is None
+    assert world.owner.get(UNIQUE, schema.active_session_sentinel("listener-1")) is None
     third = world.session()
-    assert world.owner.get(UNIQUE, keys.active_session_sentinel("listener-1")).data == {"session_id": third}
+    assert world.owner.get(UNIQUE, schema.active_session_sentinel("listener-1")).data == {"session_id": third}
 
 
 def test_a_session_id_is_used_once(world):
@@ -78,7 +78,7 @@ def test_a_lease_must_be_closed_as_expired_once_it_has_passed(world):
     world.now += 10_000
     assert world.close_session(session_id, "completed").code == "EXPIRED"
     assert world.close_session(session_id, "expired").accepted
-    session = world.state(keys.session_key(session_id))
+    session = world.state(schema.session_key(session_id))
     assert (session["status"], session["close_reason"]) == ("closed", "expired")
     assert world.close_session(session_id).code == "INVALID_STATE"
 
@@ -87,7 +87,7 @@ def test_lease_time_never_runs_backwards(world):
     """Admission time below the ledger's last is refused before admission (the rule's own check stays
     as a second line), journalling nothing."""
     session_id = world.session()
-    opened = world.state(keys.session_key(session_id))["updated_at_ms"]
+    opened = world.state(schema.session_key(session_id))["updated_at_ms"]
     head = world.owner.head()
     with pytest.raises(LedgerError) as refused:
         world.close_session(session_id, at=opened - 1)

@@ -22,7 +22,7 @@ from pydantic import Field, model_validator
 
 from ledger_engine.domain.actors import ADMIN, ANY_STAFF, account_key, actor_roles
 from ledger_engine.domain.changes import require
-from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.commands.staff_changes import credentials_key
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Digest, Identifier

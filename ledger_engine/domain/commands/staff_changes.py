@@ -25,7 +25,7 @@ from pydantic import Field, model_validator
 from ledger_engine.domain.actors import CONFLICTING_ROLES, account_key, actor_key, is_staff, require_no_role_conflict
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.commands.accounts import put_account
-from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.schema.staff import Account, StaffChange, change_key, credentials_key, pending_change_sentinel
 from ledger_engine.domain.step_up import PUBLIC_KEY_PATTERN, VERIFIER_KEY, verifier_record

@@ -9,7 +9,7 @@ from porto_console.console.screens import DASHBOARD, SCREENS
 from porto_console.console.services import dashboard as service
 from porto_console.console.services import waiting
 from porto_console.console.views.quarantine import quarantine
-from porto_console.effects import dispatch
+from porto_console.effects import delivery
 from porto_console.console.views.common import render_screen
 from porto_console.console.views.dispatch import DISPATCH_ROLES, DispatchForm
 from ledger_engine.checkpoint.integrity import last_verification
@@ -22,7 +22,7 @@ def dashboard(request):
                                             charts.payments_by_state(ledger)))
     figures, holds_chart, payments_chart = read.data
     roles = user_roles(request.user)
-    quarantined = len(dispatch.quarantined(quarantine())) if OPS in roles else 0
+    quarantined = len(delivery.quarantined(quarantine())) if OPS in roles else 0
     queue = read_at_boundary(lambda ledger: waiting.waiting_for(
         ledger, actor_id(request.user), roles, open_holds=figures.open_holds, quarantined=quarantined)).data
     dispatch_state = owner().dispatch_state()

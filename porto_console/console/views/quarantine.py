@@ -25,7 +25,7 @@ from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import has_role
 from porto_console.console.screens import QUARANTINE, QUARANTINE_RETRY_ROLES
 from porto_console.console.views.common import render_screen
-from porto_console.effects import dispatch, stores
+from porto_console.effects import delivery, stores
 from porto_console.effects.journal_port import QuarantinePort
 from porto_console.ledger import read_at_boundary
 
@@ -64,7 +64,7 @@ def quarantine_list(request):
 @require_POST
 def retry(request, handle: str):
     effect_id = unseal_id(HANDLE, handle)
-    if dispatch.retry_quarantined(quarantine(), effect_id):
+    if delivery.retry_quarantined(quarantine(), effect_id):
         messages.success(request, f"Effect {effect_id} released: the next sweep sends it if it is still claimable.")
     else:
         messages.error(request, f"Effect {effect_id} is not in quarantine (already released?).")
@@ -78,7 +78,7 @@ def retry_many(request):
     if chosen == []:
         messages.error(request, "Tick the effects to retry, or retry all.")
         return redirect(f"admin:{QUARANTINE.url_name}")
-    released = dispatch.retry_all_quarantined(quarantine(), chosen)
+    released = delivery.retry_all_quarantined(quarantine(), chosen)
     messages.success(request, f"{len(released)} effect(s) released: the next sweep sends each one that is "
                               "still claimable.")
     return redirect(f"admin:{QUARANTINE.url_name}")
@@ -91,4 +91,4 @@ def _entries_with_ledger_status(ledger: LedgerOwner) -> list[dict[str, Any]]:
         found = effect_queries.effect(view, effect_id)
         return found["status"] if found else "not in this ledger"
 
-    return [{**entry, "ledger_status": status(entry["effect_id"])} for entry in dispatch.quarantined(quarantine())]
+    return [{**entry, "ledger_status": status(entry["effect_id"])} for entry in delivery.quarantined(quarantine())]

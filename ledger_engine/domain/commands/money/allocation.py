@@ -31,7 +31,7 @@ from ledger_engine.domain.chart import PORTO_RETAINED, artist_payable, budget_un
 from ledger_engine.domain.commands.catalogue import rights_key
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, day_index, load_budget, slice_for_day
 from ledger_engine.domain.commands.money.lines import move_budget
-from ledger_engine.domain.commands.streaming.keys import listener_day_key, period_key
+from ledger_engine.domain.schema.streaming import listener_day_key, period_key
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import Line, credit, debit, post
 from ledger_engine.domain.provenance import created

@@ -65,7 +65,7 @@ from ledger_engine.domain.commands.money import outbox, payments
 from ledger_engine.domain.commands.money.payout_runs import require_within_cap
 from ledger_engine.domain.commands.money.recipient_updates import place_unsigned
 from ledger_engine.domain.commands.money.recipients import load_recipient, require_no_pending_update
-from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.invariants import require_conserved, require_payouts_unblocked
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ledger_engine.domain.changes import Changes
-from ledger_engine.domain.commands.money.records import StateMachine, load
+from ledger_engine.domain.commands.money.lifecycle import StateMachine, load
 from ledger_engine.domain.schema.money_payouts import Batch, batch_key
 
 KINDS = ("allocation", "statement_index", "correction")

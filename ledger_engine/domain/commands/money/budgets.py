@@ -31,7 +31,7 @@ from ledger_engine.domain.actors import actor_roles
 from ledger_engine.domain.allocation_policy import day_slice
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.chart import FUNDING_AVAILABLE, budget_unallocated
-from ledger_engine.domain.commands.streaming.keys import period_key
+from ledger_engine.domain.schema.streaming import period_key
 from ledger_engine.domain.commands.streaming.policy import day_of
 from ledger_engine.domain.invariants import CONSERVATION_KEY, ledger_mismatches
 from ledger_engine.domain.postings import credit, debit, post

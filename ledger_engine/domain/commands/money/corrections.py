@@ -51,8 +51,8 @@ from ledger_engine.domain.commands.catalogue import rights_key, work_key
 from ledger_engine.domain.commands.money.allocation import MAX_LINES, credit_lines, term_totals, write_line
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, load_budget
 from ledger_engine.domain.commands.money.lines import line_key, load_line, move_budget, set_line_status
-from ledger_engine.domain.commands.money.records import load
-from ledger_engine.domain.commands.streaming.keys import node_key
+from ledger_engine.domain.commands.money.lifecycle import load
+from ledger_engine.domain.schema.streaming import node_key
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import Line, credit, debit, post
 from ledger_engine.domain.provenance import created

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger_engine.domain.changes import Changes, require
-from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.schema.money_payouts import Claim, Effect
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import OUTBOX

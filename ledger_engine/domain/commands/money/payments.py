@@ -37,7 +37,7 @@ from ledger_engine.domain.chart import TREASURY, paid, reserved_payouts
 from ledger_engine.domain.commands.money import outbox
 from ledger_engine.domain.commands.money.allocation import line_account
 from ledger_engine.domain.commands.money.lines import load_line, move_budget, set_line_status
-from ledger_engine.domain.commands.money.records import StateMachine, load
+from ledger_engine.domain.commands.money.lifecycle import StateMachine, load
 from ledger_engine.domain.postings import credit, debit, post
 from ledger_engine.domain.schema.money_allocation import AllocationLine
 from ledger_engine.domain.schema.money_payouts import Payment, payment_key, recipient_link_key

@@ -37,7 +37,7 @@ from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.commands.money import payments
 from ledger_engine.domain.commands.money.outbox import PAYMENT_TRANSFER
 from ledger_engine.domain.commands.money.recipients import load_recipient, require_no_pending_update
-from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.commands.money.statements import require_confirmed_statements
 from ledger_engine.domain.invariants import require_conserved, require_payouts_unblocked
 from ledger_engine.domain.provenance import created

@@ -32,7 +32,7 @@ from ledger_engine.domain.commands.money.payout_runs import end_run, load_run, r
 from ledger_engine.domain.commands.money.recipients import (
     approved_update_for, load_recipient, pending_update, require_no_pending_update, update_key,
 )
-from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command

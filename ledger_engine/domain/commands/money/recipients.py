@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.commands.accounts import recipient_key
-from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.schema.money_payouts import Recipient, RecipientUpdate, update_key
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key

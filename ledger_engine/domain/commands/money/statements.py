@@ -23,7 +23,7 @@ from ledger_engine.domain.commands.money.batches import ACCOUNTING_KINDS, UNANCH
 from ledger_engine.domain.commands.money.lines import load_line
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.domain.commands.money.recipients import load_recipient
-from ledger_engine.domain.commands.money.records import load
+from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.registry import Payload
 from ledger_engine.domain.schema.money_allocation import AllocationLine
 from ledger_engine.domain.schema.money_payouts import Batch, PlannedPayment, statement_key

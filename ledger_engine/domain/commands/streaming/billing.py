@@ -17,7 +17,7 @@ from ledger_engine.domain.changes import require
 from ledger_engine.domain.chart import GBP_PROVIDER_RECEIVABLE, GBP_REFUNDS, GBP_SUBSCRIPTION_REVENUE
 from ledger_engine.domain.commands.money.refunds import refund_period_budget
 from ledger_engine.domain.commands.streaming.checks import existing, require_absent, require_account, require_evidence
-from ledger_engine.domain.commands.streaming.keys import (
+from ledger_engine.domain.schema.streaming import (
     account_period_sentinel, account_periods_prefix, billing_event_sentinel, period_key, provider_period_sentinel,
 )
 from ledger_engine.domain.commands.streaming.policy import DAY_MS

@@ -19,7 +19,7 @@ from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.streaming.checks import (
     existing, require_account, require_stated_revision,
 )
-from ledger_engine.domain.commands.streaming.keys import (
+from ledger_engine.domain.schema.streaming import (
     hold_key, listener_activity_key, listener_day_key, node_key, period_key, receipt_key, session_key,
 )
 from ledger_engine.domain.commands.streaming.policy import MIN_ELIGIBLE_LISTEN_MS, day_start_ms

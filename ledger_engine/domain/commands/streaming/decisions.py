@@ -8,7 +8,7 @@ changes. The current decision is the chain's last revision, projected into the
 
 from __future__ import annotations
 
-from ledger_engine.domain.commands.streaming.keys import decision_key
+from ledger_engine.domain.schema.streaming import decision_key
 from ledger_engine.domain.registry import RuleContext
 from ledger_engine.domain.schema.streaming import Disposition, Receipt
 

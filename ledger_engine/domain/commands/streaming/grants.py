@@ -19,7 +19,7 @@ from ledger_engine.canonical import MAX_SAFE_INTEGER
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.catalogue import rendition_key, work_key
 from ledger_engine.domain.commands.streaming.checks import existing, require_absent, require_not_before
-from ledger_engine.domain.commands.streaming.keys import (
+from ledger_engine.domain.schema.streaming import (
     coordinator_key, grant_key, node_key, nonce_sentinel, session_key,
 )
 from ledger_engine.domain.commands.streaming.nodes import require_routable

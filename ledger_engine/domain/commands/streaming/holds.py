@@ -15,7 +15,7 @@ from typing import Literal
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.streaming.checks import existing, require_stated_revision
 from ledger_engine.domain.commands.streaming.decisions import record_decision
-from ledger_engine.domain.commands.streaming.keys import hold_key, receipt_key
+from ledger_engine.domain.schema.streaming import hold_key, receipt_key
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.schema.streaming import Receipt, Session
 from ledger_engine.domain.types import Digest, Identifier

@@ -25,7 +25,7 @@ from ledger_engine.domain.commands.streaming.checks import (
     existing, require_absent, require_account, require_evidence, require_stated_revision,
 )
 from ledger_engine.domain.commands.streaming.fields import PublicKey, SortedIdentifiers
-from ledger_engine.domain.commands.streaming.keys import (
+from ledger_engine.domain.schema.streaming import (
     endpoint_sentinel, node_health_key, node_key, node_public_key_sentinel,
 )
 from ledger_engine.domain.commands.streaming.policy import HEALTH_FRESH_MS

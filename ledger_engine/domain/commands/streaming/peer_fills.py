@@ -17,7 +17,7 @@ from ledger_engine.canonical import MAX_SAFE_INTEGER
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.streaming.checks import existing, new_evidence_hash
 from ledger_engine.domain.commands.streaming.grants import attach_receipt, require_receiptable
-from ledger_engine.domain.commands.streaming.keys import node_key, peer_fill_key
+from ledger_engine.domain.schema.streaming import node_key, peer_fill_key
 from ledger_engine.domain.commands.streaming.nodes import key_valid_at, key_version
 from ledger_engine.domain.commands.streaming.receipts import claimed_chunk
 from ledger_engine.domain.registry import Payload, RuleContext, command

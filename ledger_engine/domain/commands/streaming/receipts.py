@@ -22,7 +22,7 @@ from ledger_engine.domain.commands.streaming.checks import existing, new_evidenc
 from ledger_engine.domain.commands.streaming.decisions import record_decision
 from ledger_engine.domain.commands.streaming.grants import attach_receipt, require_receiptable
 from ledger_engine.domain.commands.streaming.holds import HoldReason, raise_hold
-from ledger_engine.domain.commands.streaming.keys import (
+from ledger_engine.domain.schema.streaming import (
     listener_activity_key, listener_day_key, node_key, receipt_key, session_key,
 )
 from ledger_engine.domain.commands.streaming.nodes import key_valid_at, key_version

@@ -19,7 +19,7 @@ from ledger_engine.domain.commands.catalogue import work_key
 from ledger_engine.domain.commands.streaming.checks import (
     existing, require_absent, require_account, require_not_before,
 )
-from ledger_engine.domain.commands.streaming.keys import (
+from ledger_engine.domain.schema.streaming import (
     active_session_sentinel, listener_activity_key, listener_day_key, period_key, session_key,
 )
 from ledger_engine.domain.commands.streaming.policy import MAX_LEASE_MS, day_of

@@ -1,10 +1,10 @@
-"""Dispatch and quarantine: what the sweep sends, what it skips, what an operator sees and retries."""
+"""Delivery and quarantine: what the sweep sends, what it skips, what an operator sees and retries."""
 
 from __future__ import annotations
 
 import pytest
 
-from porto_console.effects import dispatch
+from porto_console.effects import delivery
 from porto_console.effects.quarantine import Quarantine
 from porto_console.effects.queued import NoMarks
 
@@ -48,9 +48,9 @@ def attempt(effect_id, outcome="submitted"):
 @pytest.fixture
 def sent(monkeypatch):
     sent = []
-    monkeypatch.setattr(dispatch, "send", lambda effect: sent.append(effect) or True)
-    monkeypatch.setattr(dispatch, "check_journal", lambda: False)
-    monkeypatch.setattr(dispatch.time, "time_ns", lambda: NOW_MS * 1_000_000)
+    monkeypatch.setattr(delivery, "send", lambda effect: sent.append(effect) or True)
+    monkeypatch.setattr(delivery, "check_journal", lambda: False)
+    monkeypatch.setattr(delivery.time, "time_ns", lambda: NOW_MS * 1_000_000)
     return sent
 
 
@@ -62,8 +62,8 @@ def batch(effect_id, state="submitted"):
 @pytest.fixture
 def observed(monkeypatch):
     observed = []
-    monkeypatch.setattr(dispatch, "observe", lambda attempt: observed.append(attempt) or True)
-    monkeypatch.setattr(dispatch, "observe_batch", lambda batch: observed.append(batch) or True)
+    monkeypatch.setattr(delivery, "observe", lambda attempt: observed.append(attempt) or True)
+    monkeypatch.setattr(delivery, "observe_batch", lambda batch: observed.append(batch) or True)
     return observed
 
 
@@ -72,7 +72,7 @@ def test_sweep_sends_pending_and_lapsed_effects_but_not_live_claims_or_quarantin
     quarantine.add("poisoned", "payment.transfer", "ValueError: bad", 8)
     listed = ListedEffects([effect("fresh"), effect("poisoned"), effect("lapsed", "claimed", NOW_MS - 1),
                             effect("held", "claimed", NOW_MS + 60_000)])
-    assert dispatch.sweep(listed, quarantine) == 2
+    assert delivery.sweep(listed, quarantine) == 2
     assert [e["effect_id"] for e in sent] == ["fresh", "lapsed"]
 
 
@@ -80,7 +80,7 @@ def test_sweep_observes_every_in_flight_attempt_except_quarantined_ones(sent, ob
     quarantine = Quarantine(tmp_path / "q")
     quarantine.add("poisoned", "payment.transfer", "Poison: observation rejected", 8)
     listed = ListedEffects([], [attempt("paid-late"), attempt("poisoned"), attempt("signed", "pending")])
-    assert dispatch.sweep(listed, quarantine) == 2
+    assert delivery.sweep(listed, quarantine) == 2
     assert sent == [] and [a["effect_id"] for a in observed] == ["paid-late", "signed"]
 
 
@@ -88,32 +88,32 @@ def test_sweep_looks_at_every_in_flight_anchor_except_quarantined_ones(sent, obs
     quarantine = Quarantine(tmp_path / "q")
     quarantine.add("poisoned", "batch.anchor", "Poison: observation rejected", 8)
     listed = ListedEffects([], batches=[batch("anchor-lost"), batch("poisoned"), batch("anchor-unknown", "uncertain")])
-    assert dispatch.sweep(listed, quarantine) == 2
+    assert delivery.sweep(listed, quarantine) == 2
     assert sent == [] and [b["anchor_effect_id"] for b in observed] == ["anchor-lost", "anchor-unknown"]
 
 
 def test_sweep_sends_nothing_while_dispatch_is_disabled(sent, observed, tmp_path):
     listed = ListedEffects([effect("fresh")], [attempt("paid-late")], enabled=False, batches=[batch("anchor")])
-    assert dispatch.sweep(listed, Quarantine(tmp_path / "q")) == 0
+    assert delivery.sweep(listed, Quarantine(tmp_path / "q")) == 0
     assert sent == observed == []
 
 
 def test_operator_sees_and_retries_a_quarantined_effect(sent, observed, tmp_path):
     quarantine = Quarantine(tmp_path / "q")
     entry = quarantine.add("poisoned", "payment.transfer", "Poison: observation rejected", 3)
-    assert dispatch.quarantined(quarantine) == [entry]
-    assert dispatch.retry_quarantined(quarantine, "poisoned") is True
-    assert dispatch.retry_quarantined(quarantine, "poisoned") is False
-    assert dispatch.sweep(ListedEffects([effect("poisoned")]), quarantine) == 1
+    assert delivery.quarantined(quarantine) == [entry]
+    assert delivery.retry_quarantined(quarantine, "poisoned") is True
+    assert delivery.retry_quarantined(quarantine, "poisoned") is False
+    assert delivery.sweep(ListedEffects([effect("poisoned")]), quarantine) == 1
 
 
 def test_bulk_retry_releases_every_named_effect_or_all(tmp_path):
     quarantine = Quarantine(tmp_path / "q")
     for name in ("one", "two", "three"):
         quarantine.add(name, "payment.transfer", "Poison: refused", 0, cause="refused rule")
-    assert dispatch.retry_all_quarantined(quarantine, ["two", "missing"]) == ["two"]
-    assert sorted(dispatch.retry_all_quarantined(quarantine)) == ["one", "three"]
-    assert dispatch.quarantined(quarantine) == []
+    assert delivery.retry_all_quarantined(quarantine, ["two", "missing"]) == ["two"]
+    assert sorted(delivery.retry_all_quarantined(quarantine)) == ["one", "three"]
+    assert delivery.quarantined(quarantine) == []
 
 
 class Published:
@@ -139,8 +139,8 @@ def published(monkeypatch, broker_url):
     for name in ("payment", "commitment", "follow", "follow_commitment", "reconcile_journal"):
         real = getattr(tasks, name)
         monkeypatch.setattr(tasks, name, Published(real.name, log))
-    monkeypatch.setattr(dispatch, "queued_marks", lambda: RedisMarks(broker_url, 60))
-    monkeypatch.setattr(dispatch.time, "time_ns", lambda: NOW_MS * 1_000_000)
+    monkeypatch.setattr(delivery, "queued_marks", lambda: RedisMarks(broker_url, 60))
+    monkeypatch.setattr(delivery.time, "time_ns", lambda: NOW_MS * 1_000_000)
     return log
 
 
@@ -149,8 +149,8 @@ def test_sweeps_do_not_grow_the_backlog(published, tmp_path):
     listed = ListedEffects([effect("fresh"), effect("lapsed", "claimed", NOW_MS - 1),
                             effect("held", "claimed", NOW_MS + 60_000)], [attempt("in-flight")])
     quarantine = Quarantine(tmp_path / "q")
-    assert dispatch.sweep(listed, quarantine) == 4
-    assert [dispatch.sweep(listed, quarantine) for _ in range(5)] == [0] * 5
+    assert delivery.sweep(listed, quarantine) == 4
+    assert [delivery.sweep(listed, quarantine) for _ in range(5)] == [0] * 5
     assert sorted(name for name, _ in published) == ["porto.effects.follow", "porto.effects.payment",
                                                      "porto.effects.payment", "porto.effects.reconcile_journal"]
 
@@ -160,11 +160,11 @@ def test_a_worker_taking_a_message_lets_the_sweep_queue_it_again(published, tmp_
 
     listed = ListedEffects([effect("fresh")])
     quarantine = Quarantine(tmp_path / "q")
-    assert dispatch.sweep(listed, quarantine) == 2
+    assert delivery.sweep(listed, quarantine) == 2
     tasks.EffectTask().before_start("task-id", (effect("fresh"),), {})  # a worker starts the effect's task
-    assert dispatch.sweep(listed, quarantine) == 1
+    assert delivery.sweep(listed, quarantine) == 1
     tasks.EffectTask().on_retry(RuntimeError("transient"), "task-id", (effect("fresh"),), {}, None)
-    assert dispatch.sweep(listed, quarantine) == 0
+    assert delivery.sweep(listed, quarantine) == 0
 
 
 def test_a_broker_that_lost_its_data_gets_the_work_again(published, broker_url, tmp_path):
@@ -172,9 +172,33 @@ def test_a_broker_that_lost_its_data_gets_the_work_again(published, broker_url, 
 
     listed = ListedEffects([effect("fresh")], [attempt("in-flight")])
     quarantine = Quarantine(tmp_path / "q")
-    assert dispatch.sweep(listed, quarantine) == 3
+    assert delivery.sweep(listed, quarantine) == 3
     redis.Redis.from_url(broker_url).flushdb()  # messages and marks go together
-    assert dispatch.sweep(listed, quarantine) == 3
+    assert delivery.sweep(listed, quarantine) == 3
+
+
+def test_beat_sends_a_tick_only_while_none_of_it_is_waiting(published, monkeypatch):
+    """Ticks do not pile up behind a busy worker, and none is dropped as expired: one waits until a worker takes it."""
+    from celery import Task
+    from celery.beat import Scheduler
+
+    from porto_console.effects import tasks
+    from porto_console.effects.celery_app import app
+
+    sent = []
+    monkeypatch.setattr(Task, "apply_async", lambda task, *arguments, **options: sent.append(
+        (task.name, options.get("expires"))))
+    scheduler = Scheduler(app, lazy=True)
+    scheduler.update_from_dict(app.conf.beat_schedule)
+    for _ in range(3):
+        for entry in ("sweep-effects", "backup-if-due"):
+            scheduler.apply_async(scheduler.schedule[entry], advance=False)
+    assert sorted(sent) == [("porto.effects.backup", None), ("porto.effects.sweep", None)]
+    tasks.sweep.before_start("task-id", (), {})  # a worker takes the waiting sweep
+    scheduler.apply_async(scheduler.schedule["sweep-effects"], advance=False)
+    scheduler.apply_async(scheduler.schedule["backup-if-due"], advance=False)
+    assert [name for name, _ in sent].count("porto.effects.sweep") == 2
+    assert [name for name, _ in sent].count("porto.effects.backup") == 1
 
 
 def test_quarantine_refuses_a_path_for_an_id(tmp_path):
@@ -196,10 +220,10 @@ def test_each_kind_goes_to_its_own_task_and_queue(monkeypatch):
 
     monkeypatch.setattr(tasks, "payment", Queued("porto.effects.payment"))
     monkeypatch.setattr(tasks, "commitment", Queued("porto.effects.commitment"))
-    monkeypatch.setattr(dispatch, "queued_marks", NoMarks)  # whatever broker the environment names
-    dispatch.send({**effect("pay"), "kind": "payment.transfer"})
-    dispatch.send({**effect("anchor"), "kind": "batch.anchor"})
-    dispatch.send({**effect("other"), "kind": "unknown.kind"})
+    monkeypatch.setattr(delivery, "queued_marks", NoMarks)  # whatever broker the environment names
+    delivery.send({**effect("pay"), "kind": "payment.transfer"})
+    delivery.send({**effect("anchor"), "kind": "batch.anchor"})
+    delivery.send({**effect("other"), "kind": "unknown.kind"})
     assert queued == [("porto.effects.payment", "payments"), ("porto.effects.commitment", "commitments")]
 
 

@@ -23,7 +23,7 @@ from porto_console.effects.ledger_api import LedgerApi
 from porto_console.effects.journal_port import QuarantinePort
 from porto_console.effects.queued import Marks, marks_for
 
-log = logging.getLogger("porto.effects.dispatch")
+log = logging.getLogger("porto.effects.delivery")
 
 CLAIMABLE = ("pending", "claimed")
 
@@ -42,6 +42,10 @@ def follow_subject(task_name: str, transaction_hash: str) -> str:
 
 
 JOURNAL_SUBJECT = "journal"
+
+
+def tick_subject(task_name: str) -> str:
+    return f"tick:{task_name}"
 
 
 def send(effect: dict[str, Any]) -> bool:
