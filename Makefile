@@ -16,8 +16,9 @@ RESTIC := /usr/bin/restic
 SSHD := /usr/sbin/sshd
 
 # The fast tier: everything but the process-kill, browser and worker suites, on the store that skips fsync,
-# with a fifth of each property test's examples (docs/adr/0043).
+# with a fifth of each property test's examples (docs/adr/0043), on both cores through pytest-xdist (docs/adr/0060).
 FAST_TIER := not slow and not slow_kill and not browser and not worker
+FAST_WORKERS ?= 2
 
 # The peers benchmark's databases on the local PostgreSQL (benchmarks/peer_harness.py names them too).
 PSQL := psql -h 127.0.0.1 -U postgres
@@ -51,8 +52,9 @@ run: setup $(RESTIC)
 test: setup-bench $(CHROMIUM) $(REDIS_SERVER) $(RESTIC) $(SSHD)
 	$(BIN)/python -m pytest
 
-test-fast: setup $(REDIS_SERVER)
-	PORTO_TEST_TIER=fast $(BIN)/python -m pytest -m "$(FAST_TIER)"
+# The fast tier installs the test extra (pytest-xdist with it) and the tools its backup tests call, as `make test` does.
+test-fast: setup-test $(REDIS_SERVER) $(RESTIC) $(SSHD)
+	PORTO_TEST_TIER=fast $(BIN)/python -m pytest -n $(FAST_WORKERS) --dist loadfile -m "$(FAST_TIER)"
 
 # The browser tests drive Debian's Chromium; it is installed once, never downloaded by Playwright.
 $(CHROMIUM):

@@ -13,8 +13,9 @@ from ledger_engine.application.owner import LedgerOwner
 from tests.support import store_tier
 from tests.support.step_up import genesis as step_up_genesis, stepped_up
 
-# postgres_server_url and postgres_database_url: one PostgreSQL (and one database) per test session.
-pytest_plugins = ("tests.support.postgres",)
+# postgres_server_url and postgres_database_url: one PostgreSQL (and one database) per test session;
+# initialised_repository: an empty restic repository, initialised once per test process and copied per test.
+pytest_plugins = ("tests.support.postgres", "tests.support.restic")
 
 GENESIS_ADMIN = "genesis-admin"
 

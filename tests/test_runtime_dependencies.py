@@ -72,7 +72,8 @@ def test_the_test_extra_is_not_part_of_the_runtime_install():
 
 BLOCK_TEST_PACKAGES = """
 import importlib.abc, sys
-BLOCKED = {"pytest", "_pytest", "pytest_django", "hypothesis", "playwright", "schemathesis", "pytest_timeout"}
+BLOCKED = {"pytest", "_pytest", "pytest_django", "hypothesis", "playwright", "schemathesis", "pytest_timeout", "xdist",
+           "execnet"}
 class Block(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name.split(".")[0] in BLOCKED:

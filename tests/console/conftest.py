@@ -44,6 +44,12 @@ def effects_settings(settings, tmp_path):
     return settings
 
 
+@pytest.fixture
+def backup_repository(effects_settings, tmp_path, initialised_repository):
+    """The configured backup repository, initialised and empty (``tests/support/restic.py``)."""
+    return initialised_repository(Path(effects_settings.BACKUP_REPOSITORY), effects_settings.BACKUP_PASSWORD)
+
+
 @pytest.fixture(scope="session")
 def demo_ledger_template(tmp_path_factory) -> Path:
     """The demo scenario journalled once, as ``make run`` loads it; each test opens its own copy."""

@@ -74,7 +74,8 @@ def test_without_a_verified_backup_the_backup_card_is_red(client_as):
     assert is_red(page, "backup") and 'id="backup-age">none<' in card(page, "backup")
 
 
-def test_a_fresh_backup_shows_its_age_and_sequence_and_a_stale_one_is_red(client_as, ledger, settings, monkeypatch):
+def test_a_fresh_backup_shows_its_age_and_sequence_and_a_stale_one_is_red(
+        client_as, ledger, backup_repository, settings, monkeypatch):
     backup = take_backup(ledger, settings.ADMISSION_DIR)
     page = client_as("ops").get("/ledger/").content.decode()
     assert not is_red(page, "backup")
@@ -87,7 +88,7 @@ def test_a_fresh_backup_shows_its_age_and_sequence_and_a_stale_one_is_red(client
     assert is_red(page, "backup") and 'id="backup-age">6 min old<' in page and "older than five minutes" in page
 
 
-def test_a_backup_into_a_damaged_repository_does_not_count(client_as, ledger, settings, envelopes):
+def test_a_backup_into_a_damaged_repository_does_not_count(client_as, ledger, backup_repository, settings, envelopes):
     first = take_backup(ledger, settings.ADMISSION_DIR)
     victim = next(path for path in sorted(Path(settings.BACKUP_REPOSITORY, "data").rglob("*")) if path.is_file())
     victim.write_bytes(victim.read_bytes() + b"x")

@@ -18,7 +18,7 @@ def healthz():
     return response.status_code, response.json()
 
 
-def test_a_fresh_console_with_a_good_backup_is_ready(ledger):
+def test_a_fresh_console_with_a_good_backup_is_ready(ledger, backup_repository):
     backup = take_backup(ledger, settings.ADMISSION_DIR)
     status, body = healthz()
     assert (status, body["status"], body["conditions"]) == (200, "ready", [])
@@ -31,7 +31,7 @@ def test_a_console_just_started_has_time_to_take_its_first_backup(ledger):
     assert healthz()[0] == 200
 
 
-def test_paused_dispatch_is_202_and_still_in_service(ledger):
+def test_paused_dispatch_is_202_and_still_in_service(ledger, backup_repository):
     take_backup(ledger, settings.ADMISSION_DIR)
     ledger.set_dispatch(False, "operator pause for a health probe")
     status, body = healthz()
@@ -39,7 +39,7 @@ def test_paused_dispatch_is_202_and_still_in_service(ledger):
     assert "operator pause" not in str(body)  # the operator's reason text is not for probes
 
 
-def test_a_backup_older_than_five_minutes_is_overdue(ledger, monkeypatch):
+def test_a_backup_older_than_five_minutes_is_overdue(ledger, backup_repository, monkeypatch):
     backup = take_backup(ledger, settings.ADMISSION_DIR)
     monkeypatch.setattr(health, "now_ms", lambda: backup["created_at_ms"] + STALE_AFTER_MS + MINUTE_MS)
     status, body = healthz()
@@ -60,7 +60,7 @@ def test_overdue_outranks_paused_and_both_are_listed(ledger, monkeypatch):
     assert (status, body["conditions"]) == (203, ["backup_overdue", "dispatch_paused"])
 
 
-def test_a_halted_ledger_is_503_with_its_cause_code_and_no_detail(ledger, monkeypatch):
+def test_a_halted_ledger_is_503_with_its_cause_code_and_no_detail(ledger, backup_repository, monkeypatch):
     take_backup(ledger, settings.ADMISSION_DIR)
     halt_with_a_disk_fault(ledger, monkeypatch)
     status, body = healthz()

@@ -169,7 +169,8 @@ def test_bad_attempt_queries_are_400(payouts, query):
 
 # Backups.
 
-def test_a_maintenance_worker_gets_a_backup_when_one_is_due_and_the_newest_otherwise(payouts, settings):
+def test_a_maintenance_worker_gets_a_backup_when_one_is_due_and_the_newest_otherwise(
+        payouts, settings, backup_repository):
     maintenance = worker("api-maintenance")
     taken = maintenance.post("/internal/maintenance/backups", b"").json()
     assert (taken["taken"], taken["sequence"]) == (True, payouts.owner.head().sequence)

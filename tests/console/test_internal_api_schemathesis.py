@@ -40,9 +40,9 @@ OPERATIONS = {"POST /internal/commands", "GET /internal/commands/{command_id}", 
 
 
 @pytest.fixture
-def server(tmp_path, envelopes, settings):
+def server(tmp_path, envelopes, settings, backup_repository):
     """A live server whose ledger has one worker actor holding every role a worker may hold, so requests reach
-    the rules."""
+    the rules; its backup repository is initialised (the maintenance backups it is asked for go there)."""
     settings.BACKUP_DIR = tmp_path / "backups"
     owner = open_owner(tmp_path / "ledger", genesis=default_genesis())
     assert owner.submit(envelopes.account("fuzz-1", kind="worker", roles=sorted(ROLES - GUARDED_ROLES))).accepted

@@ -47,7 +47,7 @@ def test_a_request_without_the_token_is_401(ledger, token, authorization):
     assert b"porto_" not in response.content
 
 
-def test_every_family_is_served_and_command_metrics_count_each_command(ledger, token):
+def test_every_family_is_served_and_command_metrics_count_each_command(ledger, token, backup_repository):
     take_backup(ledger, settings.ADMISSION_DIR)
     before = samples(scrape())
     envelopes = EnvelopeFactory()

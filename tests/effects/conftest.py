@@ -112,9 +112,19 @@ def backup_settings(settings, tmp_path):
     return settings
 
 
+BACKUP_PASSWORD = "porto-test-backup-password"
+
+
 @pytest.fixture
-def repository(tmp_path) -> ResticRepository:
-    return ResticRepository(str(tmp_path / "repository"), "porto-test-backup-password")
+def repository(tmp_path, initialised_repository) -> ResticRepository:
+    """An initialised, empty repository of this test's own (``tests/support/restic.py``)."""
+    return initialised_repository(tmp_path / "repository", BACKUP_PASSWORD)
+
+
+@pytest.fixture
+def unused_location(tmp_path) -> ResticRepository:
+    """A repository location where nothing is yet: the first backup initialises it."""
+    return ResticRepository(str(tmp_path / "repository"), BACKUP_PASSWORD)
 
 
 @pytest.fixture

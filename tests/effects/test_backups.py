@@ -12,7 +12,8 @@ from ledger_engine.errors import ErrorCode, LedgerError
 from porto_console.effects.backups import STALE_AFTER_MS, newest_good_backup, take_backup, take_backup_if_due
 
 
-def test_newest_good_backup_and_its_age(owner, envelopes, admission, repository, backup_settings):
+def test_newest_good_backup_and_its_age(owner, envelopes, admission, unused_location, backup_settings):
+    repository = unused_location  # the first backup initialises it
     assert newest_good_backup(repository, fresh=True) is None
     first = take_backup(owner, admission, repository)
     owner.submit(envelopes.account("fin-1", roles=["finance"]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ledger_engine.adapters.gateway import CommandGateway
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.checkpoint.offsite import ResticRepository, stage_backup, upload_and_verify
+from ledger_engine.checkpoint.offsite import stage_backup, upload_and_verify
 from ledger_engine.genesis import default_genesis
 from tests.support.cli import porto_ledger, succeeded
 
@@ -18,9 +18,9 @@ def staged(tmp_path, name: str) -> dict:
         return stage_backup(owner.checkpoint, owner.store.path, tmp_path / "admission", tmp_path / "staged" / name)
 
 
-def test_recover_from_a_repository_reports_what_came_back_and_what_was_lost(tmp_path):
+def test_recover_from_a_repository_reports_what_came_back_and_what_was_lost(tmp_path, initialised_repository):
     summary = staged(tmp_path, "0001")
-    repository = ResticRepository(str(tmp_path / "repository"), PASSWORD)
+    repository = initialised_repository(tmp_path / "repository", PASSWORD)
     taken = upload_and_verify(repository, tmp_path / "staged" / "0001", summary)
     (tmp_path / "password").write_text(PASSWORD + "\n")
     report = succeeded(porto_ledger("recover", "--admission", tmp_path / "new-admission", "--repository",
@@ -42,13 +42,13 @@ def test_recover_from_a_backup_directory_skips_a_damaged_newest(tmp_path):
     assert report["snapshot"] is None and report["commands_lost"] is None
 
 
-def test_recover_refuses_without_a_good_backup_or_with_a_wrong_password(tmp_path):
+def test_recover_refuses_without_a_good_backup_or_with_a_wrong_password(tmp_path, initialised_repository):
     (tmp_path / "staged").mkdir()
     none = porto_ledger("recover", "--admission", tmp_path / "a", "--backup-dir", tmp_path / "staged",
                         data=tmp_path / "l")
     assert (none.status, none.lines[-1]["code"]) == (4, "NO_GOOD_BACKUP")
     summary = staged(tmp_path, "0001")
-    upload_and_verify(ResticRepository(str(tmp_path / "repository"), PASSWORD), tmp_path / "staged" / "0001", summary)
+    upload_and_verify(initialised_repository(tmp_path / "repository", PASSWORD), tmp_path / "staged" / "0001", summary)
     wrong = porto_ledger("recover", "--admission", tmp_path / "a", "--repository", tmp_path / "repository",
                          data=tmp_path / "l", env={"RESTIC_PASSWORD": "not-it"})
     assert (wrong.status, wrong.lines[-1]["code"]) == (4, "BACKUP_REPOSITORY_FAILED")
@@ -57,10 +57,11 @@ def test_recover_refuses_without_a_good_backup_or_with_a_wrong_password(tmp_path
     assert (both.status, both.lines[-1]["code"]) == (2, "MALFORMED_ENVELOPE")
 
 
-def test_recover_reads_the_password_from_the_file_restic_password_file_names(tmp_path, monkeypatch):
+def test_recover_reads_the_password_from_the_file_restic_password_file_names(
+        tmp_path, monkeypatch, initialised_repository):
     monkeypatch.delenv("RESTIC_PASSWORD", raising=False)
     summary = staged(tmp_path, "0001")
-    repository = ResticRepository(str(tmp_path / "repository"), PASSWORD)
+    repository = initialised_repository(tmp_path / "repository", PASSWORD)
     taken = upload_and_verify(repository, tmp_path / "staged" / "0001", summary)
     (tmp_path / "password").write_text(PASSWORD + "\n")
     report = succeeded(porto_ledger("recover", "--admission", tmp_path / "new-admission", "--repository",
