@@ -86,11 +86,12 @@ def make_app(broker_url: str | None = None) -> Celery:
             "retry_on_timeout": True,
             "health_check_interval": 10,
         },
-        # A tick with one message already waiting is not sent (``tasks.BeatTick``): ticks do not pile up
-        # while workers are down or busy, and none expires before its turn.
         beat_schedule={
-            "sweep-effects": {"task": "porto.effects.sweep", "schedule": sweep_secs()},
-            "backup-if-due": {"task": "porto.effects.backup", "schedule": backup_tick_secs()},
+            # A sweep nobody ran before the next one is due is dropped: sweeps do not pile up while workers are down.
+            "sweep-effects": {"task": "porto.effects.sweep", "schedule": sweep_secs(),
+                              "options": {"expires": sweep_secs()}},
+            "backup-if-due": {"task": "porto.effects.backup", "schedule": backup_tick_secs(),
+                              "options": {"expires": backup_tick_secs()}},
         },
     )
     return app

@@ -44,10 +44,6 @@ def follow_subject(task_name: str, transaction_hash: str) -> str:
 JOURNAL_SUBJECT = "journal"
 
 
-def tick_subject(task_name: str) -> str:
-    return f"tick:{task_name}"
-
-
 def send(effect: dict[str, Any]) -> bool:
     """Queue one effect for the workers of its kind, unless a message for it is already waiting; True if sent.
 

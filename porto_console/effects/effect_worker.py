@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -82,11 +83,16 @@ def claim(worker: EffectWorker, effect: dict[str, Any]) -> Outcome:
 
     Each delivery asks for its own lease, so a duplicate delivery after the
     first claim finds the revision moved on (STALE_REVISION) and stands back.
+    Each ask is its own command (``delivery_nonce``): two processes of one
+    worker claiming in the same millisecond would otherwise send the same
+    command, and the second would be answered with the first's acceptance
+    and work the effect beside it.
     """
     expires_at_ms = time.time_ns() // 1_000_000 + worker.config.claim_ttl_ms
+    delivery_nonce = uuid.uuid4().hex
     return worker.command(
         "ClaimEffect", {"effect_id": effect["effect_id"], "expires_at_ms": expires_at_ms},
-        effect["effect_id"], str(effect["revision"]), str(expires_at_ms),
+        effect["effect_id"], str(effect["revision"]), str(expires_at_ms), delivery_nonce,
         expected_revisions=[{"cf": "outbox", "key": effect["effect_id"], "revision": effect["revision"]}])
 
 

@@ -200,32 +200,13 @@ def _follow(transaction_hash: str, again: bool, worker: Callable[[], EffectWorke
         return "following"
 
 
-class BeatTick(Task):
-    """A periodic task beat sends: at most one of its messages waits on the broker (``queued``).
-
-    A tick that finds one waiting is not sent. Ticks do not expire instead: on a worker kept busy by long
-    follow-ups, a tick waits its turn behind them, while expiring ticks piled up and were each found
-    expired when their turn came, so none ever ran.
-    """
-
-    def apply_async(self, *arguments: Any, **options: Any) -> Any:
-        if not delivery.queued_marks().mark(delivery.tick_subject(self.name)):
-            log.debug("%s is already waiting on the broker: this tick is not sent", self.name)
-            return None
-        return super().apply_async(*arguments, **options)
-
-    def before_start(self, task_id: str, args: tuple, kwargs: dict) -> None:
-        delivery.queued_marks().clear(delivery.tick_subject(self.name))
-
-
-@app.task(base=BeatTick, name="porto.effects.backup", autoretry_for=(LedgerUnreachable,), max_retries=3,
-          retry_backoff=True)
+@app.task(name="porto.effects.backup", autoretry_for=(LedgerUnreachable,), max_retries=3, retry_backoff=True)
 def backup() -> dict[str, Any]:
     """Beat's backup tick: the owner takes one if the newest good backup is older than the interval."""
     return ledger_api().take_backup()
 
 
-@app.task(base=BeatTick, name="porto.effects.sweep")
+@app.task(name="porto.effects.sweep")
 def sweep() -> int:
     """Dispatch every claimable effect; a lost announcement only delays an effect."""
     return delivery.sweep(ledger_api(), quarantine())

@@ -177,30 +177,6 @@ def test_a_broker_that_lost_its_data_gets_the_work_again(published, broker_url, 
     assert delivery.sweep(listed, quarantine) == 3
 
 
-def test_beat_sends_a_tick_only_while_none_of_it_is_waiting(published, monkeypatch):
-    """Ticks do not pile up behind a busy worker, and none is dropped as expired: one waits until a worker takes it."""
-    from celery import Task
-    from celery.beat import Scheduler
-
-    from porto_console.effects import tasks
-    from porto_console.effects.celery_app import app
-
-    sent = []
-    monkeypatch.setattr(Task, "apply_async", lambda task, *arguments, **options: sent.append(
-        (task.name, options.get("expires"))))
-    scheduler = Scheduler(app, lazy=True)
-    scheduler.update_from_dict(app.conf.beat_schedule)
-    for _ in range(3):
-        for entry in ("sweep-effects", "backup-if-due"):
-            scheduler.apply_async(scheduler.schedule[entry], advance=False)
-    assert sorted(sent) == [("porto.effects.backup", None), ("porto.effects.sweep", None)]
-    tasks.sweep.before_start("task-id", (), {})  # a worker takes the waiting sweep
-    scheduler.apply_async(scheduler.schedule["sweep-effects"], advance=False)
-    scheduler.apply_async(scheduler.schedule["backup-if-due"], advance=False)
-    assert [name for name, _ in sent].count("porto.effects.sweep") == 2
-    assert [name for name, _ in sent].count("porto.effects.backup") == 1
-
-
 def test_quarantine_refuses_a_path_for_an_id(tmp_path):
     with pytest.raises(ValueError):
         Quarantine(tmp_path).add("../escape", "payment.transfer", "x", 0)

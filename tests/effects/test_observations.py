@@ -112,3 +112,15 @@ def test_permanent_failures_are_quarantined_with_their_cause(error, cause, tmp_p
     task.on_failure(error, "task-id", ({"effect_id": "run-1.artist-a.effect", "kind": "payment.transfer"},), {}, None)
     (entry,) = parked.entries()
     assert entry["effect_id"] == "run-1.artist-a.effect" and entry["cause"].startswith(cause)
+
+
+def test_two_claims_of_one_effect_in_the_same_millisecond_are_two_commands(worker, monkeypatch):
+    """Two processes of one worker, one message each: the ledger must see two claims, so that one loses."""
+    from porto_console.effects import effect_worker
+
+    monkeypatch.setattr(effect_worker.time, "time_ns", lambda: 1_800_000_000_000 * 1_000_000)
+    effect = {"effect_id": "run-1.artist-a.effect", "revision": 1}
+    effect_worker.claim(worker, effect)
+    effect_worker.claim(worker, effect)
+    first, second = worker.api.commands
+    assert first["payload"] == second["payload"] and first["command_id"] != second["command_id"]
