@@ -77,14 +77,14 @@ class SetStepUpVerifier(Payload):
     public_key: Annotated[str, Field(pattern=PUBLIC_KEY_PATTERN)]
 
 
-StaffChange = Annotated[GrantRole | RemoveRole | ResetPassword | ResetAuthenticator | Reactivate | Deactivate
+ChangeTerms = Annotated[GrantRole | RemoveRole | ResetPassword | ResetAuthenticator | Reactivate | Deactivate
                         | SetStepUpVerifier, Field(discriminator="kind")]
 DeclineReason = Literal["not_authorised", "identity_not_confirmed", "requested_in_error", "superseded"]
 
 
 class RequestStaffChangePayload(Payload):
     change_id: Identifier
-    change: StaffChange
+    change: ChangeTerms
 
 
 class DecideStaffChangePayload(Payload):
