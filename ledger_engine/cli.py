@@ -8,6 +8,7 @@ good backup could be read.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import shutil
@@ -18,7 +19,7 @@ import time
 import uuid
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, BinaryIO, Callable, TextIO
 
 import orjson
 
@@ -45,7 +46,8 @@ from ledger_engine.storage.rocks import RocksStore
 SUBMIT_WINDOW = 256
 
 
-def emit(value: Any, stream: TextIO = sys.stdout) -> None:
+def emit(value: Any, stream: TextIO | None = None) -> None:
+    stream = stream or sys.stdout  # looked up at each call: whoever runs ``main`` may have redirected it
     stream.write(orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode() + "\n")
     stream.flush()
 
@@ -69,10 +71,9 @@ def cmd_submit(args: argparse.Namespace) -> None:
     Up to a window of lines is in flight at once, so they can share fsyncs; a
     writer thread prints answers in input order without waiting for more input.
     """
-    source = sys.stdin.buffer if args.file == "-" else open(args.file, "rb")
     answers: queue.Queue = queue.Queue(maxsize=SUBMIT_WINDOW)
     failure: list[BaseException] = []
-    with LedgerOwner.open(_require_data(args)) as owner:
+    with _input(args.file) as source, LedgerOwner.open(_require_data(args)) as owner:
         writer = threading.Thread(target=_write_answers, args=(answers, failure), daemon=True)
         writer.start()
         for line in source:
@@ -84,6 +85,11 @@ def cmd_submit(args: argparse.Namespace) -> None:
         writer.join()
     if failure:
         raise failure[0]
+
+
+def _input(file: str) -> contextlib.AbstractContextManager[BinaryIO]:
+    """The lines to submit: standard input for ``-``, left open when done, or the named file."""
+    return contextlib.nullcontext(sys.stdin.buffer) if file == "-" else open(file, "rb")
 
 
 def _write_answers(answers: queue.Queue, failure: list[BaseException]) -> None:
