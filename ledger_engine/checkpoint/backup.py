@@ -62,9 +62,9 @@ def backup(take_checkpoint: Callable[[Path], None], data_dir: Path, destination:
         "writer_generation": generation,
         "db_files": _hash_tree(dest / "db"),
     }
-    verify_export(dest / "export")
+    # The export is read back and verified once, before the manifest that makes the backup count exists.
+    _require_manifest_matches(manifest, verify_export(dest / "export"))
     replace_durably(dest / MANIFEST, canonical_bytes(manifest) + b"\n")
-    verify_backup(dest)
     return manifest
 
 
@@ -86,14 +86,18 @@ def verify_backup(source: str | os.PathLike) -> dict[str, Any]:
             raise VerificationError(f"db/{name}", "file hash does not match the manifest")
     if set(actual) != set(manifest["db_files"]):
         raise VerificationError("db", "unexpected or missing files")
-    metadata = verify_export(src / "export")
+    _require_manifest_matches(manifest, verify_export(src / "export"))
+    return manifest
+
+
+def _require_manifest_matches(manifest: dict[str, Any], metadata: dict[str, Any]) -> None:
+    """The manifest names the head, state digest and journal root of the verified export beside it."""
     if (metadata["sequence"], metadata["last_entry_hash"], metadata["logical_state_hash"]) != (
         manifest["sequence"], manifest["entry_hash"], manifest["logical_state_hash"]
     ):
         raise VerificationError(MANIFEST, "the manifest's head and state hash differ from the export's")
     if manifest.get("journal_tree", metadata["journal_tree"]) != metadata["journal_tree"]:
         raise VerificationError(MANIFEST, "the manifest's journal tree root differs from the export's journal")
-    return manifest
 
 
 def restore(source: str | os.PathLike, data_dir: str | os.PathLike) -> dict[str, Any]:

@@ -67,21 +67,28 @@ class RepositoryFailed(LedgerError):
 
 def stage_backup(take_checkpoint: Callable[[Path], None], data_dir: Path, admission_dir: Path,
                  stage: Path) -> dict[str, Any]:
-    """A verified staged backup in the empty or absent ``stage``; returns its summary (``verify_staged``)."""
-    backup(take_checkpoint, data_dir, stage / LEDGER)
+    """A verified staged backup in the empty or absent ``stage``; returns its summary (``verify_staged``).
+
+    ``backup`` has verified the ledger part before writing its manifest; the admission part is verified here.
+    """
+    manifest = backup(take_checkpoint, data_dir, stage / LEDGER)
     files = _copy_tree(admission_dir, stage / ADMISSION)
     referenced = referenced_evidence(stage / LEDGER / "export")
     present = {name.rsplit("/", 1)[-1] for name in files if name.startswith(f"{EVIDENCE}/")}
     replace_durably(stage / ADMISSION_MANIFEST, canonical_bytes({
         "files": files, "evidence_referenced": len(referenced),
         "evidence_missing": sorted(referenced - present)}) + b"\n")
-    return verify_staged(stage)
+    return _summary(manifest, _verify_admission(stage))
 
 
 def verify_staged(stage: str | os.PathLike) -> dict[str, Any]:
     """The ledger backup verifies, every admission file matches its hash, and evidence files match their names."""
     stage = Path(stage)
-    manifest = verify_backup(stage / LEDGER)
+    return _summary(verify_backup(stage / LEDGER), _verify_admission(stage))
+
+
+def _verify_admission(stage: Path) -> dict[str, Any]:
+    """Every admission file matches its hash in the admission manifest, and evidence files match their names."""
     try:
         admission = orjson.loads((stage / ADMISSION_MANIFEST).read_bytes())
     except (OSError, orjson.JSONDecodeError):
@@ -93,10 +100,14 @@ def verify_staged(stage: str | os.PathLike) -> dict[str, Any]:
     for name, entry in actual.items():
         if name.startswith(f"{EVIDENCE}/") and name.rsplit("/", 1)[-1] != entry["sha256"]:
             raise VerificationError(f"{ADMISSION}/{name}", "evidence does not match its digest")
+    return {"admission_files": len(actual), "evidence_referenced": admission["evidence_referenced"],
+            "evidence_missing": admission["evidence_missing"]}
+
+
+def _summary(manifest: dict[str, Any], admission: dict[str, Any]) -> dict[str, Any]:
     return {"sequence": manifest["sequence"], "entry_hash": manifest["entry_hash"],
             "logical_state_hash": manifest["logical_state_hash"], "created_at_ms": manifest["created_at_ms"],
-            "admission_files": len(actual), "evidence_referenced": admission["evidence_referenced"],
-            "evidence_missing": admission["evidence_missing"]}
+            **admission}
 
 
 def referenced_evidence(export_dir: Path) -> set[str]:
@@ -142,18 +153,26 @@ class ResticRepository:
         """The location as logs and errors show it: a password in its URL masked, as restic masks it."""
         return _URL_PASSWORD.sub(r"\1:***@", self.location)
 
-    def run(self, *arguments: str) -> str:
-        """restic with this repository; a lock left by a killed restic (on this host) is removed, once."""
+    def run(self, *arguments: str, lock: bool = True) -> str:
+        """restic with this repository; a lock left by a killed restic (on this host) is removed, once.
+
+        ``lock=False`` is for commands that only read: restic takes no lock for them (``--no-lock``), so a
+        read neither waits out restic's lock check (about 200 ms a command) nor needs a writable repository.
+        The worst a read without a lock meets is a file a concurrent ``prune`` removed: an error, and the
+        backup it belonged to does not count.
+        """
         try:
-            return self._run(*arguments)
+            return self._run(*arguments, lock=lock)
         except RepositoryFailed as error:
             if "already locked" not in error.detail:
                 raise
             self._run("unlock")  # removes only stale locks: a live restic's lock stays and this fails again
-            return self._run(*arguments)
+            return self._run(*arguments, lock=lock)
 
-    def _run(self, *arguments: str) -> str:
+    def _run(self, *arguments: str, lock: bool = True) -> str:
         options = ["-o", f"sftp.command={self.sftp_command}"] if self.sftp_command else []
+        if not lock:
+            options.append("--no-lock")
         env = {name: value for name, value in os.environ.items() if not name.startswith("RESTIC_")}
         env.update(RESTIC_REPOSITORY=self.location, RESTIC_PASSWORD=self.password)
         try:
@@ -167,7 +186,7 @@ class ResticRepository:
 
     def initialised(self) -> bool:
         try:
-            self.run("cat", "config")
+            self.run("cat", "config", lock=False)
         except RepositoryFailed as error:
             if "unable to open config file" in error.detail:
                 return False
@@ -193,14 +212,14 @@ class ResticRepository:
 
     def snapshots(self, tag: str) -> list[dict[str, Any]]:
         """Snapshots carrying ``tag``, oldest first."""
-        return orjson.loads(self.run("snapshots", "--json", "--tag", tag) or "[]") or []
+        return orjson.loads(self.run("snapshots", "--json", "--tag", tag, lock=False) or "[]") or []
 
     def mark_verified(self, snapshot_id: str) -> None:
         self.run("tag", "--add", VERIFIED_TAG, snapshot_id)
 
     def restore_snapshot(self, snapshot: dict[str, Any], scratch: Path) -> Path:
         """Restore ``snapshot`` under ``scratch``, re-reading every restored file; the staged directory's path."""
-        self.run("restore", snapshot["id"], "--target", str(scratch), "--verify")
+        self.run("restore", snapshot["id"], "--target", str(scratch), "--verify", lock=False)
         # Resolved after the restore, so neither the listing nor a restored symlink leads out of scratch.
         staged = (scratch / snapshot["paths"][0].lstrip("/")).resolve()
         if not staged.is_relative_to(scratch.resolve()):

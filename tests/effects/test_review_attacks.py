@@ -43,7 +43,7 @@ def test_a_snapshot_retagged_as_newer_than_what_it_holds_is_not_restored(
 class PathRepository(ResticRepository):
     """A repository whose restore writes nothing: only the snapshot's stated path is under test."""
 
-    def run(self, *arguments: str) -> str:
+    def run(self, *arguments: str, lock: bool = True) -> str:
         return ""
 
 
@@ -59,7 +59,7 @@ def test_a_snapshot_path_that_leaves_the_scratch_directory_is_refused(tmp_path):
 class EmptyRepository(ResticRepository):
     """A reachable repository holding no snapshot."""
 
-    def run(self, *arguments: str) -> str:
+    def run(self, *arguments: str, lock: bool = True) -> str:
         return "[]" if arguments[0] == "snapshots" else ""
 
 
