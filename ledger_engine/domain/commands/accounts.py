@@ -62,8 +62,9 @@ def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> dict:
     require(not set(p.roles) & GUARDED_ROLES or p.kind == "staff", ErrorCode.INVALID_STATE,
             f"only staff accounts hold {' or '.join(sorted(GUARDED_ROLES))}")
     require_no_role_conflict(p.roles)
-    if four_eyes_governance(changes):
-        _require_single_admin_change(existing.data if existing else None, p)
+    needs_second_admin = _needs_second_admin(existing.data if existing else None, p)
+    require(needs_second_admin is None or not four_eyes_governance(changes), ErrorCode.FOUR_EYES_REQUIRED,
+            needs_second_admin)
     if existing is None:
         changes.claim_unique(
             key("identity", p.identity_digest),
@@ -122,18 +123,22 @@ def identity_digest(kind: str, evidence: str) -> str:
     return hashlib.sha256(f"{IDENTITY_DOMAIN}{kind}\n{evidence.strip().lower()}".encode()).hexdigest()
 
 
-def _require_single_admin_change(existing: dict | None, p: RegisterAccountPayload) -> None:
-    """What one admin may do alone once there are two: nothing that grants power, or removes an admin."""
+def _needs_second_admin(existing: dict | None, p: RegisterAccountPayload) -> str | None:
+    """Why this change needs a second admin once there are two (it grants power or removes an admin), or None.
+
+    Asked before ``four_eyes_governance``, so an ordinary registration never scans the actors.
+    """
     before_roles = set(existing["roles"]) if existing else set()
     changed = sorted((before_roles ^ set(p.roles)) & GUARDED_ROLES)
-    require(not changed, ErrorCode.FOUR_EYES_REQUIRED,
-            f"granting or removing {', '.join(changed)} needs a second admin: request it as a staff change")
+    if changed:
+        return f"granting or removing {', '.join(changed)} needs a second admin: request it as a staff change"
     if existing is None:
-        return
-    require(not (existing["status"] == "deactivated" and p.status == "active"), ErrorCode.FOUR_EYES_REQUIRED,
-            "reactivating an account needs a second admin: request it as a staff change")
-    require(not (ADMIN in before_roles and existing["status"] == "active" and p.status == "deactivated"),
-            ErrorCode.FOUR_EYES_REQUIRED, "deactivating an admin needs a second admin: request it as a staff change")
+        return None
+    if existing["status"] == "deactivated" and p.status == "active":
+        return "reactivating an account needs a second admin: request it as a staff change"
+    if ADMIN in before_roles and existing["status"] == "active" and p.status == "deactivated":
+        return "deactivating an admin needs a second admin: request it as a staff change"
+    return None
 
 
 def _set_initial_recipient(ctx: RuleContext, p: RegisterAccountPayload) -> None:
