@@ -140,6 +140,8 @@ def _u64(text: Any) -> int:
 
 class SimulatedChainServer(ThreadingHTTPServer):
     daemon_threads = True
+    # How often serving looks for a request to stop: ``stop`` waits up to this long (the default is 0.5 s).
+    STOP_POLL_S = 0.05
 
     def __init__(self, chain: SimulatedChain, port: int = 0) -> None:
         super().__init__((LOOPBACK, port), _Handler)
@@ -150,7 +152,8 @@ class SimulatedChainServer(ThreadingHTTPServer):
         return f"http://{LOOPBACK}:{self.server_address[1]}"
 
     def start(self) -> "SimulatedChainServer":
-        threading.Thread(target=self.serve_forever, name="simulated-chain", daemon=True).start()
+        threading.Thread(target=self.serve_forever, args=(self.STOP_POLL_S,), name="simulated-chain",
+                         daemon=True).start()
         log.info("%s chain: serving on %s (chain id %s)", LABEL, self.url, self.chain.chain_id)
         return self
 
