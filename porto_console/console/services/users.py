@@ -32,9 +32,13 @@ class Credentials:
 
 
 def ensure_groups() -> dict[str, Group]:
-    groups = {name: Group.objects.get_or_create(name=name)[0] for name in CONSOLE_ROLES}
-    for group in groups.values():
-        group.permissions.clear()
+    """The console's role groups, each made if missing, none holding a Django permission: two queries once
+    they exist."""
+    groups = {group.name: group for group in Group.objects.filter(name__in=CONSOLE_ROLES)}
+    for name in CONSOLE_ROLES:
+        if name not in groups:
+            groups[name] = Group.objects.get_or_create(name=name)[0]
+    Group.permissions.through.objects.filter(group__in=list(groups.values())).delete()
     return groups
 
 
