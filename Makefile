@@ -1,5 +1,9 @@
 # Porto London: `make run` serves the console on demo data, `make test` runs the whole suite.
 SHELL := /bin/bash
+# Python's default: each module, and each test module pytest rewrites, is compiled once and cached in
+# __pycache__/ (git-ignored). An environment that turns the cache off makes every process compile them again:
+# seconds for each pytest worker and each child process the tests start.
+unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
@@ -16,9 +20,11 @@ RESTIC := /usr/bin/restic
 SSHD := /usr/sbin/sshd
 
 # The fast tier: everything but the process-kill, browser and worker suites, on the store that skips fsync,
-# with a fifth of each property test's examples (docs/adr/0043), on both cores through pytest-xdist (docs/adr/0060).
+# with a fifth of each property test's examples (docs/adr/0043), on both cores through pytest-xdist (docs/adr/0060),
+# with its scratch directories in memory where the machine has a tmpfs, made afresh on each run (docs/adr/0064).
 FAST_TIER := not slow and not slow_kill and not browser and not worker
 FAST_WORKERS ?= 2
+FAST_SCRATCH ?= $(if $(wildcard /dev/shm/.),/dev/shm/porto-test-fast,$(CURDIR)/var/test-fast)
 
 # The peers benchmark's databases on the local PostgreSQL (benchmarks/peer_harness.py names them too).
 PSQL := psql -h 127.0.0.1 -U postgres
@@ -54,7 +60,9 @@ test: setup-bench $(CHROMIUM) $(REDIS_SERVER) $(RESTIC) $(SSHD)
 
 # The fast tier installs the test extra (pytest-xdist with it) and the tools its backup tests call, as `make test` does.
 test-fast: setup-test $(REDIS_SERVER) $(RESTIC) $(SSHD)
-	PORTO_TEST_TIER=fast $(BIN)/python -m pytest -n $(FAST_WORKERS) --dist loadfile -m "$(FAST_TIER)"
+	rm -rf $(FAST_SCRATCH) && mkdir -p $(FAST_SCRATCH)
+	TMPDIR=$(FAST_SCRATCH) PORTO_TEST_TIER=fast $(BIN)/python -m pytest -n $(FAST_WORKERS) --dist loadfile \
+	  --basetemp=$(FAST_SCRATCH)/pytest -o tmp_path_retention_policy=failed -m "$(FAST_TIER)"
 
 # The browser tests drive Debian's Chromium; it is installed once, never downloaded by Playwright.
 $(CHROMIUM):

@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 import pytest
+from django.core.servers.basehttp import WSGIRequestHandler
 
 from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application.owner import LedgerOwner
@@ -22,6 +23,9 @@ GENESIS_ADMIN = "genesis-admin"
 
 def pytest_configure(config):
     store_tier.enable()
+    # Django's test server writes a response's headers and body apart; under Nagle's algorithm the body waits for
+    # the client's delayed ACK, about 40 ms on every request to a live server.
+    WSGIRequestHandler.disable_nagle_algorithm = True
 
 
 @pytest.hookimpl(hookwrapper=True)

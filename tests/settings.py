@@ -18,3 +18,11 @@ BACKUP_PASSWORD = "porto-test-only-backup-password"
 # The rotating log file of this test run, away from the developer's own var/log.
 LOG_DIR = Path(tempfile.mkdtemp(prefix="porto-test-logs-"))
 LOGGING["handlers"]["file"]["filename"] = LOG_DIR / "console.log"
+
+# Django's advice for test suites: a fast hasher for the passwords tests set, so a test's wait is not a
+# million PBKDF2 rounds per password. PBKDF2 stays listed, so a password a real console stored still checks;
+# the consoles the launcher tests start in child processes keep the real settings' hashers.
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.MD5PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+]

@@ -16,6 +16,8 @@ import json
 import httpx
 import pytest
 
+from porto_console.settings import DEMO_BACKUP_PASSWORD
+
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / "scripts" / "run_console.py"
 STARTUP_GUARD_S = 300  # a guard against a hung child, not a speed requirement
@@ -39,6 +41,7 @@ class Console:
     """A launched console; ``output`` collects what it printed until it said it is serving."""
 
     def __init__(self, var_dir: Path) -> None:
+        self.var_dir = var_dir
         self.port = free_port()
         self.process = subprocess.Popen([sys.executable, str(LAUNCHER)], env=launcher_env(var_dir, self.port),
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -64,13 +67,27 @@ class Console:
         return self.process.wait(timeout=STARTUP_GUARD_S)
 
 
+def with_demo_repository(var_dir: Path, initialised_repository) -> Path:
+    """``var_dir`` with the demo's backup repository already initialised (``tests/support/restic.py``): a launched
+    console's first backup goes there, as it would into one ``restic init`` made. The first backup into a location
+    where nothing is yet is tested in ``tests/effects/test_backups.py``."""
+    initialised_repository(var_dir / "backups", DEMO_BACKUP_PASSWORD)
+    return var_dir
+
+
 @pytest.fixture
-def console(tmp_path):
-    launched = Console(tmp_path)
+def var_dir(tmp_path, initialised_repository) -> Path:
+    return with_demo_repository(tmp_path, initialised_repository)
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory, initialised_repository):
+    """One console, launched as ``make run`` launches it, for the tests that only talk to it; it stops cleanly."""
+    var_dir = with_demo_repository(tmp_path_factory.mktemp("launched"), initialised_repository)
+    launched = Console(var_dir)
     assert launched.serving.wait(STARTUP_GUARD_S), "".join(launched.output) + launched.process.stderr.read()
     yield launched
-    if launched.process.poll() is None:
-        launched.stop()
+    assert launched.stop() == 0
 
 
 def test_a_printed_demo_user_can_sign_in_and_lands_on_demo_data(console):
@@ -84,22 +101,21 @@ def test_a_printed_demo_user_can_sign_in_and_lands_on_demo_data(console):
     assert "DEMO DATA" in signed_in.text and "Dashboard" in signed_in.text
 
 
-def test_the_console_serves_under_waitress_with_health_and_json_logs(console, tmp_path):
+def test_the_console_serves_under_waitress_with_health_and_json_logs(console):
     response = httpx.get(f"http://127.0.0.1:{console.port}/healthz", headers={"X-Request-ID": "launcher-probe"})
     assert (response.status_code, response.json()["status"]) == (200, "ready")
     assert response.headers["server"] == "porto" and response.headers["x-request-id"] == "launcher-probe"
-    logged = [json.loads(line) for line in (tmp_path / "log" / "console.log").read_text().splitlines()]
+    logged = [json.loads(line) for line in (console.var_dir / "log" / "console.log").read_text().splitlines()]
     assert {"logger": "porto.requests", "path": "/healthz", "status": 200, "request_id": "launcher-probe"}.items() <= \
         next(line for line in logged if line.get("request_id") == "launcher-probe").items()
 
 
-def test_a_second_console_on_the_same_ledger_exits_with_a_clear_reason(console, tmp_path):
-    second = subprocess.run([sys.executable, str(LAUNCHER)], env=launcher_env(tmp_path, free_port()),
+def test_a_second_console_on_the_same_ledger_exits_with_a_clear_reason(console):
+    second = subprocess.run([sys.executable, str(LAUNCHER)], env=launcher_env(console.var_dir, free_port()),
                             capture_output=True, text=True, timeout=STARTUP_GUARD_S)
     assert second.returncode == 3
     assert "cannot start" in second.stderr and "already open read-write by another owner process" in second.stderr
-    assert console.process.poll() is None
-    assert console.stop() == 0
+    assert console.process.poll() is None  # the first serves on, and stops cleanly at the end of the module
 
 
 def test_outside_the_demo_the_console_refuses_to_start_with_default_keys(tmp_path):

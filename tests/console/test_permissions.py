@@ -304,9 +304,10 @@ def test_each_url_answers_each_requester_as_its_row_says(ledger, targets, patter
     # Refusals first, so a request that is allowed (and may change the ledger) runs last.
     order = sorted(((method, requester) for method in ("GET", "POST") for requester in REQUESTERS),
                    key=lambda case: max(row.expected(*case)) < 400)
+    clients = {requester: client_for(requester) for requester in REQUESTERS}
     for method, requester in order:
         head = ledger.head()
-        client = client_for(requester)
+        client = clients[requester]
         response = client.get(url) if method == "GET" else client.post(url, row.post_data(targets))
         assert response.status_code in row.expected(method, requester), (method, requester, url, response.status_code)
         if response.status_code == 302 and requester == ANONYMOUS and pattern.startswith("ledger/"):

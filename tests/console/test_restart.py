@@ -6,7 +6,7 @@ import re
 
 import httpx
 
-from tests.console.test_launcher import STARTUP_GUARD_S, Console
+from tests.console.test_launcher import STARTUP_GUARD_S, Console, var_dir  # noqa: F401 (a fixture)
 
 
 def started(var_dir) -> Console:
@@ -24,11 +24,11 @@ def signs_in(port: int, username: str, password: str) -> bool:
     return str(answer.url).endswith("/ledger/")
 
 
-def test_a_restart_keeps_every_demo_sign_in_and_prints_no_password(tmp_path):
-    first = started(tmp_path)
+def test_a_restart_keeps_every_demo_sign_in_and_prints_no_password(var_dir):
+    first = started(var_dir)
     password = first.password("demo-finance-2")
     assert first.stop() == 0
-    second = started(tmp_path)
+    second = started(var_dir)
     try:
         printed = "".join(second.output)
         assert "password" not in printed and "TOTP secret" not in printed

@@ -123,8 +123,8 @@ def repository(tmp_path, initialised_repository) -> ResticRepository:
 
 @pytest.fixture
 def unused_location(tmp_path) -> ResticRepository:
-    """A repository location where nothing is yet: the first backup initialises it."""
-    return ResticRepository(str(tmp_path / "repository"), BACKUP_PASSWORD)
+    """A repository location where nothing is yet, beside the test's ``repository``."""
+    return ResticRepository(str(tmp_path / "unused-repository"), BACKUP_PASSWORD)
 
 
 @pytest.fixture

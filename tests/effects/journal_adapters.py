@@ -1,7 +1,7 @@
 """Both adapters of each signer store (``journal_port``), built from a kind and a location, in any process.
 
 A test names an adapter as ``("file", directory)`` or ``("postgres", url)``
-so a spawned process can open the same store again.
+so another process can open the same store again.
 """
 
 from __future__ import annotations

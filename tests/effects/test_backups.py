@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ledger_engine.checkpoint.offsite import (
@@ -12,9 +14,9 @@ from ledger_engine.errors import ErrorCode, LedgerError
 from porto_console.effects.backups import STALE_AFTER_MS, newest_good_backup, take_backup, take_backup_if_due
 
 
-def test_newest_good_backup_and_its_age(owner, envelopes, admission, unused_location, backup_settings):
-    repository = unused_location  # the first backup initialises it
-    assert newest_good_backup(repository, fresh=True) is None
+def test_newest_good_backup_and_its_age(owner, envelopes, admission, repository, unused_location, backup_settings):
+    assert newest_good_backup(unused_location, fresh=True) is None  # no repository there yet
+    assert newest_good_backup(repository, fresh=True) is None  # initialised and empty
     first = take_backup(owner, admission, repository)
     owner.submit(envelopes.account("fin-1", roles=["finance"]))
     second = take_backup(owner, admission, repository)
@@ -103,8 +105,20 @@ def test_recover_restores_the_ledger_and_its_evidence_with_dispatch_disabled(
         recover(tmp_path / "new" / "ledger", tmp_path / "other", repository=repository)
 
 
-def test_a_backup_over_sftp_is_encrypted_and_restores(owner, admission, ssh_server, backup_settings, tmp_path):
+def test_a_location_where_nothing_is_yet_is_initialised_once(unused_location):
+    """What the first backup into a new location does first (``upload_and_verify``); over SFTP, the host-loss
+    drill's console does it (``tests/effects/test_host_loss.py``)."""
+    assert not unused_location.initialised()
+    unused_location.ensure_initialised()
+    config = (Path(unused_location.location) / "config").read_bytes()
+    unused_location.ensure_initialised()
+    assert unused_location.initialised() and (Path(unused_location.location) / "config").read_bytes() == config
+
+
+def test_a_backup_over_sftp_is_encrypted_and_restores(owner, admission, ssh_server, backup_settings, tmp_path,
+                                                      initialised_repository):
     remote = tmp_path / "remote-repository"
+    initialised_repository(remote, "porto-test-backup-password")
     repository = ResticRepository(ssh_server.repository(remote), "porto-test-backup-password",
                                   sftp_command=ssh_server.sftp_command)
     taken = take_backup(owner, admission, repository)

@@ -55,7 +55,7 @@ def _append_many(path: str, key_hex: str, start: int) -> None:
 
 def test_concurrent_processes_append_whole_chained_lines(tmp_path):
     path = str(tmp_path / "signed.jsonl")
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("fork")  # each child starts from this process's imports
     workers = [context.Process(target=_append_many, args=(path, "0x" + "11" * 32, start)) for start in (0, 100, 200)]
     for worker in workers:
         worker.start()

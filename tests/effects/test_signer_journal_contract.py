@@ -155,7 +155,7 @@ def _sign_many(kind: str, location: str, worker: int, count: int) -> None:
 
 
 def test_processes_signing_at_once_never_share_a_sequence(store):
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("fork")  # each child starts from this process's imports
     workers = [context.Process(target=_sign_many, args=(*store, worker, 10)) for worker in range(3)]
     for worker in workers:
         worker.start()

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from ledger_engine.merkle import tree
 from ledger_engine.merkle.frontier import MemoryNodes
 from tests.merkle import oracle
-from tests.support.tiers import examples
+from tests.support.tiers import examples, sampled
 
 MAX_SIZE = 300
 DATA = [hashlib.sha256(b"leaf %d" % number).digest()[: number % 40] for number in range(MAX_SIZE)]
@@ -73,7 +73,8 @@ def test_every_inclusion_proof_of_every_size_verifies_and_each_tampering_fails()
         for index in range(size):
             leaf, path = NODES(0, index), tree.inclusion_proof(NODES, index, size)
             tree.verify_inclusion(leaf, index, size, path, ROOTS[size])
-            _inclusion_tamperings_fail(leaf, index, size, path)
+            if sampled(size + index):
+                _inclusion_tamperings_fail(leaf, index, size, path)
 
 
 def _inclusion_tamperings_fail(leaf: bytes, index: int, size: int, path: list[bytes]) -> None:
@@ -105,7 +106,7 @@ def test_every_consistency_proof_between_any_two_sizes_verifies_and_each_tamperi
         for first in range(0, second + 1):
             path = tree.consistency_proof(NODES, first, second)
             tree.verify_consistency(first, second, ROOTS[first], ROOTS[second], path)
-            if 0 < first < second:
+            if 0 < first < second and sampled(first + second):
                 _consistency_tamperings_fail(first, second, path)
 
 

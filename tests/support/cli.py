@@ -1,10 +1,16 @@
-"""Driving ``porto-ledger`` in child processes, the way operators and scripts do.
+"""Driving ``porto-ledger`` the way operators and scripts do: in child processes.
 
 Every verb prints one JSON object a line; ``CliRun.lines`` holds them decoded.
+In the fast tier (docs/adr/0064) a verb whose test asks nothing of the process
+(no hash seed of its own) runs ``ledger_engine.cli.main`` in this process with
+its standard streams and environment swapped, so the test does not wait for an
+interpreter to start and import the engine; ``make test`` runs every verb in a
+child process.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import signal
@@ -19,7 +25,9 @@ from typing import Any, Iterator
 
 import orjson
 
+from ledger_engine import cli as ledger_cli
 from ledger_engine.demo import demo_genesis
+from tests.support import tiers
 
 PORTO_LEDGER = Path(sys.executable).with_name("porto-ledger")
 
@@ -51,6 +59,7 @@ class CliRun:
     status: int
     lines: list[dict[str, Any]]
     stderr: str
+    output: bytes = b""  # standard output as printed
 
     @property
     def last(self) -> dict[str, Any]:
@@ -79,12 +88,34 @@ def run_child(argv: list[str], *, hash_seed: int | None = None, env: dict[str, s
     """Run to completion with stdin closed; ``env`` adds variables to this process's environment."""
     completed = subprocess.run(argv, input=b"", capture_output=True, env=child_env(hash_seed, env),
                                timeout=CHILD_TIMEOUT_S)
-    return CliRun(completed.returncode, json_lines(completed.stdout), completed.stderr.decode())
+    return CliRun(completed.returncode, json_lines(completed.stdout), completed.stderr.decode(), completed.stdout)
 
 
 def porto_ledger(*args: object, data: Path | None = None, hash_seed: int | None = None,
                  env: dict[str, str] | None = None) -> CliRun:
-    return run_child(command_line(*args, data=data), hash_seed=hash_seed, env=env)
+    argv = command_line(*args, data=data)
+    if tiers.FAST and hash_seed is None:
+        return run_in_process(argv[1:], env=env)
+    return run_child(argv, hash_seed=hash_seed, env=env)
+
+
+def run_in_process(args: list[str], *, env: dict[str, str] | None = None) -> CliRun:
+    """``porto-ledger ARGS`` as ``ledger_engine.cli.main``, with stdin closed and ``env`` added, in this process."""
+    stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+    stderr = io.StringIO()
+    saved_streams, saved_env = (sys.stdin, sys.stdout, sys.stderr), dict(os.environ)
+    os.environ.update(env or {})
+    sys.stdin, sys.stdout, sys.stderr = io.TextIOWrapper(io.BytesIO()), stdout, stderr
+    try:
+        status = ledger_cli.main(args)
+    except SystemExit as exit:  # argparse refusing the command line
+        status = exit.code if isinstance(exit.code, int) else 2
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        os.environ.clear()
+        os.environ.update(saved_env)
+    output = stdout.buffer.getvalue()
+    return CliRun(status, json_lines(output), stderr.getvalue(), output)
 
 
 def succeeded(run: CliRun) -> CliRun:
@@ -176,10 +207,9 @@ def export(data: Path, destination: Path, *, actor: str = "demo-auditor-1") -> d
 
 def demo_lines(seed: int, *, listeners: int, days: int, hash_seed: int | None = None) -> list[bytes]:
     """The demo scenario's envelopes, one canonical JSON line each."""
-    completed = subprocess.run(command_line("demo-envelopes", "--seed", seed, "--listeners", listeners,
-                                            "--days", days), capture_output=True, check=True,
-                               env=child_env(hash_seed), timeout=CHILD_TIMEOUT_S)
-    return completed.stdout.splitlines(keepends=True)
+    run = succeeded(porto_ledger("demo-envelopes", "--seed", seed, "--listeners", listeners, "--days", days,
+                                 hash_seed=hash_seed))
+    return run.output.splitlines(keepends=True)
 
 
 def write_stream(path: Path, lines: list[bytes]) -> Path:

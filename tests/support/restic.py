@@ -1,9 +1,9 @@
-"""Initialised, empty restic repositories for tests that back up: made once per test process, copied per test.
+"""Initialised, empty restic repositories for tests that back up: made once per test run, copied per test.
 
 ``restic init`` calibrates its key derivation (scrypt) to cost about half a second of CPU, and every later
 restic command pays that cost again to open the repository: a backup that counts runs six commands, so
 most of a backup test's wait was scrypt. ``initialised_repository`` makes one repository per password with
-``restic init`` at the first request in this process, then wraps its master key again under a cheap scrypt
+``restic init`` at the first request in this test run, then wraps its master key again under a cheap scrypt
 cost (``TEST_KDF``), and copies that repository into the test's own directory; a copy is a whole repository
 of its own. Everything after the key derivation is restic's own: the master key, the config, packs,
 snapshots, and the refusal of a wrong password (the wrapped key's MAC does not verify). Repositories a
@@ -19,6 +19,7 @@ module as a plugin.
 from __future__ import annotations
 
 import base64
+import fcntl
 import hashlib
 import os
 import shutil
@@ -38,20 +39,43 @@ TEST_KDF = {"N": 1024, "r": 8, "p": 1}
 
 
 @pytest.fixture(scope="session")
-def initialised_repository(tmp_path_factory) -> InitialisedRepository:
-    """``initialised_repository(location, password)``: an empty repository at ``location``, opened with ``password``."""
-    templates: dict[str, Path] = {}
+def initialised_repository(tmp_path_factory, worker_id) -> InitialisedRepository:
+    """``initialised_repository(location, password)``: an empty repository at ``location``, opened with ``password``.
+
+    The pytest-xdist workers of one run share a run directory, so they share the templates: whichever worker
+    asks first for a password makes its template, under a lock the others wait on.
+    """
+    run_directory = tmp_path_factory.getbasetemp()
+    templates = (run_directory if worker_id == "master" else run_directory.parent) / "restic-templates"
+    templates.mkdir(exist_ok=True)
 
     def copy(location: Path, password: str) -> ResticRepository:
-        if password not in templates:
-            template = tmp_path_factory.mktemp("restic-template") / "repository"
-            ResticRepository(str(template), password).run("init")
-            cheapen_key(template, password)
-            templates[password] = template
-        shutil.copytree(templates[password], location)
+        shutil.copytree(template_for(templates, password), location)
         return ResticRepository(str(location), password)
 
     return copy
+
+
+def template_for(templates: Path, password: str) -> Path:
+    """The initialised repository of ``password`` under ``templates``, made by the first process to ask."""
+    template = templates / hashlib.sha256(password.encode()).hexdigest()[:16]
+    with open(templates / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not template.exists():
+            building = templates / f".building-{os.getpid()}"
+            shutil.rmtree(building, ignore_errors=True)
+            ResticRepository(str(building), password).run("init")
+            cheapen_key(building, password)
+            drop_empty_pack_directories(building)
+            building.rename(template)
+    return template
+
+
+def drop_empty_pack_directories(repository: Path) -> None:
+    """``restic init`` makes 256 empty ``data/XX`` directories; restic makes the one a pack needs when it is
+    missing, so a copy need not carry them (each copy made and removed them all, most of a test's file work)."""
+    for directory in (repository / "data").iterdir():
+        directory.rmdir()
 
 
 def cheapen_key(repository: Path, password: str) -> None:

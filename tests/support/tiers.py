@@ -1,8 +1,9 @@
 """How hard the property and state-machine tests try, per test tier (docs/adr/0043).
 
 ``make test`` runs every example; ``make test-fast`` sets ``PORTO_TEST_TIER=fast``
-and each Hypothesis test tries a fifth of its examples (at least ten), so the
-fast tier still exercises every property and machine, less deeply.
+and each Hypothesis test tries a fifth of its examples (at least ten), and each
+exhaustive test tampers with a fifth of its cases, so the fast tier still
+exercises every property and machine, less deeply.
 """
 
 from __future__ import annotations
@@ -14,3 +15,9 @@ FAST = os.environ.get("PORTO_TEST_TIER") == "fast"
 
 def examples(full: int) -> int:
     return max(10, full // 5) if FAST else full
+
+
+def sampled(case: int) -> bool:
+    """Whether an exhaustive test tampers with case number ``case``: every case in ``make test``, every fifth
+    in the fast tier (each case is still proven and verified in both)."""
+    return not FAST or case % 5 == 0
