@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from porto_console.operations.server import DEFAULT_THREADS, server_options
-
-ROOT = Path(__file__).resolve().parents[2]
-SHOWN = ("SECURE_PROXY_SSL_HEADER", "SECURE_HSTS_SECONDS", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE",
-         "CSRF_TRUSTED_ORIGINS")
+from tests.support import settings_module
 
 
 def settings_under(tmp_path: Path, **environment: str) -> dict:
     """The real settings module as a console started with ``environment`` would read it."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith("PORTO_")}
-    env.update(PORTO_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="porto_console.settings", **environment)
-    script = ("import json; from django.conf import settings; "
-              f"print(json.dumps({{name: getattr(settings, name, None) for name in {SHOWN!r}}}))")
-    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True,
-                          check=True)
-    return json.loads(done.stdout)
+    return settings_module.settings_under({"PORTO_VAR_DIR": str(tmp_path), **environment})
 
 
 def test_without_a_proxy_nothing_is_trusted_and_cookies_stay_plain(tmp_path):
@@ -35,7 +22,7 @@ def test_without_a_proxy_nothing_is_trusted_and_cookies_stay_plain(tmp_path):
 
 def test_behind_a_proxy_the_scheme_header_cookies_and_hsts_are_secure(tmp_path):
     shown = settings_under(tmp_path, PORTO_TRUSTED_PROXY="127.0.0.1", PORTO_CONSOLE_URL="https://console.porto.example")
-    assert shown["SECURE_PROXY_SSL_HEADER"] == ["HTTP_X_FORWARDED_PROTO", "https"]
+    assert shown["SECURE_PROXY_SSL_HEADER"] == ("HTTP_X_FORWARDED_PROTO", "https")
     assert shown["SECURE_HSTS_SECONDS"] == 365 * 24 * 3600
     assert shown["SESSION_COOKIE_SECURE"] is True and shown["CSRF_COOKIE_SECURE"] is True
     assert shown["CSRF_TRUSTED_ORIGINS"] == ["https://console.porto.example"]

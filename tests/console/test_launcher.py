@@ -75,28 +75,33 @@ def with_demo_repository(var_dir: Path, initialised_repository) -> Path:
     return var_dir
 
 
-@pytest.fixture
-def var_dir(tmp_path, initialised_repository) -> Path:
-    return with_demo_repository(tmp_path, initialised_repository)
+def started(var_dir: Path) -> Console:
+    console = Console(var_dir)
+    assert console.serving.wait(STARTUP_GUARD_S), "".join(console.output) + console.process.stderr.read()
+    return console
 
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory, initialised_repository):
-    """One console, launched as ``make run`` launches it, for the tests that only talk to it; it stops cleanly."""
-    var_dir = with_demo_repository(tmp_path_factory.mktemp("launched"), initialised_repository)
-    launched = Console(var_dir)
-    assert launched.serving.wait(STARTUP_GUARD_S), "".join(launched.output) + launched.process.stderr.read()
+    """One console, launched as ``make run`` launches it on a fresh directory, for this module's tests; the
+    restart test, last, stops it itself. It stops cleanly."""
+    launched = started(with_demo_repository(tmp_path_factory.mktemp("launched"), initialised_repository))
     yield launched
-    assert launched.stop() == 0
+    if launched.process.poll() is None:
+        assert launched.stop() == 0
+
+
+def sign_in(port: int, username: str, password: str) -> httpx.Response:
+    """Sign in through the login form; the page the console then lands on."""
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}") as client:
+        login = client.get("/login/")
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text).group(1)
+        return client.post("/login/?next=/", data={"csrfmiddlewaretoken": token, "username": username,
+                                                   "password": password}, follow_redirects=True)
 
 
 def test_a_printed_demo_user_can_sign_in_and_lands_on_demo_data(console):
-    with httpx.Client(base_url=f"http://127.0.0.1:{console.port}") as client:
-        login = client.get("/login/")
-        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text).group(1)
-        signed_in = client.post("/login/?next=/", data={"csrfmiddlewaretoken": token, "username": "demo-finance-2",
-                                                       "password": console.password("demo-finance-2")},
-                                follow_redirects=True)
+    signed_in = sign_in(console.port, "demo-finance-2", console.password("demo-finance-2"))
     assert str(signed_in.url).endswith("/ledger/")
     assert "DEMO DATA" in signed_in.text and "Dashboard" in signed_in.text
 
@@ -129,3 +134,17 @@ def test_outside_the_demo_the_console_refuses_to_start_with_default_keys(tmp_pat
     for key in ("DJANGO_SECRET_KEY", "PORTO_HANDLE_KEY", "PORTO_STEP_UP_KEY"):
         assert key in refused.stderr
     assert "serving the console" not in refused.stdout
+
+
+def test_a_restart_keeps_every_demo_sign_in_and_prints_no_password(console):
+    """``make run`` again on the same directories: the second start resets no sign-in and prints no secret."""
+    password = console.password("demo-finance-2")
+    assert console.stop() == 0
+    second = started(console.var_dir)
+    try:
+        printed = "".join(second.output)
+        assert "password" not in printed and "TOTP secret" not in printed
+        assert "manage.py demo_credentials" in printed
+        assert str(sign_in(second.port, "demo-finance-2", password).url).endswith("/ledger/")
+    finally:
+        assert second.stop() == 0

@@ -2,32 +2,26 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
-READ = ("import json, django; django.setup(); from django.conf import settings; "
-        "print(json.dumps({'backups': str(settings.BACKUP_DIR), 'effects': settings.EFFECTS_ENABLED}))")
+from tests.support.settings_module import settings_under
 
 
-def console_settings(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
-    environment = {"DJANGO_SETTINGS_MODULE": "porto_console.settings", "PORTO_VAR_DIR": str(tmp_path),
-                   "DATA_DIR": str(tmp_path / "ledger"), **env}
-    return subprocess.run([sys.executable, "-c", READ], env=environment, capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[2])
+def console_settings(tmp_path: Path, **env: str) -> dict[str, Any]:
+    return settings_under({"PORTO_VAR_DIR": str(tmp_path), "DATA_DIR": str(tmp_path / "ledger"), **env})
 
 
 def test_backups_default_to_a_folder_beside_the_data_directory(tmp_path):
-    read = json.loads(console_settings(tmp_path).stdout)
-    assert read["backups"] == str((tmp_path / "backups").resolve())
+    assert console_settings(tmp_path)["BACKUP_DIR"] == (tmp_path / "backups").resolve()
 
 
 def test_a_backup_directory_inside_the_data_directory_is_refused_at_start(tmp_path):
-    started = console_settings(tmp_path, PORTO_BACKUP_DIR=str(tmp_path / "ledger" / "backups"))
-    assert started.returncode != 0 and "is inside the ledger data directory" in started.stderr
+    with pytest.raises(ImproperlyConfigured, match="is inside the ledger data directory"):
+        console_settings(tmp_path, PORTO_BACKUP_DIR=str(tmp_path / "ledger" / "backups"))
 
 
 @pytest.mark.parametrize(("env", "enabled"), [
@@ -41,4 +35,4 @@ def test_a_backup_directory_inside_the_data_directory_is_refused_at_start(tmp_pa
     ({"PORTO_EFFECTS_ENABLED": "1"}, True),
 ])
 def test_effects_are_announced_only_with_a_broker_and_a_signer_unless_set_explicitly(tmp_path, env, enabled):
-    assert json.loads(console_settings(tmp_path, **env).stdout)["effects"] is enabled
+    assert console_settings(tmp_path, **env)["EFFECTS_ENABLED"] is enabled
