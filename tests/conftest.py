@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import uuid
 from typing import Any
@@ -11,7 +12,7 @@ from django.core.servers.basehttp import WSGIRequestHandler
 
 from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application.owner import LedgerOwner
-from tests.support import store_tier
+from tests.support import store_tier, tiers  # noqa: F401 (tiers loads the fast tier's Hypothesis profile)
 from tests.support.step_up import genesis as step_up_genesis, stepped_up
 
 # postgres_server_url and postgres_database_url: one PostgreSQL (and one database) per test session;
@@ -26,6 +27,11 @@ def pytest_configure(config):
     # Django's test server writes a response's headers and body apart; under Nagle's algorithm the body waits for
     # the client's delayed ACK, about 40 ms on every request to a live server.
     WSGIRequestHandler.disable_nagle_algorithm = True
+
+
+def pytest_collection_finish(session):
+    # Everything imported and collected lives as long as the run: the collector need not walk it again.
+    gc.freeze()
 
 
 @pytest.hookimpl(hookwrapper=True)

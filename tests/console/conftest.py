@@ -20,7 +20,7 @@ from ledger_engine.demo.builder import DEMO_STEP_UP_KEY
 from ledger_engine.demo.foundation import staff_email
 from porto_console import ledger as console_ledger
 from porto_console.console.services.demo import load_scenario
-from porto_console.console.services.users import issue_credentials, sync_user
+from porto_console.console.services.users import ensure_groups, issue_credentials, sync_user
 from tests.conftest import EnvelopeFactory
 from tests.money_allocation.world import FINANCE, FINANCE_2, MoneyWorld, fixture_commands
 from tests.money_payouts.world import PayoutWorld
@@ -76,7 +76,8 @@ def ledger(demo_ledger_template, tmp_path, settings):
 @pytest.fixture
 def users(db):
     """Console users named after the demo staff accounts, each in the group of their ledger role."""
-    return {name: sync_user(account, roles=[ROLE_OF[name]], active=True, email=staff_email(account))[0]
+    groups = ensure_groups()
+    return {name: sync_user(account, roles=[ROLE_OF[name]], active=True, email=staff_email(account), groups=groups)[0]
             for name, account in STAFF.items()}
 
 

@@ -23,7 +23,7 @@ from ledger_engine.layout import INDEXES, STATE
 from porto_console.console.commands import new_command_id
 from porto_console.console.handles import seal
 from porto_console.console.roles import CONSOLE_ROLES, command_roles
-from porto_console.console.services.users import sync_user
+from porto_console.console.services.users import ensure_groups, sync_user
 from tests.console.conftest import STAFF
 
 ANONYMOUS, NO_ROLE = "anonymous", "no role"
@@ -284,17 +284,18 @@ def concrete(pattern: str, targets: Targets) -> str:
     return "/" + path
 
 
-def client_with_roles(roles: list[str], name: str = "probe") -> Client:
-    user, _ = sync_user(name, roles=roles, active=True)
+def client_with_roles(roles: list[str], name: str = "probe", groups: dict | None = None) -> Client:
+    user, _ = sync_user(name, roles=roles, active=True, groups=groups)
     client = Client()
     client.force_login(user)
     return client
 
 
-def client_for(requester: str) -> Client:
+def client_for(requester: str, groups: dict | None = None) -> Client:
     if requester == ANONYMOUS:
         return Client()
-    return client_with_roles([] if requester == NO_ROLE else [requester], f"probe-{requester.replace(' ', '-')}")
+    return client_with_roles([] if requester == NO_ROLE else [requester], f"probe-{requester.replace(' ', '-')}",
+                             groups)
 
 
 @pytest.mark.parametrize("pattern", list(MATRIX))
@@ -304,7 +305,8 @@ def test_each_url_answers_each_requester_as_its_row_says(ledger, targets, patter
     # Refusals first, so a request that is allowed (and may change the ledger) runs last.
     order = sorted(((method, requester) for method in ("GET", "POST") for requester in REQUESTERS),
                    key=lambda case: max(row.expected(*case)) < 400)
-    clients = {requester: client_for(requester) for requester in REQUESTERS}
+    groups = ensure_groups()
+    clients = {requester: client_for(requester, groups) for requester in REQUESTERS}
     for method, requester in order:
         head = ledger.head()
         client = clients[requester]

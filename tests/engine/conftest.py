@@ -39,8 +39,8 @@ def demo_ledger(tmp_path_factory) -> DemoLedger:
     root = tmp_path_factory.mktemp("demo")
     stream = cli.write_stream(root / "demo.jsonl", demo_scenario_lines())
     data = root / "ledger"
-    cli.init_demo(data, hash_seed=0)
-    outcomes = cli.submit(data, stream, hash_seed=0)
+    cli.init_demo(data)
+    outcomes = cli.submit(data, stream)
     return DemoLedger(stream, data, outcomes, cli.head(data))
 
 

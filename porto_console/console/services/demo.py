@@ -25,7 +25,7 @@ from ledger_engine.demo import DEMO_LABEL, demo_scenario
 from ledger_engine.demo.foundation import STAFF, staff_email
 from porto_console.console.roles import CONSOLE_ROLES
 from porto_console.console.services.accounts import accounts
-from porto_console.console.services.users import has_enrolled, issue_credentials, sync_user
+from porto_console.console.services.users import ensure_groups, has_enrolled, issue_credentials, sync_user
 
 DEMO_SEED = 1
 CREDENTIALS_FILE = "demo-credentials.json"
@@ -71,12 +71,13 @@ def demo_users(ledger: LedgerOwner) -> list[DemoSignIn]:
     Returns only the credentials made now: on a restart, nobody who already
     has a password or an authenticator is touched.
     """
-    issued = []
+    issued, groups = [], ensure_groups()
     for account in accounts(ledger, kind="staff", status="active"):
         roles = [role for role in account.roles if role in CONSOLE_ROLES]
         if account.account_id not in STAFF or not roles:
             continue
-        user, _ = sync_user(account.account_id, roles=roles, active=True, email=staff_email(account.account_id))
+        user, _ = sync_user(account.account_id, roles=roles, active=True, email=staff_email(account.account_id),
+                            groups=groups)
         if not has_enrolled(user):
             credentials = issue_credentials(user)
             _remember(credentials.username, credentials.password, user.password)

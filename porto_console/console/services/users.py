@@ -42,12 +42,14 @@ def ensure_groups() -> dict[str, Group]:
     return groups
 
 
-def sync_user(account_id: str, *, roles: list[str], active: bool, email: str = "") -> tuple[User, bool]:
+def sync_user(account_id: str, *, roles: list[str], active: bool, email: str = "",
+              groups: dict[str, Group] | None = None) -> tuple[User, bool]:
     """Create or update the console user for a staff account; returns it and whether it is new.
 
-    A new user has no usable password and no authenticator until its owner enrols.
+    A new user has no usable password and no authenticator until its owner enrols. ``groups``: what
+    ``ensure_groups`` returned, when the caller syncs several users at once.
     """
-    groups = ensure_groups()
+    groups = ensure_groups() if groups is None else groups
     user, created = User.objects.get_or_create(username=account_id, defaults={"email": email})
     if created:
         user.set_unusable_password()
