@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from ledger_engine.application.admission import AdmittedCommand
 from ledger_engine.application.journal import Head
-from ledger_engine.application.journal_tree import check_journal_claim, open_tree, stage_append
+from ledger_engine.application.journal_tree import check_journal_claim, names_journal_tree, open_tree, stage_append
 from ledger_engine.application.observers import CommandReport, GroupReport, Listeners
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.transition import CommandOutcome, execute
@@ -165,13 +165,16 @@ class SerialExecutor:
         head, floor, frontier = self.head, self.admitted_floor_ms, self.frontier
         answers: list[tuple[Future, CommandOutcome | LedgerError]] = []
         index_entries: dict = {}  # the group's index upkeep remembers the records it has seen written
+        entries: list[str] = []  # the group's new journal entries, added to the journal tree together
         for command, future, _ in group:
             try:
+                if entries and names_journal_tree(command.payload):  # it must see the group's earlier entries
+                    frontier, entries = stage_append(pending.put, frontier, *entries), []
                 check_journal_claim(command.payload, pending.get_raw, frontier)
                 outcome, head = execute(command, pending, head, self._indexes, admitted_floor_ms=floor,
                                         index_entries=index_entries)
-                if head.sequence > frontier.size:
-                    frontier = stage_append(pending.put, frontier, head.entry_hash)
+                if head.sequence > frontier.size + len(entries):
+                    entries.append(head.entry_hash)
                 floor = max(floor, command.envelope.admitted_at_ms) if not outcome.duplicate else floor
                 answers.append((future, outcome))
             except StorageFault as fault:  # nothing of this group can be trusted: write none of it
@@ -181,6 +184,8 @@ class SerialExecutor:
                 answers.append((future, error))
             except Exception as error:  # a rule bug; execute() stages nothing before it can fail
                 answers.append((future, LedgerError(ErrorCode.RULE_FAILURE, f"{type(error).__name__}: {error}")))
+        frontier = stage_append(pending.put, frontier, *entries)
+        assert frontier.size == head.sequence, (frontier.size, head.sequence)
         if len(pending):
             try:
                 self.store.write(pending.ops())

@@ -111,9 +111,10 @@ def empty_tree() -> JournalFrontier:
     return JournalFrontier(STORED_FROM_LEVEL)
 
 
-def stage_append(stage: Stage, frontier: JournalFrontier, entry_hash: str) -> JournalFrontier:
-    """Entry ``frontier.size + 1`` appended; the nodes it completes (one block in ``BLOCK`` entries) staged."""
-    after, completed = frontier.append(entry_hash)
+def stage_append(stage: Stage, frontier: JournalFrontier, *entry_hashes: str) -> JournalFrontier:
+    """Entries ``frontier.size + 1`` onwards appended; the nodes they complete (one block in ``BLOCK`` entries)
+    staged."""
+    after, completed = frontier.extend(entry_hashes)
     for level, index, node in completed:
         stage(META, node_key(level, index), node_value(node))
     return after
@@ -129,6 +130,11 @@ def appended_keys(sequence: int) -> list[bytes]:
     return keys
 
 
+def names_journal_tree(payload: object) -> bool:
+    """Whether the payload names a journal tree (a commitment's), which ``check_journal_claim`` checks."""
+    return getattr(payload, "journal_tree", None) is not None
+
+
 def check_journal_claim(payload: object, get_raw: Callable[[str, bytes], bytes | None],
                         frontier: JournalFrontier) -> None:
     """A payload naming a journal tree (a commitment's) must name this journal's root at that size.
@@ -136,9 +142,9 @@ def check_journal_claim(payload: object, get_raw: Callable[[str, bytes], bytes |
     Checked by the executor in command order, reading nodes through the group's pending writes, because
     rules read state and the tree is not state (docs/adr/0041). A refusal is not journalled.
     """
-    claim = getattr(payload, "journal_tree", None)
-    if claim is None:
+    if not names_journal_tree(payload):
         return
+    claim = payload.journal_tree
     if claim.size > frontier.size:
         raise LedgerError(ErrorCode.CONFLICTING_EVIDENCE,
                           f"the journal has {frontier.size} entries, not the {claim.size} the commitment names")

@@ -65,7 +65,16 @@ class Frontier:
             carry, level, index = carry >> 1, level + 1, index >> 1
             completed.append(Node(level, index, node))
         hashes.append(node)
-        return Frontier(self.size + 1, tuple(hashes)), tuple(completed)
+        return Frontier._grown(self.size + 1, tuple(hashes)), tuple(completed)
+
+    @classmethod
+    def _grown(cls, size: int, hashes: tuple[bytes, ...]) -> "Frontier":
+        """A frontier ``append`` built from a checked one: only the count is asserted, not each hash again."""
+        assert len(hashes) == size.bit_count() and size <= MAX_SIZE, (size, len(hashes))
+        frontier = object.__new__(cls)
+        object.__setattr__(frontier, "size", size)
+        object.__setattr__(frontier, "hashes", hashes)
+        return frontier
 
     def root(self) -> bytes:
         return fold_right(self.hashes) if self.hashes else EMPTY_ROOT
@@ -113,19 +122,33 @@ class BlockFrontier:
 
     def append(self, leaf: Any) -> tuple["BlockFrontier", tuple[Node, ...]]:
         """The tree one leaf later, and the nodes from ``block_level`` up that the leaf completed, lowest first."""
-        tail = (*self.tail, leaf)
-        if len(tail) < 1 << self.block_level:
-            return type(self)(self.block_level, self.blocks, tail), ()
-        block = perfect_root(self._tail_hashes(tail))
-        blocks, above = self.blocks.append(block)
-        shift = self.block_level
-        completed = (Node(shift, self.blocks.size, block), *(Node(n.level + shift, n.index, n.hash) for n in above))
-        return type(self)(shift, blocks), completed
+        return self.extend((leaf,))
+
+    def extend(self, leaves: Sequence[Any]) -> tuple["BlockFrontier", tuple[Node, ...]]:
+        """The tree ``len(leaves)`` leaves later, and the nodes from ``block_level`` up they completed, lowest
+        first: one new frontier however many leaves, so a group of commits makes one."""
+        shift, width = self.block_level, 1 << self.block_level
+        blocks, tail, completed, taken = self.blocks, self.tail, [], 0
+        while taken < len(leaves):
+            room = width - len(tail)
+            tail, taken = (*tail, *leaves[taken:taken + room]), taken + room
+            if len(tail) == width:
+                block = perfect_root(self._tail_hashes(tail))
+                completed.append(Node(shift, blocks.size, block))
+                blocks, above = blocks.append(block)
+                completed.extend(Node(node.level + shift, node.index, node.hash) for node in above)
+                tail = ()
+        return type(self)(shift, blocks, tail), tuple(completed)
 
     def _tail_hashes(self, tail: tuple) -> list[bytes]:
-        hashes = [self.leaf_hash(leaf) for leaf in tail]
+        hashes = self.leaf_hashes(tail)
         assert all(type(h) is bytes and len(h) == HASH_BYTES for h in hashes), "append leaf hashes, not leaf data"
         return hashes
+
+    @classmethod
+    def leaf_hashes(cls, tail: tuple) -> list[bytes]:
+        """The leaf hashes of a block's leaves; a subclass may make them in one go."""
+        return [cls.leaf_hash(leaf) for leaf in tail]
 
     def frontier(self) -> Frontier:
         """The same tree's compact frontier: the full blocks' pieces, then the tail's perfect pieces."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import orjson
@@ -16,7 +17,11 @@ from ledger_engine.checkpoint.load import load_checkpoint
 from ledger_engine.checkpoint.replay import replay_export
 from ledger_engine.checkpoint.verify import VerificationError, verify_export
 from ledger_engine.demo import demo_envelopes, demo_genesis
+from ledger_engine.domain import registry
+from ledger_engine.domain.commands.money.artifacts import JournalTreeClaim
+from ledger_engine.domain.registry import Payload, command
 from ledger_engine.errors import ErrorCode, StorageFault
+from ledger_engine.genesis import default_genesis
 from ledger_engine.layout import JOURNAL, META
 from ledger_engine.merkle import tree, verify_proof_document
 from ledger_engine.merkle.journal import journal_nodes
@@ -202,3 +207,37 @@ def test_an_entry_stages_nothing_until_it_fills_a_block_and_then_exactly_the_key
         assert bool(staged) == (sequence % journal_tree.BLOCK == 0)
     assert journal_tree.appended_keys(32) == [journal_tree.node_key(4, 1), journal_tree.node_key(5, 0)]
     assert frontier.root() == journal_nodes(hashes).root()
+
+
+class NamesJournalTreePayload(Payload):
+    journal_tree: JournalTreeClaim
+
+
+@pytest.fixture
+def names_journal_tree():
+    """A test-only command that only names a journal tree, as a commitment observation does."""
+    command("TestNamesJournalTree", payload=NamesJournalTreePayload, roles={"admin"})(lambda ctx, p: {})
+    yield "TestNamesJournalTree"
+    registry._REGISTRY.pop("TestNamesJournalTree")
+
+
+def test_a_command_naming_the_tree_sees_the_entries_of_its_own_group_before_it(names_journal_tree, tmp_path,
+                                                                                envelopes):
+    registrations = [envelopes.account(f"acct-{number}") for number in range(20)]
+    with LedgerOwner.open(tmp_path / "rehearsal", genesis=default_genesis()) as rehearsal:
+        for envelope in registrations:
+            rehearsal.submit(envelope)
+        claimed = rehearsal.journal_tree()  # the same envelopes give the same entries anywhere
+    naming = {size: envelopes(names_journal_tree, {"journal_tree": claim}) for size, claim in (
+        ("all", claimed), ("one more", {**claimed, "size": claimed["size"] + 1}))}
+    with LedgerOwner.open(tmp_path / "ledger", genesis=default_genesis()) as owner:
+        release = threading.Event()
+        owner.executor.call(lambda store: release.wait(30))  # the executor waits while the group queues up
+        futures = [owner.submit_async(envelope) for envelope in (*registrations, *naming.values())]
+        release.set()
+        accepted, beyond = futures[-2].result(), futures[-1].exception()
+        assert all(future.result().accepted for future in futures[:-2])
+        assert accepted.accepted and accepted.sequence == claimed["size"] + 1
+        assert beyond.code == ErrorCode.CONFLICTING_EVIDENCE
+        assert owner.journal_tree() == {"size": claimed["size"] + 1,
+                                        "root": journal_tree.stored_root(owner.store, claimed["size"] + 1)}
