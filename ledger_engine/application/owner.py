@@ -103,6 +103,9 @@ def last_admitted_ms(store: RocksStore, head: Head) -> int:
 
 class LedgerOwner:
     def __init__(self, store: RocksStore, *, max_group: int = 64) -> None:
+        if store.staging:
+            raise LedgerError(ErrorCode.STORE_NOT_DURABLE,
+                              f"{store.path} is still being built; it is owned only once published")
         if not store.synced:
             refuse_unless_allowed(store.path)
         self.store = store

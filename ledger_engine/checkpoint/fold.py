@@ -33,7 +33,7 @@ class DiskFold:
     def scratch(cls) -> Iterator["DiskFold"]:
         directory = Path(tempfile.mkdtemp(prefix="porto-fold-"))
         try:
-            with RocksStore(directory / "db", create=True) as store:
+            with RocksStore(directory / "db", create=True, staging=True) as store:
                 yield cls(store)
         finally:
             shutil.rmtree(directory, ignore_errors=True)

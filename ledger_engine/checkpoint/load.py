@@ -1,10 +1,12 @@
-"""Loading a verified portable checkpoint into an empty data directory.
+"""Loading a verified portable checkpoint into an empty staging directory.
 
 The checkpoint's rows, events and journal become the new ledger's history and
 state; indexes are rebuilt from them and dispatch starts disabled. Loading
 proves only that the export is self-consistent: provenance comes from the
 operator choosing a trusted export, and from replaying a later export's
-journal suffix on top and arriving at that export's state hash.
+journal suffix on top and arriving at that export's state hash. The directory
+is a replay's staging directory: its batches are not synced one by one, since
+``publish_built`` syncs every file before the ledger gets its name.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def load_checkpoint(export_dir: str | os.PathLike, data_dir: str | os.PathLike) 
     root = Path(export_dir)
     metadata = verify_export(root)
     genesis = orjson.loads((root / GENESIS_FILE).read_bytes())
-    with RocksStore(data_dir, create=True) as store:
+    with RocksStore(data_dir, create=True, staging=True) as store:
         if store.get(META, HEAD_KEY) is not None:
             raise VerificationError(str(data_dir), "loading a checkpoint needs an empty data directory")
         for chunk in _chunks(_history_ops(root)):

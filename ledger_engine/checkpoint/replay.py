@@ -4,8 +4,10 @@ Replay applies each journalled envelope through the same admission and rules as
 live commands and compares the entry hash it produces with the recorded one,
 which covers the outcome, the result and the delta hash. It streams: the
 journal is read a line at a time and applied in chunks of ``CHUNK`` commands,
-each chunk one synchronous WriteBatch, so memory does not grow with the
-journal. Once the journal is applied, the rebuilt ledger must export to exactly
+each chunk one WriteBatch, so memory does not grow with the journal. The
+batches are not synced one by one: the ledger is built in a staging directory
+that is synced file by file once, before it is published (docs/adr/0068).
+Once the journal is applied, the rebuilt ledger must export to exactly
 the exported bytes, compared line by line as both stream past: journal,
 deltas, events and state rows, hence the chain, every delta, the state digest
 and the journal tree root. It dispatches nothing: the rebuilt ledger starts
@@ -49,7 +51,7 @@ from ledger_engine.merkle.journal import JournalFrontier
 from ledger_engine.projections.maintenance import IndexMaintainer
 from ledger_engine.storage.rocks import RocksStore
 
-# Commands per synchronous batch. Rules scan the chunk's pending writes, so a larger chunk costs more per command.
+# Commands per batch. Rules scan the chunk's pending writes, so a larger chunk costs more per command.
 CHUNK = 64
 
 
@@ -67,7 +69,7 @@ def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
 def _rebuild(root: Path, staging: Path, metadata: dict[str, Any], genesis: dict[str, Any],
              checkpoint_dir: str | os.PathLike | None) -> dict[str, Any]:
     start = 0 if checkpoint_dir is None else _load_earlier_checkpoint(checkpoint_dir, staging, metadata, root)
-    with RocksStore(staging, create=True) as store:
+    with RocksStore(staging, create=True, staging=True) as store:
         if start == 0:
             initialise(store, genesis)
         _disable_dispatch(store)
@@ -102,7 +104,7 @@ def _entry_hash_at(journal_path: Path, sequence: int) -> str | None:
 
 
 class _Chunk:
-    """The commands replayed since the last synchronous batch, and the journal tree after them (its rows staged with each entry)."""
+    """The commands replayed since the last batch, and the journal tree after them (its rows staged with each entry)."""
 
     def __init__(self, store: RocksStore, frontier: JournalFrontier) -> None:
         self.store = store

@@ -1,0 +1,87 @@
+"""A ledger still being built skips the per-batch fsync and is synced whole before it is named; every open
+ledger's RocksDB memory is bounded whatever the ledger's size (docs/adr/0068)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.checkpoint import publish
+from ledger_engine.checkpoint.replay import replay_export
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.layout import ALL_FAMILIES
+from ledger_engine.storage.rocks import BLOCK_CACHE_BYTES, MEMTABLE_BUDGET_BYTES, STAGING_MEMTABLE_BUDGET_BYTES, RocksStore
+from tests.engine.test_export_properties import small_export  # noqa: F401 (fixture)
+
+
+def test_no_owner_accepts_a_ledger_still_being_built(tmp_path):
+    with RocksStore(tmp_path / "staging", create=True, staging=True) as store:
+        assert not store.synced
+        with pytest.raises(LedgerError) as refused:
+            LedgerOwner(store)
+    assert refused.value.code == ErrorCode.STORE_NOT_DURABLE
+
+
+def test_a_replay_syncs_every_file_of_the_rebuilt_ledger_after_its_last_write_and_before_naming_it(
+        small_export, tmp_path, monkeypatch):  # noqa: F811
+    """The replay's batches are not synced one by one, so the one sync of the whole directory is what makes
+    the published ledger durable: every file in it must be synced after the store closed, and before the
+    rename gives it its name."""
+    events: list[tuple[str, str]] = []
+    real_fsync, real_close, real_rename = os.fsync, RocksStore.close, Path.rename
+
+    def fsync(descriptor: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{descriptor}")))
+        real_fsync(descriptor)
+
+    def close(store: RocksStore) -> None:
+        real_close(store)
+        events.append(("closed", str(store.path)))
+
+    def rename(path: Path, target: Path) -> Path:
+        events.append(("renamed", str(path)))
+        return real_rename(path, target)
+
+    monkeypatch.setattr(publish.os, "fsync", fsync)
+    monkeypatch.setattr(RocksStore, "close", close)
+    monkeypatch.setattr(Path, "rename", rename)
+    target = tmp_path / "replayed"
+
+    replay_export(small_export, target)
+
+    staging = next(path for kind, path in events if kind == "renamed")
+    closed = events.index(("closed", staging))
+    renamed = events.index(("renamed", staging))
+    synced = {Path(path).name for kind, path in events[closed:renamed] if kind == "fsync"}
+    published = {path.name for path in target.rglob("*") if path.is_file()}
+    assert published and published <= synced, sorted(published - synced)
+
+
+@pytest.mark.parametrize(("staging", "budget"), [(True, STAGING_MEMTABLE_BUDGET_BYTES), (False, MEMTABLE_BUDGET_BYTES)])
+def test_the_memtables_of_all_families_stay_within_one_budget(tmp_path, staging, budget):
+    """Without the budget each family keeps up to two 64 MiB memtables: writes of three budgets to three families
+    would stay in memory."""
+    families = ALL_FAMILIES[1:4]
+    with RocksStore(tmp_path / "ledger", create=True, staging=staging) as store:
+        highest = 0
+        for number in range(3 * budget // 300_000):
+            store.write([(family, b"entry/%06d" % number, os.urandom(100_000)) for family in families])
+            highest = max(highest, sum(store.int_property(family, "rocksdb.cur-size-all-mem-tables")
+                                       for family in ALL_FAMILIES))
+    assert highest <= 1.5 * budget, (highest, budget)
+
+
+def test_the_families_share_one_block_cache_of_the_set_size(tmp_path):
+    with RocksStore(tmp_path / "ledger", create=True) as store:
+        for number in range(200):
+            store.write([(family, b"row/%06d" % number, os.urandom(20_000)) for family in ALL_FAMILIES[1:4]])
+        store.flush()
+        for family in ALL_FAMILIES[1:4]:
+            assert sum(1 for _ in store.scan(family)) == 200
+        capacities = {store.int_property(family, "rocksdb.block-cache-capacity") for family in ALL_FAMILIES}
+        usages = {store.int_property(family, "rocksdb.block-cache-usage") for family in ALL_FAMILIES}
+    assert capacities == {BLOCK_CACHE_BYTES}
+    assert len(usages) == 1 and 0 < usages.pop() <= BLOCK_CACHE_BYTES
