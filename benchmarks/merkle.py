@@ -34,7 +34,6 @@ from benchmarks.report import Report
 from benchmarks.workload import (
     SAMPLE_COMMANDS, check_committed, next_registrations, open_ledger, submit_windowed, warm_up,
 )
-from ledger_engine.application import executor
 from ledger_engine.application import journal_tree
 from ledger_engine.keys import seq20
 from ledger_engine.layout import JOURNAL, META
@@ -321,13 +320,13 @@ class _Uncounted:
 @contextmanager
 def _tree_kept(keep: bool) -> Iterator[None]:
     """The executor as it is, or with its tree upkeep switched off for a baseline; the ledgers are thrown away."""
-    stage_append = executor.stage_append
+    stage_append = journal_tree.stage_append
     if not keep:
-        executor.stage_append = lambda stage, frontier, *entry_hashes: _Uncounted(frontier.size + len(entry_hashes))
+        journal_tree.stage_append = lambda stage, frontier, *entry_hashes: _Uncounted(frontier.size + len(entry_hashes))
     try:
         yield
     finally:
-        executor.stage_append = stage_append
+        journal_tree.stage_append = stage_append
 
 
 class _Timed:
@@ -343,7 +342,7 @@ class _Timed:
 def _upkeep_timed() -> Iterator[_Timed]:
     """The executor's ``stage_append`` timed where it runs, in the leader thread's CPU clock (which a wait for
     the GIL does not advance); an empty interval after each measures the clock's own cost."""
-    stage_append, timed = executor.stage_append, _Timed()
+    stage_append, timed = journal_tree.stage_append, _Timed()
 
     def timed_append(stage, frontier, *entry_hashes):
         started = time.thread_time()
@@ -354,8 +353,8 @@ def _upkeep_timed() -> Iterator[_Timed]:
         timed.entries += len(entry_hashes)
         return after
 
-    executor.stage_append = timed_append
+    journal_tree.stage_append = timed_append
     try:
         yield timed
     finally:
-        executor.stage_append = stage_append
+        journal_tree.stage_append = stage_append

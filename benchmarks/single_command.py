@@ -11,7 +11,7 @@ from benchmarks.workload import command_batch_bytes, measured_rounds, open_ledge
 
 ROUNDS = 9
 COMMANDS_PER_ROUND = 500
-TARGET_RATIO = 0.5
+TARGET_RATIO = 0.6
 
 
 def run(report: Report, workdir: Path) -> None:
@@ -28,4 +28,4 @@ def run(report: Report, workdir: Path) -> None:
     report.metric("ratio_to_raw", "single-command / raw", rounds.ratio, "x")
     report.metric("command_us", "one command, submit to durable outcome", command_us, "µs")
     report.metric("python_overhead_us", "per-command overhead over the raw write", command_us - write_us, "µs")
-    report.target("single-command >= 50% of the raw sync write rate", rounds.ratio, TARGET_RATIO, "x")
+    report.target(f"single-command >= {TARGET_RATIO:.0%} of the raw sync write rate", rounds.ratio, TARGET_RATIO, "x")

@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from ledger_engine.application.admission import AdmittedCommand
 from ledger_engine.application.journal import Head
-from ledger_engine.application.journal_tree import check_journal_claim, names_journal_tree, open_tree, stage_append
+from ledger_engine.application.journal_tree import BatchTree, open_tree
 from ledger_engine.application.observers import CommandReport, GroupReport, Listeners
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.transition import CommandOutcome, execute
@@ -162,19 +162,15 @@ class SerialExecutor:
             self._answer(group, [self.halted] * len(group))
             return
         pending = PendingBatch(self.store)
-        head, floor, frontier = self.head, self.admitted_floor_ms, self.frontier
+        head, floor, tree = self.head, self.admitted_floor_ms, BatchTree(self.frontier)
         answers: list[tuple[Future, CommandOutcome | LedgerError]] = []
         index_entries: dict = {}  # the group's index upkeep remembers the records it has seen written
-        entries: list[str] = []  # the group's new journal entries, added to the journal tree together
         for command, future, _ in group:
             try:
-                if entries and names_journal_tree(command.payload):  # it must see the group's earlier entries
-                    frontier, entries = stage_append(pending.put, frontier, *entries), []
-                check_journal_claim(command.payload, pending.get_raw, frontier)
+                tree.check_claim(command.payload, pending.put, pending.get_raw)
                 outcome, head = execute(command, pending, head, self._indexes, admitted_floor_ms=floor,
                                         index_entries=index_entries)
-                if head.sequence > frontier.size + len(entries):
-                    entries.append(head.entry_hash)
+                tree.add(head)
                 floor = max(floor, command.envelope.admitted_at_ms) if not outcome.duplicate else floor
                 answers.append((future, outcome))
             except StorageFault as fault:  # nothing of this group can be trusted: write none of it
@@ -184,7 +180,7 @@ class SerialExecutor:
                 answers.append((future, error))
             except Exception as error:  # a rule bug; execute() stages nothing before it can fail
                 answers.append((future, LedgerError(ErrorCode.RULE_FAILURE, f"{type(error).__name__}: {error}")))
-        frontier = stage_append(pending.put, frontier, *entries)
+        frontier = tree.grow(pending.put)
         assert frontier.size == head.sequence, (frontier.size, head.sequence)
         if len(pending):
             try:

@@ -120,6 +120,31 @@ def stage_append(stage: Stage, frontier: JournalFrontier, *entry_hashes: str) ->
     return after
 
 
+class BatchTree:
+    """A batch's journal-tree upkeep: the entries its commands make join the tree together when the batch is
+    staged (docs/adr/0067), or earlier, before a command that reads the tree, which must see them."""
+
+    def __init__(self, frontier: JournalFrontier) -> None:
+        self.frontier = frontier
+        self._entries: list[str] = []
+
+    def check_claim(self, payload: object, stage: Stage, get_raw: Callable[[str, bytes], bytes | None]) -> None:
+        """``check_journal_claim`` over the tree with every entry of the batch so far."""
+        if self._entries and names_journal_tree(payload):
+            self.grow(stage)
+        check_journal_claim(payload, get_raw, self.frontier)
+
+    def add(self, head: Head) -> None:
+        """Remember the entry at ``head`` if the command made one (a duplicate makes none)."""
+        if head.sequence > self.frontier.size + len(self._entries):
+            self._entries.append(head.entry_hash)
+
+    def grow(self, stage: Stage) -> JournalFrontier:
+        """Append the remembered entries and stage the nodes they complete; the tree after them."""
+        self.frontier, self._entries = stage_append(stage, self.frontier, *self._entries), []
+        return self.frontier
+
+
 def appended_keys(sequence: int) -> list[bytes]:
     """The keys appending entry ``sequence`` writes: none, unless it fills a block (then that block's node and
     the nodes above it that it completes)."""

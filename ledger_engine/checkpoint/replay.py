@@ -29,7 +29,7 @@ import orjson
 
 from ledger_engine.application.admission import admit
 from ledger_engine.application.journal import Head
-from ledger_engine.application.journal_tree import check_journal_claim, open_tree, stage_append, stored_root
+from ledger_engine.application.journal_tree import BatchTree, open_tree, stored_root
 from ledger_engine.application.owner import (
     DISPATCH_KEY, WRITER_KEY, initialise, last_admitted_ms, read_head, read_writer_generation, writer_record,
 )
@@ -104,16 +104,17 @@ def _entry_hash_at(journal_path: Path, sequence: int) -> str | None:
 
 
 class _Chunk:
-    """The commands replayed since the last batch, and the journal tree after them (its rows staged with each entry)."""
+    """The commands replayed since the last batch, and the journal tree they grow, as the executor's groups do."""
 
     def __init__(self, store: RocksStore, frontier: JournalFrontier) -> None:
         self.store = store
-        self.frontier = frontier
+        self.tree = BatchTree(frontier)
         self.pending = PendingBatch(store)
         self.commands = 0
 
     def write(self) -> None:
         if self.commands:
+            self.tree.grow(self.pending.put)
             self.store.write(self.pending.ops())
         self.pending = PendingBatch(self.store)
         self.commands = 0
@@ -152,7 +153,7 @@ def _replay_one(chunk: _Chunk, indexes: IndexMaintainer, head: Head, floor: int,
     item = f"{JOURNAL_FILE}:{number}"
     try:
         command = admit(entry["envelope"])
-        check_journal_claim(command.payload, chunk.pending.get_raw, chunk.frontier)
+        chunk.tree.check_claim(command.payload, chunk.pending.put, chunk.pending.get_raw)
         outcome, head = execute(command, chunk.pending, head, indexes, admitted_floor_ms=floor)
     except StorageFault:
         raise
@@ -162,7 +163,7 @@ def _replay_one(chunk: _Chunk, indexes: IndexMaintainer, head: Head, floor: int,
         raise VerificationError(item, f"envelope no longer applies: {type(error).__name__}: {error}") from None
     if outcome.duplicate or outcome.entry_hash != entry["entry_hash"]:
         raise VerificationError(item, f"replayed entry differs ({outcome.outcome} {outcome.code})")
-    chunk.frontier = stage_append(chunk.pending.put, chunk.frontier, head.entry_hash)
+    chunk.tree.add(head)
     chunk.commands += 1
     return head, command.envelope.admitted_at_ms
 
