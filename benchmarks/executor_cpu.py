@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections import defaultdict
 from concurrent.futures import Future
 from pathlib import Path
 
+from benchmarks.measure import execute_cpu_timed
 from benchmarks.report import Report
 from benchmarks.workload import open_ledger, scenario
-from ledger_engine.application import executor as executor_module
 from ledger_engine.application.admission import admit
 
 LISTENERS = 400
@@ -47,31 +46,15 @@ def run(report: Report, workdir: Path) -> None:
 
 
 def _one_round(report: Report, path: Path, envelopes: list[dict]) -> tuple[dict[str, float], dict[str, int], float]:
-    cpu: dict[str, float] = defaultdict(float)
-    counts: dict[str, int] = defaultdict(int)
-    untimed = executor_module.execute
-
-    def timed(command, *args, **kwargs):
-        started = time.thread_time()
-        try:
-            return untimed(command, *args, **kwargs)
-        finally:
-            cpu[command.envelope.command_type] += (time.thread_time() - started) * 1e6
-            counts[command.envelope.command_type] += 1
-
     group_cpu, refused = 0.0, 0
-    with open_ledger(path) as owner:
-        executor_module.execute = timed
-        try:
-            for start in range(0, len(envelopes), GROUP):
-                group = [(admit(envelope), Future(), time.perf_counter()) for envelope in envelopes[start:start + GROUP]]
-                before = time.thread_time()
-                owner.executor._commit(group)
-                group_cpu += (time.thread_time() - before) * 1e6
-                refused += sum(not future.result().accepted for _, future, _ in group)
-        finally:
-            executor_module.execute = untimed
+    with open_ledger(path) as owner, execute_cpu_timed() as spent:
+        for start in range(0, len(envelopes), GROUP):
+            group = [(admit(envelope), Future(), time.perf_counter()) for envelope in envelopes[start:start + GROUP]]
+            before = time.thread_time()
+            owner.executor._commit(group)
+            group_cpu += (time.thread_time() - before) * 1e6
+            refused += sum(not future.result().accepted for _, future, _ in group)
         report.check(owner.head().sequence == len(envelopes),
                      f"all {len(envelopes)} scenario commands journalled")
     report.facts.setdefault("rejected_per_round", []).append(refused)  # the scenario's own refusals, if any
-    return cpu, counts, group_cpu - sum(cpu.values())
+    return spent.us, spent.counts, group_cpu - sum(spent.us.values())

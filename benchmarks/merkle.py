@@ -122,9 +122,7 @@ def _proofs(report: Report, nodes: MemoryNodes) -> dict[int, dict[str, list[floa
     for _ in range(ROUNDS):
         for operation in OPERATIONS:
             for case in cases:
-                started = time.perf_counter()
-                case.work(operation)
-                rounds[case.size][operation].append((time.perf_counter() - started) * 1e6 / PROOFS)
+                rounds[case.size][operation].append(_per_proof_us(lambda: case.work(operation)))
     for size in SIZES:
         for operation in OPERATIONS:
             report.metric(f"{operation}_{size}_us", f"{size:,} entries: {OPERATIONS[operation]}",
@@ -166,12 +164,14 @@ def _entry_hashes(count: int) -> list[str]:
 
 def _per_op(work) -> float:
     """Median over rounds of one round's time per proof, in microseconds."""
-    per_round = []
-    for _ in range(ROUNDS):
-        started = time.perf_counter()
-        work()
-        per_round.append((time.perf_counter() - started) * 1e6 / PROOFS)
-    return statistics.median(per_round)
+    return statistics.median(_per_proof_us(work) for _ in range(ROUNDS))
+
+
+def _per_proof_us(work) -> float:
+    """One run of ``work`` (``PROOFS`` proofs), in microseconds per proof."""
+    started = time.perf_counter()
+    work()
+    return (time.perf_counter() - started) * 1e6 / PROOFS
 
 
 def _growth(report: Report, rounds: dict[int, dict[str, list[float]]]) -> None:

@@ -141,14 +141,9 @@ class BlockFrontier:
         return type(self)(shift, blocks, tail), tuple(completed)
 
     def _tail_hashes(self, tail: tuple) -> list[bytes]:
-        hashes = self.leaf_hashes(tail)
+        hashes = [self.leaf_hash(leaf) for leaf in tail]
         assert all(type(h) is bytes and len(h) == HASH_BYTES for h in hashes), "append leaf hashes, not leaf data"
         return hashes
-
-    @classmethod
-    def leaf_hashes(cls, tail: tuple) -> list[bytes]:
-        """The leaf hashes of a block's leaves; a subclass may make them in one go."""
-        return [cls.leaf_hash(leaf) for leaf in tail]
 
     def frontier(self) -> Frontier:
         """The same tree's compact frontier: the full blocks' pieces, then the tail's perfect pieces."""

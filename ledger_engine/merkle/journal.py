@@ -15,7 +15,6 @@ batch, a verified checkpoint).
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Sequence
 
 from ledger_engine.merkle import tree
@@ -44,13 +43,6 @@ class JournalFrontier(BlockFrontier):
 
     __slots__ = ()
     leaf_hash = staticmethod(journal_leaf_hash)
-
-    @staticmethod
-    def leaf_hashes(tail: tuple) -> list[bytes]:
-        """``journal_leaf_hash`` of each entry hash, inlined: this runs once per block on every commit."""
-        assert all(len(entry_hash) == 2 * tree.HASH_BYTES for entry_hash in tail), tail
-        sha256, prefix = hashlib.sha256, tree.LEAF_PREFIX
-        return [sha256(prefix + bytes.fromhex(entry_hash)).digest() for entry_hash in tail]
 
 
 def journal_nodes(entry_hashes: Sequence[str]) -> MemoryNodes:
