@@ -14,6 +14,7 @@ BENCHMARKS = (
     "executor_cpu",
     "receipts",
     "allocation",
+    "day_allocation",
     "invariants",
     "balances",
     "merkle",

@@ -5,6 +5,12 @@ takes many minutes, so this measures a sample of listener-days of exactly that
 shape (every listener-day costs the same whatever the population) and projects
 the time for the whole population from the measured rate.
 
+It also times the policy's floor on the same listener-days, outside any
+command: planning a day (reading its records and splitting it) and the
+``london-1`` split alone. Whatever stores the lines, a design that runs the
+split for every listener-day inside one serial executor spends at least
+``population x split`` there (docs/adr/0069).
+
 ``MoneyLedger`` builds that shape for the other money benchmarks too: 40
 artists, 20 works with one or two rights holders each, one cleared period and
 funded budget per listener, and closed listener-days. Periods and closed days
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -23,11 +30,14 @@ from benchmarks.measure import seconds
 from benchmarks.report import Report
 from benchmarks.workload import submit_windowed
 from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.transition import CommandOutcome
-from ledger_engine.domain.commands.money.allocation import POLICY_KEY
+from ledger_engine.domain.allocation_policy import Policy, Serving, split_listener_day
+from ledger_engine.domain.commands.money.allocation import POLICY_KEY, listening_of, plan_listener_day
 from ledger_engine.domain.commands.money.lines import budget_key
-from ledger_engine.domain.schema.streaming import listener_day_key
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
+from ledger_engine.domain.schema.streaming import listener_day_key
+from ledger_engine.domain.view import StateView
 from ledger_engine.genesis import default_genesis
 from ledger_engine.layout import STATE
 from ledger_engine.projections.money_queries import allocation_plan, conservation_report
@@ -122,6 +132,25 @@ class MoneyLedger:
         return submit_windowed(self.owner, envelopes, DEPTH)
 
 
+def _policy_floor(view: StateView, listeners: int) -> tuple[float, float]:
+    """CPU µs per listener-day to plan a sample of day 1's listener-days, and to split them from decoded inputs."""
+    inputs = []
+    started = time.thread_time()
+    for listener in range(listeners):
+        plan = plan_listener_day(view, f"listener-{listener}", FIRST_DAY, f"budget-{listener}")
+        inputs.append((plan.slice_amount, view.get(STATE, listener_day_key(f"listener-{listener}", FIRST_DAY)).data))
+    plan_us = (time.thread_time() - started) * 1e6 / listeners
+    policy = view.get(STATE, POLICY_KEY).data["allocation_policy"]
+    policy = Policy(policy["operator_pool_bps"], policy["porto_retained_bps"])
+    decoded = [(amount, [listening_of(view, work) for work in day["works"]],
+                [Serving(node["node_id"], node["operator_id"], node["served_bytes"]) for node in day["nodes"]])
+               for amount, day in inputs]
+    started = time.thread_time()
+    for amount, listening, serving in decoded:
+        split_listener_day(amount, listening, serving, policy)
+    return plan_us, (time.thread_time() - started) * 1e6 / listeners
+
+
 def _chunks(items, size: int):
     items = list(items)
     return [items[start:start + size] for start in range(0, len(items), size)]
@@ -145,10 +174,15 @@ def run(report: Report, workdir: Path) -> None:
         lines = sum(len(o.result["data"]["line_ids"]) for o in outcomes)
         mismatches = ledger.owner.at_boundary(conservation_report)
         report.check(not mismatches, f"the full conservation check finds nothing after {len(outcomes)} allocations")
+        plan_us, split_us = ledger.owner.at_boundary(lambda store: _policy_floor(PendingBatch(store), SAMPLE_LISTENERS))
     rate = sorted(rates)[len(rates) // 2]
     report.metric("listener_days_per_s", "listener-days allocated per second (median round)", rate, "days/s")
     report.metric("lines_per_day", "allocation lines per listener-day", lines / len(outcomes), "lines")
     report.metric("lines_per_s", "allocation lines written per second", rate * lines / len(outcomes), "lines/s")
     report.metric("projected_s", "projected time for 10,000 listeners x 30 days", POPULATION / rate, "s")
+    report.metric("plan_us", "planning one listener-day outside a command (reads and split), CPU", plan_us, "µs")
+    report.metric("split_us", "the london-1 split of one listener-day alone, CPU", split_us, "µs")
+    report.metric("split_floor_s", "the split alone for 10,000 listeners x 30 days, on one core", POPULATION * split_us / 1e6,
+                  "s")
     report.note(f"   measured on {len(outcomes):,} listener-days ({SAMPLE_LISTENERS} listeners x {SAMPLE_DAYS} days) "
                 f"of the full shape, {DEPTH} commands in flight")

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from benchmarks import receipts
-from benchmarks.report import Report
+from tests.benchmarks.tiny import run_tiny
 
 
 def test_every_round_of_every_kind_is_recorded_after_the_rounds_before_it(tmp_path, monkeypatch):
-    for name, value in (("LISTENERS", 6), ("ROUNDS", 3), ("CALLERS", 4), ("VERIFICATION_SAMPLES", 5)):
-        monkeypatch.setattr(receipts, name, value)
-    report = Report("receipts", "tiny")
-
-    receipts.run(report, tmp_path)
+    report = run_tiny(receipts, tmp_path, monkeypatch, LISTENERS=6, ROUNDS=3, CALLERS=4, VERIFICATION_SAMPLES=5)
 
     bare = [check for check in report.checks if check.endswith(" bare commands accepted")]
     assert bare and not bare[0].startswith("all 0 ")

@@ -47,6 +47,20 @@ def test_bad_splits_are_refused():
         assert raised.value.code in (ErrorCode.INVALID_SPLITS, ErrorCode.AMOUNT_OVERFLOW)
 
 
+def test_each_bad_weight_is_refused_with_its_own_code():
+    cases = [
+        ([("a", U64_MAX), ("b", 1)], ErrorCode.AMOUNT_OVERFLOW, "sum exceeds u64"),
+        ([("a", 1), ("b", U64_MAX + 1)], ErrorCode.AMOUNT_OVERFLOW, "weight of b is not a u64"),
+        ([("a", 1), ("b", 1.0)], ErrorCode.AMOUNT_OVERFLOW, "weight of b is not a u64"),
+        ([("a", True)], ErrorCode.AMOUNT_OVERFLOW, "weight of a is not a u64"),
+        ([("a", 0), ("b", 0)], ErrorCode.INVALID_SPLITS, "sum to zero"),
+    ]
+    for shares, code, detail in cases:
+        with pytest.raises(LedgerError) as raised:
+            largest_remainder(5, shares)
+        assert (raised.value.code, detail in str(raised.value)) == (code, True), shares
+
+
 @given(budget=st.integers(0, U64_MAX), days=st.integers(1, 366))
 def test_day_slices_sum_to_the_budget_and_differ_by_at_most_one(budget, days):
     slices = [day_slice(budget, day, days) for day in range(1, days + 1)]

@@ -26,7 +26,7 @@ from ledger_engine.amounts import format_amount, parse_amount
 from ledger_engine.domain.allocation_policy import (
     ARTIST, OPERATOR, PORTO, Listening, PlannedLine, Policy, Serving, split_listener_day,
 )
-from ledger_engine.domain.changes import Changes, require
+from ledger_engine.domain.changes import Changes, Rejected, require
 from ledger_engine.domain.chart import PORTO_RETAINED, artist_payable, budget_unallocated, operator_payable
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, day_index, load_budget, slice_for_day
 from ledger_engine.domain.commands.money.lines import move_budget
@@ -62,7 +62,24 @@ class AllocationPlan:
                 for state_key, revision in sorted(self.revisions.items())]
 
 
-def plan_listener_day(view: StateView, listener_id: str, day: int, budget_id: str) -> AllocationPlan:
+@dataclass(frozen=True)
+class ListenerDayInputs:
+    """Everything the ``london-1`` split of one listener-day reads, checked allocatable, and the revisions read."""
+
+    listener_id: str
+    day: int
+    budget_id: str
+    slice_amount: int
+    listening: tuple[Listening, ...]
+    serving: tuple[Serving, ...]
+    policy: Policy
+    revisions: dict[str, int]  # state key -> revision
+
+    def split(self) -> list[PlannedLine]:
+        return split_listener_day(self.slice_amount, list(self.listening), list(self.serving), self.policy)
+
+
+def listener_day_inputs(view: StateView, listener_id: str, day: int, budget_id: str) -> ListenerDayInputs:
     day_record = view.get(STATE, listener_day_key(listener_id, day))
     require(day_record is not None, ErrorCode.NOT_FOUND, f"listener-day {listener_id}/{day} does not exist")
     budget_record = view.get(STATE, budget_key(budget_id))
@@ -75,16 +92,19 @@ def plan_listener_day(view: StateView, listener_id: str, day: int, budget_id: st
     period = view.get(STATE, period_key(budget["period_id"]))
     require(period is not None and period.data["clearance"] != "refunded", ErrorCode.INVALID_STATE,
             f"period {budget['period_id']} was refunded: budget {budget_id} allocates nothing more")
-    slice_amount = slice_for_day(budget, day)
-    lines = split_listener_day(
-        slice_amount,
-        [_listening(view, work) for work in listener_day["works"]],
-        [Serving(node["node_id"], node["operator_id"], node["served_bytes"]) for node in listener_day["nodes"]],
+    return ListenerDayInputs(
+        listener_id, day, budget_id, slice_for_day(budget, day),
+        tuple(listening_of(view, work) for work in listener_day["works"]),
+        tuple(Serving(node["node_id"], node["operator_id"], node["served_bytes"]) for node in listener_day["nodes"]),
         Policy(policy["operator_pool_bps"], policy["porto_retained_bps"]),
+        {listener_day_key(listener_id, day): day_record.revision, budget_key(budget_id): budget_record.revision,
+         POLICY_KEY: policy_record.revision},
     )
-    revisions = {listener_day_key(listener_id, day): day_record.revision, budget_key(budget_id): budget_record.revision,
-                 POLICY_KEY: policy_record.revision}
-    return AllocationPlan(slice_amount, lines, revisions)
+
+
+def plan_listener_day(view: StateView, listener_id: str, day: int, budget_id: str) -> AllocationPlan:
+    inputs = listener_day_inputs(view, listener_id, day, budget_id)
+    return AllocationPlan(inputs.slice_amount, inputs.split(), inputs.revisions)
 
 
 def _require_allocatable(listener_day: ListenerDay, budget: Budget, budget_id: str) -> None:
@@ -97,10 +117,10 @@ def _require_allocatable(listener_day: ListenerDay, budget: Budget, budget_id: s
             f"{name} is outside budget {budget_id}'s period")
 
 
-def _listening(view: StateView, work: ListenedWork) -> Listening:
+def listening_of(view: StateView, work: ListenedWork) -> Listening:
     record = view.get(STATE, rights_key(work["work_id"], work["rights_version"]))
-    require(record is not None, ErrorCode.INVALID_REFERENCE,
-            f"work {work['work_id']} has no rights version {work['rights_version']}")
+    if record is None:  # not ``require``: its detail would be formatted for every work of every listener-day
+        raise Rejected(ErrorCode.INVALID_REFERENCE, f"work {work['work_id']} has no rights version {work['rights_version']}")
     rights: RightsVersion = record.data
     splits = tuple((r["recipient_id"], r["split_bps"]) for r in rights["recipients"])
     return Listening(work["work_id"], work["rights_version"], work["listened_ms"], splits)
@@ -166,9 +186,7 @@ def write_line(changes: Changes, line_id: str, planned: PlannedLine, *, listener
         "listener_id": listener_id,
         "day": day,
         "budget_id": budget_id,
-        "role": planned.role,
-        "recipient_id": planned.recipient_id,
-        "amount": format_amount(planned.amount),
+        **planned_fields(planned),
         "status": "paid" if planned.role == PORTO else "payable",
         "run_id": None,
         "payment_id": None,
@@ -179,11 +197,17 @@ def write_line(changes: Changes, line_id: str, planned: PlannedLine, *, listener
         "correlation_id": correlation_id,
         "created": created_by,
     }
-    if planned.role == ARTIST:
-        line.update(work_id=planned.work_id, rights_version=planned.rights_version)
-    elif planned.role == OPERATOR:
-        line["node_id"] = planned.node_id
     changes.put_state(line_key(line_id), line)
+
+
+def planned_fields(planned: PlannedLine) -> dict[str, Any]:
+    """A planned line as stored: role, recipient and amount, then what it was earned by (a work's rights or a node)."""
+    fields = {"role": planned.role, "recipient_id": planned.recipient_id, "amount": format_amount(planned.amount)}
+    if planned.role == ARTIST:
+        fields.update(work_id=planned.work_id, rights_version=planned.rights_version)
+    elif planned.role == OPERATOR:
+        fields["node_id"] = planned.node_id
+    return fields
 
 
 def term_totals(lines: list[PlannedLine]) -> dict[str, int]:

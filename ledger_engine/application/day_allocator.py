@@ -1,0 +1,200 @@
+"""The day allocator: one UTC day's allocatable listener-days, split on every core into one artifact.
+
+It reads outside the executor: every listener-day of the day, with the
+records its split needs (its budget, period, rights versions and the
+policy), as stored bytes. Worker processes decode them and run the same
+``listener_day_inputs`` and split the ``AllocateListenerDay`` rule runs, so a
+listener-day that rule would refuse is skipped with the rule's code, and an
+allocated one (its sentinel taken) is skipped as ``ALREADY_ALLOCATED``. The
+reads need not be isolated (RocksDB iteration here is not): every artifact
+line names the revisions it read, and whatever freezes the artifact expects
+them.
+
+Chunks are joined in listener-day key order, so the bytes do not depend on
+the number of workers or the chunk size (docs/adr/0069). Workers start from a
+fork server, never from the ledger's own process with its RocksDB threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Iterator, TypeVar
+
+from ledger_engine.application.pending import PendingBatch
+from ledger_engine.application.value_codec import decode_record
+from ledger_engine.domain.allocation_artifact import DayTotals, allocate_chunk
+from ledger_engine.domain.changes import Rejected
+from ledger_engine.domain.commands.money.allocation import POLICY_KEY, listener_day_inputs
+from ledger_engine.domain.schema.money_allocation import allocation_sentinel_key, budget_key, funding_sentinel_key
+from ledger_engine.domain.schema.streaming import LISTENER_DAY_PREFIX, period_key, rights_key
+from ledger_engine.domain.view import Record
+from ledger_engine.errors import ErrorCode
+from ledger_engine.keys import seq20
+from ledger_engine.layout import STATE, UNIQUE
+
+CHUNK_SIZE = 500
+Address = tuple[str, str]  # (family, key)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A listener-day of the day that is not in the artifact, with the code its allocation would get."""
+
+    listener_id: str
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """One listener-day and, as stored, every record its allocation reads that the day's others do not share."""
+
+    listener_id: str
+    budget_id: str
+    records: dict[Address, bytes | None]
+
+
+@dataclass(frozen=True)
+class DayArtifact:
+    day: int
+    content: bytes
+    digest: str  # SHA-256 of ``content``, hex
+    totals: DayTotals
+    skipped: tuple[Skipped, ...]
+
+
+class DayAllocator:
+    """Builds day artifacts; its worker processes start with the first build that needs them and live until ``close``."""
+
+    def __init__(self, workers: int | None = None, chunk_size: int = CHUNK_SIZE) -> None:
+        self.workers = workers if workers is not None else len(os.sched_getaffinity(0))
+        self.chunk_size = chunk_size
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> "DayAllocator":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    def build(self, store: PendingBatch, day: int) -> DayArtifact:
+        """The artifact of ``day`` as the store reads now (``PendingBatch`` for its raw reads and scans).
+
+        Each chunk goes to the workers as soon as it is read, so reading and splitting overlap.
+        """
+        shared: dict[Address, bytes | None] = {}
+        chunks = _chunks(day_candidates(store, day, shared), self.chunk_size)
+        if self.workers == 1:
+            results = (_split_chunk(day, chunk, shared) for chunk in chunks)
+        else:
+            # A copy of what is shared so far: a chunk is pickled later, while the next one adds to ``shared``.
+            pending = [self._workers().submit(_split_chunk, day, chunk, dict(shared)) for chunk in chunks]
+            results = (future.result() for future in pending)
+        content, totals, skipped = _joined(results)
+        return DayArtifact(day, content, hashlib.sha256(content).hexdigest(), totals, tuple(skipped))
+
+    def _workers(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"))
+        return self._pool
+
+
+def _chunks(items: Iterator[T], size: int) -> Iterator[list[T]]:
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _joined(results: Iterator[tuple[bytes, DayTotals, list[Skipped]]]) -> tuple[bytes, DayTotals, list[Skipped]]:
+    parts, totals, skipped = [], DayTotals(), []
+    for content, chunk_totals, chunk_skipped in results:
+        parts.append(content)
+        totals.merge(chunk_totals)
+        skipped += chunk_skipped
+    return b"".join(parts), totals, skipped
+
+
+def _split_chunk(day: int, chunk: list[_Candidate | Skipped], shared: dict[Address, bytes | None]
+                 ) -> tuple[bytes, DayTotals, list[Skipped]]:
+    """In a worker: decode, check and split a chunk's listener-days; skipped ones pass through."""
+    inputs, skipped, decoded_shared = [], [], _StoredRecords(shared)
+    for candidate in chunk:
+        if isinstance(candidate, Skipped):
+            skipped.append(candidate)
+            continue
+        view = _StoredRecords(candidate.records, decoded_shared)
+        try:
+            inputs.append(listener_day_inputs(view, candidate.listener_id, day, candidate.budget_id))
+        except Rejected as refused:
+            skipped.append(Skipped(candidate.listener_id, str(refused.code), refused.detail))
+    content, totals = allocate_chunk(inputs)
+    return content, totals, skipped
+
+
+class _StoredRecords:
+    """A read-only view over records the parent read, each decoded once; reading anything else is a bug."""
+
+    def __init__(self, records: dict[Address, bytes | None], shared: "_StoredRecords | None" = None) -> None:
+        self.records, self.shared = records, shared
+        self.decoded: dict[Address, Record | None] = {}
+
+    def get(self, family: str, key: str) -> Record | None:
+        address = (family, key)
+        if address not in self.records:
+            assert self.shared is not None, address
+            return self.shared.get(family, key)
+        if address not in self.decoded:
+            raw = self.records[address]
+            self.decoded[address] = decode_record(raw) if raw is not None else None
+        return self.decoded[address]
+
+
+def day_candidates(store: PendingBatch, day: int, shared: dict[Address, bytes | None]
+                   ) -> Iterator[_Candidate | Skipped]:
+    """The day's listener-days in key order, each with the records it reads; what they all read goes in ``shared``."""
+    shared[(STATE, POLICY_KEY)] = _raw(store, POLICY_KEY)
+    suffix = ("/" + seq20(day)).encode()
+    for raw_key, raw in store.scan_raw(STATE, LISTENER_DAY_PREFIX.encode()):
+        if raw_key.endswith(suffix):
+            yield _candidate(store, day, raw_key.decode(), raw, shared)
+
+
+def _candidate(store: PendingBatch, day: int, day_key: str, raw: bytes,
+               shared: dict[Address, bytes | None]) -> _Candidate | Skipped:
+    listener_day = decode_record(raw).data
+    listener_id, period_id = listener_day["listener_id"], listener_day["period_id"]
+    funding = store.get_raw(UNIQUE, funding_sentinel_key(period_id, 1).encode())
+    if funding is None:
+        return Skipped(listener_id, str(ErrorCode.NOT_FOUND), f"period {period_id} has no budget")
+    if store.get_raw(UNIQUE, allocation_sentinel_key(listener_id, day).encode()) is not None:
+        return Skipped(listener_id, str(ErrorCode.ALREADY_ALLOCATED), f"listener-day {listener_id}/{day} is allocated")
+    budget_id = decode_record(funding).data["budget_id"]
+    budget = _raw(store, budget_key(budget_id))
+    records = {(STATE, day_key): raw, (STATE, budget_key(budget_id)): budget}
+    if budget is not None:
+        period = period_key(decode_record(budget).data["period_id"])
+        records[(STATE, period)] = _raw(store, period)
+    for work in listener_day["works"]:
+        rights = (STATE, rights_key(work["work_id"], work["rights_version"]))
+        if rights not in shared:
+            shared[rights] = _raw(store, rights[1])
+    return _Candidate(listener_id, budget_id, records)
+
+
+def _raw(store: PendingBatch, state_key: str) -> bytes | None:
+    return store.get_raw(STATE, state_key.encode())

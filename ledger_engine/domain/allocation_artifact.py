@@ -1,0 +1,69 @@
+"""A day's allocation artifact: listener-days split by ``london-1``, as canonical JSON lines, and their totals.
+
+One line per listener-day, in the order given (the allocator gives listener-day
+key order), each the RFC 8785 encoding of
+
+    {"listener_id", "day", "budget_id", "amount", "revisions": {state key: revision},
+     "lines": [{"role", "recipient_id", "amount", "work_id", "rights_version" | "node_id"}]}
+
+followed by a newline. ``lines`` are exactly the lines ``AllocateListenerDay``
+would write for that listener-day (``planned_fields``), in canonical output
+order, and ``revisions`` the records its split read. The artifact's hash is
+SHA-256 of its bytes, as for every stored artifact. Its values are built from
+stored records, so they are encoded as the engine encodes what it builds
+(``engine_bytes``, without the admission walk). Chunks of listener-days
+are independent: a chunk's bytes and totals depend on nothing else, so they can
+be computed on any core and joined in order (docs/adr/0069).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ledger_engine.amounts import checked_sum, format_amount
+from ledger_engine.canonical import engine_bytes
+from ledger_engine.domain.commands.money.allocation import ListenerDayInputs, planned_fields
+
+RecipientKey = tuple[str, str | None]  # (role, recipient ID); Porto's retained share has no recipient
+
+
+@dataclass
+class DayTotals:
+    """What a set of listener-days allocates: per recipient and role, and per budget (each its days' slices)."""
+
+    listener_days: int = 0
+    by_recipient: dict[RecipientKey, int] = field(default_factory=lambda: defaultdict(int))
+    by_budget: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+    @property
+    def amount(self) -> int:
+        return checked_sum(self.by_budget.values())
+
+    def merge(self, other: "DayTotals") -> None:
+        self.listener_days += other.listener_days
+        for recipient, amount in other.by_recipient.items():
+            self.by_recipient[recipient] += amount
+        for budget_id, amount in other.by_budget.items():
+            self.by_budget[budget_id] += amount
+
+
+def allocate_chunk(chunk: list[ListenerDayInputs]) -> tuple[bytes, DayTotals]:
+    """Split every listener-day of ``chunk``: its artifact lines, in order, and its totals."""
+    encoded, totals = [], DayTotals()
+    for inputs in chunk:
+        lines = inputs.split()
+        assert checked_sum(line.amount for line in lines) == inputs.slice_amount, inputs
+        for line in lines:
+            totals.by_recipient[(line.role, line.recipient_id)] += line.amount
+        totals.by_budget[inputs.budget_id] += inputs.slice_amount
+        totals.listener_days += 1
+        encoded.append(engine_bytes({
+            "listener_id": inputs.listener_id,
+            "day": inputs.day,
+            "budget_id": inputs.budget_id,
+            "amount": format_amount(inputs.slice_amount),
+            "revisions": inputs.revisions,
+            "lines": [planned_fields(line) for line in lines],
+        }) + b"\n")
+    return b"".join(encoded), totals

@@ -1,0 +1,171 @@
+"""The day allocator: a day's listener-days split outside the executor, exactly as the rule and the oracle split them.
+
+The world has seven listeners on day one: four allocatable, one already
+allocated, one still open, one with undecided holds, one whose period was
+refunded after it was funded and one with no budget at all. Every listener-day
+the allocator leaves out must be one ``AllocateListenerDay`` refuses, with the
+same code; every one it splits must match the rule's plan, the independent
+oracle, and in the end what the rule writes when each day is allocated one by one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+
+import orjson
+import pytest
+import rfc8785
+
+from ledger_engine.application.day_allocator import DayAllocator, day_candidates
+from ledger_engine.application.pending import PendingBatch
+from ledger_engine.domain.changes import Rejected
+from ledger_engine.domain.commands.money.allocation import POLICY_KEY, plan_listener_day, planned_fields
+from ledger_engine.domain.schema.money_allocation import budget_key, line_key
+from ledger_engine.domain.schema.streaming import listener_day_key
+from ledger_engine.layout import STATE
+from tests.money_allocation.oracle import london_1_lines
+from tests.money_allocation.world import FINANCE, FIRST_DAY, NODES, RIGHTS, MoneyWorld
+
+ALLOCATABLE = {
+    "listener-a": ({"work-1": 40_000, "work-3": 9_000}, {"node-1": 900, "node-2": 100}),
+    "listener-b": ({"work-2": 1}, {}),
+    "listener-c": ({"work-1": 7, "work-2": 11, "work-3": 13}, {"node-3": 5}),
+    "listener-d": ({"work-3": 60_000}, {"node-2": 1}),
+}
+REFUSED = {
+    "listener-done": "ALREADY_ALLOCATED",
+    "listener-open": "INVALID_STATE",
+    "listener-held": "HOLDS_OPEN",
+    "listener-refunded": "INVALID_STATE",
+    "listener-unfunded": "NOT_FOUND",
+}
+BUDGETS = {listener: 3_000_000 + 7_919 * number for number, listener in enumerate([*ALLOCATABLE, *REFUSED])}
+
+
+def _nodes(served: dict[str, int]) -> dict[str, tuple[str, int]]:
+    return {node_id: (NODES[node_id], served_bytes) for node_id, served_bytes in served.items()}
+
+
+@pytest.fixture
+def day_one(world: MoneyWorld) -> MoneyWorld:
+    assert world.lot("lot-1", sum(BUDGETS.values())).accepted
+    for listener, budget in BUDGETS.items():
+        world.period(f"period-{listener}", listener, days=30)
+        if listener != "listener-unfunded":
+            assert world.fund(f"budget-{listener}", f"period-{listener}", {"lot-1": budget}).accepted
+        works, served = ALLOCATABLE.get(listener, ({"work-1": 1_000}, {"node-1": 10}))
+        fields = {"listener-open": {"status": "open"}, "listener-held": {"hold_free": False}}.get(listener, {})
+        world.closed_day(listener, FIRST_DAY, f"period-{listener}", works, _nodes(served), **fields)
+    assert world.allocate("listener-done", FIRST_DAY, "budget-listener-done").accepted
+    world.period("period-listener-refunded", "listener-refunded", days=30, clearance="refunded")
+    return world
+
+
+def _build(world: MoneyWorld, **options):
+    with DayAllocator(**options) as allocator:
+        return allocator.build(PendingBatch(world.owner.store), FIRST_DAY)
+
+
+def _artifact_lines(artifact) -> list[dict]:
+    return [orjson.loads(line) for line in artifact.content.splitlines()]
+
+
+def test_every_allocatable_listener_day_is_split_as_the_rule_plans_it_and_as_the_oracle_does(day_one):
+    artifact = _build(day_one, workers=1)
+
+    lines = _artifact_lines(artifact)
+    assert [line["listener_id"] for line in lines] == sorted(ALLOCATABLE)
+    for line in lines:
+        listener, budget_id = line["listener_id"], f"budget-{line['listener_id']}"
+        plan = plan_listener_day(PendingBatch(day_one.owner.store), listener, FIRST_DAY, budget_id)
+        assert (line["day"], line["budget_id"], line["amount"]) == (FIRST_DAY, budget_id, str(plan.slice_amount))
+        assert line["revisions"] == plan.revisions
+        assert line["lines"] == [planned_fields(planned) for planned in plan.lines]
+        works, served = ALLOCATABLE[listener]
+        oracle = london_1_lines(plan.slice_amount,
+                                [{"work_id": w, "rights_version": 1, "listened_ms": ms, "splits": RIGHTS[w]}
+                                 for w, ms in works.items()],
+                                [{"node_id": n, "operator_id": NODES[n], "served_bytes": b} for n, b in served.items()])
+        assert [(l["role"], l["recipient_id"], l.get("work_id"), l.get("rights_version"), l.get("node_id"),
+                 int(l["amount"])) for l in line["lines"]] == oracle
+
+
+def test_a_listener_day_left_out_is_one_the_rule_refuses_with_the_same_code(day_one):
+    artifact = _build(day_one, workers=1)
+
+    assert {skipped.listener_id: skipped.code for skipped in artifact.skipped} == REFUSED
+    for listener, code in REFUSED.items():
+        if listener != "listener-unfunded":  # no budget to name; the rule says NOT_FOUND for a missing budget too
+            budget_id = f"budget-{listener}"
+            current = [{"cf": STATE, "key": key, "revision": day_one.owner.get(STATE, key).revision}
+                       for key in sorted((listener_day_key(listener, FIRST_DAY), budget_key(budget_id), POLICY_KEY))]
+            refused = day_one.submit("AllocateListenerDay", {
+                "listener_id": listener, "day": FIRST_DAY, "budget_id": budget_id,
+                "line_ids": day_one.new_line_ids(_planned_count(day_one, listener, budget_id))},
+                actor=FINANCE, expected=current)
+            assert (refused.outcome, refused.code) == ("rejected", code), (listener, refused.result)
+
+
+def _planned_count(world: MoneyWorld, listener: str, budget_id: str) -> int:
+    """The plan's line count where there is a plan, so the rule gets past its count check to the real refusal."""
+    try:
+        return len(world.plan(listener, FIRST_DAY, budget_id).lines)
+    except Rejected:
+        return 1
+
+
+def test_the_artifact_does_not_depend_on_the_workers_or_the_chunk_size(day_one):
+    alone = _build(day_one, workers=1, chunk_size=1_000)
+    shared_out = _build(day_one, workers=2, chunk_size=1)
+
+    assert shared_out.content == alone.content and shared_out.digest == alone.digest
+    assert shared_out.skipped == alone.skipped
+    assert (dict(shared_out.totals.by_recipient), dict(shared_out.totals.by_budget)) == (
+        dict(alone.totals.by_recipient), dict(alone.totals.by_budget))
+
+
+def test_each_line_is_rfc8785_and_the_digest_is_the_sha256_of_the_bytes(day_one):
+    artifact = _build(day_one, workers=1)
+
+    assert artifact.content.endswith(b"\n")
+    for line in artifact.content.splitlines():
+        assert rfc8785.dumps(orjson.loads(line)) == line
+    assert artifact.digest == hashlib.sha256(artifact.content).hexdigest()
+
+
+def test_the_totals_are_what_the_rule_writes_when_each_day_is_allocated_alone(day_one):
+    artifact = _build(day_one, workers=2, chunk_size=2)
+    assert artifact.totals.listener_days == len(ALLOCATABLE)
+
+    written: dict[tuple, int] = defaultdict(int)
+    by_budget: dict[str, int] = defaultdict(int)
+    for listener in ALLOCATABLE:
+        outcome = day_one.allocate(listener, FIRST_DAY, f"budget-{listener}")
+        assert outcome.accepted, outcome.result
+        by_budget[f"budget-{listener}"] += int(outcome.result["data"]["amount"])
+        for line_id in outcome.result["data"]["line_ids"]:
+            line = day_one.owner.get(STATE, line_key(line_id)).data
+            written[(line["role"], line["recipient_id"])] += int(line["amount"])
+    assert dict(artifact.totals.by_recipient) == dict(written)
+    assert dict(artifact.totals.by_budget) == dict(by_budget)
+    assert artifact.totals.amount == sum(by_budget.values())
+
+
+def test_once_every_day_is_allocated_the_next_build_is_empty(day_one):
+    for listener in ALLOCATABLE:
+        assert day_one.allocate(listener, FIRST_DAY, f"budget-{listener}").accepted
+
+    artifact = _build(day_one, workers=1)
+
+    assert artifact.content == b"" and artifact.totals.listener_days == 0
+    assert {skipped.listener_id for skipped in artifact.skipped if skipped.code == "ALREADY_ALLOCATED"} == {
+        "listener-done", *ALLOCATABLE}
+
+
+def test_the_parent_reads_each_listener_day_and_its_budget_and_shares_rights_and_policy(day_one):
+    shared = {}
+    candidates = list(day_candidates(PendingBatch(day_one.owner.store), FIRST_DAY, shared))
+
+    assert len(candidates) == len(ALLOCATABLE) + len(REFUSED)
+    assert {key.split("/")[0] for _, key in shared} == {"ruleset", "rights"}
