@@ -1,14 +1,16 @@
 """The day allocator: one UTC day's allocatable listener-days, split on every core into one artifact.
 
-It reads outside the executor: every listener-day of the day, with the
-records its split needs (its budget, period, rights versions and the
-policy), as stored bytes. Worker processes decode them and run the same
-``listener_day_inputs`` and split the ``AllocateListenerDay`` rule runs, so a
-listener-day that rule would refuse is skipped with the rule's code, and an
-allocated one (its sentinel taken) is skipped as ``ALREADY_ALLOCATED``. The
-reads need not be isolated (RocksDB iteration here is not): every artifact
-line names the revisions it read, and whatever freezes the artifact expects
-them.
+It reads outside the executor: the day's listener-days (named by the
+``day_closed`` index, so a day's reads do not grow with the history, then
+each read from its record) and the records each split needs (budget, period,
+rights versions, policy), as stored bytes. Worker processes decode them and
+run the same ``listener_day_inputs`` and split the ``AllocateListenerDay``
+rule runs, so a listener-day that rule would refuse is skipped with the
+rule's code, and an allocated one (its sentinel taken) is skipped as
+``ALREADY_ALLOCATED``. The reads need not be isolated (RocksDB iteration here
+is not): every artifact line names the revisions it read, and whatever
+freezes the artifact expects them. The index is no authority: a listener-day
+it missed is only left for a later build.
 
 Chunks are joined in listener-day key order, so the bytes do not depend on
 the number of workers or the chunk size (docs/adr/0069). Workers start from a
@@ -21,6 +23,7 @@ import hashlib
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Iterator, TypeVar
 
@@ -30,11 +33,11 @@ from ledger_engine.domain.allocation_artifact import DayTotals, allocate_chunk
 from ledger_engine.domain.changes import Rejected
 from ledger_engine.domain.commands.money.allocation import POLICY_KEY, listener_day_inputs
 from ledger_engine.domain.schema.money_allocation import allocation_sentinel_key, budget_key, funding_sentinel_key
-from ledger_engine.domain.schema.streaming import LISTENER_DAY_PREFIX, period_key, rights_key
+from ledger_engine.domain.schema.streaming import listener_day_key, period_key, rights_key
 from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode
-from ledger_engine.keys import seq20
-from ledger_engine.layout import STATE, UNIQUE
+from ledger_engine.keys import key, seq20
+from ledger_engine.layout import INDEXES, STATE, UNIQUE
 
 CHUNK_SIZE = 500
 Address = tuple[str, str]  # (family, key)
@@ -95,13 +98,20 @@ class DayAllocator:
         shared: dict[Address, bytes | None] = {}
         chunks = _chunks(day_candidates(store, day, shared), self.chunk_size)
         if self.workers == 1:
-            results = (_split_chunk(day, chunk, shared) for chunk in chunks)
+            content, totals, skipped = _joined(_split_chunk(day, chunk, shared) for chunk in chunks)
         else:
+            content, totals, skipped = self._split_on_workers(day, chunks, shared)
+        return DayArtifact(day, content, hashlib.sha256(content).hexdigest(), totals, tuple(skipped))
+
+    def _split_on_workers(self, day: int, chunks: Iterator[list[_Candidate | Skipped]],
+                          shared: dict[Address, bytes | None]) -> tuple[bytes, DayTotals, list[Skipped]]:
+        try:
             # A copy of what is shared so far: a chunk is pickled later, while the next one adds to ``shared``.
             pending = [self._workers().submit(_split_chunk, day, chunk, dict(shared)) for chunk in chunks]
-            results = (future.result() for future in pending)
-        content, totals, skipped = _joined(results)
-        return DayArtifact(day, content, hashlib.sha256(content).hexdigest(), totals, tuple(skipped))
+            return _joined(future.result() for future in pending)
+        except BrokenProcessPool:
+            self._pool = None  # a worker died: this build fails whole, and the next one starts new workers
+            raise
 
     def _workers(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -168,10 +178,12 @@ def day_candidates(store: PendingBatch, day: int, shared: dict[Address, bytes | 
                    ) -> Iterator[_Candidate | Skipped]:
     """The day's listener-days in key order, each with the records it reads; what they all read goes in ``shared``."""
     shared[(STATE, POLICY_KEY)] = _raw(store, POLICY_KEY)
-    suffix = ("/" + seq20(day)).encode()
-    for raw_key, raw in store.scan_raw(STATE, LISTENER_DAY_PREFIX.encode()):
-        if raw_key.endswith(suffix):
-            yield _candidate(store, day, raw_key.decode(), raw, shared)
+    prefix = (key("day_closed", seq20(day)) + "/").encode()
+    listeners = [index_key[len(prefix):].decode() for index_key, _ in store.scan_raw(INDEXES, prefix)]
+    for day_key in sorted(listener_day_key(listener_id, day) for listener_id in listeners):
+        raw = _raw(store, day_key)
+        if raw is not None:
+            yield _candidate(store, day, day_key, raw, shared)
 
 
 def _candidate(store: PendingBatch, day: int, day_key: str, raw: bytes,

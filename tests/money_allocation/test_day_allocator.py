@@ -11,7 +11,12 @@ oracle, and in the end what the rule writes when each day is allocated one by on
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
+import threading
+import time
 from collections import defaultdict
+from concurrent.futures.process import BrokenProcessPool
 
 import orjson
 import pytest
@@ -21,11 +26,12 @@ from ledger_engine.application.day_allocator import DayAllocator, day_candidates
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.domain.changes import Rejected
 from ledger_engine.domain.commands.money.allocation import POLICY_KEY, plan_listener_day, planned_fields
+from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.domain.schema.money_allocation import budget_key, line_key
 from ledger_engine.domain.schema.streaming import listener_day_key
 from ledger_engine.layout import STATE
 from tests.money_allocation.oracle import london_1_lines
-from tests.money_allocation.world import FINANCE, FIRST_DAY, NODES, RIGHTS, MoneyWorld
+from tests.money_allocation.world import FINANCE, FIRST_DAY, INGEST, NODES, RIGHTS, MoneyWorld, funding
 
 ALLOCATABLE = {
     "listener-a": ({"work-1": 40_000, "work-3": 9_000}, {"node-1": 900, "node-2": 100}),
@@ -169,3 +175,50 @@ def test_the_parent_reads_each_listener_day_and_its_budget_and_shares_rights_and
 
     assert len(candidates) == len(ALLOCATABLE) + len(REFUSED)
     assert {key.split("/")[0] for _, key in shared} == {"ruleset", "rights"}
+
+
+def test_listener_days_come_in_record_key_order_not_index_order(world: MoneyWorld):
+    """``day_closed/<day>/x`` sorts before ``.../x-1``, but ``listener_day/x-1/...`` before ``listener_day/x/...``."""
+    assert world.lot("lot-1", 2 * 3_000_000).accepted
+    for listener in ("x", "x-1"):
+        world.period(f"period-{listener}", listener, days=30)
+        assert world.fund(f"budget-{listener}", f"period-{listener}", {"lot-1": 3_000_000}).accepted
+        world.closed_day(listener, FIRST_DAY, f"period-{listener}", {"work-1": 100})
+
+    artifact = _build(world, workers=1)
+
+    assert [line["listener_id"] for line in _artifact_lines(artifact)] == ["x-1", "x"]
+
+
+def test_a_worker_killed_mid_build_fails_that_build_whole_and_the_next_build_starts_new_workers(world: MoneyWorld):
+    listeners = [f"listener-{number:04d}" for number in range(400)]
+    assert world.lot("lot-1", len(listeners) * 3_000_000).accepted
+    world.submit_ok("TestStreamingRecords", {"periods": [{
+        "period_id": f"period-{listener}", "account_id": listener, "start_ms": FIRST_DAY * DAY_MS,
+        "end_ms": (FIRST_DAY + 30) * DAY_MS, "days": 30} for listener in listeners]})
+    world.submit_ok("ImportFunding", {"budgets": [funding(f"budget-{listener}", f"period-{listener}", {"lot-1": 3_000_000})
+                                                  for listener in listeners]}, actor=INGEST)
+    world.submit_ok("TestStreamingRecords", {"days": [{
+        "listener_id": listener, "day": FIRST_DAY, "period_id": f"period-{listener}",
+        "works": [{"work_id": work_id, "rights_version": 1, "listened_ms": 1_000 + number}
+                  for number, work_id in enumerate(RIGHTS)]} for listener in listeners]})
+    killed = threading.Event()
+
+    with DayAllocator(workers=2, chunk_size=1) as allocator:
+        def kill_a_worker() -> None:
+            while not allocator._pool or not allocator._pool._processes:
+                time.sleep(0.001)
+            os.kill(next(iter(allocator._pool._processes)), signal.SIGKILL)
+            killed.set()
+
+        killer = threading.Thread(target=kill_a_worker)
+        killer.start()
+        with pytest.raises(BrokenProcessPool):
+            allocator.build(PendingBatch(world.owner.store), FIRST_DAY)
+        killer.join()
+        assert killed.is_set()
+
+        artifact = allocator.build(PendingBatch(world.owner.store), FIRST_DAY)
+
+    assert artifact.totals.listener_days == len(listeners)
+    assert artifact.digest == _build(world, workers=1).digest

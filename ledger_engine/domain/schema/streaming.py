@@ -371,9 +371,6 @@ def listener_activity_key(listener_id: str, day: int) -> str:
     return key("listener_activity", listener_id, seq20(day))
 
 
-LISTENER_DAY_PREFIX = "listener_day/"
-
-
 def listener_day_key(listener_id: str, day: int) -> str:
     return key("listener_day", listener_id, seq20(day))
 
