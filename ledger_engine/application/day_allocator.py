@@ -4,12 +4,12 @@ It reads outside the executor: the day's listener-days (named by the
 ``day_closed`` index, so a day's reads do not grow with the history, then
 each read from its record) and the records each split needs (budget, period,
 rights versions, policy), as stored bytes. Worker processes decode them and
-run the same ``listener_day_inputs`` and split the ``AllocateListenerDay``
-rule runs, so a listener-day that rule would refuse is skipped with the
-rule's code, and an allocated one (its sentinel taken) is skipped as
-``ALREADY_ALLOCATED``. The reads need not be isolated (RocksDB iteration here
-is not): every artifact line names the revisions it read, and whatever
-freezes the artifact expects them. The index is no authority: a listener-day
+run the checks and the split of the ``AllocateListenerDay`` rule in the
+rule's order (the plan, the day's allocation sentinel, the budget's
+unallocated funds), so a listener-day that rule would refuse is skipped with
+the code the rule would give it. The reads need not be isolated (RocksDB
+iteration here is not): every artifact line names the revisions an
+allocation of it expects, and whatever freezes the artifact expects them. The index is no authority: a listener-day
 it missed is only left for a later build.
 
 Chunks are joined in listener-day key order, so the bytes do not depend on
@@ -29,13 +29,16 @@ from typing import Iterator, TypeVar
 
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.value_codec import decode_record
-from ledger_engine.domain.allocation_artifact import DayTotals, allocate_chunk
-from ledger_engine.domain.changes import Rejected
-from ledger_engine.domain.commands.money.allocation import POLICY_KEY, listener_day_inputs
+from ledger_engine.domain.allocation_artifact import DayTotals, artifact_chunk
+from ledger_engine.domain.allocation_policy import PlannedLine
+from ledger_engine.domain.changes import Rejected, require
+from ledger_engine.domain.commands.money.allocation import (
+    POLICY_KEY, ListenerDayInputs, already_allocated, listener_day_inputs, require_slice_funded,
+)
 from ledger_engine.domain.schema.money_allocation import allocation_sentinel_key, budget_key, funding_sentinel_key
 from ledger_engine.domain.schema.streaming import listener_day_key, period_key, rights_key
 from ledger_engine.domain.view import Record
-from ledger_engine.errors import ErrorCode
+from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import INDEXES, STATE, UNIQUE
 
@@ -60,6 +63,7 @@ class _Candidate:
     listener_id: str
     budget_id: str
     records: dict[Address, bytes | None]
+    shared: tuple[Address, ...]  # the rights versions and the policy, read once for the day
 
 
 @dataclass(frozen=True)
@@ -96,18 +100,17 @@ class DayAllocator:
         Each chunk goes to the workers as soon as it is read, so reading and splitting overlap.
         """
         shared: dict[Address, bytes | None] = {}
-        chunks = _chunks(day_candidates(store, day, shared), self.chunk_size)
+        chunks = ((chunk, _needed(chunk, shared)) for chunk in _chunks(day_candidates(store, day, shared), self.chunk_size))
         if self.workers == 1:
-            content, totals, skipped = _joined(_split_chunk(day, chunk, shared) for chunk in chunks)
+            content, totals, skipped = _joined(_split_chunk(day, chunk, needed) for chunk, needed in chunks)
         else:
-            content, totals, skipped = self._split_on_workers(day, chunks, shared)
+            content, totals, skipped = self._split_on_workers(day, chunks)
         return DayArtifact(day, content, hashlib.sha256(content).hexdigest(), totals, tuple(skipped))
 
-    def _split_on_workers(self, day: int, chunks: Iterator[list[_Candidate | Skipped]],
-                          shared: dict[Address, bytes | None]) -> tuple[bytes, DayTotals, list[Skipped]]:
+    def _split_on_workers(self, day: int, chunks: Iterator[tuple[list[_Candidate | Skipped], dict[Address, bytes | None]]]
+                          ) -> tuple[bytes, DayTotals, list[Skipped]]:
         try:
-            # A copy of what is shared so far: a chunk is pickled later, while the next one adds to ``shared``.
-            pending = [self._workers().submit(_split_chunk, day, chunk, dict(shared)) for chunk in chunks]
+            pending = [self._workers().submit(_split_chunk, day, chunk, needed) for chunk, needed in chunks]
             return _joined(future.result() for future in pending)
         except BrokenProcessPool:
             self._pool = None  # a worker died: this build fails whole, and the next one starts new workers
@@ -139,21 +142,36 @@ def _joined(results: Iterator[tuple[bytes, DayTotals, list[Skipped]]]) -> tuple[
     return b"".join(parts), totals, skipped
 
 
+def _needed(chunk: list[_Candidate | Skipped], shared: dict[Address, bytes | None]) -> dict[Address, bytes | None]:
+    """The shared records a chunk reads: a worker gets those, not every work's rights."""
+    return {address: shared[address] for candidate in chunk if isinstance(candidate, _Candidate)
+            for address in candidate.shared}
+
+
 def _split_chunk(day: int, chunk: list[_Candidate | Skipped], shared: dict[Address, bytes | None]
                  ) -> tuple[bytes, DayTotals, list[Skipped]]:
     """In a worker: decode, check and split a chunk's listener-days; skipped ones pass through."""
-    inputs, skipped, decoded_shared = [], [], _StoredRecords(shared)
+    planned, skipped, decoded_shared = [], [], _StoredRecords(shared)
     for candidate in chunk:
         if isinstance(candidate, Skipped):
             skipped.append(candidate)
             continue
-        view = _StoredRecords(candidate.records, decoded_shared)
         try:
-            inputs.append(listener_day_inputs(view, candidate.listener_id, day, candidate.budget_id))
-        except Rejected as refused:
+            planned.append(_plan(_StoredRecords(candidate.records, decoded_shared), candidate, day))
+        except (Rejected, LedgerError) as refused:  # the rule journals either as its rejection
             skipped.append(Skipped(candidate.listener_id, str(refused.code), refused.detail))
-    content, totals = allocate_chunk(inputs)
+    content, totals = artifact_chunk(planned)
     return content, totals, skipped
+
+
+def _plan(view: "_StoredRecords", candidate: _Candidate, day: int) -> tuple[ListenerDayInputs, list[PlannedLine]]:
+    """The rule's own checks in the rule's order: the plan (reads, then the split), the day's sentinel, the funds."""
+    inputs = listener_day_inputs(view, candidate.listener_id, day, candidate.budget_id)
+    lines = inputs.split()
+    require(view.get(UNIQUE, allocation_sentinel_key(candidate.listener_id, day)) is None, ErrorCode.ALREADY_ALLOCATED,
+            already_allocated(candidate.listener_id, day))
+    require_slice_funded(view.get(STATE, budget_key(candidate.budget_id)).data, candidate.budget_id, inputs.slice_amount)
+    return inputs, lines
 
 
 class _StoredRecords:
@@ -193,19 +211,21 @@ def _candidate(store: PendingBatch, day: int, day_key: str, raw: bytes,
     funding = store.get_raw(UNIQUE, funding_sentinel_key(period_id, 1).encode())
     if funding is None:
         return Skipped(listener_id, str(ErrorCode.NOT_FOUND), f"period {period_id} has no budget")
-    if store.get_raw(UNIQUE, allocation_sentinel_key(listener_id, day).encode()) is not None:
-        return Skipped(listener_id, str(ErrorCode.ALREADY_ALLOCATED), f"listener-day {listener_id}/{day} is allocated")
     budget_id = decode_record(funding).data["budget_id"]
+    sentinel = allocation_sentinel_key(listener_id, day)
     budget = _raw(store, budget_key(budget_id))
-    records = {(STATE, day_key): raw, (STATE, budget_key(budget_id)): budget}
+    records = {(STATE, day_key): raw, (STATE, budget_key(budget_id)): budget,
+               (UNIQUE, sentinel): store.get_raw(UNIQUE, sentinel.encode())}
     if budget is not None:
         period = period_key(decode_record(budget).data["period_id"])
         records[(STATE, period)] = _raw(store, period)
+    reads = [(STATE, POLICY_KEY)]
     for work in listener_day["works"]:
         rights = (STATE, rights_key(work["work_id"], work["rights_version"]))
         if rights not in shared:
             shared[rights] = _raw(store, rights[1])
-    return _Candidate(listener_id, budget_id, records)
+        reads.append(rights)
+    return _Candidate(listener_id, budget_id, records, tuple(reads))
 
 
 def _raw(store: PendingBatch, state_key: str) -> bytes | None:

@@ -8,7 +8,8 @@ key order), each the RFC 8785 encoding of
 
 followed by a newline. ``lines`` are exactly the lines ``AllocateListenerDay``
 would write for that listener-day (``planned_fields``), in canonical output
-order, and ``revisions`` the records its split read. The artifact's hash is
+order, and ``revisions`` those of its listener-day, budget and policy records,
+the ones an allocation of it expects. The artifact's hash is
 SHA-256 of its bytes, as for every stored artifact. Its values are built from
 stored records, so they are encoded as the engine encodes what it builds
 (``engine_bytes``, without the admission walk). Chunks of listener-days
@@ -20,9 +21,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from ledger_engine.amounts import checked_sum, format_amount
 from ledger_engine.canonical import engine_bytes
+from ledger_engine.domain.allocation_policy import PlannedLine
 from ledger_engine.domain.commands.money.allocation import ListenerDayInputs, planned_fields
 
 RecipientKey = tuple[str, str | None]  # (role, recipient ID); Porto's retained share has no recipient
@@ -48,11 +51,10 @@ class DayTotals:
             self.by_budget[budget_id] += amount
 
 
-def allocate_chunk(chunk: list[ListenerDayInputs]) -> tuple[bytes, DayTotals]:
-    """Split every listener-day of ``chunk``: its artifact lines, in order, and its totals."""
+def artifact_chunk(planned: Iterable[tuple[ListenerDayInputs, list[PlannedLine]]]) -> tuple[bytes, DayTotals]:
+    """The artifact lines of planned listener-days (each its inputs and split), in order, and their totals."""
     encoded, totals = [], DayTotals()
-    for inputs in chunk:
-        lines = inputs.split()
+    for inputs, lines in planned:
         assert checked_sum(line.amount for line in lines) == inputs.slice_amount, inputs
         for line in lines:
             totals.by_recipient[(line.role, line.recipient_id)] += line.amount

@@ -85,12 +85,12 @@ def largest_remainder(total: int, weights: list[tuple[Hashable, int]]) -> dict[H
     if len({identifier for identifier, _ in weights}) != len(weights):
         raise LedgerError(ErrorCode.INVALID_SPLITS, "split IDs must be distinct")
     whole = 0
-    for identifier, weight in weights:
+    for identifier, weight in weights:  # checked_sum of u64(weight), without formatting a name for each good weight
         if type(weight) is not int or not 0 <= weight <= U64_MAX:
             u64(weight, f"weight of {identifier}")  # refuses it, naming it
         whole += weight
-    if whole > U64_MAX:  # every weight is at least 0, so the sum only grows: checked once, as checked_sum would
-        raise LedgerError(ErrorCode.AMOUNT_OVERFLOW, "sum exceeds u64")
+        if whole > U64_MAX:
+            raise LedgerError(ErrorCode.AMOUNT_OVERFLOW, "sum exceeds u64")
     if whole == 0:
         raise LedgerError(ErrorCode.INVALID_SPLITS, "cannot split by weights that sum to zero")
     parts, remainders = {}, []

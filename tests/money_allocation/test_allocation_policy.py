@@ -50,6 +50,7 @@ def test_bad_splits_are_refused():
 def test_each_bad_weight_is_refused_with_its_own_code():
     cases = [
         ([("a", U64_MAX), ("b", 1)], ErrorCode.AMOUNT_OVERFLOW, "sum exceeds u64"),
+        ([("a", U64_MAX), ("b", 1), ("c", -1)], ErrorCode.AMOUNT_OVERFLOW, "sum exceeds u64"),  # in order, as summed
         ([("a", 1), ("b", U64_MAX + 1)], ErrorCode.AMOUNT_OVERFLOW, "weight of b is not a u64"),
         ([("a", 1), ("b", 1.0)], ErrorCode.AMOUNT_OVERFLOW, "weight of b is not a u64"),
         ([("a", True)], ErrorCode.AMOUNT_OVERFLOW, "weight of a is not a u64"),

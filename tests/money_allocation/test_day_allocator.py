@@ -1,8 +1,9 @@
 """The day allocator: a day's listener-days split outside the executor, exactly as the rule and the oracle split them.
 
-The world has seven listeners on day one: four allocatable, one already
-allocated, one still open, one with undecided holds, one whose period was
-refunded after it was funded and one with no budget at all. Every listener-day
+The world has twelve listeners on day one: four allocatable, and eight that
+``AllocateListenerDay`` refuses: already allocated, still open, with undecided
+holds, refunded after funding, with no budget, with no eligible listening,
+short of the day's slice, and allocated then refunded. Every listener-day
 the allocator leaves out must be one ``AllocateListenerDay`` refuses, with the
 same code; every one it splits must match the rule's plan, the independent
 oracle, and in the end what the rule writes when each day is allocated one by one.
@@ -29,6 +30,7 @@ from ledger_engine.domain.commands.money.allocation import POLICY_KEY, plan_list
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.domain.schema.money_allocation import budget_key, line_key
 from ledger_engine.domain.schema.streaming import listener_day_key
+from ledger_engine.errors import LedgerError
 from ledger_engine.layout import STATE
 from tests.money_allocation.oracle import london_1_lines
 from tests.money_allocation.world import FINANCE, FIRST_DAY, INGEST, NODES, RIGHTS, MoneyWorld, funding
@@ -45,6 +47,9 @@ REFUSED = {
     "listener-held": "HOLDS_OPEN",
     "listener-refunded": "INVALID_STATE",
     "listener-unfunded": "NOT_FOUND",
+    "listener-silent": "INVALID_STATE",  # closed with no eligible listening: the split itself refuses it
+    "listener-drained": "INSUFFICIENT_FUNDS",  # a correction refunded all but 50,000 of the budget
+    "listener-done-refunded": "INVALID_STATE",  # allocated, then refunded: the plan refuses before the sentinel
 }
 BUDGETS = {listener: 3_000_000 + 7_919 * number for number, listener in enumerate([*ALLOCATABLE, *REFUSED])}
 
@@ -60,11 +65,16 @@ def day_one(world: MoneyWorld) -> MoneyWorld:
         world.period(f"period-{listener}", listener, days=30)
         if listener != "listener-unfunded":
             assert world.fund(f"budget-{listener}", f"period-{listener}", {"lot-1": budget}).accepted
-        works, served = ALLOCATABLE.get(listener, ({"work-1": 1_000}, {"node-1": 10}))
+        works, served = ALLOCATABLE.get(listener, ({} if listener == "listener-silent" else {"work-1": 1_000},
+                                                   {"node-1": 10}))
         fields = {"listener-open": {"status": "open"}, "listener-held": {"hold_free": False}}.get(listener, {})
         world.closed_day(listener, FIRST_DAY, f"period-{listener}", works, _nodes(served), **fields)
-    assert world.allocate("listener-done", FIRST_DAY, "budget-listener-done").accepted
-    world.period("period-listener-refunded", "listener-refunded", days=30, clearance="refunded")
+    for listener in ("listener-done", "listener-done-refunded"):
+        assert world.allocate(listener, FIRST_DAY, f"budget-{listener}").accepted
+    for listener in ("listener-refunded", "listener-done-refunded"):
+        world.period(f"period-{listener}", listener, days=30, clearance="refunded")
+    drained = {"refund_unallocated": str(BUDGETS["listener-drained"] - 50_000), "reason": "subscription_refund"}
+    assert world.correct("drain-1", "budget-listener-drained", **drained).accepted
     return world
 
 
@@ -117,7 +127,7 @@ def _planned_count(world: MoneyWorld, listener: str, budget_id: str) -> int:
     """The plan's line count where there is a plan, so the rule gets past its count check to the real refusal."""
     try:
         return len(world.plan(listener, FIRST_DAY, budget_id).lines)
-    except Rejected:
+    except (Rejected, LedgerError):
         return 1
 
 

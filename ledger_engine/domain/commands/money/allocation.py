@@ -151,10 +151,8 @@ def allocate_listener_day(ctx: RuleContext, p: AllocateListenerDayPayload) -> di
             f"the plan has {len(plan.lines)} output lines, the payload {len(p.line_ids)} line IDs")
     changes.claim_unique(allocation_sentinel_key(p.listener_id, p.day),
                          {"budget_id": p.budget_id, "amount": format_amount(plan.slice_amount), "line_ids": p.line_ids},
-                         ErrorCode.ALREADY_ALLOCATED, f"listener-day {p.listener_id}/{p.day} is already allocated")
-    unallocated = parse_amount(load_budget(changes, p.budget_id)["unallocated"])
-    require(unallocated >= plan.slice_amount, ErrorCode.INSUFFICIENT_FUNDS,
-            f"budget {p.budget_id} has {unallocated} unallocated, the day's slice is {plan.slice_amount}")
+                         ErrorCode.ALREADY_ALLOCATED, already_allocated(p.listener_id, p.day))
+    require_slice_funded(load_budget(changes, p.budget_id), p.budget_id, plan.slice_amount)
     journal = f"allocation:{p.listener_id}:{p.day}"
     for line_id, planned in zip(p.line_ids, plan.lines):
         write_line(changes, line_id, planned, listener_id=p.listener_id, day=p.day, budget_id=p.budget_id,
@@ -168,6 +166,16 @@ def allocate_listener_day(ctx: RuleContext, p: AllocateListenerDayPayload) -> di
     require_conserved(changes)
     return {"listener_id": p.listener_id, "day": p.day, "budget_id": p.budget_id,
             "amount": format_amount(plan.slice_amount), "line_ids": p.line_ids}
+
+
+def already_allocated(listener_id: str, day: int) -> str:
+    return f"listener-day {listener_id}/{day} is already allocated"
+
+
+def require_slice_funded(budget: Budget, budget_id: str, slice_amount: int) -> None:
+    unallocated = parse_amount(budget["unallocated"])
+    require(unallocated >= slice_amount, ErrorCode.INSUFFICIENT_FUNDS,
+            f"budget {budget_id} has {unallocated} unallocated, the day's slice is {slice_amount}")
 
 
 def write_line(changes: Changes, line_id: str, planned: PlannedLine, *, listener_id: str, day: int,
