@@ -32,8 +32,7 @@ from benchmarks.workload import submit_windowed
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.transition import CommandOutcome
-from ledger_engine.domain.allocation_policy import Policy, Serving, split_listener_day
-from ledger_engine.domain.commands.money.allocation import POLICY_KEY, listening_of, plan_listener_day
+from ledger_engine.domain.commands.money.allocation import POLICY_KEY, listener_day_inputs
 from ledger_engine.domain.commands.money.lines import budget_key
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.domain.schema.streaming import listener_day_key
@@ -133,21 +132,15 @@ class MoneyLedger:
 
 
 def _policy_floor(view: StateView, listeners: int) -> tuple[float, float]:
-    """CPU µs per listener-day to plan a sample of day 1's listener-days, and to split them from decoded inputs."""
-    inputs = []
+    """CPU µs per listener-day to plan a sample of day 1's listener-days, and to split them again from their inputs."""
     started = time.thread_time()
-    for listener in range(listeners):
-        plan = plan_listener_day(view, f"listener-{listener}", FIRST_DAY, f"budget-{listener}")
-        inputs.append((plan.slice_amount, view.get(STATE, listener_day_key(f"listener-{listener}", FIRST_DAY)).data))
+    inputs = [listener_day_inputs(view, f"listener-{listener}", FIRST_DAY, f"budget-{listener}") for listener in range(listeners)]
+    for planned in inputs:
+        planned.split()
     plan_us = (time.thread_time() - started) * 1e6 / listeners
-    policy = view.get(STATE, POLICY_KEY).data["allocation_policy"]
-    policy = Policy(policy["operator_pool_bps"], policy["porto_retained_bps"])
-    decoded = [(amount, [listening_of(view, work) for work in day["works"]],
-                [Serving(node["node_id"], node["operator_id"], node["served_bytes"]) for node in day["nodes"]])
-               for amount, day in inputs]
     started = time.thread_time()
-    for amount, listening, serving in decoded:
-        split_listener_day(amount, listening, serving, policy)
+    for planned in inputs:
+        planned.split()
     return plan_us, (time.thread_time() - started) * 1e6 / listeners
 
 

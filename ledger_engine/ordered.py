@@ -1,4 +1,4 @@
-"""Streaming an ordered scan with pending changes laid over it."""
+"""Ordered streams: a scan with pending changes laid over it, and a stream taken in chunks."""
 
 from __future__ import annotations
 
@@ -35,3 +35,18 @@ def _present(key, overlay, resolve) -> Iterator:
     value = resolve(key) if resolve is not None else overlay[key]
     if value is not None:
         yield key, value
+
+
+T = TypeVar("T")
+
+
+def chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in order, ``size`` at a time (the last chunk may be shorter), without reading ahead."""
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

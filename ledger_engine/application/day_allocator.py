@@ -9,8 +9,9 @@ rule's order (the plan, the day's allocation sentinel, the budget's
 unallocated funds), so a listener-day that rule would refuse is skipped with
 the code the rule would give it. The reads need not be isolated (RocksDB
 iteration here is not): every artifact line names the revisions an
-allocation of it expects, and whatever freezes the artifact expects them. The index is no authority: a listener-day
-it missed is only left for a later build.
+allocation of it expects, and whatever freezes the artifact expects them.
+The index is no authority: a listener-day it missed is only left for a later
+build.
 
 Chunks are joined in listener-day key order, so the bytes do not depend on
 the number of workers or the chunk size (docs/adr/0069). Workers start from a
@@ -25,7 +26,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Iterator, TypeVar
+from typing import Iterator
 
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.value_codec import decode_record
@@ -41,10 +42,10 @@ from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import INDEXES, STATE, UNIQUE
+from ledger_engine.ordered import chunks
 
 CHUNK_SIZE = 500
 Address = tuple[str, str]  # (family, key)
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -100,17 +101,17 @@ class DayAllocator:
         Each chunk goes to the workers as soon as it is read, so reading and splitting overlap.
         """
         shared: dict[Address, bytes | None] = {}
-        chunks = ((chunk, _needed(chunk, shared)) for chunk in _chunks(day_candidates(store, day, shared), self.chunk_size))
+        read = ((chunk, _needed(chunk, shared)) for chunk in chunks(day_candidates(store, day, shared), self.chunk_size))
         if self.workers == 1:
-            content, totals, skipped = _joined(_split_chunk(day, chunk, needed) for chunk, needed in chunks)
+            content, totals, skipped = _joined(_split_chunk(day, chunk, needed) for chunk, needed in read)
         else:
-            content, totals, skipped = self._split_on_workers(day, chunks)
+            content, totals, skipped = self._split_on_workers(day, read)
         return DayArtifact(day, content, hashlib.sha256(content).hexdigest(), totals, tuple(skipped))
 
-    def _split_on_workers(self, day: int, chunks: Iterator[tuple[list[_Candidate | Skipped], dict[Address, bytes | None]]]
+    def _split_on_workers(self, day: int, read: Iterator[tuple[list[_Candidate | Skipped], dict[Address, bytes | None]]]
                           ) -> tuple[bytes, DayTotals, list[Skipped]]:
         try:
-            pending = [self._workers().submit(_split_chunk, day, chunk, needed) for chunk, needed in chunks]
+            pending = [self._workers().submit(_split_chunk, day, chunk, needed) for chunk, needed in read]
             return _joined(future.result() for future in pending)
         except BrokenProcessPool:
             self._pool = None  # a worker died: this build fails whole, and the next one starts new workers
@@ -120,17 +121,6 @@ class DayAllocator:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"))
         return self._pool
-
-
-def _chunks(items: Iterator[T], size: int) -> Iterator[list[T]]:
-    chunk: list[T] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 def _joined(results: Iterator[tuple[bytes, DayTotals, list[Skipped]]]) -> tuple[bytes, DayTotals, list[Skipped]]:

@@ -28,6 +28,7 @@ from ledger_engine.checkpoint.verify import VerificationError, verify_export
 from ledger_engine.genesis import genesis_hash
 from ledger_engine.keys import seq20
 from ledger_engine.layout import DELTAS, EVENTS, JOURNAL, META
+from ledger_engine.ordered import chunks
 from ledger_engine.projections.rebuild import rebuild_indexes
 from ledger_engine.storage.rocks import RocksStore, WriteOp
 
@@ -41,7 +42,7 @@ def load_checkpoint(export_dir: str | os.PathLike, data_dir: str | os.PathLike) 
     with RocksStore(data_dir, create=True, staging=True) as store:
         if store.get(META, HEAD_KEY) is not None:
             raise VerificationError(str(data_dir), "loading a checkpoint needs an empty data directory")
-        for chunk in _chunks(_history_ops(root)):
+        for chunk in chunks(_history_ops(root), CHUNK):
             store.write(chunk)
         rebuild_indexes(store)
         head = Head(metadata["sequence"], metadata["last_entry_hash"])
@@ -73,14 +74,3 @@ def _read_lines(path: Path) -> Iterator[dict[str, Any]]:
     with open(path, "rb") as handle:
         for line in handle:
             yield orjson.loads(line)
-
-
-def _chunks(ops: Iterator[WriteOp]) -> Iterator[list[WriteOp]]:
-    chunk: list[WriteOp] = []
-    for op in ops:
-        chunk.append(op)
-        if len(chunk) >= CHUNK:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk

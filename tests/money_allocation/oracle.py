@@ -120,9 +120,11 @@ def london_1_lines(slice_amount: int, works: list[dict], nodes: list[dict]) -> l
 
 def recorded_lines(owner: LedgerOwner, line_ids: list[str]) -> list[tuple]:
     """The ledger's allocation lines in the same shape as ``london_1_lines``."""
-    found = []
-    for line_id in line_ids:
-        line = orjson.loads(owner.store.get(STATE, f"allocation_line/{line_id}".encode()))["data"]
-        found.append((line["role"], line["recipient_id"], line.get("work_id"), line.get("rights_version"),
-                      line.get("node_id"), int(line["amount"])))
-    return found
+    return [oracle_shape(orjson.loads(owner.store.get(STATE, f"allocation_line/{line_id}".encode()))["data"])
+            for line_id in line_ids]
+
+
+def oracle_shape(line: dict) -> tuple:
+    """A stored line's fields (a line record's, or an artifact's) as ``london_1_lines`` gives them."""
+    return (line["role"], line["recipient_id"], line.get("work_id"), line.get("rights_version"), line.get("node_id"),
+            int(line["amount"]))

@@ -32,7 +32,7 @@ from ledger_engine.domain.schema.money_allocation import budget_key, line_key
 from ledger_engine.domain.schema.streaming import listener_day_key
 from ledger_engine.errors import LedgerError
 from ledger_engine.layout import STATE
-from tests.money_allocation.oracle import london_1_lines
+from tests.money_allocation.oracle import london_1_lines, oracle_shape
 from tests.money_allocation.world import FINANCE, FIRST_DAY, INGEST, NODES, RIGHTS, MoneyWorld, funding
 
 ALLOCATABLE = {
@@ -103,8 +103,7 @@ def test_every_allocatable_listener_day_is_split_as_the_rule_plans_it_and_as_the
                                 [{"work_id": w, "rights_version": 1, "listened_ms": ms, "splits": RIGHTS[w]}
                                  for w, ms in works.items()],
                                 [{"node_id": n, "operator_id": NODES[n], "served_bytes": b} for n, b in served.items()])
-        assert [(l["role"], l["recipient_id"], l.get("work_id"), l.get("rights_version"), l.get("node_id"),
-                 int(l["amount"])) for l in line["lines"]] == oracle
+        assert [oracle_shape(fields) for fields in line["lines"]] == oracle
 
 
 def test_a_listener_day_left_out_is_one_the_rule_refuses_with_the_same_code(day_one):
