@@ -15,7 +15,9 @@ build.
 
 Chunks are joined in listener-day key order, so the bytes do not depend on
 the number of workers or the chunk size (docs/adr/0069). Workers start from a
-fork server, never from the ledger's own process with its RocksDB threads.
+fork server, never from the ledger's own process with its RocksDB threads. A
+worker that dies during a build fails that build whole; one that died while
+the allocator was idle is replaced when the next build starts.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -45,6 +48,7 @@ from ledger_engine.layout import INDEXES, STATE, UNIQUE
 from ledger_engine.ordered import chunks
 
 CHUNK_SIZE = 500
+AHEAD = 2  # chunks waiting per worker: one being split, one ready for when it is done
 Address = tuple[str, str]  # (family, key)
 
 
@@ -82,6 +86,7 @@ class DayAllocator:
     def __init__(self, workers: int | None = None, chunk_size: int = CHUNK_SIZE) -> None:
         self.workers = workers if workers is not None else len(os.sched_getaffinity(0))
         self.chunk_size = chunk_size
+        self.most_waiting = 0  # the most chunks sent to the workers and not yet collected, over all builds
         self._pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> "DayAllocator":
@@ -98,29 +103,59 @@ class DayAllocator:
     def build(self, store: PendingBatch, day: int) -> DayArtifact:
         """The artifact of ``day`` as the store reads now (``PendingBatch`` for its raw reads and scans).
 
-        Each chunk goes to the workers as soon as it is read, so reading and splitting overlap.
+        Chunks go to the workers as they are read, at most ``AHEAD`` per worker waiting, so reading and
+        splitting overlap and the parent holds a bounded part of the day's inputs.
         """
         shared: dict[Address, bytes | None] = {}
         read = ((chunk, _needed(chunk, shared)) for chunk in chunks(day_candidates(store, day, shared), self.chunk_size))
         if self.workers == 1:
             content, totals, skipped = _joined(_split_chunk(day, chunk, needed) for chunk, needed in read)
         else:
-            content, totals, skipped = self._split_on_workers(day, read)
+            content, totals, skipped = _joined(self._split_on_workers(day, read))
         return DayArtifact(day, content, hashlib.sha256(content).hexdigest(), totals, tuple(skipped))
 
     def _split_on_workers(self, day: int, read: Iterator[tuple[list[_Candidate | Skipped], dict[Address, bytes | None]]]
-                          ) -> tuple[bytes, DayTotals, list[Skipped]]:
+                          ) -> Iterator[tuple[bytes, DayTotals, list[Skipped]]]:
+        """The chunks' results in order; a worker dying fails the build whole, and the next starts new workers."""
+        pool, waiting = self._ready_workers(), deque()
         try:
-            pending = [self._workers().submit(_split_chunk, day, chunk, needed) for chunk, needed in read]
-            return _joined(future.result() for future in pending)
+            for chunk, needed in read:
+                waiting.append(pool.submit(_split_chunk, day, chunk, needed))
+                self.most_waiting = max(self.most_waiting, len(waiting))
+                if len(waiting) >= AHEAD * self.workers:
+                    yield waiting.popleft().result()
+            while waiting:
+                yield waiting.popleft().result()
         except BrokenProcessPool:
-            self._pool = None  # a worker died: this build fails whole, and the next one starts new workers
+            self._pool = None
             raise
+        finally:
+            for future in waiting:
+                future.cancel()
 
-    def _workers(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"))
-        return self._pool
+    def _ready_workers(self) -> ProcessPoolExecutor:
+        """Every worker started and answering; a pool that lost a worker while idle is replaced by a new one."""
+        if self._pool is not None:
+            try:
+                _answering(self._pool, self.workers)
+                return self._pool
+            except BrokenProcessPool:
+                self._pool = None
+        pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"))
+        try:
+            # The pool starts a worker per task while none is idle: one task each starts them all now, so no
+            # worker is started mid-build, when a dying one could break the pool under a starting one.
+            _answering(pool, self.workers)
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+        self._pool = pool
+        return pool
+
+
+def _answering(pool: ProcessPoolExecutor, workers: int) -> None:
+    for future in [pool.submit(os.getpid) for _ in range(workers)]:
+        future.result()
 
 
 def _joined(results: Iterator[tuple[bytes, DayTotals, list[Skipped]]]) -> tuple[bytes, DayTotals, list[Skipped]]:

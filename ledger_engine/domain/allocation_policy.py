@@ -16,7 +16,8 @@ node ID, then Porto's retained share. Lines of zero amount are not output.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable
+from functools import lru_cache
+from typing import Hashable, Iterable
 
 from ledger_engine.amounts import U64_MAX, checked_sum
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -82,6 +83,11 @@ def largest_remainder(total: int, weights: list[tuple[Hashable, int]]) -> dict[H
     to the largest remainders ``total * w mod W``, equal remainders in ID order.
     """
     u64(total, "split total")
+    return _apportion(total, weights, _checked_whole(weights))
+
+
+def _checked_whole(weights: list[tuple[Hashable, int]] | tuple[tuple[Hashable, int], ...]) -> int:
+    """``W``: the weights' sum, once their IDs are distinct and each weight and the sum are u64 and not all zero."""
     if len({identifier for identifier, _ in weights}) != len(weights):
         raise LedgerError(ErrorCode.INVALID_SPLITS, "split IDs must be distinct")
     whole = 0
@@ -93,11 +99,18 @@ def largest_remainder(total: int, weights: list[tuple[Hashable, int]]) -> dict[H
             raise LedgerError(ErrorCode.AMOUNT_OVERFLOW, "sum exceeds u64")
     if whole == 0:
         raise LedgerError(ErrorCode.INVALID_SPLITS, "cannot split by weights that sum to zero")
-    parts, remainders = {}, []
+    return whole
+
+
+def _apportion(total: int, weights: Iterable[tuple[Hashable, int]], whole: int) -> dict[Hashable, int]:
+    """Largest remainder of ``total`` over weights already checked, whose sum is ``whole``."""
+    parts, remainders, given = {}, [], 0
     for identifier, weight in weights:
-        parts[identifier], remainder = divmod(total * weight, whole)
+        part, remainder = divmod(total * weight, whole)
+        parts[identifier] = part
+        given += part
         remainders.append((-remainder, identifier))
-    for _, identifier in sorted(remainders)[: total - sum(parts.values())]:
+    for _, identifier in sorted(remainders)[: total - given]:
         parts[identifier] += 1
     return parts
 
@@ -137,18 +150,36 @@ def split_listener_day(slice_amount: int, listening: list[Listening], serving: l
 def _rights_lines(pool: int, listening: list[Listening]) -> list[PlannedLine]:
     by_rights = largest_remainder(pool, [(item.rights, item.listened_ms) for item in listening])
     lines = []
-    for item in listening:
-        for recipient_id, amount in split_by_rights(by_rights[item.rights], item.splits):
-            lines.append(PlannedLine(ARTIST, recipient_id, amount, work_id=item.work_id,
-                                     rights_version=item.rights_version))
+    for item, share in zip(listening, by_rights.values()):
+        for recipient_id, amount in split_by_rights(share, item.splits):
+            lines.append(PlannedLine(ARTIST, recipient_id, amount, item.work_id, item.rights_version))
     return lines
 
 
 def split_by_rights(amount: int, splits: tuple[tuple[str, int], ...]) -> list[tuple[str, int]]:
     """One work's share across a rights version's recipients, in recipient order (zero parts included)."""
+    u64(amount, "split total")
+    return list(_apportion(amount, *_rights_weights(splits)).items())
+
+
+def _rights_weights(splits: tuple[tuple[str, int], ...]) -> tuple[tuple[tuple[str, int], ...], int]:
+    """A rights version's splits in recipient order, checked, and their sum: worked out once per rights version.
+
+    Only splits of exact ``int`` basis points are remembered: ``5000.0 == 5000`` as a key, and must still be refused.
+    """
+    if all(type(bps) is int for _, bps in splits):
+        return _checked_rights_weights(splits)
+    return _rights_weights_unremembered(splits)
+
+
+def _rights_weights_unremembered(splits: tuple[tuple[str, int], ...]) -> tuple[tuple[tuple[str, int], ...], int]:
     if checked_sum(bps for _, bps in splits) != TOTAL_BPS:
         raise LedgerError(ErrorCode.INVALID_SPLITS, "a rights version's splits do not sum to 10000")
-    return sorted(largest_remainder(amount, sorted(splits)).items())
+    ordered = tuple(sorted(splits))
+    return ordered, _checked_whole(ordered)
+
+
+_checked_rights_weights = lru_cache(maxsize=1 << 14)(_rights_weights_unremembered)
 
 
 def _operator_lines(pool: int, serving: list[Serving]) -> list[PlannedLine]:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from ledger_engine.amounts import U64_MAX
 from ledger_engine.domain.allocation_policy import (
-    Listening, Policy, Serving, day_slice, largest_remainder, split_listener_day,
+    Listening, Policy, Serving, day_slice, largest_remainder, split_by_rights, split_listener_day,
 )
 from ledger_engine.errors import ErrorCode, LedgerError
 
@@ -60,6 +60,18 @@ def test_each_bad_weight_is_refused_with_its_own_code():
         with pytest.raises(LedgerError) as raised:
             largest_remainder(5, shares)
         assert (raised.value.code, detail in str(raised.value)) == (code, True), shares
+
+
+def test_a_rights_version_checked_once_still_refuses_the_same_splits_in_other_types():
+    """Checked splits are remembered, and ``5000.0 == 5000`` and ``True == 1`` as keys: those must still be refused."""
+    assert split_by_rights(7, (("b", 5_000), ("a", 5_000))) == [("a", 4), ("b", 3)]
+    for splits in ((("b", 5_000.0), ("a", 5_000)), (("b", 9_999), ("a", True))):
+        with pytest.raises(LedgerError) as raised:
+            split_by_rights(7, splits)
+        assert raised.value.code == ErrorCode.AMOUNT_OVERFLOW and "is not a u64" in raised.value.detail, splits
+    with pytest.raises(LedgerError) as raised:
+        split_by_rights(7, (("b", 5_000), ("a", 4_999)))
+    assert raised.value.code == ErrorCode.INVALID_SPLITS
 
 
 @given(budget=st.integers(0, U64_MAX), days=st.integers(1, 366))

@@ -199,8 +199,9 @@ def test_listener_days_come_in_record_key_order_not_index_order(world: MoneyWorl
     assert [line["listener_id"] for line in _artifact_lines(artifact)] == ["x-1", "x"]
 
 
-def test_a_worker_killed_mid_build_fails_that_build_whole_and_the_next_build_starts_new_workers(world: MoneyWorld):
-    listeners = [f"listener-{number:04d}" for number in range(400)]
+def _many_listeners(world: MoneyWorld, count: int) -> list[str]:
+    """``count`` funded listeners with a closed first day each, recorded in three commands."""
+    listeners = [f"listener-{number:04d}" for number in range(count)]
     assert world.lot("lot-1", len(listeners) * 3_000_000).accepted
     world.submit_ok("TestStreamingRecords", {"periods": [{
         "period_id": f"period-{listener}", "account_id": listener, "start_ms": FIRST_DAY * DAY_MS,
@@ -211,6 +212,11 @@ def test_a_worker_killed_mid_build_fails_that_build_whole_and_the_next_build_sta
         "listener_id": listener, "day": FIRST_DAY, "period_id": f"period-{listener}",
         "works": [{"work_id": work_id, "rights_version": 1, "listened_ms": 1_000 + number}
                   for number, work_id in enumerate(RIGHTS)]} for listener in listeners]})
+    return listeners
+
+
+def test_a_worker_killed_mid_build_fails_that_build_whole_and_the_next_build_starts_new_workers(world: MoneyWorld):
+    listeners = _many_listeners(world, 400)
     killed = threading.Event()
 
     with DayAllocator(workers=2, chunk_size=1) as allocator:
@@ -230,4 +236,32 @@ def test_a_worker_killed_mid_build_fails_that_build_whole_and_the_next_build_sta
         artifact = allocator.build(PendingBatch(world.owner.store), FIRST_DAY)
 
     assert artifact.totals.listener_days == len(listeners)
+    assert artifact.digest == _build(world, workers=1).digest
+
+
+def test_a_worker_that_died_while_the_allocator_was_idle_does_not_fail_the_next_build(world: MoneyWorld):
+    listeners = _many_listeners(world, 40)
+    with DayAllocator(workers=2, chunk_size=4) as allocator:
+        first = allocator.build(PendingBatch(world.owner.store), FIRST_DAY)
+        pool = allocator._pool
+        os.kill(next(iter(pool._processes)), signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while not pool._broken and time.monotonic() < deadline:  # the pool's manager thread notices the death
+            time.sleep(0.01)
+        assert pool._broken
+
+        again = allocator.build(PendingBatch(world.owner.store), FIRST_DAY)
+
+    assert allocator._pool is None  # closed
+    assert again.totals.listener_days == first.totals.listener_days == len(listeners)
+    assert again.digest == first.digest
+
+
+def test_the_parent_keeps_at_most_two_chunks_per_worker_waiting(world: MoneyWorld):
+    _many_listeners(world, 60)
+    with DayAllocator(workers=2, chunk_size=1) as allocator:
+        artifact = allocator.build(PendingBatch(world.owner.store), FIRST_DAY)
+
+    assert artifact.totals.listener_days == 60
+    assert allocator.most_waiting == 4
     assert artifact.digest == _build(world, workers=1).digest
