@@ -16,8 +16,9 @@ build.
 Chunks are joined in listener-day key order, so the bytes do not depend on
 the number of workers or the chunk size (docs/adr/0069). Workers start from a
 fork server, never from the ledger's own process with its RocksDB threads. A
-worker that dies during a build fails that build whole; one that died while
-the allocator was idle is replaced when the next build starts.
+build outlives one worker's death (while it runs, or before it, while the
+allocator was idle): it starts new workers and builds again from a new read.
+A second death in the same build fails it whole.
 """
 
 from __future__ import annotations
@@ -104,20 +105,27 @@ class DayAllocator:
         """The artifact of ``day`` as the store reads now (``PendingBatch`` for its raw reads and scans).
 
         Chunks go to the workers as they are read, at most ``AHEAD`` per worker waiting, so reading and
-        splitting overlap and the parent holds a bounded part of the day's inputs.
+        splitting overlap and the parent holds a bounded part of the day's inputs. A build outlives one
+        worker's death, whenever it happens: it starts new workers and reads the day again. A second
+        death in the same build fails it.
         """
-        shared: dict[Address, bytes | None] = {}
-        read = ((chunk, _needed(chunk, shared)) for chunk in chunks(day_candidates(store, day, shared), self.chunk_size))
         if self.workers == 1:
+            read = _read(store, day, self.chunk_size)
             content, totals, skipped = _joined(_split_chunk(day, chunk, needed) for chunk, needed in read)
         else:
-            content, totals, skipped = _joined(self._split_on_workers(day, read))
+            content, totals, skipped = self._split_surviving_one_death(store, day)
         return DayArtifact(day, content, hashlib.sha256(content).hexdigest(), totals, tuple(skipped))
+
+    def _split_surviving_one_death(self, store: PendingBatch, day: int) -> tuple[bytes, DayTotals, list[Skipped]]:
+        try:
+            return _joined(self._split_on_workers(day, _read(store, day, self.chunk_size)))
+        except BrokenProcessPool:  # a worker died, during this build or before it: new workers, a new read
+            return _joined(self._split_on_workers(day, _read(store, day, self.chunk_size)))
 
     def _split_on_workers(self, day: int, read: Iterator[tuple[list[_Candidate | Skipped], dict[Address, bytes | None]]]
                           ) -> Iterator[tuple[bytes, DayTotals, list[Skipped]]]:
-        """The chunks' results in order; a worker dying fails the build whole, and the next starts new workers."""
-        pool, waiting = self._ready_workers(), deque()
+        """The chunks' results in order; a worker's death breaks the pool, which the next attempt replaces."""
+        pool, waiting = self._started_workers(), deque()
         try:
             for chunk, needed in read:
                 waiting.append(pool.submit(_split_chunk, day, chunk, needed))
@@ -133,19 +141,16 @@ class DayAllocator:
             for future in waiting:
                 future.cancel()
 
-    def _ready_workers(self) -> ProcessPoolExecutor:
-        """Every worker started and answering; a pool that lost a worker while idle is replaced by a new one."""
+    def _started_workers(self) -> ProcessPoolExecutor:
+        """The pool, with every worker started before any chunk is sent to it."""
         if self._pool is not None:
-            try:
-                _answering(self._pool, self.workers)
-                return self._pool
-            except BrokenProcessPool:
-                self._pool = None
+            return self._pool
         pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"))
         try:
             # The pool starts a worker per task while none is idle: one task each starts them all now, so no
             # worker is started mid-build, when a dying one could break the pool under a starting one.
-            _answering(pool, self.workers)
+            for future in [pool.submit(os.getpid) for _ in range(self.workers)]:
+                future.result()
         except BaseException:
             pool.shutdown(cancel_futures=True)
             raise
@@ -153,9 +158,12 @@ class DayAllocator:
         return pool
 
 
-def _answering(pool: ProcessPoolExecutor, workers: int) -> None:
-    for future in [pool.submit(os.getpid) for _ in range(workers)]:
-        future.result()
+def _read(store: PendingBatch, day: int, chunk_size: int
+          ) -> Iterator[tuple[list[_Candidate | Skipped], dict[Address, bytes | None]]]:
+    """The day's candidates in chunks, each with the shared records it reads."""
+    shared: dict[Address, bytes | None] = {}
+    for chunk in chunks(day_candidates(store, day, shared), chunk_size):
+        yield chunk, _needed(chunk, shared)
 
 
 def _joined(results: Iterator[tuple[bytes, DayTotals, list[Skipped]]]) -> tuple[bytes, DayTotals, list[Skipped]]:
