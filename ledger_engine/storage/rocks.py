@@ -36,6 +36,7 @@ from rocksdict import (
 
 from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
 from ledger_engine.layout import ALL_FAMILIES, META
+from ledger_engine.storage.memory import return_large_frees
 
 # (family, key, value); a value of None deletes the key.
 WriteOp = tuple[str, bytes, bytes | None]
@@ -181,6 +182,7 @@ class RocksStore:
         if read_only:
             self._log_dir = tempfile.mkdtemp(prefix="porto-rocks-log-")
         budget = STAGING_MEMTABLE_BUDGET_BYTES if self.staging else MEMTABLE_BUDGET_BYTES
+        return_large_frees()
         try:
             return Rdict(str(self.path), options=_options(create=create, memtable_budget=budget,
                                                           log_dir=self._log_dir),

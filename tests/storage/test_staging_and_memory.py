@@ -88,3 +88,51 @@ def test_the_families_share_one_block_cache_of_the_set_size(tmp_path):
         usages = {store.int_property(family, "rocksdb.block-cache-usage") for family in ALL_FAMILIES}
     assert capacities == {BLOCK_CACHE_BYTES}
     assert len(usages) == 1 and 0 < usages.pop() <= BLOCK_CACHE_BYTES
+
+
+_FREES_AFTER_OPEN = """
+import ctypes, sys
+from ledger_engine.storage.rocks import RocksStore
+
+if sys.argv[2] == "open":
+    RocksStore(sys.argv[1], create=True).close()
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+BLOCK = 4 << 20
+
+def resident_kib():
+    with open("/proc/self/status") as status:
+        return int(next(line for line in status if line.startswith("VmRSS:")).split()[1])
+
+libc.free(libc.malloc(BLOCK))  # glibc's default raises its mmap threshold to the size of a mapped block freed
+blocks = [libc.malloc(BLOCK) for _ in range(16)]
+for block in blocks:
+    ctypes.memset(block, 1, BLOCK)
+pinned = libc.malloc(256 << 10)  # from the top of the heap, above them: freeing them cannot shrink it
+before = resident_kib()
+for block in blocks:
+    libc.free(block)
+print(before - resident_kib())
+"""
+
+
+@pytest.mark.parametrize("opened", ["open", "closed"])
+def test_a_process_that_opened_a_ledger_gives_freed_large_blocks_back_to_the_system(tmp_path, opened):
+    """RocksDB frees its memtables' blocks at every flush; glibc's default keeps such blocks, once one was freed,
+    in a heap it does not give back, so a replay's memory grew with its length (docs/adr/0070). Freed 64 MiB
+    of 4 MiB blocks must leave a process that opened a ledger, and stay in one that did not (the default)."""
+    import subprocess
+    import sys
+
+    freed = subprocess.run([sys.executable, "-c", _FREES_AFTER_OPEN, str(tmp_path / "ledger"), opened],
+                           capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": _root()})
+    returned_mib = int(freed.stdout) / 1024
+    if opened == "open":
+        assert returned_mib >= 60, returned_mib
+    else:
+        assert returned_mib < 4, returned_mib
+
+
+def _root() -> str:
+    return str(Path(__file__).resolve().parents[2])
