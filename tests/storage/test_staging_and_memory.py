@@ -13,7 +13,9 @@ from ledger_engine.checkpoint import publish
 from ledger_engine.checkpoint.replay import replay_export
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import ALL_FAMILIES
-from ledger_engine.storage.rocks import BLOCK_CACHE_BYTES, MEMTABLE_BUDGET_BYTES, STAGING_MEMTABLE_BUDGET_BYTES, RocksStore
+from ledger_engine.storage.rocks import (
+    BLOCK_CACHE_BYTES, MEMTABLE_BUDGET_BYTES, STAGING_BLOCK_CACHE_BYTES, STAGING_MEMTABLE_BUDGET_BYTES, RocksStore,
+)
 from tests.engine.test_export_properties import small_export  # noqa: F401 (fixture)
 
 
@@ -77,8 +79,9 @@ def test_the_memtables_of_all_families_stay_within_one_budget(tmp_path, staging,
     assert highest <= 2 * budget, (highest, budget)
 
 
-def test_the_families_share_one_block_cache_of_the_set_size(tmp_path):
-    with RocksStore(tmp_path / "ledger", create=True) as store:
+@pytest.mark.parametrize(("staging", "cache"), [(True, STAGING_BLOCK_CACHE_BYTES), (False, BLOCK_CACHE_BYTES)])
+def test_the_families_share_one_block_cache_of_the_set_size(tmp_path, staging, cache):
+    with RocksStore(tmp_path / "ledger", create=True, staging=staging) as store:
         for number in range(200):
             store.write([(family, b"row/%06d" % number, os.urandom(20_000)) for family in ALL_FAMILIES[1:4]])
         store.flush()
@@ -86,8 +89,8 @@ def test_the_families_share_one_block_cache_of_the_set_size(tmp_path):
             assert sum(1 for _ in store.scan(family)) == 200
         capacities = {store.int_property(family, "rocksdb.block-cache-capacity") for family in ALL_FAMILIES}
         usages = {store.int_property(family, "rocksdb.block-cache-usage") for family in ALL_FAMILIES}
-    assert capacities == {BLOCK_CACHE_BYTES}
-    assert len(usages) == 1 and 0 < usages.pop() <= BLOCK_CACHE_BYTES
+    assert capacities == {cache}
+    assert len(usages) == 1 and 0 < usages.pop() <= cache
 
 
 _FREES_AFTER_OPEN = """
