@@ -1,7 +1,9 @@
 """``verify``: a full check of a ledger database, not of an export.
 
 Reads every key of every column family with block checksums on (so a damaged
-block anywhere is found, not only in what the last command happened to read),
+data block anywhere is found, not only in what the last command happened to
+read; a table's Bloom filter that fails its checksum is not: RocksDB drops it
+and reads the checked data blocks instead, docs/adr/0071),
 then exports the logical ledger into a scratch directory and verifies that
 export: journal chain, every delta hash, the fold of the deltas into the state
 rows and events, and the state digest. Finally the indexes must equal those

@@ -1,5 +1,5 @@
 """Every table file carries a Bloom filter, so a read of a key that does not exist skips its blocks
-(docs/adr/0071); a damaged filter never hides a key that exists."""
+(docs/adr/0071); a damaged filter, or one copied from another table, never hides a key that exists."""
 
 from __future__ import annotations
 
@@ -15,12 +15,27 @@ FILTER_BLOCK = b"fullfilter.rocksdb.BuiltinBloomFilter"  # its name in the table
 KEYS = [b"account/acct-%05d" % number for number in range(3_000)]
 
 
+OTHER_KEYS = [b"account/bcct-%05d" % number for number in range(3_000)]
+CHECKSUM_TRAILER = 5  # a block's compression type and checksum follow it
+
+
 @pytest.fixture
 def flushed(tmp_path) -> Path:
     data = tmp_path / "ledger"
     with RocksStore(data, create=True) as store:
         store.write([(STATE, key, b"record of " + key) for key in KEYS])
         store.flush()
+    return data
+
+
+@pytest.fixture
+def two_tables(tmp_path) -> Path:
+    """Two state tables of as many keys, so their filters are the same size."""
+    data = tmp_path / "ledger"
+    with RocksStore(data, create=True) as store:
+        for keys in (KEYS, OTHER_KEYS):
+            store.write([(STATE, key, b"record of " + key) for key in keys])
+            store.flush()
     return data
 
 
@@ -64,10 +79,32 @@ def test_a_damaged_filter_never_hides_a_key_that_exists(flushed, where):
         content[position] ^= 0xFF
     table.write_bytes(content)
 
+    assert_every_key_reads_as_itself_or_is_refused(flushed, KEYS)
+
+
+def test_a_filter_copied_from_another_table_never_hides_a_key_that_exists(two_tables):
+    """A whole block with its own valid checksum, written over a filter of the same size: only a checksum
+    bound to the block's file and offset (table format 6) tells it from the table's own."""
+    first, second = sorted((path for path in two_tables.glob("*.sst") if path.stat().st_size > 10_000),
+                           key=lambda path: int(path.stem))
+    contents = [bytearray(first.read_bytes()), bytearray(second.read_bytes())]
+    (first_offset, first_size), (second_offset, second_size) = (filter_block(bytes(c)) for c in contents)
+    assert first_size == second_size
+    first_block = contents[0][first_offset:first_offset + first_size + CHECKSUM_TRAILER]
+    second_block = contents[1][second_offset:second_offset + second_size + CHECKSUM_TRAILER]
+    contents[0][first_offset:first_offset + first_size + CHECKSUM_TRAILER] = second_block
+    contents[1][second_offset:second_offset + second_size + CHECKSUM_TRAILER] = first_block
+    first.write_bytes(contents[0])
+    second.write_bytes(contents[1])
+
+    assert_every_key_reads_as_itself_or_is_refused(two_tables, KEYS + OTHER_KEYS)
+
+
+def assert_every_key_reads_as_itself_or_is_refused(data: Path, keys: list[bytes]) -> None:
     answers = {"read": 0, "refused": 0}
     try:
-        with RocksStore(flushed, read_only=True) as store:
-            for key in KEYS:
+        with RocksStore(data, read_only=True) as store:
+            for key in keys:
                 try:
                     value = store.get(STATE, key)
                 except StorageFault:
@@ -77,4 +114,4 @@ def test_a_damaged_filter_never_hides_a_key_that_exists(flushed, where):
                 answers["read"] += 1
     except StorageFault:
         return  # refused at open: served nothing
-    assert answers["read"] + answers["refused"] == len(KEYS)
+    assert answers["read"] + answers["refused"] == len(keys)
