@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Hashable, Iterable
+from typing import Hashable, Iterable, NamedTuple
 
 from ledger_engine.amounts import U64_MAX, checked_sum
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -36,8 +36,9 @@ class Policy:
             raise LedgerError(ErrorCode.INVALID_SPLITS, "policy pools exceed 10000 basis points")
 
 
-@dataclass(frozen=True, slots=True)
-class Listening:
+# The records a split reads and writes are named tuples: immutable like frozen dataclasses, but built about four
+# times faster, and a listener-day of 20 works and 3 nodes builds about fifty of them.
+class Listening(NamedTuple):
     """Eligible listening of one work on one listener-day, with that rights version's splits."""
 
     work_id: str
@@ -51,8 +52,7 @@ class Listening:
         return (self.work_id, self.rights_version)
 
 
-@dataclass(frozen=True, slots=True)
-class Serving:
+class Serving(NamedTuple):
     """Verified bytes one node served the listener that day."""
 
     node_id: str
@@ -60,8 +60,7 @@ class Serving:
     served_bytes: int
 
 
-@dataclass(frozen=True, slots=True)
-class PlannedLine:
+class PlannedLine(NamedTuple):
     role: str
     recipient_id: str | None
     amount: int
