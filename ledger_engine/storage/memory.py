@@ -13,7 +13,6 @@ stops the rise: blocks of 1 MiB and more are always mapped and returned.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 
 M_MMAP_THRESHOLD = -3  # <malloc.h>
@@ -24,9 +23,8 @@ MAPPED_FROM_BYTES = 1 << 20
 def return_large_frees() -> bool:
     """Set glibc's mmap threshold once per process; False where the C library is not glibc."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
+        mallopt = ctypes.CDLL(None).mallopt  # the C library this process runs on, without a search for it
+    except AttributeError:
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     return mallopt(M_MMAP_THRESHOLD, MAPPED_FROM_BYTES) == 1

@@ -4,6 +4,8 @@ ledger's RocksDB memory is bounded whatever the ledger's size (docs/adr/0068).""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,17 +127,10 @@ def test_a_process_that_opened_a_ledger_gives_freed_large_blocks_back_to_the_sys
     """RocksDB frees its memtables' blocks at every flush; glibc's default keeps such blocks, once one was freed,
     in a heap it does not give back, so a replay's memory grew with its length (docs/adr/0070). Freed 64 MiB
     of 4 MiB blocks must leave a process that opened a ledger, and stay in one that did not (the default)."""
-    import subprocess
-    import sys
-
     freed = subprocess.run([sys.executable, "-c", _FREES_AFTER_OPEN, str(tmp_path / "ledger"), opened],
-                           capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": _root()})
+                           capture_output=True, text=True, check=True)
     returned_mib = int(freed.stdout) / 1024
     if opened == "open":
         assert returned_mib >= 60, returned_mib
     else:
         assert returned_mib < 4, returned_mib
-
-
-def _root() -> str:
-    return str(Path(__file__).resolve().parents[2])

@@ -12,31 +12,29 @@ from ledger_engine.layout import STATE
 from ledger_engine.storage.rocks import RocksStore
 
 FILTER_BLOCK = b"fullfilter.rocksdb.BuiltinBloomFilter"  # its name in the table's meta-index block
-KEYS = [b"account/acct-%05d" % number for number in range(3_000)]
-
-
-OTHER_KEYS = [b"account/bcct-%05d" % number for number in range(3_000)]
 CHECKSUM_TRAILER = 5  # a block's compression type and checksum follow it
+KEYS = [b"account/acct-%05d" % number for number in range(3_000)]
+OTHER_KEYS = [b"account/bcct-%05d" % number for number in range(3_000)]
+
+
+def ledger_of_tables(data: Path, *tables: list[bytes]) -> Path:
+    """A closed ledger with one state table file per list of keys."""
+    with RocksStore(data, create=True) as store:
+        for keys in tables:
+            store.write([(STATE, key, b"record of " + key) for key in keys])
+            store.flush()
+    return data
 
 
 @pytest.fixture
 def flushed(tmp_path) -> Path:
-    data = tmp_path / "ledger"
-    with RocksStore(data, create=True) as store:
-        store.write([(STATE, key, b"record of " + key) for key in KEYS])
-        store.flush()
-    return data
+    return ledger_of_tables(tmp_path / "ledger", KEYS)
 
 
 @pytest.fixture
 def two_tables(tmp_path) -> Path:
     """Two state tables of as many keys, so their filters are the same size."""
-    data = tmp_path / "ledger"
-    with RocksStore(data, create=True) as store:
-        for keys in (KEYS, OTHER_KEYS):
-            store.write([(STATE, key, b"record of " + key) for key in keys])
-            store.flush()
-    return data
+    return ledger_of_tables(tmp_path / "ledger", KEYS, OTHER_KEYS)
 
 
 def state_table(data: Path) -> Path:
@@ -60,6 +58,12 @@ def filter_block(table: bytes) -> tuple[int, int]:
                 break
         handle.append(value)
     return handle[0], handle[1]
+
+
+def filter_span(table: bytes) -> slice:
+    """The filter block with its checksum trailer: what a whole valid block occupies."""
+    offset, size = filter_block(bytes(table))
+    return slice(offset, offset + size + CHECKSUM_TRAILER)
 
 
 def test_every_table_file_has_a_bloom_filter(flushed):
@@ -87,15 +91,12 @@ def test_a_filter_copied_from_another_table_never_hides_a_key_that_exists(two_ta
     bound to the block's file and offset (table format 6) tells it from the table's own."""
     first, second = sorted((path for path in two_tables.glob("*.sst") if path.stat().st_size > 10_000),
                            key=lambda path: int(path.stem))
-    contents = [bytearray(first.read_bytes()), bytearray(second.read_bytes())]
-    (first_offset, first_size), (second_offset, second_size) = (filter_block(bytes(c)) for c in contents)
-    assert first_size == second_size
-    first_block = contents[0][first_offset:first_offset + first_size + CHECKSUM_TRAILER]
-    second_block = contents[1][second_offset:second_offset + second_size + CHECKSUM_TRAILER]
-    contents[0][first_offset:first_offset + first_size + CHECKSUM_TRAILER] = second_block
-    contents[1][second_offset:second_offset + second_size + CHECKSUM_TRAILER] = first_block
-    first.write_bytes(contents[0])
-    second.write_bytes(contents[1])
+    first_bytes, second_bytes = bytearray(first.read_bytes()), bytearray(second.read_bytes())
+    first_span, second_span = filter_span(first_bytes), filter_span(second_bytes)
+    assert first_span.stop - first_span.start == second_span.stop - second_span.start
+    first_bytes[first_span], second_bytes[second_span] = second_bytes[second_span], first_bytes[first_span]
+    first.write_bytes(first_bytes)
+    second.write_bytes(second_bytes)
 
     assert_every_key_reads_as_itself_or_is_refused(two_tables, KEYS + OTHER_KEYS)
 
