@@ -52,5 +52,9 @@ def _measure_depth(report: Report, path: Path, floor: Floor, depth: int) -> None
     report.target(f"depth {depth} group commit >= {TARGET_RATE:,} durable commands/s", rounds.engine_rate,
                   TARGET_RATE, "commands/s")
     if depth == max_group:
+        report.metric(prefix + "command_us", f"{label} one command, wall time per command in the rounds",
+                      1e6 / rounds.engine_rate, "µs")
+        report.metric(prefix + "command_budget_us", f"{label} the most time per command the "
+                      f"{TARGET_BATCHED_RATIO} goal allows", 1e6 / (TARGET_BATCHED_RATIO * batched), "µs")
         report.target(f"depth {depth} group commit >= {TARGET_BATCHED_RATIO} x raw sync batches of {max_group}",
                       rounds.engine_rate / batched, TARGET_BATCHED_RATIO, "x")
