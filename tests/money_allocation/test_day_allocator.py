@@ -23,13 +23,14 @@ import orjson
 import pytest
 import rfc8785
 
-from ledger_engine.application.day_allocator import DayAllocator, day_candidates
+from ledger_engine.application import day_allocator
+from ledger_engine.application.day_allocator import DayAllocator, Skipped, day_candidates
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.domain.changes import Rejected
 from ledger_engine.domain.commands.money.allocation import POLICY_KEY, plan_listener_day, planned_fields
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.domain.schema.money_allocation import budget_key, line_key
-from ledger_engine.domain.schema.streaming import listener_day_key
+from ledger_engine.domain.schema.streaming import listener_day_key, rights_key
 from ledger_engine.errors import LedgerError
 from ledger_engine.layout import STATE
 from tests.money_allocation.oracle import london_1_lines, oracle_shape
@@ -184,6 +185,26 @@ def test_the_parent_reads_each_listener_day_and_its_budget_and_shares_rights_and
 
     assert len(candidates) == len(ALLOCATABLE) + len(REFUSED)
     assert {key.split("/")[0] for _, key in shared} == {"ruleset", "rights"}
+
+
+def test_the_parent_builds_each_rights_versions_key_once_a_day(day_one, monkeypatch):
+    built = []
+
+    def counted(work_id: str, version: int) -> str:
+        built.append((work_id, version))
+        return rights_key(work_id, version)
+
+    monkeypatch.setattr(day_allocator, "rights_key", counted)
+    shared = {}
+    candidates = list(day_candidates(PendingBatch(day_one.owner.store), FIRST_DAY, shared))
+
+    named = [address for candidate in candidates if not isinstance(candidate, Skipped)
+             for address in candidate.shared if address[1].startswith("rights/")]
+    assert len(named) > len(set(named))  # the day's listener-days share rights versions
+    assert sorted(built) == sorted(set(built)) and len(built) == len(set(named))
+    assert {address: shared[address] for address in set(named)} == {
+        (STATE, rights_key(*version)): day_one.owner.store.get(STATE, rights_key(*version).encode())
+        for version in built}
 
 
 def test_listener_days_come_in_record_key_order_not_index_order(world: MoneyWorld):
