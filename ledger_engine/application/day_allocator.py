@@ -229,13 +229,13 @@ def day_candidates(store: PendingBatch, day: int, shared: dict[Address, bytes | 
                    ) -> Iterator[_Candidate | Skipped]:
     """The day's listener-days in key order, each with the records it reads; what they all read goes in ``shared``."""
     shared[(STATE, POLICY_KEY)] = _raw(store, POLICY_KEY)
-    rights = _RightsAddresses()
+    rights_addresses = _RightsAddresses()
     prefix = (key("day_closed", seq20(day)) + "/").encode()
     listeners = [index_key[len(prefix):].decode() for index_key, _ in store.scan_raw(INDEXES, prefix)]
     for day_key in sorted(listener_day_key(listener_id, day) for listener_id in listeners):
         raw = _raw(store, day_key)
         if raw is not None:
-            yield _candidate(store, day, day_key, raw, shared, rights)
+            yield _candidate(store, day, day_key, raw, shared, rights_addresses)
 
 
 class _RightsAddresses(dict):
