@@ -156,8 +156,12 @@ def appended_keys(sequence: int) -> list[bytes]:
 
 
 def names_journal_tree(payload: object) -> bool:
-    """Whether the payload names a journal tree (a commitment's), which ``check_journal_claim`` checks."""
-    return getattr(payload, "journal_tree", None) is not None
+    """Whether the payload names a journal tree (a commitment's), which ``check_journal_claim`` checks.
+
+    Read from the model's fields (``vars``), not with ``getattr``: on a payload without the field, pydantic's
+    ``__getattr__`` builds an AttributeError for the default to replace, about 4 µs twice for every command.
+    """
+    return vars(payload).get("journal_tree") is not None
 
 
 def check_journal_claim(payload: object, get_raw: Callable[[str, bytes], bytes | None],
