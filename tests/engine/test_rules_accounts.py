@@ -47,6 +47,17 @@ def test_an_admin_cannot_change_their_own_account(owner, envelopes):
     assert_rejected(owner, change(envelopes, "adm-2", roles=["admin", "finance"], actor="adm-2"), "FOUR_EYES_REQUIRED")
 
 
+@pytest.mark.parametrize("fields", [{"roles": []}, {"roles": ["admin"], "status": "deactivated"}])
+def test_an_actor_named_in_genesis_is_not_registered_over(owner, envelopes, fields):
+    """The genesis admin has an actor record and no account: registering its ID would strip it unguarded."""
+    assert_accepted(owner, envelopes.account("adm-2", roles=["admin"]))
+    payload = {"account_id": "genesis-admin", "kind": "staff", "identity_digest": envelopes.digest("mine", "adm-2"),
+               **fields}
+    assert_rejected(owner, envelopes("RegisterAccount", payload, actor="adm-2"), "ALREADY_EXISTS")
+    assert owner.get("state", "actor/genesis-admin").data == {"roles": ["admin"], "status": "active"}
+    assert_rejected(owner, envelopes.account("fin-1", roles=["finance"]) | {"actor_id": "adm-2"}, "FOUR_EYES_REQUIRED")
+
+
 def test_changing_roles_needs_the_expected_revision(owner, envelopes):
     assert_accepted(owner, envelopes.account("acct-1", roles=["finance"]))
     assert_rejected(owner, change(envelopes, "acct-1", revision=None, roles=["admin"]), "STALE_REVISION")

@@ -54,6 +54,9 @@ def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> dict:
     changes = ctx.changes
     existing = changes.get(STATE, account_key(p.account_id))
     require(p.account_id != ctx.actor_id, ErrorCode.FOUR_EYES_REQUIRED, "an admin cannot change their own account")
+    # An actor named in genesis has no account record: registering its ID would overwrite its roles unguarded.
+    require(existing is not None or changes.get(STATE, actor_key(p.account_id)) is None, ErrorCode.ALREADY_EXISTS,
+            f"{p.account_id} is an actor named in genesis: its roles change only through a staff change")
     require(
         not p.roles or p.kind in ("staff", "worker"),
         ErrorCode.INVALID_STATE,
