@@ -67,12 +67,22 @@ def test_a_rendition_belongs_to_one_work(catalogue_ledger, envelopes):
                                                    payloads.work("w-2", shared)), "ALREADY_EXISTS")
 
 
-def test_only_ingest_or_admin_import(catalogue_ledger, envelopes):
+def test_only_ingest_imports(catalogue_ledger, envelopes):
+    """The catalogue decides whom works pay: an admin provisions accounts, not rights (roles-and-processes §2)."""
     assert_accepted(catalogue_ledger, envelopes.account("fin-1", roles=["finance"]))
-    assert_rejected(catalogue_ledger, import_works(envelopes, "import-1", payloads.work("w-1"), actor="fin-1"),
-                    "CAPABILITY_MISSING")
-    assert_accepted(catalogue_ledger, import_works(envelopes, "import-1", payloads.work("w-1"),
-                                                   actor="genesis-admin"))
+    for actor in ("fin-1", "genesis-admin"):
+        assert_rejected(catalogue_ledger, import_works(envelopes, "import-1", payloads.work("w-1"), actor=actor),
+                        "CAPABILITY_MISSING")
+    assert_accepted(catalogue_ledger, import_works(envelopes, "import-1", payloads.work("w-1")))
+
+
+def test_an_admin_cannot_change_whom_a_work_pays(catalogue_ledger, envelopes):
+    assert_accepted(catalogue_ledger, import_works(envelopes, "import-1", payloads.work("w-1")))
+    assert_accepted(catalogue_ledger, activate(envelopes, "w-1", {"art-1": 10_000}))
+    for command_type, payload in (
+            ("ActivateWork", payloads.rights("w-1", {"art-2": 10_000}, version=2)),
+            ("DisableWork", {"work_id": "w-1", "reason": "rights_dispute", "evidence_digest": payloads.digest(1)})):
+        assert_rejected(catalogue_ledger, envelopes(command_type, payload, actor="genesis-admin"), "CAPABILITY_MISSING")
 
 
 def chunk_list(*spans: tuple[int, int], indexes: list[int] | None = None) -> list[dict[str, Any]]:

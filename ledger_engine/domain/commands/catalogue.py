@@ -59,7 +59,7 @@ class ImportCataloguePayload(Payload):
     works: list[WorkImport] = Field(min_length=1, max_length=1000)
 
 
-@command("ImportCatalogue", payload=ImportCataloguePayload, roles={"ingest", "admin"})
+@command("ImportCatalogue", payload=ImportCataloguePayload, roles={"ingest"})
 def import_catalogue(ctx: RuleContext, p: ImportCataloguePayload) -> dict:
     changes = ctx.changes
     changes.claim_unique(key("catalogue_import", p.import_id), {"sequence": ctx.sequence},
@@ -104,7 +104,7 @@ class ActivateWorkPayload(Payload):
     rights: RightsVersion
 
 
-@command("ActivateWork", payload=ActivateWorkPayload, roles={"ingest", "admin"})
+@command("ActivateWork", payload=ActivateWorkPayload, roles={"ingest"})
 def activate_work(ctx: RuleContext, p: ActivateWorkPayload) -> dict:
     changes = ctx.changes
     work = changes.get(STATE, work_key(p.work_id))
