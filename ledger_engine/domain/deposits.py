@@ -1,13 +1,15 @@
 """Deposit identity: one on-chain deposit is one funding lot, however it is spelled.
 
-A deposit is named by its chain (from a closed set), its transaction hash and
-the index of its deposit event in that transaction. Hex has many spellings of
+A deposit is named by its transaction hash and the index of its deposit event
+in that transaction; its chain (from a closed set) is recorded but names
+nothing, since a transaction hash is a hash of the transaction, chain included,
+and a label must not make one transfer two deposits. Hex has many spellings of
 the same bytes, so the hash is normalised to Aptos's canonical encoding, ``0x``
 and 64 lowercase hex digits, before it names anything; the index is an
 integer. Two sentinels guard a lot:
 
-    unique/deposit/<chain>:<0x hash>:<event_index>   {"lot_id"}
-    unique/deposit_evidence/<evidence digest>         {"lot_id"}
+    unique/deposit/<0x hash>:<event_index>       {"lot_id"}
+    unique/deposit_evidence/<evidence digest>    {"lot_id"}
 
 so neither the same deposit nor the same piece of evidence funds two lots.
 The full conservation check holds every lot to both (``lot_deposit_mismatches``
@@ -52,7 +54,7 @@ def is_canonical(deposit: dict[str, Any]) -> bool:
 
 def deposit_unit_key(deposit: dict[str, Any]) -> str:
     canonical = canonical_deposit(deposit)
-    return key("deposit", f"{canonical['chain']}:{canonical['transaction_hash']}:{canonical['event_index']}")
+    return key("deposit", f"{canonical['transaction_hash']}:{canonical['event_index']}")
 
 
 def deposit_evidence_key(deposit: dict[str, Any]) -> str:

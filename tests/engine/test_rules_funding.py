@@ -81,9 +81,23 @@ def test_the_largest_u64_amount_is_accepted_and_one_more_is_not(funding_ledger, 
     assert funding_ledger.get("state", "lot/lot-1").data["received"] == str(U64_MAX)
 
 
-def test_only_ingest_or_finance_import_funding(funding_ledger, envelopes):
+def test_only_ingest_imports_a_deposit(funding_ledger, envelopes):
+    """A deposit is a chain fact the ingest adapter verified: one finance user alone must not mint a lot."""
     assert_accepted(funding_ledger, envelopes.account("ops-1", roles=["ops"]))
     assert_accepted(funding_ledger, envelopes.account("fin-1", roles=["finance"]))
-    assert_rejected(funding_ledger, deposit(envelopes, payloads.funding("lot-1", "100"), actor="ops-1"),
-                    "CAPABILITY_MISSING")
-    assert_accepted(funding_ledger, deposit(envelopes, payloads.funding("lot-1", "100"), actor="fin-1"))
+    for actor in ("ops-1", "fin-1"):
+        assert_rejected(funding_ledger, deposit(envelopes, payloads.funding("lot-1", "100"), actor=actor),
+                        "CAPABILITY_MISSING")
+    assert funding_ledger.get("state", "lot/lot-1") is None
+    assert_accepted(funding_ledger, deposit(envelopes, payloads.funding("lot-1", "100")))
+
+
+@pytest.mark.parametrize("label", ["aptos-testnet", "simulated"])
+def test_a_transaction_under_another_chain_label_is_the_same_deposit(funding_ledger, envelopes, label):
+    first = payloads.funding("lot-1", "1000000", transaction="deposit-1")
+    first["deposit"] = {**first["deposit"], "chain": "aptos"}
+    assert_accepted(funding_ledger, deposit(envelopes, first))
+    again = payloads.funding("lot-2", "1000000", transaction="deposit-1")
+    again["deposit"] = {**again["deposit"], "chain": label, "evidence_digest": payloads.digest("re-serialised", label)}
+    assert_rejected(funding_ledger, deposit(envelopes, again), "DUPLICATE_EVIDENCE")
+    assert funding_ledger.get("state", "lot/lot-2") is None

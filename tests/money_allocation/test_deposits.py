@@ -61,7 +61,7 @@ def test_a_phantom_lot_is_a_mismatch_that_blocks_payouts(world: MoneyWorld):
     assert world.check("check-2").result["data"]["status"] == "blocked"
     found = {(m["subject"], m["check"]) for m in world.state("conservation")["mismatches"]}
     assert ("lot/lot-2", "deposit") in found
-    assert (f"deposit/simulated:0x{canonical_hash()}:0", "lots") in found
+    assert (f"deposit/0x{canonical_hash()}:0", "lots") in found
     assert world.submit("TestPayoutGate", {}).code == "PAYOUTS_BLOCKED"
 
 

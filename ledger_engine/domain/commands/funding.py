@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from ledger_engine.amounts import Amount, format_amount, parse_amount
+from ledger_engine.domain.actors import actor_roles
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.chart import FUNDING_AVAILABLE, TREASURY
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, BudgetFunding, LotDraw, fund_budget
@@ -77,6 +78,9 @@ def import_funding(ctx: RuleContext, p: ImportFundingPayload) -> dict:
 
 def _import_lot(ctx: RuleContext, p: ImportFundingPayload) -> None:
     changes = ctx.changes
+    # A deposit is a chain fact the ingest adapter verified: finance may fund budgets from lots, never make one.
+    require("ingest" in actor_roles(ctx, ctx.actor_id), ErrorCode.CAPABILITY_MISSING,
+            "importing a deposit as a funding lot needs the ingest role")
     require(p.deposit.evidence_digest in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
             "the deposit's evidence digest must be listed in the envelope's evidence_hashes")
     require(changes.get(STATE, lot_key(p.lot_id)) is None, ErrorCode.ALREADY_EXISTS,
