@@ -104,6 +104,9 @@ def test_attack_1_replacements_must_be_what_the_ledger_would_pay(corrected_right
         ("INVALID_SPLITS", [replacement("r-1", "artist-c", 5_000, "work-1", 1)]),  # work-1 pays artist-a
         ("INVALID_SPLITS", [replacement("r-1", "artist-a", 3_750, "work-2", 1),
                             replacement("r-2", "artist-b", 3_000, "work-2", 1)]),  # not work-2's 50/50 split
+        ("INVALID_SPLITS", [replacement("r-1", "artist-b", 5_000, "work-2", 1),
+                            replacement("r-2", "artist-a", 1_250, "work-2", 1),
+                            replacement("r-3", "artist-b", 1_250, "work-2", 1)]),  # b twice: 6_250 to a's 1_250
         ("INVALID_REFERENCE", [{"line_id": "r-1", "role": "operator", "recipient_id": "operator-y",
                                 "node_id": "node-1", "amount": "7500"}]),  # node-1 is operator-x's
         ("INVALID_REFERENCE", [{"line_id": "r-1", "role": "operator", "recipient_id": "operator-x",

@@ -240,7 +240,12 @@ def require_payable_replacements(changes: Changes, replacements: list[Replacemen
     by_rights: dict[tuple[str, int], dict[str, int]] = defaultdict(dict)
     for replacement in replacements:
         if replacement.role == ARTIST:
-            by_rights[(replacement.work_id, replacement.rights_version)][replacement.recipient_id] = replacement.amount
+            shares = by_rights[(replacement.work_id, replacement.rights_version)]
+            # Two lines to one recipient would let the check see only one of them and the split be skewed.
+            require(replacement.recipient_id not in shares, ErrorCode.INVALID_SPLITS,
+                    f"work {replacement.work_id} version {replacement.rights_version} names recipient "
+                    f"{replacement.recipient_id} in two replacement lines")
+            shares[replacement.recipient_id] = replacement.amount
         elif replacement.role == OPERATOR:
             node = changes.get(STATE, node_key(replacement.node_id))
             require(node is not None and node.data["operator_id"] == replacement.recipient_id,
