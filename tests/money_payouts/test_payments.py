@@ -131,6 +131,27 @@ def test_an_expired_attempt_is_final(signed: PayoutWorld):
     assert signed.observe("attempt-1", "expired").result["data"]["changed"] is False
 
 
+def test_an_observer_cannot_expire_an_attempt_before_the_ledgers_own_clock_passes_its_expiry(signed: PayoutWorld):
+    """The chain time is the observer's word: an early "expired" would free the sequence while the bytes can land."""
+    expires_at_ms = signed.state("payment_attempt/attempt-1")["expires_at_ms"]
+    assert signed.now_ms < expires_at_ms
+    reading = signed.chain_reading("attempt-1", "expired", expires_at_ms)
+    early = {"payment_id": PAYMENT, "attempt_id": "attempt-1", "transaction_hash": transaction_hash("attempt-1"),
+             "outcome": "expired", **reading}
+    signed.rejects(ErrorCode.INVALID_TIME, lambda: signed.submit(
+        "RecordTransferObservation", early, actor="observer-1", evidence=[reading["evidence_digest"]]))
+    assert payment_state(signed) == "signed"
+
+
+def test_a_signer_cannot_pin_a_payment_with_a_transaction_that_lands_for_more_than_an_hour(approved: PayoutWorld):
+    """An attempt in flight can be neither cancelled nor signed again until it lands or expires."""
+    assert approved.claim(EFFECT).accepted
+    hour = 60 * 60 * 1000
+    approved.rejects(ErrorCode.INVALID_TIME, lambda: approved.sign(PAYMENT, "attempt-1", ttl_ms=hour + 1_000))
+    assert payment_state(approved) == "approved"
+    assert approved.sign(PAYMENT, "attempt-1", ttl_ms=hour - 2_000).accepted
+
+
 def test_a_lost_broadcast_answer_makes_the_payment_uncertain_until_observed(signed: PayoutWorld):
     assert signed.complete(EFFECT, "unknown", transaction_hash("attempt-1")).accepted
     assert payment_state(signed) == "uncertain"

@@ -216,6 +216,8 @@ class PayoutWorld:
     def observe(self, attempt_id: str, outcome: str, *, chain_time_ms: int | None = None) -> CommandOutcome:
         attempt = self.state(attempt_key(attempt_id))
         chain_time = attempt["expires_at_ms"] if chain_time_ms is None else chain_time_ms
+        if outcome == "expired":  # seen once the chain's clock, and so the ledger's, has passed the expiry
+            self.clock.advance_to(chain_time)
         reading = self.chain_reading(attempt_id, outcome, chain_time)
         return self.submit("RecordTransferObservation", {
             "payment_id": attempt["payment_id"], "attempt_id": attempt_id, "transaction_hash": attempt["transaction_hash"],

@@ -25,7 +25,8 @@ Observations may arrive in any order, any number of times:
   is accepted and changes nothing (``"changed": false``);
 - an outcome contradicting a recorded final one (confirmed vs failed or
   expired, or ``submitted`` after ``expired``) is CONFLICTING_EVIDENCE;
-- ``expired`` needs a chain time at or past the attempt's expiry.
+- ``expired`` needs a chain time, and the ledger's own admission time, at or
+  past the attempt's expiry.
 
 On Aptos a transaction the chain committed used its sender sequence, whether
 it executed successfully (``confirmed``) or aborted (``failed``); one that
@@ -77,6 +78,9 @@ from ledger_engine.layout import STATE
 
 TransactionHash = Annotated[str, Field(pattern=r"^0x[0-9a-f]{64}$")]
 FINAL = ("confirmed", "failed", "expired")
+# An attempt in flight holds its payment (it can be neither cancelled nor signed again until the attempt lands or
+# expires), so a signer may not pin a payment with a transaction that can land for years.
+MAX_ATTEMPT_TTL_MS = 60 * 60 * 1000
 
 
 class SignedTransfer(Payload):
@@ -140,6 +144,8 @@ def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> di
     _require_signed_terms(changes, payment, p)
     _require_evidence(ctx, p.signed_bytes_hash, "the signed bytes' hash")
     require(p.expires_at_ms > ctx.now_ms, ErrorCode.EXPIRED, f"the signed transaction expired at {p.expires_at_ms}")
+    require(p.expires_at_ms <= ctx.now_ms + MAX_ATTEMPT_TTL_MS, ErrorCode.INVALID_TIME,
+            f"a signed transaction may land for at most {MAX_ATTEMPT_TTL_MS} ms after it is recorded")
     _record_attempt(ctx, payment, p, claimed_by=p.claimed_by)
     require_payouts_unblocked(changes)
     return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "transaction_hash": p.transaction_hash}
@@ -242,8 +248,9 @@ def record_transfer_observation(ctx: RuleContext, p: RecordTransferObservationPa
             "the chain's evidence is not the signed bytes themselves")
     require(attempt["claimed_by"] is not None or attempt.get("reconciled"), ErrorCode.INVALID_STATE,
             f"attempt {p.attempt_id} was recorded under no claim")
-    require(p.outcome != "expired" or p.chain_time_ms >= attempt["expires_at_ms"], ErrorCode.INVALID_TIME,
-            f"attempt {p.attempt_id} can land until {attempt['expires_at_ms']}")
+    # The chain time is the observer's word; the ledger's own clock must also be past the expiry.
+    require(p.outcome != "expired" or min(p.chain_time_ms, ctx.now_ms) >= attempt["expires_at_ms"],
+            ErrorCode.INVALID_TIME, f"attempt {p.attempt_id} can land until {attempt['expires_at_ms']}")
     if not _outcome_changes(attempt, p.outcome):
         return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "changed": False}
     _observe(ctx, attempt, p)
