@@ -52,6 +52,14 @@ def test_preparing_frozen_submitted_confirmed(payouts: PayoutWorld):
     assert again.accepted and again.result["data"]["changed"] is False
 
 
+def test_an_observer_alone_cannot_confirm_a_commitment_no_committer_took_up(frozen: PayoutWorld):
+    """Payout approvals rely on confirmed statements: a confirmation needs a committer to have claimed the anchor."""
+    frozen.rejects(ErrorCode.INVALID_STATE, lambda: frozen.observe_commitment("batch-1", TX, "confirmed"))
+    assert (batch(frozen)["state"], anchor_effect(frozen)["status"]) == ("frozen", "pending")
+    assert frozen.claim("batch-1-anchor", actor=COMMITTER).accepted
+    assert frozen.observe_commitment("batch-1", TX, "confirmed").accepted  # broadcast, then the committer died
+
+
 def test_frozen_bytes_are_immutable_and_ids_never_reused(frozen: PayoutWorld):
     frozen.rejects(ErrorCode.INVALID_STATE, lambda: frozen.freeze("batch-1", "batch-1-again", artifact="other bytes"))
     prepare = {"action": "prepare", "kind": "allocation", "window_start_ms": 0, "window_end_ms": 10}

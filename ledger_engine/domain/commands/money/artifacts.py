@@ -235,6 +235,9 @@ def record_commitment_observation(ctx: RuleContext, p: RecordCommitmentObservati
                 f"a commitment anchors journal entries already written, not {p.journal_tree.size} at {ctx.sequence}")
         journal_tree = p.journal_tree.model_dump(mode="json")
     if p.outcome == "confirmed":
+        # As for payments (ADR 0020): an observer alone never settles what no worker of the effect's kind took up.
+        require(outbox.load_effect(changes, batch["anchor_effect_id"])["attempts"] > 0, ErrorCode.INVALID_STATE,
+                f"batch {p.batch_id}'s commitment was never claimed by a committer")
         batches.move(changes, batch, "confirmed", transaction_hash=p.transaction_hash, ledger_version=p.ledger_version,
                      journal_tree=journal_tree)
         outbox.finish(changes, batch["anchor_effect_id"], {"observed": "confirmed", "transaction_hash": p.transaction_hash})
