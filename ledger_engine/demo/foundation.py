@@ -15,6 +15,7 @@ STAFF = {
     "demo-admin-2": ["admin"],
     "demo-finance-1": ["finance"],
     "demo-finance-2": ["finance"],
+    "demo-finance-3": ["finance"],
     "demo-ops-1": ["ops"],
     "demo-auditor-1": ["auditor"],
 }

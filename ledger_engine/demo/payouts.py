@@ -10,8 +10,9 @@ sender is the fixture address ``demo-treasury``. The stage:
 2. prepares a run for the first two recipients that a recipient update then
    invalidates: demo-finance-1 requests a new address for one of them,
    demo-finance-2 approves it, and the ledger prepares the run again at the
-   new address; demo-finance-1 approves that one (four eyes: not
-   demo-finance-2, whose approval prepared it);
+   new address; demo-finance-3 approves that one (four eyes: not
+   demo-finance-2, whose approval prepared it, nor demo-finance-1, who chose
+   what the unapproved run paid);
 3. prepares a run and cancels it;
 4. prepares the run that pays the other payable lines (demo-finance-1) and
    approves it (demo-finance-2), putting one ``payment.transfer`` intent per
@@ -43,7 +44,7 @@ from ledger_engine.layout import OUTBOX, STATE
 from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
 from ledger_engine.projections.statement_index import index_artifact, statement_document
 
-PREPARER, APPROVER = "demo-finance-1", "demo-finance-2"
+PREPARER, APPROVER, THIRD_APPROVER = "demo-finance-1", "demo-finance-2", "demo-finance-3"
 DISPATCHER, SIGNER, OBSERVER, COMMITTER = "demo-dispatcher", "demo-signer", "demo-observer", "demo-committer"
 SENDER = fixture_address("demo-treasury")
 CLAIM_MS = 60_000
@@ -229,7 +230,7 @@ def build_payouts(builder: DemoBuilder, cast: Cast, allocation: Allocation) -> N
     invalidated, _, first_ids = stage.prepare(first)
     update_id = stage.update_recipient(recipients[min(1, len(recipients) - 1)])
     readdressed, readdressed_hash, readdressed_ids = stage.prepared_again(invalidated, update_id, first_ids, first)
-    stage.approve(readdressed, readdressed_hash, sorted(first), statement_ids, approver=PREPARER,
+    stage.approve(readdressed, readdressed_hash, sorted(first), statement_ids, approver=THIRD_APPROVER,
                   effects=[effect_id for _, effect_id in readdressed_ids.values()])
 
     rest = recipients[2:]

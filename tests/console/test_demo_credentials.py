@@ -12,7 +12,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 from porto_console.console.services.demo import credentials_path, demo_sign_ins, demo_users
 from tests.console.test_accounts import provision
 
-DEMO_STAFF = {"demo-admin", "demo-admin-2", "demo-finance-1", "demo-finance-2", "demo-ops-1", "demo-auditor-1"}
+DEMO_STAFF = {"demo-admin", "demo-admin-2", "demo-finance-1", "demo-finance-2", "demo-finance-3", "demo-ops-1", "demo-auditor-1"}
 
 
 @pytest.fixture(autouse=True)

@@ -96,7 +96,7 @@ def test_the_payout_stage_leaves_each_kind_of_history(paid_demo):
     invalidated = next(run for run in runs if run["status"] == "invalidated")
     readdressed = next(run for run in runs if run["supersedes"] is not None)
     assert readdressed["supersedes"]["run_id"] == invalidated["run_id"]
-    assert (readdressed["prepared_by"], readdressed["approval"]["approved_by"]) == ("demo-finance-2", "demo-finance-1")
+    assert (readdressed["prepared_by"], readdressed["approval"]["approved_by"]) == ("demo-finance-2", "demo-finance-3")
     assert readdressed["correlation_id"] == invalidated["correlation_id"] == f"payout_run:{invalidated['run_id']}"
     approved = next(run for run in runs if run["status"] == "approved" and run["supersedes"] is None)
     waiting = next(run for run in runs if run["status"] == "prepared")

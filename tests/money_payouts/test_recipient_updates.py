@@ -132,6 +132,21 @@ def test_approval_moves_unsigned_payments_to_the_new_address_under_new_runs(payo
     assert payout_problems(payouts.owner) == []
 
 
+def test_nobody_who_chose_an_unapproved_runs_content_approves_it_once_prepared_again(payouts: PayoutWorld):
+    """Otherwise an address change would launder a run its own preparer then approves, reviewed by no one."""
+    plan = {"artist-a": payouts.payable_line_ids("artist-a")}
+    assert payouts.prepare("run-1", plan, actor=FINANCE).accepted
+    statements = payouts.confirmed_statements(plan)
+    assert payouts.owner.submit(payouts.money.envelopes.account("fin-3", roles=["finance"])).accepted
+    assert request(payouts, actor="fin-3").accepted
+    assert decide(payouts, "approve", actor=FINANCE_2).accepted
+    successor = successor_id("run", "run-1", "update-1")
+    assert payouts.state(f"payment_run/{successor}")["supersedes"]["unapproved_preparers"] == [FINANCE]
+    for actor in (FINANCE, FINANCE_2):
+        payouts.rejects(ErrorCode.FOUR_EYES_REQUIRED, lambda: payouts.approve(successor, statements, actor=actor))
+    assert payouts.approve(successor, statements, actor="fin-3").accepted
+
+
 def claimed_run(payouts: PayoutWorld, *, signed: bool) -> None:
     """run-1 pays artist-a, approved, its effect claimed; with ``signed``, attempt-1 is recorded."""
     plan = {"artist-a": payouts.payable_line_ids("artist-a")}

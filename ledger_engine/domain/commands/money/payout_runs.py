@@ -205,12 +205,22 @@ def readdress(ctx: RuleContext, run: PayoutRun, moved: list[Payment], update: Re
     create_run(ctx, frozen, prepared_by=decided_by,
                correlation_id=run.get("correlation_id") or f"payout_run:{run['run_id']}",
                supersedes={"run_id": run["run_id"], "update_id": update["update_id"],
-                           "payment_ids": [payment["payment_id"] for payment in moved]})
+                           "payment_ids": [payment["payment_id"] for payment in moved],
+                           "unapproved_preparers": unapproved_preparers(run)})
     for payment, plan in zip(moved, plans):
         old = payments.load_payment(ctx.changes, payment["payment_id"])
         assert old["state"] == "cancelled", old
         ctx.changes.put_state(payments.payment_key(old["payment_id"]), {**old, "superseded_by": plan["payment_id"]})
     return new_run_id
+
+
+def unapproved_preparers(run: PayoutRun) -> list[str]:
+    """Who chose what ``run`` pays with no one else's approval yet: its preparer, and those of the unapproved runs
+    it was prepared again from. A run some other actor approved was reviewed, so it passes on nobody."""
+    if run["approval"] is not None:
+        return []
+    earlier = (run.get("supersedes") or {}).get("unapproved_preparers", [])
+    return sorted({run["prepared_by"], *earlier})
 
 
 @command("ApprovePayoutRun", payload=ApprovePayoutRunPayload, roles={"finance"}, step_up=True)
@@ -219,6 +229,8 @@ def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> dict:
     run = load_run(changes, p.run_id)
     require(run["status"] == "prepared", ErrorCode.INVALID_STATE, f"payout run {p.run_id} is {run['status']}")
     require_other_actor(ctx, run["prepared_by"], "prepared this payout run")
+    for preparer in (run.get("supersedes") or {}).get("unapproved_preparers", []):
+        require_other_actor(ctx, preparer, "prepared the unapproved run this one was prepared again from")
     require(p.run_hash == run["run_hash"], ErrorCode.RUN_HASH_MISMATCH,
             f"payout run {p.run_id} was frozen with hash {run['run_hash']}, not {p.run_hash}")
     require(p.cap is None or parse_amount(run["frozen"]["total"]) <= p.cap, ErrorCode.APPROVAL_CAP_EXCEEDED,
