@@ -147,6 +147,18 @@ def test_nobody_who_chose_an_unapproved_runs_content_approves_it_once_prepared_a
     assert payouts.approve(successor, statements, actor="fin-3").accepted
 
 
+def test_an_update_id_names_one_update_in_the_whole_ledger(payouts: PayoutWorld):
+    """Successor runs are named by (run, update ID): two recipients' updates under one ID would collide there,
+    leaving the second failed transfer unrecordable."""
+    assert request(payouts, "u-1").accepted
+    evidence = digest("ownership", "u-1", "artist-b")
+    step = {"action": "request", "version": 2, "payout_address": payloads.address("artist-b-new"),
+            "evidence_digest": evidence}
+    payouts.rejects(ErrorCode.ALREADY_EXISTS, lambda: payouts.submit(
+        "UpdateRecipient", {"update_id": "u-1", "recipient_id": "artist-b", "step": step}, actor=FINANCE,
+        evidence=[evidence]))
+
+
 def claimed_run(payouts: PayoutWorld, *, signed: bool) -> None:
     """run-1 pays artist-a, approved, its effect claimed; with ``signed``, attempt-1 is recorded."""
     plan = {"artist-a": payouts.payable_line_ids("artist-a")}

@@ -39,6 +39,7 @@ from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.schema.money_payouts import Payment, RecipientUpdate
 from ledger_engine.domain.types import ChainAddress, Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
+from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
 HOLDABLE = ("approved", "failed")
@@ -89,8 +90,10 @@ def _request(ctx: RuleContext, p: UpdateRecipientPayload, step: RequestUpdate) -
             f"recipient {p.recipient_id} is at version {recipient['version']}; the next is {recipient['version'] + 1}")
     require(step.payout_address != recipient["payout_address"], ErrorCode.INVALID_STATE,
             f"recipient {p.recipient_id} already uses that address")
-    require(changes.get(STATE, update_key(p.recipient_id, p.update_id)) is None, ErrorCode.ALREADY_EXISTS,
-            f"recipient update {p.update_id} already exists")
+    # An update ID names the runs and payments an approval prepares again (payout_runs.successor_id), so it names
+    # one update in the whole ledger, not one per recipient.
+    changes.claim_unique(key("recipient_update", p.update_id), {"recipient_id": p.recipient_id},
+                         ErrorCode.ALREADY_EXISTS, f"recipient update {p.update_id} already exists")
     require_no_pending_update(changes, p.recipient_id)
     held = [payment for payment in list(payments.payments_of_recipient(changes, p.recipient_id))
             if payment["state"] in HOLDABLE]
