@@ -35,6 +35,23 @@ def format_amount(value: int) -> str:
     return str(value)
 
 
+_CANONICAL_TOTAL = re.compile(r"0|[1-9][0-9]*")
+
+
+def parse_total(text: object) -> int:
+    """Decode a running total of amounts (a balance projection's debits or credits), which may outgrow u64."""
+    if type(text) is not str or not _CANONICAL_TOTAL.fullmatch(text):
+        raise LedgerError(ErrorCode.INVALID_AMOUNT, f"not a canonical unsigned decimal string: {text!r}")
+    return int(text)
+
+
+def format_total(value: int) -> str:
+    """Encode a running total of amounts: any unsigned integer. Every amount in it fitted u64; their sum need not."""
+    if type(value) is not int or value < 0:
+        raise LedgerError(ErrorCode.AMOUNT_OVERFLOW, f"not an unsigned total: {value!r}")
+    return str(value)
+
+
 def checked_sum(values) -> int:
     total = 0
     for value in values:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ledger_engine.amounts import format_amount, parse_amount
+from ledger_engine.amounts import format_amount, format_total, parse_amount, parse_total
 from ledger_engine.domain.invariants import CONSERVATION_KEY, budget_terms, equation_mismatches
 from ledger_engine.domain.postings import POSTED
 from ledger_engine.domain.schema.money_allocation import BUDGET_PREFIX, CORRECTION_PREFIX, LINE_PREFIX
@@ -110,7 +110,7 @@ class MoneyProjection:
 
 def _advance(cursor: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
     side = "debits" if line["side"] == "debit" else "credits"
-    return {**cursor, side: format_amount(parse_amount(cursor[side]) + parse_amount(line["amount"])),
+    return {**cursor, side: format_total(parse_total(cursor[side]) + parse_amount(line["amount"])),
             "postings": cursor["postings"] + 1}
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from ledger_engine.amounts import checked_sum, format_amount, parse_amount
+from ledger_engine.amounts import checked_sum, format_amount, format_total, parse_amount, parse_total
 from ledger_engine.application.owner import read_head
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.value_codec import decode_record
@@ -44,7 +44,7 @@ class Balance:
 
     def as_json(self) -> dict[str, Any]:
         return {"account": self.account, "asset": self.asset, "sequence": self.sequence,
-                "debits": format_amount(self.debits), "credits": format_amount(self.credits),
+                "debits": format_total(self.debits), "credits": format_total(self.credits),
                 "net_credit": str(self.net_credit), "postings": self.postings}
 
 
@@ -121,7 +121,7 @@ def _fold(store: RocksStore, account: str, asset: str, sequence: int, point: dic
     totals = {"debit": 0, "credit": 0}
     postings, start = 0, None
     if point is not None:
-        totals = {"debit": parse_amount(point["debits"]), "credit": parse_amount(point["credits"])}
+        totals = {"debit": parse_total(point["debits"]), "credit": parse_total(point["credits"])}
         postings = point["postings"]
         start = posting_key(asset, account, (point["sequence"], point["event"], point["line"])).encode()
     for raw_key, raw in store.scan(INDEXES, posting_prefix(asset, account).encode(), start):

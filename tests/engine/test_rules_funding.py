@@ -101,3 +101,13 @@ def test_a_transaction_under_another_chain_label_is_the_same_deposit(funding_led
     again["deposit"] = {**again["deposit"], "chain": label, "evidence_digest": payloads.digest("re-serialised", label)}
     assert_rejected(funding_ledger, deposit(envelopes, again), "DUPLICATE_EVIDENCE")
     assert funding_ledger.get("state", "lot/lot-2") is None
+
+
+def test_an_accounts_running_totals_may_outgrow_u64(funding_ledger, envelopes):
+    """Each posting is a u64; an account's total over its life need not be, and must not stop later postings."""
+    assert_accepted(funding_ledger, deposit(envelopes, payloads.funding("lot-max", str(U64_MAX), transaction="max")))
+    assert_accepted(funding_ledger, deposit(envelopes, payloads.funding("lot-1", "1000000", transaction="one")))
+    cursor = orjson.loads(funding_ledger.at_boundary(
+        lambda store: store.get("indexes", b"balance_cursor/USDC/treasury")))
+    assert cursor["debits"] == str(U64_MAX + 1_000_000)
+
