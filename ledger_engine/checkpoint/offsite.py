@@ -35,7 +35,7 @@ import orjson
 from ledger_engine.adapters.files import replace_durably
 from ledger_engine.application.value_codec import decode_record
 from ledger_engine.canonical import canonical_bytes
-from ledger_engine.checkpoint.backup import backup, restore, verify_backup
+from ledger_engine.checkpoint.backup import MANIFEST, backup, restore, verify_backup
 from ledger_engine.checkpoint.publish import publish_built
 from ledger_engine.checkpoint.export import JOURNAL_FILE
 from ledger_engine.checkpoint.verify import VerificationError, file_digest
@@ -317,13 +317,24 @@ def _fetch_newest(scratch: Path, repository: ResticRepository | None,
             raise LedgerError(ErrorCode.NO_GOOD_BACKUP, f"no verified snapshot in {repository.name}")
         snapshot, facts = snapshots[-1]
         return repository.restore_snapshot(snapshot, scratch), facts
-    for candidate in sorted(Path(backup_dir).iterdir(), reverse=True) if backup_dir else ():
+    for candidate in sorted(Path(backup_dir).iterdir(), key=_recorded_head, reverse=True) if backup_dir else ():
         try:
             verify_staged(candidate)
         except VerificationError:
             continue
         return candidate, None
     raise LedgerError(ErrorCode.NO_GOOD_BACKUP, f"no staged backup under {backup_dir} verifies")
+
+
+def _recorded_head(stage: Path) -> tuple[int, int]:
+    """The (sequence, created_at_ms) a staged backup's manifest records, by which the newest is found (its
+    directory's name says nothing); (-1, -1) when it records none, so it is tried last."""
+    try:
+        manifest = orjson.loads((stage / LEDGER / MANIFEST).read_bytes())
+        recorded = (manifest["sequence"], manifest["created_at_ms"])
+    except (OSError, orjson.JSONDecodeError, TypeError, KeyError):
+        return (-1, -1)
+    return recorded if all(type(value) is int for value in recorded) else (-1, -1)
 
 
 def referenced_evidence_of_ledger(data_dir: Path) -> set[str]:
