@@ -1,21 +1,25 @@
 """Verified backups off the data directory, and restore with dispatch disabled.
 
-A backup is a physical RocksDB checkpoint (which keeps private_aux) beside a
-portable export. It counts as good only once every file hash has been read
-back and checked; the manifest is written last, so its presence means "good".
-The manifest is the recovery record: head, state digest and the operational
+A backup is a physical RocksDB checkpoint (which keeps private_aux), its
+files copies of the ledger's rather than hard links to them, beside a portable
+export. It counts as good only once every file hash has been read back and
+checked; the manifest is written last, so its presence means "good". The
+manifest is the recovery record: head, state digest and the operational
 writer generation of the ledger it came from.
 
 A restore is all or nothing (docs/adr/0013): it builds the ledger in a
 sibling scratch directory whose first write disables dispatch and raises the
-writer generation, verifies it, and only then renames it into place. A killed
-restore leaves no ledger at the target, or a verified one with dispatch off.
+writer generation, verifies it (everything ``verify`` checks, and that it
+exports exactly as the backup's export), and only then renames it into place.
+A killed restore leaves no ledger at the target, or a verified one with
+dispatch off.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -28,10 +32,11 @@ from ledger_engine.application.owner import (
 )
 from ledger_engine.application.value_codec import encode_value
 from ledger_engine.canonical import canonical_bytes
-from ledger_engine.checkpoint.digest import logical_state_hash
 from ledger_engine.checkpoint.export import export_store
+from ledger_engine.checkpoint.integrity import verify_store_exporting
 from ledger_engine.checkpoint.publish import publish_built
 from ledger_engine.checkpoint.verify import VerificationError, file_digest, verify_export
+from ledger_engine.errors import LedgerError
 from ledger_engine.layout import META
 from ledger_engine.storage.rocks import RocksStore
 
@@ -48,6 +53,7 @@ def backup(take_checkpoint: Callable[[Path], None], data_dir: Path, destination:
         raise VerificationError(str(dest), "backup destination is not empty")
     dest.mkdir(parents=True, exist_ok=True)
     take_checkpoint(dest / "db")
+    _unshare_files(dest / "db")
     with RocksStore(dest / "db", read_only=True) as copy:
         head = read_head(copy)
         generation = read_writer_generation(copy)
@@ -68,11 +74,52 @@ def backup(take_checkpoint: Callable[[Path], None], data_dir: Path, destination:
     return manifest
 
 
+def _unshare_files(directory: Path) -> None:
+    """Give the backup its own copy of every file the checkpoint hard-linked to the ledger's.
+
+    A shared inode is one set of blocks: a damaged block, or a byte written into the backup, would be
+    the ledger's too.
+    """
+    shared = [path for path in sorted(directory.iterdir()) if path.is_file() and path.stat().st_nlink > 1]
+    for path in shared:
+        _replace_with_copy(path)
+    if shared:
+        _sync_directory(directory)
+
+
+def _replace_with_copy(path: Path) -> None:
+    """``path`` replaced by a synced copy of itself, under the same name."""
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with open(path, "rb") as source, os.fdopen(descriptor, "wb") as copy:
+            shutil.copyfileobj(source, copy)
+            copy.flush()
+            os.fsync(copy.fileno())
+        shutil.copymode(path, temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _sync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
 def backup_owner(owner: LedgerOwner, destination: str | os.PathLike) -> dict[str, Any]:
     return backup(owner.checkpoint, owner.store.path, destination)
 
 
 def verify_backup(source: str | os.PathLike) -> dict[str, Any]:
+    return _verified_backup(source)[0]
+
+
+def _verified_backup(source: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The manifest of the backup at ``source`` and the metadata of its export, both verified."""
     src = Path(source)
     try:
         manifest = orjson.loads((src / MANIFEST).read_bytes())
@@ -86,8 +133,9 @@ def verify_backup(source: str | os.PathLike) -> dict[str, Any]:
             raise VerificationError(f"db/{name}", "file hash does not match the manifest")
     if set(actual) != set(manifest["db_files"]):
         raise VerificationError("db", "unexpected or missing files")
-    _require_manifest_matches(manifest, verify_export(src / "export"))
-    return manifest
+    exported = verify_export(src / "export")
+    _require_manifest_matches(manifest, exported)
+    return manifest, exported
 
 
 def _require_manifest_matches(manifest: dict[str, Any], metadata: dict[str, Any]) -> None:
@@ -102,30 +150,51 @@ def _require_manifest_matches(manifest: dict[str, Any], metadata: dict[str, Any]
 
 def restore(source: str | os.PathLike, data_dir: str | os.PathLike) -> dict[str, Any]:
     """Restore a verified backup into an absent or empty ``data_dir``, all or nothing, dispatch disabled."""
-    manifest = verify_backup(source)
+    manifest, exported = _verified_backup(source)
 
     def build(staging: Path) -> dict[str, Any]:
         shutil.copytree(Path(source) / "db", staging, dirs_exist_ok=True)
-        return _prepare_restored(staging, manifest)
+        return _prepare_restored(staging, manifest, exported)
 
     return publish_built(data_dir, build, verb="restore", doing="restoring")
 
 
-def _prepare_restored(staging: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    """First write: dispatch off and the next writer generation, in one batch; then verify against the manifest."""
+def _prepare_restored(staging: Path, manifest: dict[str, Any], exported: dict[str, Any]) -> dict[str, Any]:
+    """First write: dispatch off and the next writer generation, in one batch; then verify against the backup."""
     with RocksStore(staging) as store:
         head = read_head(store)
         generation = max(read_writer_generation(store), manifest.get("writer_generation", 0)) + 1
         reason = f"restored from backup at sequence {head.sequence}; reconcile before resuming"
         store.write([(META, DISPATCH_KEY, encode_value({"enabled": False, "reason": reason})),
                      (META, WRITER_KEY, writer_record(generation, f"restored from backup at sequence {head.sequence}"))])
-        state_hash = logical_state_hash(store)
-    if (head.sequence, head.entry_hash, state_hash) != (
+        restored = _verified_database(store)
+    _require_restored_is_exported(staging, restored, manifest, exported)
+    return {"sequence": restored["sequence"], "entry_hash": restored["last_entry_hash"],
+            "logical_state_hash": restored["logical_state_hash"], "dispatch_enabled": False,
+            "writer_generation": generation}
+
+
+def _verified_database(store: RocksStore) -> dict[str, Any]:
+    """The metadata of the restored database's export, once the database passes ``verify`` whole.
+
+    The manifest's file hashes are unsigned: whoever can write the backup can rewrite them, so the
+    database is trusted only as far as it verifies. Whatever it fails on is the backup's fault.
+    """
+    try:
+        return verify_store_exporting(store)[1]
+    except LedgerError as error:
+        raise VerificationError("db", f"the backed-up database does not verify: {error.detail}") from None
+
+
+def _require_restored_is_exported(staging: Path, restored: dict[str, Any], manifest: dict[str, Any],
+                                  exported: dict[str, Any]) -> None:
+    """The restored database exports, file for file, as the backup's verified export, at the manifest's head."""
+    if (restored["sequence"], restored["last_entry_hash"], restored["logical_state_hash"]) != (
         manifest["sequence"], manifest["entry_hash"], manifest["logical_state_hash"]
-    ):
+    ) or restored["journal_tree"] != manifest.get("journal_tree", exported["journal_tree"]):
         raise VerificationError(str(staging), "restored ledger does not match the backup manifest")
-    return {"sequence": head.sequence, "entry_hash": head.entry_hash, "logical_state_hash": state_hash,
-            "dispatch_enabled": False, "writer_generation": generation}
+    if restored["files"] != exported["files"]:
+        raise VerificationError(str(staging), "restored ledger does not export as the backup's export")
 
 
 def _hash_tree(root: Path) -> dict[str, dict[str, Any]]:

@@ -7,7 +7,8 @@ and reads the checked data blocks instead, docs/adr/0071),
 then exports the logical ledger into a scratch directory and verifies that
 export: journal chain, every delta hash, the fold of the deltas into the state
 rows and events, and the state digest. Finally the indexes must equal those
-derived afresh from the logical state. The first bad item is named.
+derived afresh from the logical state, and the stored journal tree, node for
+node, the one the journal makes. The first bad item is named.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ from typing import Any
 import orjson
 
 from ledger_engine.adapters.files import replace_durably
-from ledger_engine.application.journal_tree import LAYOUT_KEY, is_kept, read_frontier
-from ledger_engine.application.owner import LedgerOwner, read_head
+from ledger_engine.application.journal_tree import NODE_PREFIX, empty_tree, is_kept, stage_append
+from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.digest import logical_rows
 from ledger_engine.checkpoint.export import export_store
 from ledger_engine.checkpoint.verify import VerificationError, verify_export
 from ledger_engine.errors import LedgerError
-from ledger_engine.layout import ALL_FAMILIES, EVENTS, INDEXES, META
+from ledger_engine.layout import ALL_FAMILIES, EVENTS, INDEXES, JOURNAL, META
 from ledger_engine.projections.maintenance import IndexMaintainer
 from ledger_engine.storage.rocks import RocksStore
 
@@ -38,6 +39,11 @@ VERIFIED_FILE = "PORTO-VERIFIED.json"
 
 def verify_store(store: RocksStore) -> dict[str, Any]:
     """Verify a quiescent (stopped, or checkpointed) store; raises naming the first bad item."""
+    return verify_store_exporting(store)[0]
+
+
+def verify_store_exporting(store: RocksStore) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``verify_store``'s report, and the metadata (file hashes included) of the export it verified."""
     keys = {family: sum(1 for _ in store.scan(family)) for family in ALL_FAMILIES}
     scratch = Path(tempfile.mkdtemp(prefix="porto-verify-"))
     try:
@@ -46,23 +52,39 @@ def verify_store(store: RocksStore) -> dict[str, Any]:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     _verify_indexes(store)
-    _verify_journal_tree(store, metadata["journal_tree"])
-    return {"ok": True, "sequence": metadata["sequence"], "entry_hash": metadata["last_entry_hash"],
-            "logical_state_hash": metadata["logical_state_hash"], "journal_tree": metadata["journal_tree"],
-            "keys": keys}
+    _verify_journal_tree(store)
+    report = {"ok": True, "sequence": metadata["sequence"], "entry_hash": metadata["last_entry_hash"],
+              "logical_state_hash": metadata["logical_state_hash"], "journal_tree": metadata["journal_tree"],
+              "keys": keys}
+    return report, metadata
 
 
-def _verify_journal_tree(store: RocksStore, expected: dict[str, Any]) -> None:
-    """The stored tree (its nodes and the last block's entries) must give the root the verified journal makes.
+def _verify_journal_tree(store: RocksStore) -> None:
+    """The stored tree must be exactly the one the verified journal makes: every node, none missing or extra.
 
-    A ledger last written before the tree existed, or in another layout, has none yet; its owner builds it on
-    opening.
+    The journal is read once and its tree rebuilt as it streams past, each node it completes compared with
+    the stored row, so memory holds the frontier and one node. A ledger last written before the tree
+    existed, or in another layout, has none yet; its owner builds it on opening.
     """
     if not is_kept(store):
         return
-    frontier = read_frontier(store, read_head(store))
-    if frontier.root().hex() != expected["root"]:
-        raise VerificationError(f"{META}/{LAYOUT_KEY.decode()}", "the stored journal tree's root is not the journal's")
+    built = 0
+
+    def require_stored(family: str, key: bytes, value: bytes) -> None:
+        nonlocal built
+        built += 1
+        stored = store.get(family, key)
+        if stored != value:
+            raise VerificationError(f"{family}/{key.decode()}", "is missing: the journal makes it" if stored is None
+                                    else "is not the root of the journal entries under it")
+
+    frontier = empty_tree()
+    for _, raw in store.scan(JOURNAL):
+        frontier = stage_append(require_stored, frontier, orjson.loads(raw)["entry_hash"])
+    stored = sum(1 for _ in store.scan(META, NODE_PREFIX))
+    if stored != built:  # each built node matched a stored row, so any further row is one the journal never made
+        raise VerificationError(f"{META}/{NODE_PREFIX.decode()}",
+                                f"holds {stored} nodes; the journal's {frontier.size} entries make {built}")
 
 
 def _verify_indexes(store: RocksStore) -> None:

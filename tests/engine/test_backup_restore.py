@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -10,10 +11,16 @@ from typing import Callable
 import orjson
 import pytest
 
+from ledger_engine.application.journal_tree import STORED_FROM_LEVEL, node_key, node_value
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.checkpoint.backup import MANIFEST, backup_owner, verify_backup
+from ledger_engine.canonical import canonical_bytes
+from ledger_engine.checkpoint.backup import MANIFEST, _hash_tree, backup_owner, verify_backup
 from ledger_engine.checkpoint.export import JOURNAL_FILE, ROWS_FILE
+from ledger_engine.checkpoint.offsite import stage_backup
 from ledger_engine.demo import demo_genesis
+from ledger_engine.keys import seq20
+from ledger_engine.layout import EVENTS, INDEXES, JOURNAL, META
+from ledger_engine.storage.rocks import OWNER_FILE, WITNESS_FILE, RocksStore
 from tests.support import cli
 
 
@@ -104,6 +111,120 @@ def test_restore_of_a_damaged_backup_fails_naming_the_damage(backup_copy, tmp_pa
     assert (run.status, run.last["code"], run.last["item"]) == (1, "VERIFICATION_FAILED", expected_item)
     assert not restored.exists() or not any(restored.iterdir())
 
+
+
+# Whoever can write a backup can change a row of its database and rewrite the manifest's unsigned file hashes;
+# the export beside it still verifies, and so do the manifest's head and state digest (rows outside the digest).
+
+def _forge_posting(store: RocksStore) -> bytes:
+    """The first posting's amounts, ten times as large (still balanced)."""
+    key, event = next((key, event) for key, event in ((key, orjson.loads(raw)) for key, raw in store.scan(EVENTS))
+                      if event["type"] == "Posted")
+    for line in event["lines"]:
+        line["amount"] = str(int(line["amount"]) * 10)
+    store.write([(EVENTS, key, canonical_bytes(event))])
+    return key
+
+
+def _forge_journal_entry(store: RocksStore) -> bytes:
+    """Journal entry 1 names another actor: a history that was never exported."""
+    key = seq20(1).encode()
+    entry = orjson.loads(store.get(JOURNAL, key))
+    entry["envelope"]["actor_id"] = "mallory"
+    store.write([(JOURNAL, key, canonical_bytes(entry))])
+    return key
+
+
+def _forge_paid_total(store: RocksStore) -> bytes:
+    """What the console shows the first artist paid, nine million more."""
+    key, raw = next(store.scan(INDEXES, b"paid_total/"))
+    total = orjson.loads(raw)
+    total["amount"] = str(int(total["amount"]) + 9_000_000)
+    store.write([(INDEXES, key, canonical_bytes(total))])
+    return key
+
+
+def _forge_tree_node(store: RocksStore) -> bytes:
+    """The journal tree node over entries 1..16 (read by proofs and commitment claims at size 16)."""
+    key = node_key(STORED_FROM_LEVEL, 0)
+    store.write([(META, key, node_value(bytes.fromhex("ab" * 32)))])
+    return key
+
+
+FORGERIES: dict[str, tuple[str, Callable[[RocksStore], bytes]]] = {
+    "posted event amount": (EVENTS, _forge_posting),
+    "journal entry": (JOURNAL, _forge_journal_entry),
+    "paid total index": (INDEXES, _forge_paid_total),
+    "journal tree node": (META, _forge_tree_node),
+}
+
+
+def forge_backup_database(backup: Path, forge: Callable[[RocksStore], bytes]) -> bytes:
+    """Change one row of the backup's database, then give the manifest the new files' hashes."""
+    db = backup / "db"
+    with RocksStore(db) as store:
+        key = forge(store)
+    for leftover in (WITNESS_FILE, OWNER_FILE):  # look like a plain checkpoint again
+        (db / leftover).unlink(missing_ok=True)
+    manifest = orjson.loads((backup / MANIFEST).read_bytes())
+    manifest["db_files"] = _hash_tree(db)
+    (backup / MANIFEST).write_bytes(canonical_bytes(manifest) + b"\n")
+    return key
+
+
+@pytest.mark.parametrize("case", FORGERIES, ids=list(FORGERIES))
+def test_restore_refuses_a_database_that_is_not_the_exported_history(backup_copy, tmp_path, case):
+    family, forge = FORGERIES[case]
+    key = forge_backup_database(backup_copy, forge)
+    cli.succeeded(cli.porto_ledger("verify-export", backup_copy / "export"))  # the export beside it is intact
+
+    restored = tmp_path / "restored"
+    run = cli.porto_ledger("restore", backup_copy, data=restored)
+    assert run.status == 1, f"restore published a ledger whose {family}/{key.decode()} is not the exported one"
+    assert (run.last["code"], run.last["item"]) == ("VERIFICATION_FAILED", "db"), run.last
+    assert not restored.exists() or not any(restored.iterdir())
+
+
+def test_a_write_into_a_backup_file_leaves_the_ledger_as_it_was(stopped_ledger, tmp_path):
+    """A checkpoint hard-links the ledger's tables: a backup must not share a block (or a writer) with them."""
+    backup = tmp_path / "backup"
+    cli.succeeded(cli.porto_ledger("backup", backup, data=stopped_ledger))
+    ledger_inodes = {os.stat(path).st_ino for path in stopped_ledger.iterdir() if path.is_file()}
+    shared = [path.name for path in (backup / "db").iterdir() if os.stat(path).st_ino in ledger_inodes]
+    assert not shared, f"backup files sharing an inode with the live ledger's: {sorted(shared)}"
+
+    table = max((backup / "db").glob("*.sst"), key=lambda path: path.stat().st_size)
+    with open(table, "r+b") as handle:  # in place, as a damaged disk block or an intruder would
+        handle.seek(table.stat().st_size // 2)
+        byte = handle.read(1)
+        handle.seek(-1, os.SEEK_CUR)
+        handle.write(bytes([byte[0] ^ 0x01]))
+    cli.succeeded(cli.porto_ledger("verify", data=stopped_ledger))
+
+
+def _staged(data: Path, admission: Path, stage: Path) -> dict:
+    with RocksStore(data) as store:
+        return stage_backup(store.checkpoint, data, admission, stage)
+
+
+def test_recover_from_a_backup_directory_restores_the_newest_backup_whatever_its_name(demo_ledger, tmp_path):
+    admission = tmp_path / "admission-live"
+    admission.mkdir()
+    lines = demo_ledger.stream.read_bytes().splitlines(keepends=True)
+    older = tmp_path / "older-ledger"
+    cli.init_demo(older)
+    cli.submit(older, cli.write_stream(tmp_path / "half.jsonl", lines[: len(lines) // 2]))
+    newer = tmp_path / "newer-ledger"
+    shutil.copytree(demo_ledger.data, newer)
+
+    backups = tmp_path / "backups"
+    old = _staged(older, admission, backups / "backup-9")
+    new = _staged(newer, admission, backups / "backup-10")  # sorts first by name
+    assert old["sequence"] < new["sequence"] and old["created_at_ms"] <= new["created_at_ms"]
+
+    run = cli.succeeded(cli.porto_ledger("recover", "--admission", tmp_path / "admission",
+                                         "--backup-dir", backups, data=tmp_path / "restored"))
+    assert (run.last["sequence"], run.last["entry_hash"]) == (new["sequence"], new["entry_hash"])
 
 def test_a_live_backup_taken_while_commands_arrive_restores_and_catches_up(demo_ledger, tmp_path):
     envelopes = [orjson.loads(line) for line in demo_ledger.stream.read_bytes().splitlines()]
