@@ -36,6 +36,7 @@ _STATUS: dict[str, HTTPStatus] = {
     ApiCode.UNAUTHENTICATED: HTTPStatus.UNAUTHORIZED,
     ApiCode.COMMAND_NOT_ALLOWED: HTTPStatus.FORBIDDEN,
     ErrorCode.NOT_FOUND: HTTPStatus.NOT_FOUND,
+    ErrorCode.INVALID_STATE: HTTPStatus.CONFLICT,  # e.g. a statement file asked for before its root is anchored
     ErrorCode.COMMAND_ID_CONFLICT: HTTPStatus.CONFLICT,
     ErrorCode.COMMAND_TOO_LARGE: HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
     ErrorCode.UNKNOWN_FIELD: HTTPStatus.UNPROCESSABLE_ENTITY,

@@ -17,11 +17,16 @@ import os
 from waitress.server import create_server
 
 DEFAULT_THREADS = 8
+# Waitress buffers a body whole (to disk past a point) before any view sees it, up to 1 GiB by default: a
+# declared body larger than any view reads (the internal API's 1 MiB, Django's 2.5 MB form uploads) is refused
+# with 413 at once, credential or not.
+MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024
 
 
 def server_options(environ: dict[str, str] | os._Environ = os.environ) -> dict[str, object]:
     options: dict[str, object] = {"threads": int(environ.get("PORTO_THREADS", str(DEFAULT_THREADS))),
-                                  "ident": "porto", "expose_tracebacks": False}
+                                  "ident": "porto", "expose_tracebacks": False,
+                                  "max_request_body_size": MAX_REQUEST_BODY_BYTES}
     proxy = environ.get("PORTO_TRUSTED_PROXY")
     if proxy:
         options.update(trusted_proxy=proxy, trusted_proxy_count=1,

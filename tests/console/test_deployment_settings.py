@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import socket
+import threading
 from pathlib import Path
 
-from porto_console.operations.server import DEFAULT_THREADS, server_options
+from django.core.handlers.wsgi import WSGIHandler
+
+from porto_console.internal_api.api import MAX_BODY_BYTES
+from porto_console.operations.server import DEFAULT_THREADS, bind, server_options
 from tests.support import settings_module
 
 
@@ -31,3 +36,22 @@ def test_behind_a_proxy_the_scheme_header_cookies_and_hsts_are_secure(tmp_path):
         "127.0.0.1", True, 12)
     assert options["trusted_proxy_headers"] == "x-forwarded-for x-forwarded-proto"
     assert server_options({})["threads"] == DEFAULT_THREADS
+
+
+def test_the_production_server_refuses_a_declared_oversized_body_without_reading_it():
+    """Waitress would buffer up to 1 GiB (to disk) before any view, and so any credential check, runs."""
+    server = bind(WSGIHandler(), host="127.0.0.1", port=0)
+    threading.Thread(target=server.run, daemon=True).start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.effective_port), timeout=5) as connection:
+            connection.sendall((f"POST /internal/commands HTTP/1.1\r\nHost: localhost\r\n"
+                                f"Content-Type: application/json\r\nContent-Length: {100 * MAX_BODY_BYTES}\r\n\r\n{{"
+                                ).encode())
+            try:
+                answer = connection.recv(200)
+            except socket.timeout:  # still reading the body nobody will use
+                answer = b""
+        assert answer.startswith(b"HTTP/1.1 413"), answer
+    finally:
+        server.close()
+

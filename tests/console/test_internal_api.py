@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from http import HTTPStatus
 from typing import Any
 
 import orjson
@@ -17,6 +18,7 @@ from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.genesis import default_genesis
 from ledger_engine.layout import OUTBOX, STATE
 from porto_console.internal_api import credentials, reads
+from porto_console.internal_api.errors import http_status
 from porto_console.internal_api.models import WorkerCredential
 from porto_console.ledger import close_owner, gateway, open_owner
 from tests.support.payloads import deposit_evidence, funding
@@ -223,6 +225,12 @@ def test_command_types_outside_the_credential_are_403(ledger):
                             403, "COMMAND_NOT_ALLOWED")
         assert command_type in body["detail"]
     assert ledger.head() == head
+
+
+def test_a_record_not_ready_is_409_not_a_server_error():
+    """INVALID_STATE (a statement file before its root is anchored, say) is the caller's to wait for: a 5xx would
+    read as an unreachable ledger to a worker's client, which retries it forever."""
+    assert http_status(ErrorCode.INVALID_STATE) == HTTPStatus.CONFLICT
 
 
 def test_a_halted_ledger_is_503(ledger, ingest):
