@@ -7,6 +7,12 @@ checks it would be admitted and stores it before the ledger sees it; a retry
 with the same request submits that stored envelope again, so the ledger
 answers with the original outcome instead of executing twice.
 
+A worker's command IDs are its own: the ledger journals each under an ID
+derived from the worker's actor and the ID it sent (``journalled_id``). Workers
+derive their IDs from facts others can read (``ledger_api.command_id_for``),
+so in one space shared by every actor another worker could take an ID first
+and have the honest command refused as a conflict for good.
+
 While dispatch is disabled (after a restore, until an operator resumes it)
 the commands that start an effect, ``ClaimEffect`` and ``RecordSignedAttempt``,
 are refused before the gateway sees them.
@@ -19,6 +25,8 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Path, Router
 
+from ledger_engine.adapters.gateway import derived_command_id
+from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.projections.effect_queries import expected_effect_revision
@@ -40,15 +48,26 @@ def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, A
                        f"it may submit {', '.join(credential.command_types) or 'no commands'}")
     if request["command_type"] in STARTS_AN_EFFECT:
         _require_dispatch_enabled()
+    command_id = journalled_id(credential.actor_id, request["command_id"])
     admission = gateway()
     envelope = admission.envelope(request["command_type"], request["payload"], actor_id=credential.actor_id,
-                                  command_id=request["command_id"], expected=request["expected_revisions"],
+                                  command_id=command_id, expected=request["expected_revisions"],
                                   evidence=request["evidence_hashes"])
     outcome = admission.submit(envelope)  # may re-admit it with a fresh admission time (docs/adr/0012)
-    if owner().journal_entry(outcome.sequence)["envelope"] != admission.envelopes.load(request["command_id"]):
+    if owner().journal_entry(outcome.sequence)["envelope"] != admission.envelopes.load(command_id):
         raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
                           f"command {request['command_id']} was already used for another command")
-    return outcome.as_json()
+    return _as_sent(outcome, request["command_id"])
+
+
+def journalled_id(actor_id: str, command_id: str) -> str:
+    """The ID the ledger journals a worker's command under: no other actor can reach it."""
+    return derived_command_id("internal-api", actor_id, command_id)
+
+
+def _as_sent(outcome: CommandOutcome, command_id: str) -> dict[str, Any]:
+    """The outcome under the ID the worker sent, which is the one it knows its command by."""
+    return {**outcome.as_json(), "command_id": command_id}
 
 
 def _require_dispatch_enabled() -> None:
@@ -66,8 +85,8 @@ server fills: `actor_id` (from the credential), `admitted_at_ms` (this server's 
 
 The first request for a `command_id` stores the envelope before the ledger sees it; a retry with
 the same body reuses that stored envelope and its admission time, so a command executes at most
-once however often it is sent. The same `command_id` with a different body, or one another actor
-used, is `COMMAND_ID_CONFLICT`. Accepted and rejected outcomes both answer 200. While dispatch is
+once however often it is sent. The same `command_id` with a different body is `COMMAND_ID_CONFLICT`.
+A worker's command IDs are its own: the same ID sent by another actor is another command. Accepted and rejected outcomes both answer 200. While dispatch is
 disabled, `ClaimEffect` and `RecordSignedAttempt` are 503 `DISPATCH_DISABLED` and nothing is stored.""")
 def submit_command(request: HttpRequest, command: CommandRequest) -> dict[str, Any]:
     return submit(request.auth, command.model_dump(mode="json"))
@@ -99,7 +118,7 @@ what happened. `NOT_FOUND` means the ledger has not journalled it under this wor
 submitting the same request again executes the stored envelope.""")
 def resolve_command(request: HttpRequest, command_id: str = Path(..., pattern=UUID_PATTERN)) -> dict[str, Any]:
     ledger = owner()
-    outcome = ledger.resolve(command_id)
+    outcome = ledger.resolve(journalled_id(request.auth.actor_id, command_id))
     if outcome is None or ledger.journal_entry(outcome.sequence)["envelope"]["actor_id"] != request.auth.actor_id:
         raise ApiError(ErrorCode.NOT_FOUND, f"no journalled command {command_id} by this worker")
-    return outcome.as_json()
+    return _as_sent(outcome, command_id)

@@ -18,6 +18,7 @@ from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.genesis import default_genesis
 from ledger_engine.layout import OUTBOX, STATE
 from porto_console.internal_api import credentials, reads
+from porto_console.internal_api.commands import journalled_id
 from porto_console.internal_api.errors import http_status
 from porto_console.internal_api.models import WorkerCredential
 from porto_console.ledger import close_owner, gateway, open_owner
@@ -85,8 +86,8 @@ def assert_outcome(response: Any, outcome: str, code: str) -> dict[str, Any]:
     return body
 
 
-def nothing_stored(command_id: str) -> bool:
-    return gateway().envelopes.load(command_id) is None
+def nothing_stored(command_id: str, actor_id: str = "ingest-1") -> bool:
+    return gateway().envelopes.load(journalled_id(actor_id, command_id)) is None
 
 
 # Submitting a command.
@@ -96,7 +97,7 @@ def test_accepted_command_is_journalled_as_the_credentials_actor(ledger, ingest)
     outcome = assert_outcome(ingest.post(COMMANDS, request), "accepted", "OK")
     assert (outcome["sequence"], outcome["duplicate"]) == (ledger.head().sequence, False)
     envelope = ledger.journal_entry(outcome["sequence"])["envelope"]
-    assert envelope == gateway().envelopes.load(request["command_id"])
+    assert envelope == gateway().envelopes.load(journalled_id("ingest-1", request["command_id"]))
     assert (envelope["actor_id"], envelope["ruleset_version"], envelope["payload"]) == (
         "ingest-1", "london-1", request["payload"])
     assert ledger.get(STATE, "lot/lot-1").data["received"] == "5000000"
@@ -115,7 +116,8 @@ def test_a_stored_envelope_the_ledger_never_saw_is_readmitted_with_a_fresh_time_
     ledger's last one, so the retry re-admits it: same command ID and request, a fresh admission time."""
     request = import_funding()
     stored = gateway().envelopes.store(build_envelope(
-        "ImportFunding", request["payload"], command_id=request["command_id"], actor_id="ingest-1",
+        "ImportFunding", request["payload"], command_id=journalled_id("ingest-1", request["command_id"]),
+        actor_id="ingest-1",
         admitted_at_ms=1_000, evidence_hashes=request["evidence_hashes"]))
     head, floor = ledger.head(), ledger.admission_floor_ms()
     assert floor > 1_000
@@ -124,7 +126,7 @@ def test_a_stored_envelope_the_ledger_never_saw_is_readmitted_with_a_fresh_time_
     assert outcome["sequence"] == head.sequence + 1
     journalled = ledger.journal_entry(outcome["sequence"])["envelope"]
     assert journalled == {**stored, "admitted_at_ms": journalled["admitted_at_ms"]} == gateway().envelopes.load(
-        request["command_id"])
+        journalled_id("ingest-1", request["command_id"]))
     assert journalled["admitted_at_ms"] >= floor
     assert ingest.post(COMMANDS, request).json() == {**outcome, "duplicate": True}
 
@@ -154,7 +156,7 @@ def test_business_rejections_answer_200_with_their_journalled_code(ledger, inges
         {"cf": "state", "key": "lot/lot-2", "revision": 1}]))
     for response, code in ((duplicate_lot, "ALREADY_EXISTS"), (stale, "STALE_REVISION")):
         outcome = assert_outcome(response, "rejected", code)
-        assert ledger.resolve(outcome["command_id"]).code == code
+        assert ledger.resolve(journalled_id("ingest-1", outcome["command_id"])).code == code
     assert ledger.get(STATE, "lot/lot-2") is None
 
 
@@ -205,16 +207,24 @@ def test_reusing_a_command_id_for_another_command_is_409(ledger, ingest, envelop
     head = ledger.head()
     assert_error(ingest.post(COMMANDS, {**import_funding("lot-2"), "command_id": first["command_id"]}),
                  409, "COMMAND_ID_CONFLICT")
-    assert Worker.issued("ingest-2", ["ImportFunding"]).post(COMMANDS, first).json()["code"] == "COMMAND_ID_CONFLICT"
+    assert ledger.head() == head and ledger.get(STATE, "lot/lot-2") is None
 
+
+def test_a_workers_command_ids_are_its_own(ledger, ingest, envelopes):
+    """Workers derive their IDs from facts others can read: an ID another actor used first is another command,
+    never a conflict that would refuse the honest one for good."""
+    taken = import_funding("lot-1")
+    assert_outcome(Worker.issued("signer-1", ["ImportFunding"]).post(COMMANDS, taken), "rejected", "CAPABILITY_MISSING")
     console_command = envelopes.account("fin-2", roles=["finance"])
     console_command["admitted_at_ms"] = ledger.admission_floor_ms()  # not before the gateway's commands
     ledger.submit(console_command)
-    head = ledger.head()
-    assert_error(ingest.post(COMMANDS, import_funding("lot-3", command_id=console_command["command_id"])),
-                 409, "COMMAND_ID_CONFLICT")
-    assert ledger.head() == head
-    assert ledger.get(STATE, "lot/lot-3") is None
+    mine = assert_outcome(ingest.post(COMMANDS, {**import_funding("lot-2"), "command_id": taken["command_id"]}),
+                          "accepted", "OK")
+    assert mine["command_id"] == taken["command_id"]
+    assert ingest.get(f"{COMMANDS}/{taken['command_id']}").json()["sequence"] == mine["sequence"]
+    assert_outcome(ingest.post(COMMANDS, import_funding("lot-3", command_id=console_command["command_id"])),
+                   "accepted", "OK")
+    assert ledger.get(STATE, "lot/lot-2").data["received"] == ledger.get(STATE, "lot/lot-3").data["received"]
 
 
 def test_command_types_outside_the_credential_are_403(ledger):
