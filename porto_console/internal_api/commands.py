@@ -30,6 +30,7 @@ from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.projections.effect_queries import expected_effect_revision
+from porto_console.effects.transactions import NotATransfer, decode_transfer
 from porto_console.internal_api.errors import ApiCode, ApiError
 from porto_console.internal_api.models import WorkerCredential
 from porto_console.internal_api.schemas import ERROR_RESPONSES, CommandRequest, EffectClaimRequest, OutcomeOut
@@ -38,6 +39,9 @@ from porto_console.ledger import gateway, owner
 router = Router(tags=["commands"])
 
 STARTS_AN_EFFECT = ("ClaimEffect", "RecordSignedAttempt")
+# What the ledger records of an attempt, and the signed transfer's own term that must say the same.
+SIGNED_TERMS = {"payout_address": "recipient", "amount": "amount", "sender_address": "sender",
+                "sender_sequence": "sequence_number"}
 
 
 def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, Any]:
@@ -53,11 +57,36 @@ def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, A
     envelope = admission.envelope(request["command_type"], request["payload"], actor_id=credential.actor_id,
                                   command_id=command_id, expected=request["expected_revisions"],
                                   evidence=request["evidence_hashes"])
+    if "signed_bytes_hash" in envelope["payload"]:
+        require_signed_bytes_say(envelope["payload"], admission.evidence.get(envelope["payload"]["signed_bytes_hash"]))
     outcome = admission.submit(envelope)  # may re-admit it with a fresh admission time (docs/adr/0012)
     if owner().journal_entry(outcome.sequence)["envelope"] != admission.envelopes.load(command_id):
         raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
                           f"command {request['command_id']} was already used for another command")
     return _as_sent(outcome, request["command_id"])
+
+
+def require_signed_bytes_say(attempt: dict[str, Any], signed_bytes: bytes) -> None:
+    """An attempt (RecordSignedAttempt, RecordLandedAttempt) must state what its signed bytes do.
+
+    The ledger cannot read a transaction, so this edge, where the bytes are, decodes them (their signature
+    included): otherwise a signer could record bytes paying someone else under the payment's frozen terms,
+    and the chain's confirmation of that transaction would settle the payment.
+    """
+    try:
+        transfer = decode_transfer(signed_bytes)
+    except NotATransfer as error:
+        raise LedgerError(ErrorCode.CONFLICTING_EVIDENCE, f"the signed bytes are not a signed transfer: {error}")
+    terms = transfer.terms
+    stated = {field: attempt[field] for field in SIGNED_TERMS} | {
+        "expires_at_ms": attempt["expires_at_ms"], "transaction_hash": attempt["transaction_hash"]}
+    signed = {field: getattr(terms, term, None) for field, term in SIGNED_TERMS.items()} | {
+        "amount": str(getattr(terms, "amount", None)), "expires_at_ms": terms.expiration_secs * 1000,
+        "transaction_hash": transfer.transaction_hash}
+    differing = sorted(field for field in stated if stated[field] != signed[field])
+    if differing:
+        raise LedgerError(ErrorCode.CONFLICTING_EVIDENCE,
+                          f"the signed bytes do not say what the attempt states: {', '.join(differing)}")
 
 
 def journalled_id(actor_id: str, command_id: str) -> str:
