@@ -45,10 +45,10 @@ def post_with_page_token(page: Page, url: str, form: dict) -> int:
                              headers={"Referer": page.url}).status
 
 
-
 def open_pending_change(page) -> None:
     """The account's pending staff change: the demo's own, already decided, are listed too, by change ID."""
     page.click("#account-staff-changes tr:has(span.enum[title='pending']) a")
+
 
 def test_attack_1_an_admin_sees_no_finance_secret_and_cannot_reset_a_finance_credential_alone(
         browse, new_page, staff, ledger, mailoutbox):
