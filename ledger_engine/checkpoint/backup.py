@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -78,36 +77,14 @@ def _unshare_files(directory: Path) -> None:
     """Give the backup its own copy of every file the checkpoint hard-linked to the ledger's.
 
     A shared inode is one set of blocks: a damaged block, or a byte written into the backup, would be
-    the ledger's too.
+    the ledger's too. The copies reach the disk with the rest of the backup: writing the manifest last
+    (``replace_durably``) syncs the whole filesystem before the manifest's name appears.
     """
-    shared = [path for path in sorted(directory.iterdir()) if path.is_file() and path.stat().st_nlink > 1]
-    for path in shared:
-        _replace_with_copy(path)
-    if shared:
-        _sync_directory(directory)
-
-
-def _replace_with_copy(path: Path) -> None:
-    """``path`` replaced by a synced copy of itself, under the same name."""
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with open(path, "rb") as source, os.fdopen(descriptor, "wb") as copy:
-            shutil.copyfileobj(source, copy)
-            copy.flush()
-            os.fsync(copy.fileno())
-        shutil.copymode(path, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _sync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+    for path in sorted(directory.iterdir()):
+        if path.is_file() and path.stat().st_nlink > 1:
+            copy = path.with_name(f".{path.name}.copy")
+            shutil.copy2(path, copy)
+            os.replace(copy, path)
 
 
 def backup_owner(owner: LedgerOwner, destination: str | os.PathLike) -> dict[str, Any]:

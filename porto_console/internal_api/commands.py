@@ -30,7 +30,7 @@ from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.projections.effect_queries import expected_effect_revision
-from porto_console.effects.transactions import NotATransfer, decode_transfer
+from porto_console.effects.transactions import NotATransfer, TransferTerms, decode_transfer
 from porto_console.internal_api.errors import ApiCode, ApiError
 from porto_console.internal_api.models import WorkerCredential
 from porto_console.internal_api.schemas import ERROR_RESPONSES, CommandRequest, EffectClaimRequest, OutcomeOut
@@ -39,9 +39,6 @@ from porto_console.ledger import gateway, owner
 router = Router(tags=["commands"])
 
 STARTS_AN_EFFECT = ("ClaimEffect", "RecordSignedAttempt")
-# What the ledger records of an attempt, and the signed transfer's own term that must say the same.
-SIGNED_TERMS = {"payout_address": "recipient", "amount": "amount", "sender_address": "sender",
-                "sender_sequence": "sequence_number"}
 
 
 def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, Any]:
@@ -78,12 +75,12 @@ def require_signed_bytes_say(attempt: dict[str, Any], signed_bytes: bytes) -> No
     except NotATransfer as error:
         raise LedgerError(ErrorCode.CONFLICTING_EVIDENCE, f"the signed bytes are not a signed transfer: {error}")
     terms = transfer.terms
-    stated = {field: attempt[field] for field in SIGNED_TERMS} | {
-        "expires_at_ms": attempt["expires_at_ms"], "transaction_hash": attempt["transaction_hash"]}
-    signed = {field: getattr(terms, term, None) for field, term in SIGNED_TERMS.items()} | {
-        "amount": str(getattr(terms, "amount", None)), "expires_at_ms": terms.expiration_secs * 1000,
-        "transaction_hash": transfer.transaction_hash}
-    differing = sorted(field for field in stated if stated[field] != signed[field])
+    if not isinstance(terms, TransferTerms):
+        raise LedgerError(ErrorCode.CONFLICTING_EVIDENCE, "the signed bytes are a commitment, not a transfer")
+    signed = {"payout_address": terms.recipient, "amount": str(terms.amount), "sender_address": terms.sender,
+              "sender_sequence": terms.sequence_number, "expires_at_ms": terms.expiration_secs * 1000,
+              "transaction_hash": transfer.transaction_hash}
+    differing = sorted(field for field, value in signed.items() if attempt[field] != value)
     if differing:
         raise LedgerError(ErrorCode.CONFLICTING_EVIDENCE,
                           f"the signed bytes do not say what the attempt states: {', '.join(differing)}")
@@ -115,7 +112,8 @@ server fills: `actor_id` (from the credential), `admitted_at_ms` (this server's 
 The first request for a `command_id` stores the envelope before the ledger sees it; a retry with
 the same body reuses that stored envelope and its admission time, so a command executes at most
 once however often it is sent. The same `command_id` with a different body is `COMMAND_ID_CONFLICT`.
-A worker's command IDs are its own: the same ID sent by another actor is another command. Accepted and rejected outcomes both answer 200. While dispatch is
+A worker's command IDs are its own: the same ID sent by another actor is another command.
+Accepted and rejected outcomes both answer 200. While dispatch is
 disabled, `ClaimEffect` and `RecordSignedAttempt` are 503 `DISPATCH_DISABLED` and nothing is stored.""")
 def submit_command(request: HttpRequest, command: CommandRequest) -> dict[str, Any]:
     return submit(request.auth, command.model_dump(mode="json"))

@@ -219,8 +219,12 @@ def unapproved_preparers(run: PayoutRun) -> list[str]:
     it was prepared again from. A run some other actor approved was reviewed, so it passes on nobody."""
     if run["approval"] is not None:
         return []
-    earlier = (run.get("supersedes") or {}).get("unapproved_preparers", [])
-    return sorted({run["prepared_by"], *earlier})
+    return sorted({run["prepared_by"], *_inherited_preparers(run)})
+
+
+def _inherited_preparers(run: PayoutRun) -> list[str]:
+    """The unapproved preparers of the run ``run`` was prepared again from, if any."""
+    return (run.get("supersedes") or {}).get("unapproved_preparers", [])
 
 
 @command("ApprovePayoutRun", payload=ApprovePayoutRunPayload, roles={"finance"}, step_up=True)
@@ -229,7 +233,7 @@ def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> dict:
     run = load_run(changes, p.run_id)
     require(run["status"] == "prepared", ErrorCode.INVALID_STATE, f"payout run {p.run_id} is {run['status']}")
     require_other_actor(ctx, run["prepared_by"], "prepared this payout run")
-    for preparer in (run.get("supersedes") or {}).get("unapproved_preparers", []):
+    for preparer in _inherited_preparers(run):
         require_other_actor(ctx, preparer, "prepared the unapproved run this one was prepared again from")
     require(p.run_hash == run["run_hash"], ErrorCode.RUN_HASH_MISMATCH,
             f"payout run {p.run_id} was frozen with hash {run['run_hash']}, not {p.run_hash}")

@@ -7,8 +7,6 @@ journal's: a forged one would let the owner accept a commitment naming a root th
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -20,18 +18,6 @@ from ledger_engine.storage.rocks import RocksStore
 from tests.support import cli
 
 FORGED = bytes.fromhex("ab" * 32)
-
-
-@pytest.fixture(scope="module")
-def pristine_ledger(tmp_path_factory) -> Path:
-    return cli.demo_ledger(tmp_path_factory.mktemp("journal-tree"), 11, listeners=2, days=1)
-
-
-@pytest.fixture
-def ledger(pristine_ledger, tmp_path) -> Path:
-    copy = tmp_path / "ledger"
-    shutil.copytree(pristine_ledger, copy)
-    return copy
 
 
 def _forge_first_block(store: RocksStore) -> bytes:
@@ -60,12 +46,12 @@ DAMAGE: dict[str, Callable[[RocksStore], bytes]] = {
 
 
 @pytest.mark.parametrize("case", DAMAGE, ids=list(DAMAGE))
-def test_verify_refuses_a_stored_tree_that_is_not_the_one_its_journal_makes(ledger, case):
-    with RocksStore(ledger) as store:
+def test_verify_refuses_a_stored_tree_that_is_not_the_one_its_journal_makes(stopped_ledger, case):
+    with RocksStore(stopped_ledger) as store:
         assert read_head(store).sequence >= 3 * BLOCK
         key = DAMAGE[case](store)
 
-    run = cli.porto_ledger("verify", data=ledger)
+    run = cli.porto_ledger("verify", data=stopped_ledger)
     assert run.status == 1, f"verify passed a ledger with a {case} in its tree, {META}/{key.decode()}: {run.last}"
     assert run.last["code"] == "VERIFICATION_FAILED" and run.last["item"].startswith(f"{META}/merkle/node/"), run.last
 
