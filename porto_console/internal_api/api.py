@@ -40,7 +40,9 @@ that actor's roles again.
 **Errors.** Every error body is `{{"code": ..., "detail": ...}}` with a stable code:
 400 `MALFORMED_ENVELOPE` (not JSON, not an object, missing or mistyped fields), `JSON_TOO_DEEP`
 (nested deeper than 32 levels), `DUPLICATE_KEY` (a key repeated in any object) or
-`INVALID_REQUEST` (query, path or an empty evidence body); 401 `UNAUTHENTICATED`; 403 `COMMAND_NOT_ALLOWED`;
+`INVALID_REQUEST` (query, path or an empty evidence body); 401 `UNAUTHENTICATED`; 403 `COMMAND_NOT_ALLOWED`
+(a command type the credential does not carry, or a read of effects, payments, attempts or batches,
+which name payout addresses, by a credential that carries out no effects);
 404 `NOT_FOUND`; 409 `COMMAND_ID_CONFLICT`; 413 `COMMAND_TOO_LARGE` (bodies over
 {MAX_BODY_BYTES} bytes, refused before they are read); 422 `UNKNOWN_FIELD`, `INVALID_PAYLOAD`,
 `INVALID_AMOUNT`, `INVALID_NUMBER`, `INVALID_KEY`, `INVALID_REFERENCE`, `UNKNOWN_COMMAND_TYPE`;

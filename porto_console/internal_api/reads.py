@@ -1,16 +1,21 @@
 """Reads for workers: the head, dispatch, the effects queue, payments, in-flight attempts and batches.
 
 Everything but the head and dispatch is read at one command boundary and
-reports the ledger sequence it was read at.
+reports the ledger sequence it was read at. The effects queue, payments,
+attempts and batches name recipients' payout addresses and amounts, so only a
+credential that carries out effects reads them: one that may submit a command
+of a dispatcher, signer, observer or committer.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Path, Query, Router
 
+from ledger_engine.domain.registry import registered_types, spec_for
 from ledger_engine.envelope import IDENTIFIER_PATTERN
 from ledger_engine.errors import ErrorCode
 from ledger_engine.projections import effect_queries, payout_queries
@@ -24,6 +29,20 @@ from porto_console.statement_files import statement_file_for
 
 router = Router(tags=["reads"])
 STATEMENT_FILE_COMMAND = "RecordCommitmentObservation"
+EFFECT_ROLES = frozenset({"dispatcher", "signer", "observer", "committer"})
+
+
+@cache
+def effect_commands() -> frozenset[str]:
+    """The command types only a worker carrying out effects submits."""
+    return frozenset(t for t in registered_types() if spec_for(t).roles & EFFECT_ROLES)
+
+
+def require_effect_worker(request: HttpRequest) -> None:
+    if not any(request.auth.may_submit(command_type) for command_type in effect_commands()):
+        raise ApiError(ApiCode.COMMAND_NOT_ALLOWED,
+                       f"worker {request.auth.name} carries out no effects: it may not read effects, payments, "
+                       "attempts or batches")
 
 
 @router.get("/head", response={200: HeadOut, **ERROR_RESPONSES}, summary="Read the ledger head")
@@ -61,6 +80,7 @@ def list_effects(request: HttpRequest,
                  kind: str | None = Query(None, pattern=IDENTIFIER_PATTERN),
                  cursor: str | None = Query(None, pattern=EFFECT_CURSOR),
                  limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:
+    require_effect_worker(request)
     read = read_at_boundary(lambda ledger: effect_queries.effects(ledger.view(), status, kind, cursor=cursor,
                                                                   limit=limit))
     page, next_cursor = read.data
@@ -70,6 +90,7 @@ def list_effects(request: HttpRequest,
 @router.get("/effects/{effect_id}", response={200: EffectOut, **ERROR_RESPONSES}, summary="Read one effect",
             description="One outbox effect with its revision and claim, as the effects list shows it.")
 def read_effect(request: HttpRequest, effect_id: str = Path(..., pattern=IDENTIFIER_PATTERN)) -> dict[str, Any]:
+    require_effect_worker(request)
     found = read_at_boundary(lambda ledger: effect_queries.effect(ledger.view(), effect_id)).data
     if found is None:
         raise ApiError(ErrorCode.NOT_FOUND, f"no effect {effect_id}")
@@ -79,6 +100,7 @@ def read_effect(request: HttpRequest, effect_id: str = Path(..., pattern=IDENTIF
 @router.get("/payments/{payment_id}", response={200: PaymentOut, **ERROR_RESPONSES}, summary="Read one payment",
             description="The payment and its signed attempts, read at one ledger sequence.")
 def read_payment(request: HttpRequest, payment_id: str = Path(..., pattern=IDENTIFIER_PATTERN)) -> dict[str, Any]:
+    require_effect_worker(request)
     read = read_at_boundary(lambda ledger: payout_queries.payment_with_attempts(ledger.view(), payment_id))
     payment, attempts = read.data
     if payment is None:
@@ -94,6 +116,7 @@ follow-up only delays it. Pass `next_cursor` back as `cursor` for the next page.
 def list_in_flight_attempts(request: HttpRequest,
                             cursor: str | None = Query(None, pattern=IDENTIFIER_PATTERN),
                             limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:
+    require_effect_worker(request)
     read = read_at_boundary(lambda ledger: payout_queries.in_flight_attempts(ledger.view(), cursor=cursor,
                                                                              limit=limit))
     attempts, next_cursor = read.data
@@ -108,6 +131,7 @@ sweep schedules a look at each, so a lost commitment follow-up only delays its o
 def list_in_flight_batches(request: HttpRequest,
                            cursor: str | None = Query(None, pattern=IDENTIFIER_PATTERN),
                            limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:
+    require_effect_worker(request)
     read = read_at_boundary(lambda ledger: payout_queries.in_flight_batches(ledger.view(), cursor=cursor,
                                                                             limit=limit))
     batches, next_cursor = read.data

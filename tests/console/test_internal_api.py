@@ -243,11 +243,11 @@ def test_a_record_not_ready_is_409_not_a_server_error():
     assert http_status(ErrorCode.INVALID_STATE) == HTTPStatus.CONFLICT
 
 
-def test_a_halted_ledger_is_503(ledger, ingest):
+def test_a_halted_ledger_is_503(ledger, ingest, committer):
     head = ledger.head()
     ledger.executor.halted = LedgerError(ErrorCode.LEDGER_HALTED, "synchronous write failed")
     assert_error(ingest.post(COMMANDS, import_funding()), 503, "LEDGER_HALTED")
-    assert_error(ingest.get("/internal/effects"), 503, "LEDGER_HALTED")
+    assert_error(committer.get("/internal/effects"), 503, "LEDGER_HALTED")
     assert ledger.head() == head
 
 

@@ -19,7 +19,7 @@ from tests.support import step_up
 pytestmark = pytest.mark.django_db
 
 API_WORKERS = {"api-dispatcher": ["dispatcher"], "api-signer": ["signer"], "api-maintenance": ["maintenance"],
-               "api-observer": ["observer"]}
+               "api-observer": ["observer"], "api-ingest": ["ingest"], "api-coordinator": ["coordinator"]}
 
 
 @pytest.fixture
@@ -160,6 +160,30 @@ def test_in_flight_batches_are_those_whose_anchor_was_broadcast_and_not_yet_obse
     assert [(b["batch_id"], b["state"]) for b in listed] == [("batch-a", "submitted"), ("batch-b", "uncertain")]
     assert listed[0]["transaction_hash"] == transaction_hash("commitment", "batch-a")
     assert second["next_cursor"] is None
+
+
+def effect_reads(payouts: PayoutWorld) -> list[str]:
+    """Every read that names recipients' payout addresses or amounts."""
+    payment_id = payment_ids(payouts)[0]
+    effect_id = payouts.state(payment_key(payment_id))["effect_id"]
+    return ["/internal/effects", f"/internal/effects/{effect_id}", f"/internal/payments/{payment_id}",
+            "/internal/attempts", "/internal/batches"]
+
+
+@pytest.mark.parametrize("name", ["api-ingest", "api-coordinator", "api-maintenance"])
+def test_workers_that_carry_out_no_effect_do_not_read_effects_payments_attempts_or_batches(payouts, name):
+    in_flight(payouts, 1)
+    outsider, observer = worker(name), worker("api-observer")
+    for path in effect_reads(payouts):
+        assert_error(outsider.get(path), 403, "COMMAND_NOT_ALLOWED")
+        assert observer.get(path).status_code == 200
+    assert outsider.get("/internal/head").json()["sequence"] == payouts.owner.head().sequence
+
+
+def test_a_credential_with_no_command_reads_no_payment(payouts):
+    stranger = Worker(credentials.issue("stranger", "api-observer", [])[1])
+    for path in effect_reads(payouts):
+        assert_error(stranger.get(path), 403, "COMMAND_NOT_ALLOWED")
 
 
 @pytest.mark.parametrize("query", [{"limit": 0}, {"limit": 201}, {"cursor": "a/b"}])
