@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import queue
+import re
 import threading
 import time
 import uuid
@@ -25,7 +26,7 @@ import orjson
 
 from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application import journal_tree
-from ledger_engine.application.owner import LedgerOwner, initialise, read_head
+from ledger_engine.application.owner import LedgerOwner, initialise, read_genesis, read_head
 from ledger_engine.canonical import parse_json
 from ledger_engine.checkpoint import offsite
 from ledger_engine.checkpoint.backup import backup, restore
@@ -37,7 +38,7 @@ from ledger_engine.checkpoint.replay import replay_export
 from ledger_engine.checkpoint.verify import VerificationError, verify_export
 from ledger_engine.demo import demo_envelopes
 from ledger_engine.errors import STORAGE_CODES, ErrorCode, LedgerError, StorageFault
-from ledger_engine.genesis import default_genesis, genesis_hash
+from ledger_engine.genesis import GENESIS_HASH_PATTERN, default_genesis, genesis_hash
 from ledger_engine.merkle import verify_proof_document, verify_statement_file
 from ledger_engine.merkle.document import encode_document
 from ledger_engine.projections.rebuild import rebuild_indexes
@@ -56,6 +57,15 @@ def _require_data(args: argparse.Namespace) -> Path:
     if args.data is None:
         raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, f"{args.verb} needs --data DIR")
     return Path(args.data)
+
+
+def _trusted_genesis(args: argparse.Namespace) -> str | None:
+    """``--genesis-hash``, else ``PORTO_GENESIS_HASH``: the genesis this deployment trusts, or None."""
+    trusted = args.genesis_hash
+    if trusted is not None and not re.fullmatch(GENESIS_HASH_PATTERN, trusted):
+        raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, "--genesis-hash (PORTO_GENESIS_HASH) must be 64 lowercase "
+                                                        "hex digits, as init and head print it")
+    return trusted
 
 
 def cmd_init(args: argparse.Namespace) -> None:
@@ -149,7 +159,8 @@ def _answer(pending: tuple[str | None, Future | dict[str, Any]]) -> dict[str, An
 
 def cmd_head(args: argparse.Namespace) -> None:
     with RocksStore(_require_data(args), read_only=True, stopped=True) as store:
-        emit({**read_head(store).as_json(), "logical_state_hash": logical_state_hash(store)})
+        emit({**read_head(store).as_json(), "logical_state_hash": logical_state_hash(store),
+              "genesis_hash": genesis_hash(read_genesis(store))})
 
 
 def cmd_export(args: argparse.Namespace) -> None:
@@ -179,17 +190,18 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> None:
     """Every column family read with checksums, the journal chain, every delta and the state digest."""
-    emit(verify_directory(_require_data(args)))
+    emit(verify_directory(_require_data(args), trusted_genesis=_trusted_genesis(args)))
 
 
 def cmd_verify_export(args: argparse.Namespace) -> None:
-    metadata = verify_export(args.outdir)
+    metadata = verify_export(args.outdir, trusted_genesis=_trusted_genesis(args))
     emit({"ok": True, "sequence": metadata["sequence"], "last_entry_hash": metadata["last_entry_hash"],
-          "logical_state_hash": metadata["logical_state_hash"]})
+          "logical_state_hash": metadata["logical_state_hash"], "genesis_hash": metadata["genesis_hash"]})
 
 
 def cmd_replay(args: argparse.Namespace) -> None:
-    emit({"ok": True, **replay_export(args.outdir, _require_data(args), checkpoint_dir=args.from_checkpoint)})
+    emit({"ok": True, **replay_export(args.outdir, _require_data(args), checkpoint_dir=args.from_checkpoint,
+                                      trusted_genesis=_trusted_genesis(args))})
 
 
 def cmd_backup(args: argparse.Namespace) -> None:
@@ -200,7 +212,7 @@ def cmd_backup(args: argparse.Namespace) -> None:
 
 
 def cmd_restore(args: argparse.Namespace) -> None:
-    emit({"ok": True, **restore(args.src, _require_data(args))})
+    emit({"ok": True, **restore(args.src, _require_data(args), trusted_genesis=_trusted_genesis(args))})
 
 
 def cmd_recover(args: argparse.Namespace) -> None:
@@ -218,7 +230,8 @@ def cmd_recover(args: argparse.Namespace) -> None:
                               "recover --repository needs --password-file, RESTIC_PASSWORD or RESTIC_PASSWORD_FILE")
         repository = ResticRepository(args.repository, password, sftp_command=args.sftp_command)
     data = _require_data(args)
-    restored = offsite.recover(data, args.admission, repository=repository, backup_dir=args.backup_dir)
+    restored = offsite.recover(data, args.admission, repository=repository, backup_dir=args.backup_dir,
+                               trusted_genesis=_trusted_genesis(args))
     emit({"ok": True, **offsite.recovery_report(restored, data, last_known_sequence=args.last_sequence,
                                                now_ms=time.time_ns() // 1_000_000)})
 
@@ -280,11 +293,15 @@ def cmd_demo_envelopes(args: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="porto-ledger", description=__doc__)
     parser.add_argument("--data", help="ledger data directory")
+    parser.add_argument("--genesis-hash", default=os.environ.get("PORTO_GENESIS_HASH"),
+                        help="the genesis hash this deployment trusts (default PORTO_GENESIS_HASH): verify, "
+                             "verify-export, replay, restore and recover refuse history from any other genesis")
     verbs = parser.add_subparsers(dest="verb", required=True)
 
     def verb(name: str, handler: Callable, help_text: str) -> argparse.ArgumentParser:
         sub = verbs.add_parser(name, help=help_text)
         sub.add_argument("--data", default=argparse.SUPPRESS, help="ledger data directory")
+        sub.add_argument("--genesis-hash", default=argparse.SUPPRESS, help="the genesis hash this deployment trusts")
         sub.set_defaults(handler=handler)
         return sub
 

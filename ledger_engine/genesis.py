@@ -17,6 +17,7 @@ from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
 GENESIS_SCHEMA = 1
+GENESIS_HASH_PATTERN = "[0-9a-f]{64}"
 
 
 def default_genesis(*, admin_actor_id: str = "genesis-admin", label: str = "porto london ledger",

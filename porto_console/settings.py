@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
+
+from ledger_engine.genesis import GENESIS_HASH_PATTERN
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -29,6 +32,11 @@ SECRET_KEY = _secret("DJANGO_SECRET_KEY") or DEFAULT_SECRET_KEY
 HANDLE_KEY = _secret("PORTO_HANDLE_KEY")  # seals ledger IDs into URL handles (console/handles.py)
 STEP_UP_KEY = _secret("PORTO_STEP_UP_KEY")  # Ed25519 private key, hex: signs step-up proofs (console/stepup.py)
 METRICS_TOKEN = _secret("PORTO_METRICS_TOKEN")  # the scraper's bearer token; without one /metrics is off
+# The genesis this deployment trusts, kept apart from the data: outside the labelled demo the console refuses a
+# ledger from any other genesis, and recovery refuses backups from one (ledger_engine/checkpoint/verify.py).
+GENESIS_HASH = os.environ.get("PORTO_GENESIS_HASH") or None
+if GENESIS_HASH is not None and not re.fullmatch(GENESIS_HASH_PATTERN, GENESIS_HASH):
+    raise ImproperlyConfigured("PORTO_GENESIS_HASH must be 64 lowercase hex digits, as `porto-ledger head` prints it")
 ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")
 
 INSTALLED_APPS = [

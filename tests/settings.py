@@ -10,11 +10,14 @@ from pathlib import Path
 from porto_console.settings import *  # noqa: F403
 from porto_console.settings import LOGGING
 
+from ledger_engine.demo import demo_genesis
+from ledger_engine.genesis import genesis_hash
 from tests.support.step_up import PRIVATE_KEY_HEX
 
 HANDLE_KEY = "porto-test-only-handle-key-for-sealed-urls"
 STEP_UP_KEY = PRIVATE_KEY_HEX
 BACKUP_PASSWORD = "porto-test-only-backup-password"
+GENESIS_HASH = genesis_hash(demo_genesis())  # the console tests' ledgers are copies of the demo's
 # The rotating log file of this test run, away from the developer's own var/log.
 LOG_DIR = Path(tempfile.mkdtemp(prefix="porto-test-logs-"))
 LOGGING["handlers"]["file"]["filename"] = LOG_DIR / "console.log"

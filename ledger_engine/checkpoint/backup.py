@@ -91,12 +91,17 @@ def backup_owner(owner: LedgerOwner, destination: str | os.PathLike) -> dict[str
     return backup(owner.checkpoint, owner.store.path, destination)
 
 
-def verify_backup(source: str | os.PathLike) -> dict[str, Any]:
-    return _verified_backup(source)[0]
+def verify_backup(source: str | os.PathLike, *, trusted_genesis: str | None = None) -> dict[str, Any]:
+    return _verified_backup(source, trusted_genesis)[0]
 
 
-def _verified_backup(source: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The manifest of the backup at ``source`` and the metadata of its export, both verified."""
+def _verified_backup(source: str | os.PathLike,
+                     trusted_genesis: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The manifest of the backup at ``source`` and the metadata of its export, both verified.
+
+    The database is later required to export as this export does, so checking the export's
+    genesis against ``trusted_genesis`` checks the database's too.
+    """
     src = Path(source)
     try:
         manifest = orjson.loads((src / MANIFEST).read_bytes())
@@ -110,7 +115,7 @@ def _verified_backup(source: str | os.PathLike) -> tuple[dict[str, Any], dict[st
             raise VerificationError(f"db/{name}", "file hash does not match the manifest")
     if set(actual) != set(manifest["db_files"]):
         raise VerificationError("db", "unexpected or missing files")
-    exported = verify_export(src / "export")
+    exported = verify_export(src / "export", trusted_genesis=trusted_genesis)
     _require_manifest_matches(manifest, exported)
     return manifest, exported
 
@@ -125,9 +130,10 @@ def _require_manifest_matches(manifest: dict[str, Any], metadata: dict[str, Any]
         raise VerificationError(MANIFEST, "the manifest's journal tree root differs from the export's journal")
 
 
-def restore(source: str | os.PathLike, data_dir: str | os.PathLike) -> dict[str, Any]:
+def restore(source: str | os.PathLike, data_dir: str | os.PathLike, *,
+            trusted_genesis: str | None = None) -> dict[str, Any]:
     """Restore a verified backup into an absent or empty ``data_dir``, all or nothing, dispatch disabled."""
-    manifest, exported = _verified_backup(source)
+    manifest, exported = _verified_backup(source, trusted_genesis)
 
     def build(staging: Path) -> dict[str, Any]:
         shutil.copytree(Path(source) / "db", staging, dirs_exist_ok=True)
@@ -147,7 +153,8 @@ def _prepare_restored(staging: Path, manifest: dict[str, Any], exported: dict[st
         restored = _verified_database(store)
     _require_restored_is_exported(staging, restored, manifest, exported)
     return {"sequence": restored["sequence"], "entry_hash": restored["last_entry_hash"],
-            "logical_state_hash": restored["logical_state_hash"], "dispatch_enabled": False,
+            "logical_state_hash": restored["logical_state_hash"], "genesis_hash": restored["genesis_hash"],
+            "dispatch_enabled": False,
             "writer_generation": generation}
 
 

@@ -28,7 +28,7 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.digest import logical_rows
 from ledger_engine.checkpoint.export import export_store
-from ledger_engine.checkpoint.verify import VerificationError, verify_export
+from ledger_engine.checkpoint.verify import VerificationError, require_trusted_genesis, verify_export
 from ledger_engine.errors import LedgerError
 from ledger_engine.layout import ALL_FAMILIES, EVENTS, INDEXES, JOURNAL, META
 from ledger_engine.projections.maintenance import IndexMaintainer
@@ -55,7 +55,7 @@ def verify_store_exporting(store: RocksStore) -> tuple[dict[str, Any], dict[str,
     _verify_journal_tree(store)
     report = {"ok": True, "sequence": metadata["sequence"], "entry_hash": metadata["last_entry_hash"],
               "logical_state_hash": metadata["logical_state_hash"], "journal_tree": metadata["journal_tree"],
-              "keys": keys}
+              "genesis_hash": metadata["genesis_hash"], "keys": keys}
     return report, metadata
 
 
@@ -98,11 +98,12 @@ def _verify_indexes(store: RocksStore) -> None:
                                 "is missing: the logical state derives it")
 
 
-def verify_directory(data_dir: str | os.PathLike) -> dict[str, Any]:
+def verify_directory(data_dir: str | os.PathLike, *, trusted_genesis: str | None = None) -> dict[str, Any]:
     """``porto-ledger verify``: a stopped ledger, opened read-only; the outcome is recorded beside it."""
     try:
         with RocksStore(data_dir, read_only=True, stopped=True) as store:
             report = verify_store(store)
+        require_trusted_genesis(report["genesis_hash"], trusted_genesis, "genesis")
     except LedgerError as error:
         record_verification(data_dir, failure=error)
         raise

@@ -81,10 +81,10 @@ def stage_backup(take_checkpoint: Callable[[Path], None], data_dir: Path, admiss
     return _summary(manifest, _verify_admission(stage))
 
 
-def verify_staged(stage: str | os.PathLike) -> dict[str, Any]:
+def verify_staged(stage: str | os.PathLike, *, trusted_genesis: str | None = None) -> dict[str, Any]:
     """The ledger backup verifies, every admission file matches its hash, and evidence files match their names."""
     stage = Path(stage)
-    return _summary(verify_backup(stage / LEDGER), _verify_admission(stage))
+    return _summary(verify_backup(stage / LEDGER, trusted_genesis=trusted_genesis), _verify_admission(stage))
 
 
 def _verify_admission(stage: Path) -> dict[str, Any]:
@@ -279,11 +279,13 @@ def newest_verified(repository: ResticRepository) -> dict[str, Any] | None:
 # Recovery on a new host.
 
 def recover(data_dir: str | os.PathLike, admission_dir: str | os.PathLike, *,
-            repository: ResticRepository | None = None, backup_dir: str | os.PathLike | None = None) -> dict[str, Any]:
+            repository: ResticRepository | None = None, backup_dir: str | os.PathLike | None = None,
+            trusted_genesis: str | None = None) -> dict[str, Any]:
     """Restore the newest good backup: the ledger (dispatch disabled) and its admission stores, both all or nothing.
 
     From the repository's newest ``porto-verified`` snapshot, or from the newest staged backup under
-    ``backup_dir`` that verifies. ``data_dir`` and ``admission_dir`` must be absent or empty.
+    ``backup_dir`` that verifies (from ``trusted_genesis``, when given). ``data_dir`` and
+    ``admission_dir`` must be absent or empty.
     """
     data_dir, admission_dir = Path(data_dir).resolve(), Path(admission_dir).resolve()
     if data_dir.is_relative_to(admission_dir) or admission_dir.is_relative_to(data_dir):
@@ -293,12 +295,12 @@ def recover(data_dir: str | os.PathLike, admission_dir: str | os.PathLike, *,
             raise VerificationError(str(target), "recovery needs an absent or empty directory")
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{data_dir.name}.recovering-", dir=data_dir.parent) as scratch:
-        stage, facts = _fetch_newest(Path(scratch), repository, backup_dir)
-        summary = verify_staged(stage)
+        stage, facts = _fetch_newest(Path(scratch), repository, backup_dir, trusted_genesis)
+        summary = verify_staged(stage, trusted_genesis=trusted_genesis)
         if facts is not None and (summary["sequence"], summary["created_at_ms"]) != (
                 facts["sequence"], facts["created_at_ms"]):
             raise VerificationError(facts["snapshot"], "the snapshot holds another backup than its tags name")
-        restored = restore(stage / LEDGER, data_dir)
+        restored = restore(stage / LEDGER, data_dir, trusted_genesis=trusted_genesis)
         publish_built(admission_dir, lambda staging: shutil.copytree(stage / ADMISSION, staging, dirs_exist_ok=True),
                       verb="recovery", doing="restoring")
     present = {path.name for path in (admission_dir / EVIDENCE).rglob("*") if path.is_file()}
@@ -309,8 +311,8 @@ def recover(data_dir: str | os.PathLike, admission_dir: str | os.PathLike, *,
             "envelopes_restored": sum(1 for path in (admission_dir / "envelopes").rglob("*") if path.is_file())}
 
 
-def _fetch_newest(scratch: Path, repository: ResticRepository | None,
-                  backup_dir: str | os.PathLike | None) -> tuple[Path, dict[str, Any] | None]:
+def _fetch_newest(scratch: Path, repository: ResticRepository | None, backup_dir: str | os.PathLike | None,
+                  trusted_genesis: str | None) -> tuple[Path, dict[str, Any] | None]:
     if repository is not None:
         snapshots = verified_snapshots(repository)
         if not snapshots:
@@ -319,7 +321,7 @@ def _fetch_newest(scratch: Path, repository: ResticRepository | None,
         return repository.restore_snapshot(snapshot, scratch), facts
     for candidate in sorted(Path(backup_dir).iterdir(), key=_recorded_head, reverse=True) if backup_dir else ():
         try:
-            verify_staged(candidate)
+            verify_staged(candidate, trusted_genesis=trusted_genesis)
         except VerificationError:
             continue
         return candidate, None

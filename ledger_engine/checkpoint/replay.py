@@ -56,12 +56,15 @@ CHUNK = 64
 
 
 def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
-                  checkpoint_dir: str | os.PathLike | None = None) -> dict[str, Any]:
-    """Rebuild ``export_dir``'s ledger from its genesis, or from an earlier verified checkpoint of it."""
+                  checkpoint_dir: str | os.PathLike | None = None, trusted_genesis: str | None = None) -> dict[str, Any]:
+    """Rebuild ``export_dir``'s ledger from its genesis, or from an earlier verified checkpoint of it.
+
+    With ``trusted_genesis`` that genesis must be the one the deployment trusts (``require_trusted_genesis``).
+    """
     root = Path(export_dir)
     metadata = read_metadata(root)
     verify_file_hashes(root, metadata)
-    genesis = verify_genesis(root, metadata)
+    genesis = verify_genesis(root, metadata, trusted_genesis)
     return publish_built(data_dir, lambda staging: _rebuild(root, staging, metadata, genesis, checkpoint_dir),
                          verb="replay", doing="replaying")
 
@@ -183,7 +186,7 @@ def _compare_with_export(store: RocksStore, root: Path, metadata: dict[str, Any]
     if tree["root"] != metadata.get("journal_tree", tree)["root"] or stored_root(store, head.sequence) != tree["root"]:
         raise VerificationError("journal_tree", "the replayed ledger's journal tree root differs from the export's")
     return {"sequence": head.sequence, "entry_hash": head.entry_hash, "logical_state_hash": state_hash,
-            "journal_tree": tree}
+            "genesis_hash": metadata["genesis_hash"], "journal_tree": tree}
 
 
 def _compare_lines(replayed: Iterable[bytes], path: Path) -> None:

@@ -86,12 +86,15 @@ def read_metadata(directory: str | os.PathLike) -> dict[str, Any]:
     return metadata
 
 
-def verify_export(directory: str | os.PathLike) -> dict[str, Any]:
-    """Verify everything; returns the metadata, or raises ``VerificationError`` naming the first bad item."""
+def verify_export(directory: str | os.PathLike, *, trusted_genesis: str | None = None) -> dict[str, Any]:
+    """Verify everything; returns the metadata, or raises ``VerificationError`` naming the first bad item.
+
+    With ``trusted_genesis``, the export must also start from that genesis (``require_trusted_genesis``).
+    """
     root = Path(directory)
     metadata = read_metadata(root)
     verify_file_hashes(root, metadata)
-    genesis = verify_genesis(root, metadata)
+    genesis = verify_genesis(root, metadata, trusted_genesis)
     with DiskFold.scratch() as folded:
         journal_tree = _verify_history(root, metadata, genesis, folded)
         _verify_state_rows(root, metadata, folded)
@@ -125,7 +128,8 @@ def verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
             raise VerificationError(name, "file hash does not match metadata")
 
 
-def verify_genesis(root: Path, metadata: dict[str, Any]) -> dict[str, Any]:
+def verify_genesis(root: Path, metadata: dict[str, Any], trusted_genesis: str | None = None) -> dict[str, Any]:
+    require_trusted_genesis(metadata["genesis_hash"], trusted_genesis, GENESIS_FILE)
     try:
         document = orjson.loads((root / GENESIS_FILE).read_bytes())
         matches = genesis_hash(document) == metadata["genesis_hash"]
@@ -134,6 +138,20 @@ def verify_genesis(root: Path, metadata: dict[str, Any]) -> dict[str, Any]:
     if not matches:
         raise VerificationError(GENESIS_FILE, "genesis hash does not match metadata")
     return document
+
+
+def require_trusted_genesis(found: str, trusted: str | None, item: str) -> None:
+    """History from outside the ledger must start from the genesis the deployment trusts, when it names one.
+
+    Every hash in an export or a backup is recomputed from its own genesis, and the
+    journal chain starts from 32 zero bytes (seed 000), not from the genesis. So
+    whoever can write one can write a whole self-consistent history from another
+    genesis (one more finance actor, say) with the real journal entries, head and
+    journal tree root. Only a genesis hash kept apart from the data tells them apart.
+    """
+    if trusted is not None and found != trusted:
+        raise VerificationError(item, f"starts from genesis {found}, not from the genesis this deployment trusts "
+                                      f"({trusted})")
 
 
 def _verify_history(root: Path, metadata: dict[str, Any], genesis: dict[str, Any],

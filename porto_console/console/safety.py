@@ -1,5 +1,8 @@
 """Safe defaults: outside the labelled demo, the console refuses to serve with keys that are not its own.
 
+It also refuses a ledger from any genesis but the one the deployment pins (``PORTO_GENESIS_HASH``): a data
+directory, a backup or an export from another genesis can verify on its own terms.
+
 A default ``SECRET_KEY`` is public (it is in this repository), so anyone could
 forge sessions with it; sealed handles need a key of their own, so a leaked
 session key does not also open every URL; and the step-up key must be one the
@@ -17,6 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.demo.builder import DEMO_STEP_UP_KEY
+from ledger_engine.genesis import genesis_hash
 from ledger_engine.projections import account_queries
 from porto_console.console import stepup
 from porto_console.console.services.demo import is_demo
@@ -42,6 +46,7 @@ def problems(ledger: LedgerOwner) -> list[str]:
     elif settings.HANDLE_KEY == settings.SECRET_KEY:
         found.append("PORTO_HANDLE_KEY must be a key of its own, not DJANGO_SECRET_KEY")
     found.extend(_step_up_problems(ledger))
+    found.extend(_genesis_problems(ledger))
     if settings.METRICS_TOKEN is not None and len(settings.METRICS_TOKEN) < MIN_KEY_CHARS:
         found.append(f"PORTO_METRICS_TOKEN is shorter than {MIN_KEY_CHARS} characters; unset it to turn /metrics off")
     if not settings.BACKUP_PASSWORD or settings.BACKUP_PASSWORD == settings.DEMO_BACKUP_PASSWORD:
@@ -63,6 +68,18 @@ def _step_up_problems(ledger: LedgerOwner) -> list[str]:
     if trusted is not None and trusted != ours:
         return [f"the ledger trusts step-up key {trusted}, not this console's {ours}: "
                 "approvals would all be refused"]
+    return []
+
+
+def _genesis_problems(ledger: LedgerOwner) -> list[str]:
+    ours = genesis_hash(ledger.genesis())
+    if settings.GENESIS_HASH is None:
+        return [f"PORTO_GENESIS_HASH is not set: recovery could not tell this ledger's history from a "
+                f"self-consistent one from another genesis. This ledger's genesis hash is {ours}; set it once "
+                "you have checked it against the reviewed genesis document"]
+    if settings.GENESIS_HASH != ours:
+        return [f"this data directory holds a ledger from genesis {ours}, not the genesis this deployment "
+                f"trusts ({settings.GENESIS_HASH})"]
     return []
 
 

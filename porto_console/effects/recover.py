@@ -42,7 +42,8 @@ RECONCILE_AGAIN_SECS = 5.0
 def recover(*, last_known_sequence: int | None, wait_secs: float, restored: bool = False) -> dict[str, Any]:
     """The whole recovery; ``restored`` skips step 1 when ``porto-ledger recover`` already ran."""
     data_dir, admission_dir = settings.LEDGER_DATA_DIR, settings.ADMISSION_DIR
-    facts = None if restored else offsite.recover(data_dir, admission_dir, repository=_repository_to_recover_from())
+    facts = None if restored else offsite.recover(data_dir, admission_dir, repository=_repository_to_recover_from(),
+                                                  trusted_genesis=settings.GENESIS_HASH)
     at_restore = offsite.payments_by_state(data_dir)
     port = _free_port()
     console = _start_console(port)

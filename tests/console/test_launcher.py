@@ -32,7 +32,8 @@ def free_port() -> int:
 def launcher_env(var_dir: Path, port: int, **extra: str) -> dict[str, str]:
     """The environment ``make run`` gives the launcher: the real settings, no keys (the demo brings its own)."""
     env = {name: value for name, value in os.environ.items()
-           if name not in ("DATABASE_URL", "DJANGO_SECRET_KEY", "PORTO_HANDLE_KEY", "PORTO_STEP_UP_KEY")}
+           if name not in ("DATABASE_URL", "DJANGO_SECRET_KEY", "PORTO_HANDLE_KEY", "PORTO_STEP_UP_KEY",
+                           "PORTO_GENESIS_HASH")}
     return {**env, "DJANGO_SETTINGS_MODULE": "porto_console.settings", "PORTO_VAR_DIR": str(var_dir),
             "DATA_DIR": str(var_dir / "ledger"), "PORT": str(port), **extra}
 
@@ -131,7 +132,7 @@ def test_outside_the_demo_the_console_refuses_to_start_with_default_keys(tmp_pat
                              capture_output=True, text=True, timeout=STARTUP_GUARD_S)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "cannot start: this is not the labelled demo ledger" in refused.stderr
-    for key in ("DJANGO_SECRET_KEY", "PORTO_HANDLE_KEY", "PORTO_STEP_UP_KEY"):
+    for key in ("DJANGO_SECRET_KEY", "PORTO_HANDLE_KEY", "PORTO_STEP_UP_KEY", "PORTO_GENESIS_HASH"):
         assert key in refused.stderr
     assert "serving the console" not in refused.stdout
 

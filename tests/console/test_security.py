@@ -13,6 +13,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 from ledger_engine.adapters.signatures import key_from_seed
 from ledger_engine.domain.step_up import public_key_hex
 from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.genesis import genesis_hash
 from ledger_engine.layout import STATE
 from porto_console.console import safety
 from porto_console.console.commands import new_command_id
@@ -175,6 +176,18 @@ def test_outside_the_demo_the_step_up_key_must_be_the_one_the_ledger_trusts(ledg
     settings.STEP_UP_KEY = other.private_bytes_raw().hex()
     [problem] = safety.problems(ledger)
     assert public_key_hex(other) in problem and "approvals would all be refused" in problem
+
+
+def test_outside_the_demo_the_console_serves_only_a_ledger_from_the_genesis_it_trusts(ledger, settings, monkeypatch):
+    monkeypatch.setattr(safety, "is_demo", lambda ledger: False)
+    settings.SECRET_KEY, settings.HANDLE_KEY = "s" * 40, "h" * 40
+    assert safety.problems(ledger) == []  # the test settings trust the demo's genesis, which this ledger has
+    settings.GENESIS_HASH = "0" * 64
+    [problem] = safety.problems(ledger)
+    assert f"not the genesis this deployment trusts ({'0' * 64})" in problem
+    settings.GENESIS_HASH = None
+    [problem] = safety.problems(ledger)
+    assert problem.startswith("PORTO_GENESIS_HASH is not set") and genesis_hash(ledger.genesis()) in problem
 
 
 def test_the_labelled_demo_gets_ephemeral_keys(ledger, settings):

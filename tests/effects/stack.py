@@ -30,6 +30,7 @@ from ledger_engine.application.value_codec import decode_record
 from ledger_engine.errors import StorageFault
 from ledger_engine.domain.commands.money.batches import batch_key
 from ledger_engine.domain.commands.money.payments import payment_key
+from ledger_engine.genesis import genesis_hash
 from ledger_engine.layout import STATE
 from ledger_engine.storage.rocks import RocksStore
 from porto_console.effects.celery_app import QUEUE_FOR_KIND, make_app
@@ -51,11 +52,12 @@ TASK_FOR_KIND = {"payment.transfer": "porto.effects.payment", "batch.anchor": "p
 CLAIM_TTL_MS = 3_000
 WAIT_SECS = 90
 # The keys a deployed console must have (it refuses to serve without them); the step-up key is the one
-# ``step_up.genesis()`` trusts.
+# ``step_up.genesis()`` trusts, and the genesis the one the stack's ledger starts from.
 DEPLOYMENT_KEYS = {"DJANGO_SECRET_KEY": "porto-effects-test-secret-key-not-the-default",
                    "PORTO_HANDLE_KEY": "porto-effects-test-handle-key-of-its-own",
                    "PORTO_STEP_UP_KEY": step_up.PRIVATE_KEY_HEX,
-                   "RESTIC_PASSWORD": "porto-effects-test-backup-password"}
+                   "RESTIC_PASSWORD": "porto-effects-test-backup-password",
+                   "PORTO_GENESIS_HASH": genesis_hash(step_up.genesis())}
 
 
 def free_port() -> int:
