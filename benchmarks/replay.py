@@ -1,9 +1,11 @@
-"""Replay and verify: replay_export at 10^3, 10^4 and 10^5 commands, against group commit and in peak memory.
+"""Replay and verify at 10^3, 10^4 and 10^5 commands, against group commit and in peak memory.
 
 Each size's ledger is built by group commit (depth 256) from the registrations
-the group-commit benchmark submits, and that build's rate is the one replay is
-compared with, in the same run. Each replay runs in a child process and reports
-its own peak resident memory (``VmHWM``, the high-water mark of the memory the
+the group-commit benchmark submits, and that build's rate is the one replay and
+both verifications are compared with, in the same run: ``replay_export``, an
+auditor's ``verify_export`` of the export, and ``porto-ledger verify``'s
+``verify_directory`` of the stopped ledger (export, check, indexes and journal
+tree). Each runs in a child process, which reports its own peak resident memory (``VmHWM``, the high-water mark of the memory the
 process was exec'd into). Not the ``ru_maxrss`` of ``wait4``: Linux carries the
 forked copy of the parent's memory into it, so it measured the parent, whose
 size grows with the ledger it just built (docs/adr/0068).
@@ -45,28 +47,41 @@ def _measure(report: Report, path: Path, size: int) -> float:
     built = seconds(lambda: build_ledger(report, path / "source", envelopes))
     with RocksStore(path / "source", read_only=True) as store:
         exported = export_store(store, path / "export")
-    replayed, elapsed, peak_kib = replay_in_child(path / "export", path / "replayed")
-    report.check((replayed["sequence"], replayed["entry_hash"], replayed["logical_state_hash"])
-                 == (size, exported["last_entry_hash"], exported["logical_state_hash"]),
-                 f"the replay of {size:,} commands reached the export's head and state hash")
-    group_rate, replay_rate = size / built, size / elapsed
+    head = (size, exported["last_entry_hash"], exported["logical_state_hash"])
     prefix, label = f"n{size}_", f"{size:,} commands:"
+    group_rate = size / built
     report.metric(prefix + "group_commit_per_s", f"{label} group commit (depth 256), building the ledger",
                   group_rate, "commands/s")
-    report.metric(prefix + "replay_per_s", f"{label} replayed and verified", replay_rate, "commands/s")
-    report.metric(prefix + "ratio_to_group_commit", f"{label} replay / group commit", replay_rate / group_rate, "x")
+    replayed, elapsed, peak_kib = in_child("replay", path / "export", path / "replayed")
+    report.check((replayed["sequence"], replayed["entry_hash"], replayed["logical_state_hash"]) == head,
+                 f"the replay of {size:,} commands reached the export's head and state hash")
+    _against_group_commit(report, size, "replay", "replayed and verified", elapsed, group_rate)
     report.metric(prefix + "peak_rss_mib", f"{label} replay process peak RSS", peak_kib / 1024, "MiB")
-    report.target(f"{size:,} commands: replay >= {TARGET_RATIO} x group commit", replay_rate / group_rate,
-                  TARGET_RATIO, "x")
+    verified, elapsed, _ = in_child("verify-export", path / "export")
+    report.check((verified["sequence"], verified["last_entry_hash"], verified["logical_state_hash"]) == head,
+                 f"verify-export of {size:,} commands verified the export's head and state hash")
+    _against_group_commit(report, size, "verify_export", "the export verified (verify-export)", elapsed, group_rate)
+    checked, elapsed, _ = in_child("verify", path / "source")
+    report.check((checked["sequence"], checked["entry_hash"], checked["logical_state_hash"]) == head,
+                 f"verify of the stopped ledger of {size:,} commands verified its head and state hash")
+    _against_group_commit(report, size, "verify", "the stopped ledger verified (verify)", elapsed, group_rate)
     return peak_kib
 
 
-def replay_in_child(export: Path, target: Path) -> tuple[dict[str, Any], float, int]:
-    """Replay in a fresh process: its summary, the seconds replay_export took there, and its peak RSS in KiB."""
-    child = subprocess.run([sys.executable, "-m", "benchmarks.replay", str(export), str(target)],
+def _against_group_commit(report: Report, size: int, key: str, label: str, elapsed: float, group_rate: float) -> None:
+    rate = size / elapsed
+    report.metric(f"n{size}_{key}_per_s", f"{size:,} commands: {label}", rate, "commands/s")
+    report.metric(f"n{size}_{key}_ratio_to_group_commit", f"{size:,} commands: {key} / group commit",
+                  rate / group_rate, "x")
+    report.target(f"{size:,} commands: {key} >= {TARGET_RATIO} x group commit", rate / group_rate, TARGET_RATIO, "x")
+
+
+def in_child(verb: str, *paths: Path) -> tuple[dict[str, Any], float, int]:
+    """``verb`` in a fresh process: its result, the seconds it took there, and the child's peak RSS in KiB."""
+    child = subprocess.run([sys.executable, "-m", "benchmarks.replay", verb, *map(str, paths)],
                            stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": _root_path()})
     if child.returncode != 0:
-        raise RuntimeError(f"the replay child failed with status {child.returncode}")
+        raise RuntimeError(f"the {verb} child failed with status {child.returncode}")
     answer = orjson.loads(child.stdout)
     return answer["summary"], answer["seconds"], answer["peak_rss_kib"]
 
@@ -83,17 +98,20 @@ def _root_path() -> str:
     return os.pathsep.join(part for part in (root, os.environ.get("PYTHONPATH")) if part)
 
 
-def _replay_here(export: str, target: str) -> None:
-    """The child: imports first (the parent had them loaded before it timed group commit), then the replay."""
+def _here(verb: str, *paths: str) -> None:
+    """The child: imports first (the parent had them loaded before it timed group commit), then ``verb``."""
+    from ledger_engine.checkpoint.integrity import verify_directory
     from ledger_engine.checkpoint.replay import replay_export
+    from ledger_engine.checkpoint.verify import verify_export
     from ledger_engine.projections.maintenance import IndexMaintainer
 
     IndexMaintainer()  # loads every projection and command module
+    work = {"replay": replay_export, "verify-export": verify_export, "verify": verify_directory}[verb]
     summaries = []
-    elapsed = seconds(lambda: summaries.append(replay_export(export, target)))
+    elapsed = seconds(lambda: summaries.append(work(*paths)))
     sys.stdout.buffer.write(orjson.dumps({"summary": summaries[0], "seconds": elapsed,
                                           "peak_rss_kib": own_peak_rss_kib()}))
 
 
 if __name__ == "__main__":
-    _replay_here(*sys.argv[1:3])
+    _here(*sys.argv[1:])

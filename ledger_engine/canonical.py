@@ -8,9 +8,11 @@ pins that equality against the reference ``rfc8785`` package. Anything else
 the reference encoder, and floats are refused outright: money is integers.
 
 ``engine_bytes`` encodes what the engine built itself from parts already
-validated (index values, command results, the head): it skips the walk and
-lets orjson refuse unsafe integers; output that is not pure ASCII (so possibly
-a non-ASCII key) goes through ``canonical_bytes`` instead (docs/adr/0054).
+validated (index values, command results, the head), or a part of a document
+whose whole text ``canonical_bytes`` already checked (an export's lines): it
+skips the walk and lets orjson refuse unsafe integers; output that is not pure
+ASCII (so possibly a non-ASCII key) goes through ``canonical_bytes`` instead
+(docs/adr/0054).
 """
 
 from __future__ import annotations
@@ -95,7 +97,8 @@ def engine_bytes(value: Any) -> bytes:
     """``canonical_bytes`` of a value the engine built from validated parts, without the walk.
 
     Such a value holds no float (its numbers are counts and revisions; amounts
-    are strings), so only key order and integer range can differ from RFC 8785:
+    are strings; a part of a checked document was walked with it), so only key
+    order and integer range can differ from RFC 8785:
     ASCII output has ASCII keys, which orjson sorts as RFC 8785 does, and an
     unsafe integer (or any type orjson refuses) is left to ``canonical_bytes``
     to refuse with its stable code.

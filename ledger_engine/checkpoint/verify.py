@@ -22,7 +22,7 @@ import orjson
 
 from ledger_engine.application.journal import recompute_entry_hash
 from ledger_engine.application.value_codec import encode_record, encode_value
-from ledger_engine.canonical import DELTA_DOMAIN, STATE_DOMAIN, ZERO_HASH, canonical_bytes, sha256_hex
+from ledger_engine.canonical import DELTA_DOMAIN, STATE_DOMAIN, ZERO_HASH, canonical_bytes, engine_bytes, sha256_hex
 from ledger_engine.checkpoint.export import (
     DELTAS_FILE, EVENTS_FILE, EXPORT_FORMAT, EXPORT_FORMAT_VERSION, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE,
     ROWS_FILE, JournalTreeFold,
@@ -57,6 +57,7 @@ def file_digest(path: Path) -> tuple[str, int]:
 
 
 def _lines(path: Path, name: str) -> Iterator[tuple[str, bytes, Any]]:
+    """Each line parsed, once it is shown canonical: so every part of it is encoded with ``engine_bytes``."""
     with open(path, "rb") as handle:
         for number, line in enumerate(handle, start=1):
             item = f"{name}:{number}"
@@ -65,7 +66,11 @@ def _lines(path: Path, name: str) -> Iterator[tuple[str, bytes, Any]]:
                 value = orjson.loads(raw)
             except orjson.JSONDecodeError:
                 raise VerificationError(item, "not valid JSON") from None
-            if canonical_bytes(value) != raw:
+            try:
+                canonical = canonical_bytes(value)
+            except LedgerError as refused:  # a float, an unsafe integer, too deep: no stored value is
+                raise VerificationError(item, f"not canonical JSON: {refused.detail}") from None
+            if canonical != raw:
                 raise VerificationError(item, "not canonical JSON")
             yield item, raw, value
 
@@ -213,7 +218,7 @@ def _delta_at(line: tuple[str, bytes, Any] | None, sequence: int, name: str) -> 
 
 
 def _delta_hash(rows: list[dict[str, Any]]) -> str:
-    return sha256_hex(DELTA_DOMAIN.encode() + canonical_bytes(rows))
+    return sha256_hex(DELTA_DOMAIN.encode() + engine_bytes(rows))
 
 
 def _genesis_delta(genesis: dict[str, Any]) -> list[dict[str, Any]]:
@@ -230,7 +235,7 @@ def _require_tied(delta: tuple[str, list[dict[str, Any]]], entry: dict[str, Any]
     """
     delta_item, rows = delta
     expected_result = orjson.loads(encode_value({
-        "envelope_hash": envelope_hash(canonical_bytes(entry["envelope"])), "sequence": sequence,
+        "envelope_hash": envelope_hash(engine_bytes(entry["envelope"])), "sequence": sequence,
         "outcome": entry["outcome"], "result": entry["result"]}))
     results = [row for row in rows if row["column_family"] == COMMAND_RESULT]
     _require(len(results) == 1 and results[0]["key"] == entry["envelope"]["command_id"]
@@ -246,7 +251,7 @@ def _fold(delta: tuple[str, list[dict[str, Any]]], folded: DiskFold) -> None:
     for row in rows:
         address = (row["column_family"], row["key"])
         _require(address[0] != EVENTS or folded.get(address) is None, item, "rewrites an immutable event")
-        folded.set(address, None if row["value"] is None else hashlib.sha256(canonical_bytes(row["value"])).digest())
+        folded.set(address, None if row["value"] is None else hashlib.sha256(engine_bytes(row["value"])).digest())
 
 
 def _verify_state_rows(root: Path, metadata: dict[str, Any], folded: DiskFold) -> None:
@@ -259,7 +264,7 @@ def _verify_state_rows(root: Path, metadata: dict[str, Any], folded: DiskFold) -
         order = (row["column_family"].encode(), row["key"].encode())
         _require(previous is None or order > previous, item, "rows out of canonical order")
         _require(folded.get((row["column_family"], row["key"])) == hashlib.sha256(
-            canonical_bytes(row["value"])).digest(), item,
+            engine_bytes(row["value"])).digest(), item,
             f"{row['column_family']}/{row['key']} differs from the state the journal's deltas produce")
         digest.update(raw if previous is None else b"," + raw)
         previous = order
@@ -278,7 +283,7 @@ def _verify_events(root: Path, folded: DiskFold) -> None:
     for item, _, row in _lines(root / EVENTS_FILE, EVENTS_FILE):
         _require(isinstance(row, dict) and set(row) == {"key", "value"} and isinstance(row["key"], str)
                  and row["key"] > previous, item, "bad or out-of-order event")
-        _require(folded.get((EVENTS, row["key"])) == hashlib.sha256(canonical_bytes(row["value"])).digest(),
+        _require(folded.get((EVENTS, row["key"])) == hashlib.sha256(engine_bytes(row["value"])).digest(),
                  item, f"event {row['key']} differs from the events the journal's deltas produce")
         previous = row["key"]
         matched += 1

@@ -140,6 +140,23 @@ def test_an_edited_state_row_with_the_state_hash_recomputed_is_named(export):
     assert refused_item(export) == f"{ROWS_FILE}:{position + 1}"
 
 
+@pytest.mark.parametrize("spelling", [
+    lambda raw: raw.replace(b'"v":', b'"v": ', 1),  # not compact
+    lambda raw: raw.replace(b'"v":1}', b'"v":1.0}', 1),  # a float where an integer was
+    lambda raw: raw.replace(b'"v":1}', b'"v":9007199254740993}', 1),  # beyond the safe integers
+    lambda raw: b'{"value":' + raw[raw.index(b'"value":') + 8:-1] + b"," + raw[1:raw.index(b',"value":')] + b"}",
+], ids=["whitespace", "float", "unsafe-integer", "key-order"])
+def test_a_line_that_is_not_canonical_json_is_named_even_with_its_file_hash_fixed(export, spelling):
+    """Each line is checked whole once; its parts are then encoded without a second walk, so this is the check."""
+    lines = lines_of(export, ROWS_FILE)
+    position = next(number for number, line in enumerate(lines) if line.rstrip(b"\n").endswith(b'"v":1}}'))
+    raw = lines[position].rstrip(b"\n")
+    lines[position] = spelling(raw) + b"\n"
+    assert lines[position] != raw + b"\n" and orjson.loads(lines[position]) is not None
+    rewrite(export, ROWS_FILE, lines)
+    assert refused_item(export) == f"{ROWS_FILE}:{position + 1}"
+
+
 def test_a_different_genesis_is_named(export):
     genesis = orjson.loads((export / GENESIS_FILE).read_bytes())
     genesis["label"] += " (edited)"
