@@ -149,7 +149,7 @@ def require_trusted_genesis(found: str, trusted: str | None, item: str) -> None:
     """History from outside the ledger must start from the genesis the deployment trusts, when it names one.
 
     Every hash in an export or a backup is recomputed from its own genesis, and the
-    journal chain starts from 32 zero bytes (seed 000), not from the genesis. So
+    journal chain starts from 32 zero bytes (docs/spec/engine-and-journal.md §7), not from the genesis. So
     whoever can write one can write a whole self-consistent history from another
     genesis (one more finance actor, say) with the real journal entries, head and
     journal tree root. Only a genesis hash kept apart from the data tells them apart.

@@ -22,6 +22,7 @@ from django.core.wsgi import get_wsgi_application
 
 from ledger_engine.demo import demo_genesis
 from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.genesis import genesis_hash
 from porto_console.console import safety
 from porto_console.console.services import demo, staff_changes
 from porto_console.effects import backups
@@ -36,8 +37,13 @@ def launch(*, host: str, port: int, out: TextIO = sys.stdout) -> int:
     settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
     settings.LEDGER_DATA_DIR.parent.mkdir(parents=True, exist_ok=True)
     try:
-        ledger = open_owner(genesis=demo_genesis())
+        ledger = open_owner(genesis=_genesis_to_create())
     except LedgerError as error:
+        if error.code == ErrorCode.LEDGER_NOT_FOUND:
+            print(f"cannot start: {error.detail}, and PORTO_GENESIS_HASH names a genesis other than the demo's: "
+                  "initialise the ledger from that genesis (porto-ledger init --genesis FILE) or recover it "
+                  "(manage.py recover).", file=sys.stderr)
+            return EXIT_UNSAFE
         if error.code != ErrorCode.LEDGER_ALREADY_OWNED:
             raise
         print(f"cannot start: {error.detail}. Stop the other console first, or set DATA_DIR "
@@ -77,6 +83,12 @@ def launch(*, host: str, port: int, out: TextIO = sys.stdout) -> int:
 
 def _stop(signum, frame) -> None:
     raise KeyboardInterrupt
+
+
+def _genesis_to_create() -> dict | None:
+    """The demo's genesis, for an absent or empty data directory, unless the deployment pins another one."""
+    demo = demo_genesis()
+    return demo if settings.GENESIS_HASH in (None, genesis_hash(demo)) else None
 
 
 def _print_users(issued: list[demo.DemoSignIn], out: TextIO) -> None:

@@ -72,19 +72,31 @@ def _step_up_problems(ledger: LedgerOwner) -> list[str]:
 
 
 def _genesis_problems(ledger: LedgerOwner) -> list[str]:
-    ours = genesis_hash(ledger.genesis())
     if settings.GENESIS_HASH is None:
         return [f"PORTO_GENESIS_HASH is not set: recovery could not tell this ledger's history from a "
-                f"self-consistent one from another genesis. This ledger's genesis hash is {ours}; set it once "
-                "you have checked it against the reviewed genesis document"]
-    if settings.GENESIS_HASH != ours:
+                f"self-consistent one from another genesis. This ledger's genesis hash is "
+                f"{genesis_hash(ledger.genesis())}; set it once you have checked it against the reviewed genesis "
+                "document"]
+    return _untrusted_genesis(ledger)
+
+
+def _untrusted_genesis(ledger: LedgerOwner) -> list[str]:
+    ours = genesis_hash(ledger.genesis())
+    if settings.GENESIS_HASH is not None and settings.GENESIS_HASH != ours:
         return [f"this data directory holds a ledger from genesis {ours}, not the genesis this deployment "
                 f"trusts ({settings.GENESIS_HASH})"]
     return []
 
 
 def prepare(ledger: LedgerOwner) -> list[str]:
-    """Make the console safe to serve this ledger, or raise ``UnsafeConfiguration``; returns what it set up."""
+    """Make the console safe to serve this ledger, or raise ``UnsafeConfiguration``; returns what it set up.
+
+    A pinned genesis is checked first, the demo's too: a genesis's label is data, so whoever writes the
+    data directory can call any ledger the demo.
+    """
+    untrusted = _untrusted_genesis(ledger)
+    if untrusted:
+        raise UnsafeConfiguration(untrusted)
     if is_demo(ledger):
         return use_demo_keys()
     found = problems(ledger)

@@ -16,6 +16,7 @@ import json
 import httpx
 import pytest
 
+from ledger_engine.genesis import default_genesis, genesis_hash
 from porto_console.settings import DEMO_BACKUP_PASSWORD
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,6 +136,17 @@ def test_outside_the_demo_the_console_refuses_to_start_with_default_keys(tmp_pat
     for key in ("DJANGO_SECRET_KEY", "PORTO_HANDLE_KEY", "PORTO_STEP_UP_KEY", "PORTO_GENESIS_HASH"):
         assert key in refused.stderr
     assert "serving the console" not in refused.stdout
+
+
+def test_a_deployment_pinned_to_its_own_genesis_never_makes_a_demo_ledger_of_an_empty_directory(tmp_path):
+    """An emptied data directory must not come back as the demo (whose label would otherwise pass for safe)."""
+    pinned = genesis_hash(default_genesis())
+    refused = subprocess.run([sys.executable, str(LAUNCHER)],
+                             env=launcher_env(tmp_path, free_port(), PORTO_GENESIS_HASH=pinned),
+                             capture_output=True, text=True, timeout=STARTUP_GUARD_S)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "cannot start: no ledger at" in refused.stderr and "names a genesis other than the demo's" in refused.stderr
+    assert not (tmp_path / "ledger").exists() or not any((tmp_path / "ledger").iterdir())
 
 
 def test_a_restart_keeps_every_demo_sign_in_and_prints_no_password(console):
