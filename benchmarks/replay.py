@@ -5,8 +5,9 @@ the group-commit benchmark submits, and that build's rate is the one replay and
 both verifications are compared with, in the same run: ``replay_export``, an
 auditor's ``verify_export`` of the export, and ``porto-ledger verify``'s
 ``verify_directory`` of the stopped ledger (export, check, indexes and journal
-tree). Each runs in a child process, which reports its own peak resident memory (``VmHWM``, the high-water mark of the memory the
-process was exec'd into). Not the ``ru_maxrss`` of ``wait4``: Linux carries the
+tree). Each runs in a child process, which reports its own peak resident
+memory (``VmHWM``, the high-water mark of the memory the process was exec'd
+into). Not the ``ru_maxrss`` of ``wait4``: Linux carries the
 forked copy of the parent's memory into it, so it measured the parent, whose
 size grows with the ledger it just built (docs/adr/0068).
 """

@@ -154,8 +154,7 @@ def _prepare_restored(staging: Path, manifest: dict[str, Any], exported: dict[st
     _require_restored_is_exported(staging, restored, manifest, exported)
     return {"sequence": restored["sequence"], "entry_hash": restored["last_entry_hash"],
             "logical_state_hash": restored["logical_state_hash"], "genesis_hash": restored["genesis_hash"],
-            "dispatch_enabled": False,
-            "writer_generation": generation}
+            "dispatch_enabled": False, "writer_generation": generation}
 
 
 def _verified_database(store: RocksStore) -> dict[str, Any]:

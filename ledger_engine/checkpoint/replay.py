@@ -56,7 +56,8 @@ CHUNK = 64
 
 
 def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
-                  checkpoint_dir: str | os.PathLike | None = None, trusted_genesis: str | None = None) -> dict[str, Any]:
+                  checkpoint_dir: str | os.PathLike | None = None,
+                  trusted_genesis: str | None = None) -> dict[str, Any]:
     """Rebuild ``export_dir``'s ledger from its genesis, or from an earlier verified checkpoint of it.
 
     With ``trusted_genesis`` that genesis must be the one the deployment trusts (``require_trusted_genesis``).

@@ -148,11 +148,11 @@ def verify_genesis(root: Path, metadata: dict[str, Any], trusted_genesis: str | 
 def require_trusted_genesis(found: str, trusted: str | None, item: str) -> None:
     """History from outside the ledger must start from the genesis the deployment trusts, when it names one.
 
-    Every hash in an export or a backup is recomputed from its own genesis, and the
-    journal chain starts from 32 zero bytes (docs/spec/engine-and-journal.md §7), not from the genesis. So
-    whoever can write one can write a whole self-consistent history from another
-    genesis (one more finance actor, say) with the real journal entries, head and
-    journal tree root. Only a genesis hash kept apart from the data tells them apart.
+    Every hash in an export or a backup is recomputed from its own genesis, and the journal
+    chain starts from 32 zero bytes (docs/spec/engine-and-journal.md §7), not from the
+    genesis. So whoever can write one can write a whole self-consistent history from another
+    genesis (one more finance actor, say) with the real journal entries, head and journal
+    tree root. Only a genesis hash kept apart from the data tells them apart.
     """
     if trusted is not None and found != trusted:
         raise VerificationError(item, f"starts from genesis {found}, not from the genesis this deployment trusts "

@@ -3,7 +3,8 @@ the genesis the deployment trusts, when it names one (``--genesis-hash``, ``PORT
 
 The forgery: the real genesis with one more finance actor, and the same commands after it. Every hash in it
 is recomputed from its own genesis, so it verifies on its own terms, and its journal entries, head and journal
-tree root are the real ledger's: the chain starts from 32 zero bytes (docs/spec/engine-and-journal.md §7), not from the genesis.
+tree root are the real ledger's: the chain starts from 32 zero bytes (docs/spec/engine-and-journal.md §7),
+not from the genesis.
 """
 
 from __future__ import annotations
