@@ -12,7 +12,9 @@ sibling scratch directory whose first write disables dispatch and raises the
 writer generation, verifies it (everything ``verify`` checks, and that it
 exports exactly as the backup's export), and only then renames it into place.
 A killed restore leaves no ledger at the target, or a verified one with
-dispatch off.
+dispatch off. Before it copies anything it replays the backup's history
+through the rules (docs/adr/0076): hashes show a history is whole, not that
+the rules made it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.export import export_store
 from ledger_engine.checkpoint.integrity import verify_store_exporting
 from ledger_engine.checkpoint.publish import publish_built
+from ledger_engine.checkpoint.replay import reexecute_export
 from ledger_engine.checkpoint.verify import VerificationError, file_digest, verify_export
 from ledger_engine.errors import LedgerError
 from ledger_engine.layout import META
@@ -136,6 +139,7 @@ def restore(source: str | os.PathLike, data_dir: str | os.PathLike, *,
     manifest, exported = _verified_backup(source, trusted_genesis)
 
     def build(staging: Path) -> dict[str, Any]:
+        reexecute_export(Path(source) / "export", scratch_parent=staging)
         shutil.copytree(Path(source) / "db", staging, dirs_exist_ok=True)
         return _prepare_restored(staging, manifest, exported)
 

@@ -21,6 +21,8 @@ verified, so a killed replay leaves no ledger at the target, or a verified one.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Iterable
@@ -68,6 +70,23 @@ def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
     genesis = verify_genesis(root, metadata, trusted_genesis)
     return publish_built(data_dir, lambda staging: _rebuild(root, staging, metadata, genesis, checkpoint_dir),
                          verb="replay", doing="replaying")
+
+
+def reexecute_export(export_dir: str | os.PathLike, *, scratch_parent: str | os.PathLike) -> dict[str, Any]:
+    """Prove the rules made ``export_dir``'s history: replay it in a scratch ledger under ``scratch_parent``.
+
+    Hashes prove only that a history is whole; whoever writes one can recompute them after adding an
+    entry the rules would refuse. The scratch ledger is removed whatever the outcome.
+    """
+    root = Path(export_dir)
+    metadata = read_metadata(root)
+    verify_file_hashes(root, metadata)
+    genesis = verify_genesis(root, metadata)
+    scratch = Path(tempfile.mkdtemp(prefix=".reexecuting-", dir=scratch_parent))
+    try:
+        return _rebuild(root, scratch, metadata, genesis, None)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _rebuild(root: Path, staging: Path, metadata: dict[str, Any], genesis: dict[str, Any],

@@ -3,14 +3,22 @@
 Approval is four eyes (another finance user than the preparer). Everything
 in tests/effects that needs approved payments comes through
 ``approve_run``, so a change to how a run is approved is made here only.
+Their ledgers hold test-only commands, so ``porto_ledger`` runs the command
+line with those commands registered: restoring one replays its history.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from ledger_engine.layout import STATE
 from tests.money_allocation.world import MoneyWorld, fixture_commands
+from tests.support.fixture_commands import with_fixture_commands
 from tests.money_payouts.world import RECIPIENTS, PayoutWorld
 
 
@@ -40,3 +48,12 @@ def approved_payments(stack: Any, envelopes: Any, *, runs: int = 1,
         for actor, roles in workers:
             stack.provision_worker(owner, envelopes, actor, roles)
         return [row["data"] for _, row in owner.scan(STATE, "payment/", limit=10_000)]
+
+
+def porto_ledger(*arguments: str) -> dict[str, Any]:
+    """``porto-ledger`` on a ledger these tests made: its last line, once it succeeded."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "ledger_engine.cli", *arguments], capture_output=True, text=True,
+                          env=with_fixture_commands(dict(os.environ), root))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -30,7 +27,7 @@ from porto_console.effects.payment_session import PaymentWorker, attempt_id
 from porto_console.effects.signer import Signer
 from porto_console.effects.simulated_chain import Fault
 from tests.effects.conftest import PAYER_KEY, USDC
-from tests.effects.approval import approved_payments
+from tests.effects.approval import approved_payments, porto_ledger
 from tests.effects.stack import CLAIM_TTL_MS, PAYMENTS_WORKER, WORKER_ROLES, Stack, wait_until
 
 pytestmark = [pytest.mark.slow_kill, pytest.mark.worker, pytest.mark.fault_case]
@@ -299,9 +296,3 @@ def resume_after_reconcile(stack: Stack, chain) -> None:
     stack.start_worker("payments-1")
     stack.start_beat("payments-1")
     assert_paid_exactly_once(chain, stack)
-
-
-def porto_ledger(*arguments: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "ledger_engine.cli", *arguments], capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -32,12 +32,13 @@ from ledger_engine.application.owner import read_head
 from ledger_engine.checkpoint.offsite import referenced_evidence_of_ledger
 from ledger_engine.storage.rocks import RocksStore
 from porto_console.effects.signer import Signer
-from tests.effects.approval import approved_payments
+from tests.effects.approval import approved_payments, porto_ledger
 from tests.effects.chain_process import ChainProcess
 from tests.effects.conftest import CAMPAIGNS, CHAIN_ID, PAYER_KEY, USDC
 from tests.effects.redis_server import RedisServer
 from tests.effects.stack import PAYMENTS_WORKER, ROOT, WORKER_ROLES, Stack, wait_until
 from tests.effects.test_campaign import Processes, paid_on_chain, settled
+from tests.support.fixture_commands import with_fixture_commands
 
 pytestmark = [pytest.mark.slow]
 
@@ -218,13 +219,8 @@ def lose_everything(processes: Processes) -> None:
 def manage_recover(stack: DrillStack, last_head: int) -> dict[str, Any]:
     worker = {name: value for name, value in stack.worker_env("payments-1").items() if name != "DATABASE_URL"}
     env = {**worker, **stack.env()}  # the console's settings and a payment worker's environment
+    env = with_fixture_commands(env, ROOT)  # recovery replays the drill's history, made with test-only commands
     done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "recover", "--last-sequence", str(last_head),
                            "--wait-secs", "30"], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def porto_ledger(*arguments: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "ledger_engine.cli", *arguments], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])

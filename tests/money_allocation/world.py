@@ -2,30 +2,24 @@
 
 Periods and closed listener-days belong to the streaming domain. Tests make
 them through ``TestStreamingRecords``, a test-only command registered by
-``fixture_commands()`` and removed afterwards, never by writing to RocksDB.
-``TestForgeRecord`` overwrites one money record and ``TestPayoutGate`` runs
-the payout block check, so tests can break conservation and watch payouts stop.
+``fixture_commands()`` (``tests/support/fixture_commands.py``) and removed
+afterwards, never by writing to RocksDB.
 """
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
-from ledger_engine.domain import registry
-from ledger_engine.domain.schema.streaming import listener_day_key, node_key, period_key
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
-from ledger_engine.domain.invariants import require_payouts_unblocked
-from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.projections.money_queries import allocation_plan
 from tests.conftest import GENESIS_ADMIN, EnvelopeFactory
 from tests.support import payloads, step_up
+from tests.support.fixture_commands import fixture_commands  # noqa: F401  (tests import it from here)
 from tests.support.store import changed_keys, owner_dump, rejection_footprint
 
 INGEST = "ingest-1"
@@ -47,106 +41,6 @@ DAY_ONE_WORKS = {"work-1": 60_000, "work-2": 30_000, "work-3": 10_000}
 DAY_ONE_NODES = {"node-1": ("operator-x", 700), "node-2": ("operator-y", 300)}
 DAY_ONE_LINES = [f"l-{n}" for n in range(8)]
 NODES = {"node-1": "operator-x", "node-2": "operator-y", "node-3": "operator-x"}
-
-
-class FixtureWork(Payload):
-    work_id: Identifier
-    rights_version: Count
-    listened_ms: Count
-
-
-class FixtureNode(Payload):
-    node_id: Identifier
-    operator_id: Identifier
-    served_bytes: Count
-
-
-class FixturePeriod(Payload):
-    period_id: Identifier
-    account_id: Identifier
-    start_ms: Count
-    end_ms: Count
-    days: Count
-    entitlement: Literal["active", "cancelled"] = "active"
-    clearance: Literal["pending", "cleared", "refunded"] = "cleared"
-    provider: Identifier = "test-pay"
-    provider_period_id: Identifier | None = None  # pp-<period_id>
-    gross_gbp: str = "1199"
-    net_gbp: str = "999"
-
-
-class FixtureDay(Payload):
-    listener_id: Identifier
-    day: Count
-    period_id: Identifier
-    status: Literal["open", "closed"] = "closed"
-    hold_free: bool = True
-    works: list[FixtureWork] = []
-    nodes: list[FixtureNode] = []
-
-
-class FixtureNodeRecord(Payload):
-    node_id: Identifier
-    operator_id: Identifier
-
-
-class StreamingRecordsPayload(Payload):
-    periods: list[FixturePeriod] = []
-    days: list[FixtureDay] = []
-    nodes: list[FixtureNodeRecord] = []
-
-
-def streaming_records(ctx: RuleContext, p: StreamingRecordsPayload) -> dict:
-    for period in p.periods:
-        ctx.changes.put_state(period_key(period.period_id), {
-            **period.model_dump(mode="json"), "provider_period_id": period.provider_period_id or f"pp-{period.period_id}",
-            "events": []})
-    for node in p.nodes:
-        ctx.changes.put_state(node_key(node.node_id), {**node.model_dump(mode="json"), "status": "active",
-                                                       "endpoint": f"https://{node.node_id}.example.org:443"})
-    for day in p.days:
-        ctx.changes.put_state(listener_day_key(day.listener_id, day.day),
-                              {**day.model_dump(mode="json"), "closed_at_ms": ctx.now_ms, "sessions": [],
-                               "eligible_ms": sum(work.listened_ms for work in day.works)})
-    return {}
-
-
-class ForgeRecordPayload(Payload):
-    record_key: str
-    changes: dict[str, Any]
-
-
-def forge_record(ctx: RuleContext, p: ForgeRecordPayload) -> dict:
-    record = ctx.changes.get("state", p.record_key)
-    ctx.changes.put_state(p.record_key, {**record.data, **p.changes})
-    return {}
-
-
-class PayoutGatePayload(Payload):
-    note: str = ""
-
-
-def payout_gate(ctx: RuleContext, p: PayoutGatePayload) -> dict:
-    require_payouts_unblocked(ctx.changes)
-    return {}
-
-
-FIXTURES = {
-    "TestStreamingRecords": (StreamingRecordsPayload, streaming_records),
-    "TestForgeRecord": (ForgeRecordPayload, forge_record),
-    "TestPayoutGate": (PayoutGatePayload, payout_gate),
-}
-
-
-@contextlib.contextmanager
-def fixture_commands() -> Iterator[None]:
-    for name, (payload, rule) in FIXTURES.items():
-        command(name, payload=payload, roles={"admin"})(rule)
-    try:
-        yield
-    finally:
-        for name in FIXTURES:
-            registry._REGISTRY.pop(name)
 
 
 class MoneyWorld:
