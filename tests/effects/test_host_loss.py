@@ -220,7 +220,10 @@ def manage_recover(stack: DrillStack, last_head: int) -> dict[str, Any]:
     worker = {name: value for name, value in stack.worker_env("payments-1").items() if name != "DATABASE_URL"}
     env = {**worker, **stack.env()}  # the console's settings and a payment worker's environment
     env = with_fixture_commands(env, ROOT)  # recovery replays the drill's history, made with test-only commands
+    # The chain's clock was moved past the held transactions' expiry, but the ledger records an expiry only once its
+    # own clock is past it too, up to a TTL after the last signature: recovery waits that long for reconcile to settle.
+    wait_secs = TRANSACTION_TTL_SECS + 60
     done = subprocess.run([sys.executable, str(ROOT / "manage.py"), "recover", "--last-sequence", str(last_head),
-                           "--wait-secs", "30"], cwd=ROOT, env=env, capture_output=True, text=True)
+                           "--wait-secs", str(wait_secs)], cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
