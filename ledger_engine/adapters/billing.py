@@ -74,7 +74,7 @@ class BillingAdapter:
         return self.gateway.execute_once(derived_command_id("ApplyBillingObservation", provider, event.id), lambda: {
             "command_type": "ApplyBillingObservation", "actor_id": self.actor_id, "evidence": [digest],
             "payload": self._payload(provider, event, digest),
-        })
+        }, minted=("period_id",) if KINDS[event.type] == "period_opened" else ())
 
     def _payload(self, provider: str, event: ProviderEvent, digest: str) -> dict:
         kind = KINDS[event.type]

@@ -172,14 +172,25 @@ class CommandGateway:
         return self.submit(self.envelope(command_type, payload, actor_id=actor_id, command_id=command_id or new_id(),
                                          expected=expected, evidence=evidence))
 
-    def execute_once(self, command_id: str, request: Callable[[], dict[str, Any]]) -> CommandOutcome:
-        """For a command ID derived from its input: a redelivered input submits the stored envelope as it is.
+    def execute_once(self, command_id: str, request: Callable[[], dict[str, Any]], *,
+                     minted: Iterable[str] = ()) -> CommandOutcome:
+        """For a command ID derived from its input: a redelivered input gets the first delivery's command.
 
-        ``request`` (called only the first time) returns ``execute``'s keyword arguments; it may
-        generate IDs, which the stored envelope then keeps.
+        ``request`` returns ``execute``'s keyword arguments. The payload keys named in ``minted`` hold
+        what the first delivery generated or brought (an ID), which the stored envelope keeps. A stored
+        envelope the ledger has not journalled is submitted only for the same input: the same command
+        type, actor, evidence and payload apart from ``minted``, else ``COMMAND_ID_CONFLICT``. The
+        envelope store is a file tree that a recovery restores from a backup, and it must not be able
+        to put words in an actor's mouth.
         """
         stored = self.envelopes.load(command_id)
-        return self.submit(stored) if stored is not None else self.execute(command_id=command_id, **request())
+        if stored is None:
+            return self.execute(command_id=command_id, **request())
+        recorded = self.ledger.resolve(command_id)
+        if recorded is not None:
+            return recorded
+        _require_same_input(stored, request(), frozenset(minted))
+        return self.submit(stored)
 
     def existing(self, family: str, record_key: str, what: str) -> Record:
         """A record an input refers to; when it is missing the input is refused before admission."""
@@ -199,3 +210,18 @@ def _build(command_id: str, request: dict[str, Any], **admission: Any) -> dict[s
     return build_envelope(request["command_type"], request["payload"], command_id=command_id,
                           actor_id=request["actor_id"], expected_revisions=request["expected_revisions"],
                           evidence_hashes=request["evidence_hashes"], **admission)
+
+
+def _require_same_input(stored: dict[str, Any], request: dict[str, Any], minted: frozenset[str]) -> None:
+    rebuilt = build_envelope(request["command_type"], request["payload"], command_id=stored["command_id"],
+                             actor_id=request["actor_id"], admitted_at_ms=stored["admitted_at_ms"],
+                             evidence_hashes=request.get("evidence", ()))
+
+    def identity(envelope: dict[str, Any]) -> tuple:
+        payload = envelope["payload"]
+        return (envelope["command_type"], envelope["actor_id"], envelope["evidence_hashes"], sorted(payload),
+                {key: value for key, value in payload.items() if key not in minted})
+
+    if identity(rebuilt) != identity(stored):
+        raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
+                          f"command {stored['command_id']} was stored for another input")

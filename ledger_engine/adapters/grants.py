@@ -62,4 +62,4 @@ class GrantAdapter:
         payload = {"grant_id": grant_id, "request_id": request_id, "nonce_hash": presented}
         return self.gateway.execute_once(derived_command_id("ConsumeGrant", grant_id), lambda: {
             "command_type": "ConsumeGrant", "payload": payload, "actor_id": self.actor_id,
-        })
+        }, minted=("request_id",))

@@ -7,20 +7,24 @@ from concurrent.futures import ThreadPoolExecutor
 import orjson
 import pytest
 
-from ledger_engine.adapters.billing import BillingAdapter
+from ledger_engine.adapters.billing import BillingAdapter, ProviderEvent
 from ledger_engine.adapters.files import create_durably
 from ledger_engine.adapters.gateway import CommandGateway, derived_command_id
 from ledger_engine.adapters.grants import GrantAdapter
 from ledger_engine.adapters.node_evidence import NodeEvidenceAdapter
 from ledger_engine.adapters.nodes import NodeAdapter
 from ledger_engine.adapters.signatures import (
-    BILLING_EVENT, KEY_ROTATION, NODE_ADMISSION, PEER_RESULT, RECEIPT, key_from_seed, public_key_hex, sign,
+    BILLING_EVENT, KEY_ROTATION, NODE_ADMISSION, PEER_RESULT, RECEIPT, SignedDocument, key_from_seed,
+    public_key_hex, sign,
 )
+from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.domain.schema import streaming as schema
+from ledger_engine.domain.schema.staff import account_key
 from ledger_engine.domain.commands.streaming.nodes import HealthObservation
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.layout import STATE
 from tests.streaming.conftest import ADMIN, COORDINATOR, DAY, INGEST, node_key_for
 
 PROVIDER_KEY = key_from_seed("test-provider:test-pay")
@@ -273,6 +277,66 @@ def test_an_event_for_an_unknown_period_waits_without_being_journalled(world, ga
                              amounts={"currency": "GBP", "gross": "1199", "net": "999"})
     assert _billing(gateway).observe("test-pay", opened.body, opened.signature).accepted
     assert _billing(gateway).observe("test-pay", cleared.body, cleared.signature).accepted
+
+
+def _plant(gateway, command_type, payload, *, actor_id, command_id, evidence=()):
+    """An envelope written straight into the envelope store, as a restored backup's admission tree could hold it."""
+    planted = build_envelope(command_type, payload, command_id=command_id, actor_id=actor_id,
+                             admitted_at_ms=gateway.now_ms(), evidence_hashes=evidence)
+    gateway.envelopes.store(planted)
+    return planted
+
+
+def _honest_payload(billing, signed):
+    """The payload and evidence digest the billing adapter builds for ``signed``, built but not submitted."""
+    document = SignedDocument(BILLING_EVENT, signed.body, signed.signature)
+    digest = billing.gateway.evidence.put(document.evidence_bytes())
+    return billing._payload("test-pay", document.parse(ProviderEvent), digest), digest
+
+
+def test_an_envelope_planted_under_a_webhooks_command_id_is_refused_not_submitted(world, gateway):
+    opened = _provider_event("pay-1", "period.opened", amounts={"currency": "GBP", "gross": "1199", "net": "999"})
+    _plant(gateway, "RegisterAccount", {**_registration("mallory"), "kind": "staff", "roles": ["finance"]},
+           actor_id=ADMIN, command_id=derived_command_id("ApplyBillingObservation", "test-pay", "pay-1"))
+    head = world.owner.head()
+    _refused(ErrorCode.COMMAND_ID_CONFLICT, _billing(gateway).observe, "test-pay", opened.body, opened.signature)
+    assert world.owner.head() == head and world.owner.get(STATE, account_key("mallory")) is None
+
+
+def test_a_planted_envelope_naming_the_events_evidence_for_another_account_is_refused(world, gateway):
+    opened = _provider_event("pay-1", "period.opened", amounts={"currency": "GBP", "gross": "1199", "net": "999"})
+    honest = _billing(gateway)
+    payload, digest = _honest_payload(honest, opened)
+    _plant(gateway, "ApplyBillingObservation", {**payload, "account_id": "listener-1"}, actor_id=INGEST,
+           command_id=derived_command_id("ApplyBillingObservation", "test-pay", "pay-1"), evidence=[digest])
+    head = world.owner.head()
+    _refused(ErrorCode.COMMAND_ID_CONFLICT, honest.observe, "test-pay", opened.body, opened.signature)
+    assert world.owner.head() == head
+
+
+def test_a_stored_envelope_never_submitted_is_submitted_with_the_ids_it_minted(world, gateway):
+    opened = _provider_event("pay-1", "period.opened", amounts={"currency": "GBP", "gross": "1199", "net": "999"})
+    billing = _billing(gateway)
+    payload, digest = _honest_payload(billing, opened)
+    first = gateway.envelope("ApplyBillingObservation", payload,
+                             actor_id=INGEST, command_id=derived_command_id("ApplyBillingObservation", "test-pay",
+                                                                           "pay-1"), evidence=[digest])
+    outcome = billing.observe("test-pay", opened.body, opened.signature)  # the delivery whose first try died
+    assert outcome.accepted and not outcome.duplicate
+    assert outcome.result["data"]["period_id"] == first["payload"]["period_id"]
+    assert world.owner.journal_entry(outcome.sequence)["envelope"] == first
+
+
+def test_a_planted_envelope_under_a_grants_command_id_is_refused(world, gateway):
+    grants = GrantAdapter(gateway, actor_id=COORDINATOR)
+    issued, token = grants.issue(session_id=world.session(), node_id="node-1", rendition_id="work-1-aac",
+                                 chunk_index=0, ttl_ms=60_000)
+    assert issued.accepted
+    _plant(gateway, "RegisterAccount", {**_registration("mallory"), "kind": "staff", "roles": ["finance"]},
+           actor_id=ADMIN, command_id=derived_command_id("ConsumeGrant", token["grant_id"]))
+    head = world.owner.head()
+    _refused(ErrorCode.COMMAND_ID_CONFLICT, grants.consume, token["grant_id"], token["nonce"], "req-1")
+    assert world.owner.head() == head and world.owner.get(STATE, account_key("mallory")) is None
 
 
 def test_a_provider_event_must_carry_its_providers_signature(world, gateway):
