@@ -23,6 +23,7 @@ from ledger_engine.application.journal import GENESIS_HEAD, Head, encoded_delta
 from ledger_engine.application.journal_tree import stored_root
 from ledger_engine.application.observers import GroupListener
 from ledger_engine.application.pending import PendingBatch
+from ledger_engine.application.private_rows import require_private_key
 from ledger_engine.application.value_codec import decode_record, encode_record, encode_value
 from ledger_engine.application.transition import HEAD_KEY, CommandOutcome, stored_outcome
 from ledger_engine.domain.view import Record
@@ -230,7 +231,8 @@ class LedgerOwner:
 
     def put_private(self, key: str, value: dict[str, Any]) -> None:
         """Private auxiliary data (identity mappings): outside the logical state and its digest."""
-        self.at_boundary(lambda store: store.write([(PRIVATE_AUX, key.encode(), encode_value(value))]))
+        row = (PRIVATE_AUX, require_private_key(key).encode(), encode_value(value))
+        self.at_boundary(lambda store: store.write([row]))
 
     def set_dispatch(self, enabled: bool, reason: str) -> None:
         """Resuming dispatch promotes this owner to carry out effects: the writer generation rises with it."""

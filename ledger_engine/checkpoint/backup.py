@@ -8,13 +8,13 @@ manifest is the recovery record: head, state digest and the operational
 writer generation of the ledger it came from.
 
 A restore is all or nothing (docs/adr/0013): it builds the ledger in a
-sibling scratch directory whose first write disables dispatch and raises the
-writer generation, verifies it (everything ``verify`` checks, and that it
-exports exactly as the backup's export), and only then renames it into place.
-A killed restore leaves no ledger at the target, or a verified one with
-dispatch off. Before it copies anything it replays the backup's history
-through the rules (docs/adr/0076): hashes show a history is whole, not that
-the rules made it.
+sibling scratch directory, verifies it (everything ``verify`` checks, and that
+it exports exactly as the backup's export), and only then renames it into
+place. A killed restore leaves no ledger at the target, or a verified one with
+dispatch off. The ledger it builds is the backup's history re-executed through
+the rules (docs/adr/0076, 0077): hashes show a history is whole, not that the
+rules made it. Of the backed-up database it keeps only the private rows; its
+first own write adds them, disables dispatch and raises the writer generation.
 """
 
 from __future__ import annotations
@@ -31,15 +31,16 @@ from ledger_engine.adapters.files import replace_durably
 from ledger_engine.application.owner import (
     DISPATCH_KEY, WRITER_KEY, LedgerOwner, read_head, read_writer_generation, writer_record,
 )
+from ledger_engine.application.private_rows import require_private_row
 from ledger_engine.application.value_codec import encode_value
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.export import export_store
 from ledger_engine.checkpoint.integrity import verify_store_exporting
 from ledger_engine.checkpoint.publish import publish_built
-from ledger_engine.checkpoint.replay import reexecute_export
+from ledger_engine.checkpoint.replay import rebuild_export
 from ledger_engine.checkpoint.verify import VerificationError, file_digest, verify_export
 from ledger_engine.errors import LedgerError
-from ledger_engine.layout import META
+from ledger_engine.layout import META, PRIVATE_AUX
 from ledger_engine.storage.rocks import RocksStore
 
 BACKUP_FORMAT = "porto-london-backup/1"
@@ -135,25 +136,46 @@ def _require_manifest_matches(manifest: dict[str, Any], metadata: dict[str, Any]
 
 def restore(source: str | os.PathLike, data_dir: str | os.PathLike, *,
             trusted_genesis: str | None = None) -> dict[str, Any]:
-    """Restore a verified backup into an absent or empty ``data_dir``, all or nothing, dispatch disabled."""
+    """Restore a verified backup into an absent or empty ``data_dir``, all or nothing, dispatch disabled.
+
+    The ledger published is the one the rules rebuild from the backup's export, never the backed-up
+    database's files (docs/adr/0077); of those only the private auxiliary rows are kept, which no export holds.
+    """
     manifest, exported = _verified_backup(source, trusted_genesis)
 
     def build(staging: Path) -> dict[str, Any]:
-        reexecute_export(Path(source) / "export", scratch_parent=staging)
-        shutil.copytree(Path(source) / "db", staging, dirs_exist_ok=True)
-        return _prepare_restored(staging, manifest, exported)
+        rebuild_export(Path(source) / "export", staging, trusted_genesis=trusted_genesis)
+        private = _private_rows(Path(source) / "db", staging / ".backed-up-db")
+        return _prepare_restored(staging, manifest, exported, private)
 
     return publish_built(data_dir, build, verb="restore", doing="restoring")
 
 
-def _prepare_restored(staging: Path, manifest: dict[str, Any], exported: dict[str, Any]) -> dict[str, Any]:
-    """First write: dispatch off and the next writer generation, in one batch; then verify against the backup."""
+def _private_rows(backed_up: Path, scratch: Path) -> list[tuple[bytes, bytes]]:
+    """The backed-up database's private rows, read from a scratch copy, since opening a database writes into it."""
+    try:
+        shutil.copytree(backed_up, scratch)
+        with RocksStore(scratch, read_only=True) as store:
+            rows = list(store.scan(PRIVATE_AUX))
+        for key, raw in rows:
+            require_private_row(key, raw)
+    except LedgerError as error:
+        raise VerificationError("db", f"the backed-up database's private rows do not verify: {error.detail}") from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return rows
+
+
+def _prepare_restored(staging: Path, manifest: dict[str, Any], exported: dict[str, Any],
+                      private: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+    """One batch: dispatch off, the next writer generation and the private rows; then verify against the backup."""
     with RocksStore(staging) as store:
         head = read_head(store)
         generation = max(read_writer_generation(store), manifest.get("writer_generation", 0)) + 1
         reason = f"restored from backup at sequence {head.sequence}; reconcile before resuming"
         store.write([(META, DISPATCH_KEY, encode_value({"enabled": False, "reason": reason})),
-                     (META, WRITER_KEY, writer_record(generation, f"restored from backup at sequence {head.sequence}"))])
+                     (META, WRITER_KEY, writer_record(generation, f"restored from backup at sequence {head.sequence}")),
+                     *((PRIVATE_AUX, key, raw) for key, raw in private)])
         restored = _verified_database(store)
     _require_restored_is_exported(staging, restored, manifest, exported)
     return {"sequence": restored["sequence"], "entry_hash": restored["last_entry_hash"],

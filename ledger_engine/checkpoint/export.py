@@ -130,7 +130,15 @@ def state_row_lines(store: RocksStore, digest: StateDigest) -> Iterable[bytes]:
 
 
 def journal_lines(store: RocksStore, fold: JournalTreeFold) -> Iterable[bytes]:
-    for _, value in store.scan(JOURNAL):
+    """Entries 1..n in key order; an entry under any key but its number's is damaged storage.
+
+    The owner finds the head and every entry by its number, so a ledger whose entries verify in order
+    under other keys would verify here and then fail to open, or answer for the wrong entry.
+    """
+    for number, (key, value) in enumerate(store.scan(JOURNAL), start=1):
+        if key != seq20(number).encode():
+            raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{JOURNAL}/{key.decode(errors='replace')} is where "
+                                                          f"entry {number} belongs, under {seq20(number)}")
         fold.add(orjson.loads(value)["entry_hash"])
         yield value
 

@@ -21,8 +21,6 @@ verified, so a killed replay leaves no ledger at the target, or a verified one.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Iterable
@@ -64,29 +62,23 @@ def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
 
     With ``trusted_genesis`` that genesis must be the one the deployment trusts (``require_trusted_genesis``).
     """
-    root = Path(export_dir)
-    metadata = read_metadata(root)
-    verify_file_hashes(root, metadata)
-    genesis = verify_genesis(root, metadata, trusted_genesis)
-    return publish_built(data_dir, lambda staging: _rebuild(root, staging, metadata, genesis, checkpoint_dir),
+    return publish_built(data_dir, lambda staging: rebuild_export(export_dir, staging, checkpoint_dir=checkpoint_dir,
+                                                                  trusted_genesis=trusted_genesis),
                          verb="replay", doing="replaying")
 
 
-def reexecute_export(export_dir: str | os.PathLike, *, scratch_parent: str | os.PathLike) -> dict[str, Any]:
-    """Prove the rules made ``export_dir``'s history: replay it in a scratch ledger under ``scratch_parent``.
+def rebuild_export(export_dir: str | os.PathLike, staging: Path, *, checkpoint_dir: str | os.PathLike | None = None,
+                   trusted_genesis: str | None = None) -> dict[str, Any]:
+    """Rebuild ``export_dir``'s ledger in ``staging``, a directory its caller publishes or throws away.
 
     Hashes prove only that a history is whole; whoever writes one can recompute them after adding an
-    entry the rules would refuse. The scratch ledger is removed whatever the outcome.
+    entry the rules would refuse. Re-executing it proves the rules made it.
     """
     root = Path(export_dir)
     metadata = read_metadata(root)
     verify_file_hashes(root, metadata)
-    genesis = verify_genesis(root, metadata)
-    scratch = Path(tempfile.mkdtemp(prefix=".reexecuting-", dir=scratch_parent))
-    try:
-        return _rebuild(root, scratch, metadata, genesis, None)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    genesis = verify_genesis(root, metadata, trusted_genesis)
+    return _rebuild(root, staging, metadata, genesis, checkpoint_dir)
 
 
 def _rebuild(root: Path, staging: Path, metadata: dict[str, Any], genesis: dict[str, Any],

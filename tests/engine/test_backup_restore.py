@@ -13,13 +13,15 @@ import pytest
 
 from ledger_engine.application.journal_tree import STORED_FROM_LEVEL, node_key, node_value
 from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.application.value_codec import encode_value
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.backup import MANIFEST, _hash_tree, backup_owner, verify_backup
 from ledger_engine.checkpoint.export import JOURNAL_FILE, ROWS_FILE
+from ledger_engine.checkpoint.integrity import VERIFIED_FILE
 from ledger_engine.checkpoint.offsite import stage_backup
 from ledger_engine.demo import demo_genesis
 from ledger_engine.keys import seq20
-from ledger_engine.layout import EVENTS, INDEXES, JOURNAL, META
+from ledger_engine.layout import EVENTS, INDEXES, JOURNAL, META, PRIVATE_AUX
 from ledger_engine.storage.rocks import OWNER_FILE, WITNESS_FILE, RocksStore
 from tests.support import cli
 
@@ -173,15 +175,56 @@ def forge_backup_database(backup: Path, forge: Callable[[RocksStore], bytes]) ->
 
 
 @pytest.mark.parametrize("case", FORGERIES, ids=list(FORGERIES))
-def test_restore_refuses_a_database_that_is_not_the_exported_history(backup_copy, tmp_path, case):
+def test_a_database_forged_beside_an_intact_export_is_never_published(demo_ledger, backup_copy, tmp_path, case):
+    """The restored ledger is the export re-executed: the backed-up database's rows never reach it."""
     family, forge = FORGERIES[case]
     key = forge_backup_database(backup_copy, forge)
     cli.succeeded(cli.porto_ledger("verify-export", backup_copy / "export"))  # the export beside it is intact
 
     restored = tmp_path / "restored"
+    cli.succeeded(cli.porto_ledger("restore", backup_copy, data=restored))
+    with RocksStore(restored, read_only=True) as ours, RocksStore(demo_ledger.data, read_only=True) as original:
+        assert ours.get(family, key) == original.get(family, key) is not None, f"{family}/{key.decode()} forged"
+    cli.succeeded(cli.porto_ledger("verify", data=restored))
+
+
+def _add_to_backup_database(backup: Path, ops: list, files: dict[str, bytes]) -> None:
+    db = backup / "db"
+    with RocksStore(db) as store:
+        store.write(ops)
+    for leftover in (WITNESS_FILE, OWNER_FILE):
+        (db / leftover).unlink(missing_ok=True)
+    for name, content in files.items():
+        (db / name).write_bytes(content)
+    manifest = orjson.loads((backup / MANIFEST).read_bytes())
+    manifest["db_files"] = _hash_tree(db)
+    (backup / MANIFEST).write_bytes(canonical_bytes(manifest) + b"\n")
+
+
+def test_only_the_private_rows_of_the_backed_up_database_are_kept(backup_copy, tmp_path):
+    identity = (PRIVATE_AUX, b"identity/listener-1", encode_value({"email_digest": "ab" * 32}))
+    _add_to_backup_database(backup_copy, [identity, (META, b"dispatch-override", encode_value({"enabled": True}))], {
+        WITNESS_FILE: b"porto-witness/1 00000000000000000001 00000000\n",
+        VERIFIED_FILE: canonical_bytes({"sequence": 10**9, "ok": True}),
+    })
+    restored = tmp_path / "restored"
+    cli.succeeded(cli.porto_ledger("restore", backup_copy, data=restored))
+    assert not (restored / VERIFIED_FILE).exists(), "a verification record the restore did not make"
+    with RocksStore(restored, read_only=True) as store:
+        assert store.get(PRIVATE_AUX, identity[1]) == identity[2]
+        assert store.get(META, b"dispatch-override") is None
+    cli.succeeded(cli.porto_ledger("verify", data=restored))
+
+
+@pytest.mark.parametrize("row", [
+    (b"dispatch/enabled", encode_value({"enabled": True})),
+    (b"identity/listener-1", b'{"email":"a@b"}'),
+], ids=["unknown kind", "not a stored value"])
+def test_a_private_row_of_no_known_shape_refuses_the_restore(backup_copy, tmp_path, row):
+    _add_to_backup_database(backup_copy, [(PRIVATE_AUX, *row)], {})
+    restored = tmp_path / "restored"
     run = cli.porto_ledger("restore", backup_copy, data=restored)
-    assert run.status == 1, f"restore published a ledger whose {family}/{key.decode()} is not the exported one"
-    assert (run.last["code"], run.last["item"]) == ("VERIFICATION_FAILED", "db"), run.last
+    assert (run.status, run.last["code"], run.last["item"]) == (1, "VERIFICATION_FAILED", "db"), run.lines
     assert not restored.exists() or not any(restored.iterdir())
 
 
@@ -247,3 +290,15 @@ def test_a_live_backup_taken_while_commands_arrive_restores_and_catches_up(demo_
 
     cli.submit(restored, demo_ledger.stream)
     assert cli.head(restored) == demo_ledger.head
+
+
+def test_a_journal_entry_moved_to_another_key_is_named_by_verify_and_refused_by_backup(stopped_ledger, tmp_path):
+    """Entries that verify in order under keys the owner never reads: the ledger would not open, or would
+    answer for the wrong entry."""
+    with RocksStore(stopped_ledger) as store:
+        last_key, last = list(store.scan(JOURNAL))[-1]
+        store.write([(JOURNAL, last_key, None), (JOURNAL, last_key + b"~", last)])
+    for run in (cli.porto_ledger("verify", data=stopped_ledger),
+                cli.porto_ledger("backup", tmp_path / "backup", data=stopped_ledger)):
+        assert run.status != 0 and run.last.get("code") == "STORAGE_CORRUPT", run.lines
+        assert f"{last_key.decode()}~ is where" in run.last["detail"]

@@ -10,14 +10,21 @@ Only running the product's rules again tells it apart.
 from __future__ import annotations
 
 import dataclasses
+import os
+import shutil
 from pathlib import Path
+
+import orjson
 
 import pytest
 
 from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.checkpoint import backup as backup_module
 from ledger_engine.checkpoint.backup import backup_owner
 from ledger_engine.checkpoint.export import export_store
+from ledger_engine.checkpoint.export import JOURNAL_FILE
 from ledger_engine.checkpoint.offsite import stage_backup
+from ledger_engine.checkpoint.verify import VerificationError
 from ledger_engine.domain import registry
 from ledger_engine.domain.commands.accounts import put_account
 from ledger_engine.domain.schema.staff import account_key
@@ -93,3 +100,37 @@ def test_recover_refuses_a_staged_backup_its_rules_did_not_make(forged, tmp_path
 def test_replay_refuses_it_at_the_same_line(forged, tmp_path):
     refused_at_the_forged_line(cli.porto_ledger("replay", forged / "export", "--genesis-hash", TRUSTED,
                                                 data=tmp_path / "replayed"))
+
+
+def _honest_twin(forged: Path, root: Path) -> Path:
+    """The export of the same envelopes under the product's rules: mallory an ingest worker only."""
+    envelopes = [orjson.loads(line)["envelope"] for line in (forged / "export" / JOURNAL_FILE).read_bytes().splitlines()]
+    with LedgerOwner.open(root / "ledger", genesis=default_genesis()) as owner:
+        assert all(owner.submit(envelope).accepted for envelope in envelopes)
+        owner.with_checkpoint(lambda store: export_store(store, root / "export"))
+    return root / "export"
+
+
+def test_a_backup_whose_export_is_swapped_for_an_honest_one_while_it_replays_is_refused(forged, tmp_path,
+                                                                                        monkeypatch):
+    """A writer who can change the backup during the restore shows the rules an honest history, then puts the
+    forged one back: the ledger published is the one replayed, and it must export as the export first verified."""
+    backup = tmp_path / "backup"
+    shutil.copytree(forged / "backup", backup)
+    honest = _honest_twin(forged, tmp_path / "twin")
+    replaying = backup_module.rebuild_export
+
+    def while_swapped(export_dir, staging, **options):
+        os.rename(export_dir, tmp_path / "forged-export")
+        shutil.copytree(honest, export_dir)
+        try:
+            return replaying(export_dir, staging, **options)
+        finally:
+            shutil.rmtree(export_dir)
+            os.rename(tmp_path / "forged-export", export_dir)
+
+    monkeypatch.setattr(backup_module, "rebuild_export", while_swapped)
+    with pytest.raises(VerificationError) as refused:
+        backup_module.restore(backup, tmp_path / "restored", trusted_genesis=TRUSTED)
+    assert "does not match the backup manifest" in str(refused.value)
+    assert not (tmp_path / "restored").exists()
