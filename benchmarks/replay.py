@@ -1,12 +1,12 @@
-"""Replay and verify at 10^3, 10^4 and 10^5 commands, against group commit and in peak memory.
+"""Replay, verify and restore at 10^3, 10^4 and 10^5 commands, against group commit and in peak memory.
 
 Each size's ledger is built by group commit (depth 256) from the registrations
-the group-commit benchmark submits, and that build's rate is the one replay and
-both verifications are compared with, in the same run: ``replay_export``, an
-auditor's ``verify_export`` of the export, and ``porto-ledger verify``'s
-``verify_directory`` of the stopped ledger (export, check, indexes and journal
-tree). Each runs in a child process, which reports its own peak resident
-memory (``VmHWM``, the high-water mark of the memory the process was exec'd
+the group-commit benchmark submits, and that build's rate is the one replay,
+both verifications and restore are compared with, in the same run:
+``replay_export``, an auditor's ``verify_export`` of the export,
+``porto-ledger verify``'s ``verify_directory`` of the stopped ledger (export,
+check, indexes and journal tree), and ``restore`` of a backup of it. Each runs
+in a child process, which reports its own peak resident memory (``VmHWM``, the high-water mark of the memory the process was exec'd
 into). Not the ``ru_maxrss`` of ``wait4``: Linux carries the
 forked copy of the parent's memory into it, so it measured the parent, whose
 size grows with the ledger it just built (docs/adr/0068).
@@ -25,6 +25,7 @@ import orjson
 from benchmarks.measure import seconds
 from benchmarks.report import Report
 from benchmarks.workload import build_ledger, registrations
+from ledger_engine.checkpoint.backup import backup
 from ledger_engine.checkpoint.export import export_store
 from ledger_engine.storage.rocks import RocksStore
 
@@ -66,7 +67,21 @@ def _measure(report: Report, path: Path, size: int) -> float:
     report.check((checked["sequence"], checked["entry_hash"], checked["logical_state_hash"]) == head,
                  f"verify of the stopped ledger of {size:,} commands verified its head and state hash")
     _against_group_commit(report, size, "verify", "the stopped ledger verified (verify)", elapsed, group_rate)
+    _measure_restore(report, path, size, head, group_rate)
     return peak_kib
+
+
+def _measure_restore(report: Report, path: Path, size: int, head: tuple, group_rate: float) -> None:
+    """A restore rebuilds the ledger from the backup's export and verifies it (ADR 0077): about a replay."""
+    with RocksStore(path / "source") as store:
+        backup(store.checkpoint, path / "source", path / "backup")
+    restored, elapsed, _ = in_child("restore", path / "backup", path / "restored")
+    report.check((restored["sequence"], restored["entry_hash"], restored["logical_state_hash"]) == head,
+                 f"the restore of {size:,} commands reached the backup's head and state hash")
+    rate = size / elapsed
+    report.metric(f"n{size}_restore_per_s", f"{size:,} commands: restored (porto-ledger restore)", rate, "commands/s")
+    report.metric(f"n{size}_restore_ratio_to_group_commit", f"{size:,} commands: restore / group commit",
+                  rate / group_rate, "x")
 
 
 def _against_group_commit(report: Report, size: int, key: str, label: str, elapsed: float, group_rate: float) -> None:
@@ -101,13 +116,15 @@ def _root_path() -> str:
 
 def _here(verb: str, *paths: str) -> None:
     """The child: imports first (the parent had them loaded before it timed group commit), then ``verb``."""
+    from ledger_engine.checkpoint.backup import restore
     from ledger_engine.checkpoint.integrity import verify_directory
     from ledger_engine.checkpoint.replay import replay_export
     from ledger_engine.checkpoint.verify import verify_export
     from ledger_engine.projections.maintenance import IndexMaintainer
 
     IndexMaintainer()  # loads every projection and command module
-    work = {"replay": replay_export, "verify-export": verify_export, "verify": verify_directory}[verb]
+    work = {"replay": replay_export, "verify-export": verify_export, "verify": verify_directory,
+            "restore": restore}[verb]
     summaries = []
     elapsed = seconds(lambda: summaries.append(work(*paths)))
     sys.stdout.buffer.write(orjson.dumps({"summary": summaries[0], "seconds": elapsed,
