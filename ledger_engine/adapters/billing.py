@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ledger_engine.adapters.gateway import CommandGateway, derived_command_id, new_id
+from ledger_engine.adapters.gateway import CommandGateway, derived_command_id
 from ledger_engine.adapters.signatures import BILLING_EVENT, SignedDocument
 from ledger_engine.amounts import Amount
 from ledger_engine.application.transition import CommandOutcome
@@ -74,7 +74,7 @@ class BillingAdapter:
         return self.gateway.execute_once(derived_command_id("ApplyBillingObservation", provider, event.id), lambda: {
             "command_type": "ApplyBillingObservation", "actor_id": self.actor_id, "evidence": [digest],
             "payload": self._payload(provider, event, digest),
-        }, minted=("period_id",) if KINDS[event.type] == "period_opened" else ())
+        })
 
     def _payload(self, provider: str, event: ProviderEvent, digest: str) -> dict:
         kind = KINDS[event.type]
@@ -87,7 +87,9 @@ class BillingAdapter:
             raise LedgerError(ErrorCode.INVALID_PAYLOAD, "an opened period states its amounts")
         terms = {"start_ms": event.period.start_ms, "end_ms": event.period.end_ms,
                  "gross_gbp": str(event.amounts.gross), "net_gbp": str(event.amounts.net)}
-        return {**payload, "period_id": new_id(), "terms": terms}
+        # Fixed by the provider's period, like the command ID: a redelivery builds the very same command.
+        period_id = derived_command_id("BillingPeriod", provider, event.period.id)
+        return {**payload, "period_id": period_id, "terms": terms}
 
     def _known_period(self, provider: str, provider_period_id: str) -> str:
         """The period an event advances; unknown yet means retry later, so nothing is admitted."""

@@ -43,6 +43,9 @@ MAX_READMISSIONS = 8
 # Envelopes built here and not yet submitted, with the command admitted from them. An envelope that
 # leaves this memory (a burst of builds never submitted) is simply admitted again by the ledger.
 MAX_REMEMBERED_ADMISSIONS = 1024
+# How far ahead of this process's clock a stored envelope's admission time may lie: clocks of a
+# recovered host's processes differ by less. Further ahead, it would move the ledger's clock with it.
+MAX_STORED_AHEAD_MS = 60_000
 
 
 class Ledger(Protocol):
@@ -102,7 +105,15 @@ class CommandGateway:
                        ruleset_version=stored["ruleset_version"])
         if canonical_bytes(again) != canonical_bytes(stored):
             raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT, f"command {command_id} was stored for another request")
+        self._require_not_ahead(stored)
         return stored
+
+    def _require_not_ahead(self, stored: dict[str, Any]) -> None:
+        """A stored envelope admitted later than this clock allows was not admitted here (docs/adr/0078)."""
+        latest = self.now_ms() + MAX_STORED_AHEAD_MS
+        if stored["admitted_at_ms"] > latest:
+            raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
+                              f"command {stored['command_id']} was stored with an admission time after {latest}")
 
     def submit(self, envelope: dict[str, Any]) -> CommandOutcome:
         """The ledger's outcome for ``envelope``: recorded already (a lost response), or now.
@@ -177,11 +188,11 @@ class CommandGateway:
         """For a command ID derived from its input: a redelivered input gets the first delivery's command.
 
         ``request`` returns ``execute``'s keyword arguments. The payload keys named in ``minted`` hold
-        what the first delivery generated or brought (an ID), which the stored envelope keeps. A stored
-        envelope the ledger has not journalled is submitted only for the same input: the same command
-        type, actor, evidence and payload apart from ``minted``, else ``COMMAND_ID_CONFLICT``. The
-        envelope store is a file tree that a recovery restores from a backup, and it must not be able
-        to put words in an actor's mouth.
+        what the first delivery brought (a caller's request ID), which the stored envelope keeps. A
+        stored envelope the ledger has not journalled is submitted only for the same input: the same
+        envelope apart from ``minted`` and its admission time, which must not lie ahead of this clock;
+        else ``COMMAND_ID_CONFLICT``. The envelope store is a file tree that a recovery restores from a
+        backup, and it must not be able to put words in an actor's mouth, or move the ledger's clock.
         """
         stored = self.envelopes.load(command_id)
         if stored is None:
@@ -190,6 +201,7 @@ class CommandGateway:
         if recorded is not None:
             return recorded
         _require_same_input(stored, request(), frozenset(minted))
+        self._require_not_ahead(stored)
         return self.submit(stored)
 
     def existing(self, family: str, record_key: str, what: str) -> Record:
@@ -215,12 +227,11 @@ def _build(command_id: str, request: dict[str, Any], **admission: Any) -> dict[s
 def _require_same_input(stored: dict[str, Any], request: dict[str, Any], minted: frozenset[str]) -> None:
     rebuilt = build_envelope(request["command_type"], request["payload"], command_id=stored["command_id"],
                              actor_id=request["actor_id"], admitted_at_ms=stored["admitted_at_ms"],
-                             evidence_hashes=request.get("evidence", ()))
+                             expected_revisions=request.get("expected", ()), evidence_hashes=request.get("evidence", ()))
 
-    def identity(envelope: dict[str, Any]) -> tuple:
+    def identity(envelope: dict[str, Any]) -> dict[str, Any]:
         payload = envelope["payload"]
-        return (envelope["command_type"], envelope["actor_id"], envelope["evidence_hashes"], sorted(payload),
-                {key: value for key, value in payload.items() if key not in minted})
+        return {**envelope, "payload": {key: None if key in minted else value for key, value in payload.items()}}
 
     if identity(rebuilt) != identity(stored):
         raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,

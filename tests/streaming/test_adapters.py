@@ -279,10 +279,10 @@ def test_an_event_for_an_unknown_period_waits_without_being_journalled(world, ga
     assert _billing(gateway).observe("test-pay", cleared.body, cleared.signature).accepted
 
 
-def _plant(gateway, command_type, payload, *, actor_id, command_id, evidence=()):
+def _plant(gateway, command_type, payload, *, actor_id, command_id, evidence=(), expected=()):
     """An envelope written straight into the envelope store, as a restored backup's admission tree could hold it."""
     planted = build_envelope(command_type, payload, command_id=command_id, actor_id=actor_id,
-                             admitted_at_ms=gateway.now_ms(), evidence_hashes=evidence)
+                             admitted_at_ms=gateway.now_ms(), evidence_hashes=evidence, expected_revisions=expected)
     gateway.envelopes.store(planted)
     return planted
 
@@ -303,28 +303,63 @@ def test_an_envelope_planted_under_a_webhooks_command_id_is_refused_not_submitte
     assert world.owner.head() == head and world.owner.get(STATE, account_key("mallory")) is None
 
 
-def test_a_planted_envelope_naming_the_events_evidence_for_another_account_is_refused(world, gateway):
+@pytest.mark.parametrize("change", [{"account_id": "listener-1"}, {"period_id": "period-of-someone-else"}],
+                         ids=["another account", "another period"])
+def test_a_planted_envelope_naming_the_events_evidence_for_other_terms_is_refused(world, gateway, change):
     opened = _provider_event("pay-1", "period.opened", amounts={"currency": "GBP", "gross": "1199", "net": "999"})
     honest = _billing(gateway)
     payload, digest = _honest_payload(honest, opened)
-    _plant(gateway, "ApplyBillingObservation", {**payload, "account_id": "listener-1"}, actor_id=INGEST,
+    _plant(gateway, "ApplyBillingObservation", {**payload, **change}, actor_id=INGEST,
            command_id=derived_command_id("ApplyBillingObservation", "test-pay", "pay-1"), evidence=[digest])
     head = world.owner.head()
     _refused(ErrorCode.COMMAND_ID_CONFLICT, honest.observe, "test-pay", opened.body, opened.signature)
     assert world.owner.head() == head
 
 
-def test_a_stored_envelope_never_submitted_is_submitted_with_the_ids_it_minted(world, gateway):
+def test_a_stored_envelope_never_submitted_is_submitted_as_it_was_stored(world, gateway):
     opened = _provider_event("pay-1", "period.opened", amounts={"currency": "GBP", "gross": "1199", "net": "999"})
     billing = _billing(gateway)
     payload, digest = _honest_payload(billing, opened)
     first = gateway.envelope("ApplyBillingObservation", payload,
                              actor_id=INGEST, command_id=derived_command_id("ApplyBillingObservation", "test-pay",
                                                                            "pay-1"), evidence=[digest])
+    world.now += 60_000
     outcome = billing.observe("test-pay", opened.body, opened.signature)  # the delivery whose first try died
     assert outcome.accepted and not outcome.duplicate
-    assert outcome.result["data"]["period_id"] == first["payload"]["period_id"]
     assert world.owner.journal_entry(outcome.sequence)["envelope"] == first
+
+
+def test_a_planted_envelope_admitted_in_the_future_cannot_move_the_ledgers_clock(world, gateway):
+    """Everything in a grant's consumption but the nonce is public, and the nonce is not in the envelope."""
+    grants = GrantAdapter(gateway, actor_id=COORDINATOR)
+    issued, token = grants.issue(session_id=world.session(), node_id="node-1", rendition_id="work-1-aac",
+                                 chunk_index=0, ttl_ms=60_000)
+    grant = world.state(schema.grant_key(token["grant_id"]))
+    command_id = derived_command_id("ConsumeGrant", token["grant_id"])
+    planted = build_envelope("ConsumeGrant", {"grant_id": token["grant_id"], "request_id": "req-1",
+                                              "nonce_hash": grant["nonce_hash"]}, command_id=command_id,
+                             actor_id=COORDINATOR, admitted_at_ms=gateway.now_ms() + 10 * 365 * DAY_MS)
+    gateway.envelopes.store(planted)
+    head, floor = world.owner.head(), world.owner.admission_floor_ms()
+    _refused(ErrorCode.COMMAND_ID_CONFLICT, grants.consume, token["grant_id"], token["nonce"], "req-1")
+    _refused(ErrorCode.COMMAND_ID_CONFLICT, gateway.envelope, "ConsumeGrant", planted["payload"],
+             actor_id=COORDINATOR, command_id=command_id)
+    assert (world.owner.head(), world.owner.admission_floor_ms()) == (head, floor)
+
+
+def test_a_planted_envelope_expecting_another_revision_cannot_burn_a_rotation(world, gateway):
+    rotation = {"node_id": "node-1", "version": 2, "public_key": public_key_hex(node_key_for("node-1", 2)),
+                "valid_from_ms": world.now + 60_000}
+    signed = sign(node_key_for("node-1", 1), KEY_ROTATION, rotation)
+    digest = gateway.evidence.put(SignedDocument(KEY_ROTATION, signed.body, signed.signature).evidence_bytes())
+    node = world.owner.get(STATE, schema.node_key("node-1"))
+    _plant(gateway, "RotateNodeKey", {**rotation, "reason": "scheduled", "evidence_digest": digest},
+           actor_id=INGEST, command_id=derived_command_id("RotateNodeKey", digest), evidence=[digest],
+           expected=[{"cf": STATE, "key": schema.node_key("node-1"), "revision": node.revision + 7}])
+    head = world.owner.head()
+    _refused(ErrorCode.COMMAND_ID_CONFLICT, NodeAdapter(gateway, actor_id=INGEST).rotate_key, signed.body,
+             signed.signature)
+    assert world.owner.head() == head
 
 
 def test_a_planted_envelope_under_a_grants_command_id_is_refused(world, gateway):
