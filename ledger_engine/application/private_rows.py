@@ -1,4 +1,4 @@
-"""Private auxiliary rows: identity mappings and provider secret references (seed 000's ``private_aux``).
+"""Private auxiliary rows (``private_aux``): identity mappings and provider secret references.
 
 They lie outside the logical state and its digest and are never needed to reproduce a transition, so
 no export holds them and no hash covers them. What may be stored there is therefore fixed by shape:

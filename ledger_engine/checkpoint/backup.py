@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -38,7 +40,7 @@ from ledger_engine.checkpoint.export import export_store
 from ledger_engine.checkpoint.integrity import verify_store_exporting
 from ledger_engine.checkpoint.publish import publish_built
 from ledger_engine.checkpoint.replay import rebuild_export
-from ledger_engine.checkpoint.verify import VerificationError, file_digest, verify_export
+from ledger_engine.checkpoint.verify import VerificationError, hash_tree, verify_export
 from ledger_engine.errors import LedgerError
 from ledger_engine.layout import META, PRIVATE_AUX
 from ledger_engine.storage.rocks import RocksStore
@@ -69,7 +71,7 @@ def backup(take_checkpoint: Callable[[Path], None], data_dir: Path, destination:
         "logical_state_hash": metadata["logical_state_hash"],
         "journal_tree": metadata["journal_tree"],
         "writer_generation": generation,
-        "db_files": _hash_tree(dest / "db"),
+        "db_files": hash_tree(dest / "db"),
     }
     # The export is read back and verified once, before the manifest that makes the backup count exists.
     _require_manifest_matches(manifest, verify_export(dest / "export"))
@@ -113,7 +115,10 @@ def _verified_backup(source: str | os.PathLike,
         raise VerificationError(MANIFEST, "missing or unreadable: not a completed backup") from None
     if manifest.get("format") != BACKUP_FORMAT:
         raise VerificationError(MANIFEST, "unknown backup format")
-    actual = _hash_tree(src / "db")
+    generation = manifest.get("writer_generation", 0)
+    if type(generation) is not int or not 0 <= generation < 2**63:
+        raise VerificationError(MANIFEST, "the writer generation is not a count")
+    actual = hash_tree(src / "db")
     for name, expected in manifest["db_files"].items():
         if actual.get(name) != expected:
             raise VerificationError(f"db/{name}", "file hash does not match the manifest")
@@ -139,43 +144,54 @@ def restore(source: str | os.PathLike, data_dir: str | os.PathLike, *,
     """Restore a verified backup into an absent or empty ``data_dir``, all or nothing, dispatch disabled.
 
     The ledger published is the one the rules rebuild from the backup's export, never the backed-up
-    database's files (docs/adr/0077); of those only the private auxiliary rows are kept, which no export holds.
+    database's files (docs/adr/0077); of those only the private rows, which no export holds, and the
+    writer generation are kept.
     """
     manifest, exported = _verified_backup(source, trusted_genesis)
 
     def build(staging: Path) -> dict[str, Any]:
         rebuild_export(Path(source) / "export", staging, trusted_genesis=trusted_genesis)
-        private = _private_rows(Path(source) / "db", staging / ".backed-up-db")
-        return _prepare_restored(staging, manifest, exported, private)
+        backed_up = _backed_up_extras(Path(source) / "db", staging.parent)
+        return _prepare_restored(staging, manifest, exported, backed_up)
 
     return publish_built(data_dir, build, verb="restore", doing="restoring")
 
 
-def _private_rows(backed_up: Path, scratch: Path) -> list[tuple[bytes, bytes]]:
-    """The backed-up database's private rows, read from a scratch copy, since opening a database writes into it."""
+@dataclass(frozen=True)
+class BackedUp:
+    """What a restore keeps of the backed-up database: what no export holds."""
+
+    private_rows: list[tuple[bytes, bytes]]
+    writer_generation: int
+
+
+def _backed_up_extras(backed_up: Path, scratch_parent: Path) -> BackedUp:
+    """Read from a scratch copy beside the staging ledger, since opening a database writes into it."""
     try:
-        shutil.copytree(backed_up, scratch)
-        with RocksStore(scratch, read_only=True) as store:
-            rows = list(store.scan(PRIVATE_AUX))
+        with tempfile.TemporaryDirectory(prefix=".backed-up-db-", dir=scratch_parent) as scratch:
+            copy = Path(scratch) / "db"
+            shutil.copytree(backed_up, copy, symlinks=True)
+            with RocksStore(copy, read_only=True) as store:
+                rows = list(store.scan(PRIVATE_AUX))
+                generation = read_writer_generation(store)
         for key, raw in rows:
             require_private_row(key, raw)
     except LedgerError as error:
         raise VerificationError("db", f"the backed-up database's private rows do not verify: {error.detail}") from None
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return rows
+    return BackedUp(rows, generation)
 
 
 def _prepare_restored(staging: Path, manifest: dict[str, Any], exported: dict[str, Any],
-                      private: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+                      backed_up: BackedUp) -> dict[str, Any]:
     """One batch: dispatch off, the next writer generation and the private rows; then verify against the backup."""
     with RocksStore(staging) as store:
         head = read_head(store)
-        generation = max(read_writer_generation(store), manifest.get("writer_generation", 0)) + 1
+        generation = max(read_writer_generation(store), backed_up.writer_generation,
+                         manifest.get("writer_generation", 0)) + 1
         reason = f"restored from backup at sequence {head.sequence}; reconcile before resuming"
         store.write([(META, DISPATCH_KEY, encode_value({"enabled": False, "reason": reason})),
                      (META, WRITER_KEY, writer_record(generation, f"restored from backup at sequence {head.sequence}")),
-                     *((PRIVATE_AUX, key, raw) for key, raw in private)])
+                     *((PRIVATE_AUX, key, raw) for key, raw in backed_up.private_rows)])
         restored = _verified_database(store)
     _require_restored_is_exported(staging, restored, manifest, exported)
     return {"sequence": restored["sequence"], "entry_hash": restored["last_entry_hash"],
@@ -204,12 +220,3 @@ def _require_restored_is_exported(staging: Path, restored: dict[str, Any], manif
         raise VerificationError(str(staging), "restored ledger does not match the backup manifest")
     if restored["files"] != exported["files"]:
         raise VerificationError(str(staging), "restored ledger does not export as the backup's export")
-
-
-def _hash_tree(root: Path) -> dict[str, dict[str, Any]]:
-    files = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_file():
-            digest, size = file_digest(path)
-            files[path.relative_to(root).as_posix()] = {"sha256": digest, "bytes": size}
-    return files

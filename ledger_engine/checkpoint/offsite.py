@@ -36,9 +36,9 @@ from ledger_engine.adapters.files import replace_durably
 from ledger_engine.application.value_codec import decode_record
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.backup import MANIFEST, backup, restore, verify_backup
-from ledger_engine.checkpoint.publish import publish_built
+from ledger_engine.checkpoint.publish import publish, staged_beside
 from ledger_engine.checkpoint.export import JOURNAL_FILE
-from ledger_engine.checkpoint.verify import VerificationError, file_digest
+from ledger_engine.checkpoint.verify import VerificationError, hash_tree
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.domain.commands.money.payments import IN_FLIGHT as PAYMENTS_IN_FLIGHT
 from ledger_engine.layout import JOURNAL, STATE
@@ -89,19 +89,27 @@ def verify_staged(stage: str | os.PathLike, *, trusted_genesis: str | None = Non
 
 def _verify_admission(stage: Path) -> dict[str, Any]:
     """Every admission file matches its hash in the admission manifest, and evidence files match their names."""
+    admission = _admission_manifest(stage)
+    actual = hash_tree(stage / ADMISSION)
+    _require_admission_files(actual, admission)
+    return {"admission_files": len(actual), "evidence_referenced": admission["evidence_referenced"],
+            "evidence_missing": admission["evidence_missing"]}
+
+
+def _admission_manifest(stage: Path) -> dict[str, Any]:
     try:
-        admission = orjson.loads((stage / ADMISSION_MANIFEST).read_bytes())
+        return orjson.loads((stage / ADMISSION_MANIFEST).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         raise VerificationError(ADMISSION_MANIFEST, "missing or unreadable: not a completed backup") from None
-    actual = _hash_tree(stage / ADMISSION)
+
+
+def _require_admission_files(actual: dict[str, dict[str, Any]], admission: dict[str, Any]) -> None:
     for name in sorted(set(actual) | set(admission["files"])):
         if actual.get(name) != admission["files"].get(name):
             raise VerificationError(f"{ADMISSION}/{name}", "admission file missing, unexpected or changed")
     for name, entry in actual.items():
         if name.startswith(f"{EVIDENCE}/") and name.rsplit("/", 1)[-1] != entry["sha256"]:
             raise VerificationError(f"{ADMISSION}/{name}", "evidence does not match its digest")
-    return {"admission_files": len(actual), "evidence_referenced": admission["evidence_referenced"],
-            "evidence_missing": admission["evidence_missing"]}
 
 
 def _summary(manifest: dict[str, Any], admission: dict[str, Any]) -> dict[str, Any]:
@@ -125,16 +133,7 @@ def _copy_tree(source: Path, destination: Path) -> dict[str, dict[str, Any]]:
     if source.exists():
         shutil.copytree(source, destination, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns(".*"))  # temporaries of writes in progress
-    return _hash_tree(destination)
-
-
-def _hash_tree(root: Path) -> dict[str, dict[str, Any]]:
-    files = {}
-    for path in sorted(root.rglob("*")) if root.exists() else ():
-        if path.is_file():
-            digest, size = file_digest(path)
-            files[path.relative_to(root).as_posix()] = {"sha256": digest, "bytes": size}
-    return files
+    return hash_tree(destination)
 
 
 # The restic repository.
@@ -294,15 +293,19 @@ def recover(data_dir: str | os.PathLike, admission_dir: str | os.PathLike, *,
         if target.exists() and (not target.is_dir() or any(target.iterdir())):
             raise VerificationError(str(target), "recovery needs an absent or empty directory")
     data_dir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{data_dir.name}.recovering-", dir=data_dir.parent) as scratch:
+    with tempfile.TemporaryDirectory(prefix=f".{data_dir.name}.recovering-", dir=data_dir.parent) as scratch, \
+            staged_beside(admission_dir, verb="recovery", doing="restoring") as admission:
         stage, facts = _fetch_newest(Path(scratch), repository, backup_dir, trusted_genesis)
         summary = verify_staged(stage, trusted_genesis=trusted_genesis)
         if facts is not None and (summary["sequence"], summary["created_at_ms"]) != (
                 facts["sequence"], facts["created_at_ms"]):
             raise VerificationError(facts["snapshot"], "the snapshot holds another backup than its tags name")
+        # The admission stores are copied and checked before the ledger is published, so a copy that
+        # fails leaves nothing behind; the ledger and then the stores are published by renames.
+        shutil.copytree(stage / ADMISSION, admission, symlinks=True, dirs_exist_ok=True)
+        _require_admission_files(hash_tree(admission), _admission_manifest(stage))
         restored = restore(stage / LEDGER, data_dir, trusted_genesis=trusted_genesis)
-        publish_built(admission_dir, lambda staging: shutil.copytree(stage / ADMISSION, staging, dirs_exist_ok=True),
-                      verb="recovery", doing="restoring")
+        publish(admission, admission_dir)
     present = {path.name for path in (admission_dir / EVIDENCE).rglob("*") if path.is_file()}
     referenced = referenced_evidence_of_ledger(data_dir)
     return {"snapshot": facts and facts["snapshot"], **restored, "created_at_ms": summary["created_at_ms"],

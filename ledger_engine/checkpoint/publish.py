@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 from ledger_engine.adapters.files import sync_filesystem
 from ledger_engine.checkpoint.verify import VerificationError
@@ -25,20 +26,32 @@ def publish_built(data_dir: str | os.PathLike, build: Callable[[Path], Built], *
     ``verb`` names the operation in the refusal ("restore needs an empty data directory"), ``doing`` the
     hidden staging directory (``.NAME.restoring-*``).
     """
+    with staged_beside(data_dir, verb=verb, doing=doing) as staging:
+        built = build(staging)
+        publish(staging, data_dir)
+    return built
+
+
+@contextmanager
+def staged_beside(data_dir: str | os.PathLike, *, verb: str, doing: str) -> Iterator[Path]:
+    """A hidden staging directory beside the absent or empty ``data_dir``, removed unless ``publish`` named it."""
     target = Path(data_dir).resolve()
     if target.exists() and any(target.iterdir()):
         raise VerificationError(str(target), f"{verb} needs an empty data directory")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.{doing}-", dir=target.parent))
     try:
-        built = build(staging)
-        sync_tree(staging)
-        staging.rename(target)  # an empty target directory is replaced; a non-empty one refuses
-        sync_filesystem(target.parent)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return built
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # nothing is left there once it is published
+
+
+def publish(staging: Path, data_dir: str | os.PathLike) -> None:
+    """Every file of ``staging`` on disk, then its new name: the absent or empty ``data_dir``."""
+    target = Path(data_dir).resolve()
+    sync_tree(staging)
+    staging.rename(target)  # an empty target directory is replaced; a non-empty one refuses
+    sync_filesystem(target.parent)
 
 
 def sync_tree(root: Path) -> None:

@@ -56,6 +56,23 @@ def file_digest(path: Path) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
+def hash_tree(root: Path) -> dict[str, dict[str, Any]]:
+    """Every file under ``root`` (none when it is absent) by its relative path: its SHA-256 and size.
+
+    A tree that is hashed to be trusted later holds plain files and directories only: a symbolic
+    link or a special file is refused, since copying the tree would follow or block on it.
+    """
+    files = {}
+    for path in sorted(root.rglob("*")) if root.exists() else ():
+        name = path.relative_to(root).as_posix()
+        if path.is_symlink() or not (path.is_file() or path.is_dir()):
+            raise VerificationError(f"{root.name}/{name}", "neither a regular file nor a directory")
+        if path.is_file():
+            digest, size = file_digest(path)
+            files[name] = {"sha256": digest, "bytes": size}
+    return files
+
+
 def _lines(path: Path, name: str) -> Iterator[tuple[str, bytes, Any]]:
     """Each line parsed, once it is shown canonical: so every part of it is encoded with ``engine_bytes``."""
     with open(path, "rb") as handle:

@@ -15,9 +15,10 @@ from ledger_engine.application.journal_tree import STORED_FROM_LEVEL, node_key, 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.value_codec import encode_value
 from ledger_engine.canonical import canonical_bytes
-from ledger_engine.checkpoint.backup import MANIFEST, _hash_tree, backup_owner, verify_backup
+from ledger_engine.checkpoint.backup import MANIFEST, backup_owner, verify_backup
 from ledger_engine.checkpoint.export import JOURNAL_FILE, ROWS_FILE
 from ledger_engine.checkpoint.integrity import VERIFIED_FILE
+from ledger_engine.checkpoint.verify import hash_tree
 from ledger_engine.checkpoint.offsite import stage_backup
 from ledger_engine.demo import demo_genesis
 from ledger_engine.keys import seq20
@@ -169,7 +170,7 @@ def forge_backup_database(backup: Path, forge: Callable[[RocksStore], bytes]) ->
     for leftover in (WITNESS_FILE, OWNER_FILE):  # look like a plain checkpoint again
         (db / leftover).unlink(missing_ok=True)
     manifest = orjson.loads((backup / MANIFEST).read_bytes())
-    manifest["db_files"] = _hash_tree(db)
+    manifest["db_files"] = hash_tree(db)
     (backup / MANIFEST).write_bytes(canonical_bytes(manifest) + b"\n")
     return key
 
@@ -197,7 +198,7 @@ def _add_to_backup_database(backup: Path, ops: list, files: dict[str, bytes]) ->
     for name, content in files.items():
         (db / name).write_bytes(content)
     manifest = orjson.loads((backup / MANIFEST).read_bytes())
-    manifest["db_files"] = _hash_tree(db)
+    manifest["db_files"] = hash_tree(db)
     (backup / MANIFEST).write_bytes(canonical_bytes(manifest) + b"\n")
 
 
