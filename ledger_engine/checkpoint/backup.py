@@ -115,9 +115,7 @@ def _verified_backup(source: str | os.PathLike,
         raise VerificationError(MANIFEST, "missing or unreadable: not a completed backup") from None
     if manifest.get("format") != BACKUP_FORMAT:
         raise VerificationError(MANIFEST, "unknown backup format")
-    generation = manifest.get("writer_generation", 0)
-    if type(generation) is not int or not 0 <= generation < 2**63:
-        raise VerificationError(MANIFEST, "the writer generation is not a count")
+    _require_generation(manifest.get("writer_generation", 0), MANIFEST)
     actual = hash_tree(src / "db")
     for name, expected in manifest["db_files"].items():
         if actual.get(name) != expected:
@@ -173,12 +171,22 @@ def _backed_up_extras(backed_up: Path, scratch_parent: Path) -> BackedUp:
             shutil.copytree(backed_up, copy, symlinks=True)
             with RocksStore(copy, read_only=True) as store:
                 rows = list(store.scan(PRIVATE_AUX))
-                generation = read_writer_generation(store)
+                writer = store.get(META, WRITER_KEY)
         for key, raw in rows:
             require_private_row(key, raw)
     except LedgerError as error:
         raise VerificationError("db", f"the backed-up database's private rows do not verify: {error.detail}") from None
-    return BackedUp(rows, generation)
+    try:
+        generation = orjson.loads(writer)["generation"] if writer is not None else 0
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        generation = None
+    return BackedUp(rows, _require_generation(generation, "db"))
+
+
+def _require_generation(generation: Any, item: str) -> int:
+    if type(generation) is not int or not 0 <= generation < 2**63:
+        raise VerificationError(item, "the writer generation is not a count")
+    return generation
 
 
 def _prepare_restored(staging: Path, manifest: dict[str, Any], exported: dict[str, Any],

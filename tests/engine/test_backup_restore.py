@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from ledger_engine.application.journal_tree import STORED_FROM_LEVEL, node_key, node_value
-from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.application.owner import WRITER_KEY, LedgerOwner
 from ledger_engine.application.value_codec import encode_value
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.backup import MANIFEST, backup_owner, verify_backup
@@ -303,3 +303,10 @@ def test_a_journal_entry_moved_to_another_key_is_named_by_verify_and_refused_by_
                 cli.porto_ledger("backup", tmp_path / "backup", data=stopped_ledger)):
         assert run.status != 0 and run.last.get("code") == "STORAGE_CORRUPT", run.lines
         assert f"{last_key.decode()}~ is where" in run.last["detail"]
+
+
+@pytest.mark.parametrize("writer", [b'{"generation":"7"}', b"not json"], ids=["a string", "not JSON"])
+def test_a_backed_up_writer_generation_that_is_no_count_refuses_the_restore(backup_copy, tmp_path, writer):
+    _add_to_backup_database(backup_copy, [(META, WRITER_KEY, writer)], {})
+    run = cli.porto_ledger("restore", backup_copy, data=tmp_path / "restored")
+    assert (run.status, run.last["code"], run.last["item"]) == (1, "VERIFICATION_FAILED", "db"), run.lines
