@@ -59,6 +59,8 @@ class Ledger(Protocol):
 
     def get(self, family: str, key: str) -> Record | None: ...
 
+    def journal_entry(self, sequence: int) -> dict[str, Any] | None: ...
+
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -88,8 +90,8 @@ class CommandGateway:
     def envelope(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str,
                  expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = ()) -> dict[str, Any]:
         """The stored envelope for this request, building and storing it the first time."""
-        request = {"command_type": command_type, "payload": payload, "actor_id": actor_id,
-                   "expected_revisions": list(expected), "evidence_hashes": list(evidence)}
+        request = _request(command_type=command_type, payload=payload, actor_id=actor_id, expected=expected,
+                           evidence=evidence)
         stored = self.envelopes.load(command_id)
         if stored is None:
             built = _build(command_id, request, admitted_at_ms=self.now_ms())
@@ -105,10 +107,10 @@ class CommandGateway:
                        ruleset_version=stored["ruleset_version"])
         if canonical_bytes(again) != canonical_bytes(stored):
             raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT, f"command {command_id} was stored for another request")
-        self._require_not_ahead(stored)
+        self.require_not_ahead(stored)
         return stored
 
-    def _require_not_ahead(self, stored: dict[str, Any]) -> None:
+    def require_not_ahead(self, stored: dict[str, Any]) -> None:
         """A stored envelope admitted later than this clock allows was not admitted here (docs/adr/0078)."""
         latest = self.now_ms() + MAX_STORED_AHEAD_MS
         if stored["admitted_at_ms"] > latest:
@@ -190,18 +192,20 @@ class CommandGateway:
         ``request`` returns ``execute``'s keyword arguments. The payload keys named in ``minted`` hold
         what the first delivery brought (a caller's request ID), which the stored envelope keeps. A
         stored envelope the ledger has not journalled is submitted only for the same input: the same
-        envelope apart from ``minted`` and its admission time, which must not lie ahead of this clock;
-        else ``COMMAND_ID_CONFLICT``. The envelope store is a file tree that a recovery restores from a
-        backup, and it must not be able to put words in an actor's mouth, or move the ledger's clock.
+        envelope apart from ``minted`` and its admission time, which must not lie ahead of this clock.
+        A journalled command answers only a request of the same type by the same actor. Otherwise the
+        answer is ``COMMAND_ID_CONFLICT``. The envelope store is a file tree that a recovery restores from
+        a backup, and no other actor's command may stand in for this input (docs/adr/0078, 0079).
         """
         stored = self.envelopes.load(command_id)
         if stored is None:
             return self.execute(command_id=command_id, **request())
         recorded = self.ledger.resolve(command_id)
         if recorded is not None:
+            _require_same_author(self.ledger.journal_entry(recorded.sequence)["envelope"], request())
             return recorded
-        _require_same_input(stored, request(), frozenset(minted))
-        self._require_not_ahead(stored)
+        _require_same_input(stored, _request(**request()), frozenset(minted))
+        self.require_not_ahead(stored)
         return self.submit(stored)
 
     def existing(self, family: str, record_key: str, what: str) -> Record:
@@ -218,6 +222,13 @@ class CommandGateway:
             return self._last_ms
 
 
+def _request(*, command_type: str, payload: dict[str, Any], actor_id: str, expected: Iterable[dict[str, Any]] = (),
+             evidence: Iterable[str] = ()) -> dict[str, Any]:
+    """``execute``'s keyword arguments as the request an envelope is built from."""
+    return {"command_type": command_type, "payload": payload, "actor_id": actor_id,
+            "expected_revisions": list(expected), "evidence_hashes": list(evidence)}
+
+
 def _build(command_id: str, request: dict[str, Any], **admission: Any) -> dict[str, Any]:
     return build_envelope(request["command_type"], request["payload"], command_id=command_id,
                           actor_id=request["actor_id"], expected_revisions=request["expected_revisions"],
@@ -225,9 +236,8 @@ def _build(command_id: str, request: dict[str, Any], **admission: Any) -> dict[s
 
 
 def _require_same_input(stored: dict[str, Any], request: dict[str, Any], minted: frozenset[str]) -> None:
-    rebuilt = build_envelope(request["command_type"], request["payload"], command_id=stored["command_id"],
-                             actor_id=request["actor_id"], admitted_at_ms=stored["admitted_at_ms"],
-                             expected_revisions=request.get("expected", ()), evidence_hashes=request.get("evidence", ()))
+    rebuilt = _build(stored["command_id"], request, admitted_at_ms=stored["admitted_at_ms"],
+                     ruleset_version=stored["ruleset_version"])
 
     def identity(envelope: dict[str, Any]) -> dict[str, Any]:
         payload = envelope["payload"]
@@ -236,3 +246,14 @@ def _require_same_input(stored: dict[str, Any], request: dict[str, Any], minted:
     if identity(rebuilt) != identity(stored):
         raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
                           f"command {stored['command_id']} was stored for another input")
+
+
+def _require_same_author(journalled: dict[str, Any], request: dict[str, Any]) -> None:
+    """The journalled command under an input's ID is this input's kind of command, by this input's actor.
+
+    Its other terms may differ from what the request builds now (the revisions it expected have moved
+    on; a journal older than the derived period IDs holds a minted one), so only these two are compared.
+    """
+    if (journalled["actor_id"], journalled["command_type"]) != (request["actor_id"], request["command_type"]):
+        raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
+                          f"command {journalled['command_id']} was journalled for another actor or command")

@@ -145,6 +145,16 @@ def restore(source: str | os.PathLike, data_dir: str | os.PathLike, *,
     database's files (docs/adr/0077); of those only the private rows, which no export holds, and the
     writer generation are kept.
     """
+    return publish_built(data_dir, restorer(source, trusted_genesis=trusted_genesis), verb="restore",
+                         doing="restoring")
+
+
+def restorer(source: str | os.PathLike, *, trusted_genesis: str | None = None) -> Callable[[Path], dict[str, Any]]:
+    """Verify the backup at ``source`` now; the function returned rebuilds it into a staging directory.
+
+    For a caller that publishes the restored ledger itself, after what must stand before it (recovery's
+    admission stores).
+    """
     manifest, exported = _verified_backup(source, trusted_genesis)
 
     def build(staging: Path) -> dict[str, Any]:
@@ -152,7 +162,7 @@ def restore(source: str | os.PathLike, data_dir: str | os.PathLike, *,
         backed_up = _backed_up_extras(Path(source) / "db", staging.parent)
         return _prepare_restored(staging, manifest, exported, backed_up)
 
-    return publish_built(data_dir, build, verb="restore", doing="restoring")
+    return build
 
 
 @dataclass(frozen=True)
@@ -183,8 +193,13 @@ def _backed_up_extras(backed_up: Path, scratch_parent: Path) -> BackedUp:
     return BackedUp(rows, _require_generation(generation, "db"))
 
 
+# Every writer's open stores its generation plus one as a JSON safe integer (at most 2**53 - 1); a
+# generation restored above this bound would leave a ledger few or no writers could open.
+MAX_RESTORED_GENERATION = 2**52
+
+
 def _require_generation(generation: Any, item: str) -> int:
-    if type(generation) is not int or not 0 <= generation < 2**63:
+    if type(generation) is not int or not 0 <= generation < MAX_RESTORED_GENERATION:
         raise VerificationError(item, "the writer generation is not a count")
     return generation
 

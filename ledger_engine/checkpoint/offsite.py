@@ -35,7 +35,7 @@ import orjson
 from ledger_engine.adapters.files import replace_durably
 from ledger_engine.application.value_codec import decode_record
 from ledger_engine.canonical import canonical_bytes
-from ledger_engine.checkpoint.backup import MANIFEST, backup, restore, verify_backup
+from ledger_engine.checkpoint.backup import MANIFEST, backup, restorer, verify_backup
 from ledger_engine.checkpoint.publish import publish, staged_beside
 from ledger_engine.checkpoint.export import JOURNAL_FILE
 from ledger_engine.checkpoint.verify import VerificationError, hash_tree
@@ -283,35 +283,58 @@ def recover(data_dir: str | os.PathLike, admission_dir: str | os.PathLike, *,
     """Restore the newest good backup: the ledger (dispatch disabled) and its admission stores, both all or nothing.
 
     From the repository's newest ``porto-verified`` snapshot, or from the newest staged backup under
-    ``backup_dir`` that verifies (from ``trusted_genesis``, when given). ``data_dir`` and
-    ``admission_dir`` must be absent or empty.
+    ``backup_dir`` that verifies (from ``trusted_genesis``, when given). ``data_dir`` must be absent or
+    empty; so must ``admission_dir``, unless it holds exactly that backup's admission stores, as a
+    recovery stopped before its last step leaves it.
     """
     data_dir, admission_dir = Path(data_dir).resolve(), Path(admission_dir).resolve()
     if data_dir.is_relative_to(admission_dir) or admission_dir.is_relative_to(data_dir):
         raise VerificationError(str(admission_dir), "the admission directory must lie apart from the data directory")
-    for target in (data_dir, admission_dir):
-        if target.exists() and (not target.is_dir() or any(target.iterdir())):
-            raise VerificationError(str(target), "recovery needs an absent or empty directory")
+    _require_empty(data_dir)
     data_dir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{data_dir.name}.recovering-", dir=data_dir.parent) as scratch, \
-            staged_beside(admission_dir, verb="recovery", doing="restoring") as admission:
+    with tempfile.TemporaryDirectory(prefix=f".{data_dir.name}.recovering-", dir=data_dir.parent) as scratch:
         stage, facts = _fetch_newest(Path(scratch), repository, backup_dir, trusted_genesis)
         summary = verify_staged(stage, trusted_genesis=trusted_genesis)
         if facts is not None and (summary["sequence"], summary["created_at_ms"]) != (
                 facts["sequence"], facts["created_at_ms"]):
             raise VerificationError(facts["snapshot"], "the snapshot holds another backup than its tags name")
-        # The admission stores are copied and checked before the ledger is published, so a copy that
-        # fails leaves nothing behind; the ledger and then the stores are published by renames.
-        shutil.copytree(stage / ADMISSION, admission, symlinks=True, dirs_exist_ok=True)
-        _require_admission_files(hash_tree(admission), _admission_manifest(stage))
-        restored = restore(stage / LEDGER, data_dir, trusted_genesis=trusted_genesis)
-        publish(admission, admission_dir)
+        build_ledger = restorer(stage / LEDGER, trusted_genesis=trusted_genesis)
+        with staged_beside(data_dir, verb="recovery", doing="restoring") as ledger:
+            restored = build_ledger(ledger)
+            _publish_admission(stage, admission_dir)
+            publish(ledger, data_dir)  # last: a ledger in place means the recovery is whole
     present = {path.name for path in (admission_dir / EVIDENCE).rglob("*") if path.is_file()}
     referenced = referenced_evidence_of_ledger(data_dir)
     return {"snapshot": facts and facts["snapshot"], **restored, "created_at_ms": summary["created_at_ms"],
             "evidence_referenced": len(referenced), "evidence_restored": len(referenced & present),
             "evidence_missing": sorted(referenced - present),
             "envelopes_restored": sum(1 for path in (admission_dir / "envelopes").rglob("*") if path.is_file())}
+
+
+def _require_empty(target: Path) -> None:
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise VerificationError(str(target), "recovery needs an absent or empty directory")
+
+
+def _publish_admission(stage: Path, admission_dir: Path) -> None:
+    """The backup's admission stores at ``admission_dir``, copied and checked beside it, then renamed into place.
+
+    Stores already there that match the backup's manifest file for file are what an earlier run of this
+    recovery published before it stopped; they are kept as they are.
+    """
+    expected = _admission_manifest(stage)
+    if admission_dir.is_dir() and any(admission_dir.iterdir()):
+        try:
+            _require_admission_files(hash_tree(admission_dir), expected)
+        except VerificationError:
+            raise VerificationError(str(admission_dir), "recovery needs an absent or empty directory, or the "
+                                                        "admission stores of the backup it recovers") from None
+        return
+    _require_empty(admission_dir)
+    with staged_beside(admission_dir, verb="recovery", doing="restoring") as admission:
+        shutil.copytree(stage / ADMISSION, admission, symlinks=True, dirs_exist_ok=True)
+        _require_admission_files(hash_tree(admission), expected)
+        publish(admission, admission_dir)
 
 
 def _fetch_newest(scratch: Path, repository: ResticRepository | None, backup_dir: str | os.PathLike | None,

@@ -29,14 +29,16 @@ def run(request, command_id: str, command_type: str, build: Callable[[], Command
     nothing is built, verified or submitted again.
     """
     require_command(request, command_type)
-    already = _answered(request, command_id)
+    actor = actor_id(request.user)
+    journalled = commands.journalled_id(actor, command_id)
+    already = _answered(journalled, actor)
     if already is not None:
         return already
     try:
         command = build()
         assert command.command_type == command_type, (command.command_type, command_type)
-        prove = _prover(request, command_id, command, step_up_token)
-        return commands.submit(actor_id(request.user), command_id, command, prove=prove)
+        prove = _prover(request, journalled, command, step_up_token)
+        return commands.submit(actor, command_id, command, prove=prove)
     except stepup.StepUpFailed as error:
         raise ActionRefused(str(error)) from None
     except LedgerError as error:
@@ -55,10 +57,10 @@ def _prover(request, command_id: str, command: CommandRequest, token: str | None
                                         payload=payload)
 
 
-def _answered(request, command_id: str) -> CommandOutcome | None:
+def _answered(journalled: str, actor: str) -> CommandOutcome | None:
     ledger = owner()
-    outcome = ledger.resolve(command_id)
-    if outcome is not None and ledger.journal_entry(outcome.sequence)["envelope"]["actor_id"] != actor_id(request.user):
+    outcome = ledger.resolve(journalled)
+    if outcome is not None and ledger.journal_entry(outcome.sequence)["envelope"]["actor_id"] != actor:
         raise ActionRefused("The ledger refused the command: COMMAND_ID_CONFLICT (that form belongs to someone else)")
     return outcome
 

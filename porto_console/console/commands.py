@@ -1,6 +1,10 @@
 """Console actions as ledger commands: one envelope per form, stored first, reused on every retry.
 
-A form carries the command ID chosen when it was rendered. The admission
+A form carries the command ID chosen when it was rendered. The ledger journals
+the command under an ID derived from the signed-in user's actor and that form's
+ID (``journalled_id``), as the internal API does for workers: a form's ID names
+a command of its own user only, so no user can choose the ID a webhook, a grant
+or another user's command is journalled under (docs/adr/0079). The admission
 gateway (``ledger_engine.adapters.gateway``) builds the envelope the first
 time and stores it before the ledger sees it; a double submit or a retry gets
 the stored envelope back, so the ledger answers with the original outcome
@@ -13,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ledger_engine.adapters.gateway import new_id
+from ledger_engine.adapters.gateway import derived_command_id, new_id
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.domain.step_up import without_proof
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -34,16 +38,22 @@ def new_command_id() -> str:
     return new_id()
 
 
-def submit(actor_id: str, command_id: str, request: CommandRequest, *,
+def journalled_id(actor_id: str, form_id: str) -> str:
+    """The ID the ledger journals a console user's command under: no other actor or input can reach it."""
+    return derived_command_id("console", actor_id, form_id)
+
+
+def submit(actor_id: str, form_id: str, request: CommandRequest, *,
            prove: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> CommandOutcome:
     """Hand the form's command to the ledger once, whatever number of times the form arrives.
 
-    ``prove`` adds a step-up proof to the payload; a retry of an approval whose
+    The command is journalled under ``journalled_id(actor_id, form_id)``. ``prove`` adds a step-up proof to the payload; a retry of an approval whose
     envelope is already stored (with its proof) submits that envelope as it is.
     Raises ``LedgerError`` for what is refused before admission. If the answer
     is lost to a halted ledger, the command ID resolves it.
     """
     admission = gateway()
+    command_id = journalled_id(actor_id, form_id)
     envelope = _stored_approval(admission, actor_id, command_id, request) if prove else None
     if envelope is None:
         payload = prove(request.payload) if prove else request.payload
@@ -69,4 +79,5 @@ def _stored_approval(admission, actor_id: str, command_id: str, request: Command
         sorted(request.expected_revisions, key=lambda item: (item["cf"], item["key"])), sorted(set(request.evidence_hashes)))
     if not same:
         raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT, f"command {command_id} was stored for another request")
+    admission.require_not_ahead(stored)
     return stored

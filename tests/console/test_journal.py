@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import re
 
+from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.application.owner import LedgerOwner
-from porto_console.console.commands import new_command_id
+from porto_console.console.commands import journalled_id, new_command_id
 
 
 def test_the_journal_lists_newest_first_and_pages_down_by_sequence(client_as, ledger):
@@ -74,7 +75,7 @@ def test_a_range_beyond_the_head_is_refused(client_as, ledger):
     assert "Choose a range within 1 to" in page and "Chain verified" not in page
 
 
-def test_an_export_is_recorded_in_the_ledger_before_the_file_is_handed_out(client_as, ledger):
+def test_an_export_is_recorded_in_the_ledger_before_the_file_is_handed_out(client_as, users, ledger):
     client = client_as("auditor")
     head = ledger.head()
     command_id = new_command_id()
@@ -82,7 +83,7 @@ def test_an_export_is_recorded_in_the_ledger_before_the_file_is_handed_out(clien
     response = client.post("/ledger/journal/export/", form)
     assert response["Content-Disposition"] == 'attachment; filename="journal-1-5.csv"'
     content = b"".join(response.streaming_content) if response.streaming else response.content
-    recorded = ledger.resolve(command_id)
+    recorded = ledger.resolve(journalled_id(users["auditor"].get_username(), command_id))
     assert recorded.accepted and recorded.sequence == head.sequence + 1
     event = ledger.scan("events", f"{recorded.sequence:020d}/")[0][1]
     assert event["type"] == "ExportAccessed" and event["content_sha256"] == hashlib.sha256(content).hexdigest()
@@ -98,3 +99,14 @@ def test_an_export_by_another_role_records_nothing(client_as, ledger):
     assert response.status_code == 403
     assert ledger.head() == head
 
+
+
+def test_a_form_cannot_take_the_command_id_a_webhook_derives(client_as, users, ledger):
+    """A form's ID is the user's to choose; the ledger journals the command under that user's own ID space."""
+    webhook_id = derived_command_id("ApplyBillingObservation", "test-pay", "pay-1")
+    response = client_as("auditor").post("/ledger/journal/export/", {
+        "command_id": webhook_id, "first": "1", "last": "5", "file_format": "json"})
+    assert response.status_code == 200
+    assert ledger.resolve(webhook_id) is None
+    recorded = ledger.resolve(journalled_id(users["auditor"].get_username(), webhook_id))
+    assert recorded.accepted and ledger.journal_entry(recorded.sequence)["envelope"]["command_type"] == "RecordExportAccess"

@@ -11,10 +11,12 @@ import re
 import pytest
 from django.test import Client
 
+from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.layout import OUTBOX, STATE
-from porto_console.console.commands import new_command_id
+from porto_console.console.commands import journalled_id, new_command_id
 from porto_console.console.handles import seal
 from porto_console.console.services import payouts as service
+from porto_console.ledger import gateway as console_gateway
 from tests.console.conftest import code_for
 from tests.money_allocation.world import FINANCE, FINANCE_2
 from tests.money_payouts.world import RECIPIENTS
@@ -93,12 +95,17 @@ def test_a_double_submitted_approval_executes_once(finance, payouts_world):
     assert "already submitted: this is the original answer" in again.content.decode()
 
 
-def test_someone_elses_command_id_is_not_answered(finance, payouts_world):
+def test_someone_elses_form_id_is_a_new_command_of_ones_own_not_their_answer(finance, payouts_world):
     run_id = prepare(finance[FINANCE])
     command_id = new_command_id()
     approve(finance[FINANCE_2], run_id, payouts_world, code=code_for(FINANCE_2), command_id=command_id)
-    response = approve(finance[FINANCE], run_id, payouts_world, code="123456", command_id=command_id)
-    assert "COMMAND_ID_CONFLICT" in response.content.decode()
+    head = payouts_world.owner.head()
+    response = approve(finance[FINANCE], run_id, payouts_world, code=code_for(FINANCE), command_id=command_id)
+    page = response.content.decode()
+    assert "already submitted" not in page and "Not allowed: INVALID_STATE" in page
+    assert payouts_world.owner.head().sequence == head.sequence + 1
+    refused = payouts_world.owner.journal_entry(head.sequence + 1)["envelope"]
+    assert refused["actor_id"] == FINANCE and refused["command_id"] == journalled_id(FINANCE, command_id)
 
 
 def test_a_run_is_refused_if_the_payables_changed_after_the_form_was_shown(finance, payouts_world):
@@ -170,3 +177,18 @@ def test_the_run_list_shows_approved_runs_by_default_so_they_can_be_cancelled(fi
     assert seal("run", run_id) in finance[FINANCE].get("/ledger/payouts/").content.decode()
     cancelled = finance[FINANCE].get("/ledger/payouts/", {"status": "all"}).content.decode()
     assert seal("run", run_id) in cancelled
+
+
+def test_a_stored_approval_dated_ahead_is_refused_and_moves_no_clock(finance, payouts_world):
+    """An admission tree restored from a backup could hold this approval's envelope dated years ahead."""
+    run_id = prepare(finance[FINANCE])
+    command_id = new_command_id()
+    request = service.approve(payouts_world.owner, run_id, payouts_world.state(f"payment_run/{run_id}")["run_hash"])
+    admission = console_gateway()
+    admission.envelopes.store(build_envelope(
+        request.command_type, request.payload, command_id=journalled_id(FINANCE_2, command_id), actor_id=FINANCE_2,
+        admitted_at_ms=admission.now_ms() + 10 * 365 * 86_400_000))
+    head, floor = payouts_world.owner.head(), payouts_world.owner.admission_floor_ms()
+    response = approve(finance[FINANCE_2], run_id, payouts_world, code=code_for(FINANCE_2), command_id=command_id)
+    assert "COMMAND_ID_CONFLICT" in response.content.decode()
+    assert (payouts_world.owner.head(), payouts_world.owner.admission_floor_ms()) == (head, floor)

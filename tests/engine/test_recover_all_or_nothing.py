@@ -1,4 +1,8 @@
-"""Recovery publishes the ledger and its admission stores together or not at all, from plain files only."""
+"""Recovery publishes the ledger and its admission stores together or not at all, from plain files only.
+
+The admission stores are published first and the ledger last, so a ledger in place means a whole recovery;
+a rerun after a stop between the two keeps stores that match the backup and publishes the ledger.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,9 @@ import errno
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -82,7 +89,8 @@ def test_a_restore_leaves_no_scratch_copy_in_the_ledger_or_beside_it(staged, tmp
     assert [path.name for path in (tmp_path / "new" / "ledger").iterdir() if path.is_dir()] == []
 
 
-@pytest.mark.parametrize("generation", ["7", -1, 2**63, True], ids=["a string", "negative", "too large", "a bool"])
+@pytest.mark.parametrize("generation", ["7", -1, 2**52, 2**53 - 2, 2**63, True],
+                         ids=["a string", "negative", "2^52", "next to the largest safe integer", "2^63", "a bool"])
 def test_a_manifest_whose_writer_generation_is_no_count_is_refused(staged, tmp_path, generation):
     path = staged / "0001" / "ledger" / MANIFEST
     manifest = orjson.loads(path.read_bytes())
@@ -101,3 +109,74 @@ def test_a_manifest_cannot_lower_the_writer_generation_the_database_recorded(sta
     (backed_up / MANIFEST).write_bytes(canonical_bytes({**manifest, "writer_generation": 0}) + b"\n")
     restored = backup_module.restore(backed_up, tmp_path / "new" / "ledger")
     assert restored["writer_generation"] == recorded + 1
+
+
+def test_a_restored_generation_just_below_the_bound_leaves_a_ledger_writers_can_open(staged, tmp_path):
+    path = staged / "0001" / "ledger" / MANIFEST
+    manifest = orjson.loads(path.read_bytes())
+    path.write_bytes(canonical_bytes({**manifest, "writer_generation": backup_module.MAX_RESTORED_GENERATION - 1}))
+    restored = backup_module.restore(staged / "0001" / "ledger", tmp_path / "new" / "ledger")
+    assert restored["writer_generation"] == backup_module.MAX_RESTORED_GENERATION
+    with LedgerOwner.open(tmp_path / "new" / "ledger", genesis=default_genesis()) as owner:
+        assert owner.head().sequence == 2
+
+
+KILLED_BEFORE_THE_LEDGER_IS_PUBLISHED = """
+import os, signal, sys
+from pathlib import Path
+from ledger_engine.checkpoint import offsite
+
+published = offsite.publish
+
+def killed_before_the_ledger(staging, target):
+    if Path(target).name == "ledger":
+        os.kill(os.getpid(), signal.SIGKILL)
+    published(staging, target)
+
+offsite.publish = killed_before_the_ledger
+offsite.recover(sys.argv[1], sys.argv[2], backup_dir=sys.argv[3])
+"""
+
+
+def test_a_recovery_killed_between_its_two_renames_leaves_no_ledger_and_a_rerun_completes_it(staged, tmp_path):
+    ledger, admission = tmp_path / "new" / "ledger", tmp_path / "new" / "admission"
+    killed = subprocess.run([sys.executable, "-c", KILLED_BEFORE_THE_LEDGER_IS_PUBLISHED, str(ledger), str(admission),
+                             str(staged)], cwd=Path(__file__).resolve().parents[2], capture_output=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    assert not ledger.exists() and (admission / "envelopes" / "kept.json").read_bytes() == b"{}"
+    recovered = recover(ledger, admission, backup_dir=staged)
+    assert recovered["sequence"] == 2 and recovered["envelopes_restored"] == 1
+    assert sorted(path.name for path in (tmp_path / "new").iterdir() if not path.name.startswith(".")) == [
+        "admission", "ledger"]
+
+
+def test_admission_stores_other_than_the_backups_are_refused_and_left_alone(staged, tmp_path):
+    ledger, admission = tmp_path / "new" / "ledger", tmp_path / "new" / "admission"
+    (admission / "envelopes").mkdir(parents=True)
+    (admission / "envelopes" / "kept.json").write_bytes(b'{"someone": "else"}')
+    with pytest.raises(VerificationError) as refused:
+        recover(ledger, admission, backup_dir=staged)
+    assert refused.value.item == str(admission.resolve())
+    assert not ledger.exists() and (admission / "envelopes" / "kept.json").read_bytes() == b'{"someone": "else"}'
+
+
+def test_a_file_written_into_the_admission_target_during_recovery_stops_it_with_no_ledger(staged, tmp_path,
+                                                                                           monkeypatch):
+    ledger, admission = tmp_path / "new" / "ledger", tmp_path / "new" / "admission"
+    making = offsite.restorer
+
+    def intruded(source, **options):
+        build = making(source, **options)
+
+        def build_then_intrude(staging):
+            built = build(staging)
+            admission.mkdir(parents=True, exist_ok=True)
+            (admission / "written-meanwhile").write_bytes(b"x")
+            return built
+
+        return build_then_intrude
+
+    monkeypatch.setattr(offsite, "restorer", intruded)
+    with pytest.raises(VerificationError):
+        recover(ledger, admission, backup_dir=staged)
+    assert not ledger.exists() and [path.name for path in admission.iterdir()] == ["written-meanwhile"]

@@ -374,6 +374,37 @@ def test_a_planted_envelope_under_a_grants_command_id_is_refused(world, gateway)
     assert world.owner.head() == head and world.owner.get(STATE, account_key("mallory")) is None
 
 
+@pytest.mark.parametrize("input_id", ["webhook", "grant"])
+def test_a_command_journalled_by_another_actor_under_an_inputs_id_does_not_answer_that_input(world, gateway, input_id):
+    """Whoever got another command journalled under the ID an input derives cannot make it stand for that input."""
+    opened = _provider_event("pay-1", "period.opened", amounts={"currency": "GBP", "gross": "1199", "net": "999"})
+    grants = GrantAdapter(gateway, actor_id=COORDINATOR)
+    _, token = grants.issue(session_id=world.session(), node_id="node-1", rendition_id="work-1-aac", chunk_index=0,
+                            ttl_ms=60_000)
+    command_id, deliver = {
+        "webhook": (derived_command_id("ApplyBillingObservation", "test-pay", "pay-1"),
+                    lambda: _billing(gateway).observe("test-pay", opened.body, opened.signature)),
+        "grant": (derived_command_id("ConsumeGrant", token["grant_id"]),
+                  lambda: grants.consume(token["grant_id"], token["nonce"], "req-1")),
+    }[input_id]
+    squatted = gateway.submit(_plant(gateway, "RegisterAccount", _registration("listener-9"), actor_id=ADMIN,
+                                     command_id=command_id))
+    assert squatted.accepted
+    head = world.owner.head()
+    _refused(ErrorCode.COMMAND_ID_CONFLICT, deliver)
+    assert world.owner.head() == head
+
+
+def test_a_redelivered_input_is_answered_by_its_journalled_command_though_the_state_moved_on(world, gateway):
+    opened = _provider_event("pay-1", "period.opened", amounts={"currency": "GBP", "gross": "1199", "net": "999"})
+    cleared = _provider_event("pay-2", "payment.cleared")
+    billing = _billing(gateway)
+    first = billing.observe("test-pay", opened.body, opened.signature)
+    assert first.accepted and billing.observe("test-pay", cleared.body, cleared.signature).accepted
+    again = billing.observe("test-pay", opened.body, opened.signature)
+    assert again.duplicate and again.sequence == first.sequence
+
+
 def test_a_provider_event_must_carry_its_providers_signature(world, gateway):
     opened = _provider_event("pay-1", "period.opened", amounts={"currency": "GBP", "gross": "1199", "net": "999"})
     _refused(ErrorCode.SIGNATURE_INVALID, _billing(gateway).observe, "other-pay", opened.body, opened.signature)
