@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from ledger_engine.adapters.files import create_durably, replace_durably
 from ledger_engine.canonical import canonical_bytes
+from ledger_engine.envelope import CommandEnvelope
+from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import component
 
 
@@ -21,8 +24,23 @@ class EnvelopeStore:
         return self.root / f"{component(command_id)}.json"
 
     def load(self, command_id: str) -> dict[str, Any] | None:
+        """The envelope stored for ``command_id``, if any; ``COMMAND_ID_CONFLICT`` for a file that is not one.
+
+        The store is a tree of files that a recovery restores from a backup, so what a file holds is
+        checked: a closed envelope of this very command ID, never something read as one.
+        """
         path = self._path(command_id)
-        return orjson.loads(path.read_bytes()) if path.exists() else None
+        if not path.exists():
+            return None
+        try:
+            stored = orjson.loads(path.read_bytes())
+            CommandEnvelope.model_validate(stored)
+        except (orjson.JSONDecodeError, ValidationError):
+            stored = None
+        if stored is None or stored["command_id"] != command_id:
+            raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
+                              f"what is stored for command {command_id} is not an envelope of that command")
+        return stored
 
     def store(self, envelope: dict[str, Any], *, canonical: bytes | None = None) -> dict[str, Any]:
         """Store ``envelope`` unless its command ID already has one; returns the stored envelope.

@@ -405,6 +405,25 @@ def test_a_redelivered_input_is_answered_by_its_journalled_command_though_the_st
     assert again.duplicate and again.sequence == first.sequence
 
 
+@pytest.mark.parametrize("planted", ["not json", "a list", "another command's envelope", "no actor"])
+def test_a_stored_file_that_is_not_the_inputs_envelope_is_refused_with_a_code(world, gateway, planted):
+    opened = _provider_event("pay-1", "period.opened", amounts={"currency": "GBP", "gross": "1199", "net": "999"})
+    billing = _billing(gateway)
+    payload, digest = _honest_payload(billing, opened)
+    command_id = derived_command_id("ApplyBillingObservation", "test-pay", "pay-1")
+    honest = build_envelope("ApplyBillingObservation", payload, command_id=command_id, actor_id=INGEST,
+                            admitted_at_ms=gateway.now_ms(), evidence_hashes=[digest])
+    content = {"not json": b"{", "a list": b"[]",
+               "another command's envelope": canonical_bytes({**honest, "command_id": _id(99)}),
+               "no actor": canonical_bytes({key: value for key, value in honest.items() if key != "actor_id"}),
+               }[planted]
+    gateway.envelopes.root.mkdir(parents=True, exist_ok=True)
+    (gateway.envelopes.root / f"{command_id}.json").write_bytes(content)
+    head = world.owner.head()
+    _refused(ErrorCode.COMMAND_ID_CONFLICT, billing.observe, "test-pay", opened.body, opened.signature)
+    assert world.owner.head() == head
+
+
 def test_a_provider_event_must_carry_its_providers_signature(world, gateway):
     opened = _provider_event("pay-1", "period.opened", amounts={"currency": "GBP", "gross": "1199", "net": "999"})
     _refused(ErrorCode.SIGNATURE_INVALID, _billing(gateway).observe, "other-pay", opened.body, opened.signature)
