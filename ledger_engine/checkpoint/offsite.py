@@ -298,10 +298,12 @@ def recover(data_dir: str | os.PathLike, admission_dir: str | os.PathLike, *,
         if facts is not None and (summary["sequence"], summary["created_at_ms"]) != (
                 facts["sequence"], facts["created_at_ms"]):
             raise VerificationError(facts["snapshot"], "the snapshot holds another backup than its tags name")
+        admission_in_place = _admission_in_place(stage, admission_dir)  # known before the long rebuild
         build_ledger = restorer(stage / LEDGER, trusted_genesis=trusted_genesis)
         with staged_beside(data_dir, verb="recovery", doing="restoring") as ledger:
             restored = build_ledger(ledger)
-            _publish_admission(stage, admission_dir)
+            if not admission_in_place:
+                _publish_admission(stage, admission_dir)
             publish(ledger, data_dir)  # last: a ledger in place means the recovery is whole
     present = {path.name for path in (admission_dir / EVIDENCE).rglob("*") if path.is_file()}
     referenced = referenced_evidence_of_ledger(data_dir)
@@ -316,24 +318,25 @@ def _require_empty(target: Path) -> None:
         raise VerificationError(str(target), "recovery needs an absent or empty directory")
 
 
-def _publish_admission(stage: Path, admission_dir: Path) -> None:
-    """The backup's admission stores at ``admission_dir``, copied and checked beside it, then renamed into place.
+def _admission_in_place(stage: Path, admission_dir: Path) -> bool:
+    """Whether ``admission_dir`` already holds this backup's admission stores, file for file, as an earlier run
+    of this recovery that stopped before publishing the ledger leaves it; it must otherwise be absent or empty."""
+    if not admission_dir.is_dir() or not any(admission_dir.iterdir()):
+        _require_empty(admission_dir)
+        return False
+    try:
+        _require_admission_files(hash_tree(admission_dir), _admission_manifest(stage))
+    except VerificationError:
+        raise VerificationError(str(admission_dir), "recovery needs an absent or empty directory, or the "
+                                                    "admission stores of the backup it recovers") from None
+    return True
 
-    Stores already there that match the backup's manifest file for file are what an earlier run of this
-    recovery published before it stopped; they are kept as they are.
-    """
-    expected = _admission_manifest(stage)
-    if admission_dir.is_dir() and any(admission_dir.iterdir()):
-        try:
-            _require_admission_files(hash_tree(admission_dir), expected)
-        except VerificationError:
-            raise VerificationError(str(admission_dir), "recovery needs an absent or empty directory, or the "
-                                                        "admission stores of the backup it recovers") from None
-        return
-    _require_empty(admission_dir)
+
+def _publish_admission(stage: Path, admission_dir: Path) -> None:
+    """The backup's admission stores, copied and checked beside ``admission_dir``, then renamed into place."""
     with staged_beside(admission_dir, verb="recovery", doing="restoring") as admission:
         shutil.copytree(stage / ADMISSION, admission, symlinks=True, dirs_exist_ok=True)
-        _require_admission_files(hash_tree(admission), expected)
+        _require_admission_files(hash_tree(admission), _admission_manifest(stage))
         publish(admission, admission_dir)
 
 

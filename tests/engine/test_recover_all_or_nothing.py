@@ -150,13 +150,15 @@ def test_a_recovery_killed_between_its_two_renames_leaves_no_ledger_and_a_rerun_
         "admission", "ledger"]
 
 
-def test_admission_stores_other_than_the_backups_are_refused_and_left_alone(staged, tmp_path):
+def test_admission_stores_other_than_the_backups_are_refused_and_left_alone(staged, tmp_path, monkeypatch):
     ledger, admission = tmp_path / "new" / "ledger", tmp_path / "new" / "admission"
     (admission / "envelopes").mkdir(parents=True)
     (admission / "envelopes" / "kept.json").write_bytes(b'{"someone": "else"}')
+    rebuilt = []
+    monkeypatch.setattr(offsite, "restorer", lambda *args, **options: rebuilt.append(args) or (lambda staging: {}))
     with pytest.raises(VerificationError) as refused:
         recover(ledger, admission, backup_dir=staged)
-    assert refused.value.item == str(admission.resolve())
+    assert refused.value.item == str(admission.resolve()) and rebuilt == []  # refused before the long rebuild
     assert not ledger.exists() and (admission / "envelopes" / "kept.json").read_bytes() == b'{"someone": "else"}'
 
 
