@@ -181,6 +181,9 @@ def init(data: Path, *, hash_seed: int | None = None, genesis: dict[str, Any] | 
     return succeeded(porto_ledger("init", "--genesis", document, data=data, hash_seed=hash_seed)).last
 
 
+EXPORTER = "demo-auditor-1"  # the demo stream's auditor, who may export
+
+
 def init_demo(data: Path, *, hash_seed: int | None = None) -> dict[str, Any]:
     """A ledger for the demo scenario: its genesis trusts the demo's fixture step-up key."""
     return init(data, hash_seed=hash_seed, genesis=demo_genesis())
@@ -194,7 +197,7 @@ def head(data: Path) -> dict[str, Any]:
     return succeeded(porto_ledger("head", data=data)).last
 
 
-def export(data: Path, destination: Path, *, actor: str = "demo-auditor-1") -> dict[str, Any]:
+def export(data: Path, destination: Path, *, actor: str = EXPORTER) -> dict[str, Any]:
     """``porto-ledger export`` of a scratch copy of ``data``: an export journals its access in the ledger it
     exports, and tests share stopped ledgers they must not change."""
     scratch = Path(tempfile.mkdtemp(prefix="porto-export-"))
