@@ -47,8 +47,9 @@ def submit(actor_id: str, form_id: str, request: CommandRequest, *,
            prove: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> CommandOutcome:
     """Hand the form's command to the ledger once, whatever number of times the form arrives.
 
-    The command is journalled under ``journalled_id(actor_id, form_id)``. ``prove`` adds a step-up proof to the payload; a retry of an approval whose
-    envelope is already stored (with its proof) submits that envelope as it is.
+    The command is journalled under ``journalled_id(actor_id, form_id)``. ``prove`` adds a
+    step-up proof to the payload; a retry of an approval whose envelope is already stored
+    (with its proof) submits that envelope as it is.
     Raises ``LedgerError`` for what is refused before admission. If the answer
     is lost to a halted ledger, the command ID resolves it.
     """
