@@ -25,16 +25,18 @@ def run(request, command_id: str, command_type: str, build: Callable[[], Command
 
     A command the registry marks as a human approval is submitted only with a
     step-up proof, made once ``step_up_token`` proves a fresh authenticator
-    code. A command ID the ledger already answered gets that answer back:
-    nothing is built, verified or submitted again.
+    code. A command ID the ledger already answered gets that answer back, and
+    nothing is verified or submitted again, but only for the same request:
+    another request under that ID is ``COMMAND_ID_CONFLICT``, so a view never
+    acts on a re-posted form the ledger did not judge (docs/adr/0079).
     """
     require_command(request, command_type)
     actor = actor_id(request.user)
     journalled = commands.journalled_id(actor, command_id)
-    already = _answered(journalled, actor)
-    if already is not None:
-        return already
     try:
+        answered = owner().resolve(journalled)
+        if answered is not None:
+            return _same_answer(answered, actor, build)
         command = build()
         assert command.command_type == command_type, (command.command_type, command_type)
         prove = _prover(request, journalled, command, step_up_token)
@@ -43,6 +45,21 @@ def run(request, command_id: str, command_type: str, build: Callable[[], Command
         raise ActionRefused(str(error)) from None
     except LedgerError as error:
         raise ActionRefused(f"The ledger refused the command: {error.code} ({error.detail})") from None
+
+
+def _same_answer(answered: CommandOutcome, actor: str, build: Callable[[], CommandRequest]) -> CommandOutcome:
+    """The ledger's answer to this form, if the form asks again for what was answered.
+
+    A build refused because the state moved on since the form was shown
+    (``StateMovedOn``) gets the answer: the answered command moved it, and such
+    a view acts on nothing but the form's ID.
+    """
+    try:
+        command = build()
+    except commands.StateMovedOn:
+        return answered
+    commands.require_same_request(owner().journal_entry(answered.sequence)["envelope"], actor, command)
+    return answered
 
 
 def needs_step_up(command: CommandRequest) -> bool:
@@ -55,14 +72,6 @@ def _prover(request, command_id: str, command: CommandRequest, token: str | None
         return None
     return lambda payload: stepup.prove(request, token, command_id=command_id, command_type=command.command_type,
                                         payload=payload)
-
-
-def _answered(journalled: str, actor: str) -> CommandOutcome | None:
-    ledger = owner()
-    outcome = ledger.resolve(journalled)
-    if outcome is not None and ledger.journal_entry(outcome.sequence)["envelope"]["actor_id"] != actor:
-        raise ActionRefused("The ledger refused the command: COMMAND_ID_CONFLICT (that form belongs to someone else)")
-    return outcome
 
 
 def report(request, outcome: CommandOutcome, done: str) -> None:

@@ -34,6 +34,10 @@ class CommandRequest:
     evidence_hashes: list[str] = field(default_factory=list)
 
 
+class StateMovedOn(Exception):
+    """The ledger state a request is built from moved on since the form was shown; ``str`` is what to do."""
+
+
 def new_command_id() -> str:
     return new_id()
 
@@ -69,16 +73,26 @@ def submit(actor_id: str, form_id: str, request: CommandRequest, *,
         return resolved
 
 
+def require_same_request(stored: dict[str, Any], actor_id: str, request: CommandRequest) -> None:
+    """Refuse ``request`` where the envelope stored or journalled under its ID asks for something else.
+
+    Compared: the actor, the command type, the payload (a step-up proof aside), the
+    expected revisions and the evidence, each as the gateway normalises them.
+    """
+    asked = (actor_id, request.command_type, request.payload,
+             sorted(request.expected_revisions, key=lambda item: (item["cf"], item["key"])),
+             sorted(set(request.evidence_hashes)))
+    held = (stored["actor_id"], stored["command_type"], without_proof(stored["payload"]),
+            stored["expected_revisions"], stored["evidence_hashes"])
+    if held != asked:
+        raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT, f"command {stored['command_id']} is another request")
+
+
 def _stored_approval(admission, actor_id: str, command_id: str, request: CommandRequest) -> dict[str, Any] | None:
     """The stored envelope of this very approval (same actor and request, proof aside), if one is stored."""
     stored = admission.envelopes.load(command_id)
     if stored is None:
         return None
-    same = (stored["actor_id"], stored["command_type"], without_proof(stored["payload"]),
-            stored["expected_revisions"], stored["evidence_hashes"]) == (
-        actor_id, request.command_type, request.payload,
-        sorted(request.expected_revisions, key=lambda item: (item["cf"], item["key"])), sorted(set(request.evidence_hashes)))
-    if not same:
-        raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT, f"command {command_id} was stored for another request")
+    require_same_request(stored, actor_id, request)
     admission.require_not_ahead(stored)
     return stored

@@ -135,7 +135,9 @@ def test_reusing_a_forms_command_id_for_another_request_is_refused(client_as, le
     response = provision(client, command_id=command_id, account_id="ops-4", identity="ops4@porto.test")
     assert ledger.head() == head
     assert ledger.get(STATE, "account/ops-4") is None
-    assert "already submitted" in response.content.decode()
+    assert not User.objects.filter(username="ops-4").exists()
+    page = response.content.decode()
+    assert "COMMAND_ID_CONFLICT" in page and "already submitted" not in page
 
 
 def test_a_rejected_provisioning_shows_the_reason_and_offers_a_new_command_id(client_as, ledger):
@@ -176,6 +178,26 @@ def test_deactivating_a_staff_account_deactivates_the_actor_and_the_user(client_
     assert ledger.get(STATE, f"account/{STAFF['ops']}").data["status"] == "deactivated"
     users["ops"].refresh_from_db()
     assert not users["ops"].is_active
+
+
+@pytest.mark.parametrize("target", ["ops", "auditor"])
+def test_a_deactivation_reposted_as_another_change_moves_neither_the_ledger_nor_a_user(client_as, users, ledger,
+                                                                                       target):
+    """The same account turned active again, or another account: the view acts on nothing the ledger did not judge."""
+    client = client_as("admin")
+    command_id = new_command_id()
+    client.post(f"/ledger/accounts/{seal('account', STAFF['ops'])}/",
+                {"command_id": command_id, "roles": ["ops"], "revision": "1"})
+    groups = {name: sorted(users[name].groups.values_list("name", flat=True)) for name in ("ops", "auditor")}
+    head = ledger.head()
+    response = client.post(f"/ledger/accounts/{seal('account', STAFF[target])}/",
+                           {"command_id": command_id, "roles": ["ops", "auditor"], "revision": "1", "active": "on"})
+    assert "COMMAND_ID_CONFLICT" in response.content.decode()
+    assert ledger.head() == head
+    for name in ("ops", "auditor"):
+        users[name].refresh_from_db()
+        assert sorted(users[name].groups.values_list("name", flat=True)) == groups[name]
+    assert (users["ops"].is_active, users["auditor"].is_active) == (False, True)
 
 
 def test_deactivating_a_finance_user_keeps_their_finance_role(client_as, users, ledger):

@@ -92,6 +92,20 @@ def test_an_export_is_recorded_in_the_ledger_before_the_file_is_handed_out(clien
     assert again.content == content and ledger.head().sequence == head.sequence + 1
 
 
+def test_an_answered_export_form_reposted_for_a_wider_range_hands_out_nothing(client_as, ledger):
+    """Only the range the ledger recorded is ever handed out under a form's ID."""
+    client = client_as("auditor")
+    command_id = new_command_id()
+    client.post("/ledger/journal/export/", {"command_id": command_id, "first": "1", "last": "5",
+                                            "file_format": "json"})
+    head = ledger.head()
+    wider = client.post("/ledger/journal/export/", {"command_id": command_id, "first": "1",
+                                                    "last": str(head.sequence), "file_format": "json"}, follow=True)
+    assert "Content-Disposition" not in wider
+    assert "COMMAND_ID_CONFLICT" in wider.content.decode()
+    assert ledger.head() == head
+
+
 def test_an_export_by_another_role_records_nothing(client_as, ledger):
     head = ledger.head()
     response = client_as("finance").post("/ledger/journal/export/", {

@@ -95,6 +95,33 @@ def test_a_double_submitted_approval_executes_once(finance, payouts_world):
     assert "already submitted: this is the original answer" in again.content.decode()
 
 
+def test_a_reposted_preparation_gets_its_answer_though_its_payables_are_paid_since(finance, payouts_world):
+    client = finance[FINANCE]
+    page = client.get("/ledger/payouts/prepare/").content.decode()
+    fields = dict(re.findall(r'name="(command_id|seen_payables)" value="([^"]+)"', page))
+    recipients = re.findall(r'name="recipients" value="([^"]+)"[^>]*checked', page)
+    client.post("/ledger/payouts/prepare/", {**fields, "recipients": recipients})
+    run_id = service.run_id_for(fields["command_id"])
+    payouts_world.approve(run_id, sorted(service.confirmed_statements(payouts_world.owner).values()), actor=FINANCE_2)
+    head = payouts_world.owner.head()
+    again = client.post("/ledger/payouts/prepare/", {**fields, "recipients": recipients}, follow=True)
+    assert payouts_world.owner.head() == head
+    assert "already submitted: this is the original answer" in again.content.decode()
+    assert again.redirect_chain[-1][0] == f"/ledger/payouts/{seal('run', run_id)}/"
+
+
+def test_an_answered_approval_reposted_for_another_run_is_a_conflict(finance, payouts_world):
+    first, second = prepare(finance[FINANCE]), prepare(finance[FINANCE])
+    command_id = new_command_id()
+    approve(finance[FINANCE_2], first, payouts_world, code=code_for(FINANCE_2), command_id=command_id)
+    head = payouts_world.owner.head()
+    response = approve(finance[FINANCE_2], second, payouts_world, code=code_for(FINANCE_2), command_id=command_id)
+    page = response.content.decode()
+    assert "COMMAND_ID_CONFLICT" in page and "already submitted" not in page
+    assert payouts_world.owner.head() == head
+    assert payouts_world.state(f"payment_run/{second}")["status"] == "prepared"
+
+
 def test_someone_elses_form_id_is_a_new_command_of_ones_own_not_their_answer(finance, payouts_world):
     run_id = prepare(finance[FINANCE])
     command_id = new_command_id()

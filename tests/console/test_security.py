@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 from django.conf import settings
@@ -64,6 +65,23 @@ def test_an_admin_sees_and_clears_a_lockout_and_the_ledger_records_who(users, le
     assert "10.0.0.7" not in str(entry)  # the address is only a digest in the ledger
     assert sign_in(Client(), STAFF["finance"], password).status_code == 302
     assert client_as("finance").get("/ledger/lockouts/").status_code == 403
+
+
+def test_a_lockout_clearance_reposted_for_another_lockout_clears_nothing(users, ledger, client_as):
+    for name in ("finance", "ops"):
+        for _ in range(settings.AXES_FAILURE_LIMIT):
+            sign_in(Client(), STAFF[name], "wrong password")
+    admin = client_as("admin")
+    page = admin.get("/ledger/lockouts/").content.decode()
+    handles = dict(re.findall(r'class="lockout-username">([^<]+)<.*?action="/ledger/lockouts/([^/]+)/', page, re.S))
+    command_id = new_command_id()
+    admin.post(f"/ledger/lockouts/{handles[STAFF['finance']]}/clear/", {"command_id": command_id})
+    head = ledger.head()
+    response = admin.post(f"/ledger/lockouts/{handles[STAFF['ops']]}/clear/", {"command_id": command_id},
+                          follow=True)
+    assert "COMMAND_ID_CONFLICT" in response.content.decode()
+    assert ledger.head() == head
+    assert sign_in(Client(), STAFF["ops"], issue_credentials(users["ops"]).password).status_code == 429
 
 
 # Styled refusals and errors.

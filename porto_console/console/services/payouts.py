@@ -20,7 +20,7 @@ from ledger_engine.domain.commands.money.payments import UNSIGNED
 from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash
 from ledger_engine.projections import payout_queries
 from ledger_engine.projections.payout_queries import Payable, PaymentListing, RunListing
-from porto_console.console.commands import CommandRequest
+from porto_console.console.commands import CommandRequest, StateMovedOn
 from porto_console.ledger import gateway
 
 ASSET = "USDC"
@@ -32,7 +32,7 @@ PAYMENT_STATES = ("prepared", "approved", "held", "signed", "submitted", "uncert
                   "cancelled")
 
 
-class PlanChanged(Exception):
+class PlanChanged(StateMovedOn):
     """The payables differ from what the form showed."""
 
 
