@@ -35,7 +35,7 @@ class EnvelopeStore:
         try:
             stored = orjson.loads(path.read_bytes())
             CommandEnvelope.model_validate(stored)
-        except (orjson.JSONDecodeError, ValidationError):
+        except (OSError, orjson.JSONDecodeError, ValidationError):  # a directory, say, or an unreadable file
             stored = None
         if stored is None or stored["command_id"] != command_id:
             raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,

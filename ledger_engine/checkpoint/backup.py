@@ -40,7 +40,7 @@ from ledger_engine.checkpoint.export import export_store
 from ledger_engine.checkpoint.integrity import verify_store_exporting
 from ledger_engine.checkpoint.publish import publish_built
 from ledger_engine.checkpoint.replay import rebuild_export
-from ledger_engine.checkpoint.verify import VerificationError, hash_tree, verify_export
+from ledger_engine.checkpoint.verify import VerificationError, hash_tree, require_fields, verify_export
 from ledger_engine.errors import LedgerError
 from ledger_engine.layout import META, PRIVATE_AUX
 from ledger_engine.storage.rocks import RocksStore
@@ -97,6 +97,12 @@ def backup_owner(owner: LedgerOwner, destination: str | os.PathLike) -> dict[str
     return backup(owner.checkpoint, owner.store.path, destination)
 
 
+# What a restore reads from a manifest, by type; the writer generation and journal tree, which older
+# manifests lack, are checked where they are read.
+MANIFEST_FIELDS = {"created_at_ms": int, "sequence": int, "entry_hash": str, "logical_state_hash": str,
+                   "db_files": dict}
+
+
 def verify_backup(source: str | os.PathLike, *, trusted_genesis: str | None = None) -> dict[str, Any]:
     return _verified_backup(source, trusted_genesis)[0]
 
@@ -113,8 +119,9 @@ def _verified_backup(source: str | os.PathLike,
         manifest = orjson.loads((src / MANIFEST).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         raise VerificationError(MANIFEST, "missing or unreadable: not a completed backup") from None
-    if manifest.get("format") != BACKUP_FORMAT:
+    if not isinstance(manifest, dict) or manifest.get("format") != BACKUP_FORMAT:
         raise VerificationError(MANIFEST, "unknown backup format")
+    require_fields(manifest, MANIFEST, MANIFEST_FIELDS)
     _require_generation(manifest.get("writer_generation", 0), MANIFEST)
     actual = hash_tree(src / "db")
     for name, expected in manifest["db_files"].items():

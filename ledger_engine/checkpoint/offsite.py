@@ -38,7 +38,7 @@ from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.backup import MANIFEST, backup, restorer, verify_backup
 from ledger_engine.checkpoint.publish import publish, staged_beside
 from ledger_engine.checkpoint.export import JOURNAL_FILE
-from ledger_engine.checkpoint.verify import VerificationError, hash_tree
+from ledger_engine.checkpoint.verify import VerificationError, hash_tree, require_fields
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.domain.commands.money.payments import IN_FLIGHT as PAYMENTS_IN_FLIGHT
 from ledger_engine.layout import JOURNAL, STATE
@@ -98,9 +98,11 @@ def _verify_admission(stage: Path) -> dict[str, Any]:
 
 def _admission_manifest(stage: Path) -> dict[str, Any]:
     try:
-        return orjson.loads((stage / ADMISSION_MANIFEST).read_bytes())
+        manifest = orjson.loads((stage / ADMISSION_MANIFEST).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         raise VerificationError(ADMISSION_MANIFEST, "missing or unreadable: not a completed backup") from None
+    return require_fields(manifest, ADMISSION_MANIFEST,
+                          {"files": dict, "evidence_referenced": int, "evidence_missing": list})
 
 
 def _require_admission_files(actual: dict[str, dict[str, Any]], admission: dict[str, Any]) -> None:

@@ -92,6 +92,18 @@ def _lines(path: Path, name: str) -> Iterator[tuple[str, bytes, Any]]:
             yield item, raw, value
 
 
+def require_fields(document: Any, item: str, fields: dict[str, type]) -> dict[str, Any]:
+    """``document`` as a JSON object holding each of ``fields`` with its type (a bool is no int), or a
+    ``VerificationError`` naming the first that it lacks: a manifest of the wrong shape is a damaged one."""
+    if not isinstance(document, dict):
+        raise VerificationError(item, "not a JSON object")
+    for name, kind in fields.items():
+        value = document.get(name)
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            raise VerificationError(item, f"{name} is missing or not a {kind.__name__}")
+    return document
+
+
 def read_metadata(directory: str | os.PathLike) -> dict[str, Any]:
     path = Path(directory) / METADATA_FILE
     try:

@@ -182,3 +182,49 @@ def test_a_file_written_into_the_admission_target_during_recovery_stops_it_with_
     with pytest.raises(VerificationError):
         recover(ledger, admission, backup_dir=staged)
     assert not ledger.exists() and [path.name for path in admission.iterdir()] == ["written-meanwhile"]
+
+
+MISSHAPEN_MANIFESTS = {
+    "no database files": lambda manifest: {key: value for key, value in manifest.items() if key != "db_files"},
+    "database files as a list": lambda manifest: {**manifest, "db_files": []},
+    "a sequence as a string": lambda manifest: {**manifest, "sequence": str(manifest["sequence"])},
+    "no creation time": lambda manifest: {key: value for key, value in manifest.items() if key != "created_at_ms"},
+    "a list": lambda manifest: [manifest],
+}
+MISSHAPEN_ADMISSION = {
+    "no files": lambda manifest: {key: value for key, value in manifest.items() if key != "files"},
+    "files as a list": lambda manifest: {**manifest, "files": []},
+    "a count as a bool": lambda manifest: {**manifest, "evidence_referenced": True},
+    "a list": lambda manifest: [manifest],
+}
+
+
+def _reshape(path: Path, reshape) -> None:
+    path.write_bytes(orjson.dumps(reshape(orjson.loads(path.read_bytes()))))
+
+
+@pytest.mark.parametrize("reshape", MISSHAPEN_MANIFESTS.values(), ids=MISSHAPEN_MANIFESTS.keys())
+def test_a_backup_manifest_of_the_wrong_shape_is_refused_as_damaged(staged, tmp_path, reshape):
+    _reshape(staged / "0001" / "ledger" / MANIFEST, reshape)
+    with pytest.raises(VerificationError) as refused:
+        backup_module.restore(staged / "0001" / "ledger", tmp_path / "new" / "ledger")
+    assert refused.value.item == MANIFEST
+    nothing_published(tmp_path / "new" / "ledger")
+
+
+@pytest.mark.parametrize("damaged, reshape", [
+    *((offsite.LEDGER + "/" + MANIFEST, reshape) for reshape in MISSHAPEN_MANIFESTS.values()),
+    *((offsite.ADMISSION_MANIFEST, reshape) for reshape in MISSHAPEN_ADMISSION.values())],
+    ids=[*(f"ledger manifest: {name}" for name in MISSHAPEN_MANIFESTS),
+         *(f"admission manifest: {name}" for name in MISSHAPEN_ADMISSION)])
+def test_recovery_passes_over_a_newer_backup_whose_manifest_is_misshapen_for_the_older_good_one(staged, tmp_path,
+                                                                                                damaged, reshape):
+    newer = staged / "0002"
+    shutil.copytree(staged / "0001", newer)
+    manifest = orjson.loads((newer / offsite.LEDGER / MANIFEST).read_bytes())
+    (newer / offsite.LEDGER / MANIFEST).write_bytes(
+        canonical_bytes({**manifest, "created_at_ms": manifest["created_at_ms"] + 1}) + b"\n")
+    _reshape(newer / damaged, reshape)
+    recovered = recover(tmp_path / "new" / "ledger", tmp_path / "new" / "admission", backup_dir=staged)
+    assert (recovered["sequence"], recovered["created_at_ms"]) == (manifest["sequence"], manifest["created_at_ms"])
+    assert (tmp_path / "new" / "admission" / "envelopes" / "kept.json").read_bytes() == b"{}"

@@ -405,7 +405,7 @@ def test_a_redelivered_input_is_answered_by_its_journalled_command_though_the_st
     assert again.duplicate and again.sequence == first.sequence
 
 
-@pytest.mark.parametrize("planted", ["not json", "a list", "another command's envelope", "no actor"])
+@pytest.mark.parametrize("planted", ["not json", "a list", "another command's envelope", "no actor", "a directory"])
 def test_a_stored_file_that_is_not_the_inputs_envelope_is_refused_with_a_code(world, gateway, planted):
     opened = _provider_event("pay-1", "period.opened", amounts={"currency": "GBP", "gross": "1199", "net": "999"})
     billing = _billing(gateway)
@@ -416,9 +416,13 @@ def test_a_stored_file_that_is_not_the_inputs_envelope_is_refused_with_a_code(wo
     content = {"not json": b"{", "a list": b"[]",
                "another command's envelope": canonical_bytes({**honest, "command_id": _id(99)}),
                "no actor": canonical_bytes({key: value for key, value in honest.items() if key != "actor_id"}),
-               }[planted]
+               "a directory": None}[planted]
     gateway.envelopes.root.mkdir(parents=True, exist_ok=True)
-    (gateway.envelopes.root / f"{command_id}.json").write_bytes(content)
+    path = gateway.envelopes.root / f"{command_id}.json"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
     head = world.owner.head()
     _refused(ErrorCode.COMMAND_ID_CONFLICT, billing.observe, "test-pay", opened.body, opened.signature)
     assert world.owner.head() == head
