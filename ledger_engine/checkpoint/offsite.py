@@ -36,7 +36,7 @@ from ledger_engine.adapters.files import replace_durably
 from ledger_engine.application.value_codec import decode_record
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.backup import MANIFEST, backup, restorer, verify_backup
-from ledger_engine.checkpoint.publish import publish, staged_beside
+from ledger_engine.checkpoint.publish import publish, require_absent_or_empty, staged_beside
 from ledger_engine.checkpoint.export import JOURNAL_FILE
 from ledger_engine.checkpoint.verify import VerificationError, hash_tree, require_fields
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -53,6 +53,7 @@ VERIFIED_TAG = "porto-verified"
 SEQUENCE_TAG = "sequence-"
 CREATED_TAG = "created-ms-"
 RESTIC_TIMEOUT_SECS = 600
+RECOVERY_TARGET = "recovery needs an absent or empty directory"
 FUTURE_SKEW_MS = 60_000  # how far ahead of this host's clock a snapshot may be dated and still count
 # The password of a URL's user part (rest:https://user:password@host/): never in a log line or an error.
 _URL_PASSWORD = re.compile(r"(?<=://)([^/@:]*):[^/@]*@")
@@ -292,7 +293,7 @@ def recover(data_dir: str | os.PathLike, admission_dir: str | os.PathLike, *,
     data_dir, admission_dir = Path(data_dir).resolve(), Path(admission_dir).resolve()
     if data_dir.is_relative_to(admission_dir) or admission_dir.is_relative_to(data_dir):
         raise VerificationError(str(admission_dir), "the admission directory must lie apart from the data directory")
-    _require_empty(data_dir)
+    require_absent_or_empty(data_dir, RECOVERY_TARGET)
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{data_dir.name}.recovering-", dir=data_dir.parent) as scratch:
         stage, facts = _fetch_newest(Path(scratch), repository, backup_dir, trusted_genesis)
@@ -315,16 +316,11 @@ def recover(data_dir: str | os.PathLike, admission_dir: str | os.PathLike, *,
             "envelopes_restored": sum(1 for path in (admission_dir / "envelopes").rglob("*") if path.is_file())}
 
 
-def _require_empty(target: Path) -> None:
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise VerificationError(str(target), "recovery needs an absent or empty directory")
-
-
 def _admission_in_place(stage: Path, admission_dir: Path) -> bool:
     """Whether ``admission_dir`` already holds this backup's admission stores, file for file, as an earlier run
     of this recovery that stopped before publishing the ledger leaves it; it must otherwise be absent or empty."""
     if not admission_dir.is_dir() or not any(admission_dir.iterdir()):
-        _require_empty(admission_dir)
+        require_absent_or_empty(admission_dir, RECOVERY_TARGET)
         return False
     try:
         _require_admission_files(hash_tree(admission_dir), _admission_manifest(stage))

@@ -36,14 +36,19 @@ def publish_built(data_dir: str | os.PathLike, build: Callable[[Path], Built], *
 def staged_beside(data_dir: str | os.PathLike, *, verb: str, doing: str) -> Iterator[Path]:
     """A hidden staging directory beside the absent or empty ``data_dir``, removed unless ``publish`` named it."""
     target = Path(data_dir).resolve()
-    if target.exists() and any(target.iterdir()):
-        raise VerificationError(str(target), f"{verb} needs an empty data directory")
+    require_absent_or_empty(target, f"{verb} needs an empty data directory")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.{doing}-", dir=target.parent))
     try:
         yield staging
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # nothing is left there once it is published
+
+
+def require_absent_or_empty(target: Path, reason: str) -> None:
+    """Refuse a ``target`` that holds anything, or is anything but a directory."""
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise VerificationError(str(target), reason)
 
 
 def publish(staging: Path, data_dir: str | os.PathLike) -> None:

@@ -228,3 +228,17 @@ def test_recovery_passes_over_a_newer_backup_whose_manifest_is_misshapen_for_the
     recovered = recover(tmp_path / "new" / "ledger", tmp_path / "new" / "admission", backup_dir=staged)
     assert (recovered["sequence"], recovered["created_at_ms"]) == (manifest["sequence"], manifest["created_at_ms"])
     assert (tmp_path / "new" / "admission" / "envelopes" / "kept.json").read_bytes() == b"{}"
+
+
+@pytest.mark.parametrize("operation", ["restore", "recover"])
+def test_a_plain_file_where_the_ledger_goes_is_refused_with_a_code_and_kept(staged, tmp_path, operation):
+    target = tmp_path / "new" / "ledger"
+    target.parent.mkdir()
+    target.write_bytes(b"someone's file")
+    with pytest.raises(VerificationError) as refused:
+        if operation == "restore":
+            backup_module.restore(staged / "0001" / "ledger", target)
+        else:
+            recover(target, tmp_path / "new" / "admission", backup_dir=staged)
+    assert refused.value.item == str(target.resolve())
+    assert target.read_bytes() == b"someone's file"
