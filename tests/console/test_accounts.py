@@ -200,6 +200,21 @@ def test_a_deactivation_reposted_as_another_change_moves_neither_the_ledger_nor_
     assert (users["ops"].is_active, users["auditor"].is_active) == (False, True)
 
 
+def test_a_provisioning_answered_again_after_a_deactivation_leaves_the_user_deactivated(client_as, ledger,
+                                                                                         mailoutbox):
+    client = client_as("admin")
+    command_id = new_command_id()
+    provision(client, command_id=command_id)
+    client.post(f"/ledger/accounts/{seal('account', 'ops-3')}/",
+                {"command_id": new_command_id(), "roles": ["ops"], "revision": "1"})
+    assert ledger.get(STATE, "account/ops-3").data["status"] == "deactivated"
+    head = ledger.head()
+    again = provision(client, command_id=command_id)
+    assert "already submitted" in again.content.decode() and ledger.head() == head
+    assert not User.objects.get(username="ops-3").is_active
+    assert len(mailoutbox) == 1  # the first link only
+
+
 def test_deactivating_a_finance_user_keeps_their_finance_role(client_as, users, ledger):
     handle = seal("account", STAFF["finance"])
     revision = ledger.get(STATE, f"account/{STAFF['finance']}").revision

@@ -84,6 +84,27 @@ def test_a_lockout_clearance_reposted_for_another_lockout_clears_nothing(users, 
     assert sign_in(Client(), STAFF["ops"], issue_credentials(users["ops"]).password).status_code == 429
 
 
+def test_a_password_change_form_posted_again_changes_nothing_the_ledger_did_not_record(users, ledger):
+    first = issue_credentials(users["ops"]).password
+    client = Client()
+    client.force_login(users["ops"])
+    command_id = new_command_id()
+    changed = client.post("/password_change/", {"command_id": command_id, "old_password": first,
+                                                "new_password1": "a long new passphrase 7",
+                                                "new_password2": "a long new passphrase 7"})
+    assert changed.status_code == 302
+    head = ledger.head()
+    entry = ledger.journal_entry(head.sequence)["envelope"]
+    assert (entry["command_type"], entry["payload"]["change"]) == ("RecordProfileChange", "password_changed")
+    again = client.post("/password_change/", {"command_id": command_id, "old_password": "a long new passphrase 7",
+                                              "new_password1": "another long passphrase 8",
+                                              "new_password2": "another long passphrase 8"})
+    assert "This form was already submitted" in again.content.decode()
+    assert ledger.head() == head
+    users["ops"].refresh_from_db()
+    assert users["ops"].check_password("a long new passphrase 7")
+
+
 # Styled refusals and errors.
 
 def test_a_refused_screen_is_a_console_page_naming_the_role_it_needs(client_as):

@@ -166,3 +166,17 @@ def test_reactivating_an_account_takes_a_second_admin(admins, users, ledger):
     approve(admins["admin2"], request_change(admins["admin"], STAFF["ops"], "reactivate"), STAFF["admin2"])
     users["ops"].refresh_from_db()
     assert users["ops"].is_active and ledger.get(STATE, f"actor/{STAFF['ops']}").data["status"] == "active"
+
+
+def test_a_deactivation_answered_again_after_a_reactivation_leaves_the_user_as_the_ledger_holds_it(admins, users,
+                                                                                                    ledger):
+    url = f"/ledger/accounts/{seal('account', STAFF['ops'])}/"
+    deactivation = {"command_id": new_command_id(), "roles": ["ops"], "revision": "1"}
+    admins["admin"].post(url, deactivation)
+    approve(admins["admin2"], request_change(admins["admin"], STAFF["ops"], "reactivate"), STAFF["admin2"])
+    head = ledger.head()
+    again = admins["admin"].post(url, deactivation, follow=True)
+    assert "already submitted" in again.content.decode() and ledger.head() == head
+    assert ledger.get(STATE, f"account/{STAFF['ops']}").data["status"] == "active"
+    users["ops"].refresh_from_db()
+    assert users["ops"].is_active

@@ -36,7 +36,7 @@ from porto_console.console.screens import ACCOUNTS
 from porto_console.console.services import accounts as service
 from porto_console.console.services import enrolment
 from porto_console.console.services import staff_changes
-from porto_console.console.services.users import has_enrolled, sync_user
+from porto_console.console.services.users import has_enrolled, sync_from_ledger, sync_user
 from porto_console.console.views.common import render_screen
 from porto_console.ledger import owner, read_at_boundary
 
@@ -148,9 +148,15 @@ def account_new(request):
 
 
 def _new_staff_user(request, data: dict) -> None:
-    """The console user for a new staff account, and the first enrolment link (recorded by the ledger first)."""
-    user, _ = sync_user(data["account_id"], roles=data["roles"], active=True, email=data["identity"].strip().lower())
-    if has_enrolled(user):
+    """The console user for a new staff account, and the first enrolment link (recorded by the ledger first).
+
+    The user gets the roles and status the ledger holds now, not the form's: a provisioning form
+    answered again after the account changed must not bring back what the change took away.
+    """
+    account = service.account(owner(), data["account_id"])
+    user, _ = sync_user(account.account_id, roles=account.roles, active=account.active,
+                        email=data["identity"].strip().lower())
+    if has_enrolled(user) or not account.active:
         return
     _send_link(request, user, derived_command_id("first-enrolment-link", data["command_id"]))
 
@@ -193,8 +199,8 @@ def account_detail(request, handle: str):
             form.add_error(None, str(error))
         else:
             actions.report(request, outcome, f"Account {account_id} changed")
-            if outcome.accepted and account.data["kind"] in PERSON_KINDS:
-                sync_user(account_id, roles=roles, active=data["active"])
+            if outcome.accepted:  # as the ledger holds the account now, whichever command this answer was
+                sync_from_ledger(owner(), account_id)
             return redirect(account_url(account_id))
     return render_screen(request, "console/account_detail.html", f"Account {account_id}", read, form=form,
                          **read.data, handle=handle, own_account=account_id == actor_id(request.user),

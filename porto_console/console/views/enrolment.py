@@ -137,11 +137,15 @@ def password_change(request):
         record = commands.CommandRequest("RecordProfileChange", {"account_id": request.user.username,
                                                                  "change": "password_changed"})
         outcome = commands.submit(request.user.username, form.cleaned_data["command_id"], record)
-        if outcome.accepted:
+        if outcome.duplicate:  # each change of password is its own record: this form's is spent
+            form.add_error(None, f"This form was already submitted (ledger sequence {outcome.sequence}); nothing "
+                                 "changed now. Open the page again to change your password.")
+        elif outcome.accepted:
             form.save()
             update_session_auth_hash(request, form.user)
             messages.success(request, f"Password changed (ledger sequence {outcome.sequence}).")
             return redirect("admin:index")
-        form.add_error(None, f"Not allowed: {outcome.code}: {outcome.result.get('detail', '')}")
+        else:
+            form.add_error(None, f"Not allowed: {outcome.code}: {outcome.result.get('detail', '')}")
     return TemplateResponse(request, "console/password_change.html", {
         **admin.site.each_context(request), "title": "Change your password", "form": form})
