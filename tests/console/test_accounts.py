@@ -125,6 +125,8 @@ def test_a_double_submitted_provisioning_form_registers_once(client_as, ledger, 
     assert ledger.head().sequence == head + 2  # the account and its first link, once
     assert len(mailoutbox) == 1
     assert "already submitted" in second.content.decode()
+    assert Client().get(enrolment_link(mailoutbox, "ops-3"))["Location"] == "/enrol/"  # the mailed link still opens
+    assert EnrolmentLink.objects.get(user__username="ops-3").open
 
 
 def test_reusing_a_forms_command_id_for_another_request_is_refused(client_as, ledger):

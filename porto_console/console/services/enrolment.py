@@ -92,11 +92,14 @@ def create_link(ledger: LedgerOwner, user: User, link_id: str, *, issued_by: str
     token = secrets.token_urlsafe(32)
     expires_at = timezone.now() + timedelta(seconds=settings.ENROLMENT_LINK_TTL_S)
     with transaction.atomic():
+        existing = EnrolmentLink.objects.filter(link_id=link_id).first()
+        if existing is not None:  # a retried form: the link exists, was mailed, and stays open
+            return existing
         EnrolmentLink.objects.filter(user=user, used_at=None, revoked_at=None).update(revoked_at=timezone.now())
         link, created = EnrolmentLink.objects.get_or_create(link_id=link_id, defaults={
             "user": user, "token_sha256": _digest(token), "factors": pending_factors(ledger, user.username),
             "issued_by": issued_by, "expires_at": expires_at})
-        if not created:  # a retried form: the link exists and was mailed
+        if not created:  # the same retry, at the same moment: the other one mails it
             return link
     url = f"{settings.CONSOLE_URL.rstrip('/')}/enrol/{token}/"
     send_mail("Your Porto console enrolment link", _message(user, url, link), None, [user.email])
