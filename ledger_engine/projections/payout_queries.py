@@ -245,6 +245,13 @@ def covering_statements(view: LedgerView, run_id: str) -> Coverage:
     return Coverage(sorted(cited), uncovered)
 
 
+def approval_citations(view: LedgerView, run_id: str) -> list[str]:
+    """The statements an approval of ``run_id`` cites: its approval's own once it is approved (an approval
+    posted again restates them), else those that cover it now (``covering_statements``)."""
+    approval = view.require(run_key(run_id), f"payout run {run_id}").get("approval")
+    return approval["statement_ids"] if approval else covering_statements(view, run_id).statement_ids
+
+
 def _confirmed_candidates(view: LedgerView, recipients: set[str]) -> dict[str, list[tuple[str, Batch]]]:
     candidates: dict[str, list[tuple[str, Batch]]] = {}
     for _key, record in view.records(STATEMENT_PREFIX):

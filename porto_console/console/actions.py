@@ -44,7 +44,12 @@ def run(request, command_id: str, command_type: str, build: Callable[[], Command
     except stepup.StepUpFailed as error:
         raise ActionRefused(str(error)) from None
     except LedgerError as error:
-        raise ActionRefused(f"The ledger refused the command: {error.code} ({error.detail})") from None
+        raise ActionRefused(refusal(error)) from None
+
+
+def refusal(error: LedgerError) -> str:
+    """What the user is told of a command the ledger refused before admission."""
+    return f"The ledger refused the command: {error.code} ({error.detail})"
 
 
 def _same_answer(answered: CommandOutcome, actor: str, build: Callable[[], CommandRequest]) -> CommandOutcome:

@@ -76,14 +76,12 @@ def submit(actor_id: str, form_id: str, request: CommandRequest, *,
 def require_same_request(stored: dict[str, Any], actor_id: str, request: CommandRequest) -> None:
     """Refuse ``request`` where the envelope stored or journalled under its ID asks for something else.
 
-    Compared: the actor, the command type, the payload (a step-up proof aside), the
-    expected revisions and the evidence, each as the gateway normalises them.
+    Compared: the actor, the command type, the payload (a step-up proof aside) and the evidence.
+    Not the expected revisions: they guard the state the command was judged on, the command itself
+    moves them on, and a form built again reads them as they are now.
     """
-    asked = (actor_id, request.command_type, request.payload,
-             sorted(request.expected_revisions, key=lambda item: (item["cf"], item["key"])),
-             sorted(set(request.evidence_hashes)))
-    held = (stored["actor_id"], stored["command_type"], without_proof(stored["payload"]),
-            stored["expected_revisions"], stored["evidence_hashes"])
+    asked = (actor_id, request.command_type, request.payload, sorted(set(request.evidence_hashes)))
+    held = (stored["actor_id"], stored["command_type"], without_proof(stored["payload"]), stored["evidence_hashes"])
     if held != asked:
         raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT, f"command {stored['command_id']} is another request")
 

@@ -116,6 +116,19 @@ def test_an_enrolled_user_gets_no_link_from_one_admin(client_as, ledger, mailout
     assert ledger.head() == head and mailoutbox == []
 
 
+def test_a_link_form_posted_again_for_another_account_is_refused_with_its_code(client_as, ledger, mailoutbox):
+    client = client_as("admin")
+    provision(client)
+    provision(client, account_id="ops-4", identity="ops4@porto.test")
+    command_id = new_command_id()
+    client.post(f"/ledger/accounts/{seal('account', 'ops-3')}/link/", {"command_id": command_id})
+    mailed, head = len(mailoutbox), ledger.head()
+    response = client.post(f"/ledger/accounts/{seal('account', 'ops-4')}/link/", {"command_id": command_id},
+                           follow=True)
+    assert response.status_code == 200 and "COMMAND_ID_CONFLICT" in response.content.decode()
+    assert ledger.head() == head and len(mailoutbox) == mailed
+
+
 def test_a_double_submitted_provisioning_form_registers_once(client_as, ledger, mailoutbox):
     client = client_as("admin")
     command_id = new_command_id()

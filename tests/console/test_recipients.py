@@ -72,6 +72,19 @@ def test_another_finance_user_approves_with_a_current_code(finance, payouts_worl
     assert re.search(r'id="update-status"><span class="enum" title="approved">Approved<', response.content.decode())
 
 
+def test_a_request_posted_again_after_its_approval_gets_its_own_answer(finance, payouts_world):
+    form = {"command_id": new_command_id(), "recipient_id": RECIPIENT, "payout_address": NEW_ADDRESS,
+            "evidence": EVIDENCE}
+    url = finance[FINANCE].post("/ledger/recipients/request/", form)["Location"]
+    finance[FINANCE_2].post(url + "approve/", {"command_id": new_command_id(), "otp_token": code_for(FINANCE_2)})
+    assert payouts_world.state(f"recipient/{RECIPIENT}")["version"] == 2
+    head = payouts_world.owner.head()
+    again = finance[FINANCE].post("/ledger/recipients/request/", form, follow=True)
+    page = again.content.decode()
+    assert "already submitted: this is the original answer" in page and "COMMAND_ID_CONFLICT" not in page
+    assert payouts_world.owner.head() == head
+
+
 def test_declining_keeps_the_address_and_records_the_reason(finance, payouts_world):
     url, update_id = request_change(finance[FINANCE])
     response = finance[FINANCE_2].post(url + "decline/", {"command_id": new_command_id(),

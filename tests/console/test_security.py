@@ -84,6 +84,51 @@ def test_a_lockout_clearance_reposted_for_another_lockout_clears_nothing(users, 
     assert sign_in(Client(), STAFF["ops"], issue_credentials(users["ops"]).password).status_code == 429
 
 
+def test_a_clearance_form_posted_again_clears_no_later_lockout(users, ledger, client_as):
+    password = issue_credentials(users["finance"]).password
+    admin = client_as("admin")
+
+    def lock_out() -> str:
+        for _ in range(settings.AXES_FAILURE_LIMIT):
+            sign_in(Client(), STAFF["finance"], "wrong password")
+        page = admin.get("/ledger/lockouts/").content.decode()
+        return page.split('action="/ledger/lockouts/')[1].split("/")[0]
+
+    command_id = new_command_id()
+    admin.post(f"/ledger/lockouts/{lock_out()}/clear/", {"command_id": command_id})
+    later = lock_out()
+    head = ledger.head()
+    response = admin.post(f"/ledger/lockouts/{later}/clear/", {"command_id": command_id}, follow=True)
+    assert "is not cleared by it" in response.content.decode()
+    assert ledger.head() == head
+    assert sign_in(Client(), STAFF["finance"], password).status_code == 429
+
+
+def test_each_lockout_on_the_page_has_a_form_of_its_own(users, client_as):
+    for name in ("finance", "ops"):
+        for _ in range(settings.AXES_FAILURE_LIMIT):
+            sign_in(Client(), STAFF[name], "wrong password")
+    page = client_as("admin").get("/ledger/lockouts/").content.decode()
+    command_ids = re.findall(r'name="command_id" value="([^"]+)"', page.split('id="lockouts"')[1])
+    assert len(command_ids) == 2 and len(set(command_ids)) == 2
+
+
+def test_a_password_change_under_a_spent_form_id_is_refused_with_its_code(users, ledger, client_as):
+    password = issue_credentials(users["auditor"]).password
+    client = client_as("auditor")
+    command_id = new_command_id()
+    client.post("/ledger/journal/export/", {"command_id": command_id, "first": "1", "last": "2",
+                                            "file_format": "json"})
+    head = ledger.head()
+    response = client.post("/password_change/", {"command_id": command_id, "old_password": password,
+                                                  "new_password1": "a long new passphrase 7",
+                                                  "new_password2": "a long new passphrase 7"})
+    assert response.status_code == 200 and "COMMAND_ID_CONFLICT" in response.content.decode()
+    assert ledger.head() == head
+    users["auditor"].refresh_from_db()
+    assert users["auditor"].check_password(password)
+
+
 def test_a_password_change_form_posted_again_changes_nothing_the_ledger_did_not_record(users, ledger):
     first = issue_credentials(users["ops"]).password
     client = Client()

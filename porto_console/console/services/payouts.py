@@ -84,7 +84,7 @@ def prepare(ledger: LedgerOwner, command_id: str, recipient_ids: list[str], seen
 
 def approve(ledger: LedgerOwner, run_id: str, seen_hash: str) -> CommandRequest:
     """ApprovePayoutRun restating the hash the approver saw, citing confirmed statements covering every line."""
-    cited = ledger.read(lambda view: payout_queries.covering_statements(view, run_id)).statement_ids
+    cited = ledger.read(lambda view: payout_queries.approval_citations(view, run_id))
     return CommandRequest("ApprovePayoutRun", {"run_id": run_id, "run_hash": seen_hash, "statement_ids": cited})
 
 

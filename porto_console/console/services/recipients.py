@@ -43,8 +43,11 @@ def update(ledger: LedgerOwner, recipient_id: str, update_id: str) -> dict[str, 
 
 def request_update(ledger: LedgerOwner, command_id: str, recipient_id: str, payout_address: str,
                    evidence: str) -> CommandRequest:
-    current = payout_queries.recipient(ledger.view(), recipient_id)
-    version = current["version"] + 1 if current else 2
+    view = ledger.view()
+    recorded = payout_queries.recipient_update(view, recipient_id, update_id_for(command_id))
+    current = payout_queries.recipient(view, recipient_id)
+    # This form's own request, recorded already, keeps the version it named; the recipient may be past it.
+    version = recorded["version"] if recorded else current["version"] + 1 if current else 2
     digest = gateway().evidence.put(evidence.encode())
     return CommandRequest("UpdateRecipient", {
         "update_id": update_id_for(command_id), "recipient_id": recipient_id,

@@ -25,6 +25,7 @@ from ledger_engine.domain.actors import GUARDED_ROLES
 from ledger_engine.domain.commands.accounts import AccountKind
 from ledger_engine.domain.ruleset import ROLES
 from ledger_engine.envelope import IDENTIFIER_PATTERN
+from ledger_engine.errors import LedgerError
 from porto_console.console import actions, commands
 from porto_console.console.commands import new_command_id
 from porto_console.console.forms import CommandForm
@@ -170,6 +171,9 @@ def _send_link(request, user: User, command_id: str) -> None:
         outcome = commands.submit(actor_id(request.user), command_id, enrolment.link_request(user.username, link_id))
     except enrolment.EnrolmentRefused as error:
         messages.error(request, str(error))
+        return
+    except LedgerError as error:
+        messages.error(request, actions.refusal(error))
         return
     if not outcome.accepted:
         actions.report(request, outcome, "")

@@ -22,7 +22,9 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from porto_console.console import commands
+from ledger_engine.application.transition import CommandOutcome
+from ledger_engine.errors import LedgerError
+from porto_console.console import actions, commands
 from porto_console.console.forms import CommandForm
 from porto_console.console.models import EnrolmentLink
 from porto_console.console.services import enrolment
@@ -130,22 +132,37 @@ class OwnPasswordForm(PasswordChangeForm, CommandForm):
     """Django's password change, as one ledger-recorded command."""
 
 
+def _recorded_change(request, form: OwnPasswordForm) -> CommandOutcome | None:
+    """The ledger's new record of this password change; or None, with the reason on the form.
+
+    Each change of password is its own record, so a form the ledger answered before is spent.
+    """
+    record = commands.CommandRequest("RecordProfileChange", {"account_id": request.user.username,
+                                                             "change": "password_changed"})
+    try:
+        outcome = commands.submit(request.user.username, form.cleaned_data["command_id"], record)
+    except LedgerError as error:
+        form.add_error(None, actions.refusal(error))
+        return None
+    if outcome.duplicate:
+        form.add_error(None, f"This form was already submitted (ledger sequence {outcome.sequence}); nothing "
+                             "changed now. Open the page again to change your password.")
+        return None
+    if not outcome.accepted:
+        form.add_error(None, f"Not allowed: {outcome.code}: {outcome.result.get('detail', '')}")
+        return None
+    return outcome
+
+
 def password_change(request):
     """A signed-in user changes their own password; the ledger records it first."""
     form = OwnPasswordForm(request.user, request.POST or None)
     if request.method == "POST" and form.is_valid():
-        record = commands.CommandRequest("RecordProfileChange", {"account_id": request.user.username,
-                                                                 "change": "password_changed"})
-        outcome = commands.submit(request.user.username, form.cleaned_data["command_id"], record)
-        if outcome.duplicate:  # each change of password is its own record: this form's is spent
-            form.add_error(None, f"This form was already submitted (ledger sequence {outcome.sequence}); nothing "
-                                 "changed now. Open the page again to change your password.")
-        elif outcome.accepted:
+        outcome = _recorded_change(request, form)
+        if outcome is not None:
             form.save()
             update_session_auth_hash(request, form.user)
             messages.success(request, f"Password changed (ledger sequence {outcome.sequence}).")
             return redirect("admin:index")
-        else:
-            form.add_error(None, f"Not allowed: {outcome.code}: {outcome.result.get('detail', '')}")
     return TemplateResponse(request, "console/password_change.html", {
         **admin.site.each_context(request), "title": "Change your password", "form": form})

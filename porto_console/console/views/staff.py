@@ -139,10 +139,10 @@ def lockout_list(request):
     query = filter_form.query()
     read = read_at_boundary(lambda ledger: None)
     attempts = paginate(LOCKOUT_LISTING.apply(lockouts.locked(), query), page_number(request))
-    rows = [(attempt, seal(lockouts.HANDLE, str(attempt.pk))) for attempt in attempts.items]
+    # A form (a command ID) of its own on each row: clearing one lockout leaves the others' forms unspent.
+    rows = [(attempt, seal(lockouts.HANDLE, str(attempt.pk)), CommandForm()) for attempt in attempts.items]
     return render_screen(request, "console/lockouts.html", LOCKOUTS.title, read, page=attempts, rows=rows,
-                         query=query, filter_form=filter_form, clear_form=CommandForm(),
-                         failure_limit=settings.AXES_FAILURE_LIMIT)
+                         query=query, filter_form=filter_form, failure_limit=settings.AXES_FAILURE_LIMIT)
 
 
 @require_POST
@@ -154,6 +154,10 @@ def lockout_clear(request, handle: str):
     outcome = actions.run_form(request, CommandForm(request.POST), "RecordLockoutCleared",
                                lambda data: lockouts.clearance(data["command_id"], attempt),
                                done=f"Lockout of {attempt.username} cleared", invalid="Reload the page and try again.")
-    if outcome is not None and outcome.accepted:
+    if outcome is not None and outcome.accepted and outcome.duplicate:
+        # The answer names a lockout cleared before; the one still here is a later one, not cleared by it.
+        messages.warning(request, f"This form's clearance was recorded before; the lockout of {attempt.username} "
+                                  "still listed is not cleared by it. Clear it from the list to record that.")
+    elif outcome is not None and outcome.accepted:
         lockouts.clear(attempt)
     return redirect(f"admin:{LOCKOUTS.url_name}")
