@@ -62,11 +62,19 @@ def genesis_records(document: dict[str, Any]) -> list[tuple[str, str, dict[str, 
 
 
 def _validate(document: dict[str, Any]) -> None:
+    if not isinstance(document, dict):
+        raise LedgerError(ErrorCode.VERIFICATION_FAILED, "genesis is not a JSON object")
     if document.get("schema_version") != GENESIS_SCHEMA or document.get("ruleset_version") != RULESET_VERSION:
         raise LedgerError(ErrorCode.UNSUPPORTED_RULESET, "genesis names an unsupported schema or ruleset")
     if document.get("assets") != ASSETS:
         raise LedgerError(ErrorCode.VERIFICATION_FAILED, "genesis assets differ from the ruleset's")
-    for actor in document.get("actors", []):
+    for name, kind in (("label", str), ("allocation_policy", dict), ("actors", list)):
+        if not isinstance(document.get(name), kind):
+            raise LedgerError(ErrorCode.VERIFICATION_FAILED, f"genesis {name} is missing or not a {kind.__name__}")
+    for actor in document["actors"]:
+        if not (isinstance(actor, dict) and isinstance(actor.get("actor_id"), str)
+                and isinstance(actor.get("roles"), list) and all(isinstance(role, str) for role in actor["roles"])):
+            raise LedgerError(ErrorCode.VERIFICATION_FAILED, "a genesis actor is not an actor_id with a list of roles")
         if not set(actor["roles"]) <= ROLES:
             raise LedgerError(ErrorCode.VERIFICATION_FAILED, f"genesis actor {actor['actor_id']} has unknown roles")
     verifier = document.get("step_up_verifier")

@@ -30,12 +30,12 @@ class EnvelopeStore:
         checked: a closed envelope of this very command ID, never something read as one.
         """
         path = self._path(command_id)
-        if not path.exists():
+        if not os.path.lexists(path):
             return None
+        stored = _json_of_regular_file(path)
         try:
-            stored = orjson.loads(path.read_bytes())
             CommandEnvelope.model_validate(stored)
-        except (OSError, orjson.JSONDecodeError, ValidationError):  # a directory, say, or an unreadable file
+        except ValidationError:
             stored = None
         if stored is None or stored["command_id"] != command_id:
             raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
@@ -54,3 +54,13 @@ class EnvelopeStore:
     def replace(self, envelope: dict[str, Any], *, canonical: bytes | None = None) -> None:
         """Re-admission only (docs/adr/0012): the ledger holds no outcome for this command ID."""
         replace_durably(self._path(envelope["command_id"]), canonical or canonical_bytes(envelope))
+
+
+def _json_of_regular_file(path: Path) -> Any:
+    """What the regular file at ``path`` holds as JSON; None for a directory, a link, or what cannot be read."""
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        return orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None

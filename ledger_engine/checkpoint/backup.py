@@ -124,6 +124,8 @@ def _verified_backup(source: str | os.PathLike,
     require_fields(manifest, MANIFEST, MANIFEST_FIELDS)
     _require_generation(manifest.get("writer_generation", 0), MANIFEST)
     actual = hash_tree(src / "db")
+    if not actual:
+        raise VerificationError("db", "the backed-up database has no files")
     for name, expected in manifest["db_files"].items():
         if actual.get(name) != expected:
             raise VerificationError(f"db/{name}", "file hash does not match the manifest")

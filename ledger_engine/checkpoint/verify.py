@@ -62,6 +62,8 @@ def hash_tree(root: Path) -> dict[str, dict[str, Any]]:
     A tree that is hashed to be trusted later holds plain files and directories only: a symbolic
     link or a special file is refused, since copying the tree would follow or block on it.
     """
+    if root.exists() and (root.is_symlink() or not root.is_dir()):
+        raise VerificationError(root.name, "not a directory")
     files = {}
     for path in sorted(root.rglob("*")) if root.exists() else ():
         name = path.relative_to(root).as_posix()
@@ -167,8 +169,10 @@ def verify_genesis(root: Path, metadata: dict[str, Any], trusted_genesis: str | 
     try:
         document = orjson.loads((root / GENESIS_FILE).read_bytes())
         matches = genesis_hash(document) == metadata["genesis_hash"]
-    except (orjson.JSONDecodeError, LedgerError, TypeError):
-        raise VerificationError(GENESIS_FILE, "not a genesis document") from None
+        _genesis_delta(document)  # its records can be made, so replay and the walk below can start from them
+    except (orjson.JSONDecodeError, LedgerError, TypeError) as error:
+        detail = f": {error.detail}" if isinstance(error, LedgerError) else ""
+        raise VerificationError(GENESIS_FILE, f"not a genesis document{detail}") from None
     if not matches:
         raise VerificationError(GENESIS_FILE, "genesis hash does not match metadata")
     return document

@@ -24,8 +24,9 @@ from ledger_engine.checkpoint import backup as backup_module
 from ledger_engine.checkpoint import offsite
 from ledger_engine.checkpoint.backup import MANIFEST
 from ledger_engine.checkpoint.offsite import recover, stage_backup
-from ledger_engine.checkpoint.verify import VerificationError
-from ledger_engine.genesis import default_genesis
+from ledger_engine.checkpoint.export import GENESIS_FILE, METADATA_FILE
+from ledger_engine.checkpoint.verify import VerificationError, file_digest
+from ledger_engine.genesis import default_genesis, genesis_hash
 from ledger_engine.storage.rocks import RocksStore
 from tests.conftest import EnvelopeFactory
 
@@ -199,6 +200,16 @@ MISSHAPEN_ADMISSION = {
 }
 
 
+def _newer_copy(staged: Path) -> tuple[Path, dict]:
+    """A copy of the staged backup that its manifest dates a moment later, so recovery tries it first."""
+    newer = staged / "0002"
+    shutil.copytree(staged / "0001", newer)
+    manifest = orjson.loads((newer / offsite.LEDGER / MANIFEST).read_bytes())
+    (newer / offsite.LEDGER / MANIFEST).write_bytes(
+        canonical_bytes({**manifest, "created_at_ms": manifest["created_at_ms"] + 1}) + b"\n")
+    return newer, manifest
+
+
 def _reshape(path: Path, reshape) -> None:
     path.write_bytes(orjson.dumps(reshape(orjson.loads(path.read_bytes()))))
 
@@ -219,11 +230,7 @@ def test_a_backup_manifest_of_the_wrong_shape_is_refused_as_damaged(staged, tmp_
          *(f"admission manifest: {name}" for name in MISSHAPEN_ADMISSION)])
 def test_recovery_passes_over_a_newer_backup_whose_manifest_is_misshapen_for_the_older_good_one(staged, tmp_path,
                                                                                                 damaged, reshape):
-    newer = staged / "0002"
-    shutil.copytree(staged / "0001", newer)
-    manifest = orjson.loads((newer / offsite.LEDGER / MANIFEST).read_bytes())
-    (newer / offsite.LEDGER / MANIFEST).write_bytes(
-        canonical_bytes({**manifest, "created_at_ms": manifest["created_at_ms"] + 1}) + b"\n")
+    newer, manifest = _newer_copy(staged)
     _reshape(newer / damaged, reshape)
     recovered = recover(tmp_path / "new" / "ledger", tmp_path / "new" / "admission", backup_dir=staged)
     assert (recovered["sequence"], recovered["created_at_ms"]) == (manifest["sequence"], manifest["created_at_ms"])
@@ -242,3 +249,63 @@ def test_a_plain_file_where_the_ledger_goes_is_refused_with_a_code_and_kept(stag
             recover(target, tmp_path / "new" / "admission", backup_dir=staged)
     assert refused.value.item == str(target.resolve())
     assert target.read_bytes() == b"someone's file"
+
+
+GENESIS_SHAPES = {
+    "a list": [],
+    "an empty object": {},
+    "an actor that is a number": {**default_genesis(), "actors": [1]},
+    "an actor without roles": {**default_genesis(), "actors": [{"actor_id": "genesis-admin"}]},
+    "no label": {key: value for key, value in default_genesis().items() if key != "label"},
+}
+
+
+@pytest.mark.parametrize("document", GENESIS_SHAPES.values(), ids=GENESIS_SHAPES.keys())
+def test_recovery_passes_over_a_newer_backup_whose_genesis_is_misshapen(staged, tmp_path, document):
+    """Without a trusted genesis hash, the export's own metadata vouches for its genesis: it must still be one."""
+    newer, manifest = _newer_copy(staged)
+    export = newer / offsite.LEDGER / "export"
+    (export / GENESIS_FILE).write_bytes(canonical_bytes(document))
+    metadata = orjson.loads((export / METADATA_FILE).read_bytes())
+    digest, size = file_digest(export / GENESIS_FILE)
+    metadata["files"][GENESIS_FILE] = {"sha256": digest, "bytes": size}
+    (export / METADATA_FILE).write_bytes(canonical_bytes({**metadata, "genesis_hash": genesis_hash(document)}))
+    with pytest.raises(VerificationError) as refused:
+        offsite.verify_staged(newer)
+    assert refused.value.item == GENESIS_FILE
+    recovered = recover(tmp_path / "new" / "ledger", tmp_path / "new" / "admission", backup_dir=staged)
+    assert recovered["created_at_ms"] == manifest["created_at_ms"]
+
+
+def _as_plain_file(path: Path) -> None:
+    shutil.rmtree(path)
+    path.write_bytes(b"not a directory")
+
+
+def _as_empty_directory(path: Path) -> None:
+    shutil.rmtree(path)
+    path.mkdir()
+
+
+TREE_SHAPES = {
+    "admission stores as a plain file": (lambda newer: _as_plain_file(newer / offsite.ADMISSION),
+                                         offsite.ADMISSION_MANIFEST, "files"),
+    "the database as a plain file": (lambda newer: _as_plain_file(newer / offsite.LEDGER / "db"),
+                                     offsite.LEDGER + "/" + MANIFEST, "db_files"),
+    "the database as an empty directory": (lambda newer: _as_empty_directory(newer / offsite.LEDGER / "db"),
+                                           offsite.LEDGER + "/" + MANIFEST, "db_files"),
+}
+
+
+@pytest.mark.parametrize("damage", TREE_SHAPES.values(), ids=TREE_SHAPES.keys())
+def test_recovery_passes_over_a_newer_backup_whose_trees_are_misshapen_though_its_manifests_agree(staged, tmp_path,
+                                                                                                   damage):
+    newer, manifest = _newer_copy(staged)
+    reshape_tree, manifest_name, listing = damage
+    reshape_tree(newer)
+    _reshape(newer / manifest_name, lambda document: {**document, listing: {}})
+    with pytest.raises(VerificationError):
+        offsite.verify_staged(newer)
+    recovered = recover(tmp_path / "new" / "ledger", tmp_path / "new" / "admission", backup_dir=staged)
+    assert recovered["created_at_ms"] == manifest["created_at_ms"]
+    assert (tmp_path / "new" / "admission" / "envelopes" / "kept.json").read_bytes() == b"{}"

@@ -405,7 +405,8 @@ def test_a_redelivered_input_is_answered_by_its_journalled_command_though_the_st
     assert again.duplicate and again.sequence == first.sequence
 
 
-@pytest.mark.parametrize("planted", ["not json", "a list", "another command's envelope", "no actor", "a directory"])
+@pytest.mark.parametrize("planted", ["not json", "a list", "another command's envelope", "no actor", "a directory",
+                                     "a dangling link", "a link to the input's envelope"])
 def test_a_stored_file_that_is_not_the_inputs_envelope_is_refused_with_a_code(world, gateway, planted):
     opened = _provider_event("pay-1", "period.opened", amounts={"currency": "GBP", "gross": "1199", "net": "999"})
     billing = _billing(gateway)
@@ -416,11 +417,16 @@ def test_a_stored_file_that_is_not_the_inputs_envelope_is_refused_with_a_code(wo
     content = {"not json": b"{", "a list": b"[]",
                "another command's envelope": canonical_bytes({**honest, "command_id": _id(99)}),
                "no actor": canonical_bytes({key: value for key, value in honest.items() if key != "actor_id"}),
-               "a directory": None}[planted]
+               "a directory": None, "a dangling link": None, "a link to the input's envelope": None}[planted]
     gateway.envelopes.root.mkdir(parents=True, exist_ok=True)
     path = gateway.envelopes.root / f"{command_id}.json"
-    if content is None:
+    if planted == "a directory":
         path.mkdir()
+    elif planted == "a dangling link":
+        path.symlink_to(gateway.envelopes.root / "nowhere.json")
+    elif planted == "a link to the input's envelope":
+        (gateway.envelopes.root.parent / "elsewhere.json").write_bytes(canonical_bytes(honest))
+        path.symlink_to(gateway.envelopes.root.parent / "elsewhere.json")
     else:
         path.write_bytes(content)
     head = world.owner.head()
