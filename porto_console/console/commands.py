@@ -14,7 +14,7 @@ same command ID with a different request is ``COMMAND_ID_CONFLICT``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ledger_engine.adapters.gateway import derived_command_id, new_id
@@ -55,7 +55,8 @@ def submit(actor_id: str, form_id: str, request: CommandRequest, *,
     step-up proof to the payload; a retry of an approval whose envelope is already stored
     (with its proof) submits that envelope as it is.
     Raises ``LedgerError`` for what is refused before admission. If the answer
-    is lost to a halted ledger, the command ID resolves it.
+    is lost to a halted ledger, the command ID resolves it: as this submit's own
+    answer (not a duplicate) unless the command was journalled before it began.
     """
     admission = gateway()
     command_id = journalled_id(actor_id, form_id)
@@ -64,13 +65,14 @@ def submit(actor_id: str, form_id: str, request: CommandRequest, *,
         payload = prove(request.payload) if prove else request.payload
         envelope = admission.envelope(request.command_type, payload, actor_id=actor_id, command_id=command_id,
                                       expected=request.expected_revisions, evidence=request.evidence_hashes)
+    journalled_before = admission.ledger.resolve(command_id) is not None
     try:
         return admission.submit(envelope)
     except LedgerError as error:
         resolved = admission.ledger.resolve(command_id) if error.code == ErrorCode.LEDGER_HALTED else None
         if resolved is None:
             raise
-        return resolved
+        return resolved if journalled_before else replace(resolved, duplicate=False)
 
 
 def require_same_request(stored: dict[str, Any], actor_id: str, request: CommandRequest) -> None:

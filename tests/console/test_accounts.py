@@ -129,6 +129,23 @@ def test_a_link_form_posted_again_for_another_account_is_refused_with_its_code(c
     assert ledger.head() == head and len(mailoutbox) == mailed
 
 
+def test_another_admin_posting_a_link_forms_id_sends_a_link_of_their_own(client_as, ledger, mailoutbox):
+    """A link's ID is its sender's, as the command's is: the ID in the journal names nobody else's link."""
+    admin, admin2 = client_as("admin"), client_as("admin2")
+    provision(admin)
+    provision(admin, account_id="ops-4", identity="ops4@porto.test")
+    command_id = new_command_id()
+    admin.post(f"/ledger/accounts/{seal('account', 'ops-3')}/link/", {"command_id": command_id})
+    mailed = len(mailoutbox)
+    admin2.post(f"/ledger/accounts/{seal('account', 'ops-4')}/link/", {"command_id": command_id})
+    assert len(mailoutbox) == mailed + 1 and mailoutbox[-1].to == ["ops4@porto.test"]
+    links = {name: ledger.get(STATE, f"staff_credentials/{name}").data["link_id"] for name in ("ops-3", "ops-4")}
+    assert links["ops-3"] != links["ops-4"]
+    assert {link.user.username for link in EnrolmentLink.objects.filter(link_id__in=links.values())} == {
+        "ops-3", "ops-4"}
+    assert all(EnrolmentLink.objects.get(link_id=link_id).open for link_id in links.values())
+
+
 def test_a_double_submitted_provisioning_form_registers_once(client_as, ledger, mailoutbox):
     client = client_as("admin")
     command_id = new_command_id()

@@ -23,6 +23,7 @@ from porto_console.console.services import dashboard
 from porto_console.console.services.users import issue_credentials
 from porto_console.internal_api import credentials
 from porto_console.internal_api.models import WorkerCredential
+from porto_console.ledger import gateway as console_gateway
 from tests.conftest import EnvelopeFactory
 from tests.console.conftest import STAFF
 
@@ -111,6 +112,34 @@ def test_each_lockout_on_the_page_has_a_form_of_its_own(users, client_as):
     page = client_as("admin").get("/ledger/lockouts/").content.decode()
     command_ids = re.findall(r'name="command_id" value="([^"]+)"', page.split('id="lockouts"')[1])
     assert len(command_ids) == 2 and len(set(command_ids)) == 2
+
+
+@pytest.mark.parametrize("earlier", [False, True], ids=["its own answer", "an earlier answer"])
+def test_a_password_change_whose_answer_a_halt_lost_is_carried_out_once(users, ledger, monkeypatch, earlier):
+    """The answer resolved by command ID after ``LEDGER_HALTED`` is this post's own, unless it was there before."""
+    first = issue_credentials(users["ops"]).password
+    client = Client()
+    client.force_login(users["ops"])
+    form = {"command_id": new_command_id(), "old_password": first, "new_password1": "a long new passphrase 7",
+            "new_password2": "a long new passphrase 7"}
+    if earlier:
+        client.post("/password_change/", form)
+        form = {**form, "old_password": "a long new passphrase 7", "new_password1": "another long passphrase 8",
+                "new_password2": "another long passphrase 8"}
+    admission, submit = console_gateway(), console_gateway().submit
+
+    def recorded_then_halted(envelope):
+        submit(envelope)
+        raise LedgerError(ErrorCode.LEDGER_HALTED, "the answer was lost")
+
+    monkeypatch.setattr(admission, "submit", recorded_then_halted)
+    response = client.post("/password_change/", form)
+    users["ops"].refresh_from_db()
+    assert users["ops"].check_password("a long new passphrase 7")
+    assert response.status_code == (200 if earlier else 302)
+    changes = [ledger.journal_entry(sequence)["envelope"]["payload"].get("change")
+               for sequence in range(1, ledger.head().sequence + 1)]
+    assert changes.count("password_changed") == 1
 
 
 def test_a_password_change_under_a_spent_form_id_is_refused_with_its_code(users, ledger, client_as):

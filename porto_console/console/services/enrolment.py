@@ -94,6 +94,7 @@ def create_link(ledger: LedgerOwner, user: User, link_id: str, *, issued_by: str
     with transaction.atomic():
         existing = EnrolmentLink.objects.filter(link_id=link_id).first()
         if existing is not None:  # a retried form: the link exists, was mailed, and stays open
+            assert existing.user_id == user.pk, f"link {link_id} is another user's"
             return existing
         EnrolmentLink.objects.filter(user=user, used_at=None, revoked_at=None).update(revoked_at=timezone.now())
         link, created = EnrolmentLink.objects.get_or_create(link_id=link_id, defaults={

@@ -167,7 +167,8 @@ def _send_link(request, user: User, command_id: str) -> None:
     try:
         enrolment.require_not_enrolled(ledger, user)
         enrolment.require_deliverable(ledger, user)
-        link_id = enrolment.link_id_for(command_id)
+        # The link's ID is the sender's own, as the command's is: another admin's form ID names another link.
+        link_id = enrolment.link_id_for(commands.journalled_id(actor_id(request.user), command_id))
         outcome = commands.submit(actor_id(request.user), command_id, enrolment.link_request(user.username, link_id))
     except enrolment.EnrolmentRefused as error:
         messages.error(request, str(error))
