@@ -38,7 +38,7 @@ from ledger_engine.checkpoint.replay import replay_export
 from ledger_engine.checkpoint.verify import VerificationError, verify_export
 from ledger_engine.demo import demo_envelopes
 from ledger_engine.errors import STORAGE_CODES, ErrorCode, LedgerError, StorageFault
-from ledger_engine.genesis import GENESIS_HASH_PATTERN, default_genesis, genesis_hash
+from ledger_engine.genesis import GENESIS_HASH_PATTERN, default_genesis, genesis_hash, validate_genesis
 from ledger_engine.merkle import verify_proof_document, verify_statement_file
 from ledger_engine.merkle.document import encode_document
 from ledger_engine.projections.rebuild import rebuild_indexes
@@ -70,6 +70,7 @@ def _trusted_genesis(args: argparse.Namespace) -> str | None:
 
 def cmd_init(args: argparse.Namespace) -> None:
     genesis = parse_json(Path(args.genesis).read_bytes()) if args.genesis else default_genesis()
+    validate_genesis(genesis)  # before the data directory is made: a refused genesis leaves nothing behind
     with RocksStore(_require_data(args), create=True) as store:
         head = initialise(store, genesis)
     emit({**head.as_json(), "genesis_hash": genesis_hash(genesis)})

@@ -47,7 +47,7 @@ def genesis_hash(document: dict[str, Any]) -> str:
 
 def genesis_records(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """The logical records genesis creates, each at revision 1."""
-    _validate(document)
+    validate_genesis(document)
     records = [(STATE, key("ruleset", document["ruleset_version"]), {
         "ruleset_version": document["ruleset_version"],
         "label": document["label"],
@@ -61,23 +61,36 @@ def genesis_records(document: dict[str, Any]) -> list[tuple[str, str, dict[str, 
     return records
 
 
-def _validate(document: dict[str, Any]) -> None:
+def validate_genesis(document: Any) -> None:
+    """Refuse a document that is not a genesis this ruleset can start from, with a stable code."""
     if not isinstance(document, dict):
         raise LedgerError(ErrorCode.VERIFICATION_FAILED, "genesis is not a JSON object")
-    if document.get("schema_version") != GENESIS_SCHEMA or document.get("ruleset_version") != RULESET_VERSION:
+    if type(document.get("schema_version")) is not int or document.get("schema_version") != GENESIS_SCHEMA \
+            or document.get("ruleset_version") != RULESET_VERSION:
         raise LedgerError(ErrorCode.UNSUPPORTED_RULESET, "genesis names an unsupported schema or ruleset")
     if document.get("assets") != ASSETS:
         raise LedgerError(ErrorCode.VERIFICATION_FAILED, "genesis assets differ from the ruleset's")
     for name, kind in (("label", str), ("allocation_policy", dict), ("actors", list)):
         if not isinstance(document.get(name), kind):
             raise LedgerError(ErrorCode.VERIFICATION_FAILED, f"genesis {name} is missing or not a {kind.__name__}")
-    for actor in document["actors"]:
+    _require_actors(document["actors"])
+    if "step_up_verifier" in document and not _is_verifier(document["step_up_verifier"]):
+        raise LedgerError(ErrorCode.VERIFICATION_FAILED, "genesis step_up_verifier is not one Ed25519 public key")
+
+
+def _require_actors(actors: list[Any]) -> None:
+    """Each an actor ID, once, with roles of this ruleset."""
+    for actor in actors:
         if not (isinstance(actor, dict) and isinstance(actor.get("actor_id"), str)
                 and isinstance(actor.get("roles"), list) and all(isinstance(role, str) for role in actor["roles"])):
             raise LedgerError(ErrorCode.VERIFICATION_FAILED, "a genesis actor is not an actor_id with a list of roles")
         if not set(actor["roles"]) <= ROLES:
             raise LedgerError(ErrorCode.VERIFICATION_FAILED, f"genesis actor {actor['actor_id']} has unknown roles")
-    verifier = document.get("step_up_verifier")
-    if verifier is not None and (set(verifier) != {"public_key"}
-                                 or not re.fullmatch(PUBLIC_KEY_PATTERN, str(verifier["public_key"]))):
-        raise LedgerError(ErrorCode.VERIFICATION_FAILED, "genesis step_up_verifier is not one Ed25519 public key")
+    actor_ids = [actor["actor_id"] for actor in actors]
+    if len(set(actor_ids)) != len(actor_ids):
+        raise LedgerError(ErrorCode.VERIFICATION_FAILED, "genesis names an actor twice")
+
+
+def _is_verifier(verifier: Any) -> bool:
+    return (isinstance(verifier, dict) and set(verifier) == {"public_key"} and isinstance(verifier["public_key"], str)
+            and re.fullmatch(PUBLIC_KEY_PATTERN, verifier["public_key"]) is not None)

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import orjson
 
-from ledger_engine.adapters.files import replace_durably
+from ledger_engine.adapters.files import read_regular_file, replace_durably
 from ledger_engine.application.owner import (
     DISPATCH_KEY, WRITER_KEY, LedgerOwner, read_head, read_writer_generation, writer_record,
 )
@@ -116,7 +116,7 @@ def _verified_backup(source: str | os.PathLike,
     """
     src = Path(source)
     try:
-        manifest = orjson.loads((src / MANIFEST).read_bytes())
+        manifest = orjson.loads(read_regular_file(src / MANIFEST))
     except (OSError, orjson.JSONDecodeError):
         raise VerificationError(MANIFEST, "missing or unreadable: not a completed backup") from None
     if not isinstance(manifest, dict) or manifest.get("format") != BACKUP_FORMAT:

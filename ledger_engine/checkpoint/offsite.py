@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import orjson
 
-from ledger_engine.adapters.files import replace_durably
+from ledger_engine.adapters.files import read_regular_file, replace_durably
 from ledger_engine.application.value_codec import decode_record
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.backup import MANIFEST, backup, restorer, verify_backup
@@ -99,7 +99,7 @@ def _verify_admission(stage: Path) -> dict[str, Any]:
 
 def _admission_manifest(stage: Path) -> dict[str, Any]:
     try:
-        manifest = orjson.loads((stage / ADMISSION_MANIFEST).read_bytes())
+        manifest = orjson.loads(read_regular_file(stage / ADMISSION_MANIFEST))
     except (OSError, orjson.JSONDecodeError):
         raise VerificationError(ADMISSION_MANIFEST, "missing or unreadable: not a completed backup") from None
     return require_fields(manifest, ADMISSION_MANIFEST,
@@ -359,7 +359,7 @@ def _recorded_head(stage: Path) -> tuple[int, int]:
     """The (sequence, created_at_ms) a staged backup's manifest records, by which the newest is found (its
     directory's name says nothing); (-1, -1) when it records none, so it is tried last."""
     try:
-        manifest = orjson.loads((stage / LEDGER / MANIFEST).read_bytes())
+        manifest = orjson.loads(read_regular_file(stage / LEDGER / MANIFEST))
         recorded = (manifest["sequence"], manifest["created_at_ms"])
     except (OSError, orjson.JSONDecodeError, TypeError, KeyError):
         return (-1, -1)

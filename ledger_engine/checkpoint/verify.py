@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
+from ledger_engine.adapters.files import open_regular_file, read_regular_file
 from ledger_engine.application.journal import recompute_entry_hash
 from ledger_engine.application.value_codec import encode_record, encode_value
 from ledger_engine.canonical import DELTA_DOMAIN, STATE_DOMAIN, ZERO_HASH, canonical_bytes, engine_bytes, sha256_hex
@@ -47,9 +48,10 @@ class VerificationError(LedgerError):
 
 
 def file_digest(path: Path) -> tuple[str, int]:
+    """SHA-256 and size of the regular file at ``path`` (``OSError`` for anything else)."""
     digest = hashlib.sha256()
     size = 0
-    with open(path, "rb") as handle:
+    with open_regular_file(path) as handle:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
             size += len(chunk)
@@ -109,7 +111,7 @@ def require_fields(document: Any, item: str, fields: dict[str, type]) -> dict[st
 def read_metadata(directory: str | os.PathLike) -> dict[str, Any]:
     path = Path(directory) / METADATA_FILE
     try:
-        metadata = orjson.loads(path.read_bytes())
+        metadata = orjson.loads(read_regular_file(path))
     except (OSError, orjson.JSONDecodeError) as error:
         raise VerificationError(METADATA_FILE, f"unreadable: {error}") from None
     if not isinstance(metadata, dict) or metadata.get("format") != EXPORT_FORMAT \
@@ -157,9 +159,12 @@ def verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
         if not isinstance(expected, dict):
             raise VerificationError(METADATA_FILE, f"does not list {name}")
         path = root / name
-        if not path.exists():
+        if not os.path.lexists(path):
             raise VerificationError(name, "missing")
-        digest, size = file_digest(path)
+        try:
+            digest, size = file_digest(path)
+        except OSError as error:
+            raise VerificationError(name, f"not a readable regular file: {error.strerror}") from None
         if digest != expected.get("sha256") or size != expected.get("bytes"):
             raise VerificationError(name, "file hash does not match metadata")
 
@@ -167,10 +172,10 @@ def verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
 def verify_genesis(root: Path, metadata: dict[str, Any], trusted_genesis: str | None = None) -> dict[str, Any]:
     require_trusted_genesis(metadata["genesis_hash"], trusted_genesis, GENESIS_FILE)
     try:
-        document = orjson.loads((root / GENESIS_FILE).read_bytes())
+        document = orjson.loads(read_regular_file(root / GENESIS_FILE))
         matches = genesis_hash(document) == metadata["genesis_hash"]
         _genesis_delta(document)  # its records can be made, so replay and the walk below can start from them
-    except (orjson.JSONDecodeError, LedgerError, TypeError) as error:
+    except (OSError, orjson.JSONDecodeError, LedgerError, TypeError) as error:
         detail = f": {error.detail}" if isinstance(error, LedgerError) else ""
         raise VerificationError(GENESIS_FILE, f"not a genesis document{detail}") from None
     if not matches:

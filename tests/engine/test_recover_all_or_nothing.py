@@ -24,11 +24,12 @@ from ledger_engine.checkpoint import backup as backup_module
 from ledger_engine.checkpoint import offsite
 from ledger_engine.checkpoint.backup import MANIFEST
 from ledger_engine.checkpoint.offsite import recover, stage_backup
-from ledger_engine.checkpoint.export import GENESIS_FILE, METADATA_FILE
+from ledger_engine.checkpoint.export import GENESIS_FILE, JOURNAL_FILE, METADATA_FILE
 from ledger_engine.checkpoint.verify import VerificationError, file_digest
 from ledger_engine.genesis import default_genesis, genesis_hash
 from ledger_engine.storage.rocks import RocksStore
 from tests.conftest import EnvelopeFactory
+from tests.support import cli
 
 
 @pytest.fixture
@@ -309,3 +310,40 @@ def test_recovery_passes_over_a_newer_backup_whose_trees_are_misshapen_though_it
     recovered = recover(tmp_path / "new" / "ledger", tmp_path / "new" / "admission", backup_dir=staged)
     assert recovered["created_at_ms"] == manifest["created_at_ms"]
     assert (tmp_path / "new" / "admission" / "envelopes" / "kept.json").read_bytes() == b"{}"
+
+
+MISSHAPEN_GENESIS = {
+    "a null verifier": {**default_genesis(), "step_up_verifier": None},
+    "a verifier as a list": {**default_genesis(), "step_up_verifier": []},
+    "an actor named twice": {**default_genesis(), "actors": [{"actor_id": "genesis-admin", "roles": ["admin"]},
+                                                              {"actor_id": "genesis-admin", "roles": ["finance"]}]},
+    "a schema version of true": {**default_genesis(), "schema_version": True},
+    "a list": [],
+}
+
+
+@pytest.mark.parametrize("document", MISSHAPEN_GENESIS.values(), ids=MISSHAPEN_GENESIS.keys())
+def test_init_refuses_a_misshapen_genesis_with_a_code_and_makes_no_ledger(tmp_path, document):
+    (tmp_path / "genesis.json").write_bytes(canonical_bytes(document))
+    run = cli.porto_ledger("init", "--genesis", tmp_path / "genesis.json", data=tmp_path / "ledger")
+    assert run.status != 0 and run.last["code"] in ("VERIFICATION_FAILED", "UNSUPPORTED_RULESET"), run.lines
+    assert not (tmp_path / "ledger").exists()
+
+
+@pytest.mark.parametrize("kind", ["a directory", "a pipe", "a link"])
+@pytest.mark.parametrize("name", [GENESIS_FILE, JOURNAL_FILE, METADATA_FILE])
+def test_recovery_passes_over_a_newer_backup_whose_export_holds_a_special_file(staged, tmp_path, name, kind):
+    """Nothing in a backup is opened before it is found to be a regular file: a pipe would stall recovery."""
+    newer, manifest = _newer_copy(staged)
+    path = newer / offsite.LEDGER / "export" / name
+    path.unlink()
+    if kind == "a directory":
+        path.mkdir()
+    elif kind == "a pipe":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(staged / "0001" / offsite.LEDGER / "export" / name)
+    with pytest.raises(VerificationError):
+        offsite.verify_staged(newer)
+    recovered = recover(tmp_path / "new" / "ledger", tmp_path / "new" / "admission", backup_dir=staged)
+    assert recovered["created_at_ms"] == manifest["created_at_ms"]
