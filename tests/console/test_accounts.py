@@ -11,7 +11,9 @@ from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.layout import STATE
+from porto_console.console import commands
 from porto_console.console.commands import new_command_id
+from porto_console.console.services import enrolment
 from porto_console.console.handles import seal
 from porto_console.console.models import EnrolmentLink
 from porto_console.console.services.accounts import identity_digest
@@ -144,6 +146,21 @@ def test_another_admin_posting_a_link_forms_id_sends_a_link_of_their_own(client_
     assert {link.user.username for link in EnrolmentLink.objects.filter(link_id__in=links.values())} == {
         "ops-3", "ops-4"}
     assert all(EnrolmentLink.objects.get(link_id=link_id).open for link_id in links.values())
+
+
+def test_of_two_links_recorded_at_once_only_the_one_the_ledger_names_last_is_made_and_mailed(client_as, users,
+                                                                                              ledger, mailoutbox):
+    provision(client_as("admin"))
+    user = User.objects.get(username="ops-3")
+    first, second = "link-first", "link-second"
+    for sender, link_id in ((STAFF["admin"], first), (STAFF["admin2"], second)):  # both recorded before either is made
+        assert commands.submit(sender, new_command_id(), enrolment.link_request("ops-3", link_id)).accepted
+    mailed = len(mailoutbox)
+    with pytest.raises(enrolment.EnrolmentRefused):
+        enrolment.create_link(ledger, user, first, issued_by=STAFF["admin"])
+    enrolment.create_link(ledger, user, second, issued_by=STAFF["admin2"])
+    assert len(mailoutbox) == mailed + 1
+    assert [link.link_id for link in EnrolmentLink.objects.filter(user=user) if link.open] == [second]
 
 
 def test_a_double_submitted_provisioning_form_registers_once(client_as, ledger, mailoutbox):

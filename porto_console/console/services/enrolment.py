@@ -88,7 +88,11 @@ def require_deliverable(ledger: LedgerOwner, user: User) -> None:
 
 
 def create_link(ledger: LedgerOwner, user: User, link_id: str, *, issued_by: str) -> EnrolmentLink:
-    """Once the ledger accepted the link's record: replace any open link, store this one, email it."""
+    """Once the ledger accepted the link's record: replace any open link, store this one, email it.
+
+    Only the link the ledger names now is made: two links sent at once are recorded one after the
+    other, and the earlier one, which enrolment would refuse, is ``EnrolmentRefused`` and never mailed.
+    """
     token = secrets.token_urlsafe(32)
     expires_at = timezone.now() + timedelta(seconds=settings.ENROLMENT_LINK_TTL_S)
     with transaction.atomic():
@@ -96,6 +100,10 @@ def create_link(ledger: LedgerOwner, user: User, link_id: str, *, issued_by: str
         if existing is not None:  # a retried form: the link exists, was mailed, and stays open
             assert existing.user_id == user.pk, f"link {link_id} is another user's"
             return existing
+        named = (account_queries.credentials(ledger.view(), user.username) or {}).get("link_id")
+        if named != link_id:
+            raise EnrolmentRefused(f"a newer enrolment link for {user.username} was recorded meanwhile "
+                                   f"({named}); that one is the link sent")
         EnrolmentLink.objects.filter(user=user, used_at=None, revoked_at=None).update(revoked_at=timezone.now())
         link, created = EnrolmentLink.objects.get_or_create(link_id=link_id, defaults={
             "user": user, "token_sha256": _digest(token), "factors": pending_factors(ledger, user.username),

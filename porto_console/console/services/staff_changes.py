@@ -127,5 +127,9 @@ def _send_reset_link(ledger: LedgerOwner, record: dict[str, Any]) -> None:
     decider = record["decision"]["decided_by"]
     outcome = commands.submit(decider, derived_command_id("reset-link", record["change_id"]),
                               enrolment.link_request(account_id, link_id))
-    if outcome.accepted:
+    if not outcome.accepted:
+        return
+    try:
         enrolment.create_link(ledger, user, link_id, issued_by=decider)
+    except enrolment.EnrolmentRefused:
+        return  # an admin sent a newer link since this one was recorded: that one is the owner's

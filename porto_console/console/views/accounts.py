@@ -179,7 +179,11 @@ def _send_link(request, user: User, command_id: str) -> None:
     if not outcome.accepted:
         actions.report(request, outcome, "")
         return
-    link = enrolment.create_link(ledger, user, link_id, issued_by=actor_id(request.user))
+    try:
+        link = enrolment.create_link(ledger, user, link_id, issued_by=actor_id(request.user))
+    except enrolment.EnrolmentRefused as error:  # another admin's link was recorded after this one
+        messages.info(request, str(error))
+        return
     messages.success(request, f"An enrolment link went to {user.username}'s work email; it expires at "
                               f"{link.expires_at:%Y-%m-%d %H:%M} UTC. Enrolment is pending until they use it.")
 
