@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from ledger_engine.adapters.files import create_durably, replace_durably
+from ledger_engine.adapters.files import create_durably, read_regular_file, replace_durably
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.envelope import CommandEnvelope
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -32,10 +32,10 @@ class EnvelopeStore:
         path = self._path(command_id)
         if not os.path.lexists(path):
             return None
-        stored = _json_of_regular_file(path)
-        try:
+        try:  # a regular file only: a directory, a link or an unreadable file is no envelope
+            stored = orjson.loads(read_regular_file(path))
             CommandEnvelope.model_validate(stored)
-        except ValidationError:
+        except (OSError, orjson.JSONDecodeError, ValidationError):
             stored = None
         if stored is None or stored["command_id"] != command_id:
             raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
@@ -55,12 +55,3 @@ class EnvelopeStore:
         """Re-admission only (docs/adr/0012): the ledger holds no outcome for this command ID."""
         replace_durably(self._path(envelope["command_id"]), canonical or canonical_bytes(envelope))
 
-
-def _json_of_regular_file(path: Path) -> Any:
-    """What the regular file at ``path`` holds as JSON; None for a directory, a link, or what cannot be read."""
-    if path.is_symlink() or not path.is_file():
-        return None
-    try:
-        return orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None

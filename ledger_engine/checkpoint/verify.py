@@ -31,7 +31,7 @@ from ledger_engine.checkpoint.export import (
 from ledger_engine.checkpoint.fold import Address, DiskFold
 from ledger_engine.envelope import envelope_hash
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.genesis import genesis_hash, genesis_records
+from ledger_engine.genesis import genesis_hash, genesis_records, validate_genesis
 from ledger_engine.keys import seq20
 from ledger_engine.layout import COMMAND_RESULT, DELTA_FAMILIES, DIGEST_FAMILIES, EVENTS
 
@@ -174,7 +174,7 @@ def verify_genesis(root: Path, metadata: dict[str, Any], trusted_genesis: str | 
     try:
         document = orjson.loads(read_regular_file(root / GENESIS_FILE))
         matches = genesis_hash(document) == metadata["genesis_hash"]
-        _genesis_delta(document)  # its records can be made, so replay and the walk below can start from them
+        validate_genesis(document)  # so replay and the walk below can start from its records
     except (OSError, orjson.JSONDecodeError, LedgerError, TypeError) as error:
         detail = f": {error.detail}" if isinstance(error, LedgerError) else ""
         raise VerificationError(GENESIS_FILE, f"not a genesis document{detail}") from None

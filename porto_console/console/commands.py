@@ -21,7 +21,7 @@ from ledger_engine.adapters.gateway import derived_command_id, new_id
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.domain.step_up import without_proof
 from ledger_engine.errors import ErrorCode, LedgerError
-from porto_console.ledger import gateway
+from porto_console.ledger import gateway, owner
 
 
 @dataclass(frozen=True)
@@ -65,14 +65,14 @@ def submit(actor_id: str, form_id: str, request: CommandRequest, *,
         payload = prove(request.payload) if prove else request.payload
         envelope = admission.envelope(request.command_type, payload, actor_id=actor_id, command_id=command_id,
                                       expected=request.expected_revisions, evidence=request.evidence_hashes)
-    journalled_before = admission.ledger.resolve(command_id) is not None
+    head_before = owner().head().sequence
     try:
         return admission.submit(envelope)
     except LedgerError as error:
         resolved = admission.ledger.resolve(command_id) if error.code == ErrorCode.LEDGER_HALTED else None
         if resolved is None:
             raise
-        return resolved if journalled_before else replace(resolved, duplicate=False)
+        return replace(resolved, duplicate=False) if resolved.sequence > head_before else resolved
 
 
 def require_same_request(stored: dict[str, Any], actor_id: str, request: CommandRequest) -> None:

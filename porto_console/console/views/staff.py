@@ -154,10 +154,10 @@ def lockout_clear(request, handle: str):
     outcome = actions.run_form(request, CommandForm(request.POST), "RecordLockoutCleared",
                                lambda data: lockouts.clearance(data["command_id"], attempt),
                                done=f"Lockout of {attempt.username} cleared", invalid="Reload the page and try again.")
-    if outcome is not None and outcome.accepted and outcome.duplicate:
-        # The answer names a lockout cleared before; the one still here is a later one, not cleared by it.
+    accepted = outcome is not None and outcome.accepted
+    if accepted and outcome.duplicate:  # the answer names a lockout cleared before, not the one still here
         messages.warning(request, f"This form's clearance was recorded before; the lockout of {attempt.username} "
                                   "still listed is not cleared by it. Clear it from the list to record that.")
-    elif outcome is not None and outcome.accepted:
+    elif accepted:
         lockouts.clear(attempt)
     return redirect(f"admin:{LOCKOUTS.url_name}")
