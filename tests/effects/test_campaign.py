@@ -1,4 +1,4 @@
-"""The seeded fault campaign (``campaign``): 45 approved payments, up to 19 faults, no operator, paid exactly once.
+"""The seeded fault campaign (``campaign``): 90 approved payments, up to 19 faults, no operator, paid exactly once.
 
 At least ``MIN_FAULTS`` faults, of every kind, land while payments are still to be settled; the injector
 leaves out any that would come after every payment settled, when they would meet nothing.
@@ -34,8 +34,8 @@ from tests.effects.stack import WORKER_ROLES, Stack
 pytestmark = [pytest.mark.slow_kill, pytest.mark.worker]
 
 DEFAULT_SEED = 20_261_201
-RUNS = 9  # each pays all five recipients: 45 payments
-SETTLE_BOUND_SECS = 240
+RUNS = 18  # each pays all five recipients: 90 payments
+SETTLE_BOUND_SECS = 360  # 4 s a payment
 MIN_FAULTS = 15
 WORKERS = {"payments-1": "payments-worker-1", "payments-2": "payments-worker-2"}  # process and credential -> actor
 
