@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from ledger_engine.adapters.gateway import derived_command_id, new_id
 from ledger_engine.application.transition import CommandOutcome
+from ledger_engine.canonical import sha256_hex
 from ledger_engine.domain.step_up import without_proof
 from ledger_engine.errors import ErrorCode, LedgerError
 from porto_console.ledger import gateway, owner
@@ -31,7 +32,13 @@ class CommandRequest:
     command_type: str
     payload: dict[str, Any]
     expected_revisions: list[dict[str, Any]] = field(default_factory=list)
-    evidence_hashes: list[str] = field(default_factory=list)
+    evidence: tuple[bytes, ...] = ()
+    """What the payload cites by digest. Stored when the command is submitted, not when it is built, so a
+    re-posted form refused as another request leaves nothing behind."""
+
+    @property
+    def evidence_hashes(self) -> list[str]:
+        return [sha256_hex(data) for data in self.evidence]
 
 
 class StateMovedOn(Exception):
@@ -62,6 +69,8 @@ def submit(actor_id: str, form_id: str, request: CommandRequest, *,
     command_id = journalled_id(actor_id, form_id)
     envelope = _stored_approval(admission, actor_id, command_id, request) if prove else None
     if envelope is None:
+        for data in request.evidence:
+            admission.evidence.put(data)
         payload = prove(request.payload) if prove else request.payload
         envelope = admission.envelope(request.command_type, payload, actor_id=actor_id, command_id=command_id,
                                       expected=request.expected_revisions, evidence=request.evidence_hashes)

@@ -85,6 +85,20 @@ def test_ops_releases_a_hold_with_a_reason_and_a_private_note(ops, held):
     assert "a hold is decided once" in response.content.decode()
 
 
+def test_a_decision_form_reposted_with_another_note_is_refused_and_stores_nothing(ops, held):
+    hold_id = held["holds"][0]
+    url = f"/ledger/holds/{seal('hold', hold_id)}/"
+    form = {"command_id": new_command_id(), "decision": "release", "reason": "operator_explained",
+            "note": "the affiliation was stale", "revision": "1"}
+    ops.post(url, form)
+    evidence_root = console_ledger.gateway().evidence.root
+    stored = sorted(evidence_root.rglob("*"))
+    response = ops.post(url, {**form, "note": "a note nobody's command cites"}, follow=True)
+    assert "COMMAND_ID_CONFLICT" in response.content.decode()
+    assert sorted(evidence_root.rglob("*")) == stored
+    assert hold_state(held["world"], hold_id)["decision"]["note_digest"] in {path.name for path in stored}
+
+
 def test_a_decision_on_a_hold_someone_else_just_decided_is_refused(ops, held):
     hold_id = held["holds"][0]
     url = f"/ledger/holds/{seal('hold', hold_id)}/"

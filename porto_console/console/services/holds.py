@@ -1,6 +1,6 @@
 """Holds as ops reviews them: the open queue by age and reason, a hold's evidence, and decisions.
 
-A decision's free-text note is stored as evidence first; the command carries
+A decision's free-text note is cited as evidence, stored when the decision is submitted; the command carries
 only its digest. A bulk decision is one command per hold, each with its own
 command ID derived from the bulk form's and the hold ID (``derived_command_id``),
 so a retried bulk form decides nothing twice.
@@ -12,11 +12,11 @@ from typing import Any, Iterator, get_args
 
 from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.canonical import sha256_hex
 from ledger_engine.domain.commands.streaming.holds import DecisionReason, HoldReason
 from ledger_engine.errors import ErrorCode
 from ledger_engine.projections import listing_queries, streaming_queries
 from porto_console.console.commands import CommandRequest
-from porto_console.ledger import gateway
 
 HOLD_REASONS = tuple(str(reason) for reason in HoldReason)
 DECISION_REASONS = get_args(DecisionReason)
@@ -40,11 +40,10 @@ def detail(ledger: LedgerOwner, hold_id: str) -> streaming_queries.HoldDetail | 
 
 def decide(hold_id: str, decision: str, reason: str, seen_revision: int, note: str = "") -> CommandRequest:
     payload: dict[str, Any] = {"hold_id": hold_id, "decision": decision, "reason": reason}
-    evidence = []
+    evidence = (note.encode(),) if note else ()
     if note:
-        payload["note_digest"] = gateway().evidence.put(note.encode())
-        evidence.append(payload["note_digest"])
-    return CommandRequest("DecideHold", payload, evidence_hashes=evidence,
+        payload["note_digest"] = sha256_hex(evidence[0])
+    return CommandRequest("DecideHold", payload, evidence=evidence,
                           expected_revisions=[streaming_queries.expected_hold_revision(hold_id, seen_revision)])
 
 

@@ -89,11 +89,12 @@ def approve(ledger: LedgerOwner, run_id: str, seen_hash: str) -> CommandRequest:
 
 
 def cancel(run_id: str, reason: str, seen_revision: int, note: str = "") -> CommandRequest:
-    """The note, if any, is stored as evidence first; the command carries its digest."""
+    """The note, if any, is cited as evidence; the command carries its digest."""
     payload: dict[str, Any] = {"run_id": run_id, "reason": reason}
+    evidence = (note.encode(),) if note else ()
     if note:
-        payload["note_digest"] = gateway().evidence.put(note.encode())
-    return CommandRequest("CancelPayoutRun", payload, evidence_hashes=[payload["note_digest"]] if note else [],
+        payload["note_digest"] = sha256_hex(evidence[0])
+    return CommandRequest("CancelPayoutRun", payload, evidence=evidence,
                           expected_revisions=[payout_queries.expected_run_revision(run_id, seen_revision)])
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterator, get_args
 
 from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.canonical import sha256_hex
 from ledger_engine.domain.commands.money.recipient_updates import DeclineUpdate
 from ledger_engine.domain.schema.money_payouts import Recipient, RecipientUpdate
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -48,11 +49,10 @@ def request_update(ledger: LedgerOwner, command_id: str, recipient_id: str, payo
     current = payout_queries.recipient(view, recipient_id)
     # This form's own request, recorded already, keeps the version it named; the recipient may be past it.
     version = recorded["version"] if recorded else current["version"] + 1 if current else 2
-    digest = gateway().evidence.put(evidence.encode())
     return CommandRequest("UpdateRecipient", {
         "update_id": update_id_for(command_id), "recipient_id": recipient_id,
         "step": {"action": "request", "version": version, "payout_address": payout_address,
-                 "evidence_digest": digest}}, evidence_hashes=[digest])
+                 "evidence_digest": sha256_hex(evidence.encode())}}, evidence=(evidence.encode(),))
 
 
 def approve(ledger: LedgerOwner, recipient_id: str, update_id: str) -> CommandRequest:

@@ -94,8 +94,8 @@ def hold_detail(request, handle: str):
         try:
             outcome = actions.run(request, data["command_id"], "DecideHold", lambda: service.decide(
                 hold_id, data["decision"], data["reason"], data["revision"], data["note"]))
-        except actions.ActionRefused as error:
-            form.add_error(None, str(error))
+        except actions.ActionRefused as error:  # shown whether or not the hold is still open to decide
+            messages.error(request, str(error))
         else:
             actions.report(request, outcome, f"Hold {service.DECISIONS[data['decision']]}")
             return redirect(hold_url(hold_id))
