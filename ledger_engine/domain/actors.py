@@ -1,5 +1,8 @@
 """Actors and their capabilities, as the ledger itself records them.
 
+A person's roles (``STAFF_ROLES``) are held by staff accounts; the others, the
+adapters' and workers' (``WORKER_ROLES``), only by worker accounts, which act
+through a credential issued on the ledger's host, never through a sign-in.
 Some roles are guarded: ``finance`` moves money and ``admin`` decides who may.
 Once the ledger has two active admins, a guarded role is granted or removed,
 and an account holding one is deactivated or any account reactivated, only by
@@ -16,6 +19,7 @@ from typing import Iterable
 
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.registry import RuleContext
+from ledger_engine.domain.ruleset import ROLES
 from ledger_engine.domain.schema.staff import account_key, actor_key
 from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode
@@ -25,6 +29,9 @@ ADMIN, FINANCE = "admin", "finance"
 GUARDED_ROLES = frozenset({ADMIN, FINANCE})
 # No account holds both: whoever manages access cannot also move money.
 CONFLICTING_ROLES = frozenset({ADMIN, FINANCE})
+# The roles a person holds; every other role is a trusted adapter's or a worker's.
+STAFF_ROLES = frozenset({ADMIN, FINANCE, "ops", "auditor"})
+WORKER_ROLES = ROLES - STAFF_ROLES
 # A capability marker, not a role: any active staff account may submit commands about itself.
 ANY_STAFF = "any-staff"
 
@@ -95,3 +102,18 @@ def four_eyes_governance(changes: Changes) -> bool:
 def require_no_role_conflict(roles: Iterable[str]) -> None:
     require(not CONFLICTING_ROLES <= set(roles), ErrorCode.ROLE_CONFLICT,
             f"no account may hold {' and '.join(sorted(CONFLICTING_ROLES))} together")
+
+
+def require_roles_fit_kind(kind: str, roles: Iterable[str]) -> None:
+    """Roles follow the kind of account: guarded roles on staff only, adapter and worker roles on workers only.
+
+    A worker account has no sign-in and no enrolment link, so no one admin can act as one from the console.
+    """
+    roles = set(roles)
+    require(not roles or kind in ("staff", "worker"), ErrorCode.INVALID_STATE,
+            "only staff and worker accounts hold roles")
+    require(not roles & GUARDED_ROLES or kind == "staff", ErrorCode.INVALID_STATE,
+            f"only staff accounts hold {' or '.join(sorted(GUARDED_ROLES))}")
+    require(not roles & WORKER_ROLES or kind == "worker", ErrorCode.INVALID_STATE,
+            f"only worker accounts hold {', '.join(sorted(roles & WORKER_ROLES))}: a person holds "
+            f"{', '.join(sorted(STAFF_ROLES))} only")

@@ -101,6 +101,38 @@ def test_with_two_admins_provisioning_cannot_grant_finance_or_admin(client_as, l
     assert ledger.head() == head and not User.objects.filter(username="ops-3").exists()
 
 
+def test_provisioning_staff_with_an_adapter_or_worker_role_is_refused_and_mails_no_link(client_as, ledger,
+                                                                                           mailoutbox):
+    head = ledger.head()
+    page = provision(client_as("admin"), account_id="sock-1", identity="someone@porto.test",
+                     roles=["coordinator", "ingest", "observer", "signer"]).content.decode()
+    assert "A staff account cannot hold coordinator, ingest, observer, signer." in page
+    assert ledger.head() == head and ledger.get(STATE, "actor/sock-1") is None
+    assert not User.objects.filter(username="sock-1").exists() and mailoutbox == []
+
+
+def test_a_worker_account_holds_an_adapter_role_and_gets_no_user_and_no_link(client_as, ledger, mailoutbox):
+    response = client_as("admin").post("/ledger/accounts/new/", {
+        "command_id": new_command_id(), "kind": "worker", "account_id": "ingest-9", "identity": "host|ingest-9",
+        "roles": ["ingest"], "payout_address": ""})
+    assert response.status_code == 302
+    assert ledger.get(STATE, "actor/ingest-9").data == {"roles": ["ingest"], "status": "active"}
+    assert not User.objects.filter(username="ingest-9").exists() and mailoutbox == []
+
+
+def test_a_staff_accounts_change_form_offers_a_persons_roles_only_and_refuses_an_adapters(client_as, ledger):
+    handle = seal("account", STAFF["finance"])
+    client = client_as("admin")
+    page = client.get(f"/ledger/accounts/{handle}/").content.decode()
+    assert 'value="ops"' in page and 'value="ingest"' not in page and 'value="signer"' not in page
+    head = ledger.head()
+    revision = ledger.get(STATE, f"account/{STAFF['finance']}").revision
+    client.post(f"/ledger/accounts/{handle}/", {"command_id": new_command_id(), "roles": ["ingest"],
+                                                "revision": str(revision), "active": "on"})
+    assert ledger.head() == head
+    assert ledger.get(STATE, f"actor/{STAFF['finance']}").data == {"roles": ["finance"], "status": "active"}
+
+
 def test_the_change_form_cannot_grant_finance_even_when_forged(client_as, ledger):
     handle = seal("account", STAFF["ops"])
     head = ledger.head()
@@ -264,12 +296,19 @@ def test_a_provisioning_answered_again_after_a_deactivation_leaves_the_user_deac
     assert len(mailoutbox) == 1  # the first link only
 
 
-def test_deactivating_a_finance_user_keeps_their_finance_role(client_as, users, ledger):
+def test_with_two_admins_one_cannot_deactivate_a_finance_user(client_as, users, ledger):
+    """Deactivating finance stops payouts; it is a staff change another admin approves (tests/console/
+    test_staff_changes.py), as deactivating an admin is."""
     handle = seal("account", STAFF["finance"])
     revision = ledger.get(STATE, f"account/{STAFF['finance']}").revision
-    client_as("admin").post(f"/ledger/accounts/{handle}/", {"command_id": new_command_id(), "roles": [],
-                                                            "revision": str(revision)})
-    assert ledger.get(STATE, f"actor/{STAFF['finance']}").data == {"roles": ["finance"], "status": "deactivated"}
+    head = ledger.head()
+    page = client_as("admin").post(f"/ledger/accounts/{handle}/", {"command_id": new_command_id(), "roles": [],
+                                                                   "revision": str(revision)}).content.decode()
+    assert "Deactivating an account holding finance is a staff change that another admin approves" in page
+    assert ledger.head() == head
+    assert ledger.get(STATE, f"actor/{STAFF['finance']}").data == {"roles": ["finance"], "status": "active"}
+    users["finance"].refresh_from_db()
+    assert users["finance"].is_active
 
 
 def test_changing_roles_is_checked_against_the_revision_the_admin_saw(client_as, ledger):

@@ -168,6 +168,13 @@ def test_reactivating_an_account_takes_a_second_admin(admins, users, ledger):
     assert users["ops"].is_active and ledger.get(STATE, f"actor/{STAFF['ops']}").data["status"] == "active"
 
 
+def test_deactivating_a_finance_user_takes_a_second_admin_and_keeps_their_role(admins, users, ledger):
+    approve(admins["admin2"], request_change(admins["admin"], STAFF["finance"], "deactivate"), STAFF["admin2"])
+    assert ledger.get(STATE, f"actor/{STAFF['finance']}").data == {"roles": ["finance"], "status": "deactivated"}
+    users["finance"].refresh_from_db()
+    assert not users["finance"].is_active
+
+
 def test_a_deactivation_answered_again_after_a_reactivation_leaves_the_user_as_the_ledger_holds_it(admins, users,
                                                                                                     ledger):
     url = f"/ledger/accounts/{seal('account', STAFF['ops'])}/"

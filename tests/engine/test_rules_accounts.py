@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from ledger_engine.errors import ErrorCode
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.genesis import default_genesis, validate_genesis
 from tests.support import payloads
 from tests.support.outcomes import assert_accepted, assert_refused, assert_rejected
 
@@ -71,6 +72,33 @@ def test_identity_and_kind_never_change(owner, envelopes):
     other_identity = change(envelopes, "acct-1")
     other_identity["payload"]["identity_digest"] = envelopes.digest("someone else")
     assert_rejected(owner, other_identity, "INVALID_STATE")
+
+
+ADAPTER_AND_WORKER_ROLES = ["committer", "coordinator", "dispatcher", "ingest", "maintenance", "observer", "signer"]
+
+
+@pytest.mark.parametrize("role", ADAPTER_AND_WORKER_ROLES)
+def test_adapter_and_worker_roles_are_held_by_worker_accounts_never_by_a_person(owner, envelopes, role):
+    """A staff account signs in and gets an enrolment link: one admin could act as an ingest adapter through it."""
+    assert_rejected(owner, envelopes.account("sock-1", "staff", [role]), "INVALID_STATE")
+    assert_rejected(owner, envelopes.account("sock-2", "staff", sorted(["ops", role])), "INVALID_STATE")
+    assert owner.get("state", "actor/sock-1") is None
+    assert_accepted(owner, envelopes.account("wkr-1", "worker", [role]))
+    assert owner.get("state", "actor/wkr-1").data == {"roles": [role], "status": "active"}
+
+
+def test_an_adapter_role_is_never_added_to_a_persons_account(owner, envelopes):
+    assert_accepted(owner, envelopes.account("fin-1", roles=["finance"]))
+    assert_rejected(owner, change(envelopes, "fin-1", roles=["finance", "ingest"]), "INVALID_STATE")
+    assert owner.get("state", "actor/fin-1").data["roles"] == ["finance"]
+
+
+def test_a_genesis_actor_is_a_person_or_a_worker_not_both():
+    validate_genesis({**default_genesis(), "actors": [{"actor_id": "genesis-admin", "roles": ["admin"]},
+                                                      {"actor_id": "genesis-signer", "roles": ["signer"]}]})
+    with pytest.raises(LedgerError) as refused:
+        validate_genesis({**default_genesis(), "actors": [{"actor_id": "genesis-admin", "roles": ["admin", "ingest"]}]})
+    assert refused.value.code == ErrorCode.VERIFICATION_FAILED
 
 
 @pytest.mark.parametrize("kind", ["listener", "artist", "operator"])

@@ -56,14 +56,32 @@ def test_while_one_admin_is_active_it_provisions_alone_and_from_two_on_it_cannot
                     ErrorCode.FOUR_EYES_REQUIRED)
 
 
-def test_one_admin_cannot_grant_remove_reactivate_or_deactivate_an_admin(staff, envelopes):
+def test_one_admin_cannot_grant_remove_reactivate_or_deactivate_a_guarded_role(staff, envelopes):
     for forged in (account(envelopes, "ops-1", revision=1, roles=["finance", "ops"]),
                    account(envelopes, "fin-1", revision=1, roles=[]),
+                   account(envelopes, "fin-1", revision=1, roles=["finance"], status="deactivated"),
                    account(envelopes, ADMIN_2, revision=1, roles=["admin"], status="deactivated")):
         assert_rejected(staff, forged, ErrorCode.FOUR_EYES_REQUIRED)
-    assert_accepted(staff, account(envelopes, "fin-1", revision=1, roles=["finance"], status="deactivated"))
-    assert_rejected(staff, account(envelopes, "fin-1", revision=2, roles=["finance"]), ErrorCode.FOUR_EYES_REQUIRED)
+    assert staff.get("state", "actor/fin-1").data == {"roles": ["finance"], "status": "active"}
     assert_accepted(staff, account(envelopes, "ops-1", revision=1, roles=["auditor", "ops"]))  # not guarded
+    assert_accepted(staff, account(envelopes, "ops-1", revision=2, roles=["auditor", "ops"], status="deactivated"))
+
+
+def test_a_finance_account_is_deactivated_by_a_staff_change_and_keeps_its_role(staff, envelopes):
+    assert_accepted(staff, request(envelopes, "change-1", kind="deactivate", account_id="fin-1"))
+    assert_accepted(staff, approve(envelopes, "change-1"))
+    assert staff.get("state", "actor/fin-1").data == {"roles": ["finance"], "status": "deactivated"}
+
+
+def test_with_two_admins_one_cannot_make_a_person_an_adapter_nor_two_grant_it(staff, envelopes):
+    """Whoever holds ingest mints funding lots and names the artists a work pays: never a person's account."""
+    assert_rejected(staff, envelopes.account("sock-1", roles=["coordinator", "ingest"]), ErrorCode.INVALID_STATE)
+    assert_rejected(staff, account(envelopes, "fin-1", revision=1, roles=["finance", "ingest"]),
+                    ErrorCode.INVALID_STATE)
+    assert_rejected(staff, request(envelopes, "change-1", kind="grant_role", account_id="new-1", role="ingest"),
+                    ErrorCode.INVALID_STATE)
+    assert staff.get("state", "actor/sock-1") is None
+    assert roles_of(staff, "fin-1") == ["finance"] and roles_of(staff, "new-1") == []
 
 
 def test_a_grant_is_requested_by_one_admin_and_approved_by_another_with_step_up(staff, envelopes):

@@ -6,9 +6,10 @@ digest, which is the account's identity sentinel.
 
 Once two admins are active (``actors.four_eyes_governance``), one admin alone
 may no longer grant or remove a guarded role (admin, finance), reactivate an
-account or deactivate an admin: those go through ``RequestStaffChange`` and
-another admin's ``DecideStaffChange``. Guarded roles belong to staff only, and
-never both on one account.
+account or deactivate one holding a guarded role: those go through
+``RequestStaffChange`` and another admin's ``DecideStaffChange``. Guarded roles
+belong to staff only, and never both on one account; adapter and worker roles
+(ingest, signer, ...) belong to worker accounts only, whoever provisions them.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Iterable, Literal
 from pydantic import field_validator
 
 from ledger_engine.domain.actors import (
-    ADMIN, GUARDED_ROLES, account_key, actor_key, four_eyes_governance, require_no_role_conflict,
+    GUARDED_ROLES, account_key, actor_key, four_eyes_governance, require_no_role_conflict, require_roles_fit_kind,
 )
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.registry import Payload, RuleContext, command
@@ -57,13 +58,7 @@ def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> dict:
     # An actor named in genesis has no account record: registering its ID would overwrite its roles unguarded.
     require(existing is not None or changes.get(STATE, actor_key(p.account_id)) is None, ErrorCode.ALREADY_EXISTS,
             f"{p.account_id} is an actor named in genesis: its roles change only through a staff change")
-    require(
-        not p.roles or p.kind in ("staff", "worker"),
-        ErrorCode.INVALID_STATE,
-        "only staff and worker accounts hold roles",
-    )
-    require(not set(p.roles) & GUARDED_ROLES or p.kind == "staff", ErrorCode.INVALID_STATE,
-            f"only staff accounts hold {' or '.join(sorted(GUARDED_ROLES))}")
+    require_roles_fit_kind(p.kind, p.roles)
     require_no_role_conflict(p.roles)
     needs_second_admin = _needs_second_admin(existing.data if existing else None, p)
     require(needs_second_admin is None or not four_eyes_governance(changes), ErrorCode.FOUR_EYES_REQUIRED,
@@ -127,7 +122,8 @@ def identity_digest(kind: str, evidence: str) -> str:
 
 
 def _needs_second_admin(existing: dict | None, p: RegisterAccountPayload) -> str | None:
-    """Why this change needs a second admin once there are two (it grants power or removes an admin), or None.
+    """Why this change needs a second admin once there are two (it grants power, or removes an admin or finance
+    from service), or None.
 
     Asked before ``four_eyes_governance``, so an ordinary registration never scans the actors.
     """
@@ -139,8 +135,10 @@ def _needs_second_admin(existing: dict | None, p: RegisterAccountPayload) -> str
         return None
     if existing["status"] == "deactivated" and p.status == "active":
         return "reactivating an account needs a second admin: request it as a staff change"
-    if ADMIN in before_roles and existing["status"] == "active" and p.status == "deactivated":
-        return "deactivating an admin needs a second admin: request it as a staff change"
+    guarded = sorted(before_roles & GUARDED_ROLES)
+    if guarded and existing["status"] == "active" and p.status == "deactivated":
+        return (f"deactivating an account holding {', '.join(guarded)} needs a second admin: "
+                "request it as a staff change")
     return None
 
 

@@ -22,7 +22,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ledger_engine.domain.actors import CONFLICTING_ROLES, account_key, actor_key, is_staff, require_no_role_conflict
+from ledger_engine.domain.actors import (
+    CONFLICTING_ROLES, account_key, actor_key, is_staff, require_no_role_conflict, require_roles_fit_kind,
+)
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.commands.accounts import put_account
 from ledger_engine.domain.commands.money.lifecycle import load
@@ -161,6 +163,7 @@ def _require_applicable(changes: Changes, change: dict[str, Any]) -> None:
             f"{change['account_id']} is an administrator named in genesis: only {', '.join(GENESIS_ACTOR_CHANGES)}")
     if kind == "grant_role":
         require(change["role"] not in roles, ErrorCode.INVALID_STATE, f"the account already holds {change['role']}")
+        require_roles_fit_kind("staff", {change["role"]})
         require_no_role_conflict(roles | {change["role"]})
     elif kind == "remove_role":
         require(change["role"] in roles, ErrorCode.INVALID_STATE, f"the account does not hold {change['role']}")

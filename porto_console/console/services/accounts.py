@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.domain.actors import GUARDED_ROLES
+from ledger_engine.domain.actors import GUARDED_ROLES, STAFF_ROLES
 from ledger_engine.domain.commands.accounts import identity_digest
+from ledger_engine.domain.ruleset import ROLES
 from ledger_engine.domain.schema.money_payouts import Recipient
 from ledger_engine.projections import account_queries, payout_queries
 from ledger_engine.projections.account_queries import AccountRecord as Account
@@ -36,6 +37,15 @@ def four_eyes(ledger: LedgerOwner) -> bool:
 
 def guarded(roles) -> list[str]:
     return sorted(set(roles) & GUARDED_ROLES)
+
+
+def roles_for(kind: str) -> list[str]:
+    """The roles the ledger lets an account of ``kind`` hold: a person's on staff; on a worker, any but guarded."""
+    if kind == "staff":
+        return sorted(STAFF_ROLES)
+    if kind == "worker":
+        return sorted(ROLES - GUARDED_ROLES)
+    return []
 
 
 def provision(*, account_id: str, kind: str, identity: str, roles: list[str],

@@ -3,9 +3,10 @@ enrolment links and two-admin staff change requests.
 
 No screen shows anyone's password, one-time password or authenticator secret.
 A new staff user gets an enrolment link by email and sets their own; the admin
-sees only that enrolment is pending. Once two admins are active, finance and
-admin are granted or removed, and accounts reactivated, only by a staff change
-another admin approves.
+sees only that enrolment is pending. Staff hold a person's roles only; adapter
+and worker roles go on worker accounts. Once two admins are active, finance and
+admin are granted or removed, accounts reactivated and accounts holding finance
+or admin deactivated only by a staff change another admin approves.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from ledger_engine.adapters.gateway import derived_command_id
-from ledger_engine.domain.actors import GUARDED_ROLES
+from ledger_engine.domain.actors import GUARDED_ROLES, STAFF_ROLES, WORKER_ROLES
 from ledger_engine.domain.commands.accounts import AccountKind
 from ledger_engine.domain.ruleset import ROLES
 from ledger_engine.envelope import IDENTIFIER_PATTERN
@@ -45,8 +46,12 @@ HANDLE = "account"
 KINDS = get_args(AccountKind)
 PERSON_KINDS = ("staff",)  # accounts that sign in to the console
 ROLE_CHOICES = [(role, role) for role in sorted(ROLES)]
+ROLES_BY_HOLDER = [("Staff roles", [(role, role) for role in sorted(STAFF_ROLES)]),
+                   ("Adapter and worker roles (worker accounts only)", [(role, role) for role in sorted(WORKER_ROLES)])]
 STAFF_NAME = r"^[A-Za-z0-9.@+-]{1,150}$"  # a ledger identifier that is also a Django username
 GUARDED_NOTE = "Finance and admin are granted through a staff change that another admin approves."
+STAFF_ROLES_NOTE = (f"A person holds {', '.join(sorted(STAFF_ROLES))} only; adapter and worker roles go on worker "
+                    "accounts.")
 
 
 class AccountKinds(forms.Form):
@@ -73,7 +78,8 @@ class ProvisionForm(CommandForm):
     identity = forms.CharField(max_length=200, label="Identity evidence",
                                help_text="Staff: work email, where their enrolment link goes. Others: the verified "
                                          "provider subject. The ledger keeps only its digest.")
-    roles = forms.MultipleChoiceField(choices=ROLE_CHOICES, required=False, widget=forms.CheckboxSelectMultiple)
+    roles = forms.MultipleChoiceField(choices=ROLES_BY_HOLDER, required=False, widget=forms.CheckboxSelectMultiple,
+                                      help_text=STAFF_ROLES_NOTE)
     payout_address = forms.RegexField(regex=r"^0x[0-9a-f]{64}$", required=False,
                                       help_text="Artists and operators only: 0x and 64 hex digits.")
 
@@ -82,7 +88,7 @@ class ProvisionForm(CommandForm):
         super().__init__(*args, **kwargs)
         self.four_eyes = four_eyes
         if four_eyes:
-            self.fields["roles"].help_text = GUARDED_NOTE
+            self.fields["roles"].help_text = f"{STAFF_ROLES_NOTE} {GUARDED_NOTE}"
 
     def clean(self):
         data = super().clean()
@@ -93,21 +99,41 @@ class ProvisionForm(CommandForm):
                 forms.EmailField().clean(data.get("identity", ""))
             except forms.ValidationError:
                 self.add_error("identity", "A staff member's identity is their work email: the link goes there.")
-        if self.four_eyes and service.guarded(data.get("roles", [])):
+        kind = data.get("kind", "")
+        held_elsewhere = sorted(set(data.get("roles", [])) - set(service.roles_for(kind)))
+        if held_elsewhere:
+            self.add_error("roles", f"A {kind} account cannot hold {', '.join(held_elsewhere)}."
+                                    + (f" {STAFF_ROLES_NOTE}" if kind in PERSON_KINDS else ""))
+        elif self.four_eyes and service.guarded(data.get("roles", [])):
             self.add_error("roles", GUARDED_NOTE)
         return data
 
 
 class ChangeForm(CommandForm):
+    """The roles the account's kind may hold (less finance and admin once two admins are active) and its status."""
+
     revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)  # the revision the admin saw
-    roles = forms.MultipleChoiceField(choices=ROLE_CHOICES, required=False, widget=forms.CheckboxSelectMultiple)
+    roles = forms.MultipleChoiceField(choices=(), required=False, widget=forms.CheckboxSelectMultiple)
     active = forms.BooleanField(required=False, help_text="Untick to deactivate the account.")
 
-    def __init__(self, *args, four_eyes: bool, **kwargs) -> None:
+    def __init__(self, *args, kind: str, four_eyes: bool, guarded: list[str], **kwargs) -> None:
+        """``guarded``: the guarded roles of an active account whose deactivation needs a second admin."""
         super().__init__(*args, **kwargs)
+        offered = [role for role in service.roles_for(kind) if not (four_eyes and role in GUARDED_ROLES)]
+        self.fields["roles"].choices = [(role, role) for role in offered]
+        if kind == "staff":
+            self.fields["roles"].help_text = STAFF_ROLES_NOTE
         if four_eyes:
-            self.fields["roles"].choices = [(r, r) for r, _ in ROLE_CHOICES if r not in GUARDED_ROLES]
-            self.fields["roles"].help_text = GUARDED_NOTE + " Reactivating takes one too."
+            self.fields["roles"].help_text = (f"{self.fields['roles'].help_text} {GUARDED_NOTE} Reactivating, and "
+                                              "deactivating an account holding either, take one too.").strip()
+        self.guarded = guarded
+
+    def clean(self):
+        data = super().clean()
+        if self.guarded and not data.get("active"):
+            self.add_error("active", f"Deactivating an account holding {' or '.join(self.guarded)} is a staff "
+                                     "change that another admin approves: request it below.")
+        return data
 
 
 class StaffRequestForm(CommandForm):
@@ -196,7 +222,8 @@ def account_detail(request, handle: str):
         raise Http404("no such account")
     four_eyes = read.data["four_eyes"]
     user = User.objects.filter(username=account_id).first() if account.data["kind"] in PERSON_KINDS else None
-    form = ChangeForm(request.POST or None, four_eyes=four_eyes,
+    guarded = service.guarded(account.roles) if four_eyes and account.active else []
+    form = ChangeForm(request.POST or None, kind=account.data["kind"], four_eyes=four_eyes, guarded=guarded,
                       initial={"roles": account.roles, "active": account.active, "revision": account.revision})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
