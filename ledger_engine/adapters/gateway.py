@@ -96,9 +96,10 @@ class CommandGateway:
         if stored is None:
             built = _build(command_id, request, admitted_at_ms=self.now_ms())
             command = admit(built)  # bad input is refused before anything is stored
-            missing = [digest for digest in built["evidence_hashes"] if digest not in self.evidence]
-            if missing:
-                raise LedgerError(ErrorCode.INVALID_REFERENCE, f"evidence {missing[0]} is not stored")
+            missing = next((digest for digest in built["evidence_hashes"] if digest not in self.evidence), None)
+            if missing is not None:  # absent, or a file under its name that is not its bytes
+                raise LedgerError(ErrorCode.INVALID_REFERENCE,
+                                  f"evidence {missing} is not stored intact; store its bytes again")
             stored = self.envelopes.store(built, canonical=command.canonical)
             if stored is built:
                 self._remember(built, command)

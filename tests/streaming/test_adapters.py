@@ -103,6 +103,45 @@ def test_evidence_is_content_addressed_and_checked_when_read(gateway):
     _refused(ErrorCode.VERIFICATION_FAILED, gateway.evidence.get, digest)
 
 
+@pytest.mark.parametrize("damage", [b"", b"tampered"])
+def test_a_damaged_evidence_file_is_not_stored_and_storing_its_bytes_again_mends_it(gateway, damage):
+    digest = gateway.evidence.put(b"signed bytes")
+    gateway.evidence.path_of(digest).write_bytes(damage)
+    assert digest not in gateway.evidence
+    assert gateway.evidence.put(b"signed bytes") == digest
+    assert digest in gateway.evidence and gateway.evidence.get(digest) == b"signed bytes"
+    assert [path.name for path in gateway.evidence.path_of(digest).parent.iterdir()] == [digest]
+
+
+def test_a_link_under_an_evidence_name_is_not_the_evidence_and_is_replaced_by_a_file(gateway, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(b"signed bytes")
+    digest = gateway.evidence.put(b"signed bytes")
+    path = gateway.evidence.path_of(digest)
+    path.unlink()
+    path.symlink_to(elsewhere)
+    assert digest not in gateway.evidence
+    _refused(ErrorCode.VERIFICATION_FAILED, gateway.evidence.get, digest)
+    gateway.evidence.put(b"signed bytes")
+    assert not path.is_symlink() and gateway.evidence.get(digest) == b"signed bytes"
+
+
+def test_an_envelope_citing_damaged_evidence_is_refused_until_the_bytes_are_stored_again(world, gateway):
+    evidence = b"deposit observation"
+    digest = gateway.evidence.put(evidence)
+    gateway.evidence.path_of(digest).write_bytes(b"")
+    payload = {"lot_id": "lot-1", "asset": "USDC", "amount": "5000000", "deposit": {
+        "chain": "simulated", "transaction_hash": "aa" * 32, "event_index": 0, "evidence_digest": digest}}
+
+    def envelope():
+        return gateway.envelope("ImportFunding", payload, actor_id=INGEST, command_id=_id(7), evidence=[digest])
+
+    error = _refused(ErrorCode.INVALID_REFERENCE, envelope)
+    assert "not stored intact" in error.detail and gateway.envelopes.load(_id(7)) is None
+    gateway.evidence.put(evidence)
+    assert envelope()["evidence_hashes"] == [digest]
+
+
 def test_concurrent_requests_for_one_command_id_share_the_first_stored_envelope(gateway):
     with ThreadPoolExecutor(8) as pool:
         envelopes = list(pool.map(lambda _: gateway.envelope("RegisterAccount", _registration("listener-9"),
