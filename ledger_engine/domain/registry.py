@@ -56,6 +56,7 @@ class CommandSpec:
     rule: Rule
     roles: frozenset[str]
     step_up: StepUp | None = None
+    cites_evidence: bool = False  # its envelope names stored evidence bytes in ``evidence_hashes``
 
     @property
     def human_approval(self) -> bool:
@@ -89,19 +90,25 @@ class CommandSpec:
 _REGISTRY: dict[str, CommandSpec] = {}
 
 
-def command(command_type: str, *, payload: type[Payload], roles: set[str], step_up: bool | StepUp = False):
+def command(command_type: str, *, payload: type[Payload], roles: set[str], step_up: bool | StepUp = False,
+            cites_evidence: bool = False):
     """Register ``rule`` as the only way to apply ``command_type``.
 
     ``step_up`` declares that a person approves this command with a fresh
     second factor: ``True`` for every payload, or a predicate on the parsed
     payload (an approval step, say). The ledger then refuses the command
     without a valid proof bound to it, whatever path it came by.
+
+    ``cites_evidence`` declares that its envelopes name evidence bytes, stored
+    before them, in ``evidence_hashes`` (signed transactions, chain
+    observations, signed documents).
     """
     needs = (lambda _payload: True) if step_up is True else (step_up or None)
 
     def register(rule: Rule) -> Rule:
         assert command_type not in _REGISTRY, f"{command_type} registered twice"
-        _REGISTRY[command_type] = CommandSpec(command_type, payload, _guarded(rule, needs), frozenset(roles), needs)
+        _REGISTRY[command_type] = CommandSpec(command_type, payload, _guarded(rule, needs), frozenset(roles), needs,
+                                              cites_evidence)
         return rule
 
     return register

@@ -6,7 +6,8 @@ only way to change the ledger is a typed command the credential allows
 in-flight attempts (``reads``); evidence bytes are stored by digest before a
 command names them (``evidence``); maintenance workers ask for verified backups
 (``maintenance``).
-This module is the HTTP edge: authentication, the body cap and the error bodies.
+This module is the HTTP edge: authentication, the body cap, the error bodies, and
+the 404 for any path under ``/internal/`` that no route matches.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Callable
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationErrorContext
 from ninja.parser import Parser
@@ -41,10 +43,12 @@ that actor's roles again.
 400 `MALFORMED_ENVELOPE` (not JSON, not an object, missing or mistyped fields), `JSON_TOO_DEEP`
 (nested deeper than 32 levels), `DUPLICATE_KEY` (a key repeated in any object) or
 `INVALID_REQUEST` (query, path or an empty evidence body); 401 `UNAUTHENTICATED`; 403 `COMMAND_NOT_ALLOWED`
-(a command type the credential does not carry, or a read of effects, payments, attempts or batches,
-which name payout addresses, by a credential that carries out no effects);
-404 `NOT_FOUND`; 409 `COMMAND_ID_CONFLICT`; 413 `COMMAND_TOO_LARGE` (bodies over
-{MAX_BODY_BYTES} bytes, refused before they are read); 422 `UNKNOWN_FIELD`, `INVALID_PAYLOAD`,
+(a command type the credential does not carry, a read of effects, payments, attempts or batches,
+which name payout addresses, by a credential that carries out no effects, or evidence stored by a
+credential that submits no command citing evidence);
+404 `NOT_FOUND` (also any path under `/internal/` that no route matches); 409 `COMMAND_ID_CONFLICT`;
+413 `COMMAND_TOO_LARGE` (bodies over {MAX_BODY_BYTES} bytes, refused before they are read) or
+`EVIDENCE_TOO_LARGE` (evidence over {evidence.MAX_EVIDENCE_BYTES} bytes); 422 `UNKNOWN_FIELD`, `INVALID_PAYLOAD`,
 `INVALID_AMOUNT`, `INVALID_NUMBER`, `INVALID_KEY`, `INVALID_REFERENCE`, `UNKNOWN_COMMAND_TYPE`;
 503 `LEDGER_HALTED` or `DISPATCH_DISABLED` (`ClaimEffect` and `RecordSignedAttempt` after a restore,
 until an operator resumes dispatch). A 4xx answer to a submit means the ledger journalled nothing for it;
@@ -101,6 +105,12 @@ def cap_body(run: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         return run(request, *args, **kwargs)
 
     return capped
+
+
+@csrf_exempt
+def unrouted(request: HttpRequest) -> HttpResponse:
+    """Anything under ``/internal/`` that no route matches: the API's 404, never the console's login page."""
+    return error_response(request, ErrorCode.NOT_FOUND, f"no internal API route for {request.method} {request.path}")
 
 
 @api.exception_handler(ApiError)

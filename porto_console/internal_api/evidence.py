@@ -1,31 +1,51 @@
 """Evidence bytes, stored by SHA-256 digest before a command names them in ``evidence_hashes``.
 
-Write-once and content-addressed (``ledger_engine.adapters.evidence``): storing
-the same bytes again changes nothing, and nothing here touches the ledger.
+Content-addressed (``ledger_engine.adapters.evidence``): storing the same bytes
+again changes nothing unless the file under their name was damaged, and nothing
+here touches the ledger. Only a credential that may submit a command citing
+evidence stores any, and each item is capped: the evidence store sits beside
+the ledger's data and every backup carries all of it.
 """
 
 from __future__ import annotations
 
+from functools import cache
+
 from django.http import HttpRequest
 from ninja import Router
 
+from ledger_engine.domain.registry import registered_types, spec_for
 from porto_console.internal_api.errors import ApiCode, ApiError
 from porto_console.internal_api.schemas import ERROR_RESPONSES, EvidenceOut
 from porto_console.ledger import gateway
 
 router = Router(tags=["evidence"])
+# Workers store signed transactions and chain observations; a signed Aptos transaction is at most 64 KiB.
+MAX_EVIDENCE_BYTES = 64 * 1024
+
+
+@cache
+def evidence_commands() -> frozenset[str]:
+    """The command types whose envelopes cite stored evidence, as the registry declares them."""
+    return frozenset(t for t in registered_types() if spec_for(t).cites_evidence)
 
 
 @router.post("/evidence", response={200: EvidenceOut, **ERROR_RESPONSES}, summary="Store evidence bytes",
              openapi_extra={"requestBody": {"required": True, "content": {
                  "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}},
-             description="""\
+             description=f"""\
 Stores the raw request body (for example a signed transaction's exact bytes) and answers its
-SHA-256, which commands then list in `evidence_hashes`. Only credentials that may submit
-commands may store evidence.""")
+SHA-256, which commands then list in `evidence_hashes`. Only credentials that may submit a
+command citing evidence may store evidence (else 403 `COMMAND_NOT_ALLOWED`); a body over
+{MAX_EVIDENCE_BYTES} bytes is 413 `EVIDENCE_TOO_LARGE`. Storing bytes again is harmless, and
+mends a stored copy the disk damaged.""")
 def store_evidence(request: HttpRequest) -> dict[str, str]:
-    if not request.auth.command_types:
-        raise ApiError(ApiCode.COMMAND_NOT_ALLOWED, "a read-only credential cannot store evidence")
+    if not any(request.auth.may_submit(command_type) for command_type in evidence_commands()):
+        raise ApiError(ApiCode.COMMAND_NOT_ALLOWED,
+                       f"worker {request.auth.name} submits no command that cites evidence: it may not store any")
     if not request.body:
         raise ApiError(ApiCode.INVALID_REQUEST, "the body is empty; evidence is at least one byte")
+    if len(request.body) > MAX_EVIDENCE_BYTES:
+        raise ApiError(ApiCode.EVIDENCE_TOO_LARGE,
+                       f"the evidence is {len(request.body)} bytes; the limit is {MAX_EVIDENCE_BYTES}")
     return {"sha256": gateway().evidence.put(request.body)}

@@ -14,10 +14,13 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from ledger_engine.application.envelopes import build_envelope
+from ledger_engine.canonical import sha256_hex
+from ledger_engine.demo import demo_envelopes
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.genesis import default_genesis
 from ledger_engine.layout import OUTBOX, STATE
 from porto_console.internal_api import credentials, reads
+from porto_console.internal_api.evidence import MAX_EVIDENCE_BYTES, evidence_commands
 from porto_console.internal_api.commands import journalled_id
 from porto_console.internal_api.errors import http_status
 from porto_console.internal_api.models import WorkerCredential
@@ -354,6 +357,48 @@ def test_evidence_needs_bytes_and_a_credential_that_may_submit_commands(ledger, 
     assert_error(response, 403, "COMMAND_NOT_ALLOWED")
 
 
+def test_only_a_credential_that_submits_a_command_citing_evidence_stores_evidence(ledger):
+    refused = {"catalogue": ["ImportCatalogue", "ActivateWork"], "coordinator": credentials.commands_for_role(
+        "coordinator"), "maintenance": credentials.commands_for_role("maintenance")}
+    for name, command_types in refused.items():
+        response = Worker.issued(name, command_types).post("/internal/evidence", b"bytes",
+                                                           content_type="application/octet-stream")
+        assert "cites evidence" in assert_error(response, 403, "COMMAND_NOT_ALLOWED")["detail"]
+    assert not gateway().evidence.root.exists() or not any(gateway().evidence.root.iterdir())
+    for role in ("signer", "observer", "dispatcher", "committer", "ingest"):
+        worker = Worker.issued(f"{role}-worker", credentials.commands_for_role(role))
+        response = worker.post("/internal/evidence", role.encode(), content_type="application/octet-stream")
+        assert gateway().evidence.get(response.json()["sha256"]) == role.encode()
+
+
+def test_the_command_types_citing_evidence_are_declared_in_the_registry():
+    declared = evidence_commands()
+    assert declared == {"ImportFunding", "FreezeArtifact", "UpdateRecipient", "RecordSignedAttempt",
+                        "RecordLandedAttempt", "RecordTransferObservation", "RecordCommitmentObservation",
+                        "CompleteEffect", "AdmitNode", "ChangeNodeStatus", "RotateNodeKey", "DisableWork",
+                        "ApplyBillingObservation", "RecordReceipt", "RecordPeerResult"}
+    assert {e["command_type"] for e in demo_envelopes(7, listeners=2, days=1) if e["evidence_hashes"]} <= declared
+
+
+def test_an_evidence_item_over_the_cap_is_413_and_stores_nothing(ledger, ingest):
+    at_cap = b"e" * MAX_EVIDENCE_BYTES
+    assert gateway().evidence.get(ingest.post("/internal/evidence", at_cap,
+                                              content_type="application/octet-stream").json()["sha256"]) == at_cap
+    response = ingest.post("/internal/evidence", at_cap + b"e", content_type="application/octet-stream")
+    assert str(MAX_EVIDENCE_BYTES) in assert_error(response, 413, "EVIDENCE_TOO_LARGE")["detail"]
+    assert [path.name for path in gateway().evidence.root.rglob("*") if path.is_file()] == [sha256_hex(at_cap)]
+
+
+def test_storing_evidence_again_mends_a_copy_the_disk_damaged(ledger, ingest):
+    request = import_funding("lot-9")
+    digest = request["evidence_hashes"][0]
+    gateway().evidence.path_of(digest).write_bytes(b"")
+    assert_error(ingest.post(COMMANDS, request), 422, "INVALID_REFERENCE")
+    response = ingest.post("/internal/evidence", b"evidence:lot-9:0", content_type="application/octet-stream")
+    assert response.json() == {"sha256": digest} and gateway().evidence.get(digest) == b"evidence:lot-9:0"
+    assert_outcome(ingest.post(COMMANDS, request), "accepted", "OK")
+
+
 # Effects: list, claim, complete.
 
 @pytest.fixture
@@ -402,6 +447,15 @@ def test_one_effect_is_read_with_its_revision_and_claim(ledger, anchors, committ
     assert committer.get(f"/internal/effects/{anchors[0]}").json() == {**ledger.get(OUTBOX, anchors[0]).data,
                                                                       "revision": 1}
     assert_error(committer.get("/internal/effects/no-such-effect"), 404, "NOT_FOUND")
+
+
+@pytest.mark.parametrize("method, path", [("get", "/internal/effects/..%2F..%2Fx"), ("get", "/internal/nothing"),
+                                          ("post", "/internal/effects/e-1/claim/more"), ("get", "/internal/")])
+def test_a_path_under_internal_that_no_route_matches_is_the_apis_404(ledger, committer, method, path):
+    for client in (committer.client, Client()):
+        response = getattr(client, method)(path)
+        assert response["Content-Type"].startswith("application/json")
+        assert_error(response, 404, "NOT_FOUND")
 
 
 @pytest.mark.parametrize("query", [{"limit": 0}, {"limit": 201}, {"limit": "ten"}, {"status": "a/b"},

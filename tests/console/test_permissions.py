@@ -99,6 +99,8 @@ def decide_hold(targets: "Targets") -> dict:
 MATRIX: dict[str, Row] = {
     # The worker API.
     "internal/": fixed(404),
+    "^internal/$": fixed(404),  # the API's root and any path under it that no route matches: its JSON 404
+    "^internal/": fixed(404),
     "internal/openapi.json": staff_docs(),
     "internal/docs": staff_docs(),
     "internal/commands": worker_api("POST"),
@@ -275,6 +277,8 @@ def concrete(pattern: str, targets: Targets) -> str:
     """``pattern`` with each parameter replaced by a real value (handles by the screen they belong to)."""
     if pattern == "(?P<url>.*)$":
         return "/" + targets.values["url"]
+    if pattern.startswith("^"):
+        return "/" + pattern.strip("^$") + ("" if pattern.endswith("$") else "no-such-route")
     path = pattern
     while "<" in path:
         start, end = path.index("<"), path.index(">")

@@ -61,7 +61,7 @@ class ImportFundingPayload(Payload):
         return self
 
 
-@command("ImportFunding", payload=ImportFundingPayload, roles={"ingest", "finance"})
+@command("ImportFunding", payload=ImportFundingPayload, roles={"ingest", "finance"}, cites_evidence=True)
 def import_funding(ctx: RuleContext, p: ImportFundingPayload) -> dict:
     changes = ctx.changes
     if p.lot_id is not None:

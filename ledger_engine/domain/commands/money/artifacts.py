@@ -117,7 +117,7 @@ class RecordCommitmentObservationPayload(Payload):
     journal_tree: JournalTreeClaim | None = None
 
 
-@command("FreezeArtifact", payload=FreezeArtifactPayload, roles={"finance"})
+@command("FreezeArtifact", payload=FreezeArtifactPayload, roles={"finance"}, cites_evidence=True)
 def freeze_artifact(ctx: RuleContext, p: FreezeArtifactPayload) -> dict:
     if isinstance(p.step, PrepareBatch):
         return _prepare(ctx, p.batch_id, p.step)
@@ -214,7 +214,8 @@ def complete_anchor(ctx: RuleContext, effect: dict[str, Any], outcome: str, tran
     return result
 
 
-@command("RecordCommitmentObservation", payload=RecordCommitmentObservationPayload, roles={"observer"})
+@command("RecordCommitmentObservation", payload=RecordCommitmentObservationPayload, roles={"observer"},
+         cites_evidence=True)
 def record_commitment_observation(ctx: RuleContext, p: RecordCommitmentObservationPayload) -> dict:
     changes = ctx.changes
     require(p.evidence_digest in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,

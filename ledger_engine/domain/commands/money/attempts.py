@@ -133,7 +133,7 @@ def load_attempt(changes: Changes, attempt_id: str) -> PaymentAttempt:
     return load(changes, attempt_key(attempt_id), f"payment attempt {attempt_id}")
 
 
-@command("RecordSignedAttempt", payload=RecordSignedAttemptPayload, roles={"signer"})
+@command("RecordSignedAttempt", payload=RecordSignedAttemptPayload, roles={"signer"}, cites_evidence=True)
 def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> dict:
     changes = ctx.changes
     payment = payments.load_payment(changes, p.payment_id)
@@ -151,7 +151,7 @@ def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> di
     return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "transaction_hash": p.transaction_hash}
 
 
-@command("RecordLandedAttempt", payload=RecordLandedAttemptPayload, roles={"observer"})
+@command("RecordLandedAttempt", payload=RecordLandedAttemptPayload, roles={"observer"}, cites_evidence=True)
 def record_landed_attempt(ctx: RuleContext, p: RecordLandedAttemptPayload) -> dict:
     """An attempt the chain committed but the ledger never recorded, with that observation (see the module)."""
     changes = ctx.changes
@@ -235,7 +235,7 @@ def _record_attempt(ctx: RuleContext, payment: Payment, p: SignedTransfer,
     return attempt
 
 
-@command("RecordTransferObservation", payload=RecordTransferObservationPayload, roles={"observer"})
+@command("RecordTransferObservation", payload=RecordTransferObservationPayload, roles={"observer"}, cites_evidence=True)
 def record_transfer_observation(ctx: RuleContext, p: RecordTransferObservationPayload) -> dict:
     changes = ctx.changes
     _require_evidence(ctx, p.evidence_digest, "the observation's evidence digest")

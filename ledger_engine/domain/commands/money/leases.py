@@ -103,7 +103,7 @@ def _require_nothing_in_flight(changes: Changes, effect: dict[str, Any]) -> None
                        "observe its attempt on chain before anyone works this effect again")
 
 
-@command("CompleteEffect", payload=CompleteEffectPayload, roles=WORKER_ROLES)
+@command("CompleteEffect", payload=CompleteEffectPayload, roles=WORKER_ROLES, cites_evidence=True)
 def complete_effect(ctx: RuleContext, p: CompleteEffectPayload) -> dict:
     changes = ctx.changes
     effect, kind = _effect_for_worker(ctx, p.effect_id, "completing")

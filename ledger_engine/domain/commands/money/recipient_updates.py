@@ -70,7 +70,7 @@ class UpdateRecipientPayload(Payload):
     step: Annotated[RequestUpdate | ApproveUpdate | DeclineUpdate, Field(discriminator="action")]
 
 
-@command("UpdateRecipient", payload=UpdateRecipientPayload, roles={"finance"},
+@command("UpdateRecipient", payload=UpdateRecipientPayload, roles={"finance"}, cites_evidence=True,
          step_up=lambda p: isinstance(p.step, ApproveUpdate))
 def update_recipient(ctx: RuleContext, p: UpdateRecipientPayload) -> dict:
     if isinstance(p.step, RequestUpdate):

@@ -53,7 +53,7 @@ class ApplyBillingObservationPayload(Payload):
         return self
 
 
-@command("ApplyBillingObservation", payload=ApplyBillingObservationPayload, roles={"ingest"})
+@command("ApplyBillingObservation", payload=ApplyBillingObservationPayload, roles={"ingest"}, cites_evidence=True)
 def apply_billing_observation(ctx: RuleContext, p: ApplyBillingObservationPayload) -> dict:
     require_evidence(ctx, p.evidence_digest)
     ctx.changes.claim_unique(billing_event_sentinel(p.provider, p.event_id),

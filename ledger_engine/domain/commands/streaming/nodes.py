@@ -159,7 +159,7 @@ def require_fresh_health(ctx: RuleContext, node_id: str) -> NodeHealth:
     return record.data
 
 
-@command("AdmitNode", payload=AdmitNodePayload, roles={"ingest", "ops"})
+@command("AdmitNode", payload=AdmitNodePayload, roles={"ingest", "ops"}, cites_evidence=True)
 def admit_node(ctx: RuleContext, p: AdmitNodePayload) -> dict:
     require_evidence(ctx, p.evidence_digest)
     require_absent(ctx, node_key(p.node_id), f"node {p.node_id}")
@@ -193,7 +193,7 @@ def admit_node(ctx: RuleContext, p: AdmitNodePayload) -> dict:
     return {"node_id": p.node_id, "status": "pending"}
 
 
-@command("ChangeNodeStatus", payload=ChangeNodeStatusPayload, roles={"ops"})
+@command("ChangeNodeStatus", payload=ChangeNodeStatusPayload, roles={"ops"}, cites_evidence=True)
 def change_node_status(ctx: RuleContext, p: ChangeNodeStatusPayload) -> dict:
     require_stated_revision(ctx, node_key(p.node_id), "changing a node's status")
     node: Node = existing(ctx, node_key(p.node_id), f"node {p.node_id}").data
@@ -231,7 +231,7 @@ def _require_ready(ctx: RuleContext, p: ChangeNodeStatusPayload, node: Node) -> 
     return readiness.model_dump(mode="json")
 
 
-@command("RotateNodeKey", payload=RotateNodeKeyPayload, roles={"ingest", "ops"})
+@command("RotateNodeKey", payload=RotateNodeKeyPayload, roles={"ingest", "ops"}, cites_evidence=True)
 def rotate_node_key(ctx: RuleContext, p: RotateNodeKeyPayload) -> dict:
     require_stated_revision(ctx, node_key(p.node_id), "rotating a node key")
     require_evidence(ctx, p.evidence_digest)

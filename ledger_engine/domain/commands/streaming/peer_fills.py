@@ -47,7 +47,7 @@ class RecordPeerResultPayload(Payload):
     evidence_digest: Digest
 
 
-@command("RecordPeerResult", payload=RecordPeerResultPayload, roles={"ingest"})
+@command("RecordPeerResult", payload=RecordPeerResultPayload, roles={"ingest"}, cites_evidence=True)
 def record_peer_result(ctx: RuleContext, p: RecordPeerResultPayload) -> dict:
     r = p.result
     body_hash = new_evidence_hash(ctx, peer_fill_key(r.result_id), r, p.evidence_digest, f"peer result {r.result_id}")

@@ -58,7 +58,7 @@ def claimed_chunk(ctx: RuleContext, rendition_id: str, index: int, size: int) ->
     return rendition, chunk
 
 
-@command("RecordReceipt", payload=RecordReceiptPayload, roles={"ingest"})
+@command("RecordReceipt", payload=RecordReceiptPayload, roles={"ingest"}, cites_evidence=True)
 def record_receipt(ctx: RuleContext, p: RecordReceiptPayload) -> dict:
     r = p.receipt
     body_hash = new_evidence_hash(ctx, receipt_key(r.receipt_id), r, p.evidence_digest, f"receipt {r.receipt_id}")

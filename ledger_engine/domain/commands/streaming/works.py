@@ -20,7 +20,7 @@ class DisableWorkPayload(Payload):
     evidence_digest: Digest
 
 
-@command("DisableWork", payload=DisableWorkPayload, roles={"ingest"})
+@command("DisableWork", payload=DisableWorkPayload, roles={"ingest"}, cites_evidence=True)
 def disable_work(ctx: RuleContext, p: DisableWorkPayload) -> dict:
     require_stated_revision(ctx, work_key(p.work_id), "withdrawing a work")
     require_evidence(ctx, p.evidence_digest)
