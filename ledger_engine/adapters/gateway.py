@@ -88,8 +88,13 @@ class CommandGateway:
         self._admitted: dict[str, tuple[dict[str, Any], AdmittedCommand]] = {}
 
     def envelope(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str,
-                 expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = ()) -> dict[str, Any]:
-        """The stored envelope for this request, building and storing it the first time."""
+                 expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = (),
+                 check: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """The stored envelope for this request, building and storing it the first time.
+
+        ``check`` is the caller's own refusal of an admitted envelope (it raises): it runs before the envelope is
+        stored, so a request refused at the edge leaves nothing behind, and again on a stored one.
+        """
         request = _request(command_type=command_type, payload=payload, actor_id=actor_id, expected=expected,
                            evidence=evidence)
         stored = self.envelopes.load(command_id)
@@ -100,6 +105,8 @@ class CommandGateway:
             if missing is not None:  # absent, or a file under its name that is not its bytes
                 raise LedgerError(ErrorCode.INVALID_REFERENCE,
                                   f"evidence {missing} is not stored intact; store its bytes again")
+            if check is not None:
+                check(built)
             stored = self.envelopes.store(built, canonical=command.canonical)
             if stored is built:
                 self._remember(built, command)
@@ -109,6 +116,8 @@ class CommandGateway:
         if canonical_bytes(again) != canonical_bytes(stored):
             raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT, f"command {command_id} was stored for another request")
         self.require_not_ahead(stored)
+        if check is not None:
+            check(stored)
         return stored
 
     def require_not_ahead(self, stored: dict[str, Any]) -> None:

@@ -3,7 +3,8 @@
 Every command goes through the admission gateway (``ledger_engine.adapters``):
 the first request for a command ID builds the envelope (actor from the
 credential, admission time from this server's clock, the current ruleset),
-checks it would be admitted and stores it before the ledger sees it; a retry
+checks it would be admitted (an attempt's, that its signed bytes are stored
+and say what it states) and stores it before the ledger sees it; a retry
 with the same request submits that stored envelope again, so the ledger
 answers with the original outcome instead of executing twice.
 
@@ -25,7 +26,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Path, Router
 
-from ledger_engine.adapters.gateway import derived_command_id
+from ledger_engine.adapters.gateway import CommandGateway, derived_command_id
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -53,14 +54,25 @@ def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, A
     admission = gateway()
     envelope = admission.envelope(request["command_type"], request["payload"], actor_id=credential.actor_id,
                                   command_id=command_id, expected=request["expected_revisions"],
-                                  evidence=request["evidence_hashes"])
-    if "signed_bytes_hash" in envelope["payload"]:
-        require_signed_bytes_say(envelope["payload"], admission.evidence.get(envelope["payload"]["signed_bytes_hash"]))
+                                  evidence=request["evidence_hashes"],
+                                  check=lambda admitted: _require_stated_signed_bytes(admission, admitted))
     outcome = admission.submit(envelope)  # may re-admit it with a fresh admission time (docs/adr/0012)
     if owner().journal_entry(outcome.sequence)["envelope"] != admission.envelopes.load(command_id):
         raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
                           f"command {request['command_id']} was already used for another command")
     return _as_sent(outcome, request["command_id"])
+
+
+def _require_stated_signed_bytes(admission: CommandGateway, envelope: dict[str, Any]) -> None:
+    """An attempt's signed bytes are stored and say what it states; checked before its envelope is stored."""
+    attempt = envelope["payload"]
+    if "signed_bytes_hash" not in attempt:
+        return
+    digest = attempt["signed_bytes_hash"]
+    if digest not in admission.evidence:
+        raise LedgerError(ErrorCode.INVALID_REFERENCE,
+                          f"the signed bytes {digest} are not stored: send them to /internal/evidence first")
+    require_signed_bytes_say(attempt, admission.evidence.get(digest))
 
 
 def require_signed_bytes_say(attempt: dict[str, Any], signed_bytes: bytes) -> None:
@@ -107,7 +119,9 @@ def _require_dispatch_enabled() -> None:
 Submits one command as the worker's actor. The body is a command envelope without the fields the
 server fills: `actor_id` (from the credential), `admitted_at_ms` (this server's clock),
 `schema_version` and `ruleset_version`; sending any of them is `UNKNOWN_FIELD`. Evidence named in
-`evidence_hashes` must have been stored first (`POST /internal/evidence`), else `INVALID_REFERENCE`.
+`evidence_hashes` must have been stored first (`POST /internal/evidence`), else `INVALID_REFERENCE`;
+so must an attempt's signed bytes (`signed_bytes_hash`), which must say what the attempt states, else
+`CONFLICTING_EVIDENCE`. A request refused here stores nothing.
 
 The first request for a `command_id` stores the envelope before the ledger sees it; a retry with
 the same body reuses that stored envelope and its admission time, so a command executes at most

@@ -81,3 +81,25 @@ def test_the_api_refuses_such_an_attempt_before_the_ledger_sees_it(ledger):  # n
                     "signed_bytes_hash": digest}})
     assert (response.status_code, response.json()["code"]) == (422, "CONFLICTING_EVIDENCE")
     assert ledger.head() == head
+
+
+def stored_envelopes() -> list:
+    return [path for path in gateway().envelopes.root.rglob("*") if path.is_file()]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("signed_bytes", ["never stored", "another recipient"])
+def test_an_attempt_refused_at_the_api_stores_no_envelope(ledger, signed_bytes):  # noqa: F811
+    stated = attempt_of(sign_transfer(KEY, TERMS))
+    stolen = sign_transfer(KEY, dataclasses.replace(TERMS, recipient=address("thief")))
+    digest = "ab" * 32 if signed_bytes == "never stored" else gateway().evidence.put(stolen.signed_bytes)
+    before, head = stored_envelopes(), ledger.head()
+    response = Worker.issued("signer-1", commands_for_role("signer")).post(COMMANDS, {
+        "command_id": str(uuid.uuid4()), "command_type": "RecordSignedAttempt",
+        "evidence_hashes": [] if signed_bytes == "never stored" else [digest],
+        "payload": {**stated, "transaction_hash": stolen.transaction_hash, "payment_id": "run-1.artist-a",
+                    "attempt_id": "attempt-1", "claimed_by": "signer-1", "signed_bytes_ref": f"evidence:{digest}",
+                    "signed_bytes_hash": digest}})
+    expected = "INVALID_REFERENCE" if signed_bytes == "never stored" else "CONFLICTING_EVIDENCE"
+    assert (response.status_code, response.json()["code"]) == (422, expected)
+    assert stored_envelopes() == before and ledger.head() == head
