@@ -11,6 +11,7 @@ from typing import Any
 
 from ledger_engine.canonical import GENESIS_DOMAIN, domain_hash
 from ledger_engine.domain.actors import STAFF_ROLES, WORKER_ROLES
+from ledger_engine.domain.payer import ADDRESS_PATTERN, PAYER_KEY, payer_record
 from ledger_engine.domain.step_up import PUBLIC_KEY_PATTERN, VERIFIER_KEY, verifier_record
 from ledger_engine.domain.ruleset import ASSETS, LONDON_1_POLICY, RULESET_VERSION, ROLES
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -22,12 +23,14 @@ GENESIS_HASH_PATTERN = "[0-9a-f]{64}"
 
 
 def default_genesis(*, admin_actor_id: str = "genesis-admin", label: str = "porto london ledger",
-                    step_up_public_key: str | None = None) -> dict[str, Any]:
+                    step_up_public_key: str | None = None, payer_address: str | None = None) -> dict[str, Any]:
     """A genesis with one bootstrap administrator, who provisions everyone else.
 
     ``step_up_public_key`` is the verifier of the console's step-up proofs; without
     it, nothing that needs a person's step-up can be approved until two admins
-    register one.
+    register one. ``payer_address`` is the chain address every payment is sent
+    from (``domain/payer.py``); without it, the ledger checks no sender until two
+    admins set one.
     """
     document = {
         "schema_version": GENESIS_SCHEMA,
@@ -39,6 +42,8 @@ def default_genesis(*, admin_actor_id: str = "genesis-admin", label: str = "port
     }
     if step_up_public_key is not None:
         document["step_up_verifier"] = verifier_record(step_up_public_key)
+    if payer_address is not None:
+        document["payer_address"] = payer_address
     return document
 
 
@@ -59,6 +64,8 @@ def genesis_records(document: dict[str, Any]) -> list[tuple[str, str, dict[str, 
         records.append((STATE, key("actor", actor["actor_id"]), {"roles": sorted(actor["roles"]), "status": "active"}))
     if "step_up_verifier" in document:
         records.append((STATE, VERIFIER_KEY, verifier_record(document["step_up_verifier"]["public_key"])))
+    if "payer_address" in document:
+        records.append((STATE, PAYER_KEY, payer_record(document["payer_address"])))
     return records
 
 
@@ -77,6 +84,8 @@ def validate_genesis(document: Any) -> None:
     _require_actors(document["actors"])
     if "step_up_verifier" in document and not _is_verifier(document["step_up_verifier"]):
         raise LedgerError(ErrorCode.VERIFICATION_FAILED, "genesis step_up_verifier is not one Ed25519 public key")
+    if "payer_address" in document and not _is_address(document["payer_address"]):
+        raise LedgerError(ErrorCode.VERIFICATION_FAILED, "genesis payer_address is not a chain address (0x, 64 hex)")
 
 
 def _require_actors(actors: list[Any]) -> None:
@@ -98,3 +107,7 @@ def _require_actors(actors: list[Any]) -> None:
 def _is_verifier(verifier: Any) -> bool:
     return (isinstance(verifier, dict) and set(verifier) == {"public_key"} and isinstance(verifier["public_key"], str)
             and re.fullmatch(PUBLIC_KEY_PATTERN, verifier["public_key"]) is not None)
+
+
+def _is_address(address: Any) -> bool:
+    return isinstance(address, str) and re.fullmatch(ADDRESS_PATTERN, address) is not None

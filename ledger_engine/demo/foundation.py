@@ -22,10 +22,8 @@ STAFF = {
 WORKERS = {
     "demo-ingest": ["ingest"],
     "demo-coordinator": ["coordinator"],
-    "demo-signer": ["signer"],
-    "demo-observer": ["observer"],
-    "demo-dispatcher": ["dispatcher"],
-    "demo-committer": ["committer"],
+    "demo-dispatcher": ["dispatcher", "observer", "signer"],  # the payment worker
+    "demo-committer": ["committer", "observer"],
     "demo-maintenance": ["maintenance"],
 }
 INGEST = "demo-ingest"

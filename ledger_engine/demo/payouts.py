@@ -17,11 +17,12 @@ sender is the fixture address ``demo-treasury``. The stage:
 4. prepares the run that pays the other payable lines (demo-finance-1) and
    approves it (demo-finance-2), putting one ``payment.transfer`` intent per
    payment in the outbox;
-5. pays both approved runs: demo-dispatcher claims and reports broadcasts,
-   demo-signer records signed attempts, demo-observer records chain
-   observations. One payment fails (its attempt expires) and is retried, one
-   loses its broadcast answer and is reconciled, and the last stays queued in
-   the outbox;
+5. pays both approved runs: demo-dispatcher, the payment worker, claims,
+   records signed attempts under its claim, reports broadcasts and records
+   chain observations (demo-committer observes its own commitments). One
+   payment fails (its attempt expires) and is retried, one loses its
+   broadcast answer and is reconciled, and the last stays queued in the
+   outbox;
 6. prepares one more run (demo-finance-1) for the recipient left out of step 4,
    which waits for a second finance user to approve it in the console; two
    more recipients are in no run, so their lines stay payable for a person to
@@ -45,7 +46,7 @@ from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
 from ledger_engine.projections.statement_index import index_artifact, statement_document
 
 PREPARER, APPROVER, THIRD_APPROVER = "demo-finance-1", "demo-finance-2", "demo-finance-3"
-DISPATCHER, SIGNER, OBSERVER, COMMITTER = "demo-dispatcher", "demo-signer", "demo-observer", "demo-committer"
+DISPATCHER, COMMITTER = "demo-dispatcher", "demo-committer"
 SENDER = fixture_address("demo-treasury")
 CLAIM_MS = 60_000
 UNPAID = 2  # recipients no run names, so a person can prepare and approve a run of their own
@@ -131,7 +132,7 @@ class _Stage:
         self.add("RecordCommitmentObservation", {
             "batch_id": batch_id, "transaction_hash": transaction, "artifact_hash": artifact_hash,
             "outcome": "confirmed", "ledger_version": next(self.ledger_versions), "evidence_digest": evidence},
-            actor=OBSERVER, evidence=[evidence])
+            actor=COMMITTER, evidence=[evidence])
 
     # Runs.
     def prepare(self, plan: dict[str, list[PayableLine]]) -> tuple[str, str, dict[str, tuple[str, str]]]:
@@ -186,7 +187,7 @@ class _Stage:
 
     # Payments.
     def attempt(self, payment: _Payment, *, broadcast: str = "submitted", fate: str = "confirmed") -> None:
-        """One attempt: the dispatcher claims, the signer signs, the dispatcher broadcasts, the observer sees ``fate``."""
+        """One attempt: the payment worker claims, signs, broadcasts, and sees ``fate`` on chain."""
         self.claim(payment.effect_id, DISPATCHER)
         attempt = self.sign(payment)
         self.complete(payment.effect_id, DISPATCHER, broadcast, attempt.transaction_hash)
@@ -204,7 +205,7 @@ class _Stage:
             "sender_address": SENDER, "sender_sequence": next(self.sequences),
             "signed_bytes_ref": f"demo-fixture-signed-{attempt.attempt_id}", "signed_bytes_hash": signed_hash,
             "transaction_hash": attempt.transaction_hash, "expires_at_ms": attempt.expires_at_ms,
-        }, actor=SIGNER, evidence=[signed_hash])
+        }, actor=DISPATCHER, evidence=[signed_hash])
         return attempt
 
     def observe(self, payment: _Payment, attempt: _Attempt, fate: str) -> None:
@@ -213,7 +214,7 @@ class _Stage:
             "payment_id": payment.payment_id, "attempt_id": attempt.attempt_id,
             "transaction_hash": attempt.transaction_hash, "outcome": fate, "ledger_version": next(self.ledger_versions),
             "chain_time_ms": max(self.builder.clock_ms, attempt.expires_at_ms), "evidence_digest": evidence,
-        }, actor=OBSERVER, evidence=[evidence])
+        }, actor=DISPATCHER, evidence=[evidence])
         if fate in ("failed", "expired"):
             self.effect_written(payment.effect_id)  # reopened for the retry
 

@@ -19,7 +19,8 @@ from tests.support import step_up
 pytestmark = pytest.mark.django_db
 
 API_WORKERS = {"api-dispatcher": ["dispatcher"], "api-signer": ["signer"], "api-maintenance": ["maintenance"],
-               "api-observer": ["observer"], "api-ingest": ["ingest"], "api-coordinator": ["coordinator"]}
+               "api-observer": ["observer"], "api-ingest": ["ingest"], "api-coordinator": ["coordinator"],
+               "api-payments": ["dispatcher", "observer", "signer"]}
 
 
 @pytest.fixture
@@ -102,7 +103,7 @@ def test_other_commands_still_run_while_dispatch_is_disabled(payouts):
                        "payment_id": attempt["payment_id"], "attempt_id": attempt_id,
                        "transaction_hash": attempt["transaction_hash"], "outcome": "confirmed",
                        "ledger_version": 7, "chain_time_ms": payouts.now_ms, "evidence_digest": digest}}
-    outcome = worker("api-observer").post(COMMANDS, observation).json()
+    outcome = worker("api-payments").post(COMMANDS, observation).json()
     assert (outcome["outcome"], outcome["code"]) == ("accepted", "OK")
 
 

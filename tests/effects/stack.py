@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator
 
 import httpx
 import redis
+from aptos_sdk.ed25519 import PrivateKey
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.value_codec import decode_record
@@ -37,6 +38,7 @@ from porto_console.effects.celery_app import QUEUE_FOR_KIND, make_app
 from porto_console.effects.commitment_journal import SignedCommitmentJournal
 from porto_console.effects.ledger_api import LedgerApi
 from porto_console.effects.payment_journal import SignedPaymentJournal
+from porto_console.effects.signer import Signer
 from tests.conftest import EnvelopeFactory
 from tests.effects.conftest import CHAIN_ID, COMMITTER_KEY, PAYER_KEY, USDC
 from tests.support import step_up
@@ -51,13 +53,15 @@ COMMITTER_ROLES = ("committer", "observer")  # one credential anchors and observ
 TASK_FOR_KIND = {"payment.transfer": "porto.effects.payment", "batch.anchor": "porto.effects.commitment"}
 CLAIM_TTL_MS = 3_000
 WAIT_SECS = 90
+# The stack's ledger names the workers' payer: an attempt sent from any other address is refused.
+GENESIS = step_up.genesis(payer_address=Signer(PrivateKey.from_str(PAYER_KEY, strict=False)).address)
 # The keys a deployed console must have (it refuses to serve without them); the step-up key is the one
-# ``step_up.genesis()`` trusts, and the genesis the one the stack's ledger starts from.
+# ``step_up.genesis()`` trusts, and the genesis the one the stack's ledger starts from (``GENESIS``).
 DEPLOYMENT_KEYS = {"DJANGO_SECRET_KEY": "porto-effects-test-secret-key-not-the-default",
                    "PORTO_HANDLE_KEY": "porto-effects-test-handle-key-of-its-own",
                    "PORTO_STEP_UP_KEY": step_up.PRIVATE_KEY_HEX,
                    "RESTIC_PASSWORD": "porto-effects-test-backup-password",
-                   "PORTO_GENESIS_HASH": genesis_hash(step_up.genesis())}
+                   "PORTO_GENESIS_HASH": genesis_hash(GENESIS)}
 
 
 def free_port() -> int:
@@ -97,7 +101,7 @@ class Stack:
 
     # The ledger while no console owns it.
     def ledger(self) -> LedgerOwner:
-        return LedgerOwner.open(self.data_dir, genesis=step_up.genesis())
+        return LedgerOwner.open(self.data_dir, genesis=GENESIS)
 
     def provision_worker(self, owner: LedgerOwner, envelopes: EnvelopeFactory, actor: str = PAYMENTS_WORKER,
                          roles: tuple[str, ...] = WORKER_ROLES) -> None:

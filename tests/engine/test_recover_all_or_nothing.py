@@ -315,6 +315,7 @@ def test_recovery_passes_over_a_newer_backup_whose_trees_are_misshapen_though_it
 MISSHAPEN_GENESIS = {
     "a null verifier": {**default_genesis(), "step_up_verifier": None},
     "a verifier as a list": {**default_genesis(), "step_up_verifier": []},
+    "a payer that is no address": {**default_genesis(), "payer_address": "0xABC"},
     "an actor named twice": {**default_genesis(), "actors": [{"actor_id": "genesis-admin", "roles": ["admin"]},
                                                               {"actor_id": "genesis-admin", "roles": ["finance"]}]},
     "a schema version of true": {**default_genesis(), "schema_version": True},

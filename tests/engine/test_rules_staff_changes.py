@@ -203,6 +203,17 @@ def test_a_new_step_up_verifier_takes_two_admins_and_then_only_its_proofs_count(
     assert_accepted(staff, with_proof(approve(envelopes, "change-2", step_up=False), new_key))
 
 
+def test_a_new_payer_address_takes_two_admins(staff, envelopes):
+    payer = "0x" + "ab" * 32
+    assert staff.get("state", "payer") is None
+    assert_accepted(staff, request(envelopes, "change-1", kind="set_payer_address", payer_address=payer))
+    assert_rejected(staff, approve(envelopes, "change-1", actor=ADMIN_2), ErrorCode.FOUR_EYES_REQUIRED)
+    assert_accepted(staff, approve(envelopes, "change-1"))
+    assert staff.get("state", "payer").data == {"payer_address": payer}
+    assert_rejected(staff, request(envelopes, "change-2", kind="set_payer_address", payer_address=payer),
+                    ErrorCode.INVALID_STATE)  # already the payer
+
+
 def test_a_cleared_lockout_is_recorded_once(staff, envelopes):
     payload = {"clearance_id": "clear-1", "username_digest": envelopes.digest("user", "fin-1"),
                "address_digest": envelopes.digest("ip", "10.0.0.1"), "account_id": "fin-1", "failures": 5}

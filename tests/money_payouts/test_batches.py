@@ -9,7 +9,7 @@ from ledger_engine.checkpoint.export import export_store
 from ledger_engine.checkpoint.replay import replay_export
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import OUTBOX
-from tests.money_payouts.world import COMMITTER, OBSERVER, PayoutWorld, digest, transaction_hash
+from tests.money_payouts.world import COMMITTER, DISPATCHER, PayoutWorld, digest, transaction_hash
 
 TX = transaction_hash("commitment", "batch-1")
 
@@ -156,6 +156,20 @@ def test_a_correction_batch_names_an_existing_parent(frozen: PayoutWorld):
     assert frozen.owner.head() == head
 
 
+def test_only_a_committer_records_a_commitments_chain_observation(frozen: PayoutWorld):
+    """The payment worker's credential observes too, but it does not confirm a batch's anchor."""
+    assert frozen.claim("batch-1-anchor", actor=COMMITTER).accepted
+    assert frozen.complete("batch-1-anchor", "submitted", TX, actor=COMMITTER).accepted
+    evidence = digest("commitment-evidence", "batch-1", TX, "confirmed")
+    observation = {"batch_id": "batch-1", "transaction_hash": TX, "artifact_hash": digest("artifact", "batch-1"),
+                   "outcome": "confirmed", "ledger_version": 1_000, "evidence_digest": evidence}
+    frozen.rejects(ErrorCode.CAPABILITY_MISSING, lambda: frozen.submit(
+        "RecordCommitmentObservation", observation, actor=DISPATCHER, evidence=[evidence]))
+    assert batch(frozen)["state"] == "submitted"
+    assert frozen.observe_commitment("batch-1", TX, "confirmed").accepted
+    assert batch(frozen)["state"] == "confirmed"
+
+
 def test_freezing_needs_the_artifact_in_evidence_and_observations_need_theirs(frozen: PayoutWorld):
     prepare = {"action": "prepare", "kind": "allocation", "window_start_ms": 0, "window_end_ms": 10}
     assert frozen.submit("FreezeArtifact", {"batch_id": "batch-2", "step": prepare}, actor="fin-1").accepted
@@ -166,7 +180,7 @@ def test_freezing_needs_the_artifact_in_evidence_and_observations_need_theirs(fr
     observation = {"batch_id": "batch-1", "transaction_hash": TX, "artifact_hash": digest("artifact", "batch-1"),
                    "outcome": "confirmed", "ledger_version": 1, "evidence_digest": digest("e")}
     frozen.rejects(ErrorCode.INVALID_REFERENCE, lambda: frozen.submit(
-        "RecordCommitmentObservation", observation, actor=OBSERVER))
+        "RecordCommitmentObservation", observation, actor=COMMITTER))
 
 
 def test_a_confirmed_commitment_records_the_journal_tree_it_anchored_and_replays(frozen: PayoutWorld, tmp_path):

@@ -12,7 +12,8 @@ from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import EVENTS, OUTBOX, UNIQUE
 from tests.money_payouts.oracle import payout_problems
 from tests.money_payouts.world import (
-    DISPATCHER, EFFECT, OBSERVER, PAYMENT, RECONCILER, SENDER, SIGNED_TTL_MS, SIGNER, PayoutWorld, transaction_hash,
+    COMMITTER, DISPATCHER, EFFECT, OBSERVER, PAYMENT, RECONCILER, SENDER, SIGNED_TTL_MS, SIGNER, PayoutWorld,
+    transaction_hash,
 )
 
 AMOUNT = 112_500  # artist-a's two days
@@ -84,7 +85,7 @@ def test_attack_7_an_observer_alone_cannot_settle_a_payment(approved: PayoutWorl
     reading = approved.chain_reading("attempt-1", "confirmed", approved.now_ms)
     payload = {**{k: v for k, v in signed.items() if k != "claimed_by"}, "outcome": "confirmed", **reading}
     assert payload["expires_at_ms"] > approved.now_ms
-    for actor in (OBSERVER, SIGNER, DISPATCHER):
+    for actor in (OBSERVER, SIGNER, COMMITTER):
         approved.rejects(ErrorCode.CAPABILITY_MISSING, lambda: approved.submit(
             "RecordLandedAttempt", payload, actor=actor, evidence=[signed["signed_bytes_hash"], reading["evidence_digest"]]))
     assert approved.state(f"payment/{PAYMENT}")["state"] == "approved"
@@ -104,11 +105,11 @@ def test_attack_7_an_observation_must_cite_chain_evidence(signed: PayoutWorld):
                "outcome": "confirmed", "ledger_version": 9, "chain_time_ms": signed.now_ms,
                "evidence_digest": attempt["signed_bytes_hash"]}
     signed.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: signed.submit(
-        "RecordTransferObservation", payload, actor=OBSERVER, evidence=[attempt["signed_bytes_hash"]]))
+        "RecordTransferObservation", payload, actor=DISPATCHER, evidence=[attempt["signed_bytes_hash"]]))
     wrong_transaction = {**payload, "transaction_hash": transaction_hash("another"),
                          "evidence_digest": signed.chain_reading("attempt-1", "confirmed", 0)["evidence_digest"]}
     signed.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: signed.submit(
-        "RecordTransferObservation", wrong_transaction, actor=OBSERVER, evidence=[wrong_transaction["evidence_digest"]]))
+        "RecordTransferObservation", wrong_transaction, actor=DISPATCHER, evidence=[wrong_transaction["evidence_digest"]]))
     assert signed.state(f"payment/{PAYMENT}")["state"] == "signed"
 
 

@@ -3,10 +3,18 @@
 
 from __future__ import annotations
 
+import pytest
+
+from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import EVENTS, OUTBOX
+from tests.money_allocation.world import MoneyWorld, fixture_commands
 from tests.money_payouts.oracle import payout_problems
-from tests.money_payouts.world import DISPATCHER, DISPATCHER_2, EFFECT, PAYMENT, SENDER, PayoutWorld, transaction_hash
+from tests.money_payouts.world import (
+    COMMITTER, DISPATCHER, DISPATCHER_2, EFFECT, OBSERVER, PAYMENT, SENDER, SIGNER, PayoutWorld, transaction_hash,
+)
+from tests.support import payloads
+from tests.support.step_up import genesis as step_up_genesis
 
 
 def payment_state(world: PayoutWorld) -> str:
@@ -56,6 +64,47 @@ def test_signing_needs_a_live_claim_by_the_named_worker(approved: PayoutWorld):
     assert approved.sign(PAYMENT, "attempt-1", claimed_by=DISPATCHER_2).accepted
 
 
+def test_a_signer_records_an_attempt_under_its_own_claim_only(approved: PayoutWorld):
+    """A signer credential without the payer's key must not pin a payment under a worker's live claim."""
+    assert approved.claim(EFFECT).accepted
+    for actor in (SIGNER, DISPATCHER_2):  # a signer holding no claim; a payment worker holding another one
+        approved.rejects(ErrorCode.CLAIM_HELD, lambda: approved.sign(PAYMENT, "attempt-1", actor=actor,
+                                                                     claimed_by=DISPATCHER))
+    assert payment_state(approved) == "approved"
+    assert approved.sign(PAYMENT, "attempt-1", actor=DISPATCHER, claimed_by=DISPATCHER).accepted
+
+
+@pytest.fixture
+def paying_from_the_treasury(ledger_dir, envelopes) -> PayoutWorld:
+    """``approved``, on a ledger whose genesis names ``SENDER`` as the payer."""
+    with LedgerOwner.open(ledger_dir, genesis=step_up_genesis(payer_address=SENDER)) as owner, fixture_commands():
+        world = PayoutWorld(MoneyWorld(owner, envelopes).setup()).setup()
+        plan = {"artist-a": world.payable_line_ids("artist-a")}
+        assert world.prepare("run-1", plan).accepted
+        assert world.approve("run-1", world.confirmed_statements(plan)).accepted
+        yield world
+
+
+def test_an_attempt_is_sent_from_the_payer_the_ledger_names(paying_from_the_treasury: PayoutWorld):
+    world = paying_from_the_treasury
+    assert world.state("payer") == {"payer_address": SENDER}
+    stranger = payloads.address("someone-elses-key")
+    world.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: world.land(PAYMENT, "attempt-1", sender_address=stranger))
+    assert world.claim(EFFECT).accepted
+    world.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: world.sign(PAYMENT, "attempt-1", sender_address=stranger))
+    assert payment_state(world) == "approved"
+    assert world.sign(PAYMENT, "attempt-1").accepted
+
+
+def test_only_a_worker_of_payments_records_a_payments_chain_observation(signed: PayoutWorld):
+    """The committer's credential observes too, but it neither confirms nor fails a payment."""
+    for actor in (COMMITTER, OBSERVER):
+        signed.rejects(ErrorCode.CAPABILITY_MISSING, lambda: signed.observe("attempt-1", "confirmed", actor=actor))
+    assert payment_state(signed) == "signed"
+    assert signed.observe("attempt-1", "confirmed", actor=DISPATCHER).accepted
+    assert payment_state(signed) == "confirmed"
+
+
 def test_the_signed_terms_must_be_the_frozen_ones(approved: PayoutWorld):
     assert approved.claim(EFFECT).accepted
     approved.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: approved.sign(PAYMENT, "attempt-1", amount="1"))
@@ -63,9 +112,9 @@ def test_the_signed_terms_must_be_the_frozen_ones(approved: PayoutWorld):
     approved.rejects(ErrorCode.EXPIRED, lambda: approved.sign(PAYMENT, "attempt-1", ttl_ms=-1_000))
     payload = approved.attempt_payload(PAYMENT, "attempt-1")
     approved.rejects(ErrorCode.INVALID_REFERENCE, lambda: approved.submit("RecordSignedAttempt", payload,
-                                                                          actor="signer-1"))  # bytes not in evidence
+                                                                          actor=DISPATCHER))  # bytes not in evidence
     approved.rejects(ErrorCode.CAPABILITY_MISSING, lambda: approved.submit(
-        "RecordSignedAttempt", payload, actor=DISPATCHER, evidence=[payload["signed_bytes_hash"]]))
+        "RecordSignedAttempt", payload, actor="observer-1", evidence=[payload["signed_bytes_hash"]]))
 
 
 def test_sender_sequences_and_transaction_hashes_are_unique(signed: PayoutWorld):
@@ -139,7 +188,7 @@ def test_an_observer_cannot_expire_an_attempt_before_the_ledgers_own_clock_passe
     early = {"payment_id": PAYMENT, "attempt_id": "attempt-1", "transaction_hash": transaction_hash("attempt-1"),
              "outcome": "expired", **reading}
     signed.rejects(ErrorCode.INVALID_TIME, lambda: signed.submit(
-        "RecordTransferObservation", early, actor="observer-1", evidence=[reading["evidence_digest"]]))
+        "RecordTransferObservation", early, actor=DISPATCHER, evidence=[reading["evidence_digest"]]))
     assert payment_state(signed) == "signed"
 
 
@@ -168,13 +217,13 @@ def test_observations_must_match_the_recorded_attempt(signed: PayoutWorld):
             "outcome": "confirmed", "ledger_version": 1, "chain_time_ms": 0, "evidence_digest": "e" * 64}
 
     def observe(**changes):
-        return signed.submit("RecordTransferObservation", {**base, **changes}, actor="observer-1",
+        return signed.submit("RecordTransferObservation", {**base, **changes}, actor=DISPATCHER,
                              evidence=["e" * 64])
 
     signed.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: observe(transaction_hash=transaction_hash("other")))
     signed.rejects(ErrorCode.INVALID_REFERENCE, lambda: observe(payment_id="run-1.artist-b"))
     signed.rejects(ErrorCode.NOT_FOUND, lambda: observe(attempt_id="attempt-9"))
     signed.rejects(ErrorCode.INVALID_REFERENCE, lambda: signed.submit(
-        "RecordTransferObservation", base, actor="observer-1"))  # evidence not listed
+        "RecordTransferObservation", base, actor=DISPATCHER))  # evidence not listed
     signed.rejects(ErrorCode.CAPABILITY_MISSING, lambda: signed.submit(
         "RecordTransferObservation", base, actor="signer-1", evidence=["e" * 64]))

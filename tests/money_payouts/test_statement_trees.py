@@ -11,7 +11,7 @@ from ledger_engine.layout import OUTBOX
 from ledger_engine.merkle import verify_statement_file
 from ledger_engine.merkle.statement import statement_file_bytes
 from ledger_engine.projections.statement_index import prepare_statement_index, statement_file, statements_of_index
-from tests.money_payouts.world import COMMITTER, FINANCE, OBSERVER, RECIPIENTS, PayoutWorld, digest, transaction_hash
+from tests.money_payouts.world import COMMITTER, FINANCE, RECIPIENTS, PayoutWorld, digest, transaction_hash
 
 CHAIN = "simulated chain 4"
 
@@ -41,7 +41,7 @@ def anchor_root(world: PayoutWorld, step: dict, index_id: str = "statement-index
     evidence = digest("commitment-evidence", index_id)
     outcome = world.submit("RecordCommitmentObservation", {
         "batch_id": index_id, "transaction_hash": tx, "artifact_hash": step["statement_root"], "outcome": "confirmed",
-        "ledger_version": 77, "evidence_digest": evidence}, actor=OBSERVER, evidence=[evidence])
+        "ledger_version": 77, "evidence_digest": evidence}, actor=COMMITTER, evidence=[evidence])
     assert outcome.accepted, outcome.result
     return tx
 

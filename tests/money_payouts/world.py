@@ -24,8 +24,10 @@ from tests.support.store import changed_keys, owner_dump, rejection_footprint
 
 DISPATCHER, DISPATCHER_2, SIGNER, OBSERVER, COMMITTER = "dispatcher-1", "dispatcher-2", "signer-1", "observer-1", "committer-1"
 RECONCILER = "reconciler-1"  # a payment worker after a restore: it signs and observes (tests/effects runs one)
-WORKERS = {DISPATCHER: ["dispatcher"], DISPATCHER_2: ["dispatcher"], SIGNER: ["signer"], OBSERVER: ["observer"],
-           COMMITTER: ["committer"], RECONCILER: ["observer", "signer"]}
+PAYMENT_WORKER = ["dispatcher", "observer", "signer"]  # claims, signs under its own claim, observes its payments
+# SIGNER and OBSERVER hold one role each: a signer without a claim of its own, an observer that works no effects.
+WORKERS = {DISPATCHER: PAYMENT_WORKER, DISPATCHER_2: PAYMENT_WORKER, SIGNER: ["signer"], OBSERVER: ["observer"],
+           COMMITTER: ["committer", "observer"], RECONCILER: ["observer", "signer"]}
 RECIPIENTS = ARTISTS + OPERATORS
 LISTENER = "listener-1"
 SENDER = payloads.address("porto-treasury")
@@ -135,7 +137,7 @@ class PayoutWorld:
         tree = {"journal_tree": journal_tree} if journal_tree is not None else {}
         return self.submit("RecordCommitmentObservation", {
             "batch_id": batch_id, "transaction_hash": tx, "artifact_hash": digest("artifact", artifact or batch_id),
-            "outcome": outcome, "ledger_version": 1_000, "evidence_digest": evidence, **tree}, actor=OBSERVER,
+            "outcome": outcome, "ledger_version": 1_000, "evidence_digest": evidence, **tree}, actor=COMMITTER,
             evidence=[evidence])
 
     def confirmed_statements(self, recipients: list[str] | tuple[str, ...] = RECIPIENTS, *,
@@ -209,11 +211,14 @@ class PayoutWorld:
             **overrides,
         }
 
-    def sign(self, payment_id: str, attempt_id: str, **options: Any) -> CommandOutcome:
+    def sign(self, payment_id: str, attempt_id: str, *, actor: str | None = None, **options: Any) -> CommandOutcome:
+        """RecordSignedAttempt, by the worker the attempt names as holding the claim unless ``actor`` says."""
         payload = self.attempt_payload(payment_id, attempt_id, **options)
-        return self.submit("RecordSignedAttempt", payload, actor=SIGNER, evidence=[payload["signed_bytes_hash"]])
+        return self.submit("RecordSignedAttempt", payload, actor=actor or payload["claimed_by"],
+                           evidence=[payload["signed_bytes_hash"]])
 
-    def observe(self, attempt_id: str, outcome: str, *, chain_time_ms: int | None = None) -> CommandOutcome:
+    def observe(self, attempt_id: str, outcome: str, *, chain_time_ms: int | None = None,
+                actor: str = DISPATCHER) -> CommandOutcome:
         attempt = self.state(attempt_key(attempt_id))
         chain_time = attempt["expires_at_ms"] if chain_time_ms is None else chain_time_ms
         if outcome == "expired":  # seen once the chain's clock, and so the ledger's, has passed the expiry
@@ -221,7 +226,7 @@ class PayoutWorld:
         reading = self.chain_reading(attempt_id, outcome, chain_time)
         return self.submit("RecordTransferObservation", {
             "payment_id": attempt["payment_id"], "attempt_id": attempt_id, "transaction_hash": attempt["transaction_hash"],
-            "outcome": outcome, **reading}, actor=OBSERVER, evidence=[reading["evidence_digest"]])
+            "outcome": outcome, **reading}, actor=actor, evidence=[reading["evidence_digest"]])
 
     def land(self, payment_id: str, attempt_id: str, outcome: str = "confirmed", *, actor: str = RECONCILER,
              **options: Any) -> CommandOutcome:

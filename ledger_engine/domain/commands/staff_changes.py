@@ -1,8 +1,8 @@
 """RequestStaffChange and DecideStaffChange: changes to who may do what, by two admins.
 
 One admin requests a change to another staff account (grant or remove a role,
-reset the password or the authenticator, reactivate or deactivate) or to the
-step-up verifier key; a second admin, neither the requester nor the target,
+reset the password or the authenticator, reactivate or deactivate), to the
+step-up verifier key or to the payer's address (``domain/payer.py``); a second admin, neither the requester nor the target,
 approves it with a fresh step-up proof, or declines it. The ledger enforces
 both halves: the same actor deciding is ``FOUR_EYES_REQUIRED``.
 
@@ -11,7 +11,7 @@ credential reset marks the account's credentials ``pending``: the console then
 clears the password or authenticator and sends the owner a one-time
 enrolment link (``profile_changes``), and only the owner sets the new secret.
 
-Each account (and the verifier key) has at most one pending change, held by a
+Each account (and the verifier key, and the payer) has at most one pending change, held by a
 ``staff_change_pending/<target>`` sentinel; a request expires after
 ``REQUEST_TTL_MS`` and a later request replaces an expired one.
 """
@@ -30,6 +30,7 @@ from ledger_engine.domain.commands.accounts import put_account
 from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.schema.staff import Account, StaffChange, change_key, credentials_key, pending_change_sentinel
+from ledger_engine.domain.payer import ADDRESS_PATTERN, PAYER_KEY, payer_address, payer_record
 from ledger_engine.domain.step_up import PUBLIC_KEY_PATTERN, VERIFIER_KEY, verifier_record
 from ledger_engine.domain.types import Identifier, Role
 from ledger_engine.errors import ErrorCode
@@ -37,6 +38,7 @@ from ledger_engine.layout import STATE, UNIQUE
 
 REQUEST_TTL_MS = 7 * 86_400_000
 VERIFIER_TARGET = "step_up_verifier"
+PAYER_TARGET = "payer_address"
 CREDENTIAL_RESETS = ("reset_password", "reset_authenticator")
 # An administrator named in genesis has no account or console credentials: its roles and status can change.
 GENESIS_ACTOR_CHANGES = ("remove_role", "deactivate", "reactivate")
@@ -79,8 +81,13 @@ class SetStepUpVerifier(Payload):
     public_key: Annotated[str, Field(pattern=PUBLIC_KEY_PATTERN)]
 
 
+class SetPayerAddress(Payload):
+    kind: Literal["set_payer_address"]
+    payer_address: Annotated[str, Field(pattern=ADDRESS_PATTERN)]
+
+
 ChangeTerms = Annotated[GrantRole | RemoveRole | ResetPassword | ResetAuthenticator | Reactivate | Deactivate
-                        | SetStepUpVerifier, Field(discriminator="kind")]
+                        | SetStepUpVerifier | SetPayerAddress, Field(discriminator="kind")]
 DeclineReason = Literal["not_authorised", "identity_not_confirmed", "requested_in_error", "superseded"]
 
 
@@ -102,6 +109,8 @@ class DecideStaffChangePayload(Payload):
 
 
 def target_of(change: dict[str, Any]) -> str:
+    if change["kind"] == "set_payer_address":
+        return PAYER_TARGET
     return change.get("account_id", VERIFIER_TARGET)
 
 
@@ -157,6 +166,10 @@ def _require_applicable(changes: Changes, change: dict[str, Any]) -> None:
         require(current is None or current.data["public_key"] != change["public_key"], ErrorCode.INVALID_STATE,
                 "that key is already the step-up verifier")
         return
+    if change["kind"] == "set_payer_address":
+        require(payer_address(changes) != change["payer_address"], ErrorCode.INVALID_STATE,
+                "that address is already the payer")
+        return
     account, roles, active = _target(changes, change["account_id"])
     kind = change["kind"]
     require(account is not None or kind in GENESIS_ACTOR_CHANGES, ErrorCode.INVALID_STATE,
@@ -190,6 +203,9 @@ def _apply(ctx: RuleContext, record: StaffChange) -> None:
     kind = change["kind"]
     if kind == "set_step_up_verifier":
         ctx.changes.put_state(VERIFIER_KEY, verifier_record(change["public_key"]))
+        return
+    if kind == "set_payer_address":
+        ctx.changes.put_state(PAYER_KEY, payer_record(change["payer_address"]))
         return
     if kind in CREDENTIAL_RESETS:
         ctx.changes.put_state(credentials_key(change["account_id"]), {

@@ -74,6 +74,8 @@ def describe(record: dict[str, Any]) -> str:
     change = record["change"]
     if change["kind"] == "set_step_up_verifier":
         return f"Register the step-up verifier key {change['public_key'][:16]}…"
+    if change["kind"] == "set_payer_address":
+        return f"Send payments from the payer address {change['payer_address']}"
     choice = change["kind"] + (f":{change['role']}" if "role" in change else "")
     return REQUESTS.get(choice, choice.replace("_", " ")).split(" (")[0] + f" of {change['account_id']}"
 
@@ -83,8 +85,8 @@ def apply_approved(ledger: LedgerOwner) -> list[str]:
     applied = []
     done = set(AppliedStaffChange.objects.values_list("change_id", flat=True))
     for record in changes(ledger, "approved"):
-        if record["change"]["kind"] == "set_step_up_verifier":
-            continue  # nothing in Django: the console is restarted with the new key
+        if record["change"]["kind"] in ("set_step_up_verifier", "set_payer_address"):
+            continue  # nothing in Django: the ledger holds it (a new step-up key also needs a console restart)
         if record["change_id"] not in done:
             _apply(ledger, record)
             applied.append(record["change_id"])

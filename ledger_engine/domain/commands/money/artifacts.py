@@ -20,8 +20,10 @@ FreezeArtifact has three steps on one batch:
 
 The committer completes the anchor effect with ``submitted`` or ``unknown``
 (both with the commitment's transaction hash) or ``failed`` (retry: the effect
-is reopened with the same payload). An observer's confirmed commitment, whose
-artifact hash must equal the frozen one, confirms the batch; a repeat is a
+is reopened with the same payload). A committer's observation (it holds
+``observer`` as well: an observer of payments does not confirm commitments)
+of a confirmed commitment, whose artifact hash must equal the frozen one,
+confirms the batch; a repeat is a
 no-op, a confirmation by another transaction is CONFLICTING_EVIDENCE.
 
 A commitment also anchors the journal: the committer's ``anchor`` call names
@@ -218,6 +220,7 @@ def complete_anchor(ctx: RuleContext, effect: dict[str, Any], outcome: str, tran
          cites_evidence=True)
 def record_commitment_observation(ctx: RuleContext, p: RecordCommitmentObservationPayload) -> dict:
     changes = ctx.changes
+    outbox.require_worker_of(ctx, outbox.BATCH_ANCHOR, "a commitment's chain observation")
     require(p.evidence_digest in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
             "the observation's evidence digest must be listed in the envelope's evidence_hashes")
     batch = batches.load_batch(changes, p.batch_id)

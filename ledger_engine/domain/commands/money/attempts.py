@@ -3,14 +3,19 @@
 The pipeline, one ``payment.transfer`` effect per payment (docs/spec/durable-effect-sessions.md §2: one
 durable session per payment, signed bytes persisted before any broadcast):
 
-1. A dispatcher claims the payment's effect (ClaimEffect).
-2. The signer signs and records the attempt under that live claim: exact
+1. A payment worker claims the payment's effect (ClaimEffect, the
+   ``dispatcher`` role).
+2. The same worker, as ``signer``, signs and records the attempt under its own
+   live claim (``claimed_by`` names it; another's claim is CLAIM_HELD): exact
    signed-bytes reference and hash, transaction hash, sender address and
-   sequence, expiry, and the recipient address and amount it signed. Only
-   after this command is accepted may the bytes be broadcast.
-3. The dispatcher broadcasts those bytes and completes the effect:
+   sequence, expiry, and the recipient address and amount it signed. The
+   sender must be the payer the ledger names (``domain/payer.py``). Only after
+   this command is accepted may the bytes be broadcast.
+3. The worker broadcasts those bytes and completes the effect:
    ``submitted``, or ``unknown`` when the answer was lost (payment uncertain).
-4. Observers record what the chain says about the attempt.
+4. A worker that works payments (``dispatcher``) as well as observes records
+   what the chain says about the attempt: an observer of commitments does not
+   settle payments.
 
 ``payment_attempt/<attempt_id>`` keeps the attempt; ``unique/sender/<address>/<seq20>``
 and ``unique/transaction/<hash>`` make sender sequences and transaction hashes
@@ -68,6 +73,7 @@ from ledger_engine.domain.commands.money.recipient_updates import place_unsigned
 from ledger_engine.domain.commands.money.recipients import load_recipient, require_no_pending_update
 from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.invariants import require_conserved, require_payouts_unblocked
+from ledger_engine.domain.payer import require_payer_sends
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.schema.money_payouts import Effect, Payment, PaymentAttempt, attempt_key
@@ -107,7 +113,7 @@ class ChainReading(Payload):
 
 
 class RecordSignedAttemptPayload(SignedTransfer):
-    claimed_by: Identifier  # the worker whose live claim on the payment's effect authorises this transfer
+    claimed_by: Identifier  # the submitting worker, whose live claim on the payment's effect authorises this transfer
 
 
 class RecordTransferObservationPayload(ChainReading):
@@ -140,6 +146,8 @@ def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> di
     require_no_pending_update(changes, payment["recipient_id"])
     _require_signable(payment)
     require_within_cap(changes, payment)
+    require(p.claimed_by == ctx.actor_id, ErrorCode.CLAIM_HELD,
+            f"{ctx.actor_id} records attempts under its own claim, not under {p.claimed_by}'s")
     outbox.require_live_claim(outbox.load_effect(changes, payment["effect_id"]), p.claimed_by, ctx.now_ms)
     _require_signed_terms(changes, payment, p)
     _require_evidence(ctx, p.signed_bytes_hash, "the signed bytes' hash")
@@ -191,7 +199,8 @@ def _require_reconciled_claim(ctx: RuleContext, payment: Payment) -> None:
 
 
 def _require_signed_terms(changes: Changes, payment: Payment, p: SignedTransfer) -> None:
-    """The bytes pay exactly the frozen amount to the frozen address of a recipient that has not changed since."""
+    """The payer's bytes pay exactly the frozen amount to the frozen address of a recipient unchanged since."""
+    require_payer_sends(changes, p.sender_address)
     require((p.payout_address, p.amount) == (payment["payout_address"], payments.amount(payment)),
             ErrorCode.CONFLICTING_EVIDENCE,
             f"payment {payment['payment_id']} pays {payment['amount']} to {payment['payout_address']}")
@@ -238,6 +247,7 @@ def _record_attempt(ctx: RuleContext, payment: Payment, p: SignedTransfer,
 @command("RecordTransferObservation", payload=RecordTransferObservationPayload, roles={"observer"}, cites_evidence=True)
 def record_transfer_observation(ctx: RuleContext, p: RecordTransferObservationPayload) -> dict:
     changes = ctx.changes
+    outbox.require_worker_of(ctx, outbox.PAYMENT_TRANSFER, "a payment's chain observation")
     _require_evidence(ctx, p.evidence_digest, "the observation's evidence digest")
     attempt = load_attempt(changes, p.attempt_id)
     require(attempt["payment_id"] == p.payment_id, ErrorCode.INVALID_REFERENCE,

@@ -22,8 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ledger_engine.domain.actors import actor_roles
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.commands.money.lifecycle import load
+from ledger_engine.domain.registry import RuleContext
 from ledger_engine.domain.schema.money_payouts import Claim, Effect
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import OUTBOX
@@ -42,6 +44,12 @@ class EffectKind:
 PAYMENT_TRANSFER = EffectKind("payment.transfer", "dispatcher", moves_money=True)
 BATCH_ANCHOR = EffectKind("batch.anchor", "committer", moves_money=False)
 KINDS = {kind.name: kind for kind in (PAYMENT_TRANSFER, BATCH_ANCHOR)}
+
+
+def require_worker_of(ctx: RuleContext, kind: EffectKind, what: str) -> None:
+    """The acting actor works effects of ``kind``: an observer records only what its own kind of worker sent."""
+    require(kind.role in actor_roles(ctx, ctx.actor_id), ErrorCode.CAPABILITY_MISSING,
+            f"{what} is recorded by a worker that works {kind.name} effects (the {kind.role} role) as well as observes")
 
 
 def load_effect(changes: Changes, effect_id: str) -> Effect:
