@@ -33,11 +33,12 @@ from typing import Any, Callable
 
 from ledger_engine.application.admission import AdmittedCommand
 from ledger_engine.application.journal import Head
-from ledger_engine.application.journal_tree import BatchTree, open_tree
+from ledger_engine.application.journal_tree import BatchTree
 from ledger_engine.application.observers import CommandReport, GroupReport, Listeners
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.transition import CommandOutcome, execute
 from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
+from ledger_engine.merkle.journal import JournalFrontier
 from ledger_engine.projections.maintenance import IndexMaintainer
 from ledger_engine.storage.rocks import RocksStore
 
@@ -53,10 +54,12 @@ class _Task:
 
 
 class SerialExecutor:
-    def __init__(self, store: RocksStore, head: Head, *, admitted_floor_ms: int = 0, max_group: int = 64) -> None:
+    def __init__(self, store: RocksStore, head: Head, frontier: JournalFrontier, *, admitted_floor_ms: int = 0,
+                 max_group: int = 64) -> None:
+        """``frontier``: the journal tree at ``head``, as the owner checked it on opening."""
         self.store = store
         self.head = head
-        self.frontier = open_tree(store, head)
+        self.frontier = frontier
         self.admitted_floor_ms = admitted_floor_ms
         self.max_group = max_group
         self.halted: LedgerError | None = None

@@ -195,6 +195,18 @@ def open_tree(store: RocksStore, head: Head) -> JournalFrontier:
     return read_frontier(store, head)
 
 
+def check_tree(store: RocksStore, head: Head) -> JournalFrontier:
+    """``open_tree``'s checks, reading only: the stored tree's frontier, or, where no tree is kept, the one the
+    journal makes, which must end at ``head``."""
+    if is_kept(store):
+        return read_frontier(store, head)
+    frontier = empty_tree()
+    for _, raw in store.scan(JOURNAL):
+        frontier = stage_append(lambda family, key, value: None, frontier, orjson.loads(raw)["entry_hash"])
+    _require_journal_at(frontier, head)
+    return frontier
+
+
 def read_frontier(store: RocksStore, head: Head) -> JournalFrontier:
     """The frontier from the stored nodes and the last block's entries; the tree must end where the journal does."""
     nodes = StoredNodes(store.get)
@@ -222,11 +234,15 @@ def build_from_journal(store: RocksStore, head: Head) -> JournalFrontier:
         if len(ops) >= CATCH_UP_CHUNK:
             store.write(ops)
             ops = []
+    _require_journal_at(frontier, head)
+    store.write([*ops, (META, LAYOUT_KEY, LAYOUT)])
+    return frontier
+
+
+def _require_journal_at(frontier: JournalFrontier, head: Head) -> None:
     if frontier.size != head.sequence:
         raise StorageFault(ErrorCode.STORAGE_CORRUPT,
                            f"the journal holds {frontier.size} entries but the head is at {head.sequence}")
-    store.write([*ops, (META, LAYOUT_KEY, LAYOUT)])
-    return frontier
 
 
 def _delete_stored_tree(store: RocksStore) -> None:

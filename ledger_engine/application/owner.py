@@ -20,17 +20,18 @@ import orjson
 from ledger_engine.application.admission import AdmittedCommand, admit
 from ledger_engine.application.executor import SerialExecutor
 from ledger_engine.application.journal import GENESIS_HEAD, Head, encoded_delta
-from ledger_engine.application.journal_tree import stored_root
+from ledger_engine.application.journal_tree import build_from_journal, check_tree, is_kept, stored_root
 from ledger_engine.application.observers import GroupListener
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.private_rows import require_private_key
 from ledger_engine.application.value_codec import decode_record, encode_record, encode_value
 from ledger_engine.application.transition import HEAD_KEY, CommandOutcome, stored_outcome
 from ledger_engine.domain.view import Record
-from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
 from ledger_engine.genesis import genesis_hash, genesis_records
 from ledger_engine.keys import seq20
 from ledger_engine.layout import DELTAS, INDEXES, JOURNAL, META, PRIVATE_AUX
+from ledger_engine.merkle.journal import JournalFrontier
 from ledger_engine.projections.maintenance import IndexMaintainer
 from ledger_engine.projections.view import LedgerView
 from ledger_engine.security_log import SecurityLog, configured_path
@@ -47,8 +48,11 @@ def read_head(store: RocksStore) -> Head:
     raw = store.get(META, HEAD_KEY)
     if raw is None:
         raise LedgerError(ErrorCode.NOT_FOUND, f"no initialised ledger at {store.path}")
-    value = orjson.loads(raw)
-    return Head(value["sequence"], value["entry_hash"])
+    try:
+        value = orjson.loads(raw)
+        return Head(value["sequence"], value["entry_hash"])
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{META}/{HEAD_KEY.decode()} is not a head") from None
 
 
 def read_genesis(store: RocksStore) -> dict[str, Any]:
@@ -81,7 +85,15 @@ def _identifier(document: Any, name: str) -> str | None:
 
 def read_writer_generation(store: RocksStore) -> int:
     raw = store.get(META, WRITER_KEY)
-    return orjson.loads(raw)["generation"] if raw else 0
+    if not raw:
+        return 0
+    try:
+        generation = orjson.loads(raw)["generation"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        generation = None
+    if type(generation) is not int:
+        raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{META}/{WRITER_KEY.decode()} is not a writer record")
+    return generation
 
 
 def writer_record(generation: int, why: str) -> bytes:
@@ -98,8 +110,33 @@ def advance_writer_generation(store: RocksStore, why: str) -> int:
 
 def last_admitted_ms(store: RocksStore, head: Head) -> int:
     """Admission time of the last journalled command (0 at genesis): the floor for the next one."""
-    raw = store.get(JOURNAL, seq20(head.sequence).encode()) if head.sequence else None
-    return orjson.loads(raw)["envelope"]["admitted_at_ms"] if raw is not None else 0
+    if not head.sequence:
+        return 0
+    key = seq20(head.sequence)
+    raw = store.get(JOURNAL, key.encode())
+    if raw is None:
+        raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{JOURNAL}/{key}, the head's entry, is missing")
+    try:
+        return orjson.loads(raw)["envelope"]["admitted_at_ms"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{JOURNAL}/{key} has no admission time") from None
+
+
+def check_for_owning(store: RocksStore) -> tuple[Head, int, JournalFrontier]:
+    """Everything an owner checks on opening, reading only: the head, its entry's admission time, the writer
+    record and the journal tree at the head. The owner runs it on the read-only open, before the read-write one,
+    so a ledger it refuses is left exactly as it was (docs/adr/0081)."""
+    head = read_head(store)
+    floor = last_admitted_ms(store, head)
+    read_writer_generation(store)
+    return head, floor, check_tree(store, head)
+
+
+def _check_unless_initialising(genesis: dict[str, Any] | None) -> Callable[[RocksStore], None]:
+    def check(store: RocksStore) -> None:
+        if genesis is None or store.get(META, HEAD_KEY) is not None:
+            check_for_owning(store)
+    return check
 
 
 class LedgerOwner:
@@ -109,12 +146,13 @@ class LedgerOwner:
                               f"{store.path} is still being built; it is owned only once published")
         if not store.synced:
             refuse_unless_allowed(store.path)
+        head, floor, frontier = check_for_owning(store)  # everything refused here is refused before any write
         self.store = store
-        self.security_log = SecurityLog(configured_path(store.path))
         self.writer_generation = advance_writer_generation(store, "opened read-write")
-        head = read_head(store)
-        self.executor = SerialExecutor(store, head, admitted_floor_ms=last_admitted_ms(store, head),
-                                       max_group=max_group)
+        if not is_kept(store):
+            frontier = build_from_journal(store, head)
+        self.security_log = SecurityLog(configured_path(store.path))
+        self.executor = SerialExecutor(store, head, frontier, admitted_floor_ms=floor, max_group=max_group)
         store.on_fault = self.executor.halt  # damaged storage met by any read stops admission
 
     @classmethod
@@ -123,9 +161,10 @@ class LedgerOwner:
         """Open the ledger in ``data_dir``; with ``genesis``, a missing or empty directory is initialised.
 
         Without ``genesis`` nothing is ever created: a missing ledger is LEDGER_NOT_FOUND and a
-        damaged one is refused with its storage code, untouched.
+        damaged one is refused with its storage code, untouched: the owner's checks run on the read-only
+        open, before RocksDB opens the directory read-write.
         """
-        store = RocksStore(data_dir, create=genesis is not None)
+        store = RocksStore(data_dir, create=genesis is not None, check=_check_unless_initialising(genesis))
         try:
             if genesis is not None and store.get(META, HEAD_KEY) is None:
                 initialise(store, genesis)

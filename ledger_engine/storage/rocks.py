@@ -10,7 +10,10 @@ Storage is never trusted blindly (docs/adr/0010):
   restore) creates a database, and only in a missing or empty directory.
 - Every open first opens the directory read-only, with RocksDB's info log sent
   elsewhere, so a damaged directory is refused before anything in it is
-  written; paranoid checks make RocksDB verify every SST it lists.
+  written; paranoid checks make RocksDB verify every SST it lists. A table
+  file the MANIFEST no longer lists, beside a MANIFEST whose tail is torn, is
+  flushed data whose record was lost, and refused too (docs/adr/0081). The
+  caller's own ``check`` runs on that read-only open, before the read-write one.
 - Every point read and scan verifies block checksums and checks the iterator's
   status when it stops: a damaged block is a ``StorageFault`` naming the
   column family and key range, never a short answer.
@@ -59,6 +62,10 @@ BLOCK_CACHE_BYTES = 8 << 20
 STAGING_BLOCK_CACHE_BYTES = 2 << 20
 BLOOM_BITS_PER_KEY = 10  # about 1% false positives, 1.25 bytes per key held beside the table's index
 TABLE_FORMAT_VERSION = 6
+# RocksDB's log format (db/log_format.h), which its MANIFEST is written in.
+_LOG_BLOCK = 32 * 1024
+_LOG_HEADER = 7
+_LOG_FIRST, _LOG_MIDDLE = 2, 3
 
 
 def _options(*, create: bool, memtable_budget: int, log_dir: str | None = None) -> Options:
@@ -132,6 +139,31 @@ def require_database_files(path: Path) -> None:
         raise StorageFault(ErrorCode.STORAGE_INCOMPLETE, f"{manifest} named by CURRENT is missing from {path}")
 
 
+def manifest_ends_cleanly(manifest: bytes) -> bool:
+    """Whether a MANIFEST ends where its last record does, as RocksDB writes it.
+
+    A MANIFEST is a RocksDB log: 32 KiB blocks of records, each a 7-byte header (checksum, 2-byte length, type)
+    and its payload; under 7 bytes left in a block are zero padding. RocksDB's recovery reads a header or payload
+    cut off by the end of the file, or a record split over blocks without its last piece, as the end of the
+    MANIFEST, silently; here they are a torn tail. The checksums of whole records RocksDB has already checked.
+    """
+    offset, in_pieces = 0, False
+    while offset < len(manifest):
+        left_in_block = _LOG_BLOCK - offset % _LOG_BLOCK
+        if left_in_block < _LOG_HEADER:
+            offset += left_in_block
+            continue
+        header = manifest[offset:offset + _LOG_HEADER]
+        if len(header) < _LOG_HEADER:
+            return False
+        length, kind = int.from_bytes(header[4:6], "little"), header[6]
+        if kind == 0 or _LOG_HEADER + length > left_in_block or offset + _LOG_HEADER + length > len(manifest):
+            return False
+        in_pieces = kind in (_LOG_FIRST, _LOG_MIDDLE)
+        offset += _LOG_HEADER + length
+    return not in_pieces
+
+
 def read_witness(path: Path) -> int | None:
     """The last write number known durable; None when absent or torn (the file is never synced)."""
     try:
@@ -152,9 +184,14 @@ class RocksStore:
     synced = True
 
     def __init__(self, path: str | os.PathLike, *, read_only: bool = False, create: bool = False,
-                 stopped: bool = False, staging: bool = False) -> None:
+                 stopped: bool = False, staging: bool = False,
+                 check: Callable[["RocksStore"], None] | None = None) -> None:
         """``stopped`` (offline tools): refuse while an owner holds the ledger, and keep one from starting
         until this store closes. Without it a read-only store is a view beside a live owner.
+
+        ``check``: called with this store while it still reads through the read-only open, after every storage
+        check and with the owner lock held, before an existing database is opened read-write; whatever it
+        raises refuses the open with nothing in the directory written (the owner's own checks, docs/adr/0081).
 
         ``staging``: a ledger being built in a directory nothing reads yet, which ``publish_built`` syncs file by
         file before giving it its name (or which is thrown away): its batches are not fsynced one by one, since
@@ -178,9 +215,8 @@ class RocksStore:
             self._db = self._open(read_only=False, create=True)
             self._take_owner_lock(exclusive=True)  # RocksDB's LOCK already keeps any other owner out
         else:
-            self._db = self._open_existing()
-        self._families = {name: self._db.get_column_family(name) for name in ALL_FAMILIES}
-        self._handles = {name: self._db.get_column_family_handle(name) for name in ALL_FAMILIES}
+            self._db = self._open_existing(check)
+        self._bind(self._db)
         self._reads = _read_options()
         self._sync = WriteOptions()
         self._sync.sync = self.synced
@@ -203,21 +239,21 @@ class RocksStore:
             self._drop_log_dir()
             raise open_error(self.path, error) from None
 
-    def _open_existing(self) -> Rdict:
+    def _open_existing(self, check: Callable[["RocksStore"], None] | None) -> Rdict:
         require_database_files(self.path)
         witness = read_witness(self.path)  # before the database: a live writer only moves it forward
         probe = self._open(read_only=True)
         try:
+            if not (self.read_only and not self.stopped and self._owner_is_live()):
+                self._require_tables_listed(probe)
             self._require_not_behind(probe, witness)
-        except BaseException:
-            probe.close()
-            self._drop_log_dir()
-            raise
-        try:
             if not self.read_only or self.stopped:
                 self._take_owner_lock(exclusive=not self.read_only)
+            if check is not None:
+                self._check_read_only(probe, check)
         except BaseException:
             probe.close()
+            self._release_owner_lock()
             self._drop_log_dir()
             raise
         if self.read_only:
@@ -229,6 +265,56 @@ class RocksStore:
         except BaseException:
             self._release_owner_lock()
             raise
+
+    def _bind(self, db: Rdict) -> None:
+        self._families = {name: db.get_column_family(name) for name in ALL_FAMILIES}
+        self._handles = {name: db.get_column_family_handle(name) for name in ALL_FAMILIES}
+
+    def _check_read_only(self, probe: Rdict, check: Callable[["RocksStore"], None]) -> None:
+        """``check`` on this store reading through ``probe``; a write in it fails, the database being read-only."""
+        self._bind(probe)
+        self._reads = _read_options()
+        writable, self.read_only = self.read_only, True
+        try:
+            check(self)
+        finally:
+            self.read_only = writable
+            self._families.clear()  # they hold the probe open
+            self._handles.clear()
+
+    def _owner_is_live(self) -> bool:
+        """Whether an owner holds the directory now (its files then change under a view beside it)."""
+        try:
+            fd = os.open(self.path / OWNER_FILE, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # drops only this descriptor's shared lock
+
+    def _require_tables_listed(self, db: Rdict) -> None:
+        """Refuse table files no MANIFEST record lists beside a MANIFEST with a torn tail (docs/adr/0081).
+
+        RocksDB reads a MANIFEST cut short as ending early and forgets the flushes recorded after the cut; their
+        tables are then on disk but listed nowhere, and a read-write open deletes them. A flush or compaction
+        killed before its record was written leaves such a table too, beside a MANIFEST that ends cleanly:
+        its rows are still in the write-ahead log, or in the tables it was compacting, so that is harmless.
+        """
+        live = {Path(table["name"]).name for table in db.live_files()}
+        unlisted = sorted(table.name for table in self.path.glob("*.sst") if table.name not in live)
+        if not unlisted:
+            return
+        manifest = (self.path / "CURRENT").read_bytes().decode("ascii", "replace").strip()
+        if manifest_ends_cleanly((self.path / manifest).read_bytes()):
+            return
+        raise StorageFault(
+            ErrorCode.STORAGE_CORRUPT,
+            f"{manifest} in {self.path} ends in a torn record and lists none of {', '.join(unlisted)}: "
+            "the records of flushed tables were lost (docs/storage-recovery.md)")
 
     def _take_owner_lock(self, *, exclusive: bool) -> None:
         """The owner holds it exclusively, offline readers shared: neither runs beside the other."""

@@ -15,6 +15,7 @@ on the same condition.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.storage.rocks import RocksStore
@@ -43,6 +44,6 @@ class UnsyncedRocksStore(RocksStore):
 
     synced = False
 
-    def __init__(self, path: str | os.PathLike, **options: bool) -> None:
+    def __init__(self, path: str | os.PathLike, **options: Any) -> None:
         refuse_unless_allowed(path)
         super().__init__(path, **options)
