@@ -139,7 +139,7 @@ def _bare_payment(chain: AptosRestClient, payer: Signer, config: EffectsConfig, 
         recipient="0x" + "ee" * 32, amount=1, expiration_secs=now + config.transaction_ttl_secs,
         chain_id=config.chain_id, max_gas_amount=config.max_gas_amount, gas_unit_price=config.gas_unit_price))
     chain.submit(signed.signed_bytes)
-    while observe(chain, signed.transaction_hash, signed.terms.expiration_secs).fate != Fate.SUCCESS:
+    while observe(chain, signed).fate != Fate.SUCCESS:
         time.sleep(0.001)
 
 

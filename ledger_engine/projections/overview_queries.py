@@ -12,7 +12,7 @@ from typing import Any
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.keys import key
-from ledger_engine.projections.payout_queries import EFFECT_STATUS_PREFIX
+from ledger_engine.projections.payout_queries import EFFECT_STATUS_PREFIX, overdue_payments
 from ledger_engine.projections.payouts import payment_state_prefix, run_status_prefix, update_status_prefix
 from ledger_engine.projections.view import LedgerView
 
@@ -29,6 +29,7 @@ class Waiting:
     runs_awaiting_approval: int
     recipient_updates_awaiting_approval: int
     uncertain_payments: int
+    overdue_payments: int  # in flight long past their transaction's expiry (``payout_queries.overdue_payments``)
     outbox_backlog: int
 
 
@@ -37,12 +38,13 @@ def conservation_status(view: LedgerView) -> dict[str, Any] | None:
     return view.entry(key("conservation_status"))
 
 
-def waiting(view: LedgerView) -> Waiting:
+def waiting(view: LedgerView, now_ms: int) -> Waiting:
     return Waiting(
         open_holds=view.count(OPEN_HOLD_PREFIX),
         runs_awaiting_approval=view.count(run_status_prefix("prepared")),
         recipient_updates_awaiting_approval=view.count(update_status_prefix("pending")),
         uncertain_payments=view.count(payment_state_prefix("uncertain")),
+        overdue_payments=overdue_payments(view, now_ms),
         outbox_backlog=sum(view.count(EFFECT_STATUS_PREFIX + status + "/") for status in OUTBOX_BACKLOG_STATUSES),
     )
 

@@ -41,6 +41,7 @@ EFFECT_STATUS_PREFIX = key("effect_by_status") + "/"
 RECIPIENT_PREFIX = key("recipient") + "/"
 IN_FLIGHT_OUTCOMES = ("pending", "submitted")  # attempts that may still land
 IN_FLIGHT_BATCH_STATES = ("submitted", "uncertain")  # batches whose anchor was broadcast but not yet observed
+OVERDUE_AFTER_MS = 10 * 60 * 1000  # past its transaction's expiry, beyond sweeps and retry backoff (300 s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +271,22 @@ def payment_counts(view: LedgerView) -> dict[str, int]:
     return {state: view.count(payment_state_prefix(state)) for state in PAYMENT_MACHINE.transitions}
 
 
+def overdue_payments(view: LedgerView, now_ms: int) -> int:
+    """In-flight payments whose last transaction expired more than ``OVERDUE_AFTER_MS`` before ``now_ms``.
+
+    Once a transaction's expiry has passed, the next look settles it (landed,
+    failed or expired), so a payment still in flight long after it has lost
+    its way: a follow-up that cannot run, or a chain that cannot say.
+    """
+    return sum(1 for state in IN_FLIGHT for (payment_id,), _ in view.entries(payment_state_prefix(state))
+               if _last_attempt(view, payment_id)["expires_at_ms"] + OVERDUE_AFTER_MS < now_ms)
+
+
+def _last_attempt(view: LedgerView, payment_id: str) -> dict[str, Any]:
+    payment = view.require(payment_key(payment_id), f"payment {payment_id}")
+    return view.require(attempt_key(payment["attempt_ids"][-1]), "payment attempt")
+
+
 def payments(view: LedgerView, state: str, *, limit: int | None = None) -> Iterator[PaymentListing]:
     for (payment_id,), entry in view.entries(payment_state_prefix(state), limit):
         yield PaymentListing(payment_id=payment_id, state=state, run_id=entry["run_id"],
@@ -291,7 +308,7 @@ def reconciliation_queue(view: LedgerView, *, limit: int = 100) -> list[Reconcil
 
 def _reconciliation_item(view: LedgerView, payment_id: str) -> ReconciliationItem:
     payment = view.require(payment_key(payment_id), f"payment {payment_id}")
-    attempt = view.require(attempt_key(payment["attempt_ids"][-1]), "payment attempt")
+    attempt = _last_attempt(view, payment_id)
     effect = view.effect(payment["effect_id"])
     return ReconciliationItem(
         payment_id=payment_id, state=payment["state"], recipient_id=payment["recipient_id"], amount=payment["amount"],

@@ -3,11 +3,19 @@
 The client refuses to mix the two up: configured for the simulated chain it
 requires the ``X-Porto-Chain: SIMULATED`` label on every answer, configured
 for a real node it refuses any answer that carries it.
+
+Reads never go back in time. Every read answer must name the ledger version
+it was read at (``X-Aptos-Ledger-Version``), and one read at a version below
+one this client has already read (a replica behind the others of a load
+balancer) is ``ChainUncertain``: so a lookup made after the ledger's clock
+was read covers every block up to that clock. A lookup by hash counts only
+when the answer names the hash asked for.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import httpx
@@ -16,6 +24,7 @@ from porto_console.effects.chain import ChainTransaction, ChainUncertain, Ledger
 from porto_console.effects.simulated_chain import LABEL as SIMULATED
 
 BCS_CONTENT_TYPE = "application/x.aptos.signed_transaction+bcs"
+LEDGER_VERSION_HEADER = "X-Aptos-Ledger-Version"
 
 log = logging.getLogger("porto.effects.chain")
 
@@ -31,6 +40,8 @@ class AptosRestClient:
         self.label = SIMULATED if simulated else f"aptos {base_url}"
         self._http = httpx.Client(base_url=base_url.rstrip("/") + "/v1", timeout=timeout_secs,
                                   transport=transport)
+        self._read_version = 0  # the highest ledger version any read has answered at
+        self._read_lock = threading.Lock()
 
     def close(self) -> None:
         self._http.close()
@@ -47,24 +58,44 @@ class AptosRestClient:
         raise ChainUncertain(f"{self.label}: submit answered {response.status_code}")
 
     def transaction(self, transaction_hash: str) -> ChainTransaction | None:
-        response = self._request("GET", f"/transactions/by_hash/{transaction_hash}")
+        response = self._read(f"/transactions/by_hash/{transaction_hash}")
         if response.status_code == 404:
             return None
         body = self._ok(response)
+        if str(body.get("hash", "")).lower() != transaction_hash.lower():
+            raise ChainUncertain(f"{self.label}: asked for {transaction_hash}, answered with {body.get('hash')}")
+        sequence = body.get("sequence_number")
+        stated = {"sender": body.get("sender"), "payload": body.get("payload"),
+                  "sequence_number": int(sequence) if str(sequence).isdigit() else None}
         if body["type"] == "pending_transaction":
-            return ChainTransaction(body["hash"], False, False, "pending", None, None)
+            return ChainTransaction(body["hash"], False, False, "pending", None, None, **stated)
         return ChainTransaction(body["hash"], True, bool(body["success"]), body["vm_status"],
-                                int(body["version"]), int(body["timestamp"]))
+                                int(body["version"]), int(body["timestamp"]), **stated)
 
     def sequence_number(self, address: str) -> int:
-        response = self._request("GET", f"/accounts/{address}")
+        response = self._read(f"/accounts/{address}")
         if response.status_code == 404:
             return 0
         return int(self._ok(response)["sequence_number"])
 
     def ledger_state(self) -> LedgerState:
-        info = self._ok(self._request("GET", ""))
+        info = self._ok(self._read(""))
         return LedgerState(int(info["ledger_version"]), int(info["ledger_timestamp"]))
+
+    def _read(self, path: str) -> httpx.Response:
+        """A GET answered at a ledger version no older than any this client has read."""
+        response = self._request("GET", path)
+        if response.status_code >= 500:
+            return response  # _ok reports it
+        version = response.headers.get(LEDGER_VERSION_HEADER, "")
+        if not version.isdigit():
+            raise ChainUncertain(f"{self.label}: GET {path} answered without the ledger version it was read at")
+        with self._read_lock:
+            if int(version) < self._read_version:
+                raise ChainUncertain(f"{self.label}: GET {path} answered at ledger version {version}, behind "
+                                     f"version {self._read_version} already read: a node that has not caught up")
+            self._read_version = int(version)
+        return response
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:

@@ -1,23 +1,39 @@
 """What a payment worker needs from a chain, and how an attempt's fate is decided.
 
 ``AptosRestClient`` implements it against any Aptos-compatible REST API: a
-real node when configured, or the SIMULATED chain. The one rule that keeps a
-payment from being paid twice lives here: a transaction the chain does not
-know is *absent* only once the chain's own clock has passed its expiry, read
-before the lookup, because after that no block can include it.
+real node when configured, or the SIMULATED chain. The rules that keep a
+payment from being paid twice live here:
+
+- a transaction the chain does not know is *expired* only once the chain's
+  own clock, read before the lookup, has passed its expiry, because after
+  that no block can include it, and only while its sender's sequence is
+  unused, or used by another journalled transaction the chain shows
+  committed. A sequence used by a transaction the node does not show means
+  the node hides the one asked for (a replica behind, a pruned or lying
+  node): that is ``ChainContradiction``, never an expiry;
+- an answer is taken as the transaction asked for only when it names its
+  hash, sender, sequence number and entry-function call.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Callable, Iterable, Protocol
 
 from porto_console.effects.refusals import Refused
+from porto_console.effects.transactions import long_address, same_call
 
 
 class ChainUncertain(Exception):
     """The chain's answer is unknown (no response, timeout, server error): the transaction may have landed."""
+
+
+class ChainContradiction(ChainUncertain):
+    """The chain's answers contradict each other or the journal: what became of the transaction is unknown.
+
+    It is retried like any uncertainty, and never read as an expiry or a confirmation.
+    """
 
 
 class SubmitRefused(Refused):
@@ -28,8 +44,8 @@ class Fate(StrEnum):
     SUCCESS = "success"  # committed and executed
     FAILED = "failed"  # committed, execution failed: the sequence is used, no money moved
     PENDING = "pending"  # known to the node, not yet committed
-    UNKNOWN = "unknown"  # not found, but it could still land before its expiry
-    EXPIRED = "expired"  # not found after its expiry: it can never land
+    UNKNOWN = "unknown"  # not found before its expiry: it could still land, unless another used its sequence
+    EXPIRED = "expired"  # not found after its expiry, its sequence unused or used by another: it can never land
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +56,10 @@ class ChainTransaction:
     vm_status: str
     version: int | None
     timestamp_us: int | None
+    # What the node says the transaction is; compared with what was signed before the answer counts.
+    sender: str | None = None
+    sequence_number: int | None = None
+    payload: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +76,13 @@ class Observation:
     transaction_hash: str
     ledger: LedgerState
     transaction: ChainTransaction | None
+    sender_sequence: int | None = None  # not found: the sender's next sequence, read after the ledger state
+    superseded_by: str | None = None  # not found: the journalled transaction the chain shows at its sequence
+
+    @property
+    def may_still_land(self) -> bool:
+        """Landed, pending, or not found while its expiry and its sequence are still ahead."""
+        return self.fate in (Fate.SUCCESS, Fate.PENDING) or (self.fate == Fate.UNKNOWN and self.superseded_by is None)
 
     @property
     def committed(self) -> bool:
@@ -83,6 +110,10 @@ class Observation:
         found = self.transaction
         read = {} if self.committed else {"ledger_version": self.ledger.version,
                                           "ledger_timestamp_us": self.ledger.timestamp_us}
+        if self.sender_sequence is not None:
+            read["sender_sequence"] = self.sender_sequence
+        if self.superseded_by is not None:
+            read["superseded_by"] = self.superseded_by
         return {
             "chain": chain_label,
             "transaction_hash": self.transaction_hash,
@@ -92,6 +123,18 @@ class Observation:
                 "committed": found.committed, "success": found.success, "vm_status": found.vm_status,
                 "version": found.version, "timestamp_us": found.timestamp_us},
         }
+
+
+class Signed(Protocol):
+    """A signed transaction as the journal holds it: what an observation compares the chain's answers with."""
+
+    transaction_hash: str
+    sender: str
+    sequence_number: int
+    expiration_secs: int
+
+    def payload_json(self) -> dict[str, Any]:
+        """Its entry-function call as a node shows it in JSON."""
 
 
 class ChainClient(Protocol):
@@ -110,14 +153,64 @@ class ChainClient(Protocol):
         """The chain's latest version and block time."""
 
 
-def observe(chain: ChainClient, transaction_hash: str, expiration_secs: int) -> Observation:
-    """Decide what became of one signed transaction."""
+def observe(chain: ChainClient, signed: Signed,
+            same_sequence: Callable[[], Iterable[Signed]] = tuple) -> Observation:
+    """Decide what became of one signed transaction.
+
+    ``same_sequence`` lists the other journalled transactions of its sender
+    at its sequence: the only ones that may have used that sequence instead.
+    Raises ``ChainUncertain`` when the answers do not settle it.
+    """
     ledger = chain.ledger_state()  # first: a later lookup then covers every block up to it
-    found = chain.transaction(transaction_hash)
-    if found is None:
-        fate = Fate.EXPIRED if ledger.timestamp_us > expiration_secs * 1_000_000 else Fate.UNKNOWN
-    elif not found.committed:
+    found = chain.transaction(signed.transaction_hash)
+    if found is not None:
+        return _found(signed, ledger, found)
+    sender_sequence = chain.sequence_number(signed.sender)
+    if sender_sequence <= signed.sequence_number:
+        return Observation(_absent(signed, ledger), signed.transaction_hash, ledger, None, sender_sequence)
+    found = chain.transaction(signed.transaction_hash)  # again: now read after the sequence it used was
+    if found is not None:
+        return _found(signed, ledger, found)
+    superseded_by = _used_by(chain, signed, same_sequence())
+    if superseded_by is None:
+        raise ChainContradiction(
+            f"{chain.label}: the sender's sequence {signed.sequence_number} is used (next {sender_sequence}) but "
+            f"{signed.transaction_hash} is not returned, and no other journalled transaction at that sequence "
+            "is: the node hides what used it")
+    return Observation(_absent(signed, ledger), signed.transaction_hash, ledger, None, sender_sequence, superseded_by)
+
+
+def _found(signed: Signed, ledger: LedgerState, found: ChainTransaction) -> Observation:
+    _require_asked(signed, found)
+    if not found.committed:
         fate = Fate.PENDING
     else:
         fate = Fate.SUCCESS if found.success else Fate.FAILED
-    return Observation(fate, transaction_hash, ledger, found)
+    return Observation(fate, signed.transaction_hash, ledger, found)
+
+
+def _absent(signed: Signed, ledger: LedgerState) -> Fate:
+    return Fate.EXPIRED if ledger.timestamp_us > signed.expiration_secs * 1_000_000 else Fate.UNKNOWN
+
+
+def _used_by(chain: ChainClient, signed: Signed, others: Iterable[Signed]) -> str | None:
+    """The journalled transaction the chain shows committed at ``signed``'s sequence, if there is one."""
+    for other in others:
+        if other.transaction_hash == signed.transaction_hash:
+            continue
+        found = chain.transaction(other.transaction_hash)
+        if found is not None and found.committed:
+            _require_asked(other, found)
+            return other.transaction_hash
+    return None
+
+
+def _require_asked(signed: Signed, found: ChainTransaction) -> None:
+    """The answer is the transaction that was signed: its hash, sender, sequence and call, or ChainUncertain."""
+    answered = (found.transaction_hash.lower(), found.sender and long_address(found.sender), found.sequence_number)
+    asked = (signed.transaction_hash.lower(), long_address(signed.sender), signed.sequence_number)
+    if answered != asked or not same_call(found.payload, signed.payload_json()):
+        raise ChainContradiction(
+            f"asked for {signed.transaction_hash} (sender {signed.sender}, sequence {signed.sequence_number}), the "
+            f"node answered {found.transaction_hash} (sender {found.sender}, sequence {found.sequence_number}, "
+            f"payload {found.payload}): not the transaction that was signed")

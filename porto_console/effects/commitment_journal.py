@@ -8,9 +8,10 @@ independent record of every commitment ever signed (see ``signed_journal``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from porto_console.effects.signed_journal import SignedBytes, SignedJournal
-from porto_console.effects.transactions import SignedTransfer
+from porto_console.effects.transactions import SignedTransfer, commitment_payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,9 @@ class SignedCommitmentRecord(SignedBytes):
     @property
     def subject(self) -> str:
         return self.batch_id
+
+    def payload_json(self) -> dict[str, Any]:
+        return commitment_payload(self.sender, self.artifact_hash, self.count, self.journal_root, self.journal_size)
 
 
 COMMITMENT_DOMAIN = "porto:london:signed-commitment:v1\n"

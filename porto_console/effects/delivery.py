@@ -67,12 +67,17 @@ def announce(effects: Iterable[dict[str, Any]]) -> None:
         send(effect)
 
 
-def look_again(task: Any, transaction_hash: str, *, again: bool, countdown: float = 0) -> bool:
-    """Queue ``task`` (a follow task) for one transaction unless a look at it is already waiting; True if sent."""
+def look_again(task: Any, transaction_hash: str, *, again: bool, countdown: float = 0,
+               effect_id: str | None = None) -> bool:
+    """Queue ``task`` (a follow task) for one transaction unless a look at it is already waiting; True if sent.
+
+    ``effect_id`` names the effect the transaction carries out: a follow that fails for good parks it.
+    """
     if not queued_marks().mark(follow_subject(task.name, transaction_hash)):
         return False
     queue = COMMITMENTS if task.name == "porto.effects.follow_commitment" else PAYMENTS
-    task.apply_async(args=[transaction_hash], kwargs={"again": again}, countdown=countdown, queue=queue)
+    task.apply_async(args=[transaction_hash], kwargs={"again": again, "effect_id": effect_id}, countdown=countdown,
+                     queue=queue)
     return True
 
 
@@ -80,14 +85,14 @@ def observe(attempt: dict[str, Any]) -> bool:
     """Queue one look at an in-flight attempt on chain; the next sweep sends another if it is still in flight."""
     from porto_console.effects.tasks import follow
 
-    return look_again(follow, attempt["transaction_hash"], again=False)
+    return look_again(follow, attempt["transaction_hash"], again=False, effect_id=attempt["effect_id"])
 
 
 def observe_batch(batch: dict[str, Any]) -> bool:
     """Queue one look at an in-flight anchor on chain; the next sweep sends another if it is still in flight."""
     from porto_console.effects.tasks import follow_commitment
 
-    return look_again(follow_commitment, batch["transaction_hash"], again=False)
+    return look_again(follow_commitment, batch["transaction_hash"], again=False, effect_id=batch["anchor_effect_id"])
 
 
 def check_journal(countdown: float = 0) -> bool:

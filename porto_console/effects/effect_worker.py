@@ -118,12 +118,18 @@ def broadcast(worker: EffectWorker, record: SignedRecord) -> bool:
         return False
 
 
+def look_up(worker: EffectWorker, record: SignedRecord) -> Observation:
+    """One observation of a journalled transaction; the journal names who else may have used its sequence."""
+    return observe(worker.chain, record, lambda: worker.journal.at_sequence(record.sender, record.sequence_number))
+
+
 def may_still_land(worker: EffectWorker, record: SignedRecord) -> bool:
-    """Whether the chain leaves this transaction a chance: not failed, not expired, its sequence not used by another."""
-    fate = observe(worker.chain, record.transaction_hash, record.expiration_secs).fate
-    if fate in (Fate.FAILED, Fate.EXPIRED):
-        return False
-    return fate != Fate.UNKNOWN or worker.chain.sequence_number(record.sender) <= record.sequence_number
+    """Whether the chain leaves this transaction a chance: not failed, not expired, its sequence not used by another.
+
+    Raises ``ChainUncertain`` when the chain cannot say (``observe``): a new
+    transaction is then not signed in its place.
+    """
+    return look_up(worker, record).may_still_land
 
 
 def watch(worker: EffectWorker, record: SignedRecord, *, may_rebroadcast: Callable[[], bool],
@@ -139,10 +145,10 @@ def watch(worker: EffectWorker, record: SignedRecord, *, may_rebroadcast: Callab
     deadline = time.monotonic() + window_secs
     delay = POLL_SECS
     while True:
-        seen = observe(worker.chain, record.transaction_hash, record.expiration_secs)
+        seen = look_up(worker, record)
         if seen.fate in SETTLED:
             return seen
-        if seen.fate == Fate.UNKNOWN and may_rebroadcast():
+        if seen.fate == Fate.UNKNOWN and seen.may_still_land and may_rebroadcast():
             broadcast(worker, record)
         if time.monotonic() >= deadline:
             raise NotYet(f"{seen.fate} after {window_secs}s", record.transaction_hash)

@@ -21,9 +21,14 @@ chain time), the ledger's view and the chain's are compared:
   waiting for a sweep: a worker kept busy watching the transactions queued
   behind it may run no sweep at all;
 - **not recorded and proven unable to land** (expired by chain time, or its
-  sequence used by another transaction): nothing was sent and nothing is
-  recorded; its sequence is free again, because the journal's allocator
-  skips only transactions that can still land.
+  sequence used by another journalled transaction the chain shows
+  committed): nothing was sent and nothing is recorded; its sequence is free
+  again, because the journal's allocator skips only transactions that can
+  still land;
+- **the chain contradicts itself** (``ChainContradiction``: its sequence is
+  used but the node returns neither it nor another journalled transaction
+  there, or answers with other terms): a problem in the report, nothing
+  done; the next check looks again.
 
 Every command it sends is named by what it asserts (``payment_session``),
 so running it again, any number of times, sends duplicates and changes
@@ -38,8 +43,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from porto_console.effects import delivery
-from porto_console.effects.chain import Fate, observe
-from porto_console.effects.effect_worker import broadcast, may_still_land
+from porto_console.effects.chain import ChainContradiction, Fate
+from porto_console.effects.effect_worker import broadcast, look_up
 from porto_console.effects.payment_journal import SignedPaymentRecord
 from porto_console.effects.payment_session import (
     OBSERVED_AS, PaymentWorker, ledger_attempt, record_landed, record_observation,
@@ -81,35 +86,39 @@ def reconcile_journal(worker: PaymentWorker, quarantine: QuarantinePort) -> Jour
     for record in worker.journal.expiring_after(worker.signer.address, chain_now_secs - HORIZON_SECS):
         report.checked += 1
         attempt = ledger_attempt(worker, record)
-        if attempt is None:
-            _unrecorded(worker, record, quarantine, report)
-        elif attempt["outcome"] not in FINAL:
-            _in_flight(worker, record, report)
+        try:
+            if attempt is None:
+                _unrecorded(worker, record, quarantine, report)
+            elif attempt["outcome"] not in FINAL:
+                _in_flight(worker, record, report)
+        except ChainContradiction as contradiction:
+            log.error("journalled %s of payment %s: %s", record.transaction_hash, record.payment_id, contradiction)
+            _problem(report, record, f"the chain cannot say what became of it: {contradiction}")
     return report
 
 
 def _in_flight(worker: PaymentWorker, record: SignedPaymentRecord, report: JournalReport) -> None:
-    seen = observe(worker.chain, record.transaction_hash, record.expiration_secs)
+    seen = look_up(worker, record)
     if seen.fate in (Fate.SUCCESS, Fate.FAILED, Fate.EXPIRED):
         outcome = record_observation(worker, record, seen)
         if outcome.accepted:
             _count(report.observed, OBSERVED_AS[seen.fate])
         else:
             _problem(report, record, f"observation {OBSERVED_AS[seen.fate]} rejected: {outcome.code}")
-    elif seen.fate == Fate.UNKNOWN and may_still_land(worker, record):
+    elif seen.fate == Fate.UNKNOWN and seen.may_still_land:
         report.rebroadcast += broadcast(worker, record)
 
 
 def _unrecorded(worker: PaymentWorker, record: SignedPaymentRecord, quarantine: QuarantinePort,
                 report: JournalReport) -> None:
-    seen = observe(worker.chain, record.transaction_hash, record.expiration_secs)
+    seen = look_up(worker, record)
     if seen.fate in (Fate.SUCCESS, Fate.FAILED):
         outcome = record_landed(worker, record, seen)
         if outcome.accepted:
             report.recorded_landed += 1
         else:
             _problem(report, record, f"landed transaction not recorded: {outcome.code}")
-    elif may_still_land(worker, record):
+    elif seen.may_still_land:
         if worker.journal.last_for(record.payment_id) == record:
             report.requeued += _requeue(worker, record, quarantine, report)
     else:

@@ -10,10 +10,10 @@ reconcile compares with the chain and a restored ledger (see
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from porto_console.effects.signed_journal import JournalCorrupt, SignedBytes, SignedJournal
-from porto_console.effects.transactions import SignedTransfer
+from porto_console.effects.transactions import SignedTransfer, transfer_payload
 
 __all__ = ["JournalCorrupt", "PaymentJournal", "SignedPaymentJournal", "SignedPaymentRecord"]
 
@@ -45,6 +45,9 @@ class SignedPaymentRecord(SignedBytes):
     @property
     def subject(self) -> str:
         return self.payment_id
+
+    def payload_json(self) -> dict[str, Any]:
+        return transfer_payload(self.asset_metadata, self.recipient, self.amount)
 
 
 PAYMENT_DOMAIN = "porto:london:signed-payment:v1\n"

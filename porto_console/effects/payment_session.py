@@ -36,9 +36,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from porto_console.effects.chain import Fate, Observation, observe
+from porto_console.effects.chain import Fate, Observation
 from porto_console.effects.effect_worker import (
-    EffectWorker, Poison, Transient, broadcast, chain_reading, claim, complete, may_still_land, watch,
+    EffectWorker, Poison, Transient, broadcast, chain_reading, claim, complete, look_up, may_still_land, watch,
 )
 from porto_console.effects.ledger_api import Outcome
 from porto_console.effects.payment_journal import PaymentJournal, SignedPaymentRecord
@@ -195,7 +195,7 @@ def release_expired_at(worker: PaymentWorker, sender: str, sequence: int) -> int
     """Record the expiry of every journalled attempt at ``sender``/``sequence`` the chain proves expired; how many."""
     released = 0
     for held in worker.journal.at_sequence(sender, sequence):
-        seen = observe(worker.chain, held.transaction_hash, held.expiration_secs)
+        seen = look_up(worker, held)
         if seen.fate == Fate.EXPIRED and ledger_attempt(worker, held) is not None:
             released += record_observation(worker, held, seen).accepted
     return released

@@ -14,7 +14,9 @@ in the ledger as commands:
   disabled, and nothing is left to broadcast);
 - an unrecorded transaction that could still land: a discrepancy, until its
   expiry has passed and reconcile runs again. So is a landed transfer the
-  ledger refuses to record.
+  ledger refuses to record, and a transaction the chain cannot settle
+  (``ChainContradiction``: its sequence used, but neither it nor another
+  journalled transaction at it returned).
 
 It broadcasts nothing and signs nothing. Dispatch stays disabled; the report
 says whether it is safe for an operator to resume it. Every command is named
@@ -34,7 +36,8 @@ from typing import Any
 
 import orjson
 
-from porto_console.effects.chain import Fate, observe
+from porto_console.effects.chain import ChainContradiction, Fate
+from porto_console.effects.effect_worker import look_up
 from porto_console.effects.payment_journal import SignedPaymentRecord
 from porto_console.effects.payment_session import (
     OBSERVED_AS, PaymentWorker, ledger_attempt, record_landed, record_observation,
@@ -62,10 +65,14 @@ def reconcile(worker: PaymentWorker) -> Report:
     report = Report()
     for record in _latest_per_transaction(worker):
         report.checked += 1
-        seen = observe(worker.chain, record.transaction_hash, record.expiration_secs)
+        try:
+            seen = look_up(worker, record)
+        except ChainContradiction as contradiction:
+            _discrepancy(report, record, f"the chain cannot say what became of it: {contradiction}")
+            continue
         attempt = ledger_attempt(worker, record)
         if seen.fate == Fate.UNKNOWN:
-            if attempt is None:
+            if attempt is None and seen.may_still_land:
                 _discrepancy(report, record, f"could land until {record.expiration_secs} and the ledger has no "
                                              "attempt: reconcile again after that time")
             continue

@@ -18,10 +18,11 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import threading
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, ClassVar, Generic, Iterator, Protocol, TypeVar
+from typing import Any, Callable, ClassVar, Generic, Iterator, Protocol, TypeVar
 
 import orjson
 
@@ -62,6 +63,8 @@ class SignedRecord(Protocol):
 
     @property
     def subject(self) -> str: ...
+
+    def payload_json(self) -> dict[str, Any]: ...
 
 
 R = TypeVar("R", bound=SignedRecord)
@@ -108,6 +111,7 @@ class SignedJournal(Generic[R]):
         self._expiries: dict[str, dict[int, int]] = {}  # sender -> sequence -> latest expiry (seconds)
         self._last_by_subject: dict[str, R] = {}
         self._hashes: set[str] = set()
+        self._holder: int | None = None  # the thread that holds the exclusive lock through this instance
 
     @property
     def location(self) -> str:
@@ -152,7 +156,8 @@ class SignedJournal(Generic[R]):
             return
         previous = GENESIS
         with open(self.path, "rb") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+            if self._holder != threading.get_ident():  # a read under this thread's own lock (``reuse``) waits for none
+                fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
             for number, line in enumerate(handle, start=1):
                 record, previous = self._verified(line, previous, f"{self.path}:{number}")
                 yield record
@@ -176,9 +181,11 @@ class SignedJournal(Generic[R]):
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            self._holder = threading.get_ident()
             self._catch_up(fd)
             yield fd
         finally:
+            self._holder = None
             os.close(fd)  # closing releases the lock
 
     def _catch_up(self, fd: int) -> None:

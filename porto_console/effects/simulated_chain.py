@@ -38,10 +38,7 @@ import orjson
 
 from porto_console.effects.refusals import Refused
 from porto_console.effects import chain_state
-from porto_console.effects.transactions import (
-    ANCHOR_FUNCTION, COMMITMENTS_MODULE, METADATA_TYPE, TRANSFER_FUNCTION, TRANSFER_MODULE, CommitmentTerms, NotATransfer,
-    SignedTransfer, TransferTerms, decode_transfer,
-)
+from porto_console.effects.transactions import NotATransfer, SignedTransfer, TransferTerms, decode_transfer
 
 LABEL = "SIMULATED"
 FAULT_KINDS = ("drop_response", "timeout", "reject", "confirm_late")
@@ -320,21 +317,9 @@ def _transfer_json(transfer: SignedTransfer) -> dict[str, Any]:
         "sender": terms.sender,
         "sequence_number": str(terms.sequence_number),
         "expiration_timestamp_secs": str(terms.expiration_secs),
-        "payload": _commitment_payload(terms) if transfer.is_commitment else _transfer_payload(terms),
+        "payload": terms.payload_json(),
         "chain": LABEL,
     }
-
-
-def _transfer_payload(terms: TransferTerms) -> dict[str, Any]:
-    return {"type": "entry_function_payload", "function": f"{TRANSFER_MODULE}::{TRANSFER_FUNCTION}",
-            "type_arguments": [METADATA_TYPE],
-            "arguments": [{"inner": terms.asset_metadata}, terms.recipient, str(terms.amount)]}
-
-
-def _commitment_payload(terms: CommitmentTerms) -> dict[str, Any]:
-    return {"type": "entry_function_payload", "function": f"{terms.sender}::{COMMITMENTS_MODULE}::{ANCHOR_FUNCTION}",
-            "type_arguments": [], "arguments": ["0x" + terms.artifact_hash, str(terms.count),
-                                                "0x" + terms.journal_root, str(terms.journal_size)]}
 
 
 def _pending_json(transfer: SignedTransfer) -> dict[str, Any]:

@@ -6,7 +6,10 @@ for tests and the demo only): mint, queue faults, release held transactions,
 advance the clock, list committed transfers and anchored commitments, read balances.
 
 It binds 127.0.0.1 only. Every response carries ``X-Porto-Chain: SIMULATED``
-and every JSON body a ``"chain": "SIMULATED"`` field.
+and every JSON body a ``"chain": "SIMULATED"`` field. Every ``/v1`` read also
+carries the ledger version and time it was read at, as an Aptos node's do
+(``X-Aptos-Ledger-Version``, ``X-Aptos-Ledger-TimestampUsec``), read before
+the answer, so the answer covers at least that version.
 
     python -m porto_console.effects.simulated_server --port 8010 --chain-id 4 --state var/simulated-chain.json
 
@@ -39,6 +42,7 @@ log = logging.getLogger("porto.simulated_chain")
 class _Handler(BaseHTTPRequestHandler):
     server: "SimulatedChainServer"
     protocol_version = "HTTP/1.1"
+    _read_at: dict[str, Any] | None = None  # the ledger info a /v1 read is answered at
     disable_nagle_algorithm = True  # headers and body go out in separate writes; do not wait on delayed ACKs
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -50,8 +54,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path, _, query = self.path.partition("?")
+        if path.startswith("/v1"):
+            self._read_at = self.chain.ledger_info()
         if path in ("/v1", "/v1/"):
-            return self._json(200, self.chain.ledger_info())
+            return self._json(200, self._read_at)
         if match := _ACCOUNT.fullmatch(path):
             sequence = self.chain.sequence_number(match[1])
             if sequence is None:
@@ -125,6 +131,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("X-Porto-Chain", LABEL)
+        read_at, self._read_at = self._read_at, None
+        if read_at is not None:
+            self.send_header("X-Aptos-Chain-Id", str(read_at["chain_id"]))
+            self.send_header("X-Aptos-Ledger-Version", read_at["ledger_version"])
+            self.send_header("X-Aptos-Ledger-TimestampUsec", read_at["ledger_timestamp"])
         self.end_headers()
         self.wfile.write(data)
 

@@ -151,9 +151,9 @@ def payment(self: Task, effect: dict[str, Any]) -> str:
 
 
 @app.task(bind=True, base=EffectTask, name="porto.effects.follow", queue=PAYMENTS)
-def follow(self: Task, transaction_hash: str, again: bool = True) -> str:
+def follow(self: Task, transaction_hash: str, again: bool = True, effect_id: str | None = None) -> str:
     """Settle one signed transaction; ``again`` queues another look when the chain has not settled it yet."""
-    return _follow(transaction_hash, again, payment_worker, payment_session.follow, follow)
+    return _follow(transaction_hash, again, effect_id, payment_worker, payment_session.follow, follow)
 
 
 @app.task(bind=True, base=EffectTask, name="porto.effects.commitment", queue=COMMITMENTS)
@@ -163,9 +163,10 @@ def commitment(self: Task, effect: dict[str, Any]) -> str:
 
 @app.task(bind=True, base=EffectTask, name="porto.effects.follow_commitment", queue=COMMITMENTS,
           effect_kind="batch.anchor")
-def follow_commitment(self: Task, transaction_hash: str, again: bool = True) -> str:
+def follow_commitment(self: Task, transaction_hash: str, again: bool = True, effect_id: str | None = None) -> str:
     """Settle one signed commitment; ``again`` queues another look when the chain has not settled it yet."""
-    return _follow(transaction_hash, again, commitment_worker, commitment_session.follow, follow_commitment)
+    return _follow(transaction_hash, again, effect_id, commitment_worker, commitment_session.follow,
+                   follow_commitment)
 
 
 def _carry_out(effect: dict[str, Any], carry_out: Callable[[], str], follow_task: Task) -> str:
@@ -177,26 +178,33 @@ def _carry_out(effect: dict[str, Any], carry_out: Callable[[], str], follow_task
     except NotYet as waiting:
         log.info("%s effect %s waits: %s", effect["kind"], effect["effect_id"], waiting)
         if waiting.transaction_hash:
-            delivery.look_again(follow_task, waiting.transaction_hash, again=True, countdown=FOLLOW_AGAIN_SECS)
+            delivery.look_again(follow_task, waiting.transaction_hash, again=True, countdown=FOLLOW_AGAIN_SECS,
+                                effect_id=effect["effect_id"])
         return "waiting"
 
 
-def _follow(transaction_hash: str, again: bool, worker: Callable[[], EffectWorker],
+def _follow(transaction_hash: str, again: bool, effect_id: str | None, worker: Callable[[], EffectWorker],
             follow_journalled: Callable[..., str], follow_task: Task) -> str:
-    """Settle one journalled transaction of this worker's kind, or look again later."""
+    """Settle one journalled transaction of this worker's kind, or look again later.
+
+    A transaction this signer's journal does not hold cannot be followed (its terms are unknown here): its
+    effect is parked for an operator, so it shows in the quarantine and the sweep stops sending it.
+    """
     if dispatch_disabled():
         return "dispatch disabled"
     working = worker()
     record = working.journal.by_hash(transaction_hash)
     if record is None:
-        raise Poison(f"{transaction_hash} is not in {working.journal.location}")
+        raise Poison(f"{transaction_hash} of effect {effect_id} is not in {working.journal.location}: this signer "
+                     "cannot follow it", effect_id)
     try:
         # A sweep's look (``again`` false) looks once; a session's own follow-up waits out the window.
         return follow_journalled(working, record, window_secs=None if again else 0)
     except NotYet:
         if not again:
             return "left to the next sweep"
-        delivery.look_again(follow_task, transaction_hash, again=True, countdown=FOLLOW_AGAIN_SECS)
+        delivery.look_again(follow_task, transaction_hash, again=True, countdown=FOLLOW_AGAIN_SECS,
+                            effect_id=record.effect_id)
         return "following"
 
 

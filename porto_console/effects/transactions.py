@@ -14,7 +14,9 @@ the hash commits to every argument, the sequence and the expiry.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
+from typing import Any
 
 from aptos_sdk.account_address import AccountAddress
 from aptos_sdk.authenticator import Authenticator
@@ -64,6 +66,9 @@ class TransferTerms:
             ],
         )
 
+    def payload_json(self) -> dict[str, Any]:
+        return transfer_payload(self.asset_metadata, self.recipient, self.amount)
+
 
 @dataclass(frozen=True, slots=True)
 class CommitmentTerms:
@@ -100,8 +105,53 @@ class CommitmentTerms:
             ],
         )
 
+    def payload_json(self) -> dict[str, Any]:
+        return commitment_payload(self.sender, self.artifact_hash, self.count, self.journal_root, self.journal_size)
+
 
 Terms = TransferTerms | CommitmentTerms
+
+
+def transfer_payload(asset_metadata: str, recipient: str, amount: int | str) -> dict[str, Any]:
+    """A transfer's call as an Aptos node shows it in JSON."""
+    return {"type": "entry_function_payload", "function": f"{TRANSFER_MODULE}::{TRANSFER_FUNCTION}",
+            "type_arguments": [METADATA_TYPE], "arguments": [{"inner": asset_metadata}, recipient, str(amount)]}
+
+
+def commitment_payload(sender: str, artifact_hash: str, count: int, journal_root: str | None,
+                       journal_size: int | None) -> dict[str, Any]:
+    """A commitment's call as an Aptos node shows it in JSON (without the journal tree when it named none)."""
+    arguments = ["0x" + artifact_hash, str(count)]
+    if journal_root is not None:
+        arguments += ["0x" + journal_root, str(journal_size)]
+    return {"type": "entry_function_payload", "function": f"{sender}::{COMMITMENTS_MODULE}::{ANCHOR_FUNCTION}",
+            "type_arguments": [], "arguments": arguments}
+
+
+_HEX = re.compile(r"0x[0-9a-fA-F]{1,64}")
+
+
+def long_address(text: str) -> str:
+    """An address or 32-byte value in the long form: nodes may show ``0x1`` for ``0x000…01``."""
+    return "0x" + text[2:].lower().zfill(64) if _HEX.fullmatch(text) else text
+
+
+def same_call(shown: dict[str, Any] | None, signed: dict[str, Any]) -> bool:
+    """Whether a node's JSON payload is the signed call: the same function, type arguments and arguments."""
+    if not isinstance(shown, dict):
+        return False
+    return all(_spelled_long(shown.get(name)) == _spelled_long(signed[name])
+               for name in ("function", "type_arguments", "arguments"))
+
+
+def _spelled_long(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_spelled_long(item) for item in value]
+    if isinstance(value, dict):
+        return {name: _spelled_long(item) for name, item in value.items()}
+    if isinstance(value, str):
+        return "::".join(long_address(part) for part in value.split("::"))
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +165,21 @@ class SignedTransfer:
     @property
     def is_commitment(self) -> bool:
         return isinstance(self.terms, CommitmentTerms)
+
+    @property
+    def sender(self) -> str:
+        return self.terms.sender
+
+    @property
+    def sequence_number(self) -> int:
+        return self.terms.sequence_number
+
+    @property
+    def expiration_secs(self) -> int:
+        return self.terms.expiration_secs
+
+    def payload_json(self) -> dict[str, Any]:
+        return self.terms.payload_json()
 
 
 def address_text(address: AccountAddress) -> str:

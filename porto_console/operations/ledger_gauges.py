@@ -1,7 +1,7 @@
 """Gauges computed at scrape time from the owner and its projections: nothing is kept between scrapes.
 
 Halted, head, dispatch and backup come from the health probe; the outbox
-backlog and payments by state are index scans read between two commands
+backlog, payments by state and payments overdue in flight are index scans read between two commands
 (``read_at_boundary``), skipped while the ledger is halted, since its store
 is then not to be trusted; quarantine size counts the quarantine's entries.
 """
@@ -12,7 +12,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ledger_engine.errors import LedgerError
-from ledger_engine.projections.payout_queries import outbox_backlog, payment_counts
+from ledger_engine.projections.payout_queries import outbox_backlog, overdue_payments, payment_counts
 from porto_console.console.views.quarantine import quarantine
 from porto_console.ledger import read_at_boundary
 from porto_console.operations import health
@@ -50,10 +50,11 @@ def _backup_gauges(found: health.Probe):
 
 def _projection_gauges():
     try:
-        read = read_at_boundary(lambda owner: (outbox_backlog(owner.view()), payment_counts(owner.view())))
+        read = read_at_boundary(lambda owner: (outbox_backlog(owner.view()), payment_counts(owner.view()),
+                                               overdue_payments(owner.view(), health.now_ms())))
     except LedgerError:  # halted since the probe: the other families still go out
         return
-    backlog, payments = read.data
+    backlog, payments, overdue = read.data
     outbox = GaugeMetricFamily("porto_outbox_effects", "Outbox effects by status and kind", labels=["status", "kind"])
     for status, kinds in backlog.items():
         for kind, count in kinds.items():
@@ -63,3 +64,5 @@ def _projection_gauges():
     for state, count in payments.items():
         by_state.add_metric([state], count)
     yield by_state
+    yield _gauge("porto_payments_overdue",
+                 "Payments in flight more than ten minutes past their transaction's expiry", overdue)

@@ -16,6 +16,7 @@ from porto_console.effects import backups
 from porto_console.effects.backups import take_backup
 from tests.console.test_payouts import prepare
 from tests.money_allocation.world import FINANCE
+from tests.money_payouts.world import transaction_hash
 
 
 def figure(page: str, element_id: str) -> int:
@@ -42,6 +43,25 @@ def test_waiting_work_and_daily_charts_follow_the_ledger(finance, payouts_world)
     assert money["unit"] == "USDC" and money["labels"] and all(re.fullmatch(r"\d\d \w{3}", day) for day in money["labels"])
     assert sum(series["Allocated"]) > 0 and sum(series["Reserved"]) == sum(series["Paid"]) == 0
     assert '<canvas id="chart-money"' in page and "vendor/chartjs/chart.umd.min.js" in page
+
+
+def test_a_payment_stuck_in_flight_past_its_expiry_shows_on_the_dashboard(finance, payouts_world, monkeypatch):
+    from ledger_engine.projections.payout_queries import OVERDUE_AFTER_MS
+    from porto_console.console.services import dashboard as dashboard_service
+
+    plan = {"artist-a": payouts_world.payable_line_ids("artist-a")}
+    assert payouts_world.prepare("run-stuck", plan).accepted
+    assert payouts_world.approve("run-stuck", payouts_world.confirmed_statements(plan)).accepted
+    assert payouts_world.claim("run-stuck.artist-a.effect").accepted
+    assert payouts_world.sign("run-stuck.artist-a", "attempt-stuck").accepted
+    assert payouts_world.complete("run-stuck.artist-a.effect", "submitted", transaction_hash("attempt-stuck")).accepted
+    expires_at_ms = payouts_world.state("payment_attempt/attempt-stuck")["expires_at_ms"]
+    client = finance[FINANCE]
+    monkeypatch.setattr(dashboard_service, "now_ms", lambda: expires_at_ms + OVERDUE_AFTER_MS)
+    assert figure(client.get("/ledger/").content.decode(), "overdue-payments") == 0
+    monkeypatch.setattr(dashboard_service, "now_ms", lambda: expires_at_ms + OVERDUE_AFTER_MS + 1)
+    page = client.get("/ledger/").content.decode()
+    assert figure(page, "overdue-payments") == 1 and figure(page, "uncertain-payments") == 0
 
 
 def chart_data(page: str, chart_id: str) -> dict:

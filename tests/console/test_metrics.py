@@ -17,7 +17,8 @@ from tests.money_payouts.world import RECIPIENTS
 TOKEN = "metrics-token-for-the-test-scraper-0123456789"
 FAMILIES = {"porto_commands", "porto_command_commit_seconds", "porto_commit_group_size", "porto_outbox_effects",
             "porto_quarantined_effects", "porto_backup_age_seconds", "porto_backup_sequence", "porto_backup_overdue",
-            "porto_payments", "porto_ledger_halted", "porto_ledger_head_sequence", "porto_dispatch_enabled"}
+            "porto_payments", "porto_payments_overdue", "porto_ledger_halted", "porto_ledger_head_sequence",
+            "porto_dispatch_enabled"}
 
 
 @pytest.fixture
@@ -84,6 +85,22 @@ def test_payments_outbox_and_quarantine_follow_the_ledger(payouts_world, token):
     assert after[("porto_quarantined_effects", ())] == 0
     quarantine().add("run-metrics.artist-a.effect", "payment", "refused by the chain", 3)
     assert samples(scrape())[("porto_quarantined_effects", ())] == 1
+
+
+def test_a_payment_left_in_flight_past_its_expiry_is_counted_overdue(payouts_world, token, monkeypatch):
+    from ledger_engine.projections.payout_queries import OVERDUE_AFTER_MS
+    from porto_console.operations import health
+
+    plan = {"artist-a": payouts_world.payable_line_ids("artist-a")}
+    assert payouts_world.prepare("run-metrics", plan).accepted
+    assert payouts_world.approve("run-metrics", payouts_world.confirmed_statements(plan)).accepted
+    assert payouts_world.claim("run-metrics.artist-a.effect").accepted
+    assert payouts_world.sign("run-metrics.artist-a", "attempt-stuck").accepted
+    expires_at_ms = payouts_world.state("payment_attempt/attempt-stuck")["expires_at_ms"]
+    monkeypatch.setattr(health, "now_ms", lambda: expires_at_ms + OVERDUE_AFTER_MS)
+    assert samples(scrape())[("porto_payments_overdue", ())] == 0
+    monkeypatch.setattr(health, "now_ms", lambda: expires_at_ms + OVERDUE_AFTER_MS + 1)
+    assert samples(scrape())[("porto_payments_overdue", ())] == 1
 
 
 def test_a_halted_ledger_still_scrapes_and_says_so(ledger, token, monkeypatch):

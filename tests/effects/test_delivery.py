@@ -92,6 +92,16 @@ def test_sweep_looks_at_every_in_flight_anchor_except_quarantined_ones(sent, obs
     assert sent == [] and [b["anchor_effect_id"] for b in observed] == ["anchor-lost", "anchor-unknown"]
 
 
+def test_a_look_at_an_in_flight_transaction_names_the_effect_it_carries_out(monkeypatch):
+    looks = []
+    monkeypatch.setattr(delivery, "look_again", lambda task, transaction_hash, **options: looks.append(
+        (task.name, transaction_hash, options["effect_id"])) or True)
+    delivery.observe({"transaction_hash": "0x01", "effect_id": "run-1.artist-a.effect"})
+    delivery.observe_batch({"transaction_hash": "0x02", "anchor_effect_id": "batch-1.anchor"})
+    assert looks == [("porto.effects.follow", "0x01", "run-1.artist-a.effect"),
+                     ("porto.effects.follow_commitment", "0x02", "batch-1.anchor")]
+
+
 def test_sweep_sends_nothing_while_dispatch_is_disabled(sent, observed, tmp_path):
     listed = ListedEffects([effect("fresh")], [attempt("paid-late")], enabled=False, batches=[batch("anchor")])
     assert delivery.sweep(listed, Quarantine(tmp_path / "q")) == 0

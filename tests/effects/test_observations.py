@@ -114,6 +114,25 @@ def test_permanent_failures_are_quarantined_with_their_cause(error, cause, tmp_p
     assert entry["effect_id"] == "run-1.artist-a.effect" and entry["cause"].startswith(cause)
 
 
+def test_a_followed_transaction_missing_from_the_signers_journal_parks_its_effect(tmp_path, monkeypatch):
+    """Nothing here can follow it; the effect it carries out goes to the quarantine, where an operator sees it."""
+    from porto_console.effects.payment_journal import SignedPaymentJournal
+    from porto_console.effects.quarantine import Quarantine
+
+    parked = Quarantine(tmp_path / "quarantine")
+    empty = PaymentWorker(EffectsConfig.from_env({"PORTO_WORKER_ID": "payments-worker-1"}), RecordingApi(), Label(),
+                          None, SignedPaymentJournal(tmp_path / "signed-payments.jsonl"))
+    monkeypatch.setattr(tasks, "quarantine", lambda: parked)
+    monkeypatch.setattr(tasks, "dispatch_disabled", lambda: False)
+    monkeypatch.setattr(tasks, "payment_worker", lambda: empty)
+    with pytest.raises(Poison) as unfollowable:
+        tasks.follow(TX, again=False, effect_id="run-1.artist-a.effect")
+    tasks.follow.on_failure(unfollowable.value, "task-id", (TX,), {"again": False}, None)
+    (entry,) = parked.entries()
+    assert (entry["effect_id"], entry["kind"]) == ("run-1.artist-a.effect", "payment.transfer")
+    assert TX in entry["reason"] and entry["cause"].startswith("refused rule")
+
+
 def test_two_claims_of_one_effect_in_the_same_millisecond_are_two_commands(worker, monkeypatch):
     """Two processes of one worker, one message each: the ledger must see two claims, so that one loses."""
     from porto_console.effects import effect_worker

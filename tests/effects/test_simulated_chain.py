@@ -14,8 +14,10 @@ from aptos_sdk.transactions import (
 
 from porto_console.effects.aptos_rest import AptosRestClient, ChainMisconfigured
 from porto_console.effects.chain import ChainUncertain, Fate, SubmitRefused, observe
+from porto_console.effects.effect_worker import look_up, may_still_land, watch
+from porto_console.effects.payment_journal import SignedPaymentJournal, SignedPaymentRecord
 from porto_console.effects.simulated_chain import Fault, SubmissionRefused
-from porto_console.effects.transactions import CommitmentTerms
+from porto_console.effects.transactions import CommitmentTerms, transfer_payload
 from tests.effects.conftest import PAYER_KEY, RECIPIENT, USDC, terms
 
 
@@ -51,10 +53,10 @@ def test_future_sequence_waits_for_the_gap_and_expires_in_the_mempool(chain, cli
     later = funded.sign(terms(funded, 1, expiration_secs=now + 30))
     client.submit(later.signed_bytes)
     assert client.transaction(later.transaction_hash).committed is False
-    assert observe(client, later.transaction_hash, now + 30).fate == Fate.PENDING
+    assert observe(client, later).fate == Fate.PENDING
     chain.advance(31)
     assert client.transaction(later.transaction_hash) is None
-    assert observe(client, later.transaction_hash, now + 30).fate == Fate.EXPIRED
+    assert observe(client, later).fate == Fate.EXPIRED
     first = funded.sign(terms(funded, 0))
     client.submit(first.signed_bytes)
     assert [t["hash"] for t in chain.transfers()] == [first.transaction_hash]
@@ -70,7 +72,7 @@ def test_gap_filled_runs_waiting_transactions_in_order(chain, client, funded):
 def test_insufficient_balance_fails_on_chain_and_uses_the_sequence(chain, client, signer):
     signed = signer.sign(terms(signer, 0))
     client.submit(signed.signed_bytes)
-    outcome = observe(client, signed.transaction_hash, signed.terms.expiration_secs)
+    outcome = observe(client, signed)
     assert outcome.fate == Fate.FAILED and "EINSUFFICIENT_BALANCE" in outcome.transaction.vm_status
     assert client.sequence_number(signer.address) == 1 and chain.balance(USDC, RECIPIENT) == 0
 
@@ -80,7 +82,7 @@ def test_lost_response_after_acceptance_is_uncertain_but_landed(chain, client, f
     signed = funded.sign(terms(funded, 0))
     with pytest.raises(ChainUncertain):
         client.submit(signed.signed_bytes)
-    assert observe(client, signed.transaction_hash, signed.terms.expiration_secs).fate == Fate.SUCCESS
+    assert observe(client, signed).fate == Fate.SUCCESS
 
 
 def test_timeout_before_acceptance_leaves_it_unknown_until_expiry(chain, chain_server, funded):
@@ -90,9 +92,9 @@ def test_timeout_before_acceptance_leaves_it_unknown_until_expiry(chain, chain_s
     signed = funded.sign(terms(funded, 0, expiration_secs=now + 20))
     with pytest.raises(ChainUncertain):
         quick.submit(signed.signed_bytes)
-    assert observe(quick, signed.transaction_hash, now + 20).fate == Fate.UNKNOWN
+    assert observe(quick, signed).fate == Fate.UNKNOWN
     chain.advance(21)
-    assert observe(quick, signed.transaction_hash, now + 20).fate == Fate.EXPIRED
+    assert observe(quick, signed).fate == Fate.EXPIRED
     quick.close()
 
 
@@ -104,9 +106,9 @@ def test_injected_rejection_and_late_confirmation(chain, client, funded):
     assert refused.value.code == "MEMPOOL_IS_FULL"
     chain.inject(Fault("confirm_late"))
     client.submit(signed.signed_bytes)
-    assert observe(client, signed.transaction_hash, signed.terms.expiration_secs).fate == Fate.PENDING
+    assert observe(client, signed).fate == Fate.PENDING
     chain.release(signed.transaction_hash)
-    assert observe(client, signed.transaction_hash, signed.terms.expiration_secs).fate == Fate.SUCCESS
+    assert observe(client, signed).fate == Fate.SUCCESS
 
 
 def test_late_confirmation_released_after_expiry_never_lands(chain, client, funded):
@@ -116,7 +118,7 @@ def test_late_confirmation_released_after_expiry_never_lands(chain, client, fund
     client.submit(signed.signed_bytes)
     chain.advance(11)
     chain.release()
-    assert observe(client, signed.transaction_hash, now + 10).fate == Fate.EXPIRED
+    assert observe(client, signed).fate == Fate.EXPIRED
     assert chain.transfers() == []
 
 
@@ -178,6 +180,125 @@ def test_control_surface_over_http(chain_server, signer):
 def test_submission_must_be_bcs(chain_server):
     answer = httpx.post(chain_server.url + "/v1/transactions", json={"hash": "0x00"})
     assert answer.status_code == 415
+
+
+class HidingNode:
+    """The real node, except that its lookup by hash does not return ``hidden``: a replica behind the one that
+    answered the ledger's clock, a pruned node or a liar."""
+
+    def __init__(self, real, hidden: set[str]) -> None:
+        self.real, self.hidden, self.label = real, hidden, real.label
+
+    def transaction(self, transaction_hash):
+        return None if transaction_hash in self.hidden else self.real.transaction(transaction_hash)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+class Reading:
+    """What watching a journalled transaction reads from a worker: its chain and its journal."""
+
+    def __init__(self, chain, journal) -> None:
+        self.chain, self.journal = chain, journal
+
+
+def journalled_transfer(signer, expiration_secs, *, amount=250_000):
+    def sign(sequence):
+        signed = signer.sign(terms(signer, sequence, expiration_secs=expiration_secs, amount=amount))
+        return SignedPaymentRecord.of("run-1.artist-a", "run-1.artist-a.effect", "payments-1", signed, 0)
+    return sign
+
+
+def test_a_landed_transfer_the_node_stops_returning_is_never_expired_nor_signed_again(chain, client, funded,
+                                                                                     tmp_path):
+    journal = SignedPaymentJournal(tmp_path / "signed-payments.jsonl")
+    now = client.ledger_state().timestamp_us // 1_000_000
+    sign = journalled_transfer(funded, now + 120)
+    first, _ = journal.sign_next_for("run-1.artist-a", sender=funded.address, chain_sequence=0, chain_time_secs=now,
+                                     reuse=lambda last: True, sign=sign)
+    client.submit(first.signed_bytes)
+    assert client.transaction(first.transaction_hash).success
+    chain.advance(200)  # past its expiry: the lookup by hash now answers 404
+    hiding = Reading(HidingNode(client, {first.transaction_hash}), journal)
+    with pytest.raises(ChainUncertain, match="hides"):
+        watch(hiding, first, may_rebroadcast=lambda: False, window_secs=0)
+    now = client.ledger_state().timestamp_us // 1_000_000
+    with pytest.raises(ChainUncertain):
+        journal.sign_next_for("run-1.artist-a", sender=funded.address,
+                              chain_sequence=client.sequence_number(funded.address), chain_time_secs=now,
+                              reuse=lambda last: may_still_land(hiding, last), sign=sign)
+    assert [record.transaction_hash for record in journal.records()] == [first.transaction_hash]
+    assert chain.balance(USDC, RECIPIENT) == 250_000
+
+
+def test_a_transfer_whose_sequence_another_journalled_transfer_used_can_no_longer_land(chain, client, funded,
+                                                                                      tmp_path):
+    journal = SignedPaymentJournal(tmp_path / "signed-payments.jsonl")
+    now = client.ledger_state().timestamp_us // 1_000_000
+    lost, _ = journal.sign_next_for("run-1.artist-a", sender=funded.address, chain_sequence=0, chain_time_secs=now,
+                                    reuse=lambda last: True, sign=journalled_transfer(funded, now + 5))
+    chain.advance(10)  # never broadcast, now expired: its sequence is free again
+    now = client.ledger_state().timestamp_us // 1_000_000
+    landed, fresh = journal.sign_next_for("run-1.artist-a", sender=funded.address, chain_sequence=0,
+                                          chain_time_secs=now, reuse=lambda last: may_still_land(Reading(client, journal), last),
+                                          sign=journalled_transfer(funded, now + 120))
+    assert fresh and landed.sequence_number == lost.sequence_number == 0
+    client.submit(landed.signed_bytes)
+    seen = look_up(Reading(client, journal), lost)
+    assert (seen.fate, seen.superseded_by, seen.may_still_land) == (Fate.EXPIRED, landed.transaction_hash, False)
+    assert seen.evidence("SIMULATED")["superseded_by"] == landed.transaction_hash
+    only_the_lost_one = SignedPaymentJournal(tmp_path / "another-signer.jsonl")
+    only_the_lost_one.append(lost)
+    with pytest.raises(ChainUncertain, match="hides"):
+        look_up(Reading(client, only_the_lost_one), lost)
+
+
+def node(answer_for_hash, *, ledger_version="10", lookup_version="10"):
+    """An Aptos node: ledger info at ``ledger_version``, every lookup by hash answered by ``answer_for_hash``."""
+    def respond(request):
+        if request.url.path.rstrip("/").endswith("/v1"):
+            return httpx.Response(200, json={"ledger_version": ledger_version, "ledger_timestamp": "5000000000000000"},
+                                  headers={"X-Aptos-Ledger-Version": ledger_version})
+        status, body = answer_for_hash(request.url.path.rsplit("/", 1)[-1])
+        headers = {} if lookup_version is None else {"X-Aptos-Ledger-Version": lookup_version}
+        return httpx.Response(status, json=body, headers=headers)
+    return AptosRestClient("https://rpc.example", simulated=False, transport=httpx.MockTransport(respond))
+
+
+NOT_FOUND = (404, {"error_code": "transaction_not_found", "message": "not found"})
+
+
+@pytest.mark.parametrize("lookup_version", ["9", None])
+def test_an_absence_read_behind_the_ledger_already_read_or_at_no_stated_version_is_uncertain(lookup_version):
+    client = node(lambda _: NOT_FOUND, lookup_version=lookup_version)
+    client.ledger_state()
+    with pytest.raises(ChainUncertain):
+        client.transaction("0x" + "ab" * 32)
+
+
+def test_a_lookup_answered_with_another_transaction_is_uncertain():
+    asked, other = "0x" + "ab" * 32, "0x" + "cd" * 32
+    client = node(lambda _: (200, {"type": "user_transaction", "hash": other, "success": True,
+                                   "vm_status": "Executed successfully", "version": "9", "timestamp": "999"}))
+    with pytest.raises(ChainUncertain, match="answered with"):
+        client.transaction(asked)
+
+
+@pytest.mark.parametrize("told", [{"sender": "0x" + "ee" * 32}, {"sequence_number": "1"},
+                                  {"payload": transfer_payload(USDC, "0x" + "ee" * 32, 250_000)},
+                                  {"payload": transfer_payload(USDC, RECIPIENT, 1)},
+                                  {"payload": transfer_payload("0x" + "ee" * 32, RECIPIENT, 250_000)}])
+def test_a_confirmation_of_other_terms_than_those_signed_is_uncertain(signer, tmp_path, told):
+    record = journalled_transfer(signer, 4_000_000_000)(0)
+    stated = {"type": "user_transaction", "hash": record.transaction_hash, "success": True,
+              "vm_status": "Executed successfully", "version": "9", "timestamp": "999", "sender": record.sender,
+              "sequence_number": "0", "payload": record.payload_json()}
+    honest = Reading(node(lambda _: (200, stated)), SignedPaymentJournal(tmp_path / "journal.jsonl"))
+    assert watch(honest, record, may_rebroadcast=lambda: False, window_secs=0).fate == Fate.SUCCESS
+    lying = Reading(node(lambda _: (200, {**stated, **told})), honest.journal)
+    with pytest.raises(ChainUncertain, match="not the transaction that was signed"):
+        watch(lying, record, may_rebroadcast=lambda: False, window_secs=0)
 
 
 def commitment(signer, sequence, *, artifact_hash="ab" * 32, count=3):

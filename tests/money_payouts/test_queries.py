@@ -76,6 +76,17 @@ def test_the_reconciliation_queue_says_what_to_look_up(busy: PayoutWorld):
     assert [item.payment_id for item in queries.reconciliation_queue(busy.owner.view())] == ["run-1.artist-c"]
 
 
+def test_payments_still_in_flight_ten_minutes_past_their_expiry_are_counted_as_overdue(busy: PayoutWorld):
+    uncertain, signed = (busy.state(f"payment_attempt/{attempt}")["expires_at_ms"]
+                         for attempt in ("attempt-b", "attempt-c"))
+    view = busy.owner.view()
+    assert queries.overdue_payments(view, min(uncertain, signed)) == 0
+    assert queries.overdue_payments(view, uncertain + queries.OVERDUE_AFTER_MS + 1) == 1
+    assert queries.overdue_payments(view, max(uncertain, signed) + queries.OVERDUE_AFTER_MS + 1) == 2
+    assert busy.observe("attempt-b", "confirmed").accepted  # settled: no longer in flight
+    assert queries.overdue_payments(busy.owner.view(), max(uncertain, signed) + queries.OVERDUE_AFTER_MS + 1) == 1
+
+
 def test_recipient_updates_awaiting_approval_show_both_addresses(busy: PayoutWorld):
     evidence = digest("ownership", "u-1")
     step = {"action": "request", "version": 2, "payout_address": NEW_ADDRESS, "evidence_digest": evidence}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ class Figures:
     runs_awaiting_approval: int
     recipient_updates_awaiting_approval: int
     uncertain_payments: int
+    overdue_payments: int
     staff_changes_awaiting_decision: int
     outbox_backlog: int
     daily: dict[str, dict[int, int]]  # series -> UTC day number -> minor units
@@ -28,15 +30,20 @@ class Figures:
         return self.conservation is not None and self.conservation["status"] != "clear"
 
 
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
 def figures(ledger: LedgerOwner) -> Figures:
     view = ledger.view()
-    waiting = overview_queries.waiting(view)
+    waiting = overview_queries.waiting(view, now_ms())
     return Figures(
         conservation=overview_queries.conservation_status(view),
         open_holds=waiting.open_holds,
         runs_awaiting_approval=waiting.runs_awaiting_approval,
         recipient_updates_awaiting_approval=waiting.recipient_updates_awaiting_approval,
         uncertain_payments=waiting.uncertain_payments,
+        overdue_payments=waiting.overdue_payments,
         staff_changes_awaiting_decision=sum(1 for _ in staff_changes.changes(ledger, "pending")),
         outbox_backlog=waiting.outbox_backlog,
         daily=overview_queries.daily_amounts(view),
