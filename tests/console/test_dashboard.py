@@ -49,13 +49,8 @@ def test_a_payment_stuck_in_flight_past_its_expiry_shows_on_the_dashboard(financ
     from ledger_engine.projections.payout_queries import OVERDUE_AFTER_MS
     from porto_console.console.services import dashboard as dashboard_service
 
-    plan = {"artist-a": payouts_world.payable_line_ids("artist-a")}
-    assert payouts_world.prepare("run-stuck", plan).accepted
-    assert payouts_world.approve("run-stuck", payouts_world.confirmed_statements(plan)).accepted
-    assert payouts_world.claim("run-stuck.artist-a.effect").accepted
-    assert payouts_world.sign("run-stuck.artist-a", "attempt-stuck").accepted
+    expires_at_ms = payouts_world.leave_in_flight("run-stuck", "artist-a", "attempt-stuck")
     assert payouts_world.complete("run-stuck.artist-a.effect", "submitted", transaction_hash("attempt-stuck")).accepted
-    expires_at_ms = payouts_world.state("payment_attempt/attempt-stuck")["expires_at_ms"]
     client = finance[FINANCE]
     monkeypatch.setattr(dashboard_service, "now_ms", lambda: expires_at_ms + OVERDUE_AFTER_MS)
     assert figure(client.get("/ledger/").content.decode(), "overdue-payments") == 0

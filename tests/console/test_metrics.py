@@ -91,12 +91,7 @@ def test_a_payment_left_in_flight_past_its_expiry_is_counted_overdue(payouts_wor
     from ledger_engine.projections.payout_queries import OVERDUE_AFTER_MS
     from porto_console.operations import health
 
-    plan = {"artist-a": payouts_world.payable_line_ids("artist-a")}
-    assert payouts_world.prepare("run-metrics", plan).accepted
-    assert payouts_world.approve("run-metrics", payouts_world.confirmed_statements(plan)).accepted
-    assert payouts_world.claim("run-metrics.artist-a.effect").accepted
-    assert payouts_world.sign("run-metrics.artist-a", "attempt-stuck").accepted
-    expires_at_ms = payouts_world.state("payment_attempt/attempt-stuck")["expires_at_ms"]
+    expires_at_ms = payouts_world.leave_in_flight("run-metrics", "artist-a", "attempt-stuck")
     monkeypatch.setattr(health, "now_ms", lambda: expires_at_ms + OVERDUE_AFTER_MS)
     assert samples(scrape())[("porto_payments_overdue", ())] == 0
     monkeypatch.setattr(health, "now_ms", lambda: expires_at_ms + OVERDUE_AFTER_MS + 1)

@@ -242,6 +242,16 @@ class PayoutWorld:
         evidence = digest("transfer-evidence", attempt_id, outcome)
         return {"ledger_version": 5_000, "chain_time_ms": chain_time_ms, "evidence_digest": evidence}
 
+    def leave_in_flight(self, run_id: str, recipient_id: str, attempt_id: str) -> int:
+        """A run paying ``recipient_id`` alone, approved, claimed and signed, then left: its attempt's expiry."""
+        plan = {recipient_id: self.payable_line_ids(recipient_id)}
+        payment_id = f"{run_id}.{recipient_id}"
+        assert self.prepare(run_id, plan).accepted
+        assert self.approve(run_id, self.confirmed_statements(plan)).accepted
+        assert self.claim(f"{payment_id}.effect").accepted
+        assert self.sign(payment_id, attempt_id).accepted
+        return self.state(attempt_key(attempt_id))["expires_at_ms"]
+
     def pay(self, payment_id: str, attempt_id: str) -> None:
         """The happy path of one approved payment: claim, sign, broadcast, confirm."""
         effect_id = self.state(payment_key(payment_id))["effect_id"]
