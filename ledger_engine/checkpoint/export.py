@@ -25,6 +25,9 @@ from ledger_engine.application.journal import row_bytes
 from ledger_engine.application.owner import read_genesis, read_head
 from ledger_engine.canonical import STATE_DOMAIN, canonical_bytes, canonical_string
 from ledger_engine.checkpoint.digest import logical_rows
+from ledger_engine.checkpoint.form import (
+    DELTAS_FILE, EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE, ROWS_FILE,
+)
 from ledger_engine.domain.ruleset import RULESET_VERSION
 from ledger_engine.envelope import ENVELOPE_SCHEMA_VERSION
 from ledger_engine.errors import ErrorCode, StorageFault
@@ -37,12 +40,6 @@ from ledger_engine.storage.rocks import RocksStore
 
 EXPORT_FORMAT_VERSION = 2
 EXPORT_FORMAT = f"porto-london-export/{EXPORT_FORMAT_VERSION}"
-ROWS_FILE = "state_rows.jsonl"
-JOURNAL_FILE = "journal.jsonl"
-DELTAS_FILE = "deltas.jsonl"
-EVENTS_FILE = "events.jsonl"
-GENESIS_FILE = "genesis.json"
-METADATA_FILE = "metadata.json"
 
 
 class HashedWriter:

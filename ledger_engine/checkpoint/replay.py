@@ -40,11 +40,10 @@ from ledger_engine.checkpoint.export import (
     DELTAS_FILE, EVENTS_FILE, JOURNAL_FILE, ROWS_FILE, JournalTreeFold, StateDigest, delta_lines, event_lines,
     journal_lines, state_row_lines,
 )
+from ledger_engine.checkpoint.form import verify_file_hashes
 from ledger_engine.checkpoint.load import load_checkpoint
 from ledger_engine.checkpoint.publish import publish_built
-from ledger_engine.checkpoint.verify import (
-    VerificationError, read_metadata, verify_export, verify_file_hashes, verify_genesis,
-)
+from ledger_engine.checkpoint.verify import VerificationError, read_metadata, verify_export, verify_genesis
 from ledger_engine.errors import LedgerError, StorageFault
 from ledger_engine.layout import META
 from ledger_engine.merkle.journal import JournalFrontier

@@ -1,13 +1,15 @@
 """Verification of a portable export, trusting nothing in it but what it proves.
 
-Every file hash, the genesis, the journal chain and, in step with the journal,
-every command's delta: its ``delta_hash``, its tie to the entry (the command
+The form (every file hash, every line canonical JSON: ``form.py``, on another
+core for a large export), the genesis, the journal chain and, in step with
+the journal, every command's delta: its ``delta_hash``, its tie to the entry (the command
 result row it must hold, event keys of its own sequence), and its fold into
 the state. The fold of deltas 0..head must equal the exported state rows and
 events exactly, so an edited row or event fails even with its metadata
 recomputed. The fold lives in a scratch store (``fold.py``), so memory stays
 flat however long the journal is. The first failing item is reported by name,
-e.g. ``journal.jsonl:17`` or ``state_rows.jsonl:40``.
+e.g. ``journal.jsonl:17`` or ``state_rows.jsonl:40``; a fault of form is named
+before any fault of content.
 """
 
 from __future__ import annotations
@@ -20,43 +22,25 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
-from ledger_engine.adapters.files import open_regular_file, read_regular_file
+from ledger_engine.adapters.files import read_regular_file
 from ledger_engine.application.journal import recompute_entry_hash
 from ledger_engine.application.value_codec import encode_record, encode_value
-from ledger_engine.canonical import DELTA_DOMAIN, STATE_DOMAIN, ZERO_HASH, canonical_bytes, engine_bytes, sha256_hex
-from ledger_engine.checkpoint.export import (
-    DELTAS_FILE, EVENTS_FILE, EXPORT_FORMAT, EXPORT_FORMAT_VERSION, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE,
-    ROWS_FILE, JournalTreeFold,
-)
+from ledger_engine.canonical import DELTA_DOMAIN, STATE_DOMAIN, ZERO_HASH, engine_bytes, sha256_hex
+from ledger_engine.checkpoint.export import EXPORT_FORMAT, EXPORT_FORMAT_VERSION, JournalTreeFold
 from ledger_engine.checkpoint.fold import Address, DiskFold
+from ledger_engine.checkpoint.form import (
+    DELTAS_FILE, EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE, ROWS_FILE, FormCheck, Lines,
+    VerificationError, file_digest,
+)
 from ledger_engine.envelope import envelope_hash
-from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.errors import LedgerError
 from ledger_engine.genesis import genesis_hash, genesis_records, validate_genesis
 from ledger_engine.keys import seq20
 from ledger_engine.layout import COMMAND_RESULT, DELTA_FAMILIES, DIGEST_FAMILIES, EVENTS
 
-REQUIRED_FILES = (ROWS_FILE, JOURNAL_FILE, DELTAS_FILE, EVENTS_FILE, GENESIS_FILE)
 METADATA_FIELDS = ("sequence", "last_entry_hash", "logical_state_hash", "genesis_hash", "files")
 ENTRY_FIELDS = ("sequence", "previous_entry_hash", "envelope", "outcome", "result", "delta_hash", "entry_hash")
 ROW_FIELDS = {"column_family", "key", "value"}
-
-class VerificationError(LedgerError):
-    def __init__(self, item: str, reason: str) -> None:
-        super().__init__(ErrorCode.VERIFICATION_FAILED, f"{item}: {reason}")
-        self.item = item
-        self.reason = reason
-
-
-def file_digest(path: Path) -> tuple[str, int]:
-    """SHA-256 and size of the regular file at ``path`` (``OSError`` for anything else)."""
-    digest = hashlib.sha256()
-    size = 0
-    with open_regular_file(path) as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
-
 
 def hash_tree(root: Path) -> dict[str, dict[str, Any]]:
     """Every file under ``root`` (none when it is absent) by its relative path: its SHA-256 and size.
@@ -75,25 +59,6 @@ def hash_tree(root: Path) -> dict[str, dict[str, Any]]:
             digest, size = file_digest(path)
             files[name] = {"sha256": digest, "bytes": size}
     return files
-
-
-def _lines(path: Path, name: str) -> Iterator[tuple[str, bytes, Any]]:
-    """Each line parsed, once it is shown canonical: so every part of it is encoded with ``engine_bytes``."""
-    with open(path, "rb") as handle:
-        for number, line in enumerate(handle, start=1):
-            item = f"{name}:{number}"
-            raw = line.rstrip(b"\n")
-            try:
-                value = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                raise VerificationError(item, "not valid JSON") from None
-            try:
-                canonical = canonical_bytes(value)
-            except LedgerError as refused:  # a float, an unsafe integer, too deep: no stored value is
-                raise VerificationError(item, f"not canonical JSON: {refused.detail}") from None
-            if canonical != raw:
-                raise VerificationError(item, "not canonical JSON")
-            yield item, raw, value
 
 
 def require_fields(document: Any, item: str, fields: dict[str, type]) -> dict[str, Any]:
@@ -131,12 +96,23 @@ def verify_export(directory: str | os.PathLike, *, trusted_genesis: str | None =
     """
     root = Path(directory)
     metadata = read_metadata(root)
-    verify_file_hashes(root, metadata)
+    with FormCheck(root, metadata) as form:
+        try:
+            verified = _verify_content(root, metadata, trusted_genesis, form.lines)
+        except Exception:  # on damaged form, anything may go wrong; the form is what to name
+            form.require()
+            raise
+        form.require()
+    return verified
+
+
+def _verify_content(root: Path, metadata: dict[str, Any], trusted_genesis: str | None,
+                    lines: Lines) -> dict[str, Any]:
     genesis = verify_genesis(root, metadata, trusted_genesis)
     with DiskFold.scratch() as folded:
-        journal_tree = _verify_history(root, metadata, genesis, folded)
-        _verify_state_rows(root, metadata, folded)
-        _verify_events(root, folded)
+        journal_tree = _verify_history(metadata, genesis, folded, lines)
+        _verify_state_rows(root, metadata, folded, lines)
+        _verify_events(root, folded, lines)
     return {**metadata, "journal_tree": _verify_journal_tree(metadata, journal_tree)}
 
 
@@ -151,22 +127,6 @@ def _verify_journal_tree(metadata: dict[str, Any], computed: dict[str, Any]) -> 
                  f"journal_tree {metadata['journal_tree']!r} is not the Merkle root of the journal ({computed['root']} "
                  f"over {computed['size']} entries)")
     return computed
-
-
-def verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
-    for name in REQUIRED_FILES:
-        expected = metadata["files"].get(name) if isinstance(metadata["files"], dict) else None
-        if not isinstance(expected, dict):
-            raise VerificationError(METADATA_FILE, f"does not list {name}")
-        path = root / name
-        if not os.path.lexists(path):
-            raise VerificationError(name, "missing")
-        try:
-            digest, size = file_digest(path)
-        except OSError as error:
-            raise VerificationError(name, f"not a readable regular file: {error.strerror}") from None
-        if digest != expected.get("sha256") or size != expected.get("bytes"):
-            raise VerificationError(name, "file hash does not match metadata")
 
 
 def verify_genesis(root: Path, metadata: dict[str, Any], trusted_genesis: str | None = None) -> dict[str, Any]:
@@ -197,16 +157,16 @@ def require_trusted_genesis(found: str, trusted: str | None, item: str) -> None:
                                       f"({trusted})")
 
 
-def _verify_history(root: Path, metadata: dict[str, Any], genesis: dict[str, Any],
-                    folded: DiskFold) -> dict[str, Any]:
+def _verify_history(metadata: dict[str, Any], genesis: dict[str, Any], folded: DiskFold,
+                    lines: Lines) -> dict[str, Any]:
     """Walk the journal and the deltas in step: chain, delta hashes, ties, the fold, and the journal tree."""
     journal_tree = JournalTreeFold()
-    deltas = _lines(root / DELTAS_FILE, DELTAS_FILE)
+    deltas = lines(DELTAS_FILE)
     genesis_delta = _delta_at(next(deltas, None), 0, DELTAS_FILE)
     _require(genesis_delta[1] == _genesis_delta(genesis), genesis_delta[0], "is not the genesis state")
     _fold(genesis_delta, folded)
     previous_hash, sequence = ZERO_HASH, 0
-    journal = _lines(root / JOURNAL_FILE, JOURNAL_FILE)
+    journal = lines(JOURNAL_FILE)
     for journal_line, delta_line in zip_longest(journal, deltas):
         sequence += 1
         entry_item, _, entry = _entry(journal_line, sequence)
@@ -292,11 +252,11 @@ def _fold(delta: tuple[str, list[dict[str, Any]]], folded: DiskFold) -> None:
         folded.set(address, None if row["value"] is None else hashlib.sha256(engine_bytes(row["value"])).digest())
 
 
-def _verify_state_rows(root: Path, metadata: dict[str, Any], folded: DiskFold) -> None:
+def _verify_state_rows(root: Path, metadata: dict[str, Any], folded: DiskFold, lines: Lines) -> None:
     matched = 0
     digest = hashlib.sha256(STATE_DOMAIN.encode() + b"[")
     previous: tuple[bytes, bytes] | None = None
-    for item, raw, row in _lines(root / ROWS_FILE, ROWS_FILE):
+    for item, raw, row in lines(ROWS_FILE):
         _require(isinstance(row, dict) and set(row) == ROW_FIELDS and row["column_family"] in DIGEST_FAMILIES
                  and isinstance(row["key"], str), item, "not a logical state row")
         order = (row["column_family"].encode(), row["key"].encode())
@@ -316,9 +276,9 @@ def _verify_state_rows(root: Path, metadata: dict[str, Any], folded: DiskFold) -
              "logical state hash does not match metadata")
 
 
-def _verify_events(root: Path, folded: DiskFold) -> None:
+def _verify_events(root: Path, folded: DiskFold, lines: Lines) -> None:
     previous, matched = "", 0
-    for item, _, row in _lines(root / EVENTS_FILE, EVENTS_FILE):
+    for item, _, row in lines(EVENTS_FILE):
         _require(isinstance(row, dict) and set(row) == {"key", "value"} and isinstance(row["key"], str)
                  and row["key"] > previous, item, "bad or out-of-order event")
         _require(folded.get((EVENTS, row["key"])) == hashlib.sha256(engine_bytes(row["value"])).digest(),

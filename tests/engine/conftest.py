@@ -82,3 +82,18 @@ def bulk_command():
     command(BULK_WRITE, payload=BulkWritePayload, roles={"admin"})(bulk_write)
     yield BULK_WRITE
     registry._REGISTRY.pop(BULK_WRITE)
+
+
+@pytest.fixture(scope="module")
+def pristine_export(demo_ledger, tmp_path_factory) -> Path:
+    """An export of the demo ledger; copy it (``export``) before changing it."""
+    destination = tmp_path_factory.mktemp("export") / "export"
+    cli.export(demo_ledger.data, destination)
+    return destination
+
+
+@pytest.fixture
+def export(pristine_export, tmp_path) -> Path:
+    copy = tmp_path / "export"
+    shutil.copytree(pristine_export, copy)
+    return copy

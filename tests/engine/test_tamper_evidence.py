@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 from typing import Any, Callable
 
@@ -13,20 +12,6 @@ import rfc8785
 
 from ledger_engine.checkpoint.export import DELTAS_FILE, EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE, ROWS_FILE
 from tests.support import cli, seed000
-
-
-@pytest.fixture(scope="module")
-def pristine_export(demo_ledger, tmp_path_factory) -> Path:
-    destination = tmp_path_factory.mktemp("tamper") / "export"
-    cli.export(demo_ledger.data, destination)
-    return destination
-
-
-@pytest.fixture
-def export(pristine_export, tmp_path) -> Path:
-    copy = tmp_path / "export"
-    shutil.copytree(pristine_export, copy)
-    return copy
 
 
 def refused_item(export: Path) -> str:

@@ -1,0 +1,225 @@
+"""An export's form: each file as its metadata hashes it, each line canonical JSON.
+
+Whether a line is canonical needs nothing but the line, and checking it is a
+quarter of verifying an export, so ``FormCheck`` checks the form in a second
+process, on another core, while ``verify_export`` checks what the lines say
+(docs/adr/0086). The verdict is the same either way. When both find
+something, the form is named: what a damaged file says proves nothing.
+
+This module imports nothing of the engine but its encodings, so the second
+process starts in tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import orjson
+
+from ledger_engine.adapters.files import open_regular_file
+from ledger_engine.canonical import canonical_bytes
+from ledger_engine.errors import ErrorCode, LedgerError
+
+ROWS_FILE = "state_rows.jsonl"
+JOURNAL_FILE = "journal.jsonl"
+DELTAS_FILE = "deltas.jsonl"
+EVENTS_FILE = "events.jsonl"
+GENESIS_FILE = "genesis.json"
+METADATA_FILE = "metadata.json"
+REQUIRED_FILES = (ROWS_FILE, JOURNAL_FILE, DELTAS_FILE, EVENTS_FILE, GENESIS_FILE)
+LINE_FILES = (JOURNAL_FILE, DELTAS_FILE, ROWS_FILE, EVENTS_FILE)
+
+# Below this many bytes of lines a second process costs more than it saves, and the caller checks the form.
+PARALLEL_FROM_BYTES = 4 << 20
+
+log = logging.getLogger(__name__)
+
+
+class VerificationError(LedgerError):
+    def __init__(self, item: str, reason: str) -> None:
+        super().__init__(ErrorCode.VERIFICATION_FAILED, f"{item}: {reason}")
+        self.item = item
+        self.reason = reason
+
+
+def file_digest(path: Path) -> tuple[str, int]:
+    """SHA-256 and size of the regular file at ``path`` (``OSError`` for anything else)."""
+    digest = hashlib.sha256()
+    size = 0
+    with open_regular_file(path) as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
+    for name in REQUIRED_FILES:
+        expected = metadata["files"].get(name) if isinstance(metadata["files"], dict) else None
+        if not isinstance(expected, dict):
+            raise VerificationError(METADATA_FILE, f"does not list {name}")
+        path = root / name
+        if not os.path.lexists(path):
+            raise VerificationError(name, "missing")
+        try:
+            digest, size = file_digest(path)
+        except OSError as error:
+            raise VerificationError(name, f"not a readable regular file: {error.strerror}") from None
+        if digest != expected.get("sha256") or size != expected.get("bytes"):
+            raise VerificationError(name, "file hash does not match metadata")
+
+
+def parsed_lines(path: Path, name: str) -> Iterator[tuple[str, bytes, Any]]:
+    """Each line of ``path`` as its item name, its bytes and its value; its form is ``check_form``'s.
+
+    Only a regular file is read (``OSError`` for anything else): these are read beside the form check,
+    not after it, so a pipe planted in the export must not stall them.
+    """
+    with open_regular_file(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            item, raw = f"{name}:{number}", line.rstrip(b"\n")
+            try:
+                yield item, raw, orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                raise VerificationError(item, "not valid JSON") from None
+
+
+def check_form(root: Path, metadata: dict[str, Any]) -> None:
+    """Raise ``VerificationError`` for the first file unlike its hash in ``metadata``, else for the first line
+    that is not canonical JSON."""
+    verify_file_hashes(root, metadata)
+    for name in LINE_FILES:
+        for _ in _canonical_lines(root / name, name):
+            pass
+
+
+def _canonical_lines(path: Path, name: str) -> Iterator[tuple[str, bytes, Any]]:
+    """``parsed_lines``, each shown canonical JSON first (a float, an unsafe integer and too deep are not:
+    no stored value is)."""
+    for item, raw, value in parsed_lines(path, name):
+        try:
+            canonical = canonical_bytes(value)
+        except LedgerError as refused:
+            raise VerificationError(item, f"not canonical JSON: {refused.detail}") from None
+        if canonical != raw:
+            raise VerificationError(item, "not canonical JSON")
+        yield item, raw, value
+
+
+Lines = Callable[[str], Iterator[tuple[str, bytes, Any]]]
+
+
+class FormCheck:
+    """``check_form`` of the export at ``root``, beside the caller's check of its content.
+
+    The caller reads the export's lines through ``lines`` and calls ``require`` once its own check is
+    done, or has failed: ``require`` raises the form's first fault, if it has one. A large export's form is
+    checked by a child process meanwhile. A small one's is checked here, each line as the caller reads it,
+    and whatever the caller did not read to its end (its check failed first) by ``require``. If the child
+    cannot start or does not answer, the form is checked here too: slower, never skipped.
+    """
+
+    def __init__(self, root: Path, metadata: dict[str, Any]) -> None:
+        self._root, self._metadata = root, metadata
+        self._child = _start_child(root, metadata) if _line_bytes(metadata) >= PARALLEL_FROM_BYTES else None
+        self.in_child = self._child is not None
+        self._read_whole: set[str] = set()
+        if not self.in_child:
+            verify_file_hashes(root, metadata)
+
+    def __enter__(self) -> "FormCheck":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._child is not None:
+            self._child.kill()
+            self._child.wait()
+            self._child = None
+
+    def lines(self, name: str) -> Iterator[tuple[str, bytes, Any]]:
+        """The lines of the export's file ``name`` (``parsed_lines``)."""
+        if self.in_child:
+            return parsed_lines(self._root / name, name)
+        return self._checked_here(name)
+
+    def _checked_here(self, name: str) -> Iterator[tuple[str, bytes, Any]]:
+        yield from _canonical_lines(self._root / name, name)
+        self._read_whole.add(name)
+
+    def require(self) -> None:
+        if not self.in_child:
+            if self._read_whole != set(LINE_FILES):
+                check_form(self._root, self._metadata)
+            return
+        found = _verdict(self._child) if self._child is not None else _NO_VERDICT
+        self._child = None
+        if found is _NO_VERDICT:
+            log.warning("the form check of %s did not answer; checking it in this process", self._root)
+            check_form(self._root, self._metadata)
+        elif found is not None:
+            raise VerificationError(found["item"], found["reason"])
+
+
+_NO_VERDICT = object()
+
+
+def _line_bytes(metadata: dict[str, Any]) -> int:
+    files = metadata.get("files")
+    sizes = [files.get(name, {}).get("bytes") if isinstance(files, dict) and isinstance(files.get(name), dict)
+             else None for name in LINE_FILES]
+    return sum(size for size in sizes if type(size) is int)
+
+
+def _child_command() -> list[str]:
+    return [sys.executable, "-m", __name__]
+
+
+def _start_child(root: Path, metadata: dict[str, Any]) -> subprocess.Popen | None:
+    try:
+        files = orjson.dumps(metadata["files"])
+        child = subprocess.Popen([*_child_command(), str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL)
+    except (OSError, TypeError, orjson.JSONEncodeError):
+        return None
+    try:
+        child.stdin.write(files)  # far below a pipe's buffer, so this never waits on the child
+        child.stdin.close()
+    except OSError:
+        pass  # the child died at once; its verdict is missing, and the form is checked here
+    return child
+
+
+def _verdict(child: subprocess.Popen) -> Any:
+    """None when the child found the form sound, its finding, or ``_NO_VERDICT`` when it gave none."""
+    output = child.stdout.read()
+    child.stdout.close()
+    if child.wait() != 0:
+        return _NO_VERDICT
+    try:
+        found = orjson.loads(output)
+    except orjson.JSONDecodeError:
+        return _NO_VERDICT
+    if found is None or (isinstance(found, dict) and all(isinstance(found.get(key), str) for key in ("item", "reason"))):
+        return found
+    return _NO_VERDICT
+
+
+def main() -> None:
+    """The child: the export's directory as its argument, its metadata's ``files`` on standard input."""
+    root, files = Path(sys.argv[1]), orjson.loads(sys.stdin.buffer.read())
+    try:
+        check_form(root, {"files": files})
+        found = None
+    except VerificationError as error:
+        found = {"item": error.item, "reason": error.reason}
+    sys.stdout.buffer.write(orjson.dumps(found))
+
+
+if __name__ == "__main__":
+    main()
