@@ -17,6 +17,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -37,6 +38,11 @@ LINE_FILES = (JOURNAL_FILE, DELTAS_FILE, ROWS_FILE, EVENTS_FILE)
 
 # Below this many bytes of lines a second process costs more than it saves, and the caller checks the form.
 PARALLEL_FROM_BYTES = 4 << 20
+# The metadata's list of files goes to the child as an argument; an export's own is about a kilobyte.
+MAX_FILES_ARGUMENT = 16 << 10
+# The child checks less than its caller does, so one that has not answered within as long again as the caller's
+# own check took, and this, is stuck: it is killed and the form is checked in the caller.
+CHILD_GRACE_S = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -75,19 +81,28 @@ def verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
             raise VerificationError(name, "file hash does not match metadata")
 
 
-def parsed_lines(path: Path, name: str) -> Iterator[tuple[str, bytes, Any]]:
+def parsed_lines(path: Path, name: str, *, hashed_as: Any = None) -> Iterator[tuple[str, bytes, Any]]:
     """Each line of ``path`` as its item name, its bytes and its value; its form is ``check_form``'s.
 
     Only a regular file is read (``OSError`` for anything else): these are read beside the form check,
-    not after it, so a pipe planted in the export must not stall them.
+    not after it, so a pipe planted in the export must not stall them. With ``hashed_as`` (the file's
+    entry in the metadata), the bytes read must hash to it once the file is read to its end: what another
+    process checked is then what was read here, even if the file changed in between.
     """
+    digest, size = hashlib.sha256(), 0
     with open_regular_file(path) as handle:
         for number, line in enumerate(handle, start=1):
+            if hashed_as is not None:
+                digest.update(line)
+                size += len(line)
             item, raw = f"{name}:{number}", line.rstrip(b"\n")
             try:
                 yield item, raw, orjson.loads(raw)
             except orjson.JSONDecodeError:
                 raise VerificationError(item, "not valid JSON") from None
+    if hashed_as is not None and not (isinstance(hashed_as, dict) and hashed_as.get("sha256") == digest.hexdigest()
+                                      and hashed_as.get("bytes") == size):
+        raise VerificationError(name, "file hash does not match metadata")
 
 
 def check_form(root: Path, metadata: dict[str, Any]) -> None:
@@ -126,7 +141,7 @@ class FormCheck:
     """
 
     def __init__(self, root: Path, metadata: dict[str, Any]) -> None:
-        self._root, self._metadata = root, metadata
+        self._root, self._metadata, self._started = root, metadata, time.monotonic()
         self._child = _start_child(root, metadata) if _line_bytes(metadata) >= PARALLEL_FROM_BYTES else None
         self.in_child = self._child is not None
         self._read_whole: set[str] = set()
@@ -138,14 +153,13 @@ class FormCheck:
 
     def __exit__(self, *_: object) -> None:
         if self._child is not None:
-            self._child.kill()
-            self._child.wait()
+            _stop(self._child)
             self._child = None
 
     def lines(self, name: str) -> Iterator[tuple[str, bytes, Any]]:
         """The lines of the export's file ``name`` (``parsed_lines``)."""
         if self.in_child:
-            return parsed_lines(self._root / name, name)
+            return parsed_lines(self._root / name, name, hashed_as=_entry(self._metadata, name))
         return self._checked_here(name)
 
     def _checked_here(self, name: str) -> Iterator[tuple[str, bytes, Any]]:
@@ -157,7 +171,8 @@ class FormCheck:
             if self._read_whole != set(LINE_FILES):
                 check_form(self._root, self._metadata)
             return
-        found = _verdict(self._child) if self._child is not None else _NO_VERDICT
+        grace = time.monotonic() - self._started + CHILD_GRACE_S
+        found = _verdict(self._child, grace) if self._child is not None else _NO_VERDICT
         self._child = None
         if found is _NO_VERDICT:
             log.warning("the form check of %s did not answer; checking it in this process", self._root)
@@ -169,37 +184,43 @@ class FormCheck:
 _NO_VERDICT = object()
 
 
-def _line_bytes(metadata: dict[str, Any]) -> int:
+def _entry(metadata: dict[str, Any], name: str) -> Any:
     files = metadata.get("files")
-    sizes = [files.get(name, {}).get("bytes") if isinstance(files, dict) and isinstance(files.get(name), dict)
-             else None for name in LINE_FILES]
-    return sum(size for size in sizes if type(size) is int)
+    return files.get(name) if isinstance(files, dict) else None
+
+
+def _line_bytes(metadata: dict[str, Any]) -> int:
+    entries = [_entry(metadata, name) for name in LINE_FILES]
+    return sum(entry["bytes"] for entry in entries if isinstance(entry, dict) and type(entry.get("bytes")) is int)
 
 
 def _child_command() -> list[str]:
-    return [sys.executable, "-m", __name__]
+    # -P: nothing is imported from the working directory, which may be the export, holding what it likes.
+    return [sys.executable, "-P", "-m", __name__]
 
 
 def _start_child(root: Path, metadata: dict[str, Any]) -> subprocess.Popen | None:
     try:
-        files = orjson.dumps(metadata["files"])
-        child = subprocess.Popen([*_child_command(), str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL)
-    except (OSError, TypeError, orjson.JSONEncodeError):
+        files = orjson.dumps(metadata["files"]).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+    if len(files) > MAX_FILES_ARGUMENT:
         return None
     try:
-        child.stdin.write(files)  # far below a pipe's buffer, so this never waits on the child
-        child.stdin.close()
+        return subprocess.Popen([*_child_command(), str(root), files], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     except OSError:
-        pass  # the child died at once; its verdict is missing, and the form is checked here
-    return child
+        return None
 
 
-def _verdict(child: subprocess.Popen) -> Any:
-    """None when the child found the form sound, its finding, or ``_NO_VERDICT`` when it gave none."""
-    output = child.stdout.read()
-    child.stdout.close()
-    if child.wait() != 0:
+def _verdict(child: subprocess.Popen, timeout_s: float) -> Any:
+    """None when the child found the form sound, its finding, or ``_NO_VERDICT`` when it gave none in time."""
+    try:
+        output, _ = child.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _stop(child)
+        return _NO_VERDICT
+    if child.returncode != 0:
         return _NO_VERDICT
     try:
         found = orjson.loads(output)
@@ -210,9 +231,17 @@ def _verdict(child: subprocess.Popen) -> Any:
     return _NO_VERDICT
 
 
+def _stop(child: subprocess.Popen) -> None:
+    child.kill()
+    try:
+        child.communicate()  # reaps it and closes its pipe
+    except (OSError, ValueError):  # an earlier communicate was interrupted half way
+        child.wait()
+
+
 def main() -> None:
-    """The child: the export's directory as its argument, its metadata's ``files`` on standard input."""
-    root, files = Path(sys.argv[1]), orjson.loads(sys.stdin.buffer.read())
+    """The child: the export's directory and its metadata's ``files`` as its arguments."""
+    root, files = Path(sys.argv[1]), orjson.loads(sys.argv[2])
     try:
         check_form(root, {"files": files})
         found = None

@@ -126,17 +126,58 @@ def test_a_fault_of_form_is_named_before_an_earlier_fault_of_content(export, whe
     [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"],
     [sys.executable, "-c", "import sys; sys.stdout.write('{\"item\": 1}')"],
     [sys.executable, "-c", "print('null'); raise SystemExit(3)"],
+    [sys.executable, "-c", "import sys, time; sys.stdout.write('null' * 100_000); time.sleep(60)"],
     ["/nonexistent/python"],
-], ids=["killed", "answers nonsense", "fails", "cannot start"])
-def test_a_form_check_process_that_gives_no_verdict_is_done_again_in_the_caller(export, monkeypatch, command):
+], ids=["killed", "answers nonsense", "fails", "never answers", "cannot start"])
+def test_a_form_check_process_that_gives_no_verdict_is_done_again_in_the_caller(export, monkeypatch, children,
+                                                                                command):
     """Only a clean answer from the child counts; anything else, and the form is checked here: slower, not skipped."""
     monkeypatch.setattr(form, "PARALLEL_FROM_BYTES", 0)
+    monkeypatch.setattr(form, "CHILD_GRACE_S", 1.0)
     monkeypatch.setattr(form, "_child_command", lambda: command)
     assert verify_export(export)["sequence"] > 0
     item = rewrite_line(export, DELTAS_FILE, last, with_a_float)
     with pytest.raises(VerificationError) as refusal:
         verify_export(export)
     assert refusal.value.item == item
+    assert all(child is None or child.returncode is not None for child in children)  # none left running
+
+
+def test_the_form_check_imports_nothing_from_an_export_it_is_run_in(export, monkeypatch, children):
+    """An export may hold a module named like one the check imports; run from inside it, the check must not
+    load it, or the export could answer for itself."""
+    marker = export.parent / "planted-module-ran"
+    (export / "orjson.py").write_text(f"import sys, pathlib\npathlib.Path({str(marker)!r}).touch()\n"
+                                      "sys.stdout.write('null')\nraise SystemExit(0)\n")
+    monkeypatch.chdir(export)
+    monkeypatch.setattr(form, "PARALLEL_FROM_BYTES", 0)
+    item = rewrite_line(export, DELTAS_FILE, last, with_a_float)
+    with pytest.raises(VerificationError) as refusal:
+        verify_export(".")
+    assert refusal.value.item == item and not marker.exists()
+    assert len(children) == 1 and children[0].returncode == 0
+
+
+def test_lines_read_after_the_form_check_read_them_must_be_the_bytes_it_checked(export, monkeypatch, children):
+    """The child checks its own reading of each file; the caller's reading must hash to the same metadata, so a
+    file swapped in between (or a disk that answers differently) cannot bring in lines nobody checked."""
+    monkeypatch.setattr(form, "PARALLEL_FROM_BYTES", 0)
+    lines = (export / DELTAS_FILE).read_bytes().splitlines(keepends=True)
+    lines[1] = with_a_float(lines[1].rstrip(b"\n")) + b"\n"  # "sequence": 1.5 is not 1, so say 1.0
+    lines[1] = lines[1].replace(b'"sequence":1.5', b'"sequence":1.0')
+    swapped = b"".join(lines)
+    start = form._start_child
+
+    def swap_once_checked(root, metadata):
+        child = start(root, metadata)
+        child.wait()
+        (export / DELTAS_FILE).write_bytes(swapped)
+        return child
+
+    monkeypatch.setattr(form, "_start_child", swap_once_checked)
+    with pytest.raises(VerificationError) as refusal:
+        verify_export(export)
+    assert (refusal.value.item, refusal.value.reason) == (DELTAS_FILE, "file hash does not match metadata")
 
 
 def test_the_second_process_is_started_from_a_megabyte_of_lines(export, children):
@@ -149,4 +190,8 @@ def test_the_second_process_is_started_from_a_megabyte_of_lines(export, children
         patch.setattr(form, "PARALLEL_FROM_BYTES", line_bytes)
         with form.FormCheck(export, metadata) as check:
             check.require()
-    assert check.in_child and children[-1].returncode == 0
+        assert check.in_child and children[-1].returncode == 0
+        patch.setattr(form, "MAX_FILES_ARGUMENT", len(orjson.dumps(metadata["files"])) - 1)
+        with form.FormCheck(export, metadata) as check:  # a list of files no export has is not passed on
+            check.require()
+        assert not check.in_child and children[-1] is None
