@@ -2,9 +2,9 @@
 
 The form (every file hash, every line canonical JSON: ``form.py``, on another
 core for a large export), the genesis, the journal chain and, in step with
-the journal, every command's delta: its ``delta_hash``, its tie to the entry (the command
-result row it must hold, event keys of its own sequence), and its fold into
-the state. The fold of deltas 0..head must equal the exported state rows and
+the journal, every command's delta: its ``delta_hash``, its tie to the entry
+(the command result row it must hold, event keys of its own sequence), and
+its fold into the state. The fold of deltas 0..head must equal the exported state rows and
 events exactly, so an edited row or event fails even with its metadata
 recomputed. The fold lives in a scratch store (``fold.py``), so memory stays
 flat however long the journal is. The first failing item is reported by name,
