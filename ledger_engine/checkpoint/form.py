@@ -77,8 +77,7 @@ def verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
             digest, size = file_digest(path)
         except OSError as error:
             raise VerificationError(name, f"not a readable regular file: {error.strerror}") from None
-        if digest != expected.get("sha256") or size != expected.get("bytes"):
-            raise VerificationError(name, "file hash does not match metadata")
+        _require_hashed_as(expected, name, digest, size)
 
 
 def parsed_lines(path: Path, name: str, *, hashed_as: Any = None) -> Iterator[tuple[str, bytes, Any]]:
@@ -100,8 +99,13 @@ def parsed_lines(path: Path, name: str, *, hashed_as: Any = None) -> Iterator[tu
                 yield item, raw, orjson.loads(raw)
             except orjson.JSONDecodeError:
                 raise VerificationError(item, "not valid JSON") from None
-    if hashed_as is not None and not (isinstance(hashed_as, dict) and hashed_as.get("sha256") == digest.hexdigest()
-                                      and hashed_as.get("bytes") == size):
+    if hashed_as is not None:
+        _require_hashed_as(hashed_as, name, digest.hexdigest(), size)
+
+
+def _require_hashed_as(entry: Any, name: str, digest: str, size: int) -> None:
+    """The file ``name`` read as ``digest`` and ``size`` must be what its metadata ``entry`` says."""
+    if not isinstance(entry, dict) or (entry.get("sha256"), entry.get("bytes")) != (digest, size):
         raise VerificationError(name, "file hash does not match metadata")
 
 
