@@ -1,152 +1,161 @@
-"""Payments end to end: signed, recorded, broadcast and confirmed through Celery workers on the SIMULATED chain.
+"""Payments: 1,000 paid end to end through real Celery workers on the SIMULATED chain, with 1, 2, 4 and 8 workers.
 
-Setup (untimed): a ledger with approved payout runs, a console process that
-owns it, a Redis broker, a SIMULATED chain on loopback. Then:
+Setup (untimed, once): a ledger with 1,000 approved payments (200 payout runs
+paying five recipients each, from seven listeners' allocations) and eight
+worker actors. For each number of workers, in turn: a copy of that ledger
+owned by a fresh console, a fresh SIMULATED chain process, broker and
+signed-payment journal, and that many ``celery worker`` processes (one slot
+each, their own actor and credential) connected and idle. Then every payment
+is announced as the owner announces an approved run (batches of 25 on the
+broker) and the clock runs until the ledger shows every one confirmed.
 
-1. Throughput: every effect of the first runs is announced to the broker at
-   once and ``celery worker`` processes carry them out; the clock stops when
-   the ledger shows every payment confirmed.
-2. Cost of the durable steps: the remaining payments run one at a time in
-   this process through the same session code (claim, journal with fsync,
-   evidence, RecordSignedAttempt, CompleteEffect, RecordTransferObservation),
-   against a bare pipeline on the same chain that only signs, submits and
-   waits for confirmation. The difference per payment is what durability costs.
+Printed for each count: payments per second, and per payment the ledger
+commands journalled and the HTTP requests the console served. Targets: at
+least 40 payments per second with 4 workers, and more with 4 than with 1.
 
 Starts its own ``redis-server`` (Debian's package) in the work directory.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import gc
-import statistics
+import shutil
 import time
 from pathlib import Path
 
+import httpx
 from aptos_sdk.ed25519 import PrivateKey
 
 from benchmarks.report import Report
-from porto_console.effects import payment_session, stores
-from porto_console.effects.aptos_rest import AptosRestClient
-from porto_console.effects.chain import Fate, observe
-from porto_console.effects.config import EffectsConfig
+from porto_console.effects.celery_app import PAYMENTS
+from porto_console.effects.delivery import PAYMENT_BATCH
 from porto_console.effects.ledger_api import LedgerApi
-from porto_console.effects.payment_session import PaymentWorker
 from porto_console.effects.signer import Signer
-from porto_console.effects.simulated_chain import SimulatedChain
-from porto_console.effects.simulated_server import SimulatedChainServer
-from porto_console.effects.transactions import TransferTerms
 from tests.conftest import EnvelopeFactory
+from tests.effects.chain_process import ChainProcess
 from tests.effects.conftest import CHAIN_ID, PAYER_KEY, USDC
 from tests.effects.redis_server import RedisServer
-from tests.effects.stack import Stack, wait_until
-from tests.money_allocation.world import MoneyWorld, fixture_commands
-from tests.money_payouts.world import RECIPIENTS, PayoutWorld
+from tests.effects.stack import WORKER_ROLES, Stack, wait_until
+from tests.money_allocation.world import FIRST_DAY, MoneyWorld, fixture_commands
+from tests.money_payouts.world import NODES, RECIPIENTS, WORKS, PayoutWorld
 
-THROUGHPUT_RUNS = 16
-SEQUENTIAL_RUNS = 4
-WORKER_PROCESSES = 2
-CONCURRENCY = 4
+PAYMENTS_TO_MAKE = 1_000
+WORKER_COUNTS = (1, 2, 4, 8)
+LISTENERS = 7
+DAYS = 29  # a listener's 30-day period; 7 x 29 listener-days give each recipient 203 lines
+GOAL_PER_SECOND = 40
 
 
 def run(report: Report, workdir: Path) -> None:
-    server = SimulatedChainServer(SimulatedChain(chain_id=CHAIN_ID)).start()
-    broker = RedisServer(workdir / "redis").start()
-    try:
-        payer = Signer(PrivateKey.from_str(PAYER_KEY, strict=False))
-        server.chain.fund(USDC, payer.address, 10**15)
-        stack = Stack(workdir, server.url, broker.url(0))
-        runs = _approve_runs(stack, THROUGHPUT_RUNS + SEQUENTIAL_RUNS)
-        gc.collect()
-        stack.issue_credential("payments-1")
-        stack.start_console()
-        try:
-            _throughput(report, stack, runs[:THROUGHPUT_RUNS])
-            _durable_cost(report, stack, server, runs[THROUGHPUT_RUNS:])
-        finally:
-            stack.stop_all()
-        paid = {t["hash"] for t in server.chain.transfers() if t["success"] and t["sender"] == payer.address}
-        recorded = {"0x" + stack.payment(p["payment_id"])["paid_attempt_id"].removeprefix("tx-") for p in stack.approved}
-        report.check(paid == recorded and len(paid) == len(stack.approved),
-                     "the chain executed exactly one successful transfer per approved payment, the one the ledger records")
-    finally:
-        broker.stop()
-        server.stop()
+    built = workdir / "built"
+    payment_ids = _approve(built, PAYMENTS_TO_MAKE // len(RECIPIENTS))
+    report.check(len(payment_ids) == PAYMENTS_TO_MAKE, f"{PAYMENTS_TO_MAKE} payments approved")
+    rates = {}
+    for workers in WORKER_COUNTS:
+        rate, commands, requests = _pay(built, workdir / f"workers-{workers}", payment_ids, workers)
+        rates[workers] = rate
+        report.metric(f"per_second_{workers}", f"payments per second, {workers} worker(s)", rate, "payments/s")
+        report.metric(f"commands_{workers}", f"ledger commands per payment, {workers} worker(s)", commands, "commands")
+        report.metric(f"requests_{workers}", f"HTTP requests per payment, {workers} worker(s)", requests, "requests")
+    report.target(f"at least {GOAL_PER_SECOND} payments per second with 4 workers", rates[4], GOAL_PER_SECOND,
+                  "payments/s")
+    report.target("4 workers pay faster than 1 (ratio)", rates[4] / rates[1], 1.0, "x")
+    report.note(f"   {PAYMENTS_TO_MAKE} payments each time; each worker one process with one slot and its own actor")
 
 
-def _approve_runs(stack: Stack, count: int) -> list[list[dict]]:
-    """``count`` approved runs, each paying every recipient one allocation line; their effects."""
-    with stack.ledger() as owner, fixture_commands():
+def _approve(directory: Path, runs: int) -> list[str]:
+    """``runs`` approved payout runs paying every recipient one allocation line, and the workers' actors."""
+    with _owner(directory) as owner, fixture_commands():
         envelopes = EnvelopeFactory()
-        payouts = PayoutWorld(MoneyWorld(owner, envelopes).setup()).setup(days=count)
+        payouts = PayoutWorld(MoneyWorld(owner, envelopes).setup()).setup(days=2)
+        money = payouts.money
+        assert money.lot("lot-bench", 30_000_000).accepted
+        for listener in range(LISTENERS):
+            period, budget, listener_id = f"bench-period-{listener}", f"bench-budget-{listener}", f"bench-{listener}"
+            money.period(period, listener_id, days=30)
+            money.fund(budget, period, {"lot-bench": 3_000_000})
+            for day in range(FIRST_DAY, FIRST_DAY + DAYS):
+                money.closed_day(listener_id, day, period, WORKS, NODES)
+                assert money.allocate(listener_id, day, budget).accepted
         statements = payouts.confirmed_statements()
         lines = {recipient: payouts.payable_line_ids(recipient) for recipient in RECIPIENTS}
-        for number in range(count):
-            run_id = f"run-{number:03d}"
+        for number in range(runs):
+            run_id = f"bench-{number:03d}"
             assert payouts.prepare(run_id, {r: [lines[r][number]] for r in RECIPIENTS}).accepted
             assert payouts.approve(run_id, statements).accepted
-        stack.provision_worker(owner, envelopes)
-        payments = [row["data"] for _, row in owner.scan("state", "payment/", limit=100_000)]
-        effects = {key: {**row["data"], "revision": row["revision"]} for key, row in owner.scan("outbox", "", limit=100_000)}
-    stack.approved = payments
-    by_run: dict[str, list[dict]] = {}
-    for payment in payments:
-        by_run.setdefault(payment["run_id"], []).append(effects[payment["effect_id"]])
-    return [by_run[run_id] for run_id in sorted(by_run)]
+        for number in range(max(WORKER_COUNTS)):
+            assert owner.submit(envelopes.account(_actor(number), "worker", list(WORKER_ROLES))).accepted
+        ids = [row["data"]["payment_id"] for _, row in owner.scan("state", "payment/", limit=100_000)
+               if row["data"]["run_id"].startswith("bench-")]
+    gc.collect()
+    return ids
 
 
-def _throughput(report: Report, stack: Stack, runs: list[list[dict]]) -> None:
-    effects = [effect for run in runs for effect in run]
-    for number in range(WORKER_PROCESSES):
-        stack.start_worker("payments-1", process=f"payments-{number}", concurrency=CONCURRENCY)
-    time.sleep(3)  # workers connected and idle before the clock starts
-    started = time.perf_counter()
-    for effect in effects:
-        stack.send_effect(effect)
-    wait_until(lambda: all(stack.payment(e["payload"]["payment_id"])["state"] == "confirmed" for e in effects),
-               "every announced payment to be confirmed", timeout=600)
-    elapsed = time.perf_counter() - started
-    report.check(True, f"{len(effects)} payments confirmed in the ledger")
-    report.metric("payments_per_s", f"payments confirmed per second ({WORKER_PROCESSES} workers x {CONCURRENCY})",
-                  len(effects) / elapsed, "payments/s")
-    report.metric("end_to_end_ms", "mean time per payment at that rate", 1000 * elapsed / len(effects), "ms")
-    for name in list(stack.workers):
-        stack.kill_worker(name)
+def _owner(directory: Path):
+    from ledger_engine.application.owner import LedgerOwner
+    from tests.effects.stack import GENESIS
+
+    return LedgerOwner.open(directory / "ledger", genesis=GENESIS)
 
 
-def _durable_cost(report: Report, stack: Stack, server: SimulatedChainServer, runs: list[list[dict]]) -> None:
-    config = dataclasses.replace(
-        EffectsConfig.from_env(stack.worker_env("payments-1")), observe_window_secs=60)
-    chain = AptosRestClient(server.url, simulated=True)
-    worker = PaymentWorker(config, LedgerApi(stack.api_url, stack.tokens["payments-1"]), chain,
-                           Signer.from_config(config), stores.payment_journal(config))
-    durable = [_timed(lambda: payment_session.carry_out(worker, effect)) for run in runs for effect in run]
-    bare_payer = Signer(PrivateKey.random())
-    server.chain.fund(USDC, bare_payer.address, 10**15)
-    bare = [_timed(lambda: _bare_payment(chain, bare_payer, config, number)) for number in range(len(durable))]
-    report.metric("durable_payment_ms", "one payment through the durable session, alone", statistics.median(durable), "ms")
-    report.metric("bare_payment_ms", "sign, submit, confirm with nothing recorded", statistics.median(bare), "ms")
-    report.metric("durable_overhead_ms", "extra cost per payment of the durable steps",
-                  statistics.median(durable) - statistics.median(bare), "ms")
-    report.note("   durable steps: claim, journal append + fsync, two evidence stores, RecordSignedAttempt,"
-                " CompleteEffect, RecordTransferObservation (each an internal API call and a synchronous commit)")
+def _actor(number: int) -> str:
+    return f"bench-payments-{number + 1}"
 
 
-def _bare_payment(chain: AptosRestClient, payer: Signer, config: EffectsConfig, sequence: int) -> None:
-    now = chain.ledger_state().timestamp_us // 1_000_000
-    signed = payer.sign(TransferTerms(
-        sender=payer.address, sequence_number=sequence, asset_metadata=config.usdc_metadata,
-        recipient="0x" + "ee" * 32, amount=1, expiration_secs=now + config.transaction_ttl_secs,
-        chain_id=config.chain_id, max_gas_amount=config.max_gas_amount, gas_unit_price=config.gas_unit_price))
-    chain.submit(signed.signed_bytes)
-    while observe(chain, signed).fate != Fate.SUCCESS:
-        time.sleep(0.001)
+def _pay(built: Path, root: Path, payment_ids: list[str], workers: int) -> tuple[float, float, float]:
+    """Pay every payment with ``workers`` workers on a copy of the built ledger; rate, commands and requests each."""
+    shutil.copytree(built, root)
+    broker = RedisServer(root / "redis").start()
+    chain = ChainProcess(root / "chain", CHAIN_ID).start()
+    stack = Stack(root, chain.url, broker.url(0))
+    try:
+        chain.control("fund", asset=USDC, address=Signer(PrivateKey.from_str(PAYER_KEY, strict=False)).address,
+                      amount=str(10**15))
+        for number in range(workers):
+            stack.issue_credential(f"bench-{number}", _actor(number))
+        stack.start_console()
+        api = LedgerApi(stack.api_url, stack.tokens["bench-0"])
+        effects = [effect for effect in api.effects("pending") if effect["payload"]["payment_id"] in set(payment_ids)]
+        for number in range(workers):
+            stack.start_worker(f"bench-{number}")
+        _wait_for_workers(stack, workers)
+        head, requests = api.head()["sequence"], _requests(stack)
+        started = time.perf_counter()
+        for start in range(0, len(effects), PAYMENT_BATCH):
+            stack.broker.send_task("porto.effects.payment", args=[effects[start:start + PAYMENT_BATCH]],
+                                   queue=PAYMENTS)
+        _wait_until_paid(stack, chain, payment_ids)
+        elapsed = time.perf_counter() - started
+        commands = api.head()["sequence"] - head
+        served = _requests(stack) - requests
+        api.close()
+        return len(payment_ids) / elapsed, commands / len(payment_ids), served / len(payment_ids)
+    finally:
+        stack.stop_all()
+        chain.stop()
+        broker.stop()
 
 
-def _timed(action) -> float:
-    started = time.perf_counter()
-    result = action()
-    elapsed = 1000 * (time.perf_counter() - started)
-    if isinstance(result, str) and result != "observed confirmed":
-        raise AssertionError(f"a measured payment did not confirm: {result}")
-    return elapsed
+def _wait_for_workers(stack: Stack, workers: int) -> None:
+    """Every worker process has said it is ready (``celery@... ready``) in its log."""
+    wait_until(lambda: all("ready." in (stack.root / f"bench-{number}.log").read_text()
+                           for number in range(workers)), "the workers to connect", timeout=120)
+
+
+def _wait_until_paid(stack: Stack, chain: ChainProcess, payment_ids: list[str]) -> None:
+    payer = Signer(PrivateKey.from_str(PAYER_KEY, strict=False)).address
+    wait_until(lambda: _sequence(chain, payer) >= len(payment_ids), "the chain to execute every transfer",
+               timeout=1_800)
+    wait_until(lambda: all(p["state"] == "confirmed" for p in stack.payments(payment_ids)),
+               "the ledger to confirm every payment", timeout=600)
+
+
+def _sequence(chain: ChainProcess, address: str) -> int:
+    answer = httpx.get(f"{chain.url}/v1/accounts/{address}", timeout=5)
+    return int(answer.json()["sequence_number"]) if answer.status_code == 200 else 0
+
+
+def _requests(stack: Stack) -> int:
+    """Requests the console served to the internal API so far, from its request log."""
+    log = stack.root / "console.log"
+    return log.read_text(errors="replace").count('"path":"/internal/') if log.exists() else 0

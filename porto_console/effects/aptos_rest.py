@@ -25,6 +25,7 @@ from porto_console.effects.simulated_chain import LABEL as SIMULATED
 
 BCS_CONTENT_TYPE = "application/x.aptos.signed_transaction+bcs"
 LEDGER_VERSION_HEADER = "X-Aptos-Ledger-Version"
+MEMPOOL_IS_FULL = 507  # Aptos: the node's mempool (or the sender's share of it) takes no more
 
 log = logging.getLogger("porto.effects.chain")
 
@@ -52,7 +53,7 @@ class AptosRestClient:
         if response.status_code in (200, 202):
             return response.json()["hash"]
         body = _json_or_empty(response)
-        if 400 <= response.status_code < 500:
+        if 400 <= response.status_code < 500 or response.status_code == MEMPOOL_IS_FULL:
             raise SubmitRefused(body.get("vm_error_code") or body.get("error_code") or str(response.status_code),
                                 body.get("message", response.text))
         raise ChainUncertain(f"{self.label}: submit answered {response.status_code}")
@@ -64,13 +65,21 @@ class AptosRestClient:
         body = self._ok(response)
         if str(body.get("hash", "")).lower() != transaction_hash.lower():
             raise ChainUncertain(f"{self.label}: asked for {transaction_hash}, answered with {body.get('hash')}")
-        sequence = body.get("sequence_number")
-        stated = {"sender": body.get("sender"), "payload": body.get("payload"),
-                  "sequence_number": int(sequence) if str(sequence).isdigit() else None}
-        if body["type"] == "pending_transaction":
-            return ChainTransaction(body["hash"], False, False, "pending", None, None, **stated)
-        return ChainTransaction(body["hash"], True, bool(body["success"]), body["vm_status"],
-                                int(body["version"]), int(body["timestamp"]), **stated)
+        return _transaction(body)
+
+    def account_transactions(self, address: str, start: int, limit: int) -> list[ChainTransaction]:
+        """The account's committed transactions from sequence ``start`` on, at most ``limit`` (an Aptos page)."""
+        response = self._read(f"/accounts/{address}/transactions?start={start}&limit={limit}")
+        if response.status_code == 404:
+            return []
+        if response.status_code >= 400:
+            raise ChainUncertain(f"{self.label}: account transactions answered {response.status_code}")
+        found = [_transaction(body) for body in response.json()]
+        if [(item.committed, item.sequence_number) for item in found] != \
+                [(True, sequence) for sequence in range(start, start + len(found))]:
+            raise ChainUncertain(f"{self.label}: the account's transactions from {start} are not its committed "
+                                 "ones in sequence order")
+        return found
 
     def sequence_number(self, address: str) -> int:
         response = self._read(f"/accounts/{address}")
@@ -113,6 +122,16 @@ class AptosRestClient:
         if response.status_code >= 400:
             raise ChainUncertain(f"{self.label}: {response.request.url.path} answered {response.status_code}")
         return response.json()
+
+
+def _transaction(body: dict[str, Any]) -> ChainTransaction:
+    sequence = body.get("sequence_number")
+    stated = {"sender": body.get("sender"), "payload": body.get("payload"),
+              "sequence_number": int(sequence) if str(sequence).isdigit() else None}
+    if body["type"] == "pending_transaction":
+        return ChainTransaction(body["hash"], False, False, "pending", None, None, **stated)
+    return ChainTransaction(body["hash"], True, bool(body["success"]), body["vm_status"],
+                            int(body["version"]), int(body["timestamp"]), **stated)
 
 
 def _json_or_empty(response: httpx.Response) -> dict[str, Any]:

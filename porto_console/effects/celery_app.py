@@ -19,7 +19,7 @@ are delivered again; every step is idempotent). The Redis transport is
 otherwise ends the worker. Whatever still dies is
 restarted by the supervisor (``docs/effects.md``: Procfile, systemd units).
 
-    celery -A porto_console.effects.celery_app worker -Q payments,commitments,maintenance
+    celery -A porto_console.effects.celery_app worker -Q payers,payments,commitments,maintenance
     celery -A porto_console.effects.celery_app beat
 """
 
@@ -32,7 +32,10 @@ from kombu import Queue
 
 from porto_console.effects.broker_transport import TRANSPORT as REDIS_TRANSPORT
 
-PAYMENTS, COMMITMENTS, MAINTENANCE = "payments", "commitments", "maintenance"
+PAYERS, PAYMENTS, COMMITMENTS, MAINTENANCE = "payers", "payments", "commitments", "maintenance"
+# A worker takes from its queues in this order (the Redis transport's "priority" strategy): a payer's follower and
+# repair before new payments, so a gap never waits behind the work it blocks.
+QUEUE_ORDER = (PAYERS, PAYMENTS, COMMITMENTS, MAINTENANCE)
 QUEUE_FOR_KIND = {"payment.transfer": PAYMENTS, "batch.anchor": COMMITMENTS}
 EMBEDDED_BROKER = "memory://"
 DEFAULT_VISIBILITY_SECS = 3600
@@ -68,7 +71,7 @@ def make_app(broker_url: str | None = None) -> Celery:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         task_ignore_result=True,
-        task_queues=[Queue(PAYMENTS), Queue(COMMITMENTS), Queue(MAINTENANCE)],
+        task_queues=[Queue(name) for name in QUEUE_ORDER],
         task_default_queue=MAINTENANCE,
         task_always_eager=broker == EMBEDDED_BROKER,
         broker_connection_retry_on_startup=True,
@@ -85,6 +88,7 @@ def make_app(broker_url: str | None = None) -> Celery:
             "socket_keepalive": True,
             "retry_on_timeout": True,
             "health_check_interval": 10,
+            "queue_order_strategy": "priority",
         },
         beat_schedule={
             # A sweep nobody ran before the next one is due is dropped: sweeps do not pile up while workers are down.

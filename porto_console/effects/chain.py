@@ -149,6 +149,9 @@ class ChainClient(Protocol):
     def sequence_number(self, address: str) -> int:
         """The account's next sequence number (0 for an account the chain has not seen)."""
 
+    def account_transactions(self, address: str, start: int, limit: int) -> list[ChainTransaction]:
+        """The account's committed transactions from sequence ``start``, in order, at most ``limit``."""
+
     def ledger_state(self) -> LedgerState:
         """The chain's latest version and block time."""
 

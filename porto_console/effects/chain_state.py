@@ -1,4 +1,17 @@
-"""The SIMULATED chain's durable state: one canonical JSON document, replaced atomically and fsynced.
+"""The SIMULATED chain's durable state: a log of what it committed, and a small document of its controls.
+
+A real node keeps what its chain committed and forgets its mempool when it
+restarts. So does this one:
+
+- ``<state>.log``: one canonical JSON line per committed change, appended and
+  fsynced before the call that made it answers: ``{"fund": ...}`` for a mint,
+  ``{"commit": ...}`` for a transaction the chain executed (its signed bytes,
+  version, block time, status). Accounts, sequence numbers and balances are
+  what replaying it gives. A last line cut short by a kill was never
+  answered, so it is dropped when the log is read again.
+- ``<state>``: the test controls (clock offset, queued faults, the hold and
+  the held transactions), replaced atomically whenever one changes; and,
+  only for a chain started with ``keep_mempool``, the mempool.
 
 Transactions are kept as their signed bytes and decoded again on load, so
 what the chain resumes with is exactly what it accepted. Amounts and clock
@@ -8,68 +21,123 @@ offsets are integers (micro-units, microseconds).
 from __future__ import annotations
 
 import os
-from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Iterator
 
 import orjson
 
-from porto_console.effects.transactions import decode_transfer
+from porto_console.effects.transactions import SignedTransfer, decode_transfer
 
-if TYPE_CHECKING:
-    from porto_console.effects.simulated_chain import SimulatedChain
-
-FORMAT = "porto-simulated-chain-state/v1"
+FORMAT = "porto-simulated-chain-state/v2"
 
 
-def dump(chain: "SimulatedChain") -> dict[str, Any]:
-    return {
-        "format": FORMAT,
-        "chain": "SIMULATED",
-        "chain_id": chain.chain_id,
-        "offset_us": int(chain._offset_secs * 1_000_000),
-        "version": chain._version,
-        "accounts": {address: {"sequence_number": account.sequence_number,
-                               "mempool": {str(sequence): transfer.signed_bytes.hex()
-                                           for sequence, transfer in sorted(account.mempool.items())}}
-                     for address, account in sorted(chain._accounts.items())},
-        "balances": [[asset, address, str(amount)] for (asset, address), amount in sorted(chain._balances.items())],
-        "committed": [{"signed_bytes": c.transfer.signed_bytes.hex(), "version": c.version,
-                       "timestamp_us": c.timestamp_us, "success": c.success, "vm_status": c.vm_status}
-                      for c in sorted(chain._committed.values(), key=lambda c: c.version)],
-        "held": sorted(chain._held),
-        "transfers_before_hold": chain._transfers_before_hold,
-        "faults": [{"kind": f.kind, "hold_ms": int(f.hold_seconds * 1000), "vm_status": f.vm_status}
-                   for f in chain._faults],
-    }
+@dataclass
+class Controls:
+    """What tests set on the chain; nothing a real node has."""
+
+    offset_us: int = 0
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)
+    transfers_before_hold: int | None = None
+    mempool: dict[str, dict[str, str]] = field(default_factory=dict)  # sender -> sequence -> signed bytes (hex)
 
 
-def load(chain: "SimulatedChain", state: dict[str, Any]) -> None:
-    from porto_console.effects.simulated_chain import Account, Committed, Fault
-
-    assert state["format"] == FORMAT and state["chain"] == "SIMULATED", "not a SIMULATED chain state file"
-    assert state["chain_id"] == chain.chain_id, f"the state file is for chain id {state['chain_id']}"
-    chain._offset_secs = state["offset_us"] / 1_000_000
-    chain._version = state["version"]
-    chain._accounts = {address: Account(entry["sequence_number"],
-                                        {int(sequence): decode_transfer(bytes.fromhex(data))
-                                         for sequence, data in entry["mempool"].items()})
-                       for address, entry in state["accounts"].items()}
-    chain._balances = {(asset, address): int(amount) for asset, address, amount in state["balances"]}
-    committed = [Committed(decode_transfer(bytes.fromhex(c["signed_bytes"])), c["version"], c["timestamp_us"],
-                           c["success"], c["vm_status"]) for c in state["committed"]]
-    chain._committed = {c.transfer.transaction_hash: c for c in committed}
-    chain._held = set(state["held"])
-    chain._transfers_before_hold = state.get("transfers_before_hold")
-    chain._faults = deque(Fault(f["kind"], f["hold_ms"] / 1000, f["vm_status"]) for f in state["faults"])
-    assert len(chain._committed) == chain._version, "committed transactions and the version disagree"
+def log_path(state_path: Path) -> Path:
+    return state_path.with_name(state_path.name + ".log")
 
 
-def write(path: Path, state: dict[str, Any]) -> None:
-    """Replace ``path`` with ``state``: a crash leaves the old file or the new one, never half of either."""
+def read_controls(state_path: Path, chain_id: int) -> Controls | None:
+    if not state_path.exists():
+        return None
+    state = orjson.loads(state_path.read_bytes())
+    if state.get("format") != FORMAT or state.get("chain") != "SIMULATED":
+        raise ValueError(f"{state_path} is not a SIMULATED chain state file of format {FORMAT}")
+    if state["chain_id"] != chain_id:
+        raise ValueError(f"{state_path} is for chain id {state['chain_id']}, not {chain_id}")
+    return Controls(state["offset_us"], state["faults"], state["held"], state["transfers_before_hold"],
+                    state["mempool"])
+
+
+def write_controls(state_path: Path, chain_id: int, controls: Controls) -> None:
+    document = {"format": FORMAT, "chain": "SIMULATED", "chain_id": chain_id, "offset_us": controls.offset_us,
+                "faults": controls.faults, "held": sorted(controls.held),
+                "transfers_before_hold": controls.transfers_before_hold, "mempool": controls.mempool}
+    replace(state_path, orjson.dumps(document, option=orjson.OPT_SORT_KEYS))
+
+
+@dataclass(frozen=True, slots=True)
+class Funded:
+    asset: str
+    address: str
+    amount: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRecord:
+    transfer: SignedTransfer
+    version: int
+    timestamp_us: int
+    success: bool
+    vm_status: str
+
+
+def fund_line(asset: str, address: str, amount: int) -> bytes:
+    return orjson.dumps({"fund": {"asset": asset, "address": address, "amount": str(amount)}}) + b"\n"
+
+
+def commit_line(record: CommitRecord) -> bytes:
+    return orjson.dumps({"commit": {
+        "signed_bytes": record.transfer.signed_bytes.hex(), "version": record.version,
+        "timestamp_us": record.timestamp_us, "success": record.success, "vm_status": record.vm_status}}) + b"\n"
+
+
+def read_log(path: Path) -> Iterator[Funded | CommitRecord]:
+    """Every whole line of the log in order; a line cut short at the end is dropped from the file."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    whole = data[:data.rfind(b"\n") + 1]
+    if len(whole) != len(data):
+        with open(path, "r+b") as handle:
+            handle.truncate(len(whole))
+            os.fsync(handle.fileno())
+    for line in whole.splitlines():
+        entry = orjson.loads(line)
+        if "fund" in entry:
+            funded = entry["fund"]
+            yield Funded(funded["asset"], funded["address"], int(funded["amount"]))
+        else:
+            committed = entry["commit"]
+            yield CommitRecord(decode_transfer(bytes.fromhex(committed["signed_bytes"])), committed["version"],
+                               committed["timestamp_us"], committed["success"], committed["vm_status"])
+
+
+class AppendLog:
+    """The committed log, open for appending; ``sync`` makes every line written so far durable."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._unsynced = False
+
+    def append(self, line: bytes) -> None:
+        os.write(self._fd, line)
+        self._unsynced = True
+
+    def sync(self) -> None:
+        if self._unsynced:
+            os.fsync(self._fd)
+            self._unsynced = False
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def replace(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``: a crash leaves the old file or the new one, never half of either."""
     temporary = path.with_name(path.name + ".tmp")
     with open(temporary, "wb") as handle:
-        handle.write(orjson.dumps(state, option=orjson.OPT_SORT_KEYS))
+        handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)

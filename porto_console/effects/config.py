@@ -16,7 +16,8 @@
 | ``PORTO_WORKER_ID`` / ``PORTO_WORKER_TOKEN`` / ``PORTO_WORKER_TOKEN_FILE`` | this worker's ledger actor and bearer credential | none |
 | ``PORTO_CLAIM_TTL_MS`` | how long a claim on an effect lasts | ``60000`` |
 | ``PORTO_QUARANTINE_DIR`` | effects parked for an operator | ``var/effects/quarantine`` |
-| ``PORTO_OBSERVE_WINDOW_SECS`` | how long one task waits for a confirmation before handing over | ``20`` |
+| ``PORTO_OBSERVE_WINDOW_SECS`` | how long the payer's follower waits on the head of its sequence before handing over | ``20`` |
+| ``PORTO_PAYER_WINDOW`` | how many sequences above the chain's next one the payer may have in flight: a node's mempool takes 100 of one sender | ``100`` |
 """
 
 from __future__ import annotations
@@ -54,10 +55,15 @@ class EffectsConfig:
     claim_ttl_ms: int
     quarantine_dir: Path
     observe_window_secs: int
+    payer_window: int
 
     @property
     def simulated(self) -> bool:
         return self.chain == "simulated"
+
+    def __post_init__(self) -> None:
+        if self.payer_window < 1:
+            raise NotConfigured("PORTO_PAYER_WINDOW must be at least 1: no transfer could be signed")
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "EffectsConfig":
@@ -86,6 +92,7 @@ class EffectsConfig:
             claim_ttl_ms=_integer(env, "PORTO_CLAIM_TTL_MS", 60_000),
             quarantine_dir=Path(env.get("PORTO_QUARANTINE_DIR", var_dir / "effects" / "quarantine")),
             observe_window_secs=_integer(env, "PORTO_OBSERVE_WINDOW_SECS", 20),
+            payer_window=_integer(env, "PORTO_PAYER_WINDOW", 100),
         )
 
 

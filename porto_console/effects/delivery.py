@@ -1,24 +1,26 @@
 """Getting effects to workers: the announcement after commit, the periodic sweep, quarantine retries.
 
 Neither path decides who works an effect: ``ClaimEffect`` does. Sending the
-same effect twice costs one rejected claim, never a second effect. The sweep
-also schedules an observation of every in-flight payment attempt, so the
-follow-up of a submitted payment does not depend on a broker message either,
-and a check of the signer's journal against the ledger
-(``journal_reconcile``). Nothing is queued twice: an effect, a transaction
-or the journal check with a message already waiting is skipped
-(``queued``), so a backlog does not grow with sweeps. While dispatch is
-disabled the sweep sends nothing.
+same effect twice costs one rejected claim, never a second effect. Payment
+effects travel in batches of up to ``PAYMENT_BATCH``, one message each, so a
+worker claims, signs, records and reports them in a few round trips. The
+sweep also asks, for every payer with an attempt in flight, for that payer's
+follower (``payer_follow``), so the fate of a submitted payment does not
+depend on a broker message either, and for a check of the signer's journal
+against the ledger (``journal_reconcile``). Nothing is queued twice: an
+effect, a payer's follower or repair, an anchor's follow-up or the journal
+check with a message already waiting is skipped (``queued``), so a backlog
+does not grow with sweeps; and one follower at a time watches a payer
+(``following``). While dispatch is disabled the sweep sends nothing.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import time
 from typing import Any, Callable, Iterable
 
-from porto_console.effects.celery_app import COMMITMENTS, PAYMENTS, QUEUE_FOR_KIND, app, queued_mark_secs
+from porto_console.effects.celery_app import COMMITMENTS, PAYERS, PAYMENTS, app, queued_mark_secs
 from porto_console.effects.ledger_api import LedgerApi
 from porto_console.effects.journal_port import QuarantinePort
 from porto_console.effects.queued import Marks, marks_for
@@ -26,6 +28,8 @@ from porto_console.effects.queued import Marks, marks_for
 log = logging.getLogger("porto.effects.delivery")
 
 CLAIMABLE = ("pending", "claimed")
+PAYMENT = "payment.transfer"
+PAYMENT_BATCH = 25  # payments in one message: one claim, one journal sync and one record round trip for them all
 
 
 @functools.cache
@@ -41,6 +45,10 @@ def follow_subject(task_name: str, transaction_hash: str) -> str:
     return f"{task_name}:{transaction_hash}"
 
 
+def payer_subject(task_name: str, sender: str) -> str:
+    return f"{task_name}:{sender}"
+
+
 JOURNAL_SUBJECT = "journal"
 
 
@@ -49,43 +57,79 @@ def send(effect: dict[str, Any]) -> bool:
 
     Payments go to ``payments``, batch anchors to ``commitments``.
     """
-    from porto_console.effects.tasks import commitment, payment
+    from porto_console.effects.tasks import commitment
 
-    task = {"payment.transfer": payment, "batch.anchor": commitment}.get(effect["kind"])
-    if task is None:
+    if effect["kind"] == PAYMENT:
+        return send_payments([effect]) == 1
+    if effect["kind"] != "batch.anchor":
         log.info("no worker for %s effects: %s", effect["kind"], effect["effect_id"])
         return False
     if not queued_marks().mark(effect_subject(effect["effect_id"])):
         return False
-    task.apply_async(args=[effect], queue=QUEUE_FOR_KIND[effect["kind"]])
+    commitment.apply_async(args=[effect], queue=COMMITMENTS)
     return True
+
+
+def send_payments(effects: Iterable[dict[str, Any]], countdown: float = 0) -> int:
+    """Queue the payment effects no message waits for yet, ``PAYMENT_BATCH`` to a message; how many were queued."""
+    from porto_console.effects.tasks import payment
+
+    fresh = [effect for effect in effects if queued_marks().mark(effect_subject(effect["effect_id"]))]
+    for start in range(0, len(fresh), PAYMENT_BATCH):
+        payment.apply_async(args=[fresh[start:start + PAYMENT_BATCH]], queue=PAYMENTS, countdown=countdown)
+    return len(fresh)
 
 
 def announce(effects: Iterable[dict[str, Any]]) -> None:
     """The owner's hook after an acknowledged command that created or reopened effects."""
+    effects = list(effects)
+    send_payments([effect for effect in effects if effect["kind"] == PAYMENT])
     for effect in effects:
-        send(effect)
+        if effect["kind"] != PAYMENT:
+            send(effect)
 
 
 def look_again(task: Any, transaction_hash: str, *, again: bool, countdown: float = 0,
                effect_id: str | None = None) -> bool:
-    """Queue ``task`` (a follow task) for one transaction unless a look at it is already waiting; True if sent.
+    """Queue ``task`` (an anchor's follow task) for one transaction unless a look at it is already waiting.
 
     ``effect_id`` names the effect the transaction carries out: a follow that fails for good parks it.
     """
     if not queued_marks().mark(follow_subject(task.name, transaction_hash)):
         return False
-    queue = COMMITMENTS if task.name == "porto.effects.follow_commitment" else PAYMENTS
     task.apply_async(args=[transaction_hash], kwargs={"again": again, "effect_id": effect_id}, countdown=countdown,
-                     queue=queue)
+                     queue=COMMITMENTS)
     return True
 
 
-def observe(attempt: dict[str, Any]) -> bool:
-    """Queue one look at an in-flight attempt on chain; the next sweep sends another if it is still in flight."""
-    from porto_console.effects.tasks import follow
+def follow_payer(sender: str, countdown: float = 0) -> bool:
+    """Queue the payer's follower (``payer_follow``) unless one is already waiting; True if sent."""
+    from porto_console.effects.tasks import follow_payer as task
 
-    return look_again(follow, attempt["transaction_hash"], again=False, effect_id=attempt["effect_id"])
+    return _for_payer(task, sender, countdown)
+
+
+def repair_payer(sender: str, countdown: float = 0) -> bool:
+    """Queue the payer's repair (``payer_repair``), after ``countdown`` seconds, unless one is already waiting."""
+    from porto_console.effects.tasks import repair_payer as task
+
+    return _for_payer(task, sender, countdown)
+
+
+def _for_payer(task: Any, sender: str, countdown: float) -> bool:
+    if not queued_marks().mark(payer_subject(task.name, sender)):
+        return False
+    task.apply_async(args=[sender], countdown=countdown, queue=PAYERS)
+    return True
+
+
+def following(sender: str, lease_secs: float) -> bool:
+    """Take the lease that lets one follower at a time watch the payer; False when another holds it."""
+    return queued_marks().hold(f"following:{sender}", lease_secs)
+
+
+def stop_following(sender: str) -> None:
+    queued_marks().let_go(f"following:{sender}")
 
 
 def observe_batch(batch: dict[str, Any]) -> bool:
@@ -96,11 +140,7 @@ def observe_batch(batch: dict[str, Any]) -> bool:
 
 
 def check_journal(countdown: float = 0) -> bool:
-    """Queue one check of the signer's journal against the ledger (``journal_reconcile``) unless one is waiting.
-
-    ``countdown`` delays it: a check that found a stranded transaction under a live claim runs again when
-    the claim lapses.
-    """
+    """Queue one check of the signer's journal against the ledger (``journal_reconcile``) unless one is waiting."""
     from porto_console.effects.tasks import reconcile_journal
 
     if not queued_marks().mark(JOURNAL_SUBJECT):
@@ -110,7 +150,8 @@ def check_journal(countdown: float = 0) -> bool:
 
 
 def sweep(api: LedgerApi, quarantine: QuarantinePort) -> int:
-    """Send every claimable effect, a look at every in-flight attempt and anchor and a journal check; how many."""
+    """Send every claimable effect, a follower for every payer and a look at every anchor in flight, and a journal
+    check; how many messages."""
     state = api.dispatch()
     if not state["enabled"]:
         log.info("dispatch is disabled (%s): the sweep sends nothing", state["reason"])
@@ -124,18 +165,19 @@ def lapsed(effect: dict[str, Any], now_ms: int) -> bool:
 
 
 def _send_claimable(api: LedgerApi, quarantine: QuarantinePort) -> int:
-    """Every pending effect and every effect whose claim has lapsed, except quarantined and already queued ones."""
-    now_ms = time.time_ns() // 1_000_000
-    sent = 0
-    for status in CLAIMABLE:
-        for effect in api.effects(status):
-            if lapsed(effect, now_ms) and not quarantine.contains(effect["effect_id"]):
-                sent += send(effect)
-    return sent
+    """Every pending effect and every effect whose claim has lapsed (on the ledger's clock), except quarantined and
+    already queued ones."""
+    now_ms = api.ledger_now_ms()
+    claimable = [effect for status in CLAIMABLE for effect in api.effects(status)
+                 if lapsed(effect, now_ms) and not quarantine.contains(effect["effect_id"])]
+    payments = [effect for effect in claimable if effect["kind"] == PAYMENT]
+    return send_payments(payments) + sum(send(effect) for effect in claimable if effect["kind"] != PAYMENT)
 
 
 def _observe_in_flight(api: LedgerApi, quarantine: QuarantinePort) -> int:
-    return (_observe_each(api.in_flight_attempts(), "effect_id", observe, quarantine)
+    payers = dict.fromkeys(attempt["sender_address"] for attempt in api.in_flight_attempts()
+                           if not quarantine.contains(attempt["effect_id"]))
+    return (sum(follow_payer(sender) for sender in payers)
             + _observe_each(api.in_flight_batches(), "anchor_effect_id", observe_batch, quarantine))
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ledger_engine.canonical import canonical_bytes
 from porto_console.effects.chain import ChainClient, ChainUncertain, Fate, Observation, SubmitRefused, observe
 from porto_console.effects.config import EffectsConfig
-from porto_console.effects.ledger_api import LedgerApi, Outcome, command_id_for
+from porto_console.effects.ledger_api import Answer, Command, LedgerApi, LedgerRefused, Outcome, command_id_for
 from porto_console.effects.journal_port import JournalPort
 from porto_console.effects.signed_journal import SignedRecord
 from porto_console.effects.signer import Signer
@@ -73,13 +73,27 @@ class EffectWorker:
     def worker_id(self) -> str:
         return self.config.worker_id
 
+    def command_of(self, command_type: str, payload: dict[str, Any], *parts: str, **extra: Any) -> Command:
+        """The command, named by this worker, its type and ``parts`` (what it is about)."""
+        return Command(command_type, payload, command_id_for(self.worker_id, command_type, *parts), **extra)
+
     def command(self, command_type: str, payload: dict[str, Any], *parts: str, **extra: Any) -> Outcome:
-        command_id = command_id_for(self.worker_id, command_type, *parts)
-        return self.api.submit(command_type, payload, command_id=command_id, **extra)
+        command = self.command_of(command_type, payload, *parts, **extra)
+        return self.api.submit(command_type, payload, command_id=command.command_id, **extra)
+
+    def submit_all(self, commands: list[Command], evidence: list[bytes] = ()) -> list[Answer]:
+        return self.api.submit_all(commands, evidence)
 
 
 def claim(worker: EffectWorker, effect: dict[str, Any]) -> Outcome:
-    """A fresh lease on the effect at the revision the message names.
+    """A fresh lease on the effect at the revision the message names (``claim_command``)."""
+    command = claim_command(worker, effect, worker.api.ledger_now_ms() + worker.config.claim_ttl_ms)
+    return worker.api.submit(command.command_type, command.payload, command_id=command.command_id,
+                             expected_revisions=list(command.expected_revisions))
+
+
+def claim_command(worker: EffectWorker, effect: dict[str, Any], expires_at_ms: int) -> Command:
+    """``ClaimEffect`` at the effect's listed revision, until ``expires_at_ms`` on the ledger's clock.
 
     Each delivery asks for its own lease, so a duplicate delivery after the
     first claim finds the revision moved on (STALE_REVISION) and stands back.
@@ -88,9 +102,8 @@ def claim(worker: EffectWorker, effect: dict[str, Any]) -> Outcome:
     command, and the second would be answered with the first's acceptance
     and work the effect beside it.
     """
-    expires_at_ms = time.time_ns() // 1_000_000 + worker.config.claim_ttl_ms
     delivery_nonce = uuid.uuid4().hex
-    return worker.command(
+    return worker.command_of(
         "ClaimEffect", {"effect_id": effect["effect_id"], "expires_at_ms": expires_at_ms},
         effect["effect_id"], str(effect["revision"]), str(expires_at_ms), delivery_nonce,
         expected_revisions=[{"cf": "outbox", "key": effect["effect_id"], "revision": effect["revision"]}])
@@ -99,13 +112,27 @@ def claim(worker: EffectWorker, effect: dict[str, Any]) -> Outcome:
 def complete(worker: EffectWorker, effect_id: str, revision: int, sent: bool, record: SignedRecord,
              **extra: Any) -> None:
     """``CompleteEffect`` ``submitted`` (the chain acknowledged the bytes) or ``unknown``, naming the transaction."""
+    command = complete_command(worker, effect_id, revision, sent, record, **extra)
+    report = worker.api.submit(command.command_type, command.payload, command_id=command.command_id,
+                               expected_revisions=list(command.expected_revisions),
+                               evidence_hashes=list(command.evidence_hashes))
+    note_completion(effect_id, report)
+
+
+def complete_command(worker: EffectWorker, effect_id: str, revision: int, sent: bool, record: SignedRecord,
+                     **extra: Any) -> Command:
     outcome = "submitted" if sent else "unknown"
-    report = worker.command(
+    return worker.command_of(
         "CompleteEffect", {"effect_id": effect_id, "outcome": outcome, "transaction_hash": record.transaction_hash},
         effect_id, str(revision), expected_revisions=[{"cf": "outbox", "key": effect_id, "revision": revision}],
         **extra)
-    if not report.accepted:
-        log.info("report on %s not recorded (%s); the observation will settle it", effect_id, report.code)
+
+
+def note_completion(effect_id: str, report: Answer) -> None:
+    """A report the ledger did not take changes nothing: the chain observation settles the effect."""
+    if not (isinstance(report, Outcome) and report.accepted):
+        code = report.code if isinstance(report, (Outcome, LedgerRefused)) else str(report)
+        log.info("report on %s not recorded (%s); the observation will settle it", effect_id, code)
 
 
 def broadcast(worker: EffectWorker, record: SignedRecord) -> bool:
@@ -157,11 +184,20 @@ def watch(worker: EffectWorker, record: SignedRecord, *, may_rebroadcast: Callab
 
 
 def chain_reading(worker: EffectWorker, seen: Observation) -> dict[str, Any]:
-    """The chain evidence, stored with the ledger owner first, and the version and time it speaks for.
+    """The chain evidence, stored with the ledger owner first, and the version and time it speaks for."""
+    return reading_of(seen, worker.api.store_evidence(evidence_of(worker, seen)))
+
+
+def evidence_of(worker: EffectWorker, seen: Observation) -> bytes:
+    """What an observation asserts about the chain, as the bytes stored for it."""
+    return canonical_bytes(seen.evidence(worker.chain.label))
+
+
+def reading_of(seen: Observation, digest: str) -> dict[str, Any]:
+    """The version and time the evidence (stored under ``digest``) speaks for.
 
     Everything here is a function of the evidence, so an observation
     command named by its evidence digest always has the same content.
     """
-    digest = worker.api.store_evidence(canonical_bytes(seen.evidence(worker.chain.label)))
     return {"ledger_version": seen.ledger_version, "chain_time_ms": seen.chain_time_us // 1000,
             "evidence_digest": digest}

@@ -10,17 +10,19 @@
 Both journals keep one rule for sender sequences: a new transaction takes
 the lowest sequence, from the chain's next one up, at which no journalled
 transaction can still land (none is there, or every one there has expired by
-chain time). So an expired transaction's sequence is used again, and two
-transactions that could both land never share one. A transaction hash is
-journalled once.
+chain time), and none at or past the sender's window above the chain's next
+sequence. So an expired transaction's sequence is used again, two
+transactions that could both land never share one, and no more wait for
+one sender than a node's mempool takes. A transaction hash is journalled
+once.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Protocol, TypeVar
+from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
 
 from porto_console.effects.signed_journal import (
-    SEQUENCE_LIVE, TRANSACTION_JOURNALLED, JournalConflict, JournalCorrupt, SignedRecord,
+    SEQUENCE_LIVE, TRANSACTION_JOURNALLED, JournalConflict, JournalCorrupt, SignedRecord, SignRequest,
 )
 
 __all__ = ["SEQUENCE_LIVE", "TRANSACTION_JOURNALLED", "JournalConflict", "JournalCorrupt", "JournalPort",
@@ -38,6 +40,10 @@ class JournalPort(Protocol[R]):
     def sign_next_for(self, subject: str, *, sender: str, chain_sequence: int, chain_time_secs: int,
                       reuse: Callable[[R], bool], sign: Callable[[int], R]) -> tuple[R, bool]: ...
 
+    def sign_batch_for(self, requests: Sequence[SignRequest[R]], *, sender: str, chain_sequence: int,
+                       chain_time_secs: int, reuse: Callable[[R], bool],
+                       window: int) -> list[tuple[R, bool] | None]: ...
+
     def last_for(self, subject: str) -> R | None: ...
 
     def append(self, record: R) -> None: ...
@@ -47,6 +53,8 @@ class JournalPort(Protocol[R]):
     def for_subject(self, subject: str) -> list[R]: ...
 
     def at_sequence(self, sender: str, sequence: int) -> list[R]: ...
+
+    def live_from(self, sender: str, sequence: int, chain_time_secs: int) -> list[R]: ...
 
     def expiring_after(self, sender: str, expiration_secs: int) -> list[R]: ...
 

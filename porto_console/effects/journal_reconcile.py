@@ -12,14 +12,10 @@ chain time), the ledger's view and the chain's are compared:
   chain does not know while they can still land are broadcast again;
 - **not recorded, committed on chain** (only after a restore):
   ``RecordLandedAttempt`` with the exact journalled bytes;
-- **not recorded, could still land, its payment's last transaction**: its
-  effect is queued again once its claim has lapsed (if it is not queued
-  already); the payment session then records those exact journalled bytes
-  under its fresh claim and broadcasts them. While the claim is still live
-  the report says when it lapses (``recheck_in_ms``) and the check is
-  queued again for that moment, so the stranded sequence is freed without
-  waiting for a sweep: a worker kept busy watching the transactions queued
-  behind it may run no sweep at all;
+- **not recorded, could still land, its payment's last transaction**: the
+  payer's repair is asked for (``payer_repair``), which gets those exact
+  journalled bytes recorded under a claim and broadcast, at once or as soon
+  as another worker's claim on the payment lapses;
 - **not recorded and proven unable to land** (expired by chain time, or its
   sequence used by another journalled transaction the chain shows
   committed): nothing was sent and nothing is recorded; its sequence is free
@@ -38,11 +34,9 @@ nothing. It never signs anything.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from porto_console.effects import delivery
 from porto_console.effects.chain import ChainContradiction, Fate
 from porto_console.effects.effect_worker import broadcast, look_up
 from porto_console.effects.payment_journal import SignedPaymentRecord
@@ -55,7 +49,6 @@ log = logging.getLogger("porto.effects.journal")
 
 HORIZON_SECS = 3600
 FINAL = ("confirmed", "failed", "expired")
-OPEN_EFFECT = ("pending", "claimed")
 
 
 @dataclass
@@ -64,19 +57,14 @@ class JournalReport:
     observed: dict[str, int] = field(default_factory=dict)
     rebroadcast: int = 0
     recorded_landed: int = 0
-    requeued: int = 0
+    stranded: int = 0  # signatures the ledger never recorded that can still land: the payer's repair is asked for
     released: int = 0
     problems: list[dict[str, str]] = field(default_factory=list)
-    recheck_in_ms: int | None = None  # when the soonest live claim on a stranded transaction lapses
-
-    def recheck_when_lapsed(self, effect: dict[str, Any], now_ms: int) -> None:
-        lapses_in_ms = max(effect["claim"]["expires_at_ms"] - now_ms, 0)
-        self.recheck_in_ms = lapses_in_ms if self.recheck_in_ms is None else min(self.recheck_in_ms, lapses_in_ms)
 
     def as_json(self) -> dict[str, Any]:
         return {"checked": self.checked, "observed": dict(sorted(self.observed.items())),
                 "rebroadcast": self.rebroadcast, "recorded_landed": self.recorded_landed,
-                "requeued": self.requeued, "released": self.released, "problems": self.problems}
+                "stranded": self.stranded, "released": self.released, "problems": self.problems}
 
 
 def reconcile_journal(worker: PaymentWorker, quarantine: QuarantinePort) -> JournalReport:
@@ -94,6 +82,8 @@ def reconcile_journal(worker: PaymentWorker, quarantine: QuarantinePort) -> Jour
         except ChainContradiction as contradiction:
             log.error("journalled %s of payment %s: %s", record.transaction_hash, record.payment_id, contradiction)
             _problem(report, record, f"the chain cannot say what became of it: {contradiction}")
+    if report.stranded:
+        worker.ask_to_repair(worker.signer.address, 0)
     return report
 
 
@@ -119,27 +109,12 @@ def _unrecorded(worker: PaymentWorker, record: SignedPaymentRecord, quarantine: 
         else:
             _problem(report, record, f"landed transaction not recorded: {outcome.code}")
     elif seen.may_still_land:
-        if worker.journal.last_for(record.payment_id) == record:
-            report.requeued += _requeue(worker, record, quarantine, report)
+        if worker.journal.last_for(record.payment_id) == record and not quarantine.contains(record.effect_id):
+            log.info("journalled %s of payment %s is not recorded: the payer's repair is asked for",
+                     record.transaction_hash, record.payment_id)
+            report.stranded += 1
     else:
         report.released += 1
-
-
-def _requeue(worker: PaymentWorker, record: SignedPaymentRecord, quarantine: QuarantinePort,
-             report: JournalReport) -> bool:
-    """Queue the payment's effect again if its claim has lapsed and nothing for it is waiting on the broker."""
-    effect = worker.api.effect(record.effect_id)
-    now_ms = time.time_ns() // 1_000_000
-    if effect["status"] not in OPEN_EFFECT or quarantine.contains(effect["effect_id"]):
-        return False
-    if not delivery.lapsed(effect, now_ms):
-        report.recheck_when_lapsed(effect, now_ms)
-        return False
-    sent = delivery.send(effect)
-    if sent:
-        log.info("journalled %s of payment %s is not recorded: its effect is queued again",
-                 record.transaction_hash, record.payment_id)
-    return sent
 
 
 def _count(counts: dict[str, int], name: str) -> None:

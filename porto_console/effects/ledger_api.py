@@ -4,14 +4,23 @@ Every command a worker sends has a command ID derived from what the command
 means (``command_id_for``), so a retry after a crash or a lost response sends
 the same request again and the ledger executes it at most once. A transport
 failure is ``LedgerUnreachable``: the caller retries the same request later.
+``submit_all`` sends many commands, and the evidence they cite, in one round
+trip (``POST /internal/batch``), each answered as if sent alone.
+
+Leases are reckoned on the ledger's clock, never this host's: every answer
+names the time the console admits commands at (``X-Porto-Ledger-Time-Ms``),
+and ``ledger_now_ms`` carries the last one forward on this host's monotonic
+clock.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 import uuid
-from dataclasses import dataclass
-from typing import Any, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
 
 import httpx
 
@@ -19,10 +28,16 @@ from porto_console.effects.config import EffectsConfig, NotConfigured
 from porto_console.effects.refusals import Refused
 
 COMMAND_ID_DOMAIN = b"porto:london:effects:command:v1\n"
+LEDGER_TIME_HEADER = "X-Porto-Ledger-Time-Ms"
+BATCH_LIMIT = 100  # the internal API's most evidence items, and most commands, in one batch
 
 
 class LedgerUnreachable(Exception):
     """No usable answer from the internal API (transport failure, 5xx, halted ledger): retry later."""
+
+
+class DispatchDisabled(LedgerUnreachable):
+    """Dispatch is disabled (after a restore, until an operator resumes it): nothing is started meanwhile."""
 
 
 class LedgerRefused(Refused):
@@ -43,6 +58,26 @@ class Outcome:
         return self.outcome == "accepted"
 
 
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One typed command as a worker sends it."""
+
+    command_type: str
+    payload: dict[str, Any]
+    command_id: str
+    expected_revisions: Sequence[dict[str, Any]] = field(default=())
+    evidence_hashes: Sequence[str] = field(default=())
+
+    def body(self) -> dict[str, Any]:
+        return {"command_id": self.command_id, "command_type": self.command_type, "payload": self.payload,
+                "expected_revisions": sorted(self.expected_revisions, key=lambda item: (item["cf"], item["key"])),
+                "evidence_hashes": sorted(set(self.evidence_hashes))}
+
+
+# What one command of a batch came to: its outcome, or the refusal or failure it alone would have met.
+Answer = Outcome | LedgerRefused | LedgerUnreachable
+
+
 def command_id_for(*parts: str) -> str:
     """A UUIDv4-shaped ID that names one intended command, the same on every retry."""
     digest = hashlib.sha256(COMMAND_ID_DOMAIN + "\n".join(parts).encode()).digest()
@@ -54,6 +89,8 @@ class LedgerApi:
                  transport: httpx.BaseTransport | None = None) -> None:
         self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_secs, transport=transport,
                                   headers={"Authorization": f"Bearer {token}"})
+        self._clock_lock = threading.Lock()
+        self._ledger_ms_at: tuple[int, float] | None = None  # the ledger's time last read, and when (monotonic)
 
     @classmethod
     def from_config(cls, config: EffectsConfig) -> "LedgerApi":
@@ -66,10 +103,35 @@ class LedgerApi:
 
     def submit(self, command_type: str, payload: dict[str, Any], *, command_id: str,
                expected_revisions: list[dict[str, Any]] = (), evidence_hashes: list[str] = ()) -> Outcome:
-        body = {"command_id": command_id, "command_type": command_type, "payload": payload,
-                "expected_revisions": sorted(expected_revisions, key=lambda item: (item["cf"], item["key"])),
-                "evidence_hashes": sorted(set(evidence_hashes))}
-        return _outcome(self._call("POST", "/commands", json=body))
+        command = Command(command_type, payload, command_id, expected_revisions, evidence_hashes)
+        return _outcome(self._call("POST", "/commands", json=command.body()))
+
+    def submit_all(self, commands: Sequence[Command], evidence: Sequence[bytes] = ()) -> list[Answer]:
+        """Store ``evidence`` and submit ``commands`` in as few round trips as the batch limit allows.
+
+        All the evidence is stored before any command is submitted, so every command may cite any of it.
+        """
+        evidence = list(evidence)
+        while len(evidence) > BATCH_LIMIT:
+            self._call("POST", "/batch", json={"evidence": [item.hex() for item in evidence[:BATCH_LIMIT]]})
+            evidence = evidence[BATCH_LIMIT:]
+        answers: list[Answer] = []
+        for start in range(0, max(len(commands), 1), BATCH_LIMIT):
+            chunk = commands[start:start + BATCH_LIMIT]
+            body = {"evidence": [item.hex() for item in evidence] if start == 0 else [],
+                    "commands": [command.body() for command in chunk]}
+            if not body["evidence"] and not body["commands"]:
+                return answers
+            answers += [_answer(result) for result in self._call("POST", "/batch", json=body)["results"]]
+        return answers
+
+    def ledger_now_ms(self) -> int:
+        """The ledger's admission clock now, from its last answer; this host's clock before any answer."""
+        with self._clock_lock:
+            if self._ledger_ms_at is None:
+                return time.time_ns() // 1_000_000
+            ledger_ms, read_at = self._ledger_ms_at
+        return ledger_ms + int((time.monotonic() - read_at) * 1000)
 
     def store_evidence(self, data: bytes) -> str:
         """Store evidence bytes with the ledger owner before a command cites them; returns their SHA-256."""
@@ -137,12 +199,31 @@ class LedgerApi:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as error:
             raise LedgerUnreachable(f"{method} {path}: {type(error).__name__}: {error}") from None
+        self._note_ledger_time(response)
         if response.status_code == 200:
             return response.json()
         body = _error_body(response)
         if response.status_code >= 500:
             raise LedgerUnreachable(f"{method} {path}: {response.status_code} {body['code']}: {body['detail']}")
         raise LedgerRefused(body["code"], body["detail"])
+
+
+    def _note_ledger_time(self, response: httpx.Response) -> None:
+        stated = response.headers.get(LEDGER_TIME_HEADER, "")
+        if stated.isdigit():
+            with self._clock_lock:
+                self._ledger_ms_at = (int(stated), time.monotonic())
+
+
+def _answer(result: dict[str, Any]) -> Answer:
+    if result["status"] == 200:
+        return _outcome(result["outcome"])
+    error = result["error"]
+    if error["code"] == "DISPATCH_DISABLED":
+        return DispatchDisabled(error["detail"])
+    if result["status"] >= 500:
+        return LedgerUnreachable(f"{result['status']} {error['code']}: {error['detail']}")
+    return LedgerRefused(error["code"], error["detail"])
 
 
 def _outcome(body: dict[str, Any]) -> Outcome:

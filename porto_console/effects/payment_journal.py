@@ -10,12 +10,12 @@ reconcile compares with the chain and a restored ledger (see
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from porto_console.effects.signed_journal import JournalCorrupt, SignedBytes, SignedJournal
+from porto_console.effects.signed_journal import JournalCorrupt, SignedBytes, SignedJournal, SignRequest
 from porto_console.effects.transactions import SignedTransfer, transfer_payload
 
-__all__ = ["JournalCorrupt", "PaymentJournal", "SignedPaymentJournal", "SignedPaymentRecord"]
+__all__ = ["JournalCorrupt", "PaymentJournal", "PaymentToSign", "SignedPaymentJournal", "SignedPaymentRecord"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +53,15 @@ class SignedPaymentRecord(SignedBytes):
 PAYMENT_DOMAIN = "porto:london:signed-payment:v1\n"
 
 
+@dataclass(frozen=True, slots=True)
+class PaymentToSign:
+    """A payment to sign a transfer for, if its last one cannot land: ``sign(sequence)`` signs it."""
+
+    payment_id: str
+    effect_id: str
+    sign: Callable[[int], SignedTransfer]
+
+
 class PaymentJournal:
     """What the payment session asks of either journal adapter (``journal_port``), in payment words."""
 
@@ -63,6 +72,19 @@ class PaymentJournal:
         return self.sign_next_for(
             payment_id, sender=sender, chain_sequence=chain_sequence, chain_time_secs=chain_time_secs, reuse=reuse,
             sign=lambda sequence: SignedPaymentRecord.of(payment_id, effect_id, worker_id, sign(sequence), now_ms))
+
+    def sign_payments(self, payments: Sequence[PaymentToSign], *, worker_id: str, sender: str, chain_sequence: int,
+                      chain_time_secs: int, reuse: Callable[[SignedPaymentRecord], bool], window: int,
+                      now_ms: int) -> list[tuple[SignedPaymentRecord, bool] | None]:
+        """Each payment's last signed transfer if ``reuse`` accepts it, else a new one at a free sequence of the
+        sender's window (True); None where the window is full. One lock and one sync for them all."""
+        def request(payment: PaymentToSign) -> SignRequest[SignedPaymentRecord]:
+            return SignRequest(payment.payment_id, lambda sequence: SignedPaymentRecord.of(
+                payment.payment_id, payment.effect_id, worker_id, payment.sign(sequence), now_ms))
+
+        return self.sign_batch_for([request(payment) for payment in payments], sender=sender,
+                                   chain_sequence=chain_sequence, chain_time_secs=chain_time_secs, reuse=reuse,
+                                   window=window)
 
     def for_payment(self, payment_id: str) -> list[SignedPaymentRecord]:
         return self.for_subject(payment_id)

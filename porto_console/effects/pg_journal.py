@@ -2,12 +2,12 @@
 
 The PostgreSQL adapter of ``journal_port.JournalPort`` (the file adapter is
 ``signed_journal``), selected by ``PORTO_SIGNER_JOURNAL_URL``. A row is
-committed before ``sign_next_for`` returns it, so before anything can
-broadcast it. ``sign_next_for`` runs in one transaction holding two
-transaction-scoped advisory locks, always in this order: the subject's (so
-concurrent deliveries of one payment agree on one transaction) and the
-sender's (so allocating a sequence and inserting its row happen as one
-step for that sender on every host). The constraints hold the same rules
+committed before ``sign_batch_for`` returns it, so before anything can
+broadcast it. ``sign_batch_for`` runs in one transaction holding
+transaction-scoped advisory locks, always in this order: each subject's, in
+name order (so concurrent deliveries of one payment agree on one
+transaction), then the sender's (so allocating sequences and inserting their
+rows happen as one step for that sender on every host). The constraints hold the same rules
 whatever a client does (ADR 0029): a transaction hash once; never two rows
 of one sender at one sequence that are live at the same time, a row being
 live from the chain time its sequence was allocated at until its expiry;
@@ -22,7 +22,7 @@ hash and columns.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, Callable, ClassVar, Generic, Iterator, TypeVar
+from typing import Any, Callable, ClassVar, Iterator, Sequence, TypeVar
 
 import psycopg
 from psycopg import sql
@@ -33,8 +33,8 @@ from porto_console.effects.commitment_journal import COMMITMENT_DOMAIN, SignedCo
 from porto_console.effects.payment_journal import PAYMENT_DOMAIN, PaymentJournal, SignedPaymentRecord
 from porto_console.effects.pg_schema import Database, constraint
 from porto_console.effects.signed_journal import (
-    GENESIS, SEQUENCE_LIVE, TRANSACTION_JOURNALLED, JournalConflict, JournalCorrupt, SignedRecord,
-    lowest_free_sequence,
+    GENESIS, SEQUENCE_LIVE, TRANSACTION_JOURNALLED, Allocation, JournalConflict, JournalCorrupt, SignedRecord,
+    SignRequest, SignsOneAtATime, sign_or_reuse,
 )
 
 R = TypeVar("R", bound=SignedRecord)
@@ -42,7 +42,7 @@ R = TypeVar("R", bound=SignedRecord)
 COLUMNS = "id, record, previous_hash, record_hash, subject, sender, sequence_number, expiration_secs, transaction_hash"
 
 
-class PostgresSignedJournal(Generic[R]):
+class PostgresSignedJournal(SignsOneAtATime[R]):
     """One table of ``record_type`` rows in the signer database at ``url``."""
 
     domain: ClassVar[str]
@@ -56,19 +56,21 @@ class PostgresSignedJournal(Generic[R]):
     def location(self) -> str:
         return f"PostgreSQL table {self.table} at {self.database.name}"
 
-    def sign_next_for(self, subject: str, *, sender: str, chain_sequence: int, chain_time_secs: int,
-                      reuse: Callable[[R], bool], sign: Callable[[int], R]) -> tuple[R, bool]:
-        """The subject's last signed record if ``reuse`` accepts it, else a new one, committed; True when new."""
+    def sign_batch_for(self, requests: Sequence[SignRequest[R]], *, sender: str, chain_sequence: int,
+                       chain_time_secs: int, reuse: Callable[[R], bool],
+                       window: int) -> list[tuple[R, bool] | None]:
+        """As the file journal decides (``signed_journal.sign_or_reuse``), in one committed transaction that
+        holds the subjects' locks (in name order) and then the sender's."""
         with self.database.transaction() as connection:
-            self._lock(connection, "subject", subject)
-            last = self._one(connection, "WHERE subject = %s ORDER BY id DESC LIMIT 1", (subject,))
-            if last is not None and reuse(last):
-                return last, False
+            for subject in sorted({request.subject for request in requests}):
+                self._lock(connection, "subject", subject)
             self._lock(connection, "sender", sender)
             held = self._held_sequences(connection, sender, chain_sequence, chain_time_secs)
-            record = sign(lowest_free_sequence(chain_sequence, held.__contains__))
-            self._insert(connection, record, live_from_secs=chain_time_secs)
-        return record, True
+            return sign_or_reuse(
+                requests, lambda subject: self._one(connection, "WHERE subject = %s ORDER BY id DESC LIMIT 1",
+                                                    (subject,)),
+                reuse, Allocation(chain_sequence, held.__contains__, window),
+                lambda record: self._insert(connection, record, live_from_secs=chain_time_secs))
 
     def last_for(self, subject: str) -> R | None:
         with self.database.transaction() as connection:
@@ -101,6 +103,11 @@ class PostgresSignedJournal(Generic[R]):
     def expiring_after(self, sender: str, expiration_secs: int) -> list[R]:
         """The sender's records that expire after ``expiration_secs``: the ones that may still need settling."""
         return self._many("WHERE sender = %s AND expiration_secs > %s ORDER BY id", (sender, expiration_secs))
+
+    def live_from(self, sender: str, sequence: int, chain_time_secs: int) -> list[R]:
+        """The sender's records at ``sequence`` and above that can still land by chain time, in journal order."""
+        return self._many("WHERE sender = %s AND sequence_number >= %s AND expiration_secs > %s ORDER BY id",
+                          (sender, sequence, chain_time_secs))
 
     def by_hash(self, transaction_hash: str) -> R | None:
         with self.database.transaction() as connection:

@@ -10,6 +10,10 @@ ledger's claims and command IDs. A mark outlives a lost message by at most
 broker that loses its data loses the marks with the messages, so the next
 sweep queues the work again. Without a Redis broker (the embedded,
 eager broker of `make run`) nothing is marked and everything is sent.
+
+A *hold* is a mark with its own expiry that a running task takes and lets go
+of: it keeps a second copy of the same work (a payer's follower) from running
+beside the first, and lapses by itself if its holder dies.
 """
 
 from __future__ import annotations
@@ -31,6 +35,15 @@ class Marks(Protocol):
     def clear(self, subject: str) -> None:
         """A worker took the message: the subject may be queued again."""
 
+    def hold(self, subject: str, lease_secs: float) -> bool:
+        """Take a hold on ``subject`` for at most ``lease_secs``; False when someone else holds it."""
+
+    def let_go(self, subject: str) -> None:
+        """Give up a hold this process took."""
+
+
+HELD = "porto:effects:held:"
+
 
 class RedisMarks:
     def __init__(self, url: str, ttl_secs: int) -> None:
@@ -39,17 +52,30 @@ class RedisMarks:
         self._ttl_secs = ttl_secs
 
     def mark(self, subject: str) -> bool:
-        try:
-            return bool(self._redis.set(PREFIX + subject, b"1", nx=True, ex=self._ttl_secs))
-        except redis.RedisError as error:
-            log.info("cannot mark %s as queued (%s): sending it anyway", subject, error)
-            return True
+        return self._take(PREFIX + subject, {"ex": self._ttl_secs}, f"cannot mark {subject} as queued")
 
     def clear(self, subject: str) -> None:
+        self._drop(PREFIX + subject, f"cannot clear the queued mark of {subject}")
+
+    def hold(self, subject: str, lease_secs: float) -> bool:
+        return self._take(HELD + subject, {"px": max(int(lease_secs * 1000), 1)}, f"cannot hold {subject}")
+
+    def let_go(self, subject: str) -> None:
+        self._drop(HELD + subject, f"cannot let go of {subject}")
+
+    def _take(self, key: str, expiry: dict[str, int], failing: str) -> bool:
+        """``SET NX`` with an expiry; True also when Redis cannot answer: the work goes on without the mark."""
         try:
-            self._redis.delete(PREFIX + subject)
+            return bool(self._redis.set(key, b"1", nx=True, **expiry))
         except redis.RedisError as error:
-            log.info("cannot clear the queued mark of %s (%s); it expires by itself", subject, error)
+            log.info("%s (%s): going on without it", failing, error)
+            return True
+
+    def _drop(self, key: str, failing: str) -> None:
+        try:
+            self._redis.delete(key)
+        except redis.RedisError as error:
+            log.info("%s (%s); it expires by itself", failing, error)
 
 
 class NoMarks:
@@ -59,6 +85,12 @@ class NoMarks:
         return True
 
     def clear(self, subject: str) -> None:
+        return None
+
+    def hold(self, subject: str, lease_secs: float) -> bool:
+        return True
+
+    def let_go(self, subject: str) -> None:
         return None
 
 

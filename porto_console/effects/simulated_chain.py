@@ -1,26 +1,30 @@
 """The SIMULATED chain: a stand-in for an Aptos node, for `make run`, tests and benchmarks.
 
 It is no chain and holds no real money. It verifies the Ed25519 signature of
-every submitted BCS transaction, enforces each account's sequence number
-(a transaction waits in the mempool until its sequence is next and is dropped
-once its expiry passes), applies USDC-like fungible-asset transfers, records
-commitments (``<committer>::commitments::anchor(hash, count, journal_root, journal_size)``, listed by
-``anchors``) and answers lookups by hash. Failed transfers still use up their sequence number,
-as on Aptos, and resubmitting a committed transaction is refused as
-``SEQUENCE_NUMBER_TOO_OLD``: only a lookup by hash tells what happened.
+every submitted BCS transaction, enforces each account's sequence number as
+an Aptos node does (a transaction ahead of the account's sequence waits in
+the mempool until the gap fills or its expiry passes; at most
+``MEMPOOL_CAPACITY_PER_SENDER`` wait per sender, beyond which a submission
+is refused ``mempool_is_full`` with HTTP 507), applies USDC-like
+fungible-asset transfers, records commitments
+(``<committer>::commitments::anchor(hash, count, journal_root, journal_size)``, listed by
+``anchors``) and answers lookups by hash and by sender sequence. Failed
+transfers still use up their sequence number, as on Aptos, and resubmitting
+a committed transaction is refused as ``SEQUENCE_NUMBER_TOO_OLD``: only a
+lookup tells what happened.
 
 Faults are queued by tests through ``inject`` and consumed by the next
 submissions: ``drop_response`` (accepted, the answer is lost), ``timeout``
 (not accepted, no answer in time), ``reject`` (refused with a VM status) and
 ``confirm_late`` (accepted, held pending until ``release``).
 
-Given a ``state_path`` it is durable across its own SIGKILL: accounts,
-sequence numbers, balances, the mempool, committed transactions, held
-transactions, queued faults and its clock offset are written to that file
-(a temporary file, fsynced, renamed over it, the directory fsynced) before
-any call that changed them returns, so before any answer is sent. Started
-again on the same file, it carries on where it stopped; it is still only
-the SIMULATED chain (``chain_state`` below).
+Given a ``state_path`` it keeps what it committed across its own SIGKILL and
+forgets its mempool, as a real node does (``chain_state``): every mint and
+every executed transaction is appended to a log and fsynced before the call
+that made it answers. ``keep_mempool`` keeps the mempool too, for tests that
+must not lose it. Its clock is the wall clock plus an offset that a test sets
+at start (``clock_offset_secs``, which may be negative: a chain behind the
+console) and may only move forward (``advance``).
 """
 
 from __future__ import annotations
@@ -34,16 +38,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from porto_console.effects.refusals import Refused
 from porto_console.effects import chain_state
-from porto_console.effects.transactions import NotATransfer, SignedTransfer, TransferTerms, decode_transfer
+from porto_console.effects.chain_state import CommitRecord as Committed
+from porto_console.effects.refusals import Refused
+from porto_console.effects.transactions import (
+    NotATransfer, SignedTransfer, TransferTerms, decode_transfer,
+)
 
 LABEL = "SIMULATED"
 FAULT_KINDS = ("drop_response", "timeout", "reject", "confirm_late")
 INSUFFICIENT_BALANCE = "Move abort in 0x1::fungible_asset: EINSUFFICIENT_BALANCE(0x10004)"
 EXECUTED = "Executed successfully"
+MEMPOOL_CAPACITY_PER_SENDER = 100  # an Aptos node's default mempool capacity per sender (capacity_per_user)
+MEMPOOL_IS_FULL = "MEMPOOL_IS_FULL"
 
 log = logging.getLogger("porto.simulated_chain")
 
@@ -68,25 +75,19 @@ class Submission:
 
 
 @dataclass
-class Committed:
-    transfer: SignedTransfer  # a transfer or a commitment
-    version: int
-    timestamp_us: int
-    success: bool
-    vm_status: str
-
-
-@dataclass
 class Account:
     sequence_number: int = 0
     mempool: dict[int, SignedTransfer] = field(default_factory=dict)
+    committed: list[Committed] = field(default_factory=list)  # by sequence number
 
 
 class SimulatedChain:
-    def __init__(self, *, chain_id: int = 4, state_path: str | os.PathLike | None = None) -> None:
+    def __init__(self, *, chain_id: int = 4, state_path: str | os.PathLike | None = None,
+                 keep_mempool: bool = False, clock_offset_secs: float = 0.0) -> None:
         self.chain_id = chain_id
+        self.keep_mempool = keep_mempool
         self._lock = threading.RLock()
-        self._offset_secs = 0.0
+        self._offset_us = int(clock_offset_secs * 1_000_000)
         self._accounts: dict[str, Account] = {}
         self._balances: dict[tuple[str, str], int] = {}
         self._committed: dict[str, Committed] = {}
@@ -95,25 +96,79 @@ class SimulatedChain:
         self._faults: deque[Fault] = deque()
         self._version = 0
         self._state_path = Path(state_path) if state_path else None
-        self._changed = False
-        if self._state_path and self._state_path.exists():
-            chain_state.load(self, orjson.loads(self._state_path.read_bytes()))
-            log.info("%s chain: resumed from %s at version %s", LABEL, self._state_path, self._version)
+        self._log: chain_state.AppendLog | None = None
+        self._controls_changed = False
+        if self._state_path is not None:
+            self._resume()
+
+    def _resume(self) -> None:
+        """Replay the committed log, then take the controls (and a kept mempool) from the state document."""
+        for entry in chain_state.read_log(chain_state.log_path(self._state_path)):
+            if isinstance(entry, chain_state.Funded):
+                self._credit(entry.asset, entry.address, entry.amount)
+            else:
+                self._replay_commit(entry)
+        controls = chain_state.read_controls(self._state_path, self.chain_id)
+        if controls is None:
+            self._controls_changed = True  # a new chain keeps the clock offset it was started with
+        else:
+            self._take(controls)
+        self._log = chain_state.AppendLog(chain_state.log_path(self._state_path))
+        self._persist()
+        log.info("%s chain: resumed from %s at version %s", LABEL, self._state_path, self._version)
+
+    def _replay_commit(self, committed: Committed) -> None:
+        terms = committed.transfer.terms
+        account = self._accounts.setdefault(terms.sender, Account())
+        assert terms.sequence_number == account.sequence_number and committed.version == self._version + 1, \
+            "the committed log is out of order"
+        if committed.success and not committed.transfer.is_commitment:
+            self._move_funds(terms)
+        self._record(committed, account)
+
+    def _take(self, controls: chain_state.Controls) -> None:
+        self._offset_us = controls.offset_us
+        self._faults = deque(Fault(f["kind"], f["hold_ms"] / 1000, f["vm_status"]) for f in controls.faults)
+        self._transfers_before_hold = controls.transfers_before_hold
+        if self.keep_mempool:
+            for sender, waiting in controls.mempool.items():
+                account = self._accounts.setdefault(sender, Account())
+                account.mempool = {int(sequence): decode_transfer(bytes.fromhex(data))
+                                   for sequence, data in waiting.items() if int(sequence) >= account.sequence_number}
+        # A held transaction is one the mempool holds back: one the mempool lost is held no more.
+        self._held = {transaction_hash for transaction_hash in controls.held if self._pending(transaction_hash)}
+
+    def _controls(self) -> chain_state.Controls:
+        mempool = {} if not self.keep_mempool else {
+            sender: {str(sequence): transfer.signed_bytes.hex() for sequence, transfer in sorted(account.mempool.items())}
+            for sender, account in sorted(self._accounts.items()) if account.mempool}
+        return chain_state.Controls(
+            self._offset_us, [{"kind": f.kind, "hold_ms": int(f.hold_seconds * 1000), "vm_status": f.vm_status}
+                              for f in self._faults],
+            sorted(self._held), self._transfers_before_hold, mempool)
 
     def _persist(self) -> None:
-        """Write the whole state durably if anything changed; called under the lock before a call returns."""
-        if self._state_path is not None and self._changed:
-            chain_state.write(self._state_path, chain_state.dump(self))
-        self._changed = False
+        """Make what changed durable; called under the lock before a call returns, so before any answer."""
+        if self._state_path is None:
+            return
+        self._log.sync()
+        if self._controls_changed:
+            chain_state.write_controls(self._state_path, self.chain_id, self._controls())
+        self._controls_changed = False
 
-    # Time: wall clock plus an offset tests may advance.
+    def _control_changed(self) -> None:
+        self._controls_changed = True
+
+    # Time: wall clock plus an offset, which only ever grows while the chain runs.
     def now_us(self) -> int:
-        return int((time.time() + self._offset_secs) * 1_000_000)
+        return time.time_ns() // 1_000 + self._offset_us
 
     def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("a chain's clock never runs back")
         with self._lock:
-            self._offset_secs += seconds
-            self._changed = True
+            self._offset_us += int(seconds * 1_000_000)
+            self._control_changed()
             log.info("%s chain: clock advanced %ss", LABEL, seconds)
             self._execute_ready()
             self._persist()
@@ -121,25 +176,29 @@ class SimulatedChain:
     # Control, for tests and the demo.
     def fund(self, asset_metadata: str, address: str, amount: int) -> None:
         with self._lock:
-            self._balances[(asset_metadata, address)] = self.balance(asset_metadata, address) + amount
-            self._accounts.setdefault(address, Account())
-            self._changed = True
+            self._credit(asset_metadata, address, amount)
+            if self._log is not None:
+                self._log.append(chain_state.fund_line(asset_metadata, address, amount))
             log.info("%s chain: minted %s of %s to %s", LABEL, amount, asset_metadata, address)
             self._persist()
+
+    def _credit(self, asset_metadata: str, address: str, amount: int) -> None:
+        self._balances[(asset_metadata, address)] = self._balances.get((asset_metadata, address), 0) + amount
+        self._accounts.setdefault(address, Account())
 
     def inject(self, fault: Fault, times: int = 1) -> None:
         if fault.kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault {fault.kind!r}; one of {FAULT_KINDS}")
         with self._lock:
             self._faults.extend([fault] * times)
-            self._changed = True
+            self._control_changed()
             self._persist()
 
     def hold_transfers_after(self, count: int) -> None:
         """Let the next ``count`` transfers run; accept every later one but hold it until released."""
         with self._lock:
             self._transfers_before_hold = count
-            self._changed = True
+            self._control_changed()
             self._persist()
 
     def release(self, transaction_hash: str | None = None, *, count: int | None = None) -> None:
@@ -158,7 +217,7 @@ class SimulatedChain:
             else:
                 self._held = set()
                 self._transfers_before_hold = None
-            self._changed = True
+            self._control_changed()
             self._execute_ready()
             self._persist()
 
@@ -194,6 +253,15 @@ class SimulatedChain:
             pending = self._pending(transaction_hash)
             return _pending_json(pending) if pending else None
 
+    def account_transactions(self, address: str, start: int, limit: int) -> list[dict[str, Any]] | None:
+        """The sender's committed transactions from sequence ``start``, at most ``limit``; None for no account."""
+        with self._lock:
+            self._settle()
+            account = self._accounts.get(address)
+            if account is None:
+                return None
+            return [_committed_json(committed) for committed in account.committed[start:start + limit]]
+
     def transfers(self) -> list[dict[str, Any]]:
         """Every committed transfer in version order, successful or not."""
         return self._committed_in_order(commitments=False)
@@ -219,7 +287,8 @@ class SimulatedChain:
 
     def _submit(self, signed_bytes: bytes) -> Submission:
         fault = self._faults.popleft() if self._faults else None
-        self._changed = self._changed or fault is not None
+        if fault is not None:
+            self._control_changed()
         if fault and fault.kind == "timeout":
             log.info("%s chain: submission lost before acceptance (timeout fault)", LABEL)
             return Submission(None, fault)
@@ -229,9 +298,11 @@ class SimulatedChain:
         account = self._accounts.setdefault(transfer.terms.sender, Account())
         resubmitted = transfer.terms.sequence_number in account.mempool
         account.mempool[transfer.terms.sequence_number] = transfer
-        self._changed = True
+        if self.keep_mempool:
+            self._control_changed()
         if (fault and fault.kind == "confirm_late") or (not resubmitted and self._held_by_the_hold(transfer)):
             self._held.add(transfer.transaction_hash)
+            self._control_changed()
         log.info("%s chain: accepted %s (sender %s sequence %s)", LABEL, transfer.transaction_hash,
                  transfer.terms.sender, transfer.terms.sequence_number)
         self._execute_ready()
@@ -263,6 +334,9 @@ class SimulatedChain:
         if waiting is not None and waiting.transaction_hash != transfer.transaction_hash:
             raise SubmissionRefused("SEQUENCE_NUMBER_IN_MEMPOOL",
                                     f"another transaction waits at sequence {terms.sequence_number}")
+        if waiting is None and len(account.mempool) >= MEMPOOL_CAPACITY_PER_SENDER:
+            raise SubmissionRefused(MEMPOOL_IS_FULL, f"{len(account.mempool)} transactions of {terms.sender} wait "
+                                                     f"already; the mempool takes {MEMPOOL_CAPACITY_PER_SENDER}")
         return transfer
 
     # Execution: each account runs its mempool in sequence order; expired entries are dropped.
@@ -276,21 +350,29 @@ class SimulatedChain:
             for sequence in sorted(account.mempool):
                 if account.mempool[sequence].terms.expiration_secs * 1_000_000 <= now:
                     dropped = account.mempool.pop(sequence)
-                    self._changed = True
+                    if self.keep_mempool:
+                        self._control_changed()
                     log.info("%s chain: %s expired in the mempool", LABEL, dropped.transaction_hash)
             while (ready := account.mempool.get(account.sequence_number)) and ready.transaction_hash not in self._held:
                 del account.mempool[account.sequence_number]
+                if self.keep_mempool:
+                    self._control_changed()
                 self._apply(ready, account, now)
 
     def _apply(self, transfer: SignedTransfer, account: Account, now: int) -> None:
         success = transfer.is_commitment or self._move_funds(transfer.terms)
-        self._changed = True
-        account.sequence_number += 1
-        self._version += 1
-        self._committed[transfer.transaction_hash] = Committed(
-            transfer, self._version, now, success, EXECUTED if success else INSUFFICIENT_BALANCE)
+        committed = Committed(transfer, self._version + 1, now, success, EXECUTED if success else INSUFFICIENT_BALANCE)
+        self._record(committed, account)
+        if self._log is not None:
+            self._log.append(chain_state.commit_line(committed))
         log.info("%s chain: committed %s at version %s, success=%s", LABEL, transfer.transaction_hash,
                  self._version, success)
+
+    def _record(self, committed: Committed, account: Account) -> None:
+        account.sequence_number += 1
+        account.committed.append(committed)
+        self._version = committed.version
+        self._committed[committed.transfer.transaction_hash] = committed
 
     def _move_funds(self, terms: TransferTerms) -> bool:
         """A transfer moves its amount if the sender holds it; False (a Move abort) otherwise."""
@@ -308,6 +390,12 @@ class SimulatedChain:
                 if transfer.transaction_hash == transaction_hash:
                     return transfer
         return None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
 
 
 def _transfer_json(transfer: SignedTransfer) -> dict[str, Any]:

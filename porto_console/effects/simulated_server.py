@@ -1,7 +1,8 @@
 """The SIMULATED chain over loopback HTTP: an Aptos-compatible subset plus a control surface.
 
-Aptos REST subset (under ``/v1``): ledger info, account sequence numbers,
-BCS transaction submission and lookup by hash. Control (under ``/simulated``,
+Aptos REST subset (under ``/v1``): ledger info, account sequence numbers, an
+account's committed transactions by sequence number, BCS transaction
+submission and lookup by hash. Control (under ``/simulated``,
 for tests and the demo only): mint, queue faults, release held transactions,
 advance the clock, list committed transfers and anchored commitments, read balances.
 
@@ -13,8 +14,11 @@ the answer, so the answer covers at least that version.
 
     python -m porto_console.effects.simulated_server --port 8010 --chain-id 4 --state var/simulated-chain.json
 
-With ``--state`` the chain is durable across its own restarts and SIGKILL
-(``simulated_chain``); without it, it forgets everything when it stops.
+With ``--state`` what the chain committed survives its own restarts and
+SIGKILL and its mempool does not, as on a real node (``simulated_chain``);
+``--keep-mempool`` keeps the mempool too. Without ``--state`` it forgets
+everything when it stops. ``--clock-offset-secs`` starts a new chain's clock
+that far from the wall clock (negative: behind it).
 """
 
 from __future__ import annotations
@@ -29,12 +33,14 @@ from typing import Any
 
 import orjson
 
-from porto_console.effects.simulated_chain import LABEL, Fault, SimulatedChain, SubmissionRefused
+from porto_console.effects.simulated_chain import LABEL, MEMPOOL_IS_FULL, Fault, SimulatedChain, SubmissionRefused
 
 BCS_CONTENT_TYPE = "application/x.aptos.signed_transaction+bcs"
 LOOPBACK = "127.0.0.1"
 _ACCOUNT = re.compile(r"/v1/accounts/(0x[0-9a-f]{64})")
 _BY_HASH = re.compile(r"/v1/transactions/by_hash/(0x[0-9a-f]{64})")
+_ACCOUNT_TRANSACTIONS = re.compile(r"/v1/accounts/(0x[0-9a-f]{64})/transactions")
+MAX_PAGE = 100  # an Aptos node's largest page of account transactions
 
 log = logging.getLogger("porto.simulated_chain")
 
@@ -63,6 +69,8 @@ class _Handler(BaseHTTPRequestHandler):
             if sequence is None:
                 return self._error(404, "account_not_found", f"account {match[1]} not found")
             return self._json(200, {"sequence_number": str(sequence), "authentication_key": match[1]})
+        if match := _ACCOUNT_TRANSACTIONS.fullmatch(path):
+            return self._account_transactions(match[1], _query(query))
         if match := _BY_HASH.fullmatch(path):
             found = self.chain.lookup(match[1])
             if found is None:
@@ -73,10 +81,19 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/simulated/anchors":
             return self._json(200, {"anchors": self.chain.anchors()})
         if path == "/simulated/balance":
-            arguments = dict(part.split("=", 1) for part in query.split("&") if "=" in part)
+            arguments = _query(query)
             amount = self.chain.balance(arguments.get("asset", ""), arguments.get("address", ""))
             return self._json(200, {"balance": str(amount)})
         return self._error(404, "not_found", f"no route {path}")
+
+    def _account_transactions(self, address: str, arguments: dict[str, str]) -> None:
+        start, limit = arguments.get("start", "0"), arguments.get("limit", "25")
+        if not (start.isdigit() and limit.isdigit() and 1 <= int(limit) <= MAX_PAGE):
+            return self._error(400, "invalid_input", f"start is a sequence number, limit 1 to {MAX_PAGE}")
+        found = self.chain.account_transactions(address, int(start), int(limit))
+        if found is None:
+            return self._error(404, "account_not_found", f"account {address} not found")
+        return self._json(200, found)
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -115,6 +132,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             submission = self.chain.submit(body)
         except SubmissionRefused as refused:
+            if refused.code == MEMPOOL_IS_FULL:
+                return self._error(507, "mempool_is_full", str(refused))
             return self._error(400, "vm_error", f"Invalid transaction: Type: Validation Code: {refused.code}",
                                vm_error_code=refused.code)
         fault = submission.fault
@@ -125,8 +144,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         return self._json(202, {"type": "pending_transaction", "hash": submission.transfer.transaction_hash})
 
-    def _json(self, status: int, value: dict[str, Any]) -> None:
-        data = orjson.dumps({**value, "chain": LABEL})
+    def _json(self, status: int, value: dict[str, Any] | list[dict[str, Any]]) -> None:
+        data = orjson.dumps({**value, "chain": LABEL} if isinstance(value, dict) else value)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -141,6 +160,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _error(self, status: int, code: str, message: str, vm_error_code: str | None = None) -> None:
         self._json(status, {"message": message, "error_code": code, "vm_error_code": vm_error_code})
+
+
+def _query(query: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in query.split("&") if "=" in part)
 
 
 def _u64(text: Any) -> int:
@@ -177,10 +200,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=f"{LABEL} Aptos-compatible chain on loopback")
     parser.add_argument("--port", type=int, default=8010)
     parser.add_argument("--chain-id", type=int, default=4)
-    parser.add_argument("--state", help="the file that keeps the chain durable across restarts")
+    parser.add_argument("--state", help="the file that keeps what the chain committed across restarts")
+    parser.add_argument("--keep-mempool", action="store_true",
+                        help="keep the mempool across restarts too (a real node loses it)")
+    parser.add_argument("--clock-offset-secs", type=float, default=0.0,
+                        help="a new chain's clock this far from the wall clock; negative is behind it")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    server = SimulatedChainServer(SimulatedChain(chain_id=args.chain_id, state_path=args.state), args.port)
+    chain = SimulatedChain(chain_id=args.chain_id, state_path=args.state, keep_mempool=args.keep_mempool,
+                           clock_offset_secs=args.clock_offset_secs)
+    server = SimulatedChainServer(chain, args.port)
     log.info("%s chain: serving on %s (chain id %s)", LABEL, server.url, args.chain_id)
     server.serve_forever()
 

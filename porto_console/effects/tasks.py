@@ -2,19 +2,26 @@
 
 Failures are classified. A transient one (the console, the chain or the
 broker unreachable, a lease not lapsed yet, a sequence the ledger has not
-released yet: ``TRANSIENT``) is retried with exponential, jittered backoff
-capped at ``PORTO_RETRY_BACKOFF_MAX_SECS``, for as long as it takes; the
-retry may then succeed or fail permanently. A permanent one (a rule the
-ledger or the chain refused, a request the internal API refused, a
-malformed record, any other error) goes to the quarantine with its cause,
-where an operator sees it and can send it back, one by one or all at once
-(``delivery.retry_quarantined``, ``retry_all_quarantined``). Waiting for the
-chain is not failure: ``NotYet`` hands the transaction to a later ``follow``
-(or ``follow_commitment``) task.
-Every effect task first asks whether dispatch is enabled and does nothing
-while it is not; the sweep sends the work again once it is. A task clears
-its queued mark (``queued``) when it starts and sets it again when it
-retries, so the sweep never queues a second message for it.
+released yet, a payer's window full: ``TRANSIENT``) is retried with
+exponential, jittered backoff capped at ``PORTO_RETRY_BACKOFF_MAX_SECS``, for
+as long as it takes; the retry may then succeed or fail permanently. A
+permanent one (a rule the ledger or the chain refused, a request the internal
+API refused, a malformed record, any other error) goes to the quarantine with
+its cause, where an operator sees it and can send it back, one by one or all
+at once (``delivery.retry_quarantined``, ``retry_all_quarantined``); within a
+batch of payments, the one payment it concerns is parked and the others go
+on. Waiting for the chain is not failure: ``NotYet`` hands the payer (or the
+commitment) to a later follower.
+
+The payer's follower and repair run on the ``payers`` queue, which workers
+take from before ``payments``. One follower at a time watches a payer
+(``delivery.following``); a second one finds the payer watched and returns.
+Every task but a batch of payments first asks whether dispatch is enabled
+and does nothing while it is not; a batch's claims are refused while it is
+not (``DISPATCH_DISABLED``), which starts nothing either, so it needs no
+round trip of its own. A task clears its queued marks (``queued``) when it
+starts and sets them again when it retries, so the sweep never queues a
+second message for the same work.
 """
 
 from __future__ import annotations
@@ -29,9 +36,11 @@ import psycopg
 from celery import Task
 from celery.signals import worker_ready
 
-from porto_console.effects import commitment_session, delivery, journal_reconcile, payment_session, stores
+from porto_console.effects import (
+    commitment_session, delivery, journal_reconcile, payer_follow, payer_repair, payment_session, stores,
+)
 from porto_console.effects.aptos_rest import AptosRestClient
-from porto_console.effects.celery_app import COMMITMENTS, PAYMENTS, app
+from porto_console.effects.celery_app import COMMITMENTS, PAYERS, PAYMENTS, app
 from porto_console.effects.chain import ChainUncertain
 from porto_console.effects.commitment_session import CommitmentWorker
 from porto_console.effects.config import EffectsConfig
@@ -44,7 +53,7 @@ from porto_console.effects.signer import Signer
 log = logging.getLogger("porto.effects.tasks")
 
 FOLLOW_AGAIN_SECS = 5
-RECHECK_MARGIN_SECS = 0.2  # a journal check waiting for a claim to lapse runs just after it has
+FOLLOWING_MARGIN_SECS = 10  # a follower's hold outlasts its window by this much, and lapses if it dies
 # psycopg.OperationalError: the signer database is unreachable or restarting; the journal reconnects.
 TRANSIENT = (Transient, LedgerUnreachable, ChainUncertain, httpx.TransportError, ConnectionError, TimeoutError,
              psycopg.OperationalError)
@@ -74,7 +83,11 @@ def chain() -> AptosRestClient:
 def payment_worker() -> PaymentWorker:
     settings = config()
     return PaymentWorker(settings, ledger_api(), chain(), Signer.from_config(settings),
-                         stores.payment_journal(settings), ask_for_journal_check=delivery.check_journal)
+                         stores.payment_journal(settings), ask_for_journal_check=delivery.check_journal,
+                         ask_to_follow=delivery.follow_payer,
+                         ask_to_repair=lambda sender, delay_secs: delivery.repair_payer(sender, delay_secs),
+                         ask_to_send=lambda effects, delay_secs: delivery.send_payments(effects, delay_secs),
+                         park=park)
 
 
 @functools.cache
@@ -98,31 +111,43 @@ class EffectTask(Task):
     retry_backoff_max = retry_backoff_max_secs()
     retry_jitter = True
     effect_kind = "payment.transfer"  # what a task given a transaction hash, not an effect, works on
+    for_payer = False  # its subject is a payer's address (its follower or repair)
 
-    def queued_subject(self, args: tuple) -> str:
-        """The queued mark of this task's message (``queued``)."""
+    def queued_subjects(self, args: tuple) -> list[str]:
+        """The queued marks of this task's message (``queued``): one per effect it carries, else its subject's."""
         subject = args[0] if args else None
+        if isinstance(subject, list):
+            return [delivery.effect_subject(effect["effect_id"]) for effect in subject]
         if isinstance(subject, dict):
-            return delivery.effect_subject(subject["effect_id"])
-        return delivery.follow_subject(self.name, str(subject)) if subject else delivery.JOURNAL_SUBJECT
+            return [delivery.effect_subject(subject["effect_id"])]
+        if self.for_payer:
+            return [delivery.payer_subject(self.name, subject)]
+        return [delivery.follow_subject(self.name, str(subject)) if subject else delivery.JOURNAL_SUBJECT]
 
     def before_start(self, task_id: str, args: tuple, kwargs: dict) -> None:
-        delivery.queued_marks().clear(self.queued_subject(args))
+        for subject in self.queued_subjects(args):
+            delivery.queued_marks().clear(subject)
 
     def on_retry(self, exc: BaseException, task_id: str, args: tuple, kwargs: dict, einfo: Any) -> None:
-        delivery.queued_marks().mark(self.queued_subject(args))
+        for subject in self.queued_subjects(args):
+            delivery.queued_marks().mark(subject)
         log.info("%s retries after a transient failure: %s: %s", self.name, type(exc).__name__, exc)
 
     def on_failure(self, exc: BaseException, task_id: str, args: tuple, kwargs: dict, einfo: Any) -> None:
         subject = args[0] if args else {}
-        effect_id = subject["effect_id"] if isinstance(subject, dict) else getattr(exc, "effect_id", None)
-        if effect_id is None:
+        effects = subject if isinstance(subject, list) else [subject] if isinstance(subject, dict) else []
+        named = getattr(exc, "effect_id", None)
+        if not effects and named is None:
             log.error("%s failed permanently with no effect to park: %s", self.name, exc)
             return
-        kind = subject["kind"] if isinstance(subject, dict) else self.effect_kind
-        entry = quarantine().add(effect_id, kind, f"{type(exc).__name__}: {exc}", self.request.retries,
-                                 cause=permanent_cause(exc))
-        log.error("quarantined %s (%s): %s", effect_id, entry["cause"], entry["reason"])
+        for effect in effects or [{"effect_id": named, "kind": self.effect_kind}]:
+            park(effect["effect_id"], exc, kind=effect["kind"], retries=self.request.retries)
+
+
+def park(effect_id: str, error: BaseException, *, kind: str = "payment.transfer", retries: int = 0) -> None:
+    """Quarantine one effect for an operator, with the failure's cause."""
+    entry = quarantine().add(effect_id, kind, f"{type(error).__name__}: {error}", retries, cause=permanent_cause(error))
+    log.error("quarantined %s (%s): %s", effect_id, entry["cause"], entry["reason"])
 
 
 def permanent_cause(error: BaseException) -> str:
@@ -146,14 +171,35 @@ def dispatch_disabled() -> bool:
 
 
 @app.task(bind=True, base=EffectTask, name="porto.effects.payment", queue=PAYMENTS)
-def payment(self: Task, effect: dict[str, Any]) -> str:
-    return _carry_out(effect, lambda: payment_session.carry_out(payment_worker(), effect), follow)
+def payment(self: Task, effects: list[dict[str, Any]]) -> str:
+    """Carry out a batch of payments (``payment_session``): claimed, signed, recorded, broadcast, reported."""
+    return payment_session.carry_out(payment_worker(), effects)
 
 
-@app.task(bind=True, base=EffectTask, name="porto.effects.follow", queue=PAYMENTS)
-def follow(self: Task, transaction_hash: str, again: bool = True, effect_id: str | None = None) -> str:
-    """Settle one signed transaction; ``again`` queues another look when the chain has not settled it yet."""
-    return _follow(transaction_hash, again, effect_id, payment_worker, payment_session.follow, follow)
+@app.task(bind=True, base=EffectTask, name="porto.effects.follow_payer", queue=PAYERS, for_payer=True)
+def follow_payer(self: Task, sender: str) -> str:
+    """Watch the payer's sequence (``payer_follow``) while this worker holds its follower's lease."""
+    if dispatch_disabled():
+        return "dispatch disabled"
+    window = config().observe_window_secs
+    if not delivery.following(sender, window + FOLLOWING_MARGIN_SECS):
+        return "another follower watches this payer"
+    try:
+        return payer_follow.follow_payer(payment_worker(), sender, window_secs=window)
+    except NotYet as waiting:
+        log.info("payer %s: %s", sender, waiting)
+        delivery.follow_payer(sender, countdown=FOLLOW_AGAIN_SECS)
+        return "following"
+    finally:
+        delivery.stop_following(sender)
+
+
+@app.task(bind=True, base=EffectTask, name="porto.effects.repair_payer", queue=PAYERS, for_payer=True)
+def repair_payer(self: Task, sender: str) -> str:
+    """Fill the payer's sequence from the chain's next one up (``payer_repair``)."""
+    if dispatch_disabled():
+        return "dispatch disabled"
+    return payer_repair.repair_payer(payment_worker(), sender).summary()
 
 
 @app.task(bind=True, base=EffectTask, name="porto.effects.commitment", queue=COMMITMENTS)
@@ -227,15 +273,13 @@ def reconcile_journal(self: Task) -> dict[str, Any]:
         return {"dispatch": "disabled"}
     report = journal_reconcile.reconcile_journal(payment_worker(), quarantine())
     log.info("signed-payment journal reconciled: %s", report.as_json())
-    if report.recheck_in_ms is not None:
-        log.info("a stranded transaction's claim lapses in %s ms: the journal is checked again then",
-                 report.recheck_in_ms)
-        delivery.check_journal(countdown=report.recheck_in_ms / 1000 + RECHECK_MARGIN_SECS)
     return report.as_json()
 
 
 @worker_ready.connect
-def _reconcile_journal_at_start(sender: Any = None, **_: Any) -> None:
-    """A signer checks its journal as soon as it starts, before the next sweep."""
-    if config().signer_key and config().worker_token:
+def _repair_at_start(sender: Any = None, **_: Any) -> None:
+    """A signer repairs its payer's sequence and checks its journal as soon as it starts, before the next sweep."""
+    settings = config()
+    if settings.signer_key and settings.worker_token:
+        delivery.repair_payer(Signer.from_config(settings).address)
         delivery.check_journal()

@@ -26,13 +26,16 @@ from ninja.parser import Parser
 from ledger_engine.canonical import parse_json
 from ledger_engine.envelope import MAX_ENVELOPE_BYTES, pydantic_error_code
 from ledger_engine.errors import ErrorCode, LedgerError
-from porto_console.internal_api import commands, evidence, maintenance, reads
+from porto_console.internal_api import batches, commands, evidence, maintenance, reads
 from porto_console.internal_api.credentials import WorkerBearer
 from porto_console.internal_api.errors import ApiCode, ApiError, error_body, http_status
+from porto_console.ledger import gateway
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = MAX_ENVELOPE_BYTES
+# Every answer names the ledger's admission clock, so a worker whose own clock is off still leases by the ledger's.
+LEDGER_TIME_HEADER = "X-Porto-Ledger-Time-Ms"
 
 DESCRIPTION = f"""\
 For effect workers only. Each worker has its own bearer credential, naming the
@@ -53,6 +56,9 @@ credential that submits no command citing evidence);
 503 `LEDGER_HALTED` or `DISPATCH_DISABLED` (`ClaimEffect` and `RecordSignedAttempt` after a restore,
 until an operator resumes dispatch). A 4xx answer to a submit means the ledger journalled nothing for it;
 after a 5xx, resolve the command by its ID (`GET /internal/commands/{{command_id}}`).
+
+**The ledger's clock.** Every answer carries `X-Porto-Ledger-Time-Ms`, the time the console admits commands
+at: a claim's `expires_at_ms` is reckoned from it, not from the worker's own clock.
 
 **Business rejections are not errors.** A command the ledger admits is journalled
 with a sequence whether it is accepted or rejected, so both answer 200 with the
@@ -107,6 +113,18 @@ def cap_body(run: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     return capped
 
 
+def stamp_ledger_time(run: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Every answer carries the ledger's admission clock (ms since the epoch) in ``X-Porto-Ledger-Time-Ms``."""
+
+    @wraps(run)
+    def stamped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = run(request, *args, **kwargs)
+        response[LEDGER_TIME_HEADER] = str(gateway().now_ms())
+        return response
+
+    return stamped
+
+
 @csrf_exempt
 def unrouted(request: HttpRequest) -> HttpResponse:
     """Anything under ``/internal/`` that no route matches: the API's 404, never the console's login page."""
@@ -138,7 +156,9 @@ def internal_error(request: HttpRequest, error: Exception) -> HttpResponse:
 
 
 api.add_decorator(cap_body, mode="view")
+api.add_decorator(stamp_ledger_time, mode="view")
 api.add_router("", commands.router)
+api.add_router("", batches.router)
 api.add_router("", reads.router)
 api.add_router("", evidence.router)
 api.add_router("", maintenance.router)

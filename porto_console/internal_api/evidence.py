@@ -16,6 +16,7 @@ from ninja import Router
 
 from ledger_engine.domain.registry import registered_types, spec_for
 from porto_console.internal_api.errors import ApiCode, ApiError
+from porto_console.internal_api.models import WorkerCredential
 from porto_console.internal_api.schemas import ERROR_RESPONSES, EvidenceOut
 from porto_console.ledger import gateway
 
@@ -40,12 +41,25 @@ command citing evidence may store evidence (else 403 `COMMAND_NOT_ALLOWED`); a b
 {MAX_EVIDENCE_BYTES} bytes is 413 `EVIDENCE_TOO_LARGE`. Storing bytes again is harmless, and
 mends a stored copy the disk damaged.""")
 def store_evidence(request: HttpRequest) -> dict[str, str]:
-    if not any(request.auth.may_submit(command_type) for command_type in evidence_commands()):
+    require_may_store(request.auth)
+    return {"sha256": put(request.body)}
+
+
+def require_may_store(credential: WorkerCredential) -> None:
+    if not any(credential.may_submit(command_type) for command_type in evidence_commands()):
         raise ApiError(ApiCode.COMMAND_NOT_ALLOWED,
-                       f"worker {request.auth.name} submits no command that cites evidence: it may not store any")
-    if not request.body:
+                       f"worker {credential.name} submits no command that cites evidence: it may not store any")
+
+
+def require_storable(data: bytes) -> None:
+    if not data:
         raise ApiError(ApiCode.INVALID_REQUEST, "the body is empty; evidence is at least one byte")
-    if len(request.body) > MAX_EVIDENCE_BYTES:
+    if len(data) > MAX_EVIDENCE_BYTES:
         raise ApiError(ApiCode.EVIDENCE_TOO_LARGE,
-                       f"the evidence is {len(request.body)} bytes; the limit is {MAX_EVIDENCE_BYTES}")
-    return {"sha256": gateway().evidence.put(request.body)}
+                       f"the evidence is {len(data)} bytes; the limit is {MAX_EVIDENCE_BYTES}")
+
+
+def put(data: bytes) -> str:
+    """Store one item of evidence a credential that may store any sent; its SHA-256."""
+    require_storable(data)
+    return gateway().evidence.put(data)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from ledger_engine.canonical import MAX_SAFE_INTEGER
 from ledger_engine.domain.registry import registered_types
@@ -30,6 +30,27 @@ class CommandRequest(Schema):
     payload: dict[str, Any] = Field(description="The command type's closed payload; unknown fields are refused.")
     evidence_hashes: list[Digest] = Field(default_factory=list, description=(
         "SHA-256 digests of the evidence the command refers to, stored before it is submitted."))
+
+
+class BatchRequest(Schema):
+    """Evidence and commands of one worker in one round trip (``batches``)."""
+
+    MAX_ITEMS: ClassVar[int] = 100
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    evidence: list[Annotated[str, Field(pattern=r"^([0-9a-f]{2})+$")]] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="Evidence bytes in lowercase hex, stored first.")
+    commands: list[CommandRequest] = Field(default_factory=list, max_length=MAX_ITEMS, description=(
+        "Commands, each as POST /internal/commands takes it, submitted after the evidence."))
+
+    @field_validator("commands")
+    @classmethod
+    def _known_types(cls, commands: list[CommandRequest]) -> list[CommandRequest]:
+        """A batch is refused whole when it is malformed; a command type no ledger knows makes it so."""
+        unknown = sorted({command.command_type for command in commands} - set(registered_types()))
+        if unknown:
+            raise ValueError(f"unknown command types: {', '.join(unknown)}")
+        return commands
 
 
 class EffectClaimRequest(Schema):
@@ -60,6 +81,17 @@ class OutcomeOut(Schema):
     result: dict[str, Any]
     entry_hash: str
     duplicate: bool = Field(description="True when this command ID had already been journalled.")
+
+
+class BatchResultOut(Schema):
+    status: int = Field(description="The HTTP status this command alone would have had.")
+    outcome: OutcomeOut | None = Field(description="Its journalled outcome, when status is 200.")
+    error: ErrorOut | None = Field(description="Why it was refused, otherwise.")
+
+
+class BatchOut(Schema):
+    evidence: list[str] = Field(description="The SHA-256 digest of each evidence item, in order.")
+    results: list[BatchResultOut] = Field(description="One answer per command, in order.")
 
 
 class HeadOut(Schema):

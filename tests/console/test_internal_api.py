@@ -535,7 +535,7 @@ def test_resolve_returns_the_workers_own_outcomes_only(ledger, ingest, envelopes
 def test_openapi_schema_is_published_with_the_error_policy(ledger, admin_client):
     schema = admin_client.get("/internal/openapi.json").json()
     assert {"/internal/commands", "/internal/commands/{command_id}", "/internal/head", "/internal/effects",
-            "/internal/effects/{effect_id}", "/internal/effects/{effect_id}/claim", "/internal/evidence",
+            "/internal/effects/{effect_id}", "/internal/effects/{effect_id}/claim", "/internal/evidence", "/internal/batch",
             "/internal/dispatch",
             "/internal/payments/{payment_id}", "/internal/attempts", "/internal/batches",
             "/internal/maintenance/backups", "/internal/journal-tree",

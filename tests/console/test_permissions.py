@@ -116,6 +116,7 @@ MATRIX: dict[str, Row] = {
     "internal/journal-tree": worker_api("GET"),
     "internal/statements/<statement_id>/file": worker_api("GET"),
     "internal/evidence": worker_api("POST"),
+    "internal/batch": worker_api("POST"),
     "internal/maintenance/backups": worker_api("POST"),
     # The recipient's statement verifier: a static page for anyone, signed in or not.
     "verify/": Row(statuses={**{("GET", requester): 200 for requester in REQUESTERS},

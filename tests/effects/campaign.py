@@ -9,12 +9,20 @@ the faults' order, pauses and targets from one seed, and spreads them over
 the campaign's progress (fault ``k`` waits for ``k / 2F`` of the
 payments to be signed):
 
-- ``worker_after_journal``: SIGKILL the payment worker that has just
-  journalled a signature, as soon as the journal grows;
+- ``worker_after_journal``: SIGKILL a payment worker right after it
+  journalled the payer's lowest unsettled sequence and before the ledger
+  recorded it: the worker is stopped (SIGSTOP) as its journal grows, and
+  killed only in that state (its lowest new sequence is the chain's next one
+  and the ledger holds no attempt for it); otherwise it goes on and the
+  fault waits for the next signature;
 - ``worker_answer_held``: the chain accepts the next transfer and holds its
   answer; SIGKILL the worker waiting for it once the chain knows the transaction;
 - ``console``, ``redis``, ``chain``: SIGKILL that process (the supervisor
-  restarts it; the broker comes back empty, the chain from its state file);
+  restarts it; the broker comes back empty, the chain with what it
+  committed and without its mempool, as a node does);
+- ``chain_mempool_lost``: the chain holds every new transfer in its
+  mempool; once some are waiting there, SIGKILL it (the supervisor restarts
+  it without them) and end the hold;
 - ``answers_dropped``: the chain accepts the next few submissions and drops
   their answers.
 
@@ -40,9 +48,11 @@ from tests.effects.redis_server import RedisServer
 from tests.effects.stack import Stack
 
 FAULT_MIX = {"worker_after_journal": 4, "worker_answer_held": 3, "console": 3, "redis": 3, "chain": 3,
-             "answers_dropped": 3}
+             "answers_dropped": 3, "chain_mempool_lost": 2}
 RESTART_DELAY_SECS = 0.5
 EVENT_WAIT_SECS = 20.0
+WAITING_BEFORE_THE_NODE_DIES = 3  # transfers the chain holds in its mempool when it is killed
+STRANDING_TRIES = 20  # signatures a worker may journal before one is its payer's lowest and still unrecorded
 
 
 @dataclass
@@ -54,6 +64,8 @@ class ProcessLog:
     restarts: int = 0
     faults: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    stranded: int = 0  # workers killed holding a journalled, unrecorded signature at the payer's next sequence
+    mempools_lost: list[int] = field(default_factory=list)  # transfers waiting in the mempool each time it was lost
 
     def unexpected_exits(self) -> dict[str, int]:
         return {name: count - self.kills.get(name, 0) for name, count in self.exits.items()
@@ -205,9 +217,44 @@ class FaultInjector(threading.Thread):
 
     # The faults.
     def worker_after_journal(self) -> None:
+        """Kill a worker holding a journalled, unrecorded signature at the payer's next sequence (see the module)."""
+        for _ in range(STRANDING_TRIES):
+            lines = self._journal_lines()
+            record = self._wait_for(lambda: self._journal_record_after(lines), "a new journalled signature",
+                                    step=0.001)
+            if record is None:
+                break  # nothing is being signed any more
+            name = self._worker_of(record)
+            with self.processes.lock:
+                if not self.processes.alive(name):
+                    continue
+                self.processes.stack.pause_worker(name, True)
+                if self._strands(self._journal_records_after(lines)):
+                    self.processes.kill(name)
+                    self.processes.book.stranded += 1
+                    return
+                self.processes.stack.pause_worker(name, False)
+        self.processes.kill(self._worker_of(None))  # the state never came: kill one anyway
+
+    def _strands(self, records: list[dict[str, Any]]) -> bool:
+        """The lowest of ``records`` is the payer's next sequence on chain and the ledger has no attempt for it."""
+        lowest = min(records, key=lambda record: record["sequence_number"])
+        try:
+            next_sequence = httpx.get(f"{self.processes.chain.url}/v1/accounts/{lowest['sender']}", timeout=2)
+            payment = self.processes.stack.payment(lowest["payment_id"])
+        except Exception:  # the chain or the ledger's view is restarting: not this time
+            return False
+        return (next_sequence.status_code == 200 and int(next_sequence.json()["sequence_number"])
+                == lowest["sequence_number"] and f"tx-{lowest['transaction_hash'][2:]}" not in payment["attempt_ids"])
+
+    def chain_mempool_lost(self) -> None:
+        """The node dies while transfers wait in its mempool; it comes back with what it committed only."""
         lines = self._journal_lines()
-        record = self._wait_for(lambda: self._journal_record_after(lines), "a new journalled signature", step=0.002)
-        self.processes.kill(self._worker_of(record))
+        self._control("hold", after=0)
+        waiting = self._wait_for(lambda: self._waiting_in_mempool(lines), "transfers waiting in the mempool")
+        self.processes.kill("chain")
+        self.processes.book.mempools_lost.append(waiting or 0)
+        self._control("release")  # once the supervisor has it running again
 
     def worker_answer_held(self) -> None:
         lines = self._journal_lines()
@@ -229,6 +276,11 @@ class FaultInjector(threading.Thread):
     def answers_dropped(self) -> None:
         self._control("faults", kind="drop_response", times=self.random.randint(2, 4))
 
+    def _waiting_in_mempool(self, lines: int) -> int:
+        """How many transfers signed after ``lines`` the held chain knows, once there are enough; else 0."""
+        known = sum(self._chain_knows(record["transaction_hash"]) for record in self._journal_records_after(lines))
+        return known if known >= WAITING_BEFORE_THE_NODE_DIES else 0
+
     # Helpers.
     def _control(self, path: str, **request: Any) -> None:
         """A chain control call, waiting out a chain the supervisor is still restarting."""
@@ -248,10 +300,14 @@ class FaultInjector(threading.Thread):
         return self.journal_path.read_bytes().count(b"\n")
 
     def _journal_record_after(self, lines: int) -> dict[str, Any] | None:
+        records = self._journal_records_after(lines)
+        return records[-1] if records else None
+
+    def _journal_records_after(self, lines: int) -> list[dict[str, Any]]:
         if not self.journal_path.exists():
-            return None
+            return []
         complete = self.journal_path.read_bytes().split(b"\n")[:-1]
-        return json.loads(complete[-1]) if len(complete) > lines else None
+        return [json.loads(line) for line in complete[lines:]]
 
     def _chain_knows(self, transaction_hash: str) -> bool:
         try:

@@ -1,4 +1,8 @@
-"""The SIMULATED chain as its own process, durable in a state file, so tests can SIGKILL it and start it again."""
+"""The SIMULATED chain as its own process, durable in a state file, so tests can SIGKILL it and start it again.
+
+Like a real node it keeps what it committed and loses its mempool when killed, unless started with
+``keep_mempool``; ``clock_offset_secs`` starts its clock that far from the wall clock.
+"""
 
 from __future__ import annotations
 
@@ -18,8 +22,11 @@ START_SECS = 20.0
 
 
 class ChainProcess(ServerProcess):
-    def __init__(self, directory: Path, chain_id: int, port: int | None = None) -> None:
+    def __init__(self, directory: Path, chain_id: int, port: int | None = None, *, keep_mempool: bool = False,
+                 clock_offset_secs: float = 0.0) -> None:
         self.directory = Path(directory)
+        self.keep_mempool = keep_mempool
+        self.clock_offset_secs = clock_offset_secs
         self.directory.mkdir(parents=True, exist_ok=True)
         self.chain_id = chain_id
         self.port = port or free_port()
@@ -34,7 +41,8 @@ class ChainProcess(ServerProcess):
         log = open(self.directory / "chain.log", "ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "porto_console.effects.simulated_server", "--port", str(self.port),
-             "--chain-id", str(self.chain_id), "--state", str(self.state_path)],
+             "--chain-id", str(self.chain_id), "--state", str(self.state_path),
+             "--clock-offset-secs", str(self.clock_offset_secs), *(["--keep-mempool"] if self.keep_mempool else [])],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + START_SECS
         while time.monotonic() < deadline:

@@ -96,6 +96,7 @@ class Stack:
         self.journal = SignedPaymentJournal(tmp_path / "effects" / "signed-payments.jsonl")
         self.commitments = SignedCommitmentJournal(tmp_path / "effects" / "signed-commitments.jsonl")
         self.broker_url = broker_url
+        self.worker_settings: dict[str, str] = {}  # more of the workers' environment, for this stack's tests
         self.broker = make_app(broker_url)
         redis.Redis.from_url(broker_url).flushdb()
 
@@ -195,9 +196,10 @@ class Stack:
             PORTO_QUARANTINE_DIR=str(self.root / "effects" / "quarantine"),
             PORTO_INTERNAL_API_URL=self.api_url, PORTO_WORKER_ID=self.actors[name], PORTO_WORKER_TOKEN=self.tokens[name],
             PORTO_CLAIM_TTL_MS=str(CLAIM_TTL_MS), PORTO_OBSERVE_WINDOW_SECS="3", PORTO_RETRY_BACKOFF_MAX_SECS="2",
+            **self.worker_settings,
         )
 
-    def start_worker(self, credential: str, *, process: str | None = None, queues: str = "payments,maintenance",
+    def start_worker(self, credential: str, *, process: str | None = None, queues: str = "payers,payments,maintenance",
                      concurrency: int = 1) -> None:
         """A ``celery worker`` process (named ``process``, default the credential's name) with that credential."""
         name = process or credential
@@ -222,6 +224,10 @@ class Stack:
 
     def kill_worker(self, name: str) -> None:
         self._stop(self.workers.pop(name), kill=True)
+
+    def pause_worker(self, name: str, paused: bool) -> None:
+        """Stop (SIGSTOP) or continue (SIGCONT) a worker process and its pool, as a debugger or a stall would."""
+        os.killpg(self.workers[name].pid, signal.SIGSTOP if paused else signal.SIGCONT)
 
     def resume_dispatch(self, reason: str) -> bool:
         """The operator's explicit resume, on the stopped ledger; returns whether dispatch was enabled before."""
@@ -248,8 +254,10 @@ class Stack:
             api.close()
 
     def send_effect(self, effect: dict[str, Any]) -> None:
-        """Publish one effect's message straight onto the broker, as a redelivery would."""
-        self.broker.send_task(TASK_FOR_KIND[effect["kind"]], args=[effect], queue=QUEUE_FOR_KIND[effect["kind"]])
+        """Publish one effect's message straight onto the broker, as a redelivery would (a payment alone in its
+        batch)."""
+        subject = [effect] if effect["kind"] == "payment.transfer" else effect
+        self.broker.send_task(TASK_FOR_KIND[effect["kind"]], args=[subject], queue=QUEUE_FOR_KIND[effect["kind"]])
 
     def stop_all(self) -> None:
         for name in list(self.workers):

@@ -33,6 +33,7 @@ def test_key_from_a_file_gives_the_same_signer_as_inline(tmp_path, signer):
     ({"PORTO_CHAIN": "ethereum"}, "PORTO_CHAIN"),
     ({"PORTO_CHAIN_ID": "4.0"}, "PORTO_CHAIN_ID"),
     ({"PORTO_SIGNER_KEY": "x", "PORTO_SIGNER_KEY_FILE": "/dev/null"}, "not both"),
+    ({"PORTO_PAYER_WINDOW": "0"}, "PORTO_PAYER_WINDOW"),
 ])
 def test_bad_settings_are_named(env, message):
     with pytest.raises(NotConfigured, match=message):

@@ -32,6 +32,9 @@ class ListedEffects:
     def in_flight_batches(self):
         return self.batches
 
+    def ledger_now_ms(self):
+        return NOW_MS
+
 
 def effect(effect_id, status="pending", claim_expires_ms=None):
     claim = None if claim_expires_ms is None else {"worker_id": "w", "claimed_at_ms": 0,
@@ -40,17 +43,20 @@ def effect(effect_id, status="pending", claim_expires_ms=None):
             "payload": {}}
 
 
-def attempt(effect_id, outcome="submitted"):
+PAYER, OTHER_PAYER = "0x" + "aa" * 32, "0x" + "bb" * 32
+
+
+def attempt(effect_id, outcome="submitted", sender=PAYER):
     return {"attempt_id": f"tx-{effect_id}", "effect_id": effect_id, "outcome": outcome,
-            "transaction_hash": "0x" + "ab" * 32}
+            "transaction_hash": "0x" + "ab" * 32, "sender_address": sender}
 
 
 @pytest.fixture
 def sent(monkeypatch):
     sent = []
     monkeypatch.setattr(delivery, "send", lambda effect: sent.append(effect) or True)
+    monkeypatch.setattr(delivery, "send_payments", lambda effects: sent.extend(effects) or len(effects))
     monkeypatch.setattr(delivery, "check_journal", lambda: False)
-    monkeypatch.setattr(delivery.time, "time_ns", lambda: NOW_MS * 1_000_000)
     return sent
 
 
@@ -62,7 +68,7 @@ def batch(effect_id, state="submitted"):
 @pytest.fixture
 def observed(monkeypatch):
     observed = []
-    monkeypatch.setattr(delivery, "observe", lambda attempt: observed.append(attempt) or True)
+    monkeypatch.setattr(delivery, "follow_payer", lambda sender: observed.append(sender) or True)
     monkeypatch.setattr(delivery, "observe_batch", lambda batch: observed.append(batch) or True)
     return observed
 
@@ -76,12 +82,13 @@ def test_sweep_sends_pending_and_lapsed_effects_but_not_live_claims_or_quarantin
     assert [e["effect_id"] for e in sent] == ["fresh", "lapsed"]
 
 
-def test_sweep_observes_every_in_flight_attempt_except_quarantined_ones(sent, observed, tmp_path):
+def test_sweep_asks_once_for_the_follower_of_every_payer_with_an_attempt_in_flight(sent, observed, tmp_path):
     quarantine = Quarantine(tmp_path / "q")
     quarantine.add("poisoned", "payment.transfer", "Poison: observation rejected", 8)
-    listed = ListedEffects([], [attempt("paid-late"), attempt("poisoned"), attempt("signed", "pending")])
+    listed = ListedEffects([], [attempt("paid-late"), attempt("poisoned", sender="0x" + "cc" * 32),
+                                attempt("signed", "pending"), attempt("rotated", sender=OTHER_PAYER)])
     assert delivery.sweep(listed, quarantine) == 2
-    assert sent == [] and [a["effect_id"] for a in observed] == ["paid-late", "signed"]
+    assert sent == [] and observed == [PAYER, OTHER_PAYER]
 
 
 def test_sweep_looks_at_every_in_flight_anchor_except_quarantined_ones(sent, observed, tmp_path):
@@ -92,14 +99,12 @@ def test_sweep_looks_at_every_in_flight_anchor_except_quarantined_ones(sent, obs
     assert sent == [] and [b["anchor_effect_id"] for b in observed] == ["anchor-lost", "anchor-unknown"]
 
 
-def test_a_look_at_an_in_flight_transaction_names_the_effect_it_carries_out(monkeypatch):
+def test_a_look_at_an_in_flight_anchor_names_the_effect_it_carries_out(monkeypatch):
     looks = []
     monkeypatch.setattr(delivery, "look_again", lambda task, transaction_hash, **options: looks.append(
         (task.name, transaction_hash, options["effect_id"])) or True)
-    delivery.observe({"transaction_hash": "0x01", "effect_id": "run-1.artist-a.effect"})
     delivery.observe_batch({"transaction_hash": "0x02", "anchor_effect_id": "batch-1.anchor"})
-    assert looks == [("porto.effects.follow", "0x01", "run-1.artist-a.effect"),
-                     ("porto.effects.follow_commitment", "0x02", "batch-1.anchor")]
+    assert looks == [("porto.effects.follow_commitment", "0x02", "batch-1.anchor")]
 
 
 def test_sweep_sends_nothing_while_dispatch_is_disabled(sent, observed, tmp_path):
@@ -133,7 +138,7 @@ class Published:
         self.name, self.log = name, log
 
     def apply_async(self, args=(), kwargs=None, queue=None, countdown=0):
-        self.log.append((self.name, tuple(args)))
+        self.log.append((self.name, tuple(args), queue))
 
 
 @pytest.fixture
@@ -146,35 +151,65 @@ def published(monkeypatch, broker_url):
 
     redis.Redis.from_url(broker_url).flushdb()
     log = []
-    for name in ("payment", "commitment", "follow", "follow_commitment", "reconcile_journal"):
+    for name in ("payment", "commitment", "follow_payer", "repair_payer", "follow_commitment", "reconcile_journal"):
         real = getattr(tasks, name)
         monkeypatch.setattr(tasks, name, Published(real.name, log))
     monkeypatch.setattr(delivery, "queued_marks", lambda: RedisMarks(broker_url, 60))
-    monkeypatch.setattr(delivery.time, "time_ns", lambda: NOW_MS * 1_000_000)
     return log
 
 
 def test_sweeps_do_not_grow_the_backlog(published, tmp_path):
-    """Each effect, transaction and the journal check has at most one message waiting, however often the sweep runs."""
+    """Each effect, payer follower and the journal check has at most one message waiting, however often the sweep
+    runs; the claimable payments travel together."""
     listed = ListedEffects([effect("fresh"), effect("lapsed", "claimed", NOW_MS - 1),
                             effect("held", "claimed", NOW_MS + 60_000)], [attempt("in-flight")])
     quarantine = Quarantine(tmp_path / "q")
     assert delivery.sweep(listed, quarantine) == 4
     assert [delivery.sweep(listed, quarantine) for _ in range(5)] == [0] * 5
-    assert sorted(name for name, _ in published) == ["porto.effects.follow", "porto.effects.payment",
-                                                     "porto.effects.payment", "porto.effects.reconcile_journal"]
+    assert sorted((name, queue) for name, _, queue in published) == [
+        ("porto.effects.follow_payer", "payers"), ("porto.effects.payment", "payments"),
+        ("porto.effects.reconcile_journal", "payments")]
+    batch = next(args[0] for name, args, _ in published if name == "porto.effects.payment")
+    assert [effect["effect_id"] for effect in batch] == ["fresh", "lapsed"]
+
+
+def test_payments_travel_in_batches_and_an_effect_already_queued_is_left_out(published):
+    effects = [effect(f"pay-{number:02d}") for number in range(5 + delivery.PAYMENT_BATCH * 2 + 3)]
+    assert delivery.send_payments(effects[:5]) == 5
+    assert delivery.send_payments(effects) == len(effects) - 5
+    batches = [args[0] for name, args, _ in published]
+    assert [len(batch) for batch in batches] == [5, delivery.PAYMENT_BATCH, delivery.PAYMENT_BATCH, 3]
+    assert sorted(effect["effect_id"] for batch in batches for effect in batch) == [e["effect_id"] for e in effects]
 
 
 def test_a_worker_taking_a_message_lets_the_sweep_queue_it_again(published, tmp_path):
     from porto_console.effects import tasks
 
-    listed = ListedEffects([effect("fresh")])
+    listed = ListedEffects([effect("fresh"), effect("second")])
     quarantine = Quarantine(tmp_path / "q")
+    assert delivery.sweep(listed, quarantine) == 3
+    batch = ([effect("fresh"), effect("second")],)
+    tasks.EffectTask().before_start("task-id", batch, {})  # a worker takes the batch
     assert delivery.sweep(listed, quarantine) == 2
-    tasks.EffectTask().before_start("task-id", (effect("fresh"),), {})  # a worker starts the effect's task
-    assert delivery.sweep(listed, quarantine) == 1
-    tasks.EffectTask().on_retry(RuntimeError("transient"), "task-id", (effect("fresh"),), {}, None)
+    tasks.EffectTask().on_retry(RuntimeError("transient"), "task-id", batch, {}, None)
     assert delivery.sweep(listed, quarantine) == 0
+
+
+def test_one_follower_at_a_time_watches_a_payer_and_its_hold_lapses_if_it_dies(broker_url):
+    import time
+
+    import redis
+
+    from porto_console.effects.queued import RedisMarks
+
+    redis.Redis.from_url(broker_url).flushdb()
+    marks = RedisMarks(broker_url, 60)
+    assert marks.hold("following:payer", 0.3) is True
+    assert marks.hold("following:payer", 0.3) is False
+    marks.let_go("following:payer")
+    assert marks.hold("following:payer", 0.3) is True
+    time.sleep(0.4)
+    assert marks.hold("following:payer", 0.3) is True
 
 
 def test_a_broker_that_lost_its_data_gets_the_work_again(published, broker_url, tmp_path):
@@ -201,7 +236,7 @@ def test_each_kind_goes_to_its_own_task_and_queue(monkeypatch):
         def __init__(self, name):
             self.name = name
 
-        def apply_async(self, args, queue):
+        def apply_async(self, args, queue, countdown=0):
             queued.append((self.name, queue))
 
     monkeypatch.setattr(tasks, "payment", Queued("porto.effects.payment"))

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from porto_console.effects import delivery, journal_reconcile
+from porto_console.effects import journal_reconcile
 from porto_console.effects.config import EffectsConfig
 from porto_console.effects.ledger_api import Outcome
 from porto_console.effects.payment_journal import SignedPaymentJournal, SignedPaymentRecord
@@ -43,12 +43,18 @@ class StandInLedger:
         self.commands.append((command_id, command_type, payload))
         return Outcome(command_id, len(self.commands), "accepted", "OK", {"code": "OK", "data": {}}, False)
 
+    def submit_all(self, commands, evidence=()):
+        return [self.submit(command.command_type, command.payload, command_id=command.command_id)
+                for command in commands]
+
 
 @pytest.fixture
 def journalled(tmp_path, chain, client, funded, monkeypatch):
     """Six journalled transfers, one for each thing the check can find."""
     ledger, journal = StandInLedger(), SignedPaymentJournal(tmp_path / "signed-payments.jsonl")
-    worker = PaymentWorker(EffectsConfig.from_env({"PORTO_WORKER_ID": WORKER}), ledger, client, funded, journal)
+    repairs = []
+    worker = PaymentWorker(EffectsConfig.from_env({"PORTO_WORKER_ID": WORKER}), ledger, client, funded, journal,
+                           ask_to_repair=lambda sender, delay_secs: repairs.append((sender, delay_secs)))
     now_secs = client.ledger_state().timestamp_us // 1_000_000
 
     def journal_transfer(name, sequence, *, expiration_secs=4_000_000_000, claim_expires_ms=None):
@@ -75,45 +81,33 @@ def journalled(tmp_path, chain, client, funded, monkeypatch):
     client.submit(records["recorded-landed"].signed_bytes)
     client.submit(records["unrecorded-landed"].signed_bytes)  # only a restored ledger can have missed this
     chain.advance(5)
-    sent = []
-    monkeypatch.setattr(delivery, "send", lambda effect: sent.append(effect["effect_id"]) or True)
-    return worker, ledger, records, sent
+    return worker, ledger, records, repairs
 
 
 def test_each_journalled_transaction_is_settled_by_what_the_ledger_and_the_chain_say(journalled, tmp_path):
-    worker, ledger, records, sent = journalled
+    worker, ledger, records, repairs = journalled
     report = journal_reconcile.reconcile_journal(worker, Quarantine(tmp_path / "q"))
     assert report.as_json() == {"checked": 6, "observed": {"confirmed": 1}, "rebroadcast": 0, "recorded_landed": 1,
-                                "requeued": 1, "released": 2, "problems": []}
+                                "stranded": 2, "released": 2, "problems": []}
     kinds = {(command_type, payload["payment_id"], payload["outcome"]) for _, command_type, payload in ledger.commands}
     assert kinds == {("RecordTransferObservation", "run-1.recorded-landed", "confirmed"),
                      ("RecordLandedAttempt", "run-1.unrecorded-landed", "confirmed")}
     landed = next(payload for _, kind, payload in ledger.commands if kind == "RecordLandedAttempt")
     assert landed["signed_bytes_hash"] == records["unrecorded-landed"].signed_bytes_sha256  # the journalled bytes
-    assert sent == ["run-1.stranded.effect"]  # not the one whose claim is live
-
-
-def test_a_stranded_transaction_under_a_live_claim_asks_to_be_checked_again_when_the_claim_lapses(journalled,
-                                                                                                 tmp_path):
-    worker, ledger, records, sent = journalled
-    lapses_at_ms = ledger.effects[records["held"].effect_id]["claim"]["expires_at_ms"]
-    report = journal_reconcile.reconcile_journal(worker, Quarantine(tmp_path / "q"))
-    assert 0 < lapses_at_ms - time.time_ns() // 1_000_000 <= report.recheck_in_ms <= 600_000
-    ledger.effects[records["held"].effect_id]["claim"]["expires_at_ms"] = time.time_ns() // 1_000_000 - 1
-    report = journal_reconcile.reconcile_journal(worker, Quarantine(tmp_path / "q"))
-    assert report.recheck_in_ms is None and "run-1.held.effect" in sent
+    assert repairs == [(worker.signer.address, 0)]  # the stranded signatures are the payer's repair's to record
 
 
 def test_running_it_again_sends_the_same_commands(journalled, tmp_path):
-    worker, ledger, _, sent = journalled
+    worker, ledger, _, _ = journalled
     reports = [journal_reconcile.reconcile_journal(worker, Quarantine(tmp_path / "q")).as_json() for _ in range(3)]
     assert reports[0] == reports[1] == reports[2]
     first, second, third = (ledger.commands[run * 2:(run + 1) * 2] for run in range(3))
     assert first == second == third  # same IDs, same content: duplicates for the ledger
 
 
-def test_a_quarantined_effect_is_not_queued_again(journalled, tmp_path):
-    worker, _, records, sent = journalled
+def test_a_quarantined_effect_is_no_stranded_signature_to_repair(journalled, tmp_path):
+    worker, _, records, repairs = journalled
     quarantine = Quarantine(tmp_path / "q")
-    quarantine.add(records["stranded"].effect_id, "payment.transfer", "Poison: refused", 0)
-    assert journal_reconcile.reconcile_journal(worker, quarantine).requeued == 0 and sent == []
+    for name in ("stranded", "held"):
+        quarantine.add(records[name].effect_id, "payment.transfer", "Poison: refused", 0)
+    assert journal_reconcile.reconcile_journal(worker, quarantine).stranded == 0 and repairs == []

@@ -30,9 +30,21 @@ class RecordingApi:
         self.commands.append({"command_id": command_id, "command_type": command_type, "payload": payload})
         return Outcome(command_id, len(self.commands), "accepted", "OK", {"code": "OK", "data": {}}, False)
 
+    def submit_all(self, commands, evidence=()):
+        return [self.submit(command.command_type, command.payload, command_id=command.command_id)
+                for command in commands]
+
+    def ledger_now_ms(self):
+        return 1_800_000_000_000
+
 
 class Label:
+    """A chain that only names itself and the time."""
+
     label = "SIMULATED"
+
+    def ledger_state(self):
+        return LedgerState(20, 1_800_000_005_000_000)
 
 
 @pytest.fixture
@@ -92,7 +104,7 @@ def test_an_attempt_recorded_under_another_claim_is_another_command(worker):
 @pytest.mark.parametrize("error", [LedgerUnreachable("GET /dispatch: ConnectError"), Transient("CLAIM_EXPIRED")])
 def test_transient_failures_retry_without_a_limit(error):
     assert isinstance(error, tasks.TRANSIENT)
-    assert tasks.payment.max_retries is None and tasks.follow.max_retries is None
+    assert all(task.max_retries is None for task in (tasks.payment, tasks.follow_payer, tasks.repair_payer))
 
 
 @pytest.mark.parametrize("error, cause", [
@@ -114,20 +126,39 @@ def test_permanent_failures_are_quarantined_with_their_cause(error, cause, tmp_p
     assert entry["effect_id"] == "run-1.artist-a.effect" and entry["cause"].startswith(cause)
 
 
+class InFlight(RecordingApi):
+    """A ledger holding one attempt in flight, of a transaction no journal here holds."""
+
+    def in_flight_attempts(self):
+        return [{"attempt_id": f"tx-{TX[2:]}", "effect_id": "run-1.artist-a.effect", "transaction_hash": TX,
+                 "sender_address": PAYER, "sender_sequence": 3, "outcome": "submitted"}]
+
+
+class QuietChain(Label):
+    def sequence_number(self, address):
+        return 3
+
+    def transaction(self, transaction_hash):
+        return None
+
+    def account_transactions(self, address, start, limit):
+        return []
+
+
+PAYER = "0x" + "11" * 32
+
+
 def test_a_followed_transaction_missing_from_the_signers_journal_parks_its_effect(tmp_path, monkeypatch):
     """Nothing here can follow it; the effect it carries out goes to the quarantine, where an operator sees it."""
+    from porto_console.effects import payer_follow
     from porto_console.effects.payment_journal import SignedPaymentJournal
     from porto_console.effects.quarantine import Quarantine
 
     parked = Quarantine(tmp_path / "quarantine")
-    empty = PaymentWorker(EffectsConfig.from_env({"PORTO_WORKER_ID": "payments-worker-1"}), RecordingApi(), Label(),
-                          None, SignedPaymentJournal(tmp_path / "signed-payments.jsonl"))
     monkeypatch.setattr(tasks, "quarantine", lambda: parked)
-    monkeypatch.setattr(tasks, "dispatch_disabled", lambda: False)
-    monkeypatch.setattr(tasks, "payment_worker", lambda: empty)
-    with pytest.raises(Poison) as unfollowable:
-        tasks.follow(TX, again=False, effect_id="run-1.artist-a.effect")
-    tasks.follow.on_failure(unfollowable.value, "task-id", (TX,), {"again": False}, None)
+    empty = PaymentWorker(EffectsConfig.from_env({"PORTO_WORKER_ID": "payments-worker-1"}), InFlight(), QuietChain(),
+                          None, SignedPaymentJournal(tmp_path / "signed-payments.jsonl"), park=tasks.park)
+    assert payer_follow.settle_once(empty, PAYER).in_flight == 0
     (entry,) = parked.entries()
     assert (entry["effect_id"], entry["kind"]) == ("run-1.artist-a.effect", "payment.transfer")
     assert TX in entry["reason"] and entry["cause"].startswith("refused rule")
@@ -137,7 +168,6 @@ def test_two_claims_of_one_effect_in_the_same_millisecond_are_two_commands(worke
     """Two processes of one worker, one message each: the ledger must see two claims, so that one loses."""
     from porto_console.effects import effect_worker
 
-    monkeypatch.setattr(effect_worker.time, "time_ns", lambda: 1_800_000_000_000 * 1_000_000)
     effect = {"effect_id": "run-1.artist-a.effect", "revision": 1}
     effect_worker.claim(worker, effect)
     effect_worker.claim(worker, effect)

@@ -15,6 +15,7 @@ import pytest
 
 from porto_console.effects.commitment_journal import SignedCommitmentRecord
 from porto_console.effects.journal_port import TRANSACTION_JOURNALLED, JournalConflict
+from porto_console.effects.payment_journal import PaymentToSign
 from porto_console.effects.transactions import CommitmentTerms
 from tests.effects import journal_adapters
 from tests.effects.journal_adapters import signed_record
@@ -121,6 +122,47 @@ def test_expiring_after_lists_the_senders_transactions_that_may_still_matter(jou
     journal.append(recent)
     assert journal.expiring_after(signer.address, 100) == [recent]
     assert journal.expiring_after("0x" + "ab" * 32, 0) == []
+
+
+def _to_sign(signer, payment_id: str, *, chain_time: int = CHAIN_TIME) -> PaymentToSign:
+    return PaymentToSign(payment_id, f"effect-{payment_id}", lambda sequence: signer.sign(
+        terms(signer, sequence, expiration_secs=chain_time + TTL)))
+
+
+def _sign_payments(journal, signer, payment_ids, *, chain_sequence=0, chain_time=CHAIN_TIME, reuse=lambda last: True,
+                   window=100):
+    return journal.sign_payments([_to_sign(signer, payment_id, chain_time=chain_time) for payment_id in payment_ids],
+                                 worker_id="worker-1", sender=signer.address, chain_sequence=chain_sequence,
+                                 chain_time_secs=chain_time, reuse=reuse, window=window, now_ms=1_000)
+
+
+def test_a_batch_reuses_what_may_still_land_and_signs_the_rest_at_the_free_sequences(journal, signer):
+    kept = _sign_next(journal, signer, "p-1")[0]
+    batch = _sign_payments(journal, signer, ["p-1", "p-2", "p-3"])
+    assert [(record.payment_id, record.sequence_number, fresh) for record, fresh in batch] == \
+        [("p-1", 0, False), ("p-2", 1, True), ("p-3", 2, True)]
+    assert batch[0][0] == kept
+    assert list(journal.records()) == [kept, batch[1][0], batch[2][0]]
+    assert [journal.by_hash(record.transaction_hash) for record, _ in batch] == [record for record, _ in batch]
+
+
+def test_no_sequence_is_taken_at_or_past_the_senders_window(journal, signer):
+    """A node's mempool takes so many transactions of one sender; what does not fit waits for the chain to move."""
+    _sign_payments(journal, signer, ["p-1"], chain_sequence=10)
+    batch = _sign_payments(journal, signer, ["p-2", "p-3", "p-4", "p-5"], chain_sequence=10, window=3)
+    assert [item and item[0].sequence_number for item in batch] == [11, 12, None, None]
+    later = _sign_payments(journal, signer, ["p-4"], chain_sequence=11, window=3)
+    assert later[0][0].sequence_number == 13
+    assert journal.live_from(signer.address, 12, CHAIN_TIME) == [batch[1][0], later[0][0]]
+
+
+def test_a_batch_takes_an_expired_transactions_sequence_inside_the_window(journal, signer):
+    lost = _sign_payments(journal, signer, ["p-1", "p-2"], chain_sequence=0)
+    after = CHAIN_TIME + TTL
+    again = _sign_payments(journal, signer, ["p-1", "p-2", "p-3"], chain_time=after, reuse=lambda last: False, window=2)
+    assert [item and item[0].sequence_number for item in again] == [0, 1, None]
+    assert journal.live_from(signer.address, 0, after) == [item[0] for item in again[:2]]
+    assert journal.at_sequence(signer.address, 0) == [lost[0][0], again[0][0]]
 
 
 def test_the_commitment_journal_allocates_the_committers_sequences_the_same_way(store, signer):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 
@@ -16,9 +18,12 @@ from porto_console.effects.aptos_rest import AptosRestClient, ChainMisconfigured
 from porto_console.effects.chain import ChainUncertain, Fate, SubmitRefused, observe
 from porto_console.effects.effect_worker import look_up, may_still_land, watch
 from porto_console.effects.payment_journal import SignedPaymentJournal, SignedPaymentRecord
-from porto_console.effects.simulated_chain import Fault, SubmissionRefused
+from porto_console.effects.simulated_chain import (
+    MEMPOOL_CAPACITY_PER_SENDER, Fault, SimulatedChain, SubmissionRefused,
+)
 from porto_console.effects.transactions import CommitmentTerms, transfer_payload
-from tests.effects.conftest import PAYER_KEY, RECIPIENT, USDC, terms
+from tests.effects.chain_process import ChainProcess
+from tests.effects.conftest import CHAIN_ID, PAYER_KEY, RECIPIENT, USDC, terms
 
 
 def test_transfer_lands_once_and_moves_exact_micro_units(chain, client, funded):
@@ -99,11 +104,11 @@ def test_timeout_before_acceptance_leaves_it_unknown_until_expiry(chain, chain_s
 
 
 def test_injected_rejection_and_late_confirmation(chain, client, funded):
-    chain.inject(Fault("reject", vm_status="MEMPOOL_IS_FULL"))
+    chain.inject(Fault("reject", vm_status="INSUFFICIENT_BALANCE_FOR_TRANSACTION_FEE"))
     signed = funded.sign(terms(funded, 0))
     with pytest.raises(SubmitRefused) as refused:
         client.submit(signed.signed_bytes)
-    assert refused.value.code == "MEMPOOL_IS_FULL"
+    assert refused.value.code == "INSUFFICIENT_BALANCE_FOR_TRANSACTION_FEE"
     chain.inject(Fault("confirm_late"))
     client.submit(signed.signed_bytes)
     assert observe(client, signed).fate == Fate.PENDING
@@ -332,35 +337,129 @@ def test_a_commitment_must_carry_a_32_byte_hash_to_the_senders_own_module(chain,
     assert chain.anchors() == []
 
 
-@pytest.mark.slow_kill
-def test_a_durable_chain_survives_its_own_sigkill(tmp_path, funded):
-    """Accounts, balances, sequences, the mempool, held and landed transfers all come back after SIGKILL."""
-    from tests.effects.chain_process import ChainProcess
-    from tests.effects.conftest import CHAIN_ID
+def killed_while_waiting(chain, funded, sequences: tuple[int, ...], *, first_lands: bool):
+    """The chain process with the first transfer landed (or held) and the others waiting, killed and started
+    again; a client of the restarted chain and the transfers, in ``sequences``' order."""
+    chain.control("fund", asset=USDC, address=funded.address, amount="1000000")
+    client = AptosRestClient(chain.url, simulated=True, timeout_secs=2.0)
+    transfers = [funded.sign(terms(funded, sequence, amount=1_000 * (sequence + 1))) for sequence in sequences]
+    for number, transfer in enumerate(transfers):
+        if number == int(first_lands):
+            chain.control("faults", kind="confirm_late")  # held, and every later one waits behind it
+        client.submit(transfer.signed_bytes)
+    chain.kill()
+    chain.start()
+    return AptosRestClient(chain.url, simulated=True, timeout_secs=2.0), transfers
 
+
+@pytest.mark.slow_kill
+def test_a_killed_chain_keeps_what_it_committed_and_forgets_its_mempool_as_a_node_does(tmp_path, funded):
+    """Accounts, balances, sequences and landed transfers come back after SIGKILL; waiting transfers do not."""
     chain = ChainProcess(tmp_path / "chain", CHAIN_ID).start()
     try:
-        chain.control("fund", asset=USDC, address=funded.address, amount="1000000")
-        client = AptosRestClient(chain.url, simulated=True, timeout_secs=2.0)
-        landed, held, waiting = (funded.sign(terms(funded, sequence, amount=1_000 * (sequence + 1)))
-                                 for sequence in (0, 1, 3))
-        client.submit(landed.signed_bytes)
-        chain.control("faults", kind="confirm_late")
-        client.submit(held.signed_bytes)
-        client.submit(waiting.signed_bytes)
-        chain.kill()
-        chain.start()
+        client, (landed, held, waiting) = killed_while_waiting(chain, funded, (0, 1, 3), first_lands=True)
         assert [t["hash"] for t in chain.transfers()] == [landed.transaction_hash]
         assert chain.balance(USDC, funded.address) == 1_000_000 - 1_000
         assert client.sequence_number(funded.address) == 1
-        assert client.transaction(held.transaction_hash).committed is False
-        assert client.transaction(waiting.transaction_hash).committed is False
-        chain.control("release")
+        assert client.transaction(held.transaction_hash) is None and client.transaction(waiting.transaction_hash) is None
+        client.submit(held.signed_bytes)  # the same bytes sent again land, once, in sequence order
         chain.kill()
         chain.start()
         assert [t["hash"] for t in chain.transfers()] == [landed.transaction_hash, held.transaction_hash]
-        assert chain.balance(USDC, RECIPIENT) == 1_000 + 2_000 and client.sequence_number(funded.address) == 2
+        assert chain.balance(USDC, RECIPIENT) == 1_000 + 2_000
+        assert AptosRestClient(chain.url, simulated=True).sequence_number(funded.address) == 2
         assert httpx.get(f"{chain.url}/v1", timeout=2).headers["X-Porto-Chain"] == "SIMULATED"
-        client.close()
     finally:
         chain.stop()
+
+
+@pytest.mark.slow_kill
+def test_a_chain_started_to_keep_its_mempool_keeps_it_and_its_held_transfers_across_sigkill(tmp_path, funded):
+    chain = ChainProcess(tmp_path / "chain", CHAIN_ID, keep_mempool=True).start()
+    try:
+        client, (held, waiting) = killed_while_waiting(chain, funded, (0, 2), first_lands=False)
+        assert client.transaction(held.transaction_hash).committed is False
+        assert client.transaction(waiting.transaction_hash).committed is False
+        chain.control("release")
+        assert [t["hash"] for t in chain.transfers()] == [held.transaction_hash]
+    finally:
+        chain.stop()
+
+
+def test_a_log_line_cut_short_by_a_kill_was_never_answered_and_is_dropped(tmp_path, funded):
+    state = tmp_path / "chain.json"
+    chain = SimulatedChain(chain_id=4, state_path=state)
+    chain.fund(USDC, funded.address, 1_000_000)
+    first = funded.sign(terms(funded, 0))
+    chain.submit(first.signed_bytes)
+    chain.close()
+    log = state.with_name(state.name + ".log")
+    whole = log.read_bytes()
+    log.write_bytes(whole + b'{"commit": {"signed_by')
+    again = SimulatedChain(chain_id=4, state_path=state)
+    assert [t["hash"] for t in again.transfers()] == [first.transaction_hash]
+    assert log.read_bytes() == whole
+    second = funded.sign(terms(funded, 1))
+    again.submit(second.signed_bytes)
+    again.close()
+    assert [t["hash"] for t in SimulatedChain(chain_id=4, state_path=state).transfers()] == \
+        [first.transaction_hash, second.transaction_hash]
+
+
+def test_at_most_a_hundred_transfers_of_one_sender_wait_and_the_next_is_refused_as_a_node_does(
+        chain_server, client, funded):
+    """The cap counts every waiting transfer of the sender, so a sender must leave room for its next sequence."""
+    capacity = MEMPOOL_CAPACITY_PER_SENDER
+    behind_a_gap = [funded.sign(terms(funded, sequence)) for sequence in range(1, capacity)]
+    for transfer in behind_a_gap:
+        client.submit(transfer.signed_bytes)
+    client.submit(behind_a_gap[0].signed_bytes)  # the same bytes again are no new transfer
+    client.submit(funded.sign(terms(funded, 0)).signed_bytes)  # room was left for the gap: everything runs
+    assert client.sequence_number(funded.address) == capacity
+    full = [funded.sign(terms(funded, sequence)) for sequence in range(capacity + 1, 2 * capacity + 2)]
+    for transfer in full[:capacity]:
+        client.submit(transfer.signed_bytes)
+    for refused in (full[-1], funded.sign(terms(funded, capacity))):
+        answer = httpx.post(f"{chain_server.url}/v1/transactions", content=refused.signed_bytes,
+                            headers={"Content-Type": "application/x.aptos.signed_transaction+bcs"})
+        assert (answer.status_code, answer.json()["error_code"]) == (507, "mempool_is_full")
+        with pytest.raises(SubmitRefused) as turned_away:
+            client.submit(refused.signed_bytes)
+        assert turned_away.value.code == "mempool_is_full"
+    assert client.sequence_number(funded.address) == capacity
+
+
+def test_an_accounts_committed_transactions_are_read_by_sequence_number(chain, client, funded):
+    transfers = [funded.sign(terms(funded, sequence, amount=1 + sequence)) for sequence in range(5)]
+    for transfer in transfers:
+        client.submit(transfer.signed_bytes)
+    page = client.account_transactions(funded.address, 1, 3)
+    assert [(t.transaction_hash, t.sequence_number, t.committed) for t in page] == \
+        [(transfers[n].transaction_hash, n, True) for n in (1, 2, 3)]
+    assert [t.transaction_hash for t in client.account_transactions(funded.address, 4, 100)] == \
+        [transfers[4].transaction_hash]
+    assert client.account_transactions(funded.address, 5, 100) == []
+    assert client.account_transactions("0x" + "ee" * 32, 0, 10) == []
+
+
+def test_a_node_listing_an_accounts_transactions_out_of_order_is_uncertain(signer):
+    record = journalled_transfer(signer, 4_000_000_000)(0)
+    listed = {"type": "user_transaction", "hash": record.transaction_hash, "success": True,
+              "vm_status": "Executed successfully", "version": "9", "timestamp": "999", "sender": record.sender,
+              "sequence_number": "1", "payload": record.payload_json()}
+
+    def respond(request):
+        return httpx.Response(200, json=[listed], headers={"X-Aptos-Ledger-Version": "10"})
+
+    client = AptosRestClient("https://rpc.example", simulated=False, transport=httpx.MockTransport(respond))
+    with pytest.raises(ChainUncertain, match="sequence order"):
+        client.account_transactions(signer.address, 0, 10)
+
+
+def test_a_chain_clock_starts_behind_or_ahead_and_only_moves_forward():
+    behind = SimulatedChain(chain_id=4, clock_offset_secs=-600)
+    assert behind.now_us() < (time.time() - 590) * 1_000_000
+    behind.advance(1_200)
+    assert behind.now_us() > (time.time() + 590) * 1_000_000
+    with pytest.raises(ValueError, match="never runs back"):
+        behind.advance(-1)

@@ -31,7 +31,7 @@ def test_the_procfile_lists_every_process_with_real_commands():
     entries = procfile()
     assert PROCESSES <= set(entries)
     assert all(runs_real_code(command) for command in entries.values())
-    assert "celery_app worker -Q payments" in entries["payments"] and "celery_app beat" in entries["beat"]
+    assert "celery_app worker -Q payers,payments" in entries["payments"] and "celery_app beat" in entries["beat"]
 
 
 @pytest.mark.parametrize("unit", UNITS, ids=lambda path: path.name)

@@ -6,12 +6,15 @@ from __future__ import annotations
 import pytest
 
 from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.application.transition import CommandOutcome
+from ledger_engine.domain.commands.money.attempts import MAX_CHAIN_CLOCK_SKEW_MS
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import EVENTS, OUTBOX
 from tests.money_allocation.world import MoneyWorld, fixture_commands
 from tests.money_payouts.oracle import payout_problems
 from tests.money_payouts.world import (
-    COMMITTER, DISPATCHER, DISPATCHER_2, EFFECT, OBSERVER, PAYMENT, SENDER, SIGNER, PayoutWorld, transaction_hash,
+    COMMITTER, DISPATCHER, DISPATCHER_2, EFFECT, OBSERVER, PAYMENT, SENDER, SIGNED_TTL_MS, SIGNER, PayoutWorld,
+    transaction_hash,
 )
 from tests.support import payloads
 from tests.support.step_up import genesis as step_up_genesis
@@ -180,16 +183,43 @@ def test_an_expired_attempt_is_final(signed: PayoutWorld):
     assert signed.observe("attempt-1", "expired").result["data"]["changed"] is False
 
 
-def test_an_observer_cannot_expire_an_attempt_before_the_ledgers_own_clock_passes_its_expiry(signed: PayoutWorld):
-    """The chain time is the observer's word: an early "expired" would free the sequence while the bytes can land."""
+def test_the_chains_clock_decides_an_expiry_believed_up_to_fifteen_minutes_ahead_of_the_ledgers(signed: PayoutWorld):
+    """A chain whose clock runs ahead of the console's expires a transaction before the ledger's clock gets there,
+    and the payment is signed again at once; a chain time further ahead than the ledger believes is refused."""
     expires_at_ms = signed.state("payment_attempt/attempt-1")["expires_at_ms"]
-    assert signed.now_ms < expires_at_ms
-    reading = signed.chain_reading("attempt-1", "expired", expires_at_ms)
-    early = {"payment_id": PAYMENT, "attempt_id": "attempt-1", "transaction_hash": transaction_hash("attempt-1"),
-             "outcome": "expired", **reading}
-    signed.rejects(ErrorCode.INVALID_TIME, lambda: signed.submit(
-        "RecordTransferObservation", early, actor=DISPATCHER, evidence=[reading["evidence_digest"]]))
+    now_ms = signed.now_ms
+    assert now_ms < expires_at_ms
+
+    def expired_at(chain_time_ms: int) -> CommandOutcome:
+        reading = signed.chain_reading("attempt-1", "expired", chain_time_ms)
+        return signed.submit("RecordTransferObservation", {
+            "payment_id": PAYMENT, "attempt_id": "attempt-1", "transaction_hash": transaction_hash("attempt-1"),
+            "outcome": "expired", **reading}, actor=DISPATCHER, evidence=[reading["evidence_digest"]])
+
+    signed.rejects(ErrorCode.INVALID_TIME, lambda: expired_at(now_ms + MAX_CHAIN_CLOCK_SKEW_MS + 60_000))
+    signed.rejects(ErrorCode.INVALID_TIME, lambda: expired_at(expires_at_ms - 1))
     assert payment_state(signed) == "signed"
+    assert expired_at(now_ms + 10 * 60 * 1000).accepted  # the chain ten minutes ahead
+    assert signed.now_ms < expires_at_ms and payment_state(signed) == "failed"
+
+
+def test_a_signed_attempt_is_judged_by_the_chain_time_its_expiry_was_set_from(approved: PayoutWorld):
+    """A chain ten minutes behind the console: every expiry it sets lies in the ledger's past."""
+    assert approved.claim(EFFECT).accepted
+    hour = 60 * 60 * 1000
+    chain_ms = approved.now_ms - 10 * 60 * 1000
+    expiry = chain_ms + SIGNED_TTL_MS
+    approved.rejects(ErrorCode.EXPIRED, lambda: approved.sign(PAYMENT, "attempt-1", expires_at_ms=expiry))
+    approved.rejects(ErrorCode.EXPIRED, lambda: approved.sign(PAYMENT, "attempt-1", expires_at_ms=expiry,
+                                                              chain_time_ms=expiry))
+    approved.rejects(ErrorCode.INVALID_TIME, lambda: approved.sign(PAYMENT, "attempt-1", expires_at_ms=chain_ms + hour + 1,
+                                                                   chain_time_ms=chain_ms))
+    far_behind = approved.now_ms - MAX_CHAIN_CLOCK_SKEW_MS - 1_000
+    approved.rejects(ErrorCode.INVALID_TIME, lambda: approved.sign(PAYMENT, "attempt-1", chain_time_ms=far_behind,
+                                                                   expires_at_ms=far_behind + SIGNED_TTL_MS))
+    assert payment_state(approved) == "approved"
+    assert approved.sign(PAYMENT, "attempt-1", expires_at_ms=expiry, chain_time_ms=chain_ms).accepted
+    assert approved.state("payment_attempt/attempt-1")["expires_at_ms"] == expiry
 
 
 def test_a_signer_cannot_pin_a_payment_with_a_transaction_that_lands_for_more_than_an_hour(approved: PayoutWorld):

@@ -30,8 +30,18 @@ Observations may arrive in any order, any number of times:
   is accepted and changes nothing (``"changed": false``);
 - an outcome contradicting a recorded final one (confirmed vs failed or
   expired, or ``submitted`` after ``expired``) is CONFLICTING_EVIDENCE;
-- ``expired`` needs a chain time, and the ledger's own admission time, at or
-  past the attempt's expiry.
+- ``expired`` needs the chain's time, as the observation reads it, at or past
+  the attempt's expiry: the chain's clock decides whether a transaction can
+  still land, whatever the ledger's clock says. That chain time may lie at
+  most ``MAX_CHAIN_CLOCK_SKEW_MS`` ahead of the ledger's own clock.
+
+A signed attempt's expiry is judged the same way: the signer states the
+chain time it set the expiry from (``chain_time_ms``, within
+``MAX_CHAIN_CLOCK_SKEW_MS`` of the ledger's clock either way), so a chain
+whose clock runs minutes behind or ahead of the console's neither has every
+attempt refused as expired nor lets one pin its payment for longer than
+``MAX_ATTEMPT_TTL_MS``. An attempt that states no chain time (every one
+journalled before it could) is judged by the ledger's clock.
 
 On Aptos a transaction the chain committed used its sender sequence, whether
 it executed successfully (``confirmed``) or aborted (``failed``); one that
@@ -87,6 +97,9 @@ FINAL = ("confirmed", "failed", "expired")
 # An attempt in flight holds its payment (it can be neither cancelled nor signed again until the attempt lands or
 # expires), so a signer may not pin a payment with a transaction that can land for years.
 MAX_ATTEMPT_TTL_MS = 60 * 60 * 1000
+# How far the chain's clock, as a worker states it, may stand from the ledger's: wider than any clock a
+# deployment keeps in sync, narrow enough that an observer's early "expired" frees nothing for long.
+MAX_CHAIN_CLOCK_SKEW_MS = 15 * 60 * 1000
 
 
 class SignedTransfer(Payload):
@@ -114,6 +127,7 @@ class ChainReading(Payload):
 
 class RecordSignedAttemptPayload(SignedTransfer):
     claimed_by: Identifier  # the submitting worker, whose live claim on the payment's effect authorises this transfer
+    chain_time_ms: TimestampMs | None = None  # the chain's time the expiry was set from, as the signer read it
 
 
 class RecordTransferObservationPayload(ChainReading):
@@ -151,9 +165,7 @@ def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> di
     outbox.require_live_claim(outbox.load_effect(changes, payment["effect_id"]), p.claimed_by, ctx.now_ms)
     _require_signed_terms(changes, payment, p)
     _require_evidence(ctx, p.signed_bytes_hash, "the signed bytes' hash")
-    require(p.expires_at_ms > ctx.now_ms, ErrorCode.EXPIRED, f"the signed transaction expired at {p.expires_at_ms}")
-    require(p.expires_at_ms <= ctx.now_ms + MAX_ATTEMPT_TTL_MS, ErrorCode.INVALID_TIME,
-            f"a signed transaction may land for at most {MAX_ATTEMPT_TTL_MS} ms after it is recorded")
+    _require_may_land_a_while(ctx, p)
     _record_attempt(ctx, payment, p, claimed_by=p.claimed_by)
     require_payouts_unblocked(changes)
     return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "transaction_hash": p.transaction_hash}
@@ -176,6 +188,23 @@ def record_landed_attempt(ctx: RuleContext, p: RecordLandedAttemptPayload) -> di
     require_conserved(changes)
     return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "transaction_hash": p.transaction_hash,
             "outcome": p.outcome}
+
+
+def _require_may_land_a_while(ctx: RuleContext, p: RecordSignedAttemptPayload) -> None:
+    """Unexpired by the chain's clock (the ledger's when none is stated), landing for at most an hour more."""
+    clock_ms = ctx.now_ms if p.chain_time_ms is None else require_chain_time_near(ctx, p.chain_time_ms)
+    require(p.expires_at_ms > clock_ms, ErrorCode.EXPIRED,
+            f"the signed transaction expired at {p.expires_at_ms}; the chain's time is {clock_ms}")
+    require(p.expires_at_ms <= clock_ms + MAX_ATTEMPT_TTL_MS, ErrorCode.INVALID_TIME,
+            f"a signed transaction may land for at most {MAX_ATTEMPT_TTL_MS} ms after it is recorded")
+
+
+def require_chain_time_near(ctx: RuleContext, chain_time_ms: int) -> int:
+    """A chain time a worker states, if it lies within ``MAX_CHAIN_CLOCK_SKEW_MS`` of the ledger's clock."""
+    require(abs(chain_time_ms - ctx.now_ms) <= MAX_CHAIN_CLOCK_SKEW_MS, ErrorCode.INVALID_TIME,
+            f"the chain's time {chain_time_ms} stands {chain_time_ms - ctx.now_ms} ms from the ledger's; "
+            f"at most {MAX_CHAIN_CLOCK_SKEW_MS} ms is believed")
+    return chain_time_ms
 
 
 def _require_signable(payment: Payment) -> None:
@@ -258,9 +287,12 @@ def record_transfer_observation(ctx: RuleContext, p: RecordTransferObservationPa
             "the chain's evidence is not the signed bytes themselves")
     require(attempt["claimed_by"] is not None or attempt.get("reconciled"), ErrorCode.INVALID_STATE,
             f"attempt {p.attempt_id} was recorded under no claim")
-    # The chain time is the observer's word; the ledger's own clock must also be past the expiry.
-    require(p.outcome != "expired" or min(p.chain_time_ms, ctx.now_ms) >= attempt["expires_at_ms"],
-            ErrorCode.INVALID_TIME, f"attempt {p.attempt_id} can land until {attempt['expires_at_ms']}")
+    if p.outcome == "expired":  # the chain's clock decides, within the skew the ledger believes of it
+        require(p.chain_time_ms >= attempt["expires_at_ms"], ErrorCode.INVALID_TIME,
+                f"attempt {p.attempt_id} can land until {attempt['expires_at_ms']}; the chain read {p.chain_time_ms}")
+        require(p.chain_time_ms <= ctx.now_ms + MAX_CHAIN_CLOCK_SKEW_MS, ErrorCode.INVALID_TIME,
+                f"the chain's time {p.chain_time_ms} stands more than {MAX_CHAIN_CLOCK_SKEW_MS} ms ahead of the "
+                "ledger's")
     if not _outcome_changes(attempt, p.outcome):
         return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "changed": False}
     _observe(ctx, attempt, p)
