@@ -52,6 +52,7 @@ FAULT_MIX = {"worker_after_journal": 4, "worker_answer_held": 3, "console": 3, "
 RESTART_DELAY_SECS = 0.5
 EVENT_WAIT_SECS = 20.0
 WAITING_BEFORE_THE_NODE_DIES = 3  # transfers the chain holds in its mempool when it is killed
+LATEST_SIGNATURES = 30  # the journal's newest transfers, where the ones waiting on chain are
 STRANDING_TRIES = 20  # signatures a worker may journal before one is its payer's lowest and still unrecorded
 
 
@@ -249,9 +250,8 @@ class FaultInjector(threading.Thread):
 
     def chain_mempool_lost(self) -> None:
         """The node dies while transfers wait in its mempool; it comes back with what it committed only."""
-        lines = self._journal_lines()
         self._control("hold", after=0)
-        waiting = self._wait_for(lambda: self._waiting_in_mempool(lines), "transfers waiting in the mempool")
+        waiting = self._wait_for(self._waiting_in_mempool, "transfers waiting in the mempool")
         self.processes.kill("chain")
         self.processes.book.mempools_lost.append(waiting or 0)
         self._control("release")  # once the supervisor has it running again
@@ -276,10 +276,14 @@ class FaultInjector(threading.Thread):
     def answers_dropped(self) -> None:
         self._control("faults", kind="drop_response", times=self.random.randint(2, 4))
 
-    def _waiting_in_mempool(self, lines: int) -> int:
-        """How many transfers signed after ``lines`` the held chain knows, once there are enough; else 0."""
-        known = sum(self._chain_knows(record["transaction_hash"]) for record in self._journal_records_after(lines))
-        return known if known >= WAITING_BEFORE_THE_NODE_DIES else 0
+    def _waiting_in_mempool(self) -> int:
+        """How many of the latest journalled transfers the held chain has waiting, once there are enough; else 0.
+
+        New signatures or the same bytes broadcast again (after the node last lost its mempool) alike."""
+        latest = self._journal_records_after(0)[-LATEST_SIGNATURES:]
+        waiting = sum(self._chain_answer(record["transaction_hash"]).get("type") == "pending_transaction"
+                      for record in latest)
+        return waiting if waiting >= WAITING_BEFORE_THE_NODE_DIES else 0
 
     # Helpers.
     def _control(self, path: str, **request: Any) -> None:
@@ -310,11 +314,15 @@ class FaultInjector(threading.Thread):
         return [json.loads(line) for line in complete[lines:]]
 
     def _chain_knows(self, transaction_hash: str) -> bool:
+        return bool(self._chain_answer(transaction_hash))
+
+    def _chain_answer(self, transaction_hash: str) -> dict[str, Any]:
+        """The chain's answer for one transaction, pending or committed; empty when it does not know it."""
         try:
-            return httpx.get(f"{self.processes.chain.url}/v1/transactions/by_hash/{transaction_hash}",
-                             timeout=2).status_code == 200
+            answer = httpx.get(f"{self.processes.chain.url}/v1/transactions/by_hash/{transaction_hash}", timeout=2)
         except httpx.HTTPError:
-            return False
+            return {}
+        return answer.json() if answer.status_code == 200 else {}
 
     def _worker_of(self, record: dict[str, Any] | None) -> str:
         if record is None or record["worker_id"] not in self.process_of_actor:

@@ -13,11 +13,14 @@ import gc
 import heapq
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import httpx
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 
 from ledger_engine.application.owner import LedgerOwner
 from porto_console.effects import payer_follow, payer_repair
@@ -74,7 +77,28 @@ class CountingTransport(httpx.WSGITransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         self.requests += 1
-        return super().handle_request(request)
+        with test_database_kept_open():
+            response = super().handle_request(request)
+            body = response.read()
+            response.close()
+        return httpx.Response(response.status_code, headers=response.headers, content=body, request=request)
+
+
+@contextmanager
+def test_database_kept_open() -> Iterator[None]:
+    """A request served inside the test's transaction, as Django's test client serves one.
+
+    The handler closes old connections when a request starts and finishes; inside the test's atomic block that
+    would close the test's own PostgreSQL connection and fail every later query.
+    """
+    signals = (request_started, request_finished)
+    for signal in signals:
+        signal.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        for signal in signals:
+            signal.connect(close_old_connections)
 
 
 def payment_worker(tmp_path: Path, chain_url: str, actor: str, *, journal: Path | None = None,
