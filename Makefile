@@ -18,6 +18,7 @@ CHROMIUM := /usr/bin/chromium
 REDIS_SERVER := /usr/bin/redis-server
 RESTIC := /usr/bin/restic
 SSHD := /usr/sbin/sshd
+NGINX := /usr/sbin/nginx
 
 # The fast tier: everything but the process-kill, browser and worker suites, on the store that skips fsync,
 # with a fifth of each property test's examples (docs/adr/0043), on both cores through pytest-xdist (docs/adr/0060),
@@ -55,7 +56,7 @@ run: setup $(RESTIC)
 	DATA_DIR=$(DATA_DIR) PORT=$(PORT) $(BIN)/python scripts/run_console.py
 
 # The suite includes the peers benchmark's own test, so it needs the bench extra too.
-test: setup-bench $(CHROMIUM) $(REDIS_SERVER) $(RESTIC) $(SSHD)
+test: setup-bench $(CHROMIUM) $(REDIS_SERVER) $(RESTIC) $(SSHD) $(NGINX)
 	$(BIN)/python -m pytest
 
 # The fast tier installs the test extra (pytest-xdist with it) and the tools its backup tests call, as `make test` does.
@@ -78,6 +79,10 @@ $(RESTIC):
 
 $(SSHD):
 	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y openssh-server
+
+# The proxy test runs the shipped deploy/nginx/porto-console.conf under Debian's nginx (a slow test: not in test-fast).
+$(NGINX):
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nginx
 
 bench: setup-bench $(REDIS_SERVER) bench-databases
 	$(BIN)/python -m benchmarks

@@ -35,7 +35,7 @@ from tests.conftest import EnvelopeFactory
 from tests.effects.chain_process import ChainProcess
 from tests.effects.conftest import CHAIN_ID, PAYER_KEY, USDC
 from tests.effects.redis_server import RedisServer
-from tests.effects.stack import WORKER_ROLES, Stack, wait_until
+from tests.effects.stack import WORKER_ROLES, Stack, provision_worker_actors, wait_until
 from tests.money_allocation.world import FIRST_DAY, MoneyWorld, fixture_commands
 from tests.money_payouts.world import NODES, RECIPIENTS, WORKS, PayoutWorld
 
@@ -84,7 +84,7 @@ def _approve(directory: Path, runs: int) -> list[str]:
             assert payouts.prepare(run_id, {r: [lines[r][number]] for r in RECIPIENTS}).accepted
             assert payouts.approve(run_id, statements).accepted
         for number in range(max(WORKER_COUNTS)):
-            assert owner.submit(envelopes.account(_actor(number), "worker", list(WORKER_ROLES))).accepted
+            provision_worker_actors(owner, envelopes, _actor(number), WORKER_ROLES)  # and its observer
         ids = [row["data"]["payment_id"] for _, row in owner.scan("state", "payment/", limit=100_000)
                if row["data"]["run_id"].startswith("bench-")]
     gc.collect()

@@ -2,7 +2,8 @@
 
 Exit status: 0 success, 1 a verification failed, 2 bad input, 3 the ledger is owned or halted,
 4 the ledger's storage is missing, incomplete or damaged (nothing in it was changed), or (recover) no
-good backup could be read.
+good backup could be read, 5 (verify-statement) no check failed but one that "verified" needs could not
+be made (no signed checkpoint, no ``--verifier-key``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ import orjson
 
 from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application import journal_tree
-from ledger_engine.application.owner import LedgerOwner, initialise, read_genesis, read_head
+from ledger_engine.application.owner import (
+    LedgerOwner, check_for_owning, initialise, promote, read_genesis, read_head, read_reconciliation_owed,
+)
 from ledger_engine.canonical import parse_json
 from ledger_engine.checkpoint import offsite
 from ledger_engine.checkpoint.backup import backup, restore
@@ -39,7 +42,9 @@ from ledger_engine.checkpoint.verify import VerificationError, verify_export
 from ledger_engine.demo import demo_envelopes
 from ledger_engine.errors import STORAGE_CODES, ErrorCode, LedgerError, StorageFault
 from ledger_engine.genesis import GENESIS_HASH_PATTERN, default_genesis, genesis_hash, validate_genesis
-from ledger_engine.merkle import verify_proof_document, verify_statement_file
+from ledger_engine.merkle import verify_proof_document
+from ledger_engine.merkle.checkpoint import VerifierKey
+from ledger_engine.merkle.statement import NOT_VERIFIED, REFUSED, check_statement_file
 from ledger_engine.merkle.document import encode_document
 from ledger_engine.projections.rebuild import rebuild_indexes
 from ledger_engine.storage.rocks import RocksStore
@@ -248,11 +253,14 @@ def cmd_rebuild_indexes(args: argparse.Namespace) -> None:
         emit(rebuild_indexes(store))
 
 
-def cmd_dispatch(args: argparse.Namespace) -> None:
-    """Resume or pause effect dispatch on a stopped ledger; resuming after a restore follows reconciliation."""
-    with LedgerOwner.open(_require_data(args)) as owner:
-        owner.set_dispatch(args.state == "resume", args.reason)
-        emit(owner.dispatch_state())
+def cmd_promote(args: argparse.Namespace) -> None:
+    """Promote a stopped, restored ledger once reconcile has exited 0: the writer generation rises and the
+    reconciliation it owed is lifted. Pausing and resuming dispatch are not this verb's: they are journalled
+    commands a person submits on the console with their authenticator (docs/adr/0091)."""
+    with RocksStore(_require_data(args), check=check_for_owning) as store:
+        owed = read_reconciliation_owed(store)
+        generation = promote(store, args.reason)
+    emit({"ok": True, "writer_generation": generation, "reconciliation_owed_lifted": owed is not None})
 
 
 def cmd_verify_proof(args: argparse.Namespace) -> None:
@@ -260,9 +268,12 @@ def cmd_verify_proof(args: argparse.Namespace) -> None:
     emit(verify_proof_document(Path(args.file).read_bytes()))
 
 
-def cmd_verify_statement(args: argparse.Namespace) -> None:
-    """Check a recipient's statement file against its batch root; no ledger needed."""
-    emit(verify_statement_file(Path(args.file).read_bytes()))
+def cmd_verify_statement(args: argparse.Namespace) -> int:
+    """Check a recipient's statement file and its checkpoint against the pinned key; no ledger needed."""
+    key = None if args.verifier_key is None else VerifierKey.parse(args.verifier_key)
+    verdict = check_statement_file(Path(args.file).read_bytes(), key)
+    emit(verdict)
+    return {REFUSED: 1, NOT_VERIFIED: 5}.get(verdict["verdict"], 0)
 
 
 def cmd_prove_inclusion(args: argparse.Namespace) -> None:
@@ -327,11 +338,14 @@ def build_parser() -> argparse.ArgumentParser:
     recover.add_argument("--backup-dir", help="instead of a repository: a directory of staged backups")
     recover.add_argument("--last-sequence", type=int, help="the last head known before the loss, to count what was lost")
     verb("rebuild-indexes", cmd_rebuild_indexes, "rebuild the indexes from logical state")
-    dispatch = verb("dispatch", cmd_dispatch, "resume or pause effect dispatch (an operator decision)")
-    dispatch.add_argument("state", choices=["resume", "pause"])
-    dispatch.add_argument("--reason", required=True)
+    promotion = verb("promote", cmd_promote, "after a restore and a clean reconcile: lift the reconciliation owed "
+                                            "and raise the writer generation (dispatch itself is the console's)")
+    promotion.add_argument("--reason", required=True)
     verb("verify-proof", cmd_verify_proof, "check a journal proof document, no ledger needed").add_argument("file")
-    verb("verify-statement", cmd_verify_statement, "check a statement file, no ledger needed").add_argument("file")
+    statement = verb("verify-statement", cmd_verify_statement, "check a statement file, no ledger needed")
+    statement.add_argument("file")
+    statement.add_argument("--verifier-key", help="Porto's published checkpoint verifier key (name+hash+key); "
+                                                  "without it the file is at best not verified")
     inclusion = verb("prove-inclusion", cmd_prove_inclusion, "print an inclusion proof of one journal entry")
     inclusion.add_argument("sequence", type=int)
     inclusion.add_argument("--at", type=int, help="the tree size to prove against (default: the head)")
@@ -353,7 +367,7 @@ EXIT_CODES = {ErrorCode.VERIFICATION_FAILED: 1, ErrorCode.LEDGER_ALREADY_OWNED: 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.handler(args)
+        status = args.handler(args)
     except VerificationError as error:
         emit({"ok": False, "code": str(error.code), "item": error.item, "reason": error.reason})
         return 1
@@ -365,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, FileExistsError) as error:
         emit({"ok": False, "code": "IO_ERROR", "detail": str(error)})
         return 2
-    return 0
+    return status or 0
 
 
 if __name__ == "__main__":

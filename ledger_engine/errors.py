@@ -23,6 +23,7 @@ class ErrorCode(StrEnum):
     JSON_TOO_DEEP = "JSON_TOO_DEEP"
     DUPLICATE_KEY = "DUPLICATE_KEY"
     ADMISSION_TIME_REGRESSED = "ADMISSION_TIME_REGRESSED"
+    ADMISSION_TIME_AHEAD = "ADMISSION_TIME_AHEAD"
 
     # The ledger's storage: refused at open, or a read that halts the owner. Nothing is changed.
     LEDGER_NOT_FOUND = "LEDGER_NOT_FOUND"

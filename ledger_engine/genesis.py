@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from ledger_engine.canonical import GENESIS_DOMAIN, domain_hash
-from ledger_engine.domain.actors import STAFF_ROLES, WORKER_ROLES
+from ledger_engine.domain.actors import STAFF_ROLES, WORKER_ROLES, role_conflict
 from ledger_engine.domain.payer import ADDRESS_PATTERN, PAYER_KEY, payer_record
 from ledger_engine.domain.step_up import PUBLIC_KEY_PATTERN, VERIFIER_KEY, verifier_record
 from ledger_engine.domain.ruleset import ASSETS, LONDON_1_POLICY, RULESET_VERSION, ROLES
@@ -89,7 +89,8 @@ def validate_genesis(document: Any) -> None:
 
 
 def _require_actors(actors: list[Any]) -> None:
-    """Each an actor ID, once, with roles of this ruleset: a person's or a worker's, never both."""
+    """Each an actor ID, once, with roles of this ruleset: a person's or a worker's, never both, and no two duties
+    kept apart (``actors.CONFLICTING_ROLES``)."""
     for actor in actors:
         if not (isinstance(actor, dict) and isinstance(actor.get("actor_id"), str)
                 and isinstance(actor.get("roles"), list) and all(isinstance(role, str) for role in actor["roles"])):
@@ -99,6 +100,10 @@ def _require_actors(actors: list[Any]) -> None:
         if set(actor["roles"]) & STAFF_ROLES and set(actor["roles"]) & WORKER_ROLES:
             raise LedgerError(ErrorCode.VERIFICATION_FAILED,
                               f"genesis actor {actor['actor_id']} holds a person's roles and a worker's")
+        conflict = role_conflict(actor["roles"])
+        if conflict is not None:
+            raise LedgerError(ErrorCode.ROLE_CONFLICT,
+                              f"genesis actor {actor['actor_id']} holds {' and '.join(sorted(conflict))} together")
     actor_ids = [actor["actor_id"] for actor in actors]
     if len(set(actor_ids)) != len(actor_ids):
         raise LedgerError(ErrorCode.VERIFICATION_FAILED, "genesis names an actor twice")

@@ -31,6 +31,13 @@ DEFAULT_SECRET_KEY = "porto-local-only-secret-key-change-me-in-deployment"
 SECRET_KEY = _secret("DJANGO_SECRET_KEY") or DEFAULT_SECRET_KEY
 HANDLE_KEY = _secret("PORTO_HANDLE_KEY")  # seals ledger IDs into URL handles (console/handles.py)
 STEP_UP_KEY = _secret("PORTO_STEP_UP_KEY")  # Ed25519 private key, hex: signs step-up proofs (console/stepup.py)
+# Keys accounts' identity digests (ledger_engine/domain/identity.py); it never enters the ledger or a backup, and
+# it is kept for as long as any account made under it exists: without it no enrolment link could be checked.
+IDENTITY_KEY = _secret("PORTO_IDENTITY_KEY")
+# Signs the checkpoint (batch root and size) every statement file carries: a 32-byte Ed25519 seed in hex. Its
+# public half is pinned on /verify/ under CHECKPOINT_ORIGIN, the key name and checkpoint origin (docs/runbook.md).
+CHECKPOINT_KEY = _secret("PORTO_CHECKPOINT_KEY")
+CHECKPOINT_ORIGIN = os.environ.get("PORTO_CHECKPOINT_ORIGIN") or "porto.example/statements"
 METRICS_TOKEN = _secret("PORTO_METRICS_TOKEN")  # the scraper's bearer token; without one /metrics is off
 # The genesis this deployment trusts, kept apart from the data: outside the labelled demo the console refuses a
 # ledger from any other genesis, and recovery refuses backups from one (ledger_engine/checkpoint/verify.py).
@@ -61,6 +68,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "porto_console.console.proof_version.ProofVersionMiddleware",  # a session older than its user's proof ends
     "django_otp.middleware.OTPMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -161,7 +169,11 @@ X_FRAME_OPTIONS = "DENY"
 LOGIN_URL = "admin:login"
 # Behind a TLS proxy (docs/deployment.md), PORTO_TRUSTED_PROXY is its address. Waitress then takes the scheme
 # and client address from that proxy's X-Forwarded-Proto/-For and strips both from anyone else, so Django may
-# trust the scheme header; cookies become secure-only and browsers are told to use HTTPS (HSTS).
+# trust the scheme header; cookies become secure-only and browsers are told to use HTTPS (HSTS). The proxy is
+# the only one (deploy/nginx/porto-console.conf writes both headers over the client's), and Django reads no
+# X-Forwarded-Host or -Port.
+USE_X_FORWARDED_HOST = False
+USE_X_FORWARDED_PORT = False
 TRUSTED_PROXY = os.environ.get("PORTO_TRUSTED_PROXY") or None
 if TRUSTED_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
@@ -186,6 +198,9 @@ AXES_COOLOFF_TIME = 1  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "console/lockout.html"
+# The address a lockout counts is the peer waitress resolved (behind nginx, the address nginx wrote in
+# X-Forwarded-For), never a header a client chose, whatever IP library is installed (docs/adr/0088).
+AXES_CLIENT_IP_CALLABLE = "porto_console.operations.server.client_address"
 
 # Step-up authentication: approvals need a fresh code from the user's TOTP device, and the console
 # then signs a proof the ledger checks. Nobody's authenticator secret is shown on any staff screen.
@@ -198,6 +213,8 @@ OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 # Where staff reach the console: enrolment links in emails point here.
 CONSOLE_URL = os.environ.get("PORTO_CONSOLE_URL", "http://127.0.0.1:8000")
 ENROLMENT_LINK_TTL_S = int(os.environ.get("PORTO_ENROLMENT_LINK_TTL_S", str(24 * 3600)))
+# The first opening spends the link: that browser alone finishes enrolment, within this many seconds.
+ENROLMENT_LINK_OPEN_TTL_S = int(os.environ.get("PORTO_ENROLMENT_LINK_OPEN_TTL_S", str(15 * 60)))
 EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend")
 EMAIL_FILE_PATH = Path(os.environ.get("PORTO_MAIL_DIR", VAR_DIR / "mail"))
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "Porto console <console@porto.invalid>")
@@ -209,7 +226,8 @@ CSRF_TRUSTED_ORIGINS = [origin for origin in os.environ.get("PORTO_CSRF_TRUSTED_
 # Logs: one JSON object a line (porto_console/operations/json_logging.py), each with the request ID of the
 # request it was written for: request errors with their tracebacks, one access line a request, ledger halts
 # (CRITICAL, with their cause), security events and the server's own, to stderr and to a rotating file.
-# PORTO_LOG_FORMAT=plain gives the older text lines.
+# A request is logged by the route it matched, and no line holds a one-time link's token
+# (porto_console/operations/log_redaction.py). PORTO_LOG_FORMAT=plain gives the older text lines.
 LOG_DIR = Path(os.environ.get("PORTO_LOG_DIR", VAR_DIR / "log"))
 LOG_DIR.mkdir(parents=True, exist_ok=True)
 LOG_FORMAT = os.environ.get("PORTO_LOG_FORMAT", "json")
@@ -217,21 +235,24 @@ _LOG_TO = ["stderr", "file"]
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "porto_console.operations.json_logging.RequestIdFilter"}},
+    "filters": {"request_id": {"()": "porto_console.operations.json_logging.RequestIdFilter"},
+                "redact": {"()": "porto_console.operations.json_logging.RedactOneTimeLinks"}},
     "formatters": {
         "json": {"()": "porto_console.operations.json_logging.JsonFormatter"},
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(process)d:%(threadName)s] "
                             "request=%(request_id)s %(message)s"},
     },
     "handlers": {
-        "stderr": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]},
+        "stderr": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id", "redact"]},
         "file": {"class": "logging.handlers.RotatingFileHandler", "formatter": LOG_FORMAT, "delay": True,
-                 "filters": ["request_id"], "filename": LOG_DIR / "console.log", "maxBytes": 10 * 1024 * 1024,
+                 "filters": ["request_id", "redact"], "filename": LOG_DIR / "console.log",
+                 "maxBytes": 10 * 1024 * 1024,
                  "backupCount": 10},
     },
     "root": {"handlers": _LOG_TO, "level": "WARNING"},
     "loggers": {
         "django.request": {"handlers": _LOG_TO, "level": "ERROR", "propagate": False},
+        "django.server": {"handlers": _LOG_TO, "level": "INFO", "propagate": False},  # runserver's request lines
         "django.security": {"handlers": _LOG_TO, "level": "WARNING", "propagate": False},
         "axes": {"handlers": _LOG_TO, "level": "WARNING", "propagate": False},
         "waitress": {"handlers": _LOG_TO, "level": "INFO", "propagate": False},

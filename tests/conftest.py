@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.core.servers.basehttp import WSGIRequestHandler
 
+from ledger_engine.application import admission_clock
 from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application.owner import LedgerOwner
 from tests.support import store_tier, tiers  # noqa: F401 (tiers loads the fast tier's Hypothesis profile)
@@ -20,6 +21,9 @@ from tests.support.step_up import genesis as step_up_genesis, stepped_up
 pytest_plugins = ("tests.support.postgres", "tests.support.restic")
 
 GENESIS_ADMIN = "genesis-admin"
+# The suite dates its commands on synthetic clocks from 2026-10 into 2027, whatever today is; an owner in this
+# process reads this as its wall clock, so those dates are never "ahead". Tests of the bound pin their own clock.
+SUITE_WALL_CLOCK_MS = 2_000_000_000_000
 
 
 def pytest_configure(config):
@@ -83,6 +87,11 @@ class EnvelopeFactory:
         payload = {"account_id": account_id, "kind": kind, "identity_digest": self.digest("id", account_id),
                    "roles": sorted(roles), **extra}
         return self("RegisterAccount", payload)
+
+
+@pytest.fixture(autouse=True)
+def suite_wall_clock(monkeypatch):
+    monkeypatch.setattr(admission_clock, "wall_clock_ms", lambda: SUITE_WALL_CLOCK_MS)
 
 
 @pytest.fixture

@@ -11,11 +11,15 @@ from porto_console.settings import *  # noqa: F403
 from porto_console.settings import LOGGING
 
 from ledger_engine.demo import demo_genesis
+from ledger_engine.demo.builder import DEMO_IDENTITY_KEY
 from ledger_engine.genesis import genesis_hash
+from tests.merkle import checkpoint_keys
 from tests.support.step_up import PRIVATE_KEY_HEX
 
 HANDLE_KEY = "porto-test-only-handle-key-for-sealed-urls"
 STEP_UP_KEY = PRIVATE_KEY_HEX
+CHECKPOINT_KEY, CHECKPOINT_ORIGIN = checkpoint_keys.SEED_HEX, checkpoint_keys.ORIGIN
+IDENTITY_KEY = DEMO_IDENTITY_KEY.decode()  # the console tests' ledgers are copies of the demo's, accounts and all
 BACKUP_PASSWORD = "porto-test-only-backup-password"
 GENESIS_HASH = genesis_hash(demo_genesis())  # the console tests' ledgers are copies of the demo's
 # The rotating log file of this test run, away from the developer's own var/log.

@@ -15,7 +15,8 @@ storage met on any read (docs/adr/0010): nothing more is admitted.
 Admission time never runs backwards across the ledger: a new command whose
 ``admitted_at_ms`` is below the last journalled one is refused before
 admission (docs/adr/0012), after the duplicate check, so a journalled command
-is still answered by its ID.
+is still answered by its ID. Nor may it run ahead of the owner's clock by
+more than a small skew (``admission_clock.py``, docs/adr/0093).
 
 Each group's commands, with their outcomes and latencies, are reported to
 the registered ``listeners`` (``observers.py``) before their callers are
@@ -32,6 +33,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from ledger_engine.application.admission import AdmittedCommand
+from ledger_engine.application.admission_clock import AdmissionClock
 from ledger_engine.application.journal import Head
 from ledger_engine.application.journal_tree import BatchTree
 from ledger_engine.application.observers import CommandReport, GroupReport, Listeners
@@ -55,12 +57,13 @@ class _Task:
 
 class SerialExecutor:
     def __init__(self, store: RocksStore, head: Head, frontier: JournalFrontier, *, admitted_floor_ms: int = 0,
-                 max_group: int = 64) -> None:
+                 max_group: int = 64, clock: AdmissionClock = AdmissionClock()) -> None:
         """``frontier``: the journal tree at ``head``, as the owner checked it on opening."""
         self.store = store
         self.head = head
         self.frontier = frontier
         self.admitted_floor_ms = admitted_floor_ms
+        self.clock = clock
         self.max_group = max_group
         self.halted: LedgerError | None = None
         self.halt_cause: str | None = None  # the code of the fault that halted admission
@@ -166,13 +169,14 @@ class SerialExecutor:
             return
         pending = PendingBatch(self.store)
         head, floor, tree = self.head, self.admitted_floor_ms, BatchTree(self.frontier)
+        ceiling = self.clock.ceiling_ms()
         answers: list[tuple[Future, CommandOutcome | LedgerError]] = []
         index_entries: dict = {}  # the group's index upkeep remembers the records it has seen written
         for command, future, _ in group:
             try:
                 tree.check_claim(command.payload, pending.put, pending.get_raw)
                 outcome, head = execute(command, pending, head, self._indexes, admitted_floor_ms=floor,
-                                        index_entries=index_entries)
+                                        admitted_ceiling_ms=ceiling, index_entries=index_entries)
                 tree.add(head)
                 floor = max(floor, command.envelope.admitted_at_ms) if not outcome.duplicate else floor
                 answers.append((future, outcome))

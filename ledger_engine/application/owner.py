@@ -18,6 +18,7 @@ from typing import Any, Callable, TypeVar
 import orjson
 
 from ledger_engine.application.admission import AdmittedCommand, admit
+from ledger_engine.application.admission_clock import AdmissionClock
 from ledger_engine.application.executor import SerialExecutor
 from ledger_engine.application.journal import GENESIS_HEAD, Head, encoded_delta
 from ledger_engine.application.journal_tree import build_from_journal, check_tree, is_kept, stored_root
@@ -26,11 +27,12 @@ from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.private_rows import require_private_key
 from ledger_engine.application.value_codec import decode_record, encode_record, encode_value
 from ledger_engine.application.transition import HEAD_KEY, CommandOutcome, stored_outcome
+from ledger_engine.domain.schema.dispatch_switch import PENDING_RESUME_SENTINEL, SWITCH_KEY, resume_key
 from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
 from ledger_engine.genesis import genesis_hash, genesis_records
 from ledger_engine.keys import seq20
-from ledger_engine.layout import DELTAS, INDEXES, JOURNAL, META, PRIVATE_AUX
+from ledger_engine.layout import DELTAS, INDEXES, JOURNAL, META, PRIVATE_AUX, STATE, UNIQUE
 from ledger_engine.merkle.journal import JournalFrontier
 from ledger_engine.projections.maintenance import IndexMaintainer
 from ledger_engine.projections.view import LedgerView
@@ -40,8 +42,11 @@ from ledger_engine.storage.unsynced import refuse_unless_allowed
 
 T = TypeVar("T")
 GENESIS_KEY = b"genesis"
-DISPATCH_KEY = b"dispatch"
+RECONCILE_KEY = b"reconciliation_owed"
+LEGACY_DISPATCH_KEY = b"dispatch"  # the switch before it was ledger state (docs/adr/0091): read, never written
 WRITER_KEY = b"writer"
+# Commands that would let this copy dispatch: refused while it owes a reconciliation.
+RESUME_COMMANDS = frozenset({"RequestDispatchResume", "DecideDispatchResume"})
 
 
 def read_head(store: RocksStore) -> Head:
@@ -72,7 +77,6 @@ def initialise(store: RocksStore, genesis: dict[str, Any]) -> Head:
     # Genesis as delta 0: an export folds deltas 0..head into its state rows and events.
     pending.put(DELTAS, seq20(0).encode(), encoded_delta(rows)[1])
     pending.put(META, GENESIS_KEY, encode_value({"document": genesis, "genesis_hash": genesis_hash(genesis)}))
-    pending.put(META, DISPATCH_KEY, encode_value({"enabled": True, "reason": "initialised"}))
     pending.put(META, HEAD_KEY, encode_value(GENESIS_HEAD.as_json()))
     store.write(pending.ops())
     return GENESIS_HEAD
@@ -108,6 +112,34 @@ def advance_writer_generation(store: RocksStore, why: str) -> int:
     return generation
 
 
+def reconciliation_owed(reason: str) -> tuple[str, bytes, bytes]:
+    """The write that marks a copy of the ledger as owing a reconciliation with the world (a restore, a replay, a
+    loaded checkpoint): it may not dispatch until ``promote``. Not ledger state: the copy's history is the
+    backup's, digest for digest, and owing a reconciliation is a fact about the copy (docs/adr/0091)."""
+    return META, RECONCILE_KEY, encode_value({"reason": reason, "at_ms": time.time_ns() // 1_000_000})
+
+
+def read_reconciliation_owed(store: RocksStore) -> dict[str, Any] | None:
+    """``{"reason", "at_ms"}`` while this copy owes a reconciliation, else None."""
+    raw = store.get(META, RECONCILE_KEY)
+    if raw is not None:
+        return orjson.loads(raw)
+    legacy = store.get(META, LEGACY_DISPATCH_KEY)
+    if legacy is not None and not orjson.loads(legacy)["enabled"]:
+        return {"reason": orjson.loads(legacy)["reason"], "at_ms": None}
+    return None
+
+
+def promote(store: RocksStore, why: str) -> int:
+    """The runbook's promotion, on a stopped ledger once reconcile has exited 0: this copy is the one that acts on
+    the world. The writer generation rises and the reconciliation it owed is lifted; whether dispatch then runs
+    is the journalled switch's, which only ``PauseDispatch`` and ``DecideDispatchResume`` change."""
+    generation = read_writer_generation(store) + 1
+    store.write([(META, WRITER_KEY, writer_record(generation, f"promoted: {why}")),
+                 (META, RECONCILE_KEY, None), (META, LEGACY_DISPATCH_KEY, None)])
+    return generation
+
+
 def last_admitted_ms(store: RocksStore, head: Head) -> int:
     """Admission time of the last journalled command (0 at genesis): the floor for the next one."""
     if not head.sequence:
@@ -140,7 +172,7 @@ def _check_unless_initialising(genesis: dict[str, Any] | None) -> Callable[[Rock
 
 
 class LedgerOwner:
-    def __init__(self, store: RocksStore, *, max_group: int = 64) -> None:
+    def __init__(self, store: RocksStore, *, max_group: int = 64, clock: AdmissionClock | None = None) -> None:
         if store.staging:
             raise LedgerError(ErrorCode.STORE_NOT_DURABLE,
                               f"{store.path} is still being built; it is owned only once published")
@@ -149,15 +181,17 @@ class LedgerOwner:
         head, floor, frontier = check_for_owning(store)  # everything refused here is refused before any write
         self.store = store
         self.writer_generation = advance_writer_generation(store, "opened read-write")
+        self.reconciliation_owed = read_reconciliation_owed(store)  # changes only on a stopped ledger (``promote``)
         if not is_kept(store):
             frontier = build_from_journal(store, head)
         self.security_log = SecurityLog(configured_path(store.path))
-        self.executor = SerialExecutor(store, head, frontier, admitted_floor_ms=floor, max_group=max_group)
+        self.executor = SerialExecutor(store, head, frontier, admitted_floor_ms=floor, max_group=max_group,
+                                       clock=clock or AdmissionClock.configured())
         store.on_fault = self.executor.halt  # damaged storage met by any read stops admission
 
     @classmethod
     def open(cls, data_dir: str | os.PathLike, *, genesis: dict[str, Any] | None = None,
-             max_group: int = 64) -> "LedgerOwner":
+             max_group: int = 64, clock: AdmissionClock | None = None) -> "LedgerOwner":
         """Open the ledger in ``data_dir``; with ``genesis``, a missing or empty directory is initialised.
 
         Without ``genesis`` nothing is ever created: a missing ledger is LEDGER_NOT_FOUND and a
@@ -168,7 +202,7 @@ class LedgerOwner:
         try:
             if genesis is not None and store.get(META, HEAD_KEY) is None:
                 initialise(store, genesis)
-            return cls(store, max_group=max_group)
+            return cls(store, max_group=max_group, clock=clock)
         except BaseException:
             store.close()
             raise
@@ -177,12 +211,14 @@ class LedgerOwner:
     def _admit_or_log(self, document: Any) -> AdmittedCommand:
         """Refusals before admission go to the security log, never to the ledger (docs/spec/engine-and-journal.md §11)."""
         try:
-            return admit(document)
+            command = admit(document)
         except LedgerError as error:
             self.security_log.record("refused_before_admission", str(error.code), error.detail,
                                      command_id=_identifier(document, "command_id"),
                                      actor_id=_identifier(document, "actor_id"))
             raise
+        self._require_no_reconciliation_owed(command)
+        return command
 
     def journal_tree(self) -> dict[str, Any]:
         """``{"size", "root"}`` of the journal tree at the last durable group."""
@@ -204,7 +240,21 @@ class LedgerOwner:
 
     def submit_admitted(self, command: AdmittedCommand) -> CommandOutcome:
         """``submit`` for a command its caller has just admitted (the gateway), so it is not admitted twice."""
+        self._require_no_reconciliation_owed(command)
         return self.executor.execute_now(command)
+
+    def _require_no_reconciliation_owed(self, command: AdmittedCommand) -> None:
+        """A copy that owes a reconciliation takes no step towards resuming dispatch (a decline is no such step)."""
+        if not self.reconciliation_owed or command.envelope.command_type not in RESUME_COMMANDS:
+            return
+        if getattr(command.payload, "decision", None) == "decline":
+            return
+        error = LedgerError(ErrorCode.RECONCILIATION_REQUIRED,
+                            f"this ledger owes a reconciliation ({self.reconciliation_owed['reason']}): reconcile, "
+                            "then promote it (porto-ledger promote) before dispatch may resume")
+        self.security_log.record("refused_before_admission", str(error.code), error.detail,
+                                 command_id=command.command_id, actor_id=command.envelope.actor_id)
+        raise error
 
     def add_command_listener(self, listener: GroupListener) -> None:
         """``listener`` hears of every group of commands the executor answers (``observers.py``)."""
@@ -249,9 +299,21 @@ class LedgerOwner:
         return orjson.loads(raw) if raw is not None else None
 
     def dispatch_state(self) -> dict[str, Any]:
-        """Whether workers may carry out effects, and why: ``{"enabled", "reason"}``."""
-        stored = orjson.loads(self.store.get(META, DISPATCH_KEY))
-        return {"enabled": stored["enabled"], "reason": stored["reason"]}
+        """Whether workers may carry out effects, and why: the journalled switch, unless this copy owes a
+        reconciliation. ``{"enabled", "reason", "paused_by", "since_ms", "switch", "reconciliation_owed",
+        "resume_request"}``; ``paused_by`` names the actor whose pause holds (None otherwise)."""
+        record = self.get(STATE, SWITCH_KEY)
+        switch = record.data if record is not None else None
+        paused = switch is not None and switch["status"] == "paused"
+        owed = self.reconciliation_owed
+        sentinel = self.get(UNIQUE, PENDING_RESUME_SENTINEL)
+        request = self.get(STATE, resume_key(sentinel.data["resume_id"])) if sentinel is not None else None
+        return {"enabled": owed is None and not paused,
+                "reason": owed["reason"] if owed else switch["reason"] if switch else "never paused",
+                "paused_by": switch["changed_by"] if paused else None,
+                "since_ms": switch["changed_at_ms"] if switch else None,
+                "switch": switch, "reconciliation_owed": owed,
+                "resume_request": request.data if request is not None else None}
 
     def genesis(self) -> dict[str, Any]:
         return read_genesis(self.store)
@@ -272,18 +334,6 @@ class LedgerOwner:
         """Private auxiliary data (identity mappings): outside the logical state and its digest."""
         row = (PRIVATE_AUX, require_private_key(key).encode(), encode_value(value))
         self.at_boundary(lambda store: store.write([row]))
-
-    def set_dispatch(self, enabled: bool, reason: str) -> None:
-        """Resuming dispatch promotes this owner to carry out effects: the writer generation rises with it."""
-        ops = [(META, DISPATCH_KEY, encode_value({"enabled": enabled, "reason": reason}))]
-
-        def write(store: RocksStore) -> None:
-            if enabled and not self.dispatch_state()["enabled"]:
-                self.writer_generation = read_writer_generation(store) + 1
-                ops.append((META, WRITER_KEY, writer_record(self.writer_generation, f"promoted: {reason}")))
-            store.write(ops)
-
-        self.at_boundary(write)
 
     def checkpoint(self, destination: str | os.PathLike) -> None:
         self.at_boundary(lambda store: store.checkpoint(destination))

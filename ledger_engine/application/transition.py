@@ -82,11 +82,14 @@ def stored_outcome(pending: PendingBatch, command_id: str, duplicate: bool) -> t
 
 
 def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes: IndexMaintainer, *,
-            admitted_floor_ms: int = 0, index_entries: dict | None = None) -> tuple[CommandOutcome, Head]:
+            admitted_floor_ms: int = 0, admitted_ceiling_ms: int | None = None,
+            index_entries: dict | None = None) -> tuple[CommandOutcome, Head]:
     """Apply ``command`` after ``head``; an exact duplicate returns its stored outcome.
 
     A new command admitted before ``admitted_floor_ms`` (the last journalled
-    admission time) is refused unjournalled, so its caller may re-admit it.
+    admission time) is refused unjournalled, so its caller may re-admit it; so
+    is one admitted after ``admitted_ceiling_ms`` (the owner's clock and its
+    skew; replay, which re-executes what was admitted, passes none).
     ``index_entries`` is the index upkeep's memory of records written earlier
     in the same ``pending`` batch (``IndexMaintainer.ops_for``).
     """
@@ -101,6 +104,10 @@ def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes
         raise LedgerError(ErrorCode.ADMISSION_TIME_REGRESSED,
                           f"admitted_at_ms {command.envelope.admitted_at_ms} is below the last journalled "
                           f"{admitted_floor_ms}; re-admit the command with a current admission time")
+    if admitted_ceiling_ms is not None and command.envelope.admitted_at_ms > admitted_ceiling_ms:
+        raise LedgerError(ErrorCode.ADMISSION_TIME_AHEAD,
+                          f"admitted_at_ms {command.envelope.admitted_at_ms} is ahead of the ledger's clock; "
+                          f"nothing may be admitted after {admitted_ceiling_ms}")
 
     sequence = head.sequence + 1
     try:

@@ -31,10 +31,9 @@ import orjson
 
 from ledger_engine.adapters.files import read_regular_file, replace_durably
 from ledger_engine.application.owner import (
-    DISPATCH_KEY, WRITER_KEY, LedgerOwner, read_head, read_writer_generation, writer_record,
+    WRITER_KEY, LedgerOwner, read_head, read_writer_generation, reconciliation_owed, writer_record,
 )
 from ledger_engine.application.private_rows import require_private_row
-from ledger_engine.application.value_codec import encode_value
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.export import export_store
 from ledger_engine.checkpoint.integrity import verify_store_exporting
@@ -221,7 +220,7 @@ def _prepare_restored(staging: Path, manifest: dict[str, Any], exported: dict[st
         generation = max(read_writer_generation(store), backed_up.writer_generation,
                          manifest.get("writer_generation", 0)) + 1
         reason = f"restored from backup at sequence {head.sequence}; reconcile before resuming"
-        store.write([(META, DISPATCH_KEY, encode_value({"enabled": False, "reason": reason})),
+        store.write([reconciliation_owed(reason),
                      (META, WRITER_KEY, writer_record(generation, f"restored from backup at sequence {head.sequence}")),
                      *((PRIVATE_AUX, key, raw) for key, raw in backed_up.private_rows)])
         restored = _verified_database(store)

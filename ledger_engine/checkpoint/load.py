@@ -19,7 +19,7 @@ import orjson
 
 from ledger_engine.application.journal import Head
 from ledger_engine.application.journal_tree import build_from_journal
-from ledger_engine.application.owner import DISPATCH_KEY, GENESIS_KEY
+from ledger_engine.application.owner import GENESIS_KEY, reconciliation_owed
 from ledger_engine.application.value_codec import encode_value
 from ledger_engine.application.transition import HEAD_KEY
 from ledger_engine.canonical import canonical_bytes
@@ -51,7 +51,7 @@ def load_checkpoint(export_dir: str | os.PathLike, data_dir: str | os.PathLike) 
         # The head goes last: a load interrupted before this line leaves no initialised ledger.
         store.write([
             (META, GENESIS_KEY, encode_value({"document": genesis, "genesis_hash": genesis_hash(genesis)})),
-            (META, DISPATCH_KEY, encode_value({"enabled": False, "reason": "loaded from a checkpoint; reconcile first"})),
+            reconciliation_owed("loaded from a checkpoint; reconcile first"),
             (META, HEAD_KEY, encode_value(head.as_json())),
         ])
     return head

@@ -31,10 +31,9 @@ from ledger_engine.application.admission import admit
 from ledger_engine.application.journal import Head
 from ledger_engine.application.journal_tree import BatchTree, open_tree, stored_root
 from ledger_engine.application.owner import (
-    DISPATCH_KEY, WRITER_KEY, initialise, last_admitted_ms, read_head, read_writer_generation, writer_record,
+    WRITER_KEY, initialise, last_admitted_ms, read_head, read_writer_generation, reconciliation_owed, writer_record,
 )
 from ledger_engine.application.pending import PendingBatch
-from ledger_engine.application.value_codec import encode_value
 from ledger_engine.application.transition import execute
 from ledger_engine.checkpoint.export import (
     DELTAS_FILE, EVENTS_FILE, JOURNAL_FILE, ROWS_FILE, JournalTreeFold, StateDigest, delta_lines, event_lines,
@@ -93,8 +92,7 @@ def _rebuild(root: Path, staging: Path, metadata: dict[str, Any], genesis: dict[
 
 def _disable_dispatch(store: RocksStore) -> None:
     generation = read_writer_generation(store) + 1
-    store.write([(META, DISPATCH_KEY, encode_value({"enabled": False,
-                                                    "reason": "rebuilt by replay; reconcile before dispatching"})),
+    store.write([reconciliation_owed("rebuilt by replay; reconcile before dispatching"),
                  (META, WRITER_KEY, writer_record(generation, "rebuilt by replay"))])
 
 

@@ -19,6 +19,8 @@ FIXTURE_PREFIX = "demo"
 # console signs with it. A fixture, labelled as one; a real ledger trusts its console's own key.
 DEMO_STEP_UP_KEY = key_from_seed("fixture:demo-step-up-key")
 DEMO_STEP_UP_PUBLIC_KEY = public_key_hex(DEMO_STEP_UP_KEY)
+# The labelled demo's identity key, public like everything in the demo; a deployment's is its own secret.
+DEMO_IDENTITY_KEY = b"fixture:demo-identity-key:public-to-everyone"
 
 
 def fixture_digest(*parts: object) -> str:

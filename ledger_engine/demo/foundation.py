@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ledger_engine.demo.builder import DemoBuilder, fixture_address, fixture_digest
+from ledger_engine.demo.builder import DEMO_IDENTITY_KEY, DemoBuilder, fixture_address, fixture_digest
 from ledger_engine.domain.actors import GUARDED_ROLES
-from ledger_engine.domain.commands.accounts import identity_digest
+from ledger_engine.domain.identity import keyed_identity
 
 GENESIS_ADMIN = "genesis-admin"
 ADMIN = "demo-admin"
@@ -22,7 +22,8 @@ STAFF = {
 WORKERS = {
     "demo-ingest": ["ingest"],
     "demo-coordinator": ["coordinator"],
-    "demo-dispatcher": ["dispatcher", "observer", "signer"],  # the payment worker
+    "demo-dispatcher": ["dispatcher", "signer"],  # the payment worker
+    "demo-observer": ["dispatcher", "observer"],  # the payment worker's second credential: what the chain did
     "demo-committer": ["committer", "observer"],
     "demo-maintenance": ["maintenance"],
 }
@@ -93,9 +94,9 @@ def _staff(builder: DemoBuilder) -> None:
 
 def _provision(builder: DemoBuilder, account_id: str, kind: str, roles: list[str], *, actor: str,
                payout_address: str | None = None) -> None:
-    identity = identity_digest(kind, staff_email(account_id)) if kind == "staff" \
-        else fixture_digest("identity", account_id)
-    payload = {"account_id": account_id, "kind": kind, "identity_digest": identity, "roles": sorted(roles)}
+    identity = keyed_identity(DEMO_IDENTITY_KEY, kind, staff_email(account_id)) if kind == "staff" \
+        else {"identity_digest": fixture_digest("identity", account_id)}
+    payload = {"account_id": account_id, "kind": kind, **identity, "roles": sorted(roles)}
     if payout_address:
         payload["payout_address"] = payout_address
     builder.add("RegisterAccount", payload, actor=actor)

@@ -60,6 +60,7 @@ class Allocation:
     payable: list[PayableLine] = field(default_factory=list)
     budget_revisions: dict[str, int] = field(default_factory=dict)
     retained: list[PayableLine] = field(default_factory=list)  # Porto's share of each allocated day
+    refunded: set[str] = field(default_factory=set)  # budgets whose period was refunded
 
 
 @dataclass
@@ -160,6 +161,7 @@ def _refund(builder: DemoBuilder, period: dict, budgets: dict[str, _Budget], all
     }, actor=INGEST, evidence=[evidence])
     if period["period_id"] in budgets:
         allocation.budget_revisions[budgets[period["period_id"]].budget_id] += 1
+        allocation.refunded.add(budgets[period["period_id"]].budget_id)
 
 
 def _correct_a_rights_error(builder: DemoBuilder, cast: Cast, allocation: Allocation) -> None:
@@ -194,12 +196,14 @@ def _correct_a_rights_error(builder: DemoBuilder, cast: Cast, allocation: Alloca
 
 
 def _request_a_review_of_porto_share(builder: DemoBuilder, allocation: Allocation) -> None:
-    """A correction left requested: demo-finance-2 decides it in the console."""
+    """A correction left requested: demo-finance-2 decides it in the console. What a refunded budget takes back
+    leaves it as a refund: nothing may allocate it again."""
     if not allocation.retained:
         return
     line = allocation.retained[-1]
+    remainder_to = "refund" if line.budget_id in allocation.refunded else "unallocated"
     _correct(builder, {"correction_id": builder.new_id(), "budget_id": line.budget_id, "reason": "allocation_error",
-                       "reverses": [line.line_id]}, [line], decide=False)
+                       "reverses": [line.line_id], "remainder_to": remainder_to}, [line], decide=False)
 
 
 def _correct(builder: DemoBuilder, payload: dict[str, Any], reversed_lines: list[PayableLine], *, decide: bool) -> None:

@@ -18,8 +18,10 @@ sender is the fixture address ``demo-treasury``. The stage:
    approves it (demo-finance-2), putting one ``payment.transfer`` intent per
    payment in the outbox;
 5. pays both approved runs: demo-dispatcher, the payment worker, claims,
-   records signed attempts under its claim, reports broadcasts and records
-   chain observations (demo-committer observes its own commitments). One
+   records signed attempts under its claim and reports broadcasts, and
+   demo-observer, its second credential, records the chain observations (a
+   signer never attests its own payments; demo-committer observes its own
+   commitments). One
    payment fails (its attempt expires) and is retried, one loses its
    broadcast answer and is reconciled, and the last stays queued in the
    outbox;
@@ -46,7 +48,7 @@ from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
 from ledger_engine.projections.statement_index import index_artifact, statement_document
 
 PREPARER, APPROVER, THIRD_APPROVER = "demo-finance-1", "demo-finance-2", "demo-finance-3"
-DISPATCHER, COMMITTER = "demo-dispatcher", "demo-committer"
+DISPATCHER, OBSERVER, COMMITTER = "demo-dispatcher", "demo-observer", "demo-committer"
 SENDER = fixture_address("demo-treasury")
 CLAIM_MS = 60_000
 UNPAID = 2  # recipients no run names, so a person can prepare and approve a run of their own
@@ -187,7 +189,7 @@ class _Stage:
 
     # Payments.
     def attempt(self, payment: _Payment, *, broadcast: str = "submitted", fate: str = "confirmed") -> None:
-        """One attempt: the payment worker claims, signs, broadcasts, and sees ``fate`` on chain."""
+        """One attempt: the payment worker claims, signs and broadcasts; its observer sees ``fate`` on chain."""
         self.claim(payment.effect_id, DISPATCHER)
         attempt = self.sign(payment)
         self.complete(payment.effect_id, DISPATCHER, broadcast, attempt.transaction_hash)
@@ -214,7 +216,7 @@ class _Stage:
             "payment_id": payment.payment_id, "attempt_id": attempt.attempt_id,
             "transaction_hash": attempt.transaction_hash, "outcome": fate, "ledger_version": next(self.ledger_versions),
             "chain_time_ms": max(self.builder.clock_ms, attempt.expires_at_ms), "evidence_digest": evidence,
-        }, actor=DISPATCHER, evidence=[evidence])
+        }, actor=OBSERVER, evidence=[evidence])
         if fate in ("failed", "expired"):
             self.effect_written(payment.effect_id)  # reopened for the retry
 

@@ -27,13 +27,17 @@ from ledger_engine.layout import STATE
 
 ADMIN, FINANCE = "admin", "finance"
 GUARDED_ROLES = frozenset({ADMIN, FINANCE})
-# No account holds both: whoever manages access cannot also move money.
-CONFLICTING_ROLES = frozenset({ADMIN, FINANCE})
+# Duties no account holds together: whoever manages access cannot also move money, and whoever signs payments
+# cannot also attest what the chain did with them (docs/adr/0090).
+CONFLICTING_ROLES = (frozenset({ADMIN, FINANCE}), frozenset({"signer", "observer"}))
 # The roles a person holds; every other role is a trusted adapter's or a worker's.
 STAFF_ROLES = frozenset({ADMIN, FINANCE, "ops", "auditor"})
 WORKER_ROLES = ROLES - STAFF_ROLES
 # A capability marker, not a role: any active staff account may submit commands about itself.
 ANY_STAFF = "any-staff"
+# Who pauses payment dispatch alone (the safe direction, with step-up) and asks for it to resume; an admin other
+# than the one who asked approves a resume (commands/dispatch_switch.py).
+DISPATCH_PAUSERS = frozenset({ADMIN, "ops"})
 
 
 def actor_roles(ctx: RuleContext, actor_id: str) -> frozenset[str]:
@@ -75,12 +79,12 @@ def _is_staff(changes: Changes, actor_id: str, actor: Record | None) -> bool:
     return actor is not None and ADMIN in actor.data["roles"]
 
 
-def require_other_actor(ctx: RuleContext, other_actor_id: str, what: str) -> None:
-    """Four eyes: the acting actor must not be the one who did ``what``."""
+def require_other_actor(ctx: RuleContext, other_actor_id: str, what: str, act: str = "approve") -> None:
+    """Four eyes: the acting actor must not be the one who did ``what``, now to ``act`` on it."""
     require(
         ctx.actor_id != other_actor_id,
         ErrorCode.FOUR_EYES_REQUIRED,
-        f"the actor who {what} cannot also approve it",
+        f"the actor who {what} cannot also {act} it",
     )
 
 
@@ -99,9 +103,16 @@ def four_eyes_governance(changes: Changes) -> bool:
     return next(admins, None) is not None and next(admins, None) is not None  # stops at the second admin
 
 
+def role_conflict(roles: Iterable[str]) -> frozenset[str] | None:
+    """The first pair of ``CONFLICTING_ROLES`` that ``roles`` holds together, or None."""
+    held = set(roles)
+    return next((pair for pair in CONFLICTING_ROLES if pair <= held), None)
+
+
 def require_no_role_conflict(roles: Iterable[str]) -> None:
-    require(not CONFLICTING_ROLES <= set(roles), ErrorCode.ROLE_CONFLICT,
-            f"no account may hold {' and '.join(sorted(CONFLICTING_ROLES))} together")
+    conflict = role_conflict(roles)
+    require(conflict is None, ErrorCode.ROLE_CONFLICT,
+            f"no account may hold {' and '.join(sorted(conflict or ()))} together")
 
 
 def require_roles_fit_kind(kind: str, roles: Iterable[str]) -> None:

@@ -18,7 +18,8 @@ the budget, each counted once. Two checks hold the terms to the records they sum
 - ``ledger_mismatches(view)``: every budget, lot, line and correction from
   scratch, and every lot against its deposit evidence: a lot whose deposit
   sentinels do not name it, or that shares a deposit with another lot, is a
-  phantom (deposits.py). ``CheckConservation`` runs it and records its verdict at
+  phantom (deposits.py), and every refunded budget holds nothing unallocated:
+  units back in it could never be allocated nor refunded. ``CheckConservation`` runs it and records its verdict at
   ``state/conservation``; while that says ``blocked``, ``require_payouts_unblocked``
   rejects with PAYOUTS_BLOCKED. Only a later clean check lifts the block.
 """
@@ -205,14 +206,18 @@ def ledger_mismatches(view: StateView) -> list[Mismatch]:
     for _, record in view.scan(STATE, CORRECTION_PREFIX):
         recorded[(record.data["budget_id"], "refunds_reversals")] += parse_amount(record.data["refunded"])
         found += _correction_arithmetic(record.data)
+    refunded = set()
     for _, record in view.scan(STATE, REFUND_PREFIX):
         recorded[(record.data["budget_id"], "refunds_reversals")] += parse_amount(record.data["amount"])
+        refunded.add(record.data["budget_id"])
     drawn: dict[str, int] = defaultdict(int)
     budget_ids = set()
     for record_key, record in view.scan(STATE, BUDGET_PREFIX):
         budget_id, budget = record_key[len(BUDGET_PREFIX):], record.data
         budget_ids.add(budget_id)
         found += equation_mismatches(record_key, budget) + _recorded_terms(record_key, budget, recorded)
+        if budget_id in refunded:
+            found += _stranded_in_a_refunded_budget(record_key, budget)
         for entry in budget["lots"]:
             drawn[entry["lot_id"]] += parse_amount(entry["amount"])
     found += [Mismatch(BUDGET_PREFIX + budget_id, "exists", "lines or corrections name a missing budget")
@@ -255,6 +260,13 @@ def _recorded_terms(subject: str, budget: Budget, recorded: dict[tuple[str, str]
     return [Mismatch(subject, term, f"{term} {terms[term]} != records {recorded.get((budget_id, term), 0)}")
             for term in ("outstanding", "paid", "refunds_reversals")
             if terms[term] != recorded.get((budget_id, term), 0)]
+
+
+def _stranded_in_a_refunded_budget(subject: str, budget: Budget) -> list[Mismatch]:
+    if parse_amount(budget["unallocated"]) == 0:
+        return []
+    return [Mismatch(subject, "unallocated", f"the budget was refunded, yet holds {budget['unallocated']} "
+                                             "unallocated that nothing may allocate and no refund covers")]
 
 
 def _correction_arithmetic(correction: Correction) -> list[Mismatch]:

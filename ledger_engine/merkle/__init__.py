@@ -8,6 +8,7 @@
 - ``journal``: the journal tree's leaves (entry hashes), ``JournalFrontier`` and
   its proof documents.
 - ``statement``: statement leaves, ``StatementTree`` and the recipient's statement file.
+- ``checkpoint``: a statement tree's root and size as a C2SP signed note, signed and verified.
 - ``document``: the strict canonical-JSON reading and the stable ``Reason`` codes.
 
 docs/merkle.md describes the formats, with test vectors.
@@ -15,7 +16,7 @@ docs/merkle.md describes the formats, with test vectors.
 
 from ledger_engine.merkle.document import ProofRejected, Reason
 from ledger_engine.merkle.journal import prove_consistency, prove_inclusion, verify_proof_document
-from ledger_engine.merkle.statement import StatementTree, verify_statement_file
+from ledger_engine.merkle.statement import StatementTree, check_statement_file, verify_statement_file
 
-__all__ = ["ProofRejected", "Reason", "StatementTree", "prove_consistency", "prove_inclusion",
-           "verify_proof_document", "verify_statement_file"]
+__all__ = ["ProofRejected", "Reason", "StatementTree", "check_statement_file", "prove_consistency",
+           "prove_inclusion", "verify_proof_document", "verify_statement_file"]

@@ -15,12 +15,14 @@ import re
 from enum import StrEnum
 from typing import Any, NoReturn
 
-from ledger_engine.canonical import MAX_SAFE_INTEGER, canonical_bytes
+from ledger_engine.canonical import MAX_JSON_DEPTH, MAX_SAFE_INTEGER, canonical_bytes
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.merkle.tree import ProofError
 
 MAX_DOCUMENT_BYTES = 1 << 20
 HEX_HASH = re.compile(r"[0-9a-f]{64}")
+# A string (skipped whole), a quote that opens no complete string, an opening or a closing bracket.
+_NESTING_TOKENS = re.compile(r'"(?:[^"\\]++|\\.)*+"|"|[\[{]|[\]}]', re.DOTALL)
 _LONE_SURROGATE = re.compile(r"[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
 
 
@@ -41,6 +43,10 @@ class Reason(StrEnum):
     ROOT_MISMATCH = "ROOT_MISMATCH"
     FIRST_ROOT_MISMATCH = "FIRST_ROOT_MISMATCH"
     SECOND_ROOT_MISMATCH = "SECOND_ROOT_MISMATCH"
+    TOO_DEEP = "TOO_DEEP"
+    CHECKPOINT_MISMATCH = "CHECKPOINT_MISMATCH"
+    UNKNOWN_KEY = "UNKNOWN_KEY"
+    SIGNATURE_INVALID = "SIGNATURE_INVALID"
 
 
 class ProofRejected(LedgerError):
@@ -89,9 +95,29 @@ def _parse(raw: bytes) -> Any:
         text = raw.decode("utf-8")
         if text.startswith("\ufeff"):
             reject(Reason.NOT_JSON, "", "the file starts with a byte order mark")
+        require_shallow(text)
         return json.loads(text, parse_constant=_no_constant, parse_int=_parse_int)
     except (UnicodeDecodeError, ValueError, RecursionError):
         reject(Reason.NOT_JSON, "", "the file is not UTF-8 JSON")
+
+
+def require_shallow(text: str) -> None:
+    """Refuse text whose arrays and objects nest deeper than the ledger's ``MAX_JSON_DEPTH``, before parsing.
+
+    The count runs over the text without recursion, so no nesting reaches a parser's or a walker's stack.
+    It stops at a string that never closes: the rest is not JSON, which parsing then says.
+    """
+    depth = 0
+    for token in _NESTING_TOKENS.finditer(text):
+        found = token.group()
+        if found == '"':
+            return
+        if found in ("[", "{"):
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                reject(Reason.TOO_DEEP, "", f"arrays and objects nest deeper than {MAX_JSON_DEPTH} levels")
+        elif found in ("]", "}"):
+            depth -= 1
 
 
 def _parse_int(digits: str) -> int | float:

@@ -15,12 +15,15 @@ statement is a JSON object with at least:
   u64 decimal string.
 
 The tree holds a batch's statements sorted by public proof ID. The statement
-file is ``{"version", "statement", "leaf_index", "tree_size", "leaf_hash",
-"path", "batch_root", "anchor": {"chain", "transaction_hash",
-"ledger_version"}}`` in canonical JSON. Checking one (docs/merkle.md gives the
-order) proves the statement is leaf ``leaf_index`` of the tree of
-``tree_size`` statements with root ``batch_root``; that the root is the one
-anchored on chain is checked by hand against ``anchor``.
+file (version 2) is ``{"version", "statement", "leaf_index", "tree_size",
+"leaf_hash", "path", "batch_root", "checkpoint", "anchor": {"chain",
+"transaction_hash", "ledger_version"}}`` in canonical JSON, where
+``checkpoint`` is the batch root and size as a signed note (``checkpoint``).
+Checking one (docs/merkle.md gives the order) proves the statement is leaf
+``leaf_index`` of the tree of ``tree_size`` statements with root
+``batch_root``, and that Porto's pinned key signed that root and size; that
+the root is the one anchored on chain is checked by hand against ``anchor``.
+A version 1 file (no checkpoint) still reads, and is never verified.
 """
 
 from __future__ import annotations
@@ -30,17 +33,30 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ledger_engine.canonical import canonical_bytes
+from ledger_engine.canonical import MAX_JSON_DEPTH, canonical_bytes
 from ledger_engine.merkle import tree
+from ledger_engine.merkle.checkpoint import (
+    MAX_NOTE_CHARS, Checkpoint, CheckpointSigner, VerifierKey, parse_note, verify_note,
+)
 from ledger_engine.merkle.document import (
-    MAX_DOCUMENT_BYTES, Reason, encode_document, join, read_count, read_document, read_hash, read_hashes, read_object, reject,
-    rejected_proof, require_fields, require_version,
+    MAX_DOCUMENT_BYTES, ProofRejected, Reason, encode_document, join, read_count, read_document, read_hash, read_hashes,
+    read_object, reject, rejected_proof, require_fields, require_version,
 )
 from ledger_engine.merkle.frontier import MemoryNodes
 
-FILE_VERSION = "porto:london:statement-file:v1"
+FILE_VERSION = "porto:london:statement-file:v2"
+UNSIGNED_FILE_VERSION = "porto:london:statement-file:v1"
 LEAF_DOMAIN = "porto:london:statement:v1\n"
-FILE_FIELDS = ("version", "statement", "leaf_index", "tree_size", "leaf_hash", "path", "batch_root", "anchor")
+UNSIGNED_FILE_FIELDS = ("version", "statement", "leaf_index", "tree_size", "leaf_hash", "path", "batch_root", "anchor")
+FILE_FIELDS = UNSIGNED_FILE_FIELDS[:-1] + ("checkpoint", "anchor")
+# Every check a verifier reports, in the order it makes them; each is passed, failed or not made.
+CHECKS = ("file", "leaf", "root", "checkpoint", "signature", "anchor")
+PASSED, FAILED, NOT_MADE = "passed", "failed", "not made"
+VERIFIED, REFUSED, NOT_VERIFIED = "verified", "failed", "not verified"
+# Why a check was not made: no rejection, but no verdict of "verified" either.
+NO_CHECKPOINT = "NO_CHECKPOINT"
+NO_VERIFIER_KEY = "NO_VERIFIER_KEY"
+BY_HAND = "BY_HAND"
 ANCHOR_FIELDS = ("chain", "transaction_hash", "ledger_version")
 # Required statement fields and their JSON types, checked in this order.
 STATEMENT_FIELDS = (("public_proof_id", "string"), ("recipient_id", "string"), ("period", "object"),
@@ -56,9 +72,14 @@ MAX_CHAIN_LABEL = 200
 _JSON_TYPES = {"string": str, "object": dict, "array": list}
 
 
-def verifier_format() -> dict[str, Any]:
-    """Everything a second verifier needs to encode and check exactly as this one does."""
-    return {"file_version": FILE_VERSION, "leaf_domain": LEAF_DOMAIN, "file_fields": list(FILE_FIELDS),
+def verifier_format(key: VerifierKey | None = None) -> dict[str, Any]:
+    """Everything a second verifier needs to encode and check exactly as this one does, and the pinned key."""
+    pinned = None if key is None else {"name": key.name, "key_hash": key.key_hash.hex(),
+                                       "public_key": key.public_key.hex(), "encoded": key.encoded()}
+    return {"file_version": FILE_VERSION, "unsigned_file_version": UNSIGNED_FILE_VERSION, "leaf_domain": LEAF_DOMAIN,
+            "file_fields": list(FILE_FIELDS), "unsigned_file_fields": list(UNSIGNED_FILE_FIELDS),
+            "checks": list(CHECKS), "verifier_key": pinned, "max_note_chars": MAX_NOTE_CHARS,
+            "max_depth": MAX_JSON_DEPTH,
             "anchor_fields": list(ANCHOR_FIELDS), "statement_fields": [list(f) for f in STATEMENT_FIELDS],
             "proof_id_pattern": PROOF_ID_PATTERN, "recipient_pattern": RECIPIENT_PATTERN,
             "amount_pattern": AMOUNT_PATTERN, "transaction_pattern": TRANSACTION_PATTERN,
@@ -151,11 +172,13 @@ class StatementTree:
                 return index
         raise KeyError(public_proof_id)
 
-    def statement_file(self, public_proof_id: str, anchor: dict[str, Any]) -> dict[str, Any]:
-        """The file one recipient receives, once the root is anchored by ``anchor``'s transaction."""
+    def statement_file(self, public_proof_id: str, anchor: dict[str, Any],
+                       signer: CheckpointSigner | None = None) -> dict[str, Any]:
+        """The file one recipient receives once the root is anchored by ``anchor``'s transaction, signed by
+        ``signer`` (without one, the unsigned version 1 body the console signs as it hands the file out)."""
         index = self.index_of(public_proof_id)
         document = {
-            "version": FILE_VERSION,
+            "version": UNSIGNED_FILE_VERSION,
             "statement": copy.deepcopy(self.statements[index]),
             "leaf_index": index,
             "tree_size": self.size,
@@ -164,8 +187,19 @@ class StatementTree:
             "batch_root": self.root,
             "anchor": anchor,
         }
+        if signer is not None:
+            return sign_statement_file(document, signer)
         verify_statement_file(document)
         return document
+
+
+def sign_statement_file(document: dict[str, Any], signer: CheckpointSigner) -> dict[str, Any]:
+    """A version 1 file as version 2: the same fields and the checkpoint of its root and size, signed."""
+    require_version(document, (UNSIGNED_FILE_VERSION,))
+    checkpoint = Checkpoint(signer.name, document["tree_size"], bytes.fromhex(document["batch_root"]))
+    signed = {**document, "version": FILE_VERSION, "checkpoint": signer.sign(checkpoint)}
+    verify_statement_file(signed, signer.verifier_key)
+    return signed
 
 
 def statement_file_bytes(document: dict[str, Any]) -> bytes:
@@ -173,30 +207,101 @@ def statement_file_bytes(document: dict[str, Any]) -> bytes:
     return encode_document(document)
 
 
-def verify_statement_file(raw: bytes | dict[str, Any]) -> dict[str, Any]:
-    """Check a statement file step by step; the verdict, or ProofRejected naming what failed."""
-    document = read_document(raw)
-    require_version(document, (FILE_VERSION,))
-    require_fields(document, FILE_FIELDS)
-    statement = read_object(document, "statement")
-    leaf_index = read_count(document, "leaf_index", 0)
-    tree_size = read_count(document, "tree_size", 1)
-    leaf_hash = read_hash(document, "leaf_hash")
-    path = read_hashes(document, "path")
-    batch_root = read_hash(document, "batch_root")
-    anchor = _read_anchor(document)
-    check_statement(statement)
+def verify_statement_file(raw: bytes | dict[str, Any], key: VerifierKey | None = None) -> dict[str, Any]:
+    """``check_statement_file``'s verdict; ProofRejected naming the first check that failed."""
+    verdict = check_statement_file(raw, key)
+    if verdict["verdict"] == REFUSED:
+        raise ProofRejected(Reason(verdict["reason"]), verdict["field"], verdict["detail"])
+    return verdict
+
+
+def check_statement_file(raw: bytes | dict[str, Any], key: VerifierKey | None = None) -> dict[str, Any]:
+    """Every check in ``CHECKS`` order, each passed, failed or not made, and the verdict.
+
+    "verified" needs every check passed but the anchor's, which only the chain can answer: above all the
+    checkpoint's signature by ``key``, the key the verifier pins. A failed check ends the checking;
+    later ones are not made. A file without a checkpoint, or a check without a key, is "not verified".
+    """
+    checks: list[dict[str, str]] = []
+    try:
+        verdict = _run_checks(raw, key, checks)
+    except ProofRejected as error:
+        _record(checks, FAILED, str(error.reason), error.proof_detail)
+        while len(checks) < len(CHECKS):
+            _record(checks, NOT_MADE, "", "not reached: an earlier check failed")
+        return {"ok": False, "verdict": REFUSED, **error.as_dict(), "checks": checks}
+    unmade = [check for check in checks if check["result"] == NOT_MADE and check["check"] != "anchor"]
+    outcome = {"verdict": NOT_VERIFIED, "reason": unmade[0]["reason"], "field": "checkpoint",
+               "detail": unmade[0]["detail"]} if unmade else {"verdict": VERIFIED}
+    return {"ok": not unmade, **outcome, **verdict, "checks": checks}
+
+
+def _run_checks(raw: bytes | dict[str, Any], key: VerifierKey | None, checks: list[dict[str, str]]) -> dict[str, Any]:
+    document, checkpoint = _read_file(raw)
+    _passed(checks, f"canonical JSON, version {document['version']}, every field present and well formed")
+    statement, leaf_hash = document["statement"], bytes.fromhex(document["leaf_hash"])
     if statement_leaf_hash(statement) != leaf_hash:
         reject(Reason.LEAF_MISMATCH, "statement", "the statement does not hash to the leaf hash: it was changed")
+    _passed(checks, f"the statement hashes to leaf hash {document['leaf_hash']}")
     try:
-        tree.verify_inclusion(leaf_hash, leaf_index, tree_size, path, batch_root)
+        tree.verify_inclusion(leaf_hash, document["leaf_index"], document["tree_size"],
+                              [bytes.fromhex(h) for h in document["path"]], bytes.fromhex(document["batch_root"]))
     except tree.ProofError as error:
         raise rejected_proof(error, {Reason.INDEX_OUT_OF_RANGE: "leaf_index", Reason.PROOF_LENGTH: "path",
                                      Reason.ROOT_MISMATCH: "batch_root"}) from None
-    return {"ok": True, "version": FILE_VERSION, "public_proof_id": statement["public_proof_id"],
-            "recipient_id": statement["recipient_id"], "leaf_index": leaf_index, "tree_size": tree_size,
-            "leaf_hash": document["leaf_hash"], "batch_root": document["batch_root"], "anchor": anchor,
-            "check_by_hand": check_by_hand(document)}
+    _passed(checks, f"leaf {document['leaf_index']} of {document['tree_size']}, {len(document['path'])} hashes in "
+                    f"the path, reaches batch root {document['batch_root']}")
+    _check_checkpoint(document, checkpoint, key, checks)
+    _record(checks, NOT_MADE, BY_HAND, check_by_hand(document))
+    return {"version": document["version"], "public_proof_id": statement["public_proof_id"],
+            "recipient_id": statement["recipient_id"], "leaf_index": document["leaf_index"],
+            "tree_size": document["tree_size"], "leaf_hash": document["leaf_hash"],
+            "batch_root": document["batch_root"], "anchor": document["anchor"],
+            "origin": None if checkpoint is None else checkpoint.origin, "check_by_hand": check_by_hand(document)}
+
+
+def _record(checks: list[dict[str, str]], result: str, reason: str, detail: str) -> None:
+    """The outcome of the next check in ``CHECKS`` order."""
+    checks.append({"check": CHECKS[len(checks)], "result": result, "reason": reason, "detail": detail})
+
+
+def _passed(checks: list[dict[str, str]], detail: str) -> None:
+    _record(checks, PASSED, "", detail)
+
+
+def _check_checkpoint(document: dict[str, Any], checkpoint: Checkpoint | None, key: VerifierKey | None,
+                      checks: list[dict[str, str]]) -> None:
+    if checkpoint is None:
+        for _ in ("checkpoint", "signature"):
+            _record(checks, NOT_MADE, NO_CHECKPOINT, "the file carries no signed checkpoint (a version 1 file): "
+                                                     "nothing vouches for its batch root")
+        return
+    if (checkpoint.size, checkpoint.root.hex()) != (document["tree_size"], document["batch_root"]):
+        reject(Reason.CHECKPOINT_MISMATCH, "checkpoint", f"the checkpoint signs {checkpoint.size} statements under "
+                                                         f"root {checkpoint.root.hex()}, not this file's")
+    _passed(checks, f"the checkpoint of {checkpoint.origin} is this file's root and size")
+    if key is None:
+        _record(checks, NOT_MADE, NO_VERIFIER_KEY, "no verifier key is pinned, so nobody's signature could be checked")
+        return
+    verify_note(document["checkpoint"], key)
+    _passed(checks, f"signed by the pinned key {key.name} ({key.key_hash.hex()})")
+
+
+def _read_file(raw: bytes | dict[str, Any]) -> tuple[dict[str, Any], Checkpoint | None]:
+    """The file's fields, each checked for its shape in the documented order, and its checkpoint if it has one."""
+    document = read_document(raw)
+    version = require_version(document, (FILE_VERSION, UNSIGNED_FILE_VERSION))
+    require_fields(document, FILE_FIELDS if version == FILE_VERSION else UNSIGNED_FILE_FIELDS)
+    statement = read_object(document, "statement")
+    read_count(document, "leaf_index", 0)
+    read_count(document, "tree_size", 1)
+    read_hash(document, "leaf_hash")
+    read_hashes(document, "path")
+    read_hash(document, "batch_root")
+    checkpoint = parse_note(document["checkpoint"])[0] if version == FILE_VERSION else None
+    _read_anchor(document)
+    check_statement(statement)
+    return document, checkpoint
 
 
 def _read_anchor(document: dict[str, Any]) -> dict[str, Any]:

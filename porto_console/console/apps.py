@@ -7,6 +7,9 @@ class ConsoleConfig(AppConfig):
     label = "console"
     verbose_name = "Porto finance console"
 
+    def ready(self) -> None:
+        from porto_console.console import proof_version  # noqa: F401  (a sign-in records the proof version)
+
 
 class PortoAdminConfig(admin_apps.AdminConfig):
     """The stock admin app, serving the console's site, which registers no stock model screens."""

@@ -6,9 +6,11 @@ directory, a backup or an export from another genesis can verify on its own term
 A default ``SECRET_KEY`` is public (it is in this repository), so anyone could
 forge sessions with it; sealed handles need a key of their own, so a leaked
 session key does not also open every URL; and the step-up key must be one the
-ledger trusts, or no approval could ever be proven. The labelled demo is the
-exception: the launcher gives it ephemeral keys and the demo's own fixture
-step-up key, which its genesis trusts.
+ledger trusts, or no approval could ever be proven. The checkpoint key signs
+what recipients verify, so it is a key of its own and never the demo's public
+one. The labelled demo is the exception: the launcher gives it ephemeral keys,
+the demo's own fixture step-up key, which its genesis trusts, and the demo's
+labelled checkpoint key.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.demo.builder import DEMO_STEP_UP_KEY
+from ledger_engine.demo.builder import DEMO_IDENTITY_KEY, DEMO_STEP_UP_KEY
 from ledger_engine.genesis import genesis_hash
+from ledger_engine.merkle.checkpoint import DEMO_CHECKPOINT_SEED_HEX
 from ledger_engine.projections import account_queries
+from porto_console import statement_files
 from porto_console.console import stepup
 from porto_console.console.services.demo import is_demo
 
@@ -45,7 +49,9 @@ def problems(ledger: LedgerOwner) -> list[str]:
                      f"{MIN_KEY_CHARS} characters")
     elif settings.HANDLE_KEY == settings.SECRET_KEY:
         found.append("PORTO_HANDLE_KEY must be a key of its own, not DJANGO_SECRET_KEY")
+    found.extend(_identity_key_problems())
     found.extend(_step_up_problems(ledger))
+    found.extend(_checkpoint_key_problems())
     found.extend(_genesis_problems(ledger))
     if settings.METRICS_TOKEN is not None and len(settings.METRICS_TOKEN) < MIN_KEY_CHARS:
         found.append(f"PORTO_METRICS_TOKEN is shorter than {MIN_KEY_CHARS} characters; unset it to turn /metrics off")
@@ -55,6 +61,16 @@ def problems(ledger: LedgerOwner) -> list[str]:
     if settings.DEBUG:
         found.append("DJANGO_DEBUG is on: error pages would show settings and tracebacks")
     return found
+
+
+def _identity_key_problems() -> list[str]:
+    key = settings.IDENTITY_KEY
+    if not key or len(key) < MIN_KEY_CHARS:
+        return [f"PORTO_IDENTITY_KEY (the key of accounts' identity digests) is not set or shorter than "
+                f"{MIN_KEY_CHARS} characters"]
+    if key.encode() == DEMO_IDENTITY_KEY or key in (settings.SECRET_KEY, settings.HANDLE_KEY):
+        return ["PORTO_IDENTITY_KEY must be a key of its own: not the demo's, DJANGO_SECRET_KEY or PORTO_HANDLE_KEY"]
+    return []
 
 
 def _step_up_problems(ledger: LedgerOwner) -> list[str]:
@@ -69,6 +85,22 @@ def _step_up_problems(ledger: LedgerOwner) -> list[str]:
         return [f"the ledger trusts step-up key {trusted}, not this console's {ours}: "
                 "approvals would all be refused"]
     return []
+
+
+def _checkpoint_key_problems() -> list[str]:
+    """The checkpoint key must be set, well formed, not the demo's public one, and no other secret's."""
+    try:
+        statement_files.checkpoint_signer()
+    except ImproperlyConfigured as error:
+        return [str(error)]
+    key = settings.CHECKPOINT_KEY.lower()
+    if key == DEMO_CHECKPOINT_SEED_HEX:
+        return ["PORTO_CHECKPOINT_KEY is the demo's public checkpoint key: anyone could sign statements as Porto"]
+    others = {"DJANGO_SECRET_KEY": settings.SECRET_KEY, "PORTO_HANDLE_KEY": settings.HANDLE_KEY,
+              "PORTO_IDENTITY_KEY": getattr(settings, "IDENTITY_KEY", None), "PORTO_STEP_UP_KEY": settings.STEP_UP_KEY,
+              "PORTO_METRICS_TOKEN": settings.METRICS_TOKEN, "RESTIC_PASSWORD": settings.BACKUP_PASSWORD}
+    shared = [name for name, value in others.items() if value and value.lower() == key]
+    return [f"PORTO_CHECKPOINT_KEY must be a key of its own, not {shared[0]}"] if shared else []
 
 
 def _genesis_problems(ledger: LedgerOwner) -> list[str]:
@@ -117,4 +149,10 @@ def use_demo_keys() -> list[str]:
     if not settings.STEP_UP_KEY:
         settings.STEP_UP_KEY = DEMO_STEP_UP_KEY.private_bytes_raw().hex()
         made.append("the demo's fixture step-up key")
+    if not settings.CHECKPOINT_KEY:
+        settings.CHECKPOINT_KEY = DEMO_CHECKPOINT_SEED_HEX
+        made.append("the demo's public checkpoint key (statement files it signs prove nothing)")
+    if not settings.IDENTITY_KEY:
+        settings.IDENTITY_KEY = DEMO_IDENTITY_KEY.decode()
+        made.append("the demo's fixture identity key")
     return made

@@ -28,7 +28,13 @@ def console_urls(site) -> list:
 
     return [
         route("ledger/", dashboard.dashboard, DASHBOARD.url_name, DASHBOARD.roles),
-        route("ledger/dispatch/", dispatch.switch, "console-dispatch", dispatch.DISPATCH_ROLES),
+        route("ledger/dispatch/pause/", dispatch.pause, "console-dispatch-pause", command_roles("PauseDispatch")),
+        route("ledger/dispatch/resume/", dispatch.request_resume, "console-dispatch-resume",
+              command_roles("RequestDispatchResume")),
+        route("ledger/dispatch/resume/approve/", dispatch.approve_resume, "console-dispatch-resume-approve",
+              command_roles("DecideDispatchResume")),
+        route("ledger/dispatch/resume/decline/", dispatch.decline_resume, "console-dispatch-resume-decline",
+              command_roles("DecideDispatchResume")),
         route("ledger/quarantine/", quarantine.quarantine_list, QUARANTINE.url_name, QUARANTINE.roles),
         route("ledger/quarantine/retry/", quarantine.retry_many, "console-quarantine-retry-many",
               QUARANTINE_RETRY_ROLES),

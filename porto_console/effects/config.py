@@ -14,6 +14,7 @@
 | ``PORTO_SIGNER_JOURNAL_URL`` / ``PORTO_SIGNER_JOURNAL_URL_FILE`` | a PostgreSQL URL: both journals and the quarantine live there instead of in files, for signers on several hosts | none: the files |
 | ``PORTO_INTERNAL_API_URL`` | the console's internal API | ``http://127.0.0.1:8000/internal`` |
 | ``PORTO_WORKER_ID`` / ``PORTO_WORKER_TOKEN`` / ``PORTO_WORKER_TOKEN_FILE`` | this worker's ledger actor and bearer credential | none |
+| ``PORTO_OBSERVER_ID`` / ``PORTO_OBSERVER_TOKEN`` / ``PORTO_OBSERVER_TOKEN_FILE`` | a payment worker's second actor and credential (``dispatcher``, ``observer``), under which it records what the chain did with the payments it signed: never the worker's own (docs/adr/0090) | none: a payment worker refuses to start |
 | ``PORTO_CLAIM_TTL_MS`` | how long a claim on an effect lasts | ``60000`` |
 | ``PORTO_QUARANTINE_DIR`` | effects parked for an operator | ``var/effects/quarantine`` |
 | ``PORTO_OBSERVE_WINDOW_SECS`` | how long the payer's follower waits on the head of its sequence before handing over | ``20`` |
@@ -52,6 +53,8 @@ class EffectsConfig:
     internal_api_url: str
     worker_id: str | None
     worker_token: str | None = field(repr=False)
+    observer_id: str | None
+    observer_token: str | None = field(repr=False)
     claim_ttl_ms: int
     quarantine_dir: Path
     observe_window_secs: int
@@ -64,6 +67,21 @@ class EffectsConfig:
     def __post_init__(self) -> None:
         if self.payer_window < 1:
             raise NotConfigured("PORTO_PAYER_WINDOW must be at least 1: no transfer could be signed")
+        if bool(self.observer_id) != bool(self.observer_token):
+            raise NotConfigured("set PORTO_OBSERVER_ID and PORTO_OBSERVER_TOKEN (or PORTO_OBSERVER_TOKEN_FILE) "
+                                "together: the observer's credential acts as the observer's actor")
+        if self.observer_id and self.observer_id == self.worker_id:
+            raise NotConfigured(f"PORTO_OBSERVER_ID must name another actor than PORTO_WORKER_ID "
+                                f"({self.worker_id}): the signer of a payment never records what the chain did "
+                                "with it")
+
+    def require_observer(self) -> None:
+        """A payment worker records chain observations under a second credential; without one it does not start."""
+        if not (self.observer_id and self.observer_token):
+            raise NotConfigured(
+                "a payment worker needs a second credential for its chain observations: set PORTO_OBSERVER_ID and "
+                "PORTO_OBSERVER_TOKEN or PORTO_OBSERVER_TOKEN_FILE (an actor holding dispatcher and observer, "
+                "other than PORTO_WORKER_ID: the ledger refuses a signer's observation of its own payment)")
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "EffectsConfig":
@@ -89,6 +107,8 @@ class EffectsConfig:
             internal_api_url=env.get("PORTO_INTERNAL_API_URL", "http://127.0.0.1:8000/internal"),
             worker_id=env.get("PORTO_WORKER_ID"),
             worker_token=_secret(env, "PORTO_WORKER_TOKEN"),
+            observer_id=env.get("PORTO_OBSERVER_ID") or None,
+            observer_token=_secret(env, "PORTO_OBSERVER_TOKEN"),
             claim_ttl_ms=_integer(env, "PORTO_CLAIM_TTL_MS", 60_000),
             quarantine_dir=Path(env.get("PORTO_QUARANTINE_DIR", var_dir / "effects" / "quarantine")),
             observe_window_secs=_integer(env, "PORTO_OBSERVE_WINDOW_SECS", 20),

@@ -206,5 +206,6 @@ def retry_quarantined(quarantine: QuarantinePort, effect_id: str) -> bool:
 
 def retry_all_quarantined(quarantine: QuarantinePort, effect_ids: Iterable[str] | None = None) -> list[str]:
     """An operator's bulk retry: release the named effects (default: all); returns those that were released."""
-    wanted = [entry["effect_id"] for entry in quarantine.entries()] if effect_ids is None else list(effect_ids)
+    wanted = [entry["effect_id"] for entry in quarantine.entries() if entry["effect_id"] is not None] \
+        if effect_ids is None else list(effect_ids)
     return [effect_id for effect_id in wanted if retry_quarantined(quarantine, effect_id)]

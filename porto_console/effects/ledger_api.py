@@ -37,7 +37,7 @@ class LedgerUnreachable(Exception):
 
 
 class DispatchDisabled(LedgerUnreachable):
-    """Dispatch is disabled (after a restore, until an operator resumes it): nothing is started meanwhile."""
+    """Dispatch is disabled (paused, or a restored ledger not yet promoted): nothing is started meanwhile."""
 
 
 class LedgerRefused(Refused):
@@ -97,6 +97,12 @@ class LedgerApi:
         if not config.worker_token:
             raise NotConfigured("no worker credential: set PORTO_WORKER_TOKEN or PORTO_WORKER_TOKEN_FILE")
         return cls(config.internal_api_url, config.worker_token)
+
+    @classmethod
+    def observer_from_config(cls, config: EffectsConfig) -> "LedgerApi":
+        """The payment worker's second credential, which records what the chain did with its payments."""
+        config.require_observer()
+        return cls(config.internal_api_url, config.observer_token)
 
     def close(self) -> None:
         self._http.close()

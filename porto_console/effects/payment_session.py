@@ -21,6 +21,13 @@ payer worked together, so each step costs one round trip for all of them:
 5. The payer's follower (``payer_follow``) watches the chain and records
    every fate; the session asks for it and returns without waiting.
 
+A payment worker acts as two ledger actors: its own (``dispatcher``,
+``signer``) claims, signs and reports, and its observer's (``dispatcher``,
+``observer``: ``PORTO_OBSERVER_ID``, ``PORTO_OBSERVER_TOKEN``) records what
+the chain did with those payments. No credential holds both duties and the
+ledger refuses a signer's observation of its own attempt, so settling a
+payment always takes two credentials (docs/adr/0090).
+
 Every command's ID is derived from the worker, the step and what the step is
 about, so a retried step is the same command and the ledger runs it once.
 ``RecordSignedAttempt`` is named by the transaction, the claim it is
@@ -51,7 +58,7 @@ from porto_console.effects.effect_worker import (
     may_still_land, note_completion, reading_of,
 )
 from porto_console.effects.ledger_api import (
-    Answer, Command, DispatchDisabled, LedgerRefused, LedgerUnreachable, Outcome,
+    Answer, Command, DispatchDisabled, LedgerApi, LedgerRefused, LedgerUnreachable, Outcome, command_id_for,
 )
 from porto_console.effects.payment_journal import PaymentJournal, PaymentToSign, SignedPaymentRecord
 from porto_console.effects.transactions import TransferTerms
@@ -68,7 +75,8 @@ ROOM_AGAIN_SECS = 1.0  # a payment the payer's window had no room for is sent ag
 
 @dataclass
 class PaymentWorker(EffectWorker):
-    """A payment worker: the payer's key and the signed-payment journal (a file or PostgreSQL: ``stores``).
+    """A payment worker: the payer's key, the signed-payment journal (a file or PostgreSQL: ``stores``) and the
+    observer's credential (``observer``), through which every chain observation goes.
 
     ``ask_for_journal_check`` queues the journal check (``journal_reconcile``); ``ask_to_follow`` and
     ``ask_to_repair`` queue the payer's follower and repair (``payer_follow``, ``payer_repair``), the repair
@@ -77,11 +85,24 @@ class PaymentWorker(EffectWorker):
     """
 
     journal: PaymentJournal
+    observer: LedgerApi
     ask_for_journal_check: Callable[[], object] = lambda: None
     ask_to_follow: Callable[[str], object] = lambda sender: None
     ask_to_repair: Callable[[str, float], object] = lambda sender, delay_secs: None
     ask_to_send: Callable[[list[dict[str, Any]], float], object] = lambda effects, delay_secs: None
     park: Callable[[str, Exception], object] = lambda effect_id, error: None
+
+    @property
+    def observer_id(self) -> str:
+        return self.config.observer_id
+
+    def observation_of(self, command_type: str, payload: dict[str, Any], *parts: str, **extra: Any) -> Command:
+        """An observation command, named by the observer's actor, its type and ``parts``."""
+        return Command(command_type, payload, command_id_for(self.observer_id, command_type, *parts), **extra)
+
+    def observe_all(self, commands: list[Command], evidence: list[bytes] = ()) -> list[Answer]:
+        """Store ``evidence`` and submit observation ``commands`` under the observer's credential."""
+        return self.observer.submit_all(commands, evidence)
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,17 +391,17 @@ def observation_command(worker: PaymentWorker, record: SignedPaymentRecord, seen
     outcome = OBSERVED_AS[seen.fate]
     payload = {"payment_id": record.payment_id, "attempt_id": attempt_id(record),
                "transaction_hash": record.transaction_hash, "outcome": outcome, **reading}
-    return worker.command_of("RecordTransferObservation", payload, attempt_id(record), outcome, digest,
-                             evidence_hashes=[digest])
+    return worker.observation_of("RecordTransferObservation", payload, attempt_id(record), outcome, digest,
+                                 evidence_hashes=[digest])
 
 
 def record_observations(worker: PaymentWorker,
                         seen: Sequence[tuple[SignedPaymentRecord, Observation]]) -> list[Answer]:
-    """Store every observation's chain evidence and record each, in one round trip."""
+    """Store every observation's chain evidence and record each, in one round trip, as the observer."""
     evidence = [evidence_of(worker, observation) for _, observation in seen]
     commands = [observation_command(worker, record, observation, hashlib.sha256(data).hexdigest())
                 for (record, observation), data in zip(seen, evidence)]
-    return worker.submit_all(commands, evidence)
+    return worker.observe_all(commands, evidence)
 
 
 def record_observation(worker: PaymentWorker, record: SignedPaymentRecord, seen: Observation) -> Outcome:
@@ -405,15 +426,17 @@ def record_landed(worker: PaymentWorker, record: SignedPaymentRecord, seen: Obse
     """A transfer the chain committed but the ledger never recorded: the attempt with its observation, at once.
 
     Reconcile's path after a restore: it needs no claim and no future expiry,
-    because nothing is left to broadcast.
+    because nothing is left to broadcast. The observer records it, naming the
+    signer that journalled the bytes.
     """
     evidence = evidence_of(worker, seen)
     reading = reading_of(seen, hashlib.sha256(evidence).hexdigest())
-    payload = {**_transfer_payload(record), **reading, "outcome": OBSERVED_AS[seen.fate]}
-    command = worker.command_of("RecordLandedAttempt", payload, attempt_id(record), payload["outcome"],
-                                reading["evidence_digest"],
-                                evidence_hashes=[record.signed_bytes_sha256, reading["evidence_digest"]])
-    answer = worker.submit_all([command], [record.signed_bytes, evidence])[0]
+    payload = {**_transfer_payload(record), **reading, "outcome": OBSERVED_AS[seen.fate],
+               "signed_by": record.worker_id}
+    command = worker.observation_of("RecordLandedAttempt", payload, attempt_id(record), payload["outcome"],
+                                    reading["evidence_digest"],
+                                    evidence_hashes=[record.signed_bytes_sha256, reading["evidence_digest"]])
+    answer = worker.observe_all([command], [record.signed_bytes, evidence])[0]
     if isinstance(answer, Exception):
         raise answer
     return answer

@@ -15,7 +15,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from porto_console.effects.pg_schema import QUARANTINE_TABLE, Database
-from porto_console.effects.quarantine import checked_effect_id, new_entry
+from porto_console.effects.quarantine import checked_effect_id, new_entry, readable_entry
 
 TABLE = sql.Identifier(QUARANTINE_TABLE)
 
@@ -43,9 +43,9 @@ class PostgresQuarantine:
     def entries(self) -> list[dict[str, Any]]:
         """Every quarantined effect, oldest first."""
         with self.database.transaction() as connection:
-            rows = connection.execute(
-                sql.SQL("SELECT entry FROM {} ORDER BY quarantined_at_ms, effect_id").format(TABLE)).fetchall()
-        return [entry for (entry,) in rows]
+            rows = connection.execute(sql.SQL("SELECT effect_id, entry FROM {} ORDER BY quarantined_at_ms, effect_id")
+                                      .format(TABLE)).fetchall()
+        return [readable_entry(entry, effect_id) for effect_id, entry in rows]
 
     def release(self, effect_id: str) -> dict[str, Any] | None:
         """Take an effect out of quarantine; returns its entry, or None if it was not there."""

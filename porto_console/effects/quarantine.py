@@ -11,6 +11,11 @@ workers and the console share on the ledger host, or one row in PostgreSQL
 (``PORTO_SIGNER_JOURNAL_URL``, ``pg_quarantine``) for signers on other
 hosts; the ledger's own record of
 the effect is untouched, so a retry continues from whatever the ledger says.
+
+The directory is shared, so an entry may be unreadable (truncated, edited by
+hand, written by another version): it is listed as damaged, saying why,
+never allowed to hide the others. Retrying a damaged entry whose file names
+an effect releases that effect like any other.
 """
 
 from __future__ import annotations
@@ -32,6 +37,38 @@ def checked_effect_id(effect_id: str) -> str:
     if not _EFFECT_ID.fullmatch(effect_id):
         raise ValueError(f"not an effect ID: {effect_id!r}")
     return effect_id
+
+
+# What every entry holds, and of which type; ``cause`` is optional (entries older than causes lack it).
+ENTRY_FIELDS = {"effect_id": str, "kind": str, "reason": str, "retries": int, "quarantined_at_ms": int}
+DAMAGED = "damaged entry"
+
+
+def readable_entry(stored: Any, name: str) -> dict[str, Any]:
+    """``stored`` (an entry's bytes or decoded value) as an entry, or a damaged entry saying why it is not one."""
+    try:
+        entry = orjson.loads(stored) if isinstance(stored, (bytes, str)) else stored
+    except orjson.JSONDecodeError as error:
+        return damaged_entry(name, f"not JSON ({error})")
+    problem = _shape_problem(entry, name)
+    return entry if problem is None else damaged_entry(name, problem)
+
+
+def damaged_entry(name: str, why: str) -> dict[str, Any]:
+    """An entry nobody can read: listed first, retried under the effect ID its name holds, if it holds one."""
+    return {"effect_id": name if _EFFECT_ID.fullmatch(name) else None, "kind": DAMAGED, "cause": DAMAGED,
+            "reason": f"{name}: {why}"[:2000], "retries": 0, "quarantined_at_ms": 0, "damaged": True}
+
+
+def _shape_problem(entry: Any, name: str) -> str | None:
+    if not isinstance(entry, dict):
+        return f"holds {type(entry).__name__}, not an entry"
+    for field, kind in ENTRY_FIELDS.items():
+        if not isinstance(entry.get(field), kind) or isinstance(entry.get(field), bool):
+            return f"{field} is missing or not {kind.__name__}"
+    if entry["effect_id"] != name:
+        return f"names effect {entry['effect_id']!r}"
+    return None
 
 
 def new_entry(effect_id: str, kind: str, reason: str, retries: int, cause: str) -> dict[str, Any]:
@@ -62,18 +99,25 @@ class Quarantine:
         """Every quarantined effect, oldest first."""
         if not self.directory.exists():
             return []
-        found = [orjson.loads(path.read_bytes()) for path in self.directory.glob("*.json")]
-        return sorted(found, key=lambda entry: (entry["quarantined_at_ms"], entry["effect_id"]))
+        found = [self._read(path) for path in self.directory.glob("*.json")]
+        return sorted(found, key=lambda entry: (entry["quarantined_at_ms"], entry["effect_id"] or ""))
 
     def release(self, effect_id: str) -> dict[str, Any] | None:
         """Take an effect out of quarantine; returns its entry, or None if it was not there."""
         path = self._path(effect_id)
         try:
-            entry = orjson.loads(path.read_bytes())
+            stored = path.read_bytes()
         except FileNotFoundError:
             return None
         path.unlink(missing_ok=True)
-        return entry
+        return readable_entry(stored, path.stem)
+
+    @staticmethod
+    def _read(path: Path) -> dict[str, Any]:
+        try:
+            return readable_entry(path.read_bytes(), path.stem)
+        except OSError as error:
+            return damaged_entry(path.stem, f"unreadable ({error.strerror or error})")
 
     def _path(self, effect_id: str) -> Path:
         return self.directory / f"{checked_effect_id(effect_id)}.json"

@@ -18,6 +18,8 @@ in the ledger as commands:
   (``ChainContradiction``: its sequence used, but neither it nor another
   journalled transaction at it returned).
 
+Every observation and landed transfer is recorded under the payment worker's
+observer credential (``PORTO_OBSERVER_ID``), never the signer's (docs/adr/0090).
 It broadcasts nothing and signs nothing. Dispatch stays disabled; the report
 says whether it is safe for an operator to resume it. Every command is named
 by what it asserts, so reconcile may run any number of times: a repeat

@@ -9,7 +9,7 @@
    that the backup did not. A transaction that could still land is waited for:
    reconcile runs again until none is left or ``wait_secs`` have passed.
 3. The console is stopped and the report printed. Resuming dispatch stays a
-   person's decision: ``porto-ledger --data DIR dispatch resume --reason ...``.
+   person's decision: ``porto-ledger --data DIR promote --reason ...`` (docs/adr/0091).
 
 Run with both the console's settings and a payment worker's environment
 (its credential, journal, chain and signer key): ``manage.py recover``.
@@ -56,7 +56,7 @@ def recover(*, last_known_sequence: int | None, wait_secs: float, restored: bool
               "payments_at_restore": at_restore, "reconcile_runs": runs, "reconcile": reconciled,
               "payments_after_reconcile": offsite.payments_by_state(data_dir), "dispatch": "paused",
               "safe_to_resume": reconciled["safe_to_resume"],
-              "next": f"porto-ledger --data {data_dir} dispatch resume --reason '...'"
+              "next": f"porto-ledger --data {data_dir} promote --reason '...'"
                       if reconciled["safe_to_resume"] else "reconcile found discrepancies: keep dispatch paused"}
     return report
 

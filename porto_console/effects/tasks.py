@@ -34,7 +34,7 @@ from typing import Any, Callable
 import httpx
 import psycopg
 from celery import Task
-from celery.signals import worker_ready
+from celery.signals import celeryd_after_setup, worker_ready
 
 from porto_console.effects import (
     commitment_session, delivery, journal_reconcile, payer_follow, payer_repair, payment_session, stores,
@@ -43,7 +43,7 @@ from porto_console.effects.aptos_rest import AptosRestClient
 from porto_console.effects.celery_app import COMMITMENTS, PAYERS, PAYMENTS, app
 from porto_console.effects.chain import ChainUncertain
 from porto_console.effects.commitment_session import CommitmentWorker
-from porto_console.effects.config import EffectsConfig
+from porto_console.effects.config import EffectsConfig, NotConfigured
 from porto_console.effects.effect_worker import EffectWorker, NotYet, Poison, Transient
 from porto_console.effects.journal_port import JournalConflict, JournalCorrupt, QuarantinePort
 from porto_console.effects.ledger_api import LedgerApi, LedgerRefused, LedgerUnreachable
@@ -74,6 +74,12 @@ def ledger_api() -> LedgerApi:
 
 
 @functools.cache
+def observer_api() -> LedgerApi:
+    """The payment worker's second credential: chain observations of its payments go through it alone."""
+    return LedgerApi.observer_from_config(config())
+
+
+@functools.cache
 def chain() -> AptosRestClient:
     settings = config()
     return AptosRestClient(settings.chain_url, simulated=settings.simulated)
@@ -83,7 +89,7 @@ def chain() -> AptosRestClient:
 def payment_worker() -> PaymentWorker:
     settings = config()
     return PaymentWorker(settings, ledger_api(), chain(), Signer.from_config(settings),
-                         stores.payment_journal(settings), ask_for_journal_check=delivery.check_journal,
+                         stores.payment_journal(settings), observer_api(), ask_for_journal_check=delivery.check_journal,
                          ask_to_follow=delivery.follow_payer,
                          ask_to_repair=lambda sender, delay_secs: delivery.repair_payer(sender, delay_secs),
                          ask_to_send=lambda effects, delay_secs: delivery.send_payments(effects, delay_secs),
@@ -274,6 +280,20 @@ def reconcile_journal(self: Task) -> dict[str, Any]:
     report = journal_reconcile.reconcile_journal(payment_worker(), quarantine())
     log.info("signed-payment journal reconciled: %s", report.as_json())
     return report.as_json()
+
+
+@celeryd_after_setup.connect
+def _refuse_to_start_unconfigured(sender: Any = None, instance: Any = None, **_: Any) -> None:
+    """A worker taking payments without the observer's credential would quarantine every payment it observes:
+    it does not start. (A signal handler's exception is only logged, so this one exits.)"""
+    taken = set(instance.app.amqp.queues.consume_from or instance.app.amqp.queues) if instance is not None else set()
+    if not taken & {PAYERS, PAYMENTS}:
+        return
+    try:
+        config().require_observer()
+    except NotConfigured as error:
+        log.critical("payment worker %s refuses to start: %s", sender, error)
+        raise SystemExit(f"porto payment worker not configured: {error}") from None
 
 
 @worker_ready.connect

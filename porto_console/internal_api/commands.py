@@ -14,7 +14,7 @@ derive their IDs from facts others can read (``ledger_api.command_id_for``),
 so in one space shared by every actor another worker could take an ID first
 and have the honest command refused as a conflict for good.
 
-While dispatch is disabled (after a restore, until an operator resumes it)
+While dispatch is disabled (paused, or a restored ledger not yet promoted)
 the commands that start an effect, ``ClaimEffect`` and ``RecordSignedAttempt``,
 are refused before the gateway sees them.
 """

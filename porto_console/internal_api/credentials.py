@@ -10,6 +10,11 @@ registry entry declares step-up: approving a payout run, a recipient update,
 a staff change, ...). Those need a person's fresh authenticator proof, which
 only the console's step-up service makes after checking a code; a worker
 token cannot carry one, and the ledger refuses the command without it.
+
+Nor does one credential carry duties kept apart (``actors.CONFLICTING_ROLES``):
+a credential that may record signed payment attempts may not record what the
+chain did with them (``ROLE_CONFLICT``). A payment worker holds two, one for
+each (docs/adr/0090).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
+from ledger_engine.domain.actors import role_conflict
 from ledger_engine.domain.registry import registered_types, spec_for
 from ledger_engine.domain.ruleset import ROLES
 from ledger_engine.envelope import IDENTIFIER_PATTERN
@@ -41,6 +47,10 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 class CredentialError(Exception):
     """A credential cannot be issued or revoked as asked."""
+
+
+class RoleConflict(CredentialError):
+    """The credential would carry two duties kept apart (its message starts with the code, ``ROLE_CONFLICT``)."""
 
 
 def commands_for_role(role: str) -> list[str]:
@@ -63,6 +73,7 @@ def issue(name: str, actor_id: str, command_types: list[str]) -> tuple[WorkerCre
             f"refusing {', '.join(human)}: a person approves these with a fresh authenticator code through the "
             "console's step-up, and the ledger refuses them without its proof, so no worker credential may carry "
             "them")
+    _require_no_role_conflict(command_types)
     selector, secret = secrets.token_hex(SELECTOR_BYTES), secrets.token_urlsafe(SECRET_BYTES)
     with transaction.atomic():
         if WorkerCredential.objects.filter(name=name, revoked_at=None).exists():
@@ -71,6 +82,18 @@ def issue(name: str, actor_id: str, command_types: list[str]) -> tuple[WorkerCre
             name=name, actor_id=actor_id, command_types=sorted(set(command_types)),
             selector=selector, secret_sha256=_digest(secret))
     return credential, f"{TOKEN_PREFIX}.{selector}.{secret}"
+
+
+def _require_no_role_conflict(command_types: list[str]) -> None:
+    """The roles the commands need (those only one role may submit) hold no pair of duties kept apart."""
+    needs = {command_type: spec_for(command_type).roles for command_type in set(command_types)}
+    conflict = role_conflict(next(iter(roles)) for roles in needs.values() if len(roles) == 1)
+    if conflict is not None:
+        carried = sorted(command_type for command_type, roles in needs.items() if roles <= conflict)
+        raise RoleConflict(
+            f"ROLE_CONFLICT: refusing {', '.join(carried)} on one credential: it would hold "
+            f"{' and '.join(sorted(conflict))} together. Whoever signs a payment never records what the chain did "
+            "with it, so each duty gets a credential (and an actor) of its own")
 
 
 def revoke(name: str) -> WorkerCredential:

@@ -62,9 +62,9 @@ def read_journal_tree(request: HttpRequest) -> dict[str, Any]:
 
 @router.get("/dispatch", response={200: DispatchOut, **ERROR_RESPONSES}, summary="Read whether dispatch is enabled",
             description="""\
-Workers read this before starting any effect and do nothing while it is disabled. After a restore it
-stays disabled until an operator resumes it; meanwhile `ClaimEffect` and `RecordSignedAttempt` are
-503 `DISPATCH_DISABLED`.""")
+Workers read this before starting any effect and do nothing while it is disabled: paused by a person's
+journalled `PauseDispatch` until two people resume it, or after a restore until the ledger is promoted
+(docs/adr/0091). Meanwhile `ClaimEffect` and `RecordSignedAttempt` are 503 `DISPATCH_DISABLED`.""")
 def read_dispatch(request: HttpRequest) -> dict[str, Any]:
     state = owner().dispatch_state()
     return {"enabled": state["enabled"], "reason": state["reason"]}

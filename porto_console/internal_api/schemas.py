@@ -128,7 +128,8 @@ class EffectPage(Schema):
 
 
 class DispatchOut(Schema):
-    enabled: bool = Field(description="False after a restore until an operator resumes dispatch.")
+    enabled: bool = Field(description="False while a person's pause holds, or after a restore until the ledger "
+                                      "is promoted.")
     reason: str
 
 

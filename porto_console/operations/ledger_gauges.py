@@ -1,6 +1,6 @@
 """Gauges computed at scrape time from the owner and its projections: nothing is kept between scrapes.
 
-Halted, head, dispatch and backup come from the health probe; the outbox
+Halted, head, dispatch and backup come from the health probe, who paused dispatch from the owner; the outbox
 backlog, payments by state and payments overdue in flight are index scans read between two commands
 (``read_at_boundary``), skipped while the ledger is halted, since its store
 is then not to be trusted; quarantine size counts the quarantine's entries.
@@ -14,8 +14,12 @@ from prometheus_client.registry import Collector
 from ledger_engine.errors import LedgerError
 from ledger_engine.projections.payout_queries import outbox_backlog, overdue_payments, payment_counts
 from porto_console.console.views.quarantine import quarantine
+from porto_console import ledger
 from porto_console.ledger import read_at_boundary
 from porto_console.operations import health
+
+# Why dispatch is paused: a person's journalled PauseDispatch, or a restored ledger not yet promoted.
+PAUSED_BY_DECISION, RECONCILIATION_OWED = "decision", "reconciliation_owed"
 
 
 class LedgerGauges(Collector):
@@ -29,6 +33,7 @@ class LedgerGauges(Collector):
         if found.halt_cause is None:
             yield _gauge("porto_dispatch_enabled", "1 while workers may carry out effects",
                          int(bool(found.dispatch_enabled)))
+            yield from _dispatch_pause()
             yield from _projection_gauges()
 
     def describe(self):
@@ -46,6 +51,22 @@ def _backup_gauges(found: health.Probe):
         yield _gauge("porto_backup_age_seconds", "Age of the newest good backup",
                      found.backup.age_s(health.now_ms()))
         yield _gauge("porto_backup_sequence", "Ledger sequence the newest good backup holds", found.backup.sequence)
+
+
+def _dispatch_pause():
+    """Who holds dispatch paused, as labels: the actor whose journalled pause holds, or a reconciliation the
+    ledger owes after a restore. Never the stated reason, which is free text: the dashboard shows it."""
+    try:
+        state = ledger.owner().dispatch_state()
+    except LedgerError:  # halted since the probe
+        return
+    paused = GaugeMetricFamily("porto_dispatch_paused_info", "1 while dispatch is paused, with who or what holds it",
+                               labels=["paused_by", "cause"])
+    if state["reconciliation_owed"] is not None:
+        paused.add_metric(["", RECONCILIATION_OWED], 1)
+    if state["paused_by"] is not None:
+        paused.add_metric([state["paused_by"], PAUSED_BY_DECISION], 1)
+    yield paused
 
 
 def _projection_gauges():

@@ -3,8 +3,9 @@
 It is set in a context variable for the request's thread, so every log line
 written while serving it carries the ID (``json_logging.RequestIdFilter``),
 and it is returned in the response's ``X-Request-ID`` header. Each request
-also leaves one access line on ``porto.requests``: method, path (never the
-query string), status and duration.
+also leaves one access line on ``porto.requests``: method, the route it
+matched (``log_redaction.loggable_path``: never the path of a one-time link,
+nor any query string), status and duration.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 import time
 import uuid
 
-from django.utils.encoding import escape_uri_path
+from porto_console.operations.log_redaction import loggable_path
 
 HEADER = "X-Request-ID"
 _META_KEY = "HTTP_X_REQUEST_ID"
@@ -43,9 +44,9 @@ class RequestIdMiddleware:
         try:
             response = self.get_response(request)
             response[HEADER] = request_id
-            # The path is percent-decoded: re-encoded in the message, a CR or LF in it cannot start a text line.
-            access_log.info("%s %s %s", request.method, escape_uri_path(request.path), response.status_code, extra={
-                "method": request.method, "path": request.path, "status": response.status_code,
+            path = loggable_path(request)
+            access_log.info("%s %s %s", request.method, path, response.status_code, extra={
+                "method": request.method, "path": path, "status": response.status_code,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 3)})
             return response
         finally:

@@ -1,6 +1,9 @@
 // The recipient's statement verifier: the same checks, in the same order, as
-// ledger_engine/merkle/statement.py's verify_statement_file (docs/merkle.md).
-// Plain JavaScript and WebCrypto; the file never leaves the browser.
+// ledger_engine/merkle/statement.py's check_statement_file (docs/merkle.md), with
+// the checkpoint key this deployment pins. Plain JavaScript and WebCrypto
+// (SHA-256, Ed25519); the file never leaves the browser. Nothing here recurses
+// over the file before its nesting is counted, without recursion, against the
+// ledger's own depth limit.
 "use strict";
 
 (function () {
@@ -8,11 +11,11 @@
   const HEX_HASH = /^[0-9a-f]{64}$/;
   const U64_MAX = (1n << 64n) - 1n;
   const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-  const STEP_OF = {
-    TOO_LARGE: "file", NOT_JSON: "file", NOT_CANONICAL: "file", MALFORMED: "file", UNSUPPORTED_VERSION: "file",
-    INVALID_HASH: "file", INVALID_STATEMENT: "file", LEAF_MISMATCH: "leaf",
-    INDEX_OUT_OF_RANGE: "root", PROOF_LENGTH: "root", ROOT_MISMATCH: "root",
-  };
+  const KEY_NAME = /^[!-*,-~]{1,200}$/;
+  const SIZE = /^(0|[1-9][0-9]{0,15})$/;
+  const SIGNATURE_PREFIX = "\u2014 ";
+  const MAX_SIGNATURES = 16;
+  const ED25519 = 1;
 
   class Rejected extends Error {
     constructor(reason, field, detail) {
@@ -71,6 +74,26 @@
     return a.length === b.length && a.every((byte, i) => byte === b[i]);
   }
 
+  // Counts nesting over the text without recursion (document.py require_shallow): strings are skipped
+  // whole, and a string that never closes ends the count (the rest is not JSON, which parsing then says).
+  function requireShallow(text) {
+    let depth = 0;
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i];
+      if (c === '"') {
+        let j = i + 1;
+        while (j < text.length && text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
+        if (j >= text.length) return;
+        i = j;
+      } else if (c === "[" || c === "{") {
+        depth += 1;
+        if (depth > FORMAT.max_depth) reject("TOO_DEEP", "", "arrays and objects nest deeper than " + FORMAT.max_depth + " levels");
+      } else if (c === "]" || c === "}") {
+        depth -= 1;
+      }
+    }
+  }
+
   function readDocument(bytes) {
     if (bytes.length > FORMAT.max_document_bytes) {
       reject("TOO_LARGE", "", "the file has " + bytes.length + " bytes; at most " + FORMAT.max_document_bytes + " are read");
@@ -79,6 +102,7 @@
     try {
       const text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
       if (text.startsWith("\uFEFF")) reject("NOT_JSON", "", "the file starts with a byte order mark");
+      requireShallow(text);
       value = JSON.parse(text);
     } catch (error) {
       if (error instanceof Rejected) throw error;
@@ -258,46 +282,157 @@
     return r;
   }
 
-  // ---- The statement file, step by step.
+  // ---- The signed checkpoint (checkpoint.py): a C2SP signed note of the origin, the tree size and the root.
+
+  function base64Bytes(text, length, field, detail) {
+    let raw = null;
+    if (/^[A-Za-z0-9+/]*={0,2}$/.test(text) && text.length % 4 === 0) {
+      raw = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+    }
+    if (raw === null || (length !== null && raw.length !== length) || btoa(String.fromCharCode(...raw)) !== text) {
+      reject("MALFORMED", field, detail);
+    }
+    return raw;
+  }
+
+  function parseNote(note) {
+    const field = "checkpoint";
+    if (typeof note !== "string" || [...note].length > FORMAT.max_note_chars || !note.endsWith("\n")) {
+      reject("MALFORMED", field, "a checkpoint is a signed note of at most " + FORMAT.max_note_chars + " characters, ending in a newline");
+    }
+    const split = note.lastIndexOf("\n\n");
+    if (split <= 0) reject("MALFORMED", field, "a signed note is its text, a blank line, then its signature lines");
+    const body = note.slice(0, split);
+    const lines = body.split("\n");
+    if (lines.length < 3 || !lines.every((line) => line.length > 0) || body.includes("\r")) {
+      reject("MALFORMED", field, "a checkpoint's text is its origin, tree size and root hash, one a line");
+    }
+    if (!SIZE.test(lines[1])) reject("MALFORMED", field, "a checkpoint's tree size is a decimal number without leading zeros");
+    const root = base64Bytes(lines[2], 32, field, "a checkpoint's root hash is 32 bytes in base64");
+    const signatureLines = note.slice(split + 2, -1).split("\n");
+    if (signatureLines.length < 1 || signatureLines.length > MAX_SIGNATURES) {
+      reject("MALFORMED", field, "a signed note has 1 to " + MAX_SIGNATURES + " signature lines");
+    }
+    const signatures = signatureLines.map((line) => {
+      const rest = line.startsWith(SIGNATURE_PREFIX) ? line.slice(SIGNATURE_PREFIX.length) : line;
+      const space = rest.indexOf(" ");
+      const name = space < 0 ? rest : rest.slice(0, space);
+      if (!line.startsWith(SIGNATURE_PREFIX) || !KEY_NAME.test(name)) {
+        reject("MALFORMED", field, "a signature line is an em dash, a space, the key name, a space and the signature in base64");
+      }
+      const raw = base64Bytes(space < 0 ? "" : rest.slice(space + 1), null, field, "a signature is its key hash and the signature in base64");
+      if (raw.length < 5) reject("MALFORMED", field, "a signature is a 4-byte key hash and the signature");
+      return { name: name, keyHash: hex(raw.slice(0, 4)), signature: raw.slice(4) };
+    });
+    return { origin: lines[0], size: BigInt(lines[1]), root: root, signed: new TextEncoder().encode(body + "\n"), signatures: signatures };
+  }
+
+  async function verifyNote(checkpoint, key) {
+    const ours = checkpoint.signatures.find((line) => line.name === key.name && line.keyHash === key.key_hash);
+    if (!ours) {
+      const names = [...new Set(checkpoint.signatures.map((line) => line.name + " (" + line.keyHash + ")"))].sort().join(", ");
+      reject("UNKNOWN_KEY", "checkpoint", "the checkpoint is signed by " + names + ", not by the pinned key " + key.name + " (" + key.key_hash + ")");
+    }
+    let valid = false;
+    try {
+      const publicKey = await crypto.subtle.importKey("raw", hexBytes(key.public_key), { name: "Ed25519" }, false, ["verify"]);
+      valid = await crypto.subtle.verify({ name: "Ed25519" }, publicKey, ours.signature, checkpoint.signed);
+    } catch (error) {
+      valid = false;
+    }
+    if (!valid) reject("SIGNATURE_INVALID", "checkpoint", "the signature by " + key.name + " does not match the checkpoint");
+  }
+
+  // ---- The statement file, check by check: each passed, failed or not made.
+
+  function readFile(bytes) {
+    const document = readDocument(bytes);
+    if (!("version" in document)) reject("MALFORMED", "version", "the document has no version");
+    const signed = document.version === FORMAT.file_version;
+    if (!signed && document.version !== FORMAT.unsigned_file_version) {
+      reject("UNSUPPORTED_VERSION", "version", "unknown version; this verifier reads " + FORMAT.file_version + ", " + FORMAT.unsigned_file_version);
+    }
+    requireFields(document, signed ? FORMAT.file_fields : FORMAT.unsigned_file_fields, "");
+    const statement = readObject(document, "statement", "");
+    readCount(document, "leaf_index", 0, "");
+    readCount(document, "tree_size", 1, "");
+    readHash(document.leaf_hash, "leaf_hash");
+    readHashes(document, "path");
+    readHash(document.batch_root, "batch_root");
+    const checkpoint = signed ? parseNote(document.checkpoint) : null;
+    readAnchor(document);
+    checkStatement(statement);
+    return { document: document, statement: statement, checkpoint: checkpoint };
+  }
+
+  function checkByHand(document) {
+    const anchor = document.anchor;
+    return "This page cannot reach a chain. On " + anchor.chain + ", look up transaction " + anchor.transaction_hash +
+      " (version " + anchor.ledger_version + "): it must be a call to commitments::anchor from Porto's published " +
+      "committer address, with hash " + document.batch_root + " and count " + document.tree_size + ".";
+  }
+
+  async function runChecks(bytes, checks, found) {
+    const passed = (detail) => checks.push({ check: FORMAT.checks[checks.length], result: "passed", reason: "", detail: detail });
+    const notMade = (reason, detail) => checks.push({ check: FORMAT.checks[checks.length], result: "not made", reason: reason, detail: detail });
+    const { document, statement, checkpoint } = readFile(bytes);
+    found.statement = statement;
+    passed("Canonical JSON, version " + document.version + ", every field present and well formed.");
+    const leaf = await leafHash(new TextEncoder().encode(FORMAT.leaf_domain + canonical(statement)));
+    if (!sameBytes(leaf, hexBytes(document.leaf_hash))) {
+      reject("LEAF_MISMATCH", "statement", "the statement does not hash to the leaf hash: it was changed");
+    }
+    passed("Computed leaf hash " + hex(leaf) + ": the file's leaf hash.");
+    await verifyInclusion(leaf, document.leaf_index, document.tree_size, document.path.map(hexBytes), hexBytes(document.batch_root));
+    passed("Leaf " + document.leaf_index + " of " + document.tree_size + " statements, " + document.path.length +
+      " hashes in the path, reaches the batch root " + document.batch_root + ".");
+    if (checkpoint === null) {
+      const why = "The file carries no signed checkpoint (a version 1 file): nothing vouches for its batch root.";
+      notMade("NO_CHECKPOINT", why);
+      notMade("NO_CHECKPOINT", why);
+    } else {
+      if (checkpoint.size !== BigInt(document.tree_size) || hex(checkpoint.root) !== document.batch_root) {
+        reject("CHECKPOINT_MISMATCH", "checkpoint", "the checkpoint signs " + checkpoint.size + " statements under root " +
+          hex(checkpoint.root) + ", not this file's");
+      }
+      passed("The checkpoint of " + checkpoint.origin + " names this batch root and " + document.tree_size + " statements.");
+      if (!FORMAT.verifier_key) {
+        notMade("NO_VERIFIER_KEY", "This page has no pinned key, so nobody's signature could be checked.");
+      } else {
+        await verifyNote(checkpoint, FORMAT.verifier_key);
+        passed("Signed by Porto's key " + FORMAT.verifier_key.name + " (" + FORMAT.verifier_key.key_hash + "), the key this page pins.");
+      }
+    }
+    notMade("BY_HAND", checkByHand(document));
+    return { leaf_index: document.leaf_index, tree_size: document.tree_size, origin: checkpoint && checkpoint.origin };
+  }
 
   async function verifyStatementBytes(bytes) {
-    const steps = { file: {}, leaf: {}, root: {}, anchor: {} };
+    const checks = [];
+    const found = { statement: null };
     try {
-      const document = readDocument(bytes);
-      if (!("version" in document)) reject("MALFORMED", "version", "the document has no version");
-      if (document.version !== FORMAT.file_version) {
-        reject("UNSUPPORTED_VERSION", "version", "unknown version; this verifier reads " + FORMAT.file_version);
-      }
-      requireFields(document, FORMAT.file_fields, "");
-      const statement = readObject(document, "statement", "");
-      const leafIndex = readCount(document, "leaf_index", 0, "");
-      const treeSize = readCount(document, "tree_size", 1, "");
-      const claimedLeaf = readHash(document.leaf_hash, "leaf_hash");
-      const path = readHashes(document, "path");
-      const batchRoot = readHash(document.batch_root, "batch_root");
-      const anchor = readAnchor(document);
-      checkStatement(statement);
-      steps.file = { statement: statement };
-
-      const leafData = new TextEncoder().encode(FORMAT.leaf_domain + canonical(statement));
-      const computedLeaf = await leafHash(leafData);
-      steps.leaf = { computed: hex(computedLeaf), claimed: document.leaf_hash };
-      if (!sameBytes(computedLeaf, claimedLeaf)) {
-        reject("LEAF_MISMATCH", "statement", "the statement does not hash to the leaf hash: it was changed");
-      }
-      steps.root = { leafIndex: leafIndex, treeSize: treeSize, pathLength: path.length, claimed: document.batch_root };
-      await verifyInclusion(claimedLeaf, leafIndex, treeSize, path, batchRoot);
-      steps.anchor = { anchor: anchor, root: document.batch_root, count: treeSize };
-      return { ok: true, leaf_index: leafIndex, tree_size: treeSize, steps: steps };
+      const result = await runChecks(bytes, checks, found);
+      const unmade = checks.find((check) => check.result === "not made" && check.check !== "anchor");
+      return Object.assign(result, unmade
+        ? { verdict: "not verified", reason: unmade.reason, field: "checkpoint", detail: unmade.detail }
+        : { verdict: "verified" }, { checks: checks, statement: found.statement });
     } catch (error) {
       if (!(error instanceof Rejected)) throw error;
-      return { ok: false, reason: error.reason, field: error.field, detail: error.detail, step: STEP_OF[error.reason], steps: steps };
+      checks.push({ check: FORMAT.checks[checks.length], result: "failed", reason: error.reason, detail: error.detail });
+      while (checks.length < FORMAT.checks.length) {
+        checks.push({ check: FORMAT.checks[checks.length], result: "not made", reason: "", detail: "Not reached: an earlier check failed." });
+      }
+      return { verdict: "failed", reason: error.reason, field: error.field, detail: error.detail, checks: checks, statement: found.statement };
     }
   }
 
   // ---- The page.
 
-  const ORDER = ["file", "leaf", "root", "anchor"];
+  const LABELS = {
+    file: "the file is a complete statement file", leaf: "your statement hashes to its leaf",
+    root: "the proof leads from the leaf to the batch root", checkpoint: "the signed checkpoint names this batch root",
+    signature: "Porto's pinned key signed the checkpoint", anchor: "the batch root is the one anchored on chain",
+  };
 
   function text(id, value) {
     document.getElementById(id).textContent = value;
@@ -306,43 +441,36 @@
   function setStep(name, state, detail) {
     const item = document.getElementById("step-" + name);
     item.dataset.state = state;
-    item.querySelector(".step-state").textContent = { passed: "passed", failed: "failed", manual: "check by hand", skipped: "not reached" }[state];
+    item.querySelector(".step-state").textContent = state === "pending" ? "" : state.replace("-", " ");
     item.querySelector(".step-detail").textContent = detail;
   }
 
-  function stepDetails(result) {
-    const s = result.steps;
-    return {
-      file: "Canonical JSON, version " + FORMAT.file_version + ", every field present and well formed.",
-      leaf: "Computed leaf hash " + s.leaf.computed + "; the file's leaf hash is " + s.leaf.claimed + ".",
-      root: s.root.pathLength === undefined ? "" : "Leaf " + s.root.leafIndex + " of " + s.root.treeSize + " statements, " + s.root.pathLength +
-        " hashes in the path, reaches the batch root " + s.root.claimed + ".",
-      anchor: s.anchor.anchor ? "This page cannot reach a chain. On " + s.anchor.anchor.chain + ", look up transaction " +
-        s.anchor.anchor.transaction_hash + " (version " + s.anchor.anchor.ledger_version + "): it must be a call to " +
-        "commitments::anchor from Porto's published committer address, with hash " + s.anchor.root + " and count " +
-        s.anchor.count + "." : "",
-    };
-  }
-
-  function showSteps(result) {
-    const details = stepDetails(result);
-    const failedAt = result.ok ? ORDER.length : ORDER.indexOf(result.step);
-    ORDER.forEach((name, position) => {
-      if (position < failedAt) setStep(name, name === "anchor" ? "manual" : "passed", details[name]);
-      else if (position === failedAt) setStep(name, "failed", result.reason + (result.field ? " at " + result.field : "") + ": " + result.detail);
-      else setStep(name, "skipped", "");
-    });
+  function showChecks(result) {
+    for (const check of result.checks) {
+      const failed = check.result === "failed";
+      setStep(check.check, check.result.replace(" ", "-"),
+        failed ? check.reason + (result.field ? " at " + result.field : "") + ": " + check.detail + "." : check.detail);
+    }
   }
 
   function showVerdict(result) {
     const verdict = document.getElementById("verdict");
-    verdict.dataset.state = result.ok ? "verified" : "refused";
-    verdict.dataset.reason = result.ok ? "" : result.reason;
-    verdict.dataset.field = result.ok ? "" : result.field;
-    verdict.textContent = result.ok
-      ? "Verified: your statement is leaf " + result.leaf_index + " of the " + result.tree_size +
-        " statements under the batch root. One check is left to you: step 4."
-      : "Not verified (" + result.reason + (result.field ? " at " + result.field : "") + "): " + result.detail + ".";
+    const failed = result.checks.find((check) => check.result === "failed");
+    verdict.dataset.state = { verified: "verified", failed: "refused", "not verified": "not-verified" }[result.verdict];
+    verdict.dataset.reason = result.reason || "";
+    verdict.dataset.field = result.field || "";
+    const passed = result.checks.filter((check) => check.result === "passed").map((check) => LABELS[check.check]);
+    if (result.verdict === "verified") {
+      verdict.textContent = "Verified: Porto's key " + FORMAT.verifier_key.name + " signed the batch root, and your statement is leaf " +
+        result.leaf_index + " of the " + result.tree_size + " statements under it. One check is left to you: the anchor on chain.";
+    } else if (failed) {
+      verdict.textContent = "Not verified: a check failed (" + LABELS[failed.check] + "): " + result.reason +
+        (result.field ? " at " + result.field : "") + ", " + result.detail + ".";
+    } else {
+      const unmade = result.checks.filter((check) => check.result === "not made" && check.check !== "anchor");
+      verdict.textContent = "Not verified: " + result.detail + " Passed: " + (passed.join("; ") || "none") +
+        ". Not made: " + unmade.map((check) => LABELS[check.check]).join("; ") + ".";
+    }
   }
 
   function display(value) {
@@ -372,17 +500,41 @@
     }));
   }
 
+  function clearVerdict(name) {
+    const verdict = document.getElementById("verdict");
+    verdict.dataset.state = "checking";
+    verdict.dataset.reason = "";
+    verdict.dataset.field = "";
+    verdict.textContent = "Checking " + name + "…";
+    FORMAT.checks.forEach((check) => setStep(check, "pending", ""));
+    showStatement(null, false);
+  }
+
+  let latest = 0;
+
   async function check(file) {
+    const mine = ++latest;  // a file chosen later replaces this one's verdict, whichever finishes first
+    clearVerdict(file.name);
     text("file-name", file.name);
-    const result = await verifyStatementBytes(new Uint8Array(await file.arrayBuffer()));
-    showSteps(result);
+    let result;
+    try {
+      result = await verifyStatementBytes(new Uint8Array(await file.arrayBuffer()));
+    } catch (error) {
+      if (mine !== latest) return;
+      const verdict = document.getElementById("verdict");
+      verdict.dataset.state = "error";
+      verdict.textContent = "Not verified: this page could not check the file (" + error.message + ").";
+      return;
+    }
+    if (mine !== latest) return;
+    showChecks(result);
     showVerdict(result);
-    showStatement(result.steps.file.statement || null, result.ok);
+    showStatement(result.statement, result.verdict === "verified");
   }
 
   function start() {
     if (!window.crypto || !crypto.subtle) {
-      text("verdict", "This page needs a secure connection (HTTPS) to use the browser's SHA-256.");
+      text("verdict", "This page needs a secure connection (HTTPS) to use the browser's SHA-256 and Ed25519.");
       return;
     }
     const input = document.getElementById("statement-file");
@@ -398,6 +550,6 @@
     document.body.dataset.ready = "true";
   }
 
-  window.PortoVerify = { verifyStatementBytes, verifyInclusion, canonical, leafHash };
+  window.PortoVerify = { verifyStatementBytes, verifyInclusion, canonical, leafHash, parseNote };
   start();
 })();

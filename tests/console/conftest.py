@@ -3,12 +3,15 @@ signed-in console users."""
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth.models import User
+from django.core import mail
 from django.test import Client
 from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
@@ -32,6 +35,39 @@ STAFF = {"admin": "demo-admin", "admin2": "demo-admin-2", "finance": "demo-finan
          "ops": "demo-ops-1", "auditor": "demo-auditor-1"}
 ROLE_OF = {"admin": "admin", "admin2": "admin", "finance": "finance", "finance2": "finance", "ops": "ops",
            "auditor": "auditor"}
+
+
+ONE_TIME_TOKEN = re.compile(r"/enrol/([A-Za-z0-9_-]{16,})/")
+
+
+@pytest.fixture(autouse=True)
+def no_one_time_token_in_the_logs(monkeypatch):
+    """Every line the console's log handlers write during a test, and its log file, hold none of the one-time
+    link tokens the test's flows mailed."""
+    handlers = {handler for name in ("", *django_settings.LOGGING["loggers"])
+                for handler in logging.getLogger(name).handlers}
+    written: list[str] = []
+    for handler in handlers:
+        monkeypatch.setattr(handler, "format", _keeping(handler.format, written))
+    log_file = Path(django_settings.LOGGING["handlers"]["file"]["filename"])
+    start = log_file.stat().st_size if log_file.exists() else 0
+    yield
+    tokens = {token for message in getattr(mail, "outbox", []) for token in ONE_TIME_TOKEN.findall(message.body)}
+    if tokens and log_file.exists():
+        with log_file.open("rb") as log:
+            log.seek(start if log_file.stat().st_size >= start else 0)
+            written.append(log.read().decode(errors="replace"))
+    leaked = sorted({token for token in tokens for text in written if token in text})
+    assert not leaked, f"one-time link tokens written to the console's logs: {leaked}"
+
+
+def _keeping(format_record, written: list[str]):
+    def format_and_keep(record: logging.LogRecord) -> str:
+        text = format_record(record)
+        written.append(text)
+        return text
+
+    return format_and_keep
 
 
 @pytest.fixture(autouse=True)

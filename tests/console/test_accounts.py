@@ -5,18 +5,20 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from ledger_engine.domain.identity import keyed_identity
 from ledger_engine.layout import STATE
 from porto_console.console import commands
 from porto_console.console.commands import new_command_id
+from porto_console.console.services import accounts as service
 from porto_console.console.services import enrolment
 from porto_console.console.handles import seal
 from porto_console.console.models import EnrolmentLink
-from porto_console.console.services.accounts import identity_digest
 from tests.console.conftest import STAFF, enrolment_link
 
 
@@ -36,7 +38,9 @@ def test_provisioning_staff_shows_no_secret_and_emails_the_owner_a_link(client_a
     head = ledger.head().sequence
     response = provision(client_as("admin"))
     page = response.content.decode()
-    assert ledger.get(STATE, "account/ops-3").data["identity_digest"] == identity_digest("staff", "ops3@porto.test")
+    account = ledger.get(STATE, "account/ops-3").data
+    assert {name: account[name] for name in ("identity_digest", "identity_scheme")} == keyed_identity(
+        settings.IDENTITY_KEY.encode(), "staff", "ops3@porto.test")
     assert ledger.get(STATE, "actor/ops-3").data == {"roles": ["ops"], "status": "active"}
     provisioned, link_sent = (ledger.journal_entry(head + n)["envelope"] for n in (1, 2))
     assert (provisioned["command_type"], provisioned["actor_id"]) == ("RegisterAccount", STAFF["admin"])
@@ -70,7 +74,7 @@ def test_the_owner_sets_their_own_password_and_authenticator_through_the_link_on
     user = User.objects.get(username="ops-3")
     assert user.check_password("a long new passphrase 7")
     assert TOTPDevice.objects.get(user=user).confirmed
-    assert Client().get(link).status_code == 404  # used once
+    assert Client().get(link).status_code == 403  # spent by its first opening
     account_page = client_as("admin").get(f"/ledger/accounts/{seal('account', 'ops-3')}/").content.decode()
     assert 'id="enrolment-status">enrolled' in account_page
 
@@ -118,6 +122,43 @@ def test_a_worker_account_holds_an_adapter_role_and_gets_no_user_and_no_link(cli
     assert response.status_code == 302
     assert ledger.get(STATE, "actor/ingest-9").data == {"roles": ["ingest"], "status": "active"}
     assert not User.objects.filter(username="ingest-9").exists() and mailoutbox == []
+
+
+def provision_worker(client, account_id: str, roles: list[str]):
+    return client.post("/ledger/accounts/new/", {
+        "command_id": new_command_id(), "kind": "worker", "account_id": account_id, "identity": f"host|{account_id}",
+        "roles": roles, "payout_address": ""}, follow=True)
+
+
+def test_provisioning_a_worker_that_signs_and_observes_is_refused_with_the_reason(client_as, ledger):
+    head = ledger.head()
+    page = provision_worker(client_as("admin"), "payments-9", ["dispatcher", "observer", "signer"]).content.decode()
+    assert "An account cannot hold observer and signer together: whoever signs a payment does not also attest" in page
+    assert ledger.head() == head and ledger.get(STATE, "actor/payments-9") is None
+
+
+def test_the_ledger_refuses_a_worker_that_signs_and_observes_whatever_the_form_says(client_as, ledger):
+    """The form's check is a courtesy: the provisioning command itself is refused with ROLE_CONFLICT."""
+    outcome = commands.submit(STAFF["admin"], new_command_id(), service.provision(
+        account_id="payments-9", kind="worker", identity="host|payments-9", roles=["dispatcher", "observer", "signer"]))
+    assert (outcome.outcome, outcome.code) == ("rejected", "ROLE_CONFLICT")
+    assert ledger.get(STATE, "actor/payments-9") is None
+
+
+def test_a_workers_change_form_explains_and_refuses_adding_observer_to_a_signer(client_as, ledger):
+    client = client_as("admin")
+    assert provision_worker(client, "payments-9", ["dispatcher", "signer"]).status_code == 200
+    handle = seal("account", "payments-9")
+    page = client.get(f"/ledger/accounts/{handle}/").content.decode()
+    assert "records the chain&#x27;s answer as another (dispatcher, observer)" in page
+    head = ledger.head()
+    revision = ledger.get(STATE, "account/payments-9").revision
+    page = client.post(f"/ledger/accounts/{handle}/", {"command_id": new_command_id(), "revision": str(revision),
+                                                       "roles": ["dispatcher", "observer", "signer"], "active": "on"},
+                       follow=True).content.decode()
+    assert "An account cannot hold observer and signer together" in page
+    assert ledger.head() == head
+    assert ledger.get(STATE, "actor/payments-9").data == {"roles": ["dispatcher", "signer"], "status": "active"}
 
 
 def test_a_staff_accounts_change_form_offers_a_persons_roles_only_and_refuses_an_adapters(client_as, ledger):

@@ -12,7 +12,9 @@ from porto_console.effects import delivery
 from porto_console.ledger import gateway
 from tests.console.conftest import code_for
 from tests.console.test_payouts import approve, prepare
+from tests.conftest import GENESIS_ADMIN
 from tests.money_allocation.world import FINANCE, FINANCE_2
+from tests.support.dispatch_switch import pause
 
 
 @pytest.fixture
@@ -59,7 +61,7 @@ def test_a_resubmitted_approval_is_answered_from_the_journal_and_not_announced_a
 
 
 def test_nothing_is_announced_while_dispatch_is_disabled(finance, payouts_world, announced):
-    payouts_world.owner.set_dispatch(False, "restored from backup; reconcile first")
+    pause(payouts_world.owner, actor=GENESIS_ADMIN)
     approve_a_run(finance, payouts_world)
     assert announced == []
 

@@ -14,6 +14,7 @@ from ledger_engine.genesis import default_genesis, genesis_hash
 from porto_console.console import safety
 from tests.conftest import EnvelopeFactory
 from tests.support import cli
+from tests.support.deployment_keys import keys_of_its_own
 
 REAL = default_genesis()
 TRUSTED = genesis_hash(REAL)
@@ -25,7 +26,7 @@ FORGED_DEMO = {**REAL, "label": DEMO_LABEL,
 @pytest.fixture
 def production(settings):
     """A deployment configured as it should be: its own keys, and the real genesis pinned."""
-    settings.SECRET_KEY, settings.HANDLE_KEY = "s" * 40, "h" * 40
+    keys_of_its_own(settings)
     settings.GENESIS_HASH = TRUSTED
     settings.BACKUP_PASSWORD, settings.DEBUG = "a-backup-password-of-its-own", False
     return settings

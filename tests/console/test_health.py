@@ -5,10 +5,12 @@ from __future__ import annotations
 from django.conf import settings
 from django.test import Client
 
+from ledger_engine.demo.builder import DEMO_STEP_UP_KEY
 from porto_console import ledger as console_ledger
 from porto_console.effects.backups import STALE_AFTER_MS, take_backup
 from porto_console.operations import health
 from tests.console.operations import DISK_FAULT, halt_with_a_disk_fault
+from tests.support.dispatch_switch import pause
 
 MINUTE_MS = 60_000
 
@@ -33,7 +35,7 @@ def test_a_console_just_started_has_time_to_take_its_first_backup(ledger):
 
 def test_paused_dispatch_is_202_and_still_in_service(ledger, backup_repository):
     take_backup(ledger, settings.ADMISSION_DIR)
-    ledger.set_dispatch(False, "operator pause for a health probe")
+    pause(ledger, actor="demo-admin", reason="operator pause for a health probe", key=DEMO_STEP_UP_KEY)
     status, body = healthz()
     assert (status, body["status"], body["dispatch_enabled"]) == (202, "dispatch_paused", False)
     assert "operator pause" not in str(body)  # the operator's reason text is not for probes
@@ -54,7 +56,7 @@ def test_no_backup_five_minutes_after_start_is_overdue(ledger, monkeypatch):
 
 
 def test_overdue_outranks_paused_and_both_are_listed(ledger, monkeypatch):
-    ledger.set_dispatch(False, "paused")
+    pause(ledger, actor="demo-admin", key=DEMO_STEP_UP_KEY)
     monkeypatch.setattr(health, "now_ms", lambda: console_ledger.opened_at_ms() + STALE_AFTER_MS + MINUTE_MS)
     status, body = healthz()
     assert (status, body["conditions"]) == (203, ["backup_overdue", "dispatch_paused"])

@@ -14,13 +14,15 @@ from porto_console.ledger import close_owner, gateway, open_owner
 from tests.console.test_internal_api import COMMANDS, Worker, assert_error, claim_body
 from tests.money_allocation.world import MoneyWorld, fixture_commands
 from tests.money_payouts.world import PayoutWorld, transaction_hash
+from tests.conftest import GENESIS_ADMIN
 from tests.support import step_up
+from tests.support.dispatch_switch import pause, resume
 
 pytestmark = pytest.mark.django_db
 
 API_WORKERS = {"api-dispatcher": ["dispatcher"], "api-signer": ["signer"], "api-maintenance": ["maintenance"],
                "api-observer": ["observer"], "api-ingest": ["ingest"], "api-coordinator": ["coordinator"],
-               "api-payments": ["dispatcher", "observer", "signer"]}
+               "api-payments": ["dispatcher", "observer"]}  # a payment worker's observer: never its signer
 
 
 @pytest.fixture
@@ -61,16 +63,15 @@ def in_flight(payouts: PayoutWorld, count: int) -> list[str]:
 
 def test_dispatch_reads_enabled_and_the_reason_it_was_disabled(payouts):
     observer = worker("api-observer")
-    assert observer.get("/internal/dispatch").json() == {"enabled": True, "reason": "initialised"}
-    payouts.owner.set_dispatch(False, "restored from backup; reconcile before resuming")
-    assert observer.get("/internal/dispatch").json() == {
-        "enabled": False, "reason": "restored from backup; reconcile before resuming"}
+    assert observer.get("/internal/dispatch").json() == {"enabled": True, "reason": "never paused"}
+    pause(payouts.owner, actor=GENESIS_ADMIN, reason="rotating the payer key")
+    assert observer.get("/internal/dispatch").json() == {"enabled": False, "reason": "rotating the payer key"}
 
 
 def test_while_dispatch_is_disabled_claims_and_signed_attempts_are_refused_and_change_nothing(payouts):
     payment_id = payment_ids(payouts)[0]
     effect_id = payouts.state(payment_key(payment_id))["effect_id"]
-    payouts.owner.set_dispatch(False, "restored")
+    pause(payouts.owner, actor=GENESIS_ADMIN)
     head = payouts.owner.head()
     dispatcher, signer = worker("api-dispatcher"), worker("api-signer")
 
@@ -89,13 +90,14 @@ def test_while_dispatch_is_disabled_claims_and_signed_attempts_are_refused_and_c
     assert gateway().envelopes.load(record["command_id"]) is None
     assert payouts.state(payment_key(payment_id))["state"] == "approved"
 
-    payouts.owner.set_dispatch(True, "reconciled")
+    assert payouts.owner.submit(payouts.money.envelopes.account("ops-1", roles=["ops"])).accepted
+    resume(payouts.owner, requester="ops-1", approver=GENESIS_ADMIN)
     assert dispatcher.post(f"/internal/effects/{effect_id}/claim", claim).json()["outcome"] == "accepted"
 
 
 def test_other_commands_still_run_while_dispatch_is_disabled(payouts):
     attempt_id = in_flight(payouts, 1)[0]
-    payouts.owner.set_dispatch(False, "restored")
+    pause(payouts.owner, actor=GENESIS_ADMIN)
     attempt = payouts.state(f"payment_attempt/{attempt_id}")
     digest = gateway().evidence.put(b"chain evidence")
     observation = {"command_id": str(uuid.uuid4()), "command_type": "RecordTransferObservation",

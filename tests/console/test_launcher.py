@@ -34,7 +34,7 @@ def launcher_env(var_dir: Path, port: int, **extra: str) -> dict[str, str]:
     """The environment ``make run`` gives the launcher: the real settings, no keys (the demo brings its own)."""
     env = {name: value for name, value in os.environ.items()
            if name not in ("DATABASE_URL", "DJANGO_SECRET_KEY", "PORTO_HANDLE_KEY", "PORTO_STEP_UP_KEY",
-                           "PORTO_GENESIS_HASH")}
+                           "PORTO_GENESIS_HASH", "PORTO_IDENTITY_KEY", "PORTO_CHECKPOINT_KEY")}
     return {**env, "DJANGO_SETTINGS_MODULE": "porto_console.settings", "PORTO_VAR_DIR": str(var_dir),
             "DATA_DIR": str(var_dir / "ledger"), "PORT": str(port), **extra}
 
@@ -42,10 +42,11 @@ def launcher_env(var_dir: Path, port: int, **extra: str) -> dict[str, str]:
 class Console:
     """A launched console; ``output`` collects what it printed until it said it is serving."""
 
-    def __init__(self, var_dir: Path) -> None:
+    def __init__(self, var_dir: Path, **extra: str) -> None:
         self.var_dir = var_dir
         self.port = free_port()
-        self.process = subprocess.Popen([sys.executable, str(LAUNCHER)], env=launcher_env(var_dir, self.port),
+        self.process = subprocess.Popen([sys.executable, str(LAUNCHER)],
+                                        env=launcher_env(var_dir, self.port, **extra),
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.output: list[str] = []
         self.serving = threading.Event()
@@ -77,8 +78,9 @@ def with_demo_repository(var_dir: Path, initialised_repository) -> Path:
     return var_dir
 
 
-def started(var_dir: Path) -> Console:
-    console = Console(var_dir)
+def started(var_dir: Path, **extra: str) -> Console:
+    """A console launched on ``var_dir``, with ``extra`` added to its environment, once it says it is serving."""
+    console = Console(var_dir, **extra)
     assert console.serving.wait(STARTUP_GUARD_S), "".join(console.output) + console.process.stderr.read()
     return console
 
@@ -133,7 +135,8 @@ def test_outside_the_demo_the_console_refuses_to_start_with_default_keys(tmp_pat
                              capture_output=True, text=True, timeout=STARTUP_GUARD_S)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "cannot start: this is not the labelled demo ledger" in refused.stderr
-    for key in ("DJANGO_SECRET_KEY", "PORTO_HANDLE_KEY", "PORTO_STEP_UP_KEY", "PORTO_GENESIS_HASH"):
+    for key in ("DJANGO_SECRET_KEY", "PORTO_HANDLE_KEY", "PORTO_STEP_UP_KEY", "PORTO_GENESIS_HASH", "PORTO_IDENTITY_KEY",
+                "PORTO_CHECKPOINT_KEY"):
         assert key in refused.stderr
     assert "serving the console" not in refused.stdout
 

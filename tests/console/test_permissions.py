@@ -32,6 +32,7 @@ EVERYONE = frozenset(CONSOLE_ROLES)
 FINANCE_AUDITOR = frozenset({"finance", "auditor"})
 ADMIN_AUDITOR = frozenset({"admin", "auditor"})
 OPS_AUDITOR = frozenset({"ops", "auditor"})
+ADMIN_OPS = frozenset({"admin", "ops"})
 NO_HASH = "0" * 64
 CONSERVATION_CHECKERS = frozenset({"finance", "ops", "auditor"})
 
@@ -132,8 +133,17 @@ MATRIX: dict[str, Row] = {
     "enrol/<str:token>/": fixed(404),
     # The ledger screens.
     "ledger/": Row(get=EVERYONE, post=EVERYONE),
-    "ledger/dispatch/": Row(post=frozenset({"admin"}), screen=frozenset({"admin"}),
-                            post_data=lambda t: {"enabled": "false", "reason": "matrix probe"}),
+    "ledger/dispatch/pause/": Row(post=ADMIN_OPS, screen=ADMIN_OPS, post_data=lambda t: {
+        "command_id": new_command_id(), "reason": "matrix probe", "otp_token": "123456"}),
+    "ledger/dispatch/resume/": Row(post=ADMIN_OPS, screen=ADMIN_OPS, post_data=lambda t: {
+        "command_id": new_command_id(), "reason": "matrix probe"}),
+    "ledger/dispatch/resume/approve/": Row(post=frozenset({"admin"}), screen=frozenset({"admin"}),
+                                           post_data=lambda t: {"command_id": new_command_id(),
+                                                                "resume_id": "no-such-resume", "otp_token": "123456"}),
+    "ledger/dispatch/resume/decline/": Row(post=frozenset({"admin"}), screen=frozenset({"admin"}),
+                                           post_data=lambda t: {"command_id": new_command_id(),
+                                                                "resume_id": "no-such-resume",
+                                                                "reason": "requested_in_error"}),
     "ledger/quarantine/": Row(get=OPS_AUDITOR, post=OPS_AUDITOR),
     "ledger/quarantine/retry/": Row(post=frozenset({"ops"}), screen=frozenset({"ops"}),
                                     post_data=lambda t: {"all": "1"}),

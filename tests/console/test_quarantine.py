@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from ledger_engine.layout import INDEXES, OUTBOX
@@ -93,3 +94,38 @@ def test_auditors_cannot_retry_in_bulk(client_as, parked):
     quarantine, effect_id = parked
     assert client_as("auditor").post("/ledger/quarantine/retry/", {"all": "1"}).status_code == 403
     assert quarantine.contains(effect_id)
+
+
+@pytest.mark.parametrize("stored", [
+    b'{"effect_id": "eff',  # truncated
+    b"[1, 2, 3]",
+    b"\xff\xfe{",
+    None,  # an entry of its own without quarantined_at_ms
+])
+def test_a_damaged_entry_is_listed_as_such_and_hides_nothing(client_as, parked, stored):
+    quarantine, effect_id = parked
+    damaged = "run-9.artist-y.effect"
+    if stored is None:
+        entry = quarantine.add(damaged, "payment.transfer", "Poison: refused", 3)
+        stored = orjson.dumps({key: value for key, value in entry.items() if key != "quarantined_at_ms"})
+    (quarantine.directory / f"{damaged}.json").write_bytes(stored)
+
+    response = client_as("ops").get("/ledger/quarantine/")
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert effect_id in page and "Poison: chain refused the transfer" in page
+    assert f"{damaged}: " in page and page.count('class="damaged"') == 1
+    assert "Retry all 2" in page and client_as("ops").get("/ledger/").status_code == 200
+
+    client_as("ops").post("/ledger/quarantine/retry/", {"all": "1"})
+    assert quarantine.entries() == []
+
+
+def test_an_entry_whose_file_names_no_effect_is_listed_and_left_for_an_operator(client_as, parked):
+    quarantine, effect_id = parked
+    (quarantine.directory / "not an effect id!.json").write_bytes(b"{}")
+    page = client_as("ops").get("/ledger/quarantine/").content.decode()
+    assert "none readable" in page and "Remove its file from the quarantine directory" in page
+    assert "Retry all 1" in page
+    client_as("ops").post("/ledger/quarantine/retry/", {"all": "1"})
+    assert [entry["reason"] for entry in quarantine.entries()] == ["not an effect id!: effect_id is missing or not str"]

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from ledger_engine.layout import INDEXES, OUTBOX
 from porto_console.console.handles import seal
 from porto_console.effects.pg_quarantine import PostgresQuarantine
+from porto_console.effects.pg_schema import QUARANTINE_TABLE
 from porto_console.effects.quarantine import Quarantine
 from tests.effects import journal_adapters
 
@@ -31,3 +34,14 @@ def test_the_screen_lists_and_releases_effects_parked_in_postgres(client_as, par
     released = client_as("ops").post(f"/ledger/quarantine/{seal('effect', effect_id)}/retry/", follow=True)
     assert "released: the next sweep sends it" in released.content.decode()
     assert not quarantine.contains(effect_id)
+
+
+def test_a_row_written_by_hand_is_listed_as_damaged_beside_the_others(client_as, parked):
+    quarantine, effect_id = parked
+    with quarantine.database.transaction() as connection:
+        connection.execute(sql.SQL("INSERT INTO {} (effect_id, entry, quarantined_at_ms) VALUES (%s, %s, 0)").format(
+            sql.Identifier(QUARANTINE_TABLE)), ("hand-written.effect", Jsonb({"effect_id": "hand-written.effect"})))
+    response = client_as("ops").get("/ledger/quarantine/")
+    page = response.content.decode()
+    assert response.status_code == 200 and effect_id in page
+    assert "hand-written.effect: kind is missing or not str" in page and 'class="damaged"' in page

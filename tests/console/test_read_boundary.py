@@ -25,6 +25,7 @@ RAW_READS = {"scan", "at_boundary"}
 ALLOWED = {
     ("console/handles.py", 'split("/")'): "a handle's own sealed value joins several IDs with '/', no ledger key",
     ("console/safety.py", "DEMO_STEP_UP_KEY"): "the demo's fixture signing key, not a ledger key",
+    ("console/safety.py", "DEMO_IDENTITY_KEY"): "the demo's public identity-digest key, not a ledger key",
     ("ledger.py", "at_boundary"): "read_at_boundary hands a selector the head it read at",
 }
 

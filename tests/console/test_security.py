@@ -12,6 +12,7 @@ from django.test import Client
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.adapters.signatures import key_from_seed
+from ledger_engine.demo.builder import DEMO_IDENTITY_KEY
 from ledger_engine.domain.step_up import public_key_hex
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.genesis import genesis_hash
@@ -26,6 +27,7 @@ from porto_console.internal_api.models import WorkerCredential
 from porto_console.ledger import gateway as console_gateway
 from tests.conftest import EnvelopeFactory
 from tests.console.conftest import STAFF
+from tests.support.deployment_keys import keys_of_its_own
 
 
 def sign_in(client: Client, username: str, password: str, address: str = "10.0.0.7"):
@@ -262,17 +264,27 @@ def test_the_api_docs_need_a_staff_sign_in_and_load_swagger_from_this_origin(cli
 def test_outside_the_demo_the_console_refuses_default_or_shared_keys(ledger, settings, monkeypatch):
     monkeypatch.setattr(safety, "is_demo", lambda ledger: False)
     settings.SECRET_KEY, settings.HANDLE_KEY, settings.STEP_UP_KEY = settings.DEFAULT_SECRET_KEY, None, None
+    settings.IDENTITY_KEY = None
     with pytest.raises(safety.UnsafeConfiguration) as refused:
         safety.prepare(ledger)
     assert [problem.split(" ")[0] for problem in refused.value.problems] == [
-        "DJANGO_SECRET_KEY", "PORTO_HANDLE_KEY", "PORTO_STEP_UP_KEY"]
+        "DJANGO_SECRET_KEY", "PORTO_HANDLE_KEY", "PORTO_IDENTITY_KEY", "PORTO_STEP_UP_KEY"]
     settings.SECRET_KEY = settings.HANDLE_KEY = "x" * 40
     assert any("a key of its own" in problem for problem in safety.problems(ledger))
 
 
+def test_outside_the_demo_identity_digests_need_a_key_of_their_own(ledger, settings, monkeypatch):
+    monkeypatch.setattr(safety, "is_demo", lambda ledger: False)
+    keys_of_its_own(settings)
+    for unfit in (None, "short", DEMO_IDENTITY_KEY.decode(), settings.SECRET_KEY, settings.HANDLE_KEY):
+        settings.IDENTITY_KEY = unfit
+        [problem] = safety.problems(ledger)
+        assert problem.startswith("PORTO_IDENTITY_KEY"), problem
+
+
 def test_outside_the_demo_the_console_refuses_to_back_up_without_a_password_of_its_own(ledger, settings, monkeypatch):
     monkeypatch.setattr(safety, "is_demo", lambda ledger: False)
-    settings.SECRET_KEY, settings.HANDLE_KEY = "s" * 40, "h" * 40
+    keys_of_its_own(settings)
     for password in (None, settings.DEMO_BACKUP_PASSWORD):
         settings.BACKUP_PASSWORD = password
         [problem] = safety.problems(ledger)
@@ -283,7 +295,7 @@ def test_outside_the_demo_the_console_refuses_to_back_up_without_a_password_of_i
 
 def test_outside_the_demo_the_step_up_key_must_be_the_one_the_ledger_trusts(ledger, settings, monkeypatch):
     monkeypatch.setattr(safety, "is_demo", lambda ledger: False)
-    settings.SECRET_KEY, settings.HANDLE_KEY = "s" * 40, "h" * 40
+    keys_of_its_own(settings)
     assert safety.problems(ledger) == []  # the console fixture signs with the demo key its ledger trusts
     other = key_from_seed("porto:test:untrusted-step-up-key")
     settings.STEP_UP_KEY = other.private_bytes_raw().hex()
@@ -293,7 +305,7 @@ def test_outside_the_demo_the_step_up_key_must_be_the_one_the_ledger_trusts(ledg
 
 def test_outside_the_demo_the_console_serves_only_a_ledger_from_the_genesis_it_trusts(ledger, settings, monkeypatch):
     monkeypatch.setattr(safety, "is_demo", lambda ledger: False)
-    settings.SECRET_KEY, settings.HANDLE_KEY = "s" * 40, "h" * 40
+    keys_of_its_own(settings)
     assert safety.problems(ledger) == []  # the test settings trust the demo's genesis, which this ledger has
     settings.GENESIS_HASH = "0" * 64
     [problem] = safety.problems(ledger)
@@ -305,9 +317,13 @@ def test_outside_the_demo_the_console_serves_only_a_ledger_from_the_genesis_it_t
 
 def test_the_labelled_demo_gets_ephemeral_keys(ledger, settings):
     settings.SECRET_KEY, settings.HANDLE_KEY, settings.STEP_UP_KEY = settings.DEFAULT_SECRET_KEY, None, None
+    settings.IDENTITY_KEY = None
     made = safety.prepare(ledger)
-    assert len(made) == 3 and settings.SECRET_KEY != settings.DEFAULT_SECRET_KEY
-    assert settings.HANDLE_KEY and settings.HANDLE_KEY != settings.SECRET_KEY and safety.problems(ledger) == []
+    assert len(made) == 4 and settings.SECRET_KEY != settings.DEFAULT_SECRET_KEY
+    assert settings.HANDLE_KEY and settings.HANDLE_KEY != settings.SECRET_KEY
+    assert settings.IDENTITY_KEY.encode() == DEMO_IDENTITY_KEY  # the demo's accounts were provisioned under it
+    # Public like the demo itself: fit for the labelled demo only.
+    assert [problem.split(" ")[0] for problem in safety.problems(ledger)] == ["PORTO_IDENTITY_KEY"]
 
 
 # Attack 3: a worker token cannot approve.

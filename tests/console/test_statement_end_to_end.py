@@ -1,5 +1,6 @@
 """End to end: the demo's allocation, a statement index frozen with its tree, anchored on the SIMULATED chain by
-the commitment session, and one recipient's file checked by ``porto-ledger verify-statement`` and by /verify/.
+the commitment session, and one recipient's file, its checkpoint signed with the test settings' key, checked by
+``porto-ledger verify-statement --verifier-key`` and by /verify/.
 
 The console serves in this process (live server) on a copy of the demo ledger; the committer is the real
 commitment session talking to the console's internal API with its own credential and to a SIMULATED chain on
@@ -18,6 +19,7 @@ from playwright.sync_api import expect
 
 from ledger_engine.layout import STATE
 from ledger_engine.merkle import verify_statement_file
+from ledger_engine.merkle.statement import FILE_VERSION
 from porto_console.console.handles import seal
 from porto_console.effects.commitment_journal import SignedCommitmentJournal
 from porto_console.effects.commitment_session import CommitmentWorker, carry_out
@@ -29,6 +31,7 @@ from porto_console.internal_api.credentials import commands_for_role, issue
 from porto_console.ledger import gateway
 from ledger_engine.projections.statement_index import prepare_statement_index, statements_of_index
 from tests.console.test_browser import chromium, screenshots  # noqa: F401  (the project's browser fixtures)
+from tests.merkle import checkpoint_keys
 from tests.effects.conftest import COMMITTER_KEY, chain_server  # noqa: F401  (the SIMULATED chain on loopback)
 from tests.support.cli import porto_ledger
 
@@ -115,11 +118,17 @@ def test_a_recipient_file_from_the_demo_allocation_verifies_on_the_command_line_
     document = orjson.loads(response.content)
     assert document["statement"]["recipient_id"] == statement["recipient_id"]
     assert document["anchor"]["transaction_hash"] == index["transaction_hash"]
-    assert verify_statement_file(response.content)["batch_root"] == step["statement_root"]
+    assert document["version"] == FILE_VERSION and document["checkpoint"].startswith(f"{checkpoint_keys.ORIGIN}\n")
+    pinned = checkpoint_keys.signer().verifier_key
+    verified = verify_statement_file(response.content, pinned)
+    assert (verified["verdict"], verified["batch_root"]) == ("verified", step["statement_root"])
 
-    # The command-line verifier, with no ledger.
-    verdict = porto_ledger("verify-statement", path)
-    assert (verdict.status, verdict.last["ok"], verdict.last["batch_root"]) == (0, True, step["statement_root"])
+    # The command-line verifier, with no ledger, pinning the published key.
+    verdict = porto_ledger("verify-statement", "--verifier-key", pinned.encoded(), path)
+    assert (verdict.status, verdict.last["verdict"], verdict.last["batch_root"]) == (0, "verified",
+                                                                                     step["statement_root"])
+    assert porto_ledger("verify-statement", "--verifier-key", checkpoint_keys.stranger().verifier_key.encoded(),
+                        path).status == 1
 
     # The page, in headless Chromium, connecting nowhere.
     context = chromium.new_context(base_url=live_server.url)
@@ -130,7 +139,7 @@ def test_a_recipient_file_from_the_demo_allocation_verifies_on_the_command_line_
     expect(page.locator("body")).to_have_attribute("data-ready", "true")
     page.set_input_files("#statement-file", str(path))
     expect(page.locator("#verdict")).to_have_attribute("data-state", "verified")
-    for step_name in ("file", "leaf", "root"):
+    for step_name in ("file", "leaf", "root", "checkpoint", "signature"):
         expect(page.locator(f"#step-{step_name}")).to_have_attribute("data-state", "passed")
     expect(page.locator("#step-anchor")).to_contain_text(index["transaction_hash"])
     expect(page.locator("#statement-recipient")).to_have_text(statement["recipient_id"])
@@ -156,6 +165,7 @@ def test_the_demo_statement_index_gives_every_recipient_a_file_to_download(ledge
     for statement in statements:
         response = client_as("finance").get(f"/ledger/statements/{seal('statement', statement['statement_id'])}/file/")
         assert response.status_code == 200, statement
-        verdict = verify_statement_file(response.content)
+        verdict = verify_statement_file(response.content, checkpoint_keys.signer().verifier_key)
+        assert verdict["verdict"] == "verified"
         assert (verdict["recipient_id"], verdict["batch_root"], verdict["tree_size"]) == (
             statement["recipient_id"], index["artifact"]["statement_root"], len(statements))

@@ -1,8 +1,10 @@
 """The recipient's verifier page (/verify/) in headless Chromium, against the statement-file vectors.
 
-The page must reach the same verdict as ``verify_statement_file`` on every
-vector (tests/merkle/vectors/statements/expected.json), show each step's
-outcome, and make no request beyond loading itself.
+The page pins the test settings' checkpoint key, the one the vectors are signed
+with. It must reach the same verdict as ``check_statement_file`` on every
+vector (tests/merkle/vectors/statements/expected.json), show each check as
+passed, failed or not made, say "Verified" only for a file Porto's key signed,
+and make no request beyond loading itself.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from ledger_engine.merkle.document import MAX_DOCUMENT_BYTES
+from ledger_engine.merkle.statement import statement_file_bytes
 from porto_console.verifier import CONTENT_SECURITY_POLICY
 from tests.console.test_browser import chromium, screenshots  # noqa: F401  (the project's browser fixtures)
-from tests.merkle.statement_vectors import DIRECTORY, committed, python_verdict
+from tests.merkle import checkpoint_keys
+from tests.merkle.statement_vectors import DIRECTORY, committed, forged_file, python_verdict
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
@@ -27,9 +31,11 @@ pytestmark = pytest.mark.browser
 RFC_VECTORS = Path(__file__).resolve().parents[1] / "merkle" / "vectors" / "rfc9162_tree.json"
 VERIFY = """async (bytes) => {
   const result = await PortoVerify.verifyStatementBytes(new Uint8Array(bytes));
-  return result.ok ? {ok: true, leaf_index: result.leaf_index, tree_size: result.tree_size}
-                   : {ok: false, reason: result.reason, field: result.field};
+  return result.verdict === "verified"
+    ? {verdict: result.verdict, leaf_index: result.leaf_index, tree_size: result.tree_size}
+    : {verdict: result.verdict, reason: result.reason, field: result.field};
 }"""
+CHECKS = ["file", "leaf", "root", "checkpoint", "signature", "anchor"]
 
 
 @pytest.fixture
@@ -52,6 +58,10 @@ def drop_file(page: Page, name: str) -> None:
     page.set_input_files("#statement-file", str(DIRECTORY / name))
 
 
+def choose_bytes(page: Page, name: str, raw: bytes) -> None:
+    page.set_input_files("#statement-file", files=[{"name": name, "mimeType": "application/json", "buffer": raw}])
+
+
 def test_the_page_and_the_python_verifier_agree_on_every_vector(verifier):
     vectors = committed()
     assert len(vectors) > 50
@@ -60,17 +70,20 @@ def test_the_page_and_the_python_verifier_agree_on_every_vector(verifier):
         assert python_verdict(raw) == expected, name
 
 
-def test_a_valid_statement_passes_three_steps_and_leaves_the_anchor_to_check_by_hand(verifier, screenshots):
+def test_a_valid_statement_passes_every_check_but_the_anchor_which_is_left_to_check_by_hand(verifier, screenshots):
     drop_file(verifier, "valid-middle-leaf.json")
     document = json.loads((DIRECTORY / "valid-middle-leaf.json").read_bytes())
     expect(verifier.locator("#verdict")).to_have_attribute("data-state", "verified")
     expect(verifier.locator("#verdict")).to_contain_text(f"leaf {document['leaf_index']} of the {document['tree_size']}")
-    for step in ("file", "leaf", "root"):
+    expect(verifier.locator("#verdict")).to_contain_text(f"Porto's key {checkpoint_keys.ORIGIN} signed the batch root")
+    for step in ("file", "leaf", "root", "checkpoint", "signature"):
         expect(verifier.locator(f"#step-{step}")).to_have_attribute("data-state", "passed")
     expect(verifier.locator("#step-leaf .step-detail")).to_contain_text(document["leaf_hash"])
     expect(verifier.locator("#step-root .step-detail")).to_contain_text(document["batch_root"])
+    expect(verifier.locator("#step-signature .step-detail")).to_contain_text(checkpoint_keys.ORIGIN)
+    expect(verifier.locator("#pinned-key-encoded")).to_have_text(checkpoint_keys.signer().verifier_key.encoded())
     anchor = verifier.locator("#step-anchor")
-    expect(anchor).to_have_attribute("data-state", "manual")
+    expect(anchor).to_have_attribute("data-state", "not-made")
     for shown in (document["anchor"]["chain"], document["anchor"]["transaction_hash"],
                   str(document["anchor"]["ledger_version"]), document["batch_root"],
                   f"count {document['tree_size']}", "cannot reach a chain"):
@@ -90,6 +103,9 @@ def test_a_valid_statement_passes_three_steps_and_leaves_the_anchor_to_check_by_
     ("tampered-proof-from-another-tree.json", "root", ["file", "leaf"]),
     ("malformed-truncated.json", "file", []),
     ("invalid-statement-amount-as-number.json", "file", []),
+    ("tampered-checkpoint-of-another-batch.json", "checkpoint", ["file", "leaf", "root"]),
+    ("tampered-checkpoint-signature.json", "signature", ["file", "leaf", "root", "checkpoint"]),
+    ("forged-signed-by-another-key.json", "signature", ["file", "leaf", "root", "checkpoint"]),
 ])
 def test_a_tampered_file_fails_at_the_step_it_breaks_and_names_why(verifier, screenshots, name, failed_step,
                                                                    passed_steps):
@@ -104,9 +120,8 @@ def test_a_tampered_file_fails_at_the_step_it_breaks_and_names_why(verifier, scr
     failed = verifier.locator(f"#step-{failed_step}")
     expect(failed).to_have_attribute("data-state", "failed")
     expect(failed).to_contain_text(expected["reason"])
-    later = ["file", "leaf", "root", "anchor"][["file", "leaf", "root", "anchor"].index(failed_step) + 1:]
-    for step in later:
-        expect(verifier.locator(f"#step-{step}")).to_have_attribute("data-state", "skipped")
+    for step in CHECKS[CHECKS.index(failed_step) + 1:]:
+        expect(verifier.locator(f"#step-{step}")).to_have_attribute("data-state", "not-made")
     if name == "tampered-amount.json":
         verifier.screenshot(path=screenshots / "verify-tampered.png", full_page=True)
     statement = expect(verifier.locator("#statement"))
@@ -145,7 +160,7 @@ def test_an_oversized_file_is_refused_before_it_is_parsed(verifier):
     verdict = verifier.evaluate(f"() => PortoVerify.verifyStatementBytes(new Uint8Array({size}).fill(32))"
                                 ".then((r) => [r.reason, r.field])")
     assert verdict == ["TOO_LARGE", ""]
-    assert python_verdict(b" " * size) == {"ok": False, "reason": "TOO_LARGE", "field": ""}
+    assert python_verdict(b" " * size) == {"verdict": "failed", "reason": "TOO_LARGE", "field": ""}
 
 
 def test_the_page_hashes_the_rfc9162_tree_as_its_published_vectors_say(verifier):
@@ -162,3 +177,33 @@ def test_the_page_hashes_the_rfc9162_tree_as_its_published_vectors_say(verifier)
         }""", [leaf, vectors["leaf_inputs"][proof["leaf_index"]], proof["leaf_index"], proof["tree_size"],
                proof["path"], root])
         assert computed == [leaf, root]
+
+
+def test_a_phishing_file_made_up_whole_is_not_verified_and_the_page_says_which_checks_were_not_made(verifier):
+    """999,999 USDC, "paid", an invented root and anchor: consistent in itself, and signed by no Porto key."""
+    choose_bytes(verifier, "statement.json", statement_file_bytes(forged_file()))
+    verdict = verifier.locator("#verdict")
+    expect(verdict).to_have_attribute("data-state", "not-verified")
+    expect(verdict).to_have_attribute("data-reason", "NO_CHECKPOINT")
+    expect(verdict).to_contain_text("Not verified")
+    expect(verdict).not_to_contain_text("Verified:")
+    for step in ("file", "leaf", "root"):
+        expect(verifier.locator(f"#step-{step}")).to_have_attribute("data-state", "passed")
+    for step in ("checkpoint", "signature", "anchor"):
+        expect(verifier.locator(f"#step-{step}")).to_have_attribute("data-state", "not-made")
+    expect(verifier.locator("#statement-heading")).to_have_text("The statement in this file (not verified)")
+
+
+def test_a_megabyte_of_nested_arrays_is_refused_cleanly_and_the_previous_verdict_does_not_stay(verifier):
+    drop_file(verifier, "valid-middle-leaf.json")
+    expect(verifier.locator("#verdict")).to_have_attribute("data-state", "verified")
+    choose_bytes(verifier, "nested.json", b"[" * MAX_DOCUMENT_BYTES)
+    verdict = verifier.locator("#verdict")
+    expect(verdict).to_have_attribute("data-state", "refused")
+    expect(verdict).to_have_attribute("data-reason", "TOO_DEEP")
+    expect(verdict).to_contain_text("nest deeper than 32 levels")
+    expect(verifier.locator("#file-name")).to_have_text("nested.json")
+    expect(verifier.locator("#step-file")).to_have_attribute("data-state", "failed")
+    for step in CHECKS[1:]:
+        expect(verifier.locator(f"#step-{step}")).to_have_attribute("data-state", "not-made")
+    expect(verifier.locator("#statement")).to_be_hidden()

@@ -34,7 +34,7 @@ from porto_console.internal_api.credentials import commands_for_role, issue
 from porto_console.ledger import owner
 from tests.effects.approval import approved_payments
 from tests.effects.conftest import CHAIN_ID, PAYER_KEY, USDC
-from tests.effects.stack import GENESIS, WORKER_ROLES
+from tests.effects.stack import GENESIS, OBSERVER_ROLES, WORKER_ROLES, observer_of, provision_worker_actors
 
 CLAIM_TTL_MS = 3_000
 
@@ -49,7 +49,7 @@ class LedgerDirectory:
         return LedgerOwner.open(self.data_dir, genesis=GENESIS)
 
     def provision_worker(self, ledger: LedgerOwner, envelopes: Any, actor: str, roles: tuple[str, ...]) -> None:
-        assert ledger.submit(envelopes.account(actor, "worker", list(roles))).accepted
+        provision_worker_actors(ledger, envelopes, actor, roles)
 
 
 @dataclass
@@ -103,22 +103,30 @@ def test_database_kept_open() -> Iterator[None]:
 
 def payment_worker(tmp_path: Path, chain_url: str, actor: str, *, journal: Path | None = None,
                    **settings: str) -> tuple[PaymentWorker, Asked, CountingTransport]:
-    """A payment worker with its own credential for ``actor``, sharing the payer's journal."""
-    command_types = sorted({command for role in WORKER_ROLES for command in commands_for_role(role)})
-    _, token = issue(f"{actor}-{uuid.uuid4().hex[:8]}", actor, command_types)  # a process of its own
+    """A payment worker with its own credentials for ``actor`` and its observer, sharing the payer's journal."""
+    token, observer_token = (_credential(name, roles) for name, roles in ((actor, WORKER_ROLES),
+                                                                         (observer_of(actor), OBSERVER_ROLES)))
     config = EffectsConfig.from_env({
         "PORTO_CHAIN_URL": chain_url, "PORTO_CHAIN_ID": str(CHAIN_ID), "PORTO_USDC_METADATA": USDC,
         "PORTO_SIGNER_KEY": PAYER_KEY, "PORTO_WORKER_ID": actor, "PORTO_WORKER_TOKEN": token,
+        "PORTO_OBSERVER_ID": observer_of(actor), "PORTO_OBSERVER_TOKEN": observer_token,
         "PORTO_INTERNAL_API_URL": API_URL, "PORTO_CLAIM_TTL_MS": str(CLAIM_TTL_MS),
         "PORTO_OBSERVE_WINDOW_SECS": "3", "PORTO_VAR_DIR": str(tmp_path / "var"), **settings})
     asked, transport = Asked(), CountingTransport()
     worker = PaymentWorker(
         config, LedgerApi(API_URL, token, transport=transport), AptosRestClient(chain_url, simulated=True),
         Signer.from_config(config), SignedPaymentJournal(journal or tmp_path / "effects" / "signed-payments.jsonl"),
+        LedgerApi(API_URL, observer_token, transport=transport),
         ask_to_follow=asked.follows.append, ask_to_repair=lambda sender, delay: asked.repairs.append((sender, delay)),
         ask_to_send=lambda effects, delay: asked.sends.append(effects),
         park=lambda effect_id, error: asked.parked.append((effect_id, str(error))))
     return worker, asked, transport
+
+
+def _credential(actor: str, roles: tuple[str, ...]) -> str:
+    """A credential of a process of its own acting as ``actor``, for every command ``roles`` submit."""
+    command_types = sorted({command for role in roles for command in commands_for_role(role)})
+    return issue(f"{actor}-{uuid.uuid4().hex[:8]}", actor, command_types)[1]
 
 
 def build_ledger(data_dir: Path, envelopes: Any, runs: int, actors: tuple[str, ...]) -> list[dict[str, Any]]:

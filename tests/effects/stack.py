@@ -26,7 +26,7 @@ import httpx
 import redis
 from aptos_sdk.ed25519 import PrivateKey
 
-from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.application.owner import LedgerOwner, check_for_owning, promote, read_reconciliation_owed
 from ledger_engine.application.value_codec import decode_record
 from ledger_engine.errors import StorageFault
 from ledger_engine.domain.commands.money.batches import batch_key
@@ -47,7 +47,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 PAYMENTS_WORKER = "payments-worker-1"
 LIVE_VIEW_ATTEMPTS = 5  # the owner compacts while the tests look: a file can vanish between listing and opening
-WORKER_ROLES = ("dispatcher", "observer", "signer")
+WORKER_ROLES = ("dispatcher", "signer")  # a payment worker's own credential claims and signs
+# Its second credential records what the chain did with them: no credential does both (docs/adr/0090).
+OBSERVER_ROLES = ("dispatcher", "observer")
 COMMITMENTS_WORKER = "commitments-worker-1"
 COMMITTER_ROLES = ("committer", "observer")  # one credential anchors and observes its own commitments
 TASK_FOR_KIND = {"payment.transfer": "porto.effects.payment", "batch.anchor": "porto.effects.commitment"}
@@ -60,8 +62,23 @@ GENESIS = step_up.genesis(payer_address=Signer(PrivateKey.from_str(PAYER_KEY, st
 DEPLOYMENT_KEYS = {"DJANGO_SECRET_KEY": "porto-effects-test-secret-key-not-the-default",
                    "PORTO_HANDLE_KEY": "porto-effects-test-handle-key-of-its-own",
                    "PORTO_STEP_UP_KEY": step_up.PRIVATE_KEY_HEX,
+                   "PORTO_IDENTITY_KEY": "porto-effects-test-identity-key-of-its-own",
+                   "PORTO_CHECKPOINT_KEY": "5e" * 32,
                    "RESTIC_PASSWORD": "porto-effects-test-backup-password",
                    "PORTO_GENESIS_HASH": genesis_hash(GENESIS)}
+
+
+def observer_of(actor: str) -> str:
+    """The actor a payment worker acting as ``actor`` records its chain observations as."""
+    return f"{actor}-observer"
+
+
+def provision_worker_actors(owner: LedgerOwner, envelopes: EnvelopeFactory, actor: str,
+                            roles: tuple[str, ...]) -> None:
+    """``actor`` with ``roles`` and, when it signs, the observer it records chain observations as."""
+    assert owner.submit(envelopes.account(actor, "worker", list(roles))).accepted
+    if "signer" in roles:
+        assert owner.submit(envelopes.account(observer_of(actor), "worker", list(OBSERVER_ROLES))).accepted
 
 
 def free_port() -> int:
@@ -93,6 +110,7 @@ class Stack:
         self.beat: subprocess.Popen | None = None
         self.tokens: dict[str, str] = {}
         self.actors: dict[str, str] = {}
+        self.observers: dict[str, str] = {}  # a signing credential's name -> the actor its observer acts as
         self.journal = SignedPaymentJournal(tmp_path / "effects" / "signed-payments.jsonl")
         self.commitments = SignedCommitmentJournal(tmp_path / "effects" / "signed-commitments.jsonl")
         self.broker_url = broker_url
@@ -106,7 +124,7 @@ class Stack:
 
     def provision_worker(self, owner: LedgerOwner, envelopes: EnvelopeFactory, actor: str = PAYMENTS_WORKER,
                          roles: tuple[str, ...] = WORKER_ROLES) -> None:
-        assert owner.submit(envelopes.account(actor, "worker", list(roles))).accepted
+        provision_worker_actors(owner, envelopes, actor, roles)
 
     def payment(self, payment_id: str) -> dict[str, Any]:
         """A payment as the ledger records it now, read from a read-only view beside its owner."""
@@ -156,11 +174,18 @@ class Stack:
         return done.stdout
 
     def issue_credential(self, name: str, actor: str = PAYMENTS_WORKER, roles: tuple[str, ...] = WORKER_ROLES) -> str:
+        """``name``'s credential; a signer's comes with its observer's (``{name}-observer``), as deployed."""
         self.manage("migrate", "--verbosity", "0")
+        self.tokens[name], self.actors[name] = self._issue(name, actor, roles), actor
+        if "signer" in roles:
+            observer = f"{name}-observer"
+            self.tokens[observer] = self._issue(observer, observer_of(actor), OBSERVER_ROLES)
+            self.actors[observer] = self.observers[name] = observer_of(actor)
+        return self.tokens[name]
+
+    def _issue(self, name: str, actor: str, roles: tuple[str, ...]) -> str:
         options = [option for role in roles for option in ("--role", role)]
-        issued = json.loads(self.manage("worker_credentials", "issue", name, "--actor", actor, *options))
-        self.tokens[name], self.actors[name] = issued["token"], actor
-        return issued["token"]
+        return json.loads(self.manage("worker_credentials", "issue", name, "--actor", actor, *options))["token"]
 
     def start_console(self) -> None:
         log = open(self.root / "console.log", "ab")
@@ -187,6 +212,8 @@ class Stack:
 
     def worker_env(self, name: str) -> dict[str, str]:
         base = {key: value for key, value in os.environ.items() if key not in ("DJANGO_SETTINGS_MODULE", "DATA_DIR")}
+        if name in self.observers:
+            base.update(PORTO_OBSERVER_ID=self.observers[name], PORTO_OBSERVER_TOKEN=self.tokens[f"{name}-observer"])
         return dict(
             base, PYTHONPATH=str(ROOT), PORTO_VAR_DIR=str(self.root / "worker-var"),
             CELERY_BROKER_URL=self.broker_url, PORTO_CELERY_VISIBILITY_SECS="5", PORTO_SWEEP_SECS="1",
@@ -229,14 +256,15 @@ class Stack:
         """Stop (SIGSTOP) or continue (SIGCONT) a worker process and its pool, as a debugger or a stall would."""
         os.killpg(self.workers[name].pid, signal.SIGSTOP if paused else signal.SIGCONT)
 
-    def resume_dispatch(self, reason: str) -> bool:
-        """The operator's explicit resume, on the stopped ledger; returns whether dispatch was enabled before."""
-        with LedgerOwner.open(self.data_dir) as owner:
-            before = owner.dispatch_state()["enabled"]
-            owner.set_dispatch(True, reason)
-        del owner
-        gc.collect()  # the closed owner's database handles go with its last reference, and with them the LOCK
-        return before
+    def promote(self, reason: str) -> bool:
+        """The operator's promotion once reconcile exited 0, on the stopped ledger (docs/runbook.md); returns whether
+        the ledger still owed a reconciliation before it."""
+        with RocksStore(self.data_dir, check=check_for_owning) as store:
+            owed = read_reconciliation_owed(store) is not None
+            promote(store, reason)
+        del store
+        gc.collect()  # the closed store's database handles go with its last reference, and with them the LOCK
+        return owed
 
     def reconcile(self, name: str = "payments-1") -> dict[str, Any]:
         """The operator's reconcile step, run with the payment worker's environment."""

@@ -247,7 +247,8 @@ def journal_unrecorded_signature(stack: Stack, *, ttl_secs: int | None = None,
     signature at the payer's next sequence, and no attempt in the ledger."""
     worker = PaymentWorker(EffectsConfig.from_env(stack.worker_env("payments-1")), LedgerApi(
         stack.api_url, stack.tokens["payments-1"]), AptosRestClient(stack.chain_url, simulated=True),
-        Signer(PrivateKey.from_str(PAYER_KEY, strict=False)), SignedPaymentJournal(stack.journal.path))
+        Signer(PrivateKey.from_str(PAYER_KEY, strict=False)), SignedPaymentJournal(stack.journal.path),
+        LedgerApi(stack.api_url, stack.tokens["payments-1-observer"]))
     if ttl_secs is not None:
         worker.config = dataclasses.replace(worker.config, transaction_ttl_secs=ttl_secs)
     report = payment_session.BatchReport()
@@ -287,9 +288,9 @@ def test_a_journalled_signature_that_can_never_land_releases_its_sequence(stack,
 
 
 def resume_after_reconcile(stack: Stack, chain) -> None:
-    """The operator resumes dispatch on the reconciled ledger; the workers find nothing left to pay."""
+    """The operator promotes the reconciled ledger, so dispatch runs again; the workers find nothing left to pay."""
     stack.stop_console()
-    assert stack.resume_dispatch("reconciled against the chain and the signed-payment journal") is False
+    assert stack.promote("reconciled against the chain and the signed-payment journal") is True
     stack.start_console()
     stack.start_worker("payments-1")
     stack.start_beat("payments-1")

@@ -8,7 +8,7 @@ every process is SIGKILLed and the ledger host's directories are deleted;
 the signed-payment journal, the chain and the repository survive, as they
 live elsewhere. ``manage.py recover`` restores the newest good backup from
 the SFTP repository, reconciles and reports with dispatch paused; the
-operator's one step is ``porto-ledger dispatch resume``. Every payment is
+operator's one step is ``porto-ledger promote``. Every payment is
 paid exactly once, no evidence is missing, and the RPO is printed.
 """
 
@@ -131,8 +131,8 @@ def test_host_loss_drill_over_sftp_pays_every_payment_exactly_once(drill):
     assert restored["evidence_restored"] == restored["evidence_referenced"] - len(processes.fixture_evidence) > 0
     assert restored["sequence"] <= last_head and restored["commands_lost"] == last_head - restored["sequence"]
 
-    resumed = porto_ledger("--data", str(stack.data_dir), "dispatch", "resume", "--reason", "host-loss drill reconciled")
-    assert resumed["enabled"] is True
+    promoted = porto_ledger("--data", str(stack.data_dir), "promote", "--reason", "host-loss drill reconciled")
+    assert promoted["reconciliation_owed_lifted"] is True
     stack.backup_env["PORTO_BACKUP_INTERVAL_SECS"] = "240"  # back to the default: one at start, then none here
     stack.start_console()
     processes.start("payments-1")

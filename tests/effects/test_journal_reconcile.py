@@ -53,7 +53,9 @@ def journalled(tmp_path, chain, client, funded, monkeypatch):
     """Six journalled transfers, one for each thing the check can find."""
     ledger, journal = StandInLedger(), SignedPaymentJournal(tmp_path / "signed-payments.jsonl")
     repairs = []
-    worker = PaymentWorker(EffectsConfig.from_env({"PORTO_WORKER_ID": WORKER}), ledger, client, funded, journal,
+    config = EffectsConfig.from_env({"PORTO_WORKER_ID": WORKER, "PORTO_OBSERVER_ID": f"{WORKER}-observer",
+                                     "PORTO_OBSERVER_TOKEN": "observer-token"})
+    worker = PaymentWorker(config, ledger, client, funded, journal, ledger,  # one stand-in answers both credentials
                            ask_to_repair=lambda sender, delay_secs: repairs.append((sender, delay_secs)))
     now_secs = client.ledger_state().timestamp_us // 1_000_000
 

@@ -1,4 +1,5 @@
-"""Observation commands are named by what they assert, so an identical repeat is a duplicate, never a conflict."""
+"""Observation commands are named by what they assert, so an identical repeat is a duplicate, never a conflict;
+the payment worker sends them under its observer's credential, never its own (docs/adr/0090)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from porto_console.effects import payment_session, tasks
 from porto_console.effects.chain import ChainTransaction, Fate, LedgerState, Observation
 from porto_console.effects.config import EffectsConfig
 from porto_console.effects.effect_worker import Poison, Transient
-from porto_console.effects.ledger_api import LedgerRefused, LedgerUnreachable, Outcome
+from porto_console.effects.ledger_api import LedgerRefused, LedgerUnreachable, Outcome, command_id_for
 from porto_console.effects.payment_journal import JournalCorrupt, SignedPaymentRecord
 from porto_console.effects.payment_session import PaymentWorker
 
@@ -47,10 +48,13 @@ class Label:
         return LedgerState(20, 1_800_000_005_000_000)
 
 
+WORKER_ENV = {"PORTO_WORKER_ID": "payments-worker-1", "PORTO_OBSERVER_ID": "payments-observer-1",
+              "PORTO_OBSERVER_TOKEN": "observer-token"}
+
+
 @pytest.fixture
 def worker() -> PaymentWorker:
-    return PaymentWorker(EffectsConfig.from_env({"PORTO_WORKER_ID": "payments-worker-1"}), RecordingApi(), Label(),
-                         None, None)
+    return PaymentWorker(EffectsConfig.from_env(WORKER_ENV), RecordingApi(), Label(), None, None, RecordingApi())
 
 
 def record() -> SignedPaymentRecord:
@@ -71,7 +75,7 @@ def test_every_look_at_a_committed_transaction_is_the_same_command(worker):
     """Read at different chain versions and times, a landed transfer asserts the same facts: one command."""
     for version, time_us in ((20, 1_800_000_005_000_000), (20, 1_800_000_009_000_000), (31, 1_800_000_030_000_000)):
         payment_session.record_observation(worker, record(), committed(version, time_us))
-    first, *repeats = worker.api.commands
+    first, *repeats = worker.observer.commands
     assert all(repeat == first for repeat in repeats) and len(repeats) == 2
     assert (first["payload"]["ledger_version"], first["payload"]["chain_time_ms"]) == (17, 1_800_000_001_000)
 
@@ -82,7 +86,7 @@ def test_readings_that_differ_are_different_commands_each_consistent_with_its_id
     for seen in readings:
         payment_session.record_observation(worker, record(), seen)
     by_id: dict[str, dict] = {}
-    for command in worker.api.commands:
+    for command in worker.observer.commands:
         assert by_id.setdefault(command["command_id"], command) == command
     assert len(by_id) == 2
 
@@ -90,7 +94,22 @@ def test_readings_that_differ_are_different_commands_each_consistent_with_its_id
 def test_the_outcome_is_part_of_what_is_asserted(worker):
     payment_session.record_observation(worker, record(), committed(20, 1_800_000_005_000_000))
     payment_session.record_observation(worker, record(), absent(20, 1_800_000_200_000_000))
-    assert len({command["command_id"] for command in worker.api.commands}) == 2
+    assert len({command["command_id"] for command in worker.observer.commands}) == 2
+
+
+def test_the_signer_records_attempts_and_its_observer_what_the_chain_did_with_them(worker):
+    """The worker's own credential signs; every observation, a landed transfer's included, goes through the other,
+    named by the observer's actor, and a landed transfer names the signer whose journal holds its bytes."""
+    payment_session.record_attempt(worker, record(), claim_expires_ms=1_800_000_060_000)
+    payment_session.record_observation(worker, record(), committed(20, 1_800_000_005_000_000))
+    payment_session.record_landed(worker, record(), committed(20, 1_800_000_005_000_000))
+    assert [command["command_type"] for command in worker.api.commands] == ["RecordSignedAttempt"]
+    observed, landed = worker.observer.commands
+    assert (observed["command_type"], landed["command_type"]) == ("RecordTransferObservation", "RecordLandedAttempt")
+    assert landed["payload"]["signed_by"] == record().worker_id == "payments-worker-1"
+    assert observed["command_id"] == command_id_for("payments-observer-1", "RecordTransferObservation",
+                                                    f"tx-{TX[2:]}", "confirmed",
+                                                    observed["payload"]["evidence_digest"])
 
 
 def test_an_attempt_recorded_under_another_claim_is_another_command(worker):
@@ -156,8 +175,8 @@ def test_a_followed_transaction_missing_from_the_signers_journal_parks_its_effec
 
     parked = Quarantine(tmp_path / "quarantine")
     monkeypatch.setattr(tasks, "quarantine", lambda: parked)
-    empty = PaymentWorker(EffectsConfig.from_env({"PORTO_WORKER_ID": "payments-worker-1"}), InFlight(), QuietChain(),
-                          None, SignedPaymentJournal(tmp_path / "signed-payments.jsonl"), park=tasks.park)
+    empty = PaymentWorker(EffectsConfig.from_env(WORKER_ENV), InFlight(), QuietChain(), None,
+                          SignedPaymentJournal(tmp_path / "signed-payments.jsonl"), InFlight(), park=tasks.park)
     assert payer_follow.settle_once(empty, PAYER).in_flight == 0
     (entry,) = parked.entries()
     assert (entry["effect_id"], entry["kind"]) == ("run-1.artist-a.effect", "payment.transfer")

@@ -42,7 +42,8 @@ def approval(world: PayoutWorld, *, actor: str = FINANCE_2) -> dict:
 
 def test_exactly_the_human_approvals_declare_step_up():
     declared = {command_type for command_type in registered_types() if spec_for(command_type).human_approval}
-    assert declared == {"ApprovePayoutRun", "UpdateRecipient", "DecideStaffChange", "DecideCorrection"}
+    assert declared == {"ApprovePayoutRun", "UpdateRecipient", "DecideStaffChange", "DecideCorrection",
+                        "PauseDispatch", "DecideDispatchResume"}
 
 
 def test_an_approval_without_a_proof_is_rejected_and_changes_nothing(world):

@@ -1,13 +1,15 @@
-"""The statement-file test vectors in tests/merkle/vectors/statements/, valid and tampered.
+"""The statement-file test vectors in tests/merkle/vectors/statements/, valid, tampered and forged.
 
-Both verifiers (``verify_statement_file`` and the page's verify.js) are tested
-against these files and ``expected.json``. The files are made here from a fixed
+Both verifiers (``check_statement_file`` and the page's verify.js) are tested
+against these files and ``expected.json``, with the test checkpoint key pinned
+(tests/merkle/checkpoint_keys.py). The files are made here from a fixed
 fixture batch; ``python -m tests.merkle.statement_vectors`` writes them again,
 and a test checks the committed files are what this module makes.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 from pathlib import Path
@@ -16,8 +18,10 @@ from typing import Any, Callable
 import orjson
 
 from ledger_engine.canonical import canonical_bytes
-from ledger_engine.merkle import ProofRejected, verify_statement_file
-from ledger_engine.merkle.statement import StatementTree, statement_file_bytes, statement_leaf_hash
+from ledger_engine.merkle.statement import (
+    StatementTree, check_statement_file, sign_statement_file, statement_file_bytes, statement_leaf_hash,
+)
+from tests.merkle import checkpoint_keys
 
 DIRECTORY = Path(__file__).resolve().parent / "vectors" / "statements"
 EXPECTED = DIRECTORY / "expected.json"
@@ -25,6 +29,7 @@ PERIOD = {"accounting_batch_id": "alloc-2026-11-fixture", "window_start_ms": 179
           "window_end_ms": 1796083200000}
 ANCHOR = {"chain": "SIMULATED (not a real chain)", "ledger_version": 48213,
           "transaction_hash": "0x" + hashlib.sha256(b"fixture anchor").hexdigest()}
+PINNED = checkpoint_keys.signer().verifier_key
 
 
 def proof_id(label: str) -> str:
@@ -87,7 +92,12 @@ class Vectors:
 
     def valid(self, name: str, document: dict[str, Any], raw: bytes | None = None) -> None:
         raw = statement_file_bytes(document) if raw is None else raw
-        self.made[name] = (raw, {"ok": True, "leaf_index": document["leaf_index"], "tree_size": document["tree_size"]})
+        self.made[name] = (raw, {"verdict": "verified", "leaf_index": document["leaf_index"],
+                                 "tree_size": document["tree_size"]})
+
+    def not_verified(self, name: str, document: dict[str, Any], reason: str) -> None:
+        self.made[name] = (statement_file_bytes(document), {"verdict": "not verified", "reason": reason,
+                                                            "field": "checkpoint"})
 
     def variant(self, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         document = copy.deepcopy(self.middle)
@@ -97,24 +107,93 @@ class Vectors:
     def refused(self, name: str, reason: str, field: str, change: Callable[[dict[str, Any]], None] | None = None,
                 raw: bytes | None = None) -> None:
         raw = statement_file_bytes(self.variant(change)) if raw is None else raw
-        self.made[name] = (raw, {"ok": False, "reason": reason, "field": field})
+        self.made[name] = (raw, {"verdict": "failed", "reason": reason, "field": field})
 
 
 def vectors() -> dict[str, tuple[bytes, dict[str, Any]]]:
     """Every vector: file name -> (file bytes, expected verdict)."""
     tree, later = StatementTree.build(fixture_batch()), StatementTree.build(other_batch())
     ids = [s["public_proof_id"] for s in tree.statements]
-    middle = tree.statement_file(proof_id("amara"), ANCHOR)  # an inner leaf, with two lines and non-ASCII text
+    signer = checkpoint_keys.signer()
+    middle = tree.statement_file(proof_id("amara"), ANCHOR, signer)  # an inner leaf, two lines, non-ASCII text
     made = Vectors(middle)
-    made.valid("valid-first-leaf.json", tree.statement_file(ids[0], ANCHOR))
+    made.valid("valid-first-leaf.json", tree.statement_file(ids[0], ANCHOR, signer))
     made.valid("valid-middle-leaf.json", middle)
-    made.valid("valid-last-leaf.json", tree.statement_file(ids[-1], ANCHOR))
+    made.valid("valid-last-leaf.json", tree.statement_file(ids[-1], ANCHOR, signer))
     single = StatementTree.build(fixture_batch()[:1])
-    made.valid("valid-single-statement.json", single.statement_file(single.statements[0]["public_proof_id"], ANCHOR))
+    made.valid("valid-single-statement.json",
+               single.statement_file(single.statements[0]["public_proof_id"], ANCHOR, signer))
     made.valid("valid-no-trailing-newline.json", middle, raw=canonical_bytes(middle))
+    made.not_verified("unsigned-version-1-file.json", tree.statement_file(proof_id("amara"), ANCHOR), "NO_CHECKPOINT")
     _tampered(made, tree, later, ids)
+    _checkpoints(made, later)
+    _forged(made)
     _malformed(made)
     return made.made
+
+
+def forged_statement() -> dict[str, Any]:
+    """A phishing statement: made up whole, 999,999 USDC, "paid", in a tree of its own."""
+    return {"public_proof_id": "pp-forged-000000000000000001", "recipient_id": "artist-amara", "role": "artist",
+            "period": PERIOD, "asset": "USDC", "total": "999999000000",
+            "lines": [{"work_id": "work-0012", "title": "Saudade em Dó", "amount": "999999000000"}],
+            "payment": {"status": "paid", "paid_amount": "999999000000",
+                        "transaction_hash": "0x" + hashlib.sha256(b"forged payment").hexdigest()}}
+
+
+FORGED_ANCHOR = {"chain": "SIMULATED (not a real chain)", "ledger_version": 99999,
+                 "transaction_hash": "0x" + hashlib.sha256(b"forged anchor").hexdigest()}
+
+
+def forged_file(signer=None) -> dict[str, Any]:
+    """The forger's file: every hash in it agrees with every other, under a root nobody anchored."""
+    forged = StatementTree.build([forged_statement(), *fixture_batch()[1:3]])
+    return forged.statement_file(forged_statement()["public_proof_id"], FORGED_ANCHOR, signer)
+
+
+def _forged(made: Vectors) -> None:
+    made.not_verified("forged-unsigned.json", forged_file(), "NO_CHECKPOINT")
+    made.refused("forged-signed-by-another-key.json", "UNKNOWN_KEY", "checkpoint",
+                 raw=statement_file_bytes(forged_file(checkpoint_keys.stranger())))
+    with_porto_checkpoint = {**forged_file(checkpoint_keys.stranger()), "checkpoint": made.middle["checkpoint"]}
+    made.refused("forged-with-another-batch-checkpoint.json", "CHECKPOINT_MISMATCH", "checkpoint",
+                 raw=statement_file_bytes(with_porto_checkpoint))
+
+
+def _checkpoints(made: Vectors, later: StatementTree) -> None:
+    middle, refused = made.middle, made.refused
+    note = middle["checkpoint"]
+    body, _, signature_line = note.rpartition("\n\n")
+    prefix, _, encoded = signature_line.rstrip("\n").rpartition(" ")
+    signature = bytearray(base64.b64decode(encoded))
+    signature[-1] ^= 0x01
+    flipped = f"{body}\n\n{prefix} {base64.b64encode(bytes(signature)).decode()}\n"
+    other = later.statement_file(later.statements[0]["public_proof_id"], ANCHOR, checkpoint_keys.signer())
+
+    def set_note(text: str) -> Callable[[dict[str, Any]], None]:
+        return lambda document: document.__setitem__("checkpoint", text)
+
+    refused("tampered-checkpoint-signature.json", "SIGNATURE_INVALID", "checkpoint", set_note(flipped))
+    refused("tampered-checkpoint-of-another-batch.json", "CHECKPOINT_MISMATCH", "checkpoint",
+            set_note(other["checkpoint"]))
+
+
+    def claim_size_8(document: dict[str, Any]) -> None:
+        document["tree_size"], document["checkpoint"] = 8, note.replace("\n7\n", "\n8\n", 1)
+
+    # This leaf's path is the same in trees of 5 to 8 leaves, so a size claim passes the proof: the signed
+    # checkpoint is what pins the size.
+    refused("tampered-size-claim.json", "CHECKPOINT_MISMATCH", "checkpoint",
+            lambda document: document.__setitem__("tree_size", 8))
+    refused("tampered-size-claim-and-checkpoint-size.json", "SIGNATURE_INVALID", "checkpoint", claim_size_8)
+    refused("malformed-checkpoint-missing.json", "MALFORMED", "checkpoint", lambda document: document.pop("checkpoint"))
+    refused("malformed-checkpoint-hyphen.json", "MALFORMED", "checkpoint", set_note(note.replace("\u2014 ", "-- ")))
+    refused("malformed-checkpoint-no-blank-line.json", "MALFORMED", "checkpoint", set_note(note.replace("\n\n", "\n")))
+    refused("malformed-checkpoint-size-leading-zero.json", "MALFORMED", "checkpoint",
+            set_note(note.replace("\n7\n", "\n07\n", 1)))
+    refused("malformed-checkpoint-root-not-base64.json", "MALFORMED", "checkpoint",
+            set_note(note.replace(body.split("\n")[2], middle["batch_root"], 1)))
+    refused("malformed-checkpoint-not-a-string.json", "MALFORMED", "checkpoint", set_note(None))
 
 
 def _tampered(made: Vectors, tree: StatementTree, later: StatementTree, ids: list[str]) -> None:
@@ -161,9 +240,6 @@ def _tampered(made: Vectors, tree: StatementTree, later: StatementTree, ids: lis
     refused("tampered-wrong-index.json", "ROOT_MISMATCH", "batch_root", set_field("leaf_index", middle["leaf_index"] + 1))
     refused("tampered-index-out-of-range.json", "INDEX_OUT_OF_RANGE", "leaf_index", set_field("leaf_index", 7))
     refused("tampered-wrong-size-larger.json", "PROOF_LENGTH", "path", set_field("tree_size", 16))
-    # An inclusion proof does not authenticate the size: this leaf's path is the same in trees of 5 to 8
-    # leaves, so the claim verifies offline; the count anchored with the root is what pins the size.
-    made.valid("accepted-size-claim-pinned-by-the-anchor.json", made.variant(set_field("tree_size", 8)))
     refused("tampered-wrong-size-smaller.json", "PROOF_LENGTH", "path", set_field("tree_size", 4))
     refused("tampered-root-of-another-batch.json", "ROOT_MISMATCH", "batch_root", set_field("batch_root", later.root))
     refused("tampered-proof-from-another-tree.json", "ROOT_MISMATCH", "batch_root", other_tree_proof)
@@ -215,7 +291,10 @@ def _malformed(made: Vectors) -> None:
     refused("malformed-not-an-object.json", "MALFORMED", "", raw=b"[" + good.rstrip(b"\n") + b"]\n")
     refused("malformed-no-version.json", "MALFORMED", "version", remove(("version",)))
     refused("malformed-unknown-version.json", "UNSUPPORTED_VERSION", "version",
-            set_in(("version",), "porto:london:statement-file:v2"))
+            set_in(("version",), "porto:london:statement-file:v3"))
+    # The file, the statement, its lines and a line are four levels: 29 arrays more are one too many.
+    refused("malformed-too-deep.json", "TOO_DEEP", "",
+            raw=good.replace(b'"title":', b'"note":' + b"[" * 29 + b"]" * 29 + b',"title":', 1))
     refused("malformed-unknown-field.json", "MALFORMED", "note", set_in(("note",), "trust me"))
     refused("malformed-missing-anchor.json", "MALFORMED", "anchor", remove(("anchor",)))
     refused("malformed-index-as-string.json", "MALFORMED", "leaf_index", set_in(("leaf_index",), str(middle["leaf_index"])))
@@ -269,12 +348,11 @@ def committed() -> dict[str, tuple[bytes, dict[str, Any]]]:
 
 
 def python_verdict(raw: bytes) -> dict[str, Any]:
-    """``verify_statement_file``'s verdict in the shape ``expected.json`` records."""
-    try:
-        verdict = verify_statement_file(raw)
-    except ProofRejected as error:
-        return {"ok": False, "reason": str(error.reason), "field": error.field}
-    return {"ok": True, "leaf_index": verdict["leaf_index"], "tree_size": verdict["tree_size"]}
+    """``check_statement_file``'s verdict with the test key pinned, in the shape ``expected.json`` records."""
+    verdict = check_statement_file(raw, PINNED)
+    if verdict["verdict"] == "verified":
+        return {"verdict": "verified", "leaf_index": verdict["leaf_index"], "tree_size": verdict["tree_size"]}
+    return {"verdict": verdict["verdict"], "reason": verdict["reason"], "field": verdict["field"]}
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """RecordLandedAttempt: a transfer the chain committed that a restored ledger never recorded, paid once.
 
 Attack 7: an observer alone, with no claim and an expiry still to come, settled a payment. A landed
-attempt needs a reconciled claim: the transaction's window closed on chain, nobody dispatching the
-payment, a worker that signs as well as observes.
+attempt needs a reconciled claim: nobody but its signer dispatching the payment, recorded by an observer
+of payments that names the signer whose journal holds the bytes, never itself (docs/adr/0090).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import EVENTS, OUTBOX, UNIQUE
 from tests.money_payouts.oracle import payout_problems
 from tests.money_payouts.world import (
-    COMMITTER, DISPATCHER, EFFECT, OBSERVER, PAYMENT, RECONCILER, SENDER, SIGNED_TTL_MS, SIGNER, PayoutWorld,
-    transaction_hash,
+    COMMITTER, DISPATCHER, DISPATCHER_2, EFFECT, OBSERVER, PAYMENT, RECONCILER, SENDER, SIGNED_TTL_MS, SIGNER,
+    PayoutWorld, transaction_hash,
 )
 
 AMOUNT = 112_500  # artist-a's two days
@@ -38,7 +38,7 @@ def test_a_landed_transfer_is_recorded_after_its_expiry_and_pays_once(approved: 
                                              "transaction_hash", "outcome", "claimed_by", "signed_by", "number")} == {
         "sender_address": SENDER, "sender_sequence": 7, "signed_bytes_hash": approved.attempt_payload(
             PAYMENT, "attempt-1", sequence=7)["signed_bytes_hash"], "transaction_hash": transaction_hash("attempt-1"),
-        "outcome": "confirmed", "claimed_by": None, "signed_by": RECONCILER, "number": 1}
+        "outcome": "confirmed", "claimed_by": None, "signed_by": DISPATCHER, "number": 1}
     assert attempt["reconciled"] is True
     payment = approved.state(f"payment/{PAYMENT}")
     assert (payment["state"], payment["attempt_ids"], payment["paid_attempt_id"]) == \
@@ -83,9 +83,10 @@ def test_attack_7_an_observer_alone_cannot_settle_a_payment(approved: PayoutWorl
     """As the attack had it: an observer, no signer, no claim, an expiry still in the future."""
     signed = approved.attempt_payload(PAYMENT, "attempt-1")
     reading = approved.chain_reading("attempt-1", "confirmed", approved.now_ms)
-    payload = {**{k: v for k, v in signed.items() if k != "claimed_by"}, "outcome": "confirmed", **reading}
+    payload = {**{k: v for k, v in signed.items() if k != "claimed_by"}, "outcome": "confirmed", **reading,
+               "signed_by": DISPATCHER}
     assert payload["expires_at_ms"] > approved.now_ms
-    for actor in (OBSERVER, SIGNER, COMMITTER):
+    for actor in (OBSERVER, SIGNER, COMMITTER, DISPATCHER_2):
         approved.rejects(ErrorCode.CAPABILITY_MISSING, lambda: approved.submit(
             "RecordLandedAttempt", payload, actor=actor, evidence=[signed["signed_bytes_hash"], reading["evidence_digest"]]))
     assert approved.state(f"payment/{PAYMENT}")["state"] == "approved"
@@ -93,7 +94,13 @@ def test_attack_7_an_observer_alone_cannot_settle_a_payment(approved: PayoutWorl
 
 
 def test_attack_7_a_landed_transfer_respects_the_effects_dispatch_state(approved: PayoutWorld):
-    assert approved.claim(EFFECT).accepted  # a dispatcher holds the payment: its signer records what it signs
+    assert approved.claim(EFFECT, actor=DISPATCHER_2).accepted  # another dispatcher holds the payment
+    approved.rejects(ErrorCode.CLAIM_HELD, lambda: approved.land(PAYMENT, "attempt-1"))
+    assert approved.land(PAYMENT, "attempt-1", signed_by=DISPATCHER_2).accepted  # the holder's own bytes landed
+
+
+def test_a_landed_transfer_waits_for_another_holders_claim_to_lapse(approved: PayoutWorld):
+    assert approved.claim(EFFECT, actor=DISPATCHER_2).accepted
     approved.rejects(ErrorCode.CLAIM_HELD, lambda: approved.land(PAYMENT, "attempt-1"))
     approved.now_ms += 61_000  # the claim lapsed: nobody is dispatching it now
     assert approved.land(PAYMENT, "attempt-1").accepted
@@ -105,18 +112,19 @@ def test_attack_7_an_observation_must_cite_chain_evidence(signed: PayoutWorld):
                "outcome": "confirmed", "ledger_version": 9, "chain_time_ms": signed.now_ms,
                "evidence_digest": attempt["signed_bytes_hash"]}
     signed.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: signed.submit(
-        "RecordTransferObservation", payload, actor=DISPATCHER, evidence=[attempt["signed_bytes_hash"]]))
+        "RecordTransferObservation", payload, actor=RECONCILER, evidence=[attempt["signed_bytes_hash"]]))
     wrong_transaction = {**payload, "transaction_hash": transaction_hash("another"),
                          "evidence_digest": signed.chain_reading("attempt-1", "confirmed", 0)["evidence_digest"]}
     signed.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: signed.submit(
-        "RecordTransferObservation", wrong_transaction, actor=DISPATCHER, evidence=[wrong_transaction["evidence_digest"]]))
+        "RecordTransferObservation", wrong_transaction, actor=RECONCILER,
+        evidence=[wrong_transaction["evidence_digest"]]))
     assert signed.state(f"payment/{PAYMENT}")["state"] == "signed"
 
 
-def test_only_a_signing_observer_records_a_landed_transfer_with_its_evidence(approved: PayoutWorld):
+def test_a_landed_transfer_is_recorded_with_its_evidence(approved: PayoutWorld):
     approved.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: approved.land(PAYMENT, "attempt-1", amount="1"))
     payload = {**approved.attempt_payload(PAYMENT, "attempt-1", ttl_ms=-SIGNED_TTL_MS), "outcome": "confirmed",
-               **approved.chain_reading("attempt-1", "confirmed", approved.now_ms)}
+               **approved.chain_reading("attempt-1", "confirmed", approved.now_ms), "signed_by": DISPATCHER}
     del payload["claimed_by"]
 
     def land_citing(evidence: list[str]):
@@ -136,3 +144,12 @@ def test_a_landed_failure_keeps_its_sequence_and_the_payment_is_signed_again(app
     approved.rejects(ErrorCode.NONCE_REUSED, lambda: approved.sign(PAYMENT, "attempt-2", sequence=3))
     assert approved.sign(PAYMENT, "attempt-2").accepted
     assert payout_problems(approved.owner) == []
+
+
+def test_a_landed_transfer_names_a_signer_other_than_its_observer(approved: PayoutWorld):
+    """The observer recording the landed transfer is not its signer, and names an actor provisioned to sign."""
+    approved.rejects(ErrorCode.FOUR_EYES_REQUIRED, lambda: approved.land(PAYMENT, "attempt-1", signed_by=RECONCILER))
+    for stranger in (OBSERVER, "nobody-1"):
+        approved.rejects(ErrorCode.INVALID_REFERENCE, lambda: approved.land(PAYMENT, "attempt-1", signed_by=stranger))
+    assert approved.state(f"payment/{PAYMENT}")["state"] == "approved"
+    assert approved.land(PAYMENT, "attempt-1", signed_by=SIGNER).accepted

@@ -9,11 +9,11 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.domain.commands.money.attempts import MAX_CHAIN_CLOCK_SKEW_MS
 from ledger_engine.errors import ErrorCode
-from ledger_engine.layout import EVENTS, OUTBOX
+from ledger_engine.layout import EVENTS, OUTBOX, STATE
 from tests.money_allocation.world import MoneyWorld, fixture_commands
 from tests.money_payouts.oracle import payout_problems
 from tests.money_payouts.world import (
-    COMMITTER, DISPATCHER, DISPATCHER_2, EFFECT, OBSERVER, PAYMENT, SENDER, SIGNED_TTL_MS, SIGNER, PayoutWorld,
+    COMMITTER, DISPATCHER, DISPATCHER_2, EFFECT, OBSERVER, PAYMENT, SENDER, SIGNED_TTL_MS, SIGNER, WATCHER, PayoutWorld,
     transaction_hash,
 )
 from tests.support import payloads
@@ -104,8 +104,22 @@ def test_only_a_worker_of_payments_records_a_payments_chain_observation(signed: 
     for actor in (COMMITTER, OBSERVER):
         signed.rejects(ErrorCode.CAPABILITY_MISSING, lambda: signed.observe("attempt-1", "confirmed", actor=actor))
     assert payment_state(signed) == "signed"
-    assert signed.observe("attempt-1", "confirmed", actor=DISPATCHER).accepted
+    assert signed.observe("attempt-1", "confirmed").accepted
     assert payment_state(signed) == "confirmed"
+
+
+def test_a_signer_turned_observer_cannot_attest_its_own_attempt(signed: PayoutWorld):
+    """No account holds signer and observer at once, but one can hold them one after the other: the signer of
+    attempt-1, given observer in signer's place, still cannot record the chain's word on its own transfer."""
+    account = signed.revision(STATE, f"account/{DISPATCHER}")
+    turned = signed.money.envelopes.account(DISPATCHER, "worker", ["dispatcher", "observer"], status="active")
+    assert signed.owner.submit({**turned, "expected_revisions": [account]}).accepted
+    refused = signed.rejects(ErrorCode.FOUR_EYES_REQUIRED,
+                             lambda: signed.observe("attempt-1", "confirmed", actor=DISPATCHER))
+    assert "signed attempt attempt-1" in refused.result["detail"]
+    assert payment_state(signed) == "signed"
+    assert signed.state("payment_attempt/attempt-1")["outcome"] == "pending"
+    assert signed.observe("attempt-1", "confirmed").accepted  # another credential's word settles it
 
 
 def test_the_signed_terms_must_be_the_frozen_ones(approved: PayoutWorld):
@@ -194,7 +208,7 @@ def test_the_chains_clock_decides_an_expiry_believed_up_to_fifteen_minutes_ahead
         reading = signed.chain_reading("attempt-1", "expired", chain_time_ms)
         return signed.submit("RecordTransferObservation", {
             "payment_id": PAYMENT, "attempt_id": "attempt-1", "transaction_hash": transaction_hash("attempt-1"),
-            "outcome": "expired", **reading}, actor=DISPATCHER, evidence=[reading["evidence_digest"]])
+            "outcome": "expired", **reading}, actor=WATCHER, evidence=[reading["evidence_digest"]])
 
     signed.rejects(ErrorCode.INVALID_TIME, lambda: expired_at(now_ms + MAX_CHAIN_CLOCK_SKEW_MS + 60_000))
     signed.rejects(ErrorCode.INVALID_TIME, lambda: expired_at(expires_at_ms - 1))
@@ -247,13 +261,13 @@ def test_observations_must_match_the_recorded_attempt(signed: PayoutWorld):
             "outcome": "confirmed", "ledger_version": 1, "chain_time_ms": 0, "evidence_digest": "e" * 64}
 
     def observe(**changes):
-        return signed.submit("RecordTransferObservation", {**base, **changes}, actor=DISPATCHER,
+        return signed.submit("RecordTransferObservation", {**base, **changes}, actor=WATCHER,
                              evidence=["e" * 64])
 
     signed.rejects(ErrorCode.CONFLICTING_EVIDENCE, lambda: observe(transaction_hash=transaction_hash("other")))
     signed.rejects(ErrorCode.INVALID_REFERENCE, lambda: observe(payment_id="run-1.artist-b"))
     signed.rejects(ErrorCode.NOT_FOUND, lambda: observe(attempt_id="attempt-9"))
     signed.rejects(ErrorCode.INVALID_REFERENCE, lambda: signed.submit(
-        "RecordTransferObservation", base, actor=DISPATCHER))  # evidence not listed
+        "RecordTransferObservation", base, actor=WATCHER))  # evidence not listed
     signed.rejects(ErrorCode.CAPABILITY_MISSING, lambda: signed.submit(
         "RecordTransferObservation", base, actor="signer-1", evidence=["e" * 64]))

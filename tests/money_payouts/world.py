@@ -23,11 +23,13 @@ from tests.support import payloads
 from tests.support.store import changed_keys, owner_dump, rejection_footprint
 
 DISPATCHER, DISPATCHER_2, SIGNER, OBSERVER, COMMITTER = "dispatcher-1", "dispatcher-2", "signer-1", "observer-1", "committer-1"
-RECONCILER = "reconciler-1"  # a payment worker after a restore: it signs and observes (tests/effects runs one)
-PAYMENT_WORKER = ["dispatcher", "observer", "signer"]  # claims, signs under its own claim, observes its payments
+WATCHER = "watcher-1"  # the payment worker's second credential: it records what the chain did with the payments
+RECONCILER = "reconciler-1"  # an observer of payments after a restore (tests/effects runs one)
+PAYMENT_WORKER = ["dispatcher", "signer"]  # claims and signs under its own claim
+PAYMENT_OBSERVER = ["dispatcher", "observer"]  # observes the payments others signed (docs/adr/0090)
 # SIGNER and OBSERVER hold one role each: a signer without a claim of its own, an observer that works no effects.
 WORKERS = {DISPATCHER: PAYMENT_WORKER, DISPATCHER_2: PAYMENT_WORKER, SIGNER: ["signer"], OBSERVER: ["observer"],
-           COMMITTER: ["committer", "observer"], RECONCILER: ["observer", "signer"]}
+           COMMITTER: ["committer", "observer"], WATCHER: PAYMENT_OBSERVER, RECONCILER: PAYMENT_OBSERVER}
 RECIPIENTS = ARTISTS + OPERATORS
 LISTENER = "listener-1"
 SENDER = payloads.address("porto-treasury")
@@ -218,7 +220,7 @@ class PayoutWorld:
                            evidence=[payload["signed_bytes_hash"]])
 
     def observe(self, attempt_id: str, outcome: str, *, chain_time_ms: int | None = None,
-                actor: str = DISPATCHER) -> CommandOutcome:
+                actor: str = WATCHER) -> CommandOutcome:
         attempt = self.state(attempt_key(attempt_id))
         chain_time = attempt["expires_at_ms"] if chain_time_ms is None else chain_time_ms
         if outcome == "expired":  # seen once the chain's clock, and so the ledger's, has passed the expiry
@@ -229,12 +231,14 @@ class PayoutWorld:
             "outcome": outcome, **reading}, actor=actor, evidence=[reading["evidence_digest"]])
 
     def land(self, payment_id: str, attempt_id: str, outcome: str = "confirmed", *, actor: str = RECONCILER,
-             **options: Any) -> CommandOutcome:
-        """Reconciliation: a transfer the chain committed and the ledger never recorded, read after its expiry."""
+             signed_by: str = DISPATCHER, **options: Any) -> CommandOutcome:
+        """Reconciliation: a transfer the chain committed and the ledger never recorded, read after its expiry,
+        signed by ``signed_by`` and recorded by the observer ``actor``."""
         signed = self.attempt_payload(payment_id, attempt_id, ttl_ms=-SIGNED_TTL_MS, **options)
         del signed["claimed_by"]
         reading = self.chain_reading(attempt_id, outcome, self.now_ms)
-        return self.submit("RecordLandedAttempt", {**signed, "outcome": outcome, **reading}, actor=actor,
+        return self.submit("RecordLandedAttempt", {**signed, "outcome": outcome, **reading, "signed_by": signed_by},
+                           actor=actor,
                            evidence=[signed["signed_bytes_hash"], reading["evidence_digest"]])
 
     @staticmethod

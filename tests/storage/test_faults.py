@@ -229,7 +229,7 @@ def test_a_deleted_current_names_what_is_missing_and_no_verb_creates_a_database(
     (copy / "CURRENT").unlink()
     before = file_hashes(copy)
     for argv in (["head"], ["verify"], ["export", tmp_path / "export"], ["rebuild-indexes"],
-                 ["dispatch", "pause", "--reason", "test"], ["backup", tmp_path / "backup"]):
+                 ["promote", "--reason", "test"], ["backup", tmp_path / "backup"]):
         status, printed = in_process("--data", copy, *argv)
         assert status in (1, 4) and printed[-1]["code"] == "STORAGE_INCOMPLETE", (argv, printed)
         assert printed[-1]["detail"] == f"CURRENT is missing from {copy}"

@@ -2,7 +2,9 @@
 
 Only an admin provisions. The core never sees the raw provider subject: the
 admission adapter keeps that mapping in ``private_aux`` and hands the core a
-digest, which is the account's identity sentinel.
+digest, which is the account's identity sentinel (``domain/identity.py``):
+keyed, and saying so in ``identity_scheme``, for every account the console
+provisions.
 
 Once two admins are active (``actors.four_eyes_governance``), one admin alone
 may no longer grant or remove a guarded role (admin, finance), reactivate an
@@ -14,7 +16,6 @@ belong to staff only, and never both on one account; adapter and worker roles
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Iterable, Literal
 
 from pydantic import field_validator
@@ -30,7 +31,6 @@ from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
-IDENTITY_DOMAIN = "porto:identity:v1\n"
 AccountKind = Literal["staff", "worker", "listener", "artist", "operator"]
 
 
@@ -38,6 +38,7 @@ class RegisterAccountPayload(Payload):
     account_id: Identifier
     kind: AccountKind
     identity_digest: Digest
+    identity_scheme: Literal["hmac-sha256"] | None = None  # absent: the unkeyed digest of earlier accounts
     roles: list[Role] = []
     status: Literal["active", "deactivated"] = "active"
     payout_address: ChainAddress | None = None
@@ -78,14 +79,17 @@ def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> dict:
             "changing an existing account needs its expected revision",
         )
         require(
-            existing.data["identity_digest"] == p.identity_digest and existing.data["kind"] == p.kind,
+            existing.data["identity_digest"] == p.identity_digest and existing.data["kind"] == p.kind
+            and existing.data.get("identity_scheme") == p.identity_scheme,
             ErrorCode.INVALID_STATE,
             "an account's identity and kind never change",
         )
         created_at = existing.data["created_at_ms"]
 
-    put_account(changes, {"account_id": p.account_id, "kind": p.kind, "identity_digest": p.identity_digest,
-                          "created_at_ms": created_at}, roles=p.roles, status=p.status, now_ms=ctx.now_ms)
+    identity = {"identity_digest": p.identity_digest,
+                **({"identity_scheme": p.identity_scheme} if p.identity_scheme else {})}
+    put_account(changes, {"account_id": p.account_id, "kind": p.kind, **identity, "created_at_ms": created_at},
+                roles=p.roles, status=p.status, now_ms=ctx.now_ms)
     if p.payout_address is not None:
         _set_initial_recipient(ctx, p)
     changes.event(
@@ -107,6 +111,7 @@ def put_account(changes: Changes, account: dict[str, Any], *, roles: Iterable[st
         "account_id": account["account_id"],
         "kind": account["kind"],
         "identity_digest": account["identity_digest"],
+        **({"identity_scheme": account["identity_scheme"]} if "identity_scheme" in account else {}),
         "roles": roles,
         "status": status,
         "created_at_ms": account["created_at_ms"],
@@ -114,11 +119,6 @@ def put_account(changes: Changes, account: dict[str, Any], *, roles: Iterable[st
     })
     if account["kind"] in ("staff", "worker"):
         changes.put_state(actor_key(account["account_id"]), {"roles": roles, "status": status})
-
-
-def identity_digest(kind: str, evidence: str) -> str:
-    """The identity sentinel the ledger keeps instead of the identity itself (an email or provider subject)."""
-    return hashlib.sha256(f"{IDENTITY_DOMAIN}{kind}\n{evidence.strip().lower()}".encode()).hexdigest()
 
 
 def _needs_second_admin(existing: dict | None, p: RegisterAccountPayload) -> str | None:

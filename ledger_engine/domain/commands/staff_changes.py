@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from ledger_engine.domain.actors import (
-    CONFLICTING_ROLES, account_key, actor_key, is_staff, require_no_role_conflict, require_roles_fit_kind,
+    account_key, actor_key, is_staff, require_no_role_conflict, require_roles_fit_kind, role_conflict,
 )
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.commands.accounts import put_account
@@ -220,7 +220,7 @@ def _apply(ctx: RuleContext, record: StaffChange) -> None:
         roles.discard(change["role"])
     else:
         status = "active" if kind == "reactivate" else "deactivated"
-    assert not CONFLICTING_ROLES <= roles, "segregation of duties is checked before a change applies"
+    assert role_conflict(roles) is None, "segregation of duties is checked before a change applies"
     if account is None:
         ctx.changes.put_state(actor_key(change["account_id"]), {"roles": sorted(roles), "status": status})
     else:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from ledger_engine.keys import key
 
@@ -13,6 +13,7 @@ class Account(TypedDict):
     account_id: str
     kind: str
     identity_digest: str
+    identity_scheme: NotRequired[Literal["hmac-sha256"]]  # absent: the unkeyed digest (domain/identity.py)
     roles: list[str]
     status: Status
     created_at_ms: int

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.actors import GUARDED_ROLES, STAFF_ROLES
-from ledger_engine.domain.commands.accounts import identity_digest
+from ledger_engine.domain.identity import keyed_identity
 from ledger_engine.domain.ruleset import ROLES
 from ledger_engine.domain.schema.money_payouts import Recipient
 from ledger_engine.projections import account_queries, payout_queries
@@ -39,6 +42,13 @@ def guarded(roles) -> list[str]:
     return sorted(set(roles) & GUARDED_ROLES)
 
 
+def identity_key() -> bytes:
+    """The deployment's identity key: identity digests are keyed, so no export holder can confirm a guess."""
+    if not settings.IDENTITY_KEY:
+        raise ImproperlyConfigured("PORTO_IDENTITY_KEY is not set: accounts' identity digests need a key of their own")
+    return settings.IDENTITY_KEY.encode()
+
+
 def roles_for(kind: str) -> list[str]:
     """The roles the ledger lets an account of ``kind`` hold: a person's on staff; on a worker, any but guarded."""
     if kind == "staff":
@@ -51,7 +61,8 @@ def roles_for(kind: str) -> list[str]:
 def provision(*, account_id: str, kind: str, identity: str, roles: list[str],
               payout_address: str = "") -> CommandRequest:
     payload: dict[str, Any] = {"account_id": account_id, "kind": kind,
-                               "identity_digest": identity_digest(kind, identity), "roles": sorted(roles)}
+                               "roles": sorted(roles),
+                               **keyed_identity(identity_key(), kind, identity)}
     if payout_address:
         payload["payout_address"] = payout_address
     return CommandRequest("RegisterAccount", payload,
@@ -65,6 +76,7 @@ def change(current: Account, *, roles: list[str], active: bool, seen_revision: i
     """
     payload = {"account_id": current.account_id, "kind": current.data["kind"],
                "identity_digest": current.data["identity_digest"], "roles": sorted(roles),
+               **{name: current.data[name] for name in ("identity_scheme",) if name in current.data},
                "status": "active" if active else "deactivated"}
     return CommandRequest("RegisterAccount", payload, expected_revisions=[
         account_queries.expected_account_revision(current.account_id, seen_revision)])

@@ -8,12 +8,19 @@ identity holds. The link works once and expires; opening it lets its holder
 set what the link is for (a new account: both factors; a reset: the one that
 was reset, proving the other), and the ledger records the owner's completion
 before the console stores the new secret. The admin sees only whether
-enrolment is pending.
+enrolment is pending, and any refused second opening.
+
+The first opening spends the link: the opening browser's session gets a claim
+on it (``open_once``), and from then on only that claim, never the token,
+reaches the link, for ``ENROLMENT_LINK_OPEN_TTL_S`` at most. Any later opening
+of the token is refused, counted on the link for its admins to see, and ends
+the link: two browsers had it, and nothing tells which was its owner's.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,21 +29,24 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import transaction
+from django.db.models import F, Max
 from django.utils import timezone
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
-from ledger_engine.domain.commands.accounts import identity_digest
 from ledger_engine.domain.commands.profile_changes import FACTORS_FOR
+from ledger_engine.domain.identity import identity_matches
 from ledger_engine.projections import account_queries
-from porto_console.console import commands
+from porto_console.console import commands, proof_version
 from porto_console.console.commands import CommandRequest
 from porto_console.console.models import EnrolmentLink
+from porto_console.console.services.accounts import identity_key
 from porto_console.console.services.users import has_enrolled
 
 BOTH = FACTORS_FOR[None]
+log = logging.getLogger("porto.console.enrolment")
 
 
 class EnrolmentRefused(Exception):
@@ -51,6 +61,7 @@ class EnrolmentStatus:
     sent_to: str = ""
     expires_at: datetime | None = None
     link_open: bool = False
+    refused_open_at: datetime | None = None  # a link of theirs was opened again, from another browser
 
 
 def link_id_for(command_id: str) -> str:
@@ -82,7 +93,7 @@ def require_not_enrolled(ledger: LedgerOwner, user: User) -> None:
 def require_deliverable(ledger: LedgerOwner, user: User) -> None:
     """The link goes only to the address the ledger's identity digest was made of."""
     account = account_queries.account(ledger.view(), user.username)
-    if account is None or not user.email or identity_digest("staff", user.email) != account.data["identity_digest"]:
+    if account is None or not user.email or not identity_matches(account.data, "staff", user.email, identity_key()):
         raise EnrolmentRefused(f"{user.username}'s email on file is not the identity their ledger account was "
                                "provisioned with, so no enrolment link can be sent")
 
@@ -122,24 +133,66 @@ def _message(user: User, url: str, link: EnrolmentLink) -> str:
             "your Porto admin; nobody else sees what you set.\n")
 
 
-def open_link(token: str) -> EnrolmentLink | None:
-    link = EnrolmentLink.objects.filter(token_sha256=_digest(token)).select_related("user").first()
-    return link if link is not None and link.open else None
+def link_for(token: str) -> EnrolmentLink | None:
+    """The link this token names, in whatever state."""
+    return EnrolmentLink.objects.filter(token_sha256=_digest(token)).select_related("user").first()
+
+
+def open_once(link: EnrolmentLink) -> str | None:
+    """The first opening of an open link: a claim for the opening browser's session, or None if it was opened.
+
+    An opened link must be finished within ``ENROLMENT_LINK_OPEN_TTL_S``, or by its own expiry if sooner.
+    """
+    if not link.open or link.opened_at is not None:
+        return None
+    claim, now = secrets.token_urlsafe(32), timezone.now()
+    finish_by = min(link.expires_at, now + timedelta(seconds=settings.ENROLMENT_LINK_OPEN_TTL_S))
+    # Conditional on nobody having opened it meanwhile: of two browsers opening at once, one gets the claim.
+    won = EnrolmentLink.objects.filter(pk=link.pk, opened_at=None).update(
+        opened_at=now, claim_sha256=_digest(claim), expires_at=finish_by)
+    return claim if won else None
+
+
+def refuse_second_open(link: EnrolmentLink) -> None:
+    """Another browser opened a link already opened: count it for the admins, and end the link."""
+    now = timezone.now()
+    EnrolmentLink.objects.filter(pk=link.pk).update(refused_opens=F("refused_opens") + 1, refused_open_at=now)
+    EnrolmentLink.objects.filter(pk=link.pk, used_at=None, revoked_at=None).update(revoked_at=now)
+    log.warning("enrolment link %s of %s opened again from another browser: refused, and the link ended",
+                link.link_id, link.user.username, extra={"link_id": link.link_id, "account_id": link.user.username})
+
+
+def claimed(link: EnrolmentLink, claim: str) -> bool:
+    """Whether ``claim`` is the one the link's first opening gave its browser."""
+    return bool(link.claim_sha256) and secrets.compare_digest(link.claim_sha256, _digest(claim))
+
+
+def claimed_link(link_id: str, claim: str) -> EnrolmentLink | None:
+    """The open link this browser's claim holds, if any."""
+    link = EnrolmentLink.objects.filter(link_id=link_id).select_related("user").first()
+    return link if link is not None and link.open and claimed(link, claim) else None
 
 
 def status(ledger: LedgerOwner, user: User | None) -> EnrolmentStatus:
-    """What the account's page tells an admin: never the link, only where it went and whether it is still open."""
+    """What the account's page tells an admin: never the link, only where it went, whether it is still open
+    and when a link of theirs was last opened a second time."""
     if user is None:
         return EnrolmentStatus("no console user")
     credentials = account_queries.credentials(ledger.view(), user.username)
+    refused = _latest_refused_open(user)
     if credentials is not None and credentials["status"] == "enrolled":
-        return EnrolmentStatus("enrolled")
+        return EnrolmentStatus("enrolled", refused_open_at=refused)
     link = EnrolmentLink.objects.filter(user=user, revoked_at=None).order_by("-created_at").first()
     if credentials is None and link is None:
-        return EnrolmentStatus("enrolled" if user.has_usable_password() else "not enrolled")
+        return EnrolmentStatus("enrolled" if user.has_usable_password() else "not enrolled", refused_open_at=refused)
     if link is None:
-        return EnrolmentStatus("pending")
-    return EnrolmentStatus("pending", _masked(user.email), link.expires_at, link.open)
+        return EnrolmentStatus("pending", refused_open_at=refused)
+    return EnrolmentStatus("pending", _masked(user.email), link.expires_at, link.open, refused)
+
+
+def _latest_refused_open(user: User) -> datetime | None:
+    return EnrolmentLink.objects.filter(user=user, refused_opens__gt=0).aggregate(
+        latest=Max("refused_open_at"))["latest"]
 
 
 def pending_device(link: EnrolmentLink) -> TOTPDevice:
@@ -178,6 +231,7 @@ def _keep(link: EnrolmentLink, password: str | None) -> None:
             device.save(update_fields=["confirmed", "name"])
         link.used_at = timezone.now()
         link.save(update_fields=["used_at"])
+        proof_version.end_sessions(user)  # any session opened before: the owner signs in afresh now
 
 
 def _digest(token: str) -> str:

@@ -4,9 +4,11 @@ One admin requests (``RequestStaffChange``), another decides with a step-up
 proof (``DecideStaffChange``); the ledger enforces both. Only an approved
 change is carried out in Django: groups and status follow the ledger's
 account, a reset clears the password or the authenticators and sends the owner
-an enrolment link. Each change is carried out once, remembered by an
-``AppliedStaffChange`` row written with it; ``apply_approved`` finds every
-approved change not yet carried out (after a crash, say) and finishes it.
+an enrolment link. A reset, a role removed and a deactivation end the
+owner's sessions (``console/proof_version.py``). Each change is carried out
+once, remembered by an ``AppliedStaffChange`` row written with it;
+``apply_approved`` finds every approved change not yet carried out (after a
+crash, say) and finishes it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.commands.staff_changes import CREDENTIAL_RESETS
 from ledger_engine.domain.schema.staff import StaffChange
 from ledger_engine.projections import account_queries, staff_queries
-from porto_console.console import commands
+from porto_console.console import commands, proof_version
 from porto_console.console.commands import CommandRequest
 from porto_console.console.models import AppliedStaffChange, EnrolmentLink
 from porto_console.console.services import enrolment
@@ -105,13 +107,14 @@ def _apply(ledger: LedgerOwner, record: dict[str, Any]) -> None:
         if user is None:
             return  # no console user (an administrator named in genesis): nothing to carry out
         if kind == "reset_password":
-            user.set_unusable_password()  # also signs the user out of every session
+            user.set_unusable_password()
             user.save(update_fields=["password"])
         elif kind == "reset_authenticator":
             TOTPDevice.objects.filter(user=user).delete()
         if kind in CREDENTIAL_RESETS:
             EnrolmentLink.objects.filter(user=user, used_at=None, revoked_at=None).update(revoked_at=timezone.now())
-        else:
+            proof_version.end_sessions(user)
+        else:  # a role removed or a deactivation ends the user's sessions there
             sync_from_ledger(ledger, account_id)
 
 

@@ -18,6 +18,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.projections import account_queries
+from porto_console.console import proof_version
 from porto_console.console.roles import CONSOLE_ROLES
 
 
@@ -46,16 +47,21 @@ def sync_user(account_id: str, *, roles: list[str], active: bool, email: str = "
               groups: dict[str, Group] | None = None) -> tuple[User, bool]:
     """Create or update the console user for a staff account; returns it and whether it is new.
 
-    A new user has no usable password and no authenticator until its owner enrols. ``groups``: what
-    ``ensure_groups`` returned, when the caller syncs several users at once.
+    A new user has no usable password and no authenticator until its owner enrols. A role taken away or
+    a deactivation ends the user's sessions. ``groups``: what ``ensure_groups`` returned, when the
+    caller syncs several users at once.
     """
     groups = ensure_groups() if groups is None else groups
     user, created = User.objects.get_or_create(username=account_id, defaults={"email": email})
     if created:
         user.set_unusable_password()
+    held = set() if created else set(user.groups.values_list("name", flat=True))
+    deactivated = user.is_active and not active and not created
     user.is_staff, user.is_superuser, user.is_active = True, False, active
     user.save()
     user.groups.set([groups[role] for role in roles if role in groups])
+    if deactivated or held - set(roles):
+        proof_version.end_sessions(user)
     return user, created
 
 

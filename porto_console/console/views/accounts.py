@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from ledger_engine.adapters.gateway import derived_command_id
-from ledger_engine.domain.actors import GUARDED_ROLES, STAFF_ROLES, WORKER_ROLES
+from ledger_engine.domain.actors import GUARDED_ROLES, STAFF_ROLES, WORKER_ROLES, role_conflict
 from ledger_engine.domain.commands.accounts import AccountKind
 from ledger_engine.domain.ruleset import ROLES
 from ledger_engine.envelope import IDENTIFIER_PATTERN
@@ -52,6 +52,23 @@ STAFF_NAME = r"^[A-Za-z0-9.@+-]{1,150}$"  # a ledger identifier that is also a D
 GUARDED_NOTE = "Finance and admin are granted through a staff change that another admin approves."
 STAFF_ROLES_NOTE = (f"A person holds {', '.join(sorted(STAFF_ROLES))} only; adapter and worker roles go on worker "
                     "accounts.")
+# Why each pair of duties the ledger keeps apart (actors.CONFLICTING_ROLES) is never one account's.
+DUTIES_KEPT_APART = {
+    frozenset({"admin", "finance"}): "whoever decides who may move money does not move it",
+    frozenset({"signer", "observer"}): "whoever signs a payment does not also attest what the chain did with it, so "
+                                       "settling a payment takes two accounts: a payment worker signs as one (dispatcher, "
+                                       "signer) and records the chain's answer as another (dispatcher, observer)",
+}
+DUTIES_NOTE = "No account holds " + "; nor ".join(
+    f"{' with '.join(sorted(pair))}: {why}" for pair, why in DUTIES_KEPT_APART.items()) + "."
+
+
+def duties_error(roles) -> str | None:
+    """Why ``roles`` cannot be one account's, or None."""
+    conflict = role_conflict(roles)
+    if conflict is None:
+        return None
+    return f"An account cannot hold {' and '.join(sorted(conflict))} together: {DUTIES_KEPT_APART[conflict]}."
 
 
 class AccountKinds(forms.Form):
@@ -79,7 +96,7 @@ class ProvisionForm(CommandForm):
                                help_text="Staff: work email, where their enrolment link goes. Others: the verified "
                                          "provider subject. The ledger keeps only its digest.")
     roles = forms.MultipleChoiceField(choices=ROLES_BY_HOLDER, required=False, widget=forms.CheckboxSelectMultiple,
-                                      help_text=STAFF_ROLES_NOTE)
+                                      help_text=f"{STAFF_ROLES_NOTE} {DUTIES_NOTE}")
     payout_address = forms.RegexField(regex=r"^0x[0-9a-f]{64}$", required=False,
                                       help_text="Artists and operators only: 0x and 64 hex digits.")
 
@@ -88,7 +105,7 @@ class ProvisionForm(CommandForm):
         super().__init__(*args, **kwargs)
         self.four_eyes = four_eyes
         if four_eyes:
-            self.fields["roles"].help_text = f"{STAFF_ROLES_NOTE} {GUARDED_NOTE}"
+            self.fields["roles"].help_text = f"{STAFF_ROLES_NOTE} {GUARDED_NOTE} {DUTIES_NOTE}"
 
     def clean(self):
         data = super().clean()
@@ -106,6 +123,8 @@ class ProvisionForm(CommandForm):
                                     + (f" {STAFF_ROLES_NOTE}" if kind in PERSON_KINDS else ""))
         elif self.four_eyes and service.guarded(data.get("roles", [])):
             self.add_error("roles", GUARDED_NOTE)
+        elif duties_error(data.get("roles", [])):
+            self.add_error("roles", duties_error(data["roles"]))
         return data
 
 
@@ -123,6 +142,8 @@ class ChangeForm(CommandForm):
         self.fields["roles"].choices = [(role, role) for role in offered]
         if kind == "staff":
             self.fields["roles"].help_text = STAFF_ROLES_NOTE
+        elif kind == "worker":
+            self.fields["roles"].help_text = DUTIES_NOTE
         if four_eyes:
             self.fields["roles"].help_text = (f"{self.fields['roles'].help_text} {GUARDED_NOTE} Reactivating, and "
                                               "deactivating an account holding either, take one too.").strip()
@@ -133,6 +154,8 @@ class ChangeForm(CommandForm):
         if self.guarded and not data.get("active"):
             self.add_error("active", f"Deactivating an account holding {' or '.join(self.guarded)} is a staff "
                                      "change that another admin approves: request it below.")
+        if duties_error(data.get("roles", [])):
+            self.add_error("roles", duties_error(data["roles"]))
         return data
 
 

@@ -11,7 +11,7 @@ from porto_console.console.services import waiting
 from porto_console.console.views.quarantine import quarantine
 from porto_console.effects import delivery
 from porto_console.console.views.common import render_screen
-from porto_console.console.views.dispatch import DISPATCH_ROLES, DispatchForm
+from porto_console.console.views import dispatch
 from ledger_engine.checkpoint.integrity import last_verification
 from porto_console.effects.backups import newest_good_backup
 from porto_console.ledger import owner, read_at_boundary
@@ -26,11 +26,11 @@ def dashboard(request):
     queue = read_at_boundary(lambda ledger: waiting.waiting_for(
         ledger, actor_id(request.user), roles, open_holds=figures.open_holds, quarantined=quarantined)).data
     dispatch_state = owner().dispatch_state()
-    dispatch_form = DispatchForm.to_switch(dispatch_state) if has_role(request.user, DISPATCH_ROLES) else None
     return render_screen(request, "console/dashboard.html", DASHBOARD.title, read, figures=figures,
                          charts=[charts.money_per_day(figures.daily), holds_chart, payments_chart],
                          backup=newest_good_backup(), dispatch=dispatch_state,
-                         dispatch_form=dispatch_form, verified=last_verification(owner().path),
+                         dispatch_forms=dispatch.forms_for(request, dispatch_state),
+                         verified=last_verification(owner().path),
                          opens={screen.url_name.replace("-", "_"): has_role(request.user, screen.roles)
                                 for screen in SCREENS},
                          waiting=queue,

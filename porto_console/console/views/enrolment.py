@@ -37,12 +37,32 @@ CODE = forms.RegexField(regex=r"^[0-9]{6}$", max_length=6, widget=forms.TextInpu
 
 
 def enrol_start(request, token: str):
-    """The emailed link: remember it in this browser's session, then leave the token out of every later URL."""
-    link = enrolment.open_link(token)
+    """The emailed link, spent by its first opening: this browser's session holds it, and no later URL has it."""
+    link = enrolment.link_for(token)
     if link is None:
-        return _page(request, "console/enrol_invalid.html", 404, "Enrolment link not valid")
-    request.session[SESSION_KEY] = link.link_id
-    return redirect("enrol")
+        return _invalid(request)
+    link_id, claim = _held(request)
+    if link_id == link.link_id and enrolment.claimed(link, claim):  # this browser opened it first
+        return redirect("enrol")
+    claim = enrolment.open_once(link)
+    if claim is not None:
+        request.session[SESSION_KEY] = {"link_id": link.link_id, "claim": claim}
+        return redirect("enrol")
+    link.refresh_from_db(fields=["opened_at"])
+    if link.opened_at is None:  # used up, replaced or expired before anyone opened it
+        return _invalid(request)
+    enrolment.refuse_second_open(link)
+    return _page(request, "console/enrol_refused.html", 403, "Enrolment link already opened")
+
+
+def _held(request) -> tuple[str, str]:
+    """The link ID and the claim on it that this browser's session holds, if any."""
+    held = request.session.get(SESSION_KEY)
+    return (held.get("link_id", ""), held.get("claim", "")) if isinstance(held, dict) else ("", "")
+
+
+def _invalid(request):
+    return _page(request, "console/enrol_invalid.html", 404, "Enrolment link not valid")
 
 
 class EnrolForm(forms.Form):
@@ -85,9 +105,9 @@ class EnrolForm(forms.Form):
 
 
 def enrol(request):
-    link = EnrolmentLink.objects.filter(link_id=request.session.get(SESSION_KEY, "")).select_related("user").first()
-    if link is None or not link.open:
-        return _page(request, "console/enrol_invalid.html", 404, "Enrolment link not valid")
+    link = enrolment.claimed_link(*_held(request))
+    if link is None:
+        return _invalid(request)
     device = enrolment.pending_device(link) if "authenticator" in link.factors else None
     form = EnrolForm(request.POST or None, link=link, device=device)
     if request.method == "POST":
@@ -106,7 +126,7 @@ def enrol(request):
 
 
 def _signed_in(request, link: EnrolmentLink):
-    request.session.pop(SESSION_KEY, None)
+    # The claim stays in the session: the owner opening their used link again here is no second browser.
     login(request, link.user, backend="django.contrib.auth.backends.ModelBackend")
     device = TOTPDevice.objects.filter(user=link.user, confirmed=True).first()
     if device is not None:

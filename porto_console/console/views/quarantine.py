@@ -36,7 +36,7 @@ QUARANTINE_LISTING = Listing(
                                                                 str(entry.get("reason") or "")))),
     dated=DateRange("quarantined", "Quarantined from", lambda entry: entry.get("quarantined_at_ms")),
     sorts={"quarantined": by("quarantined_at_ms"), "kind": by("kind", ""), "retries": by("retries")},
-    default_sort="quarantined", identity=by("effect_id"), descending_first=frozenset({"retries"}))
+    default_sort="quarantined", identity=by("effect_id", ""), descending_first=frozenset({"retries"}))
 QuarantineFilter = QUARANTINE_LISTING.form_class()
 
 
@@ -58,6 +58,7 @@ def quarantine_list(request):
     page = paginate(QUARANTINE_LISTING.apply(read.data, query), page_number(request))
     return render_screen(request, "console/quarantine.html", QUARANTINE.title, read, entries=page.items, page=page,
                          parked=len(read.data), query=query, filter_form=filter_form,
+                         retryable=sum(entry["effect_id"] is not None for entry in read.data),
                          may_retry=has_role(request.user, QUARANTINE_RETRY_ROLES))
 
 
@@ -87,7 +88,9 @@ def retry_many(request):
 def _entries_with_ledger_status(ledger: LedgerOwner) -> list[dict[str, Any]]:
     view = ledger.view()
 
-    def status(effect_id: str) -> str:
+    def status(effect_id: str | None) -> str:
+        if effect_id is None:
+            return "unknown: the entry names no effect"
         found = effect_queries.effect(view, effect_id)
         return found["status"] if found else "not in this ledger"
 

@@ -13,9 +13,11 @@ durable session per payment, signed bytes persisted before any broadcast):
    this command is accepted may the bytes be broadcast.
 3. The worker broadcasts those bytes and completes the effect:
    ``submitted``, or ``unknown`` when the answer was lost (payment uncertain).
-4. A worker that works payments (``dispatcher``) as well as observes records
-   what the chain says about the attempt: an observer of commitments does not
-   settle payments.
+4. Another worker, one that works payments (``dispatcher``) and observes,
+   records what the chain says about the attempt: an observer of commitments
+   does not settle payments, and the attempt's own signer never attests its
+   chain (FOUR_EYES_REQUIRED; no account holds ``signer`` with ``observer``,
+   docs/adr/0090), so settling a payment always takes two credentials.
 
 ``payment_attempt/<attempt_id>`` keeps the attempt; ``unique/sender/<address>/<seq20>``
 and ``unique/transaction/<hash>`` make sender sequences and transaction hashes
@@ -54,10 +56,13 @@ transaction whose attempt the restored ledger never recorded. It records the
 attempt and its chain observation together, without the live claim and the
 future expiry that only guard a broadcast still to come (a committed
 transaction is never broadcast again), so it asks for what stands in for them
-(a *reconciled* claim): nobody else holds a live claim on the payment's
-effect (its holder records its own attempts), the effect is still open, and
-the worker recording it signs as well as observes: an observer alone never
-settles a payment. The payment must otherwise be signable, so an
+(a *reconciled* claim): nobody but the signer of its bytes holds a live claim
+on the payment's effect (a holder records its own attempts), and the effect
+is still open. It is an observation, so an observer of payments records it,
+naming the signer whose journal holds the bytes (``signed_by``, an actor that
+holds ``signer`` and is not the observer): the payer's signature on the bytes,
+which the internal API verifies, is the signer's part. The payment must
+otherwise be signable, so an
 obligation already paid (ALREADY_PAID) or with another attempt in flight
 (RECONCILIATION_REQUIRED) is never paid again.
 
@@ -75,7 +80,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from ledger_engine.amounts import Amount
-from ledger_engine.domain.actors import actor_roles
+from ledger_engine.domain.actors import require_other_actor
 from ledger_engine.domain.changes import Changes, Rejected, require
 from ledger_engine.domain.commands.money import outbox, payments
 from ledger_engine.domain.commands.money.payout_runs import require_within_cap
@@ -87,6 +92,7 @@ from ledger_engine.domain.payer import require_payer_sends
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.schema.money_payouts import Effect, Payment, PaymentAttempt, attempt_key
+from ledger_engine.domain.schema.staff import actor_key
 from ledger_engine.domain.types import ChainAddress, Count, Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key, seq20
@@ -139,6 +145,7 @@ class RecordTransferObservationPayload(ChainReading):
 
 class RecordLandedAttemptPayload(SignedTransfer, ChainReading):
     outcome: Literal["confirmed", "failed"]  # committed on chain: executed, or aborted
+    signed_by: Identifier  # the signer whose journal holds the bytes: never the observer recording them
 
 
 Observed = RecordTransferObservationPayload | RecordLandedAttemptPayload
@@ -166,7 +173,7 @@ def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> di
     _require_signed_terms(changes, payment, p)
     _require_evidence(ctx, p.signed_bytes_hash, "the signed bytes' hash")
     _require_may_land_a_while(ctx, p)
-    _record_attempt(ctx, payment, p, claimed_by=p.claimed_by)
+    _record_attempt(ctx, payment, p, claimed_by=p.claimed_by, signed_by=ctx.actor_id)
     require_payouts_unblocked(changes)
     return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "transaction_hash": p.transaction_hash}
 
@@ -175,15 +182,15 @@ def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> di
 def record_landed_attempt(ctx: RuleContext, p: RecordLandedAttemptPayload) -> dict:
     """An attempt the chain committed but the ledger never recorded, with that observation (see the module)."""
     changes = ctx.changes
-    require("signer" in actor_roles(ctx, ctx.actor_id), ErrorCode.CAPABILITY_MISSING,
-            "a landed transfer is recorded by a worker that signs as well as observes: an observer alone settles nothing")
+    outbox.require_worker_of(ctx, outbox.PAYMENT_TRANSFER, "a landed transfer")
+    _require_signer(ctx, p.signed_by)
     payment = payments.load_payment(changes, p.payment_id)
     _require_signable(payment)
-    _require_reconciled_claim(ctx, payment)
+    _require_reconciled_claim(ctx, payment, p.signed_by)
     _require_signed_terms(changes, payment, p)
     _require_evidence(ctx, p.signed_bytes_hash, "the signed bytes' hash")
     _require_evidence(ctx, p.evidence_digest, "the observation's evidence digest")
-    attempt = _record_attempt(ctx, payment, p, claimed_by=None)
+    attempt = _record_attempt(ctx, payment, p, claimed_by=None, signed_by=p.signed_by)
     _observe(ctx, attempt, p)
     require_conserved(changes)
     return {"payment_id": p.payment_id, "attempt_id": p.attempt_id, "transaction_hash": p.transaction_hash,
@@ -216,14 +223,22 @@ def _require_signable(payment: Payment) -> None:
     require(state in ("approved", "failed"), ErrorCode.INVALID_STATE, f"payment {payment_id} is {state}")
 
 
-def _require_reconciled_claim(ctx: RuleContext, payment: Payment) -> None:
+def _require_signer(ctx: RuleContext, signed_by: str) -> None:
+    """The named signer is another actor, one provisioned to sign (whether or not it still is)."""
+    require_other_actor(ctx, signed_by, "signed this transfer", "observe")
+    record = ctx.changes.get(STATE, actor_key(signed_by))
+    require(record is not None and "signer" in record.data["roles"], ErrorCode.INVALID_REFERENCE,
+            f"{signed_by} is not an actor provisioned to sign")
+
+
+def _require_reconciled_claim(ctx: RuleContext, payment: Payment, signed_by: str) -> None:
     """What stands in for a live claim when committed history is recorded: nobody else is dispatching it."""
     effect = outbox.load_effect(ctx.changes, payment["effect_id"])
     require(effect["status"] in outbox.OPEN, ErrorCode.INVALID_STATE,
             f"effect {effect['effect_id']} of payment {payment['payment_id']} is {effect['status']}")
     if outbox.claim_is_live(effect, ctx.now_ms):
         holder = effect["claim"]["worker_id"]
-        require(holder == ctx.actor_id, ErrorCode.CLAIM_HELD,
+        require(holder == signed_by, ErrorCode.CLAIM_HELD,
                 f"effect {effect['effect_id']} is claimed by {holder}, who records its own attempts")
 
 
@@ -244,7 +259,7 @@ def _require_evidence(ctx: RuleContext, digest: str, what: str) -> None:
 
 
 def _record_attempt(ctx: RuleContext, payment: Payment, p: SignedTransfer,
-                    claimed_by: str | None) -> PaymentAttempt:
+                    claimed_by: str | None, signed_by: str) -> PaymentAttempt:
     """The attempt as the payment's next, pending, holding its sender sequence and transaction hash."""
     changes = ctx.changes
     require(changes.get(STATE, attempt_key(p.attempt_id)) is None, ErrorCode.ALREADY_EXISTS,
@@ -259,7 +274,7 @@ def _record_attempt(ctx: RuleContext, payment: Payment, p: SignedTransfer,
         "claimed_by": claimed_by,
         "effect_id": payment["effect_id"],
         "number": len(payment["attempt_ids"]) + 1,
-        "signed_by": ctx.actor_id,
+        "signed_by": signed_by,
         "signed_at_ms": ctx.now_ms,
         "reconciled": claimed_by is None,
         "outcome": "pending",
@@ -279,6 +294,7 @@ def record_transfer_observation(ctx: RuleContext, p: RecordTransferObservationPa
     outbox.require_worker_of(ctx, outbox.PAYMENT_TRANSFER, "a payment's chain observation")
     _require_evidence(ctx, p.evidence_digest, "the observation's evidence digest")
     attempt = load_attempt(changes, p.attempt_id)
+    require_other_actor(ctx, attempt["signed_by"], f"signed attempt {p.attempt_id}", "observe")
     require(attempt["payment_id"] == p.payment_id, ErrorCode.INVALID_REFERENCE,
             f"attempt {p.attempt_id} belongs to payment {attempt['payment_id']}")
     require(attempt["transaction_hash"] == p.transaction_hash, ErrorCode.CONFLICTING_EVIDENCE,

@@ -26,7 +26,10 @@ share can be reversed: a reserved line is released by cancelling its payout
 run first, and a transfer is never reversed. Whatever was reversed and not
 replaced goes back to the budget's ``unallocated`` or out of it as a refund
 (``refunds_reversals``, posted to ``corrections``); a correction may also
-refund unallocated units, for example after a subscription refund.
+refund unallocated units, for example after a subscription refund. A refunded
+budget takes nothing back: nothing may allocate its units again and no refund
+would cover them, so its corrections send what they do not replace out as a
+refund (``remainder_to: refund``) and are refused otherwise.
 
     Dr <payable or porto_retained>...      Cr <replacement payables>...
                                            Cr budget_unallocated:<budget> | corrections   (the remainder)
@@ -57,7 +60,7 @@ from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import Line, credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.schema.money_allocation import correction_key, correction_request_key
+from ledger_engine.domain.schema.money_allocation import budget_refund_key, correction_key, correction_request_key
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -193,10 +196,22 @@ def _frozen_request(changes: Changes, p: RequestCorrectionPayload, reversed_line
         require(changes.get(STATE, line_key(replacement.line_id)) is None, ErrorCode.ALREADY_EXISTS,
                 f"allocation line {replacement.line_id} already exists")
     require_payable_replacements(changes, p.replacements)
+    _require_nothing_back_into_a_refunded_budget(changes, p, reversed_lines)
     unallocated = parse_amount(load_budget(changes, p.budget_id)["unallocated"])
     require(p.refund_unallocated <= unallocated, ErrorCode.INSUFFICIENT_FUNDS,
             f"budget {p.budget_id} has {unallocated} unallocated, less than the {p.refund_unallocated} to refund")
     return freeze_request(p, reversed_lines)
+
+
+def _require_nothing_back_into_a_refunded_budget(changes: Changes, p: RequestCorrectionPayload,
+                                                 reversed_lines: list[dict]) -> None:
+    if p.remainder_to != "unallocated" or changes.get(STATE, budget_refund_key(p.budget_id)) is None:
+        return
+    remainder = (checked_sum(parse_amount(line["amount"]) for line in reversed_lines)
+                 - checked_sum(replacement.amount for replacement in p.replacements))
+    require(remainder <= 0, ErrorCode.INVALID_STATE,
+            f"budget {p.budget_id} was refunded: the {remainder} this correction does not replace cannot go back "
+            "into it; send it out as a refund (remainder_to: refund)")
 
 
 def freeze_request(p: RequestCorrectionPayload, reversed_lines: list[dict]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ class Command(BaseCommand):
     help = ("After host loss: restore the newest verified backup (ledger and evidence) from the backup repository "
             "into the empty DATA_DIR and ADMISSION_DIR, reconcile against the chain and the signed-payment journal, "
             "and print a report. Needs a payment worker's environment too. Dispatch stays paused: resume it with "
-            "`porto-ledger --data DIR dispatch resume --reason ...`. Exit 1 when reconcile found discrepancies.")
+            "`porto-ledger --data DIR promote --reason ...`. Exit 1 when reconcile found discrepancies.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--last-sequence", type=int, help="the last head known before the loss")
