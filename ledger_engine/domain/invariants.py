@@ -2,26 +2,36 @@
 
 Every funded budget satisfies the conservation equation (docs/spec/ledger-invariants.md §2)
 
-    funded + additions == unallocated + outstanding + paid + refunds_reversals
+    funded + additions == unallocated + outstanding + paid + refunds_reversals + frozen
 
 where ``outstanding`` is the payable and reserved allocation lines, ``paid``
-the paid lines (Porto's retained share is paid when it is allocated) and
+the paid lines (Porto's retained share is paid when it is allocated),
 ``refunds_reversals`` what corrections and a refund of the period took out of
-the budget, each counted once. Two checks hold the terms to the records they summarise:
+the budget, each counted once, and ``frozen`` what freezes moved out of
+``unallocated`` (docs/adr/0073): the ``amount`` of the allocation sentinels a
+freeze claimed, each naming its ``artifact``. ``frozen`` is absent from every
+budget no freeze touched and counts as zero there. A *day line* (an allocation
+line with no budget, ledger_engine/domain/day_lines.py) counts in no budget
+term: paying it moves none. Two checks hold the terms to the records they summarise:
 
 - ``command_mismatches(changes)``: after one command, for every budget it
-  touched (wrote, or wrote a line, correction or ``budget_unallocated``
-  posting of), the equation holds, and each term changed by exactly what the
-  command's lot draws, line status changes, corrections and postings account
-  for. Accounting rules end with ``require_conserved``: a command that would
-  break conservation is rejected with INVARIANT_VIOLATION and changes nothing.
-- ``ledger_mismatches(view)``: every budget, lot, line and correction from
-  scratch, and every lot against its deposit evidence: a lot whose deposit
-  sentinels do not name it, or that shares a deposit with another lot, is a
-  phantom (deposits.py), and every refunded budget holds nothing unallocated:
-  units back in it could never be allocated nor refunded. ``CheckConservation`` runs it and records its verdict at
-  ``state/conservation``; while that says ``blocked``, ``require_payouts_unblocked``
-  rejects with PAYOUTS_BLOCKED. Only a later clean check lifts the block.
+  touched (wrote, or wrote a line, correction, freeze sentinel or
+  ``budget_unallocated`` posting of), the equation holds, and each term changed
+  by exactly what the command's lot draws, line status changes, corrections,
+  freeze sentinels and postings account for; every line it wrote is an
+  ordinary line of a budget or a well-formed day line. Accounting rules end
+  with ``require_conserved``: a command that would break conservation is
+  rejected with INVARIANT_VIOLATION and changes nothing.
+- ``ledger_mismatches(view)``: every budget, lot, line, correction and freeze
+  sentinel from scratch (a day line's artifact well formed and its ID the
+  derived one, until its chunk's totals are recorded to check it against), and
+  every lot against its deposit evidence: a lot whose deposit sentinels do not
+  name it, or that shares a deposit with another lot, is a phantom
+  (deposits.py), and every refunded budget holds nothing unallocated: units
+  back in it could never be allocated nor refunded. ``CheckConservation`` runs
+  it and records its verdict at ``state/conservation``; while that says
+  ``blocked``, ``require_payouts_unblocked`` rejects with PAYOUTS_BLOCKED. Only
+  a later clean check lifts the block.
 """
 
 from __future__ import annotations
@@ -36,17 +46,22 @@ from ledger_engine.domain.deposits import (
     EVIDENCE_PREFIX, UNIT_PREFIX, deposit_evidence_key, deposit_unit_key, is_canonical,
 )
 from ledger_engine.domain.chart import UNALLOCATED_PREFIX
+from ledger_engine.domain.day_lines import is_day_line, line_problems
 from ledger_engine.domain.postings import POSTED
 from ledger_engine.domain.schema.money_allocation import (
-    BUDGET_PREFIX, CORRECTION_PREFIX, LINE_PREFIX, LOT_PREFIX, REFUND_PREFIX, AllocationLine, Budget, Correction, Lot,
+    ALLOCATION_SENTINEL_PREFIX, BUDGET_PREFIX, CORRECTION_PREFIX, LINE_PREFIX, LOT_PREFIX, REFUND_PREFIX,
+    AllocationLine, Budget, Correction, Lot,
 )
 from ledger_engine.domain.view import StateView
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE, UNIQUE
 
 CONSERVATION_KEY = "conservation"
-HOLDING_TERMS = ("unallocated", "outstanding", "paid", "refunds_reversals")
-TERMS = ("funded", "additions", *HOLDING_TERMS)
+FUNDING_TERMS = ("funded", "additions")
+HOLDING_TERMS = ("unallocated", "outstanding", "paid", "refunds_reversals", "frozen")
+TERMS = (*FUNDING_TERMS, *HOLDING_TERMS)
+# Terms a budget records only once something moved them: absent is zero, so older records keep their bytes.
+OPTIONAL_TERMS = frozenset({"frozen"})
 # Which budget term an allocation line's amount counts in, by the line's status.
 LINE_TERM = {"payable": "outstanding", "reserved": "outstanding", "paid": "paid"}
 
@@ -83,16 +98,25 @@ def _require_none(mismatches: list[Mismatch], code: ErrorCode) -> None:
                              f"{first.subject} {first.check}: {first.detail}")
 
 
+def term_amount(budget: Budget, term: str) -> int:
+    return parse_amount(budget.get(term, "0") if term in OPTIONAL_TERMS else budget[term])
+
+
 def budget_terms(data: Budget | None) -> dict[str, int]:
-    return {term: parse_amount(data[term]) if data else 0 for term in TERMS}
+    return {term: term_amount(data, term) if data else 0 for term in TERMS}
+
+
+def is_freeze_sentinel(owner: dict) -> bool:
+    """An allocation sentinel a freeze claimed: it names the artifact, where AllocateListenerDay's names line IDs."""
+    return "artifact" in owner
 
 
 def equation_mismatches(subject: str, budget: Budget) -> list[Mismatch]:
     """The equation, and the funding terms against the lot draws the budget records."""
     terms = budget_terms(budget)
     found = []
-    funding = terms["funded"] + terms["additions"]
-    holding = terms["unallocated"] + terms["outstanding"] + terms["paid"] + terms["refunds_reversals"]
+    funding = sum(terms[term] for term in FUNDING_TERMS)
+    holding = sum(terms[term] for term in HOLDING_TERMS)
     if funding != holding:
         found.append(Mismatch(subject, "equation", f"funded + additions {funding} != holdings {holding}"))
     drawn = defaultdict(int)
@@ -124,25 +148,31 @@ def command_mismatches(changes: Changes) -> list[Mismatch]:
                 found.append(Mismatch(subject, term, f"changed by {change}; the command's records account for {expected}"))
     if funding_received != moved.lots_gave:
         found.append(Mismatch("lots", "allocated", f"lots gave {moved.lots_gave}, budgets received {funding_received}"))
-    return found + moved.lot_mismatches
+    return found + moved.mismatches
 
 
 @dataclass
 class _Movements:
-    """What one command's lines, corrections, lot draws and postings say budget terms moved by."""
+    """What one command's lines, corrections, freeze sentinels, lot draws and postings say budget terms moved by."""
 
     budgets: set[str] = field(default_factory=set)
     terms: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
     lots_gave: int = 0
-    lot_mismatches: list[Mismatch] = field(default_factory=list)
+    mismatches: list[Mismatch] = field(default_factory=list)  # the lots' bounds, and the lines' shapes
 
-    def line(self, before: AllocationLine | None, after: AllocationLine) -> None:
+    def line(self, subject: str, before: AllocationLine | None, after: AllocationLine) -> None:
+        self.mismatches += shape_mismatches(subject, after)
         for sign, line in ((-1, before), (1, after)):
-            if line is None:
+            if line is None or is_day_line(line):  # a day line counts in no budget
                 continue
             self.budgets.add(line["budget_id"])
             if line["status"] in LINE_TERM:
                 self.terms[(line["budget_id"], LINE_TERM[line["status"]])] += sign * parse_amount(line["amount"])
+
+    def frozen(self, owner: dict) -> None:
+        """A new freeze sentinel: its listener-day's slice moved to its budget's ``frozen``."""
+        self.budgets.add(owner["budget_id"])
+        self.terms[(owner["budget_id"], "frozen")] += parse_amount(owner["amount"])
 
     def taken_out(self, budget_id: str, amount: str) -> None:
         """A new correction's refund, or the refund of the budget's period."""
@@ -151,7 +181,7 @@ class _Movements:
 
     def lot(self, subject: str, before: Lot | None, after: Lot) -> None:
         self.lots_gave += parse_amount(after["allocated"]) - (parse_amount(before["allocated"]) if before else 0)
-        self.lot_mismatches += _lot_bound(subject, after)
+        self.mismatches += _lot_bound(subject, after)
 
     def postings(self, events: Iterable[dict]) -> None:
         """Net credits to each ``budget_unallocated:<budget>`` account."""
@@ -169,12 +199,15 @@ class _Movements:
 def _movements(changes: Changes) -> _Movements:
     moved = _Movements()
     for (family, record_key), data in sorted(changes.writes.items()):
-        if family != STATE or data is None:
+        if data is None or family not in (STATE, UNIQUE):
             continue
         before = changes.base.get(family, record_key)
         before_data = before.data if before else None
-        if record_key.startswith(LINE_PREFIX):
-            moved.line(before_data, data)
+        if family == UNIQUE:
+            if record_key.startswith(ALLOCATION_SENTINEL_PREFIX) and before is None and is_freeze_sentinel(data):
+                moved.frozen(data)
+        elif record_key.startswith(LINE_PREFIX):
+            moved.line(record_key, before_data, data)
         elif record_key.startswith(CORRECTION_PREFIX) and before is None:
             moved.taken_out(data["budget_id"], data["refunded"])
         elif record_key.startswith(REFUND_PREFIX) and before is None:
@@ -187,6 +220,12 @@ def _movements(changes: Changes) -> _Movements:
     return moved
 
 
+def shape_mismatches(subject: str, line: AllocationLine) -> list[Mismatch]:
+    """An ordinary line names its budget; a line without one is a day line with its artifact and derived ID."""
+    return [Mismatch(subject, "day_line" if is_day_line(line) else "budget", problem)
+            for problem in line_problems(line)]
+
+
 def _lot_bound(subject: str, lot: Lot) -> list[Mismatch]:
     if parse_amount(lot["allocated"]) <= parse_amount(lot["received"]):
         return []
@@ -196,13 +235,18 @@ def _lot_bound(subject: str, lot: Lot) -> list[Mismatch]:
 # The whole ledger.
 
 def ledger_mismatches(view: StateView) -> list[Mismatch]:
-    """Every budget's equation and terms against its lines and corrections, every lot against its draws."""
+    """Every budget's equation and terms against its lines, corrections and freeze sentinels, every line's shape,
+    every lot against its draws."""
     found: list[Mismatch] = []
     recorded: dict[tuple[str, str], int] = defaultdict(int)
-    for _, record in view.scan(STATE, LINE_PREFIX):
+    for record_key, record in view.scan(STATE, LINE_PREFIX):
         line = record.data
-        if line["status"] in LINE_TERM:
+        found += shape_mismatches(record_key, line)
+        if not is_day_line(line) and line["status"] in LINE_TERM:
             recorded[(line["budget_id"], LINE_TERM[line["status"]])] += parse_amount(line["amount"])
+    for _, owner in view.scan(UNIQUE, ALLOCATION_SENTINEL_PREFIX):
+        if is_freeze_sentinel(owner.data):
+            recorded[(owner.data["budget_id"], "frozen")] += parse_amount(owner.data["amount"])
     for _, record in view.scan(STATE, CORRECTION_PREFIX):
         recorded[(record.data["budget_id"], "refunds_reversals")] += parse_amount(record.data["refunded"])
         found += _correction_arithmetic(record.data)
@@ -220,7 +264,7 @@ def ledger_mismatches(view: StateView) -> list[Mismatch]:
             found += _stranded_in_a_refunded_budget(record_key, budget)
         for entry in budget["lots"]:
             drawn[entry["lot_id"]] += parse_amount(entry["amount"])
-    found += [Mismatch(BUDGET_PREFIX + budget_id, "exists", "lines or corrections name a missing budget")
+    found += [Mismatch(BUDGET_PREFIX + budget_id, "exists", "lines, corrections or freezes name a missing budget")
               for budget_id in sorted({budget for budget, _ in recorded} - budget_ids)]
     for record_key, record in view.scan(STATE, LOT_PREFIX):
         found += _lot_bound(record_key, record.data)
@@ -258,7 +302,7 @@ def lot_deposit_mismatches(view: StateView) -> list[Mismatch]:
 def _recorded_terms(subject: str, budget: Budget, recorded: dict[tuple[str, str], int]) -> list[Mismatch]:
     terms, budget_id = budget_terms(budget), subject[len(BUDGET_PREFIX):]
     return [Mismatch(subject, term, f"{term} {terms[term]} != records {recorded.get((budget_id, term), 0)}")
-            for term in ("outstanding", "paid", "refunds_reversals")
+            for term in ("outstanding", "paid", "refunds_reversals", "frozen")
             if terms[term] != recorded.get((budget_id, term), 0)]
 
 

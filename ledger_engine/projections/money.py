@@ -118,6 +118,8 @@ def _line_entries(line: dict[str, Any]) -> list[IndexEntry]:
     if line["recipient_id"] is None:
         return []
     summary = {"amount": line["amount"], "role": line["role"], "budget_id": line["budget_id"], "day": line["day"]}
+    if "artifact" in line:  # a day line: no budget, the frozen chunk it totals instead
+        summary["artifact"] = line["artifact"]
     entries = [(key("recipient_line", line["recipient_id"], seq20(line["day"]), line["line_id"]),
                 {**summary, "status": line["status"]})]
     if line["status"] == "payable" and not line.get("pending_correction"):

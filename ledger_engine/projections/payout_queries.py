@@ -88,6 +88,8 @@ class Payable:
     version: int
     payout_address: str
     statement_id: str | None  # the newest statement in a confirmed index batch, which approval cites
+    # Its day lines among ``line_ids`` (no budget, docs/adr/0073): each ``{"line_id", "day", "artifact"}``.
+    day_lines: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +161,7 @@ def _payment_detail(view: LedgerView, frozen: dict[str, Any]) -> dict[str, Any]:
         "held_for": payment.get("held_for"),
         "superseded_by": payment.get("superseded_by"),
         "lines": [{name: line.get(name) for name in ("line_id", "role", "listener_id", "day", "budget_id", "amount",
-                                                     "status")} for line in lines],
+                                                     "status", "artifact")} for line in lines],
         "lines_total": format_amount(checked_sum(parse_amount(line["amount"]) for line in lines)),
     }
 
@@ -200,15 +202,19 @@ def run_aggregates(view: LedgerView, run_ids: list[str]) -> dict[str, dict[str, 
 def payables(view: LedgerView) -> list[Payable]:
     """Every recipient with payable allocation lines, by recipient ID."""
     lines: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    day_lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for (recipient_id, line_id), line in view.entries(PAYABLE_LINE_PREFIX):
         lines[recipient_id].append((line_id, parse_amount(line["amount"])))
+        if "artifact" in line:
+            day_lines[recipient_id].append({"line_id": line_id, "day": line["day"], "artifact": line["artifact"]})
     statements = newest_confirmed_statements(view)
     found = []
     for recipient_id in sorted(lines):
         recipient: Recipient = view.require(recipient_key(recipient_id), f"recipient {recipient_id}")
         found.append(Payable(recipient_id, sorted(line_id for line_id, _ in lines[recipient_id]),
                              checked_sum(amount for _, amount in lines[recipient_id]), recipient["version"],
-                             recipient["payout_address"], statements.get(recipient_id)))
+                             recipient["payout_address"], statements.get(recipient_id),
+                             sorted(day_lines[recipient_id], key=lambda line: line["line_id"])))
     return found
 
 

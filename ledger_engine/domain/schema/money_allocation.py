@@ -15,6 +15,7 @@ LOT_PREFIX = "lot/"
 CORRECTION_PREFIX = "correction/"
 CORRECTION_REQUEST_PREFIX = "correction_request/"
 REFUND_PREFIX = "budget_refund/"
+ALLOCATION_SENTINEL_PREFIX = "allocation/"  # in ``unique``: one per allocated listener-day, by either path
 
 
 class Created(TypedDict):
@@ -63,17 +64,27 @@ class Budget(TypedDict):
     outstanding: str
     paid: str
     refunds_reversals: str
+    # What freezes moved out of ``unallocated`` (docs/adr/0073): absent, so zero, from every budget no freeze touched.
+    frozen: NotRequired[str]
     lots: list[LotDrawRecord]
     funding_version: int
     correlation_id: str
     created: Created
 
 
+class DayLineArtifact(TypedDict):
+    """The frozen chunk a day line totals: its day, its number in the day, and the chunk's SHA-256."""
+
+    day: int
+    chunk: int
+    hash: str
+
+
 class AllocationLine(TypedDict):
     line_id: str
-    listener_id: str
+    listener_id: str | None  # null on a day line (ledger_engine/domain/day_lines.py)
     day: int
-    budget_id: str
+    budget_id: str | None  # null on a day line, which names its ``artifact`` instead
     role: LineRole
     recipient_id: str | None
     amount: str
@@ -89,6 +100,7 @@ class AllocationLine(TypedDict):
     work_id: NotRequired[str]
     rights_version: NotRequired[int]
     node_id: NotRequired[str]
+    artifact: NotRequired[DayLineArtifact]  # a day line's, and only a day line's
 
 
 class Correction(TypedDict):

@@ -6,19 +6,26 @@ from typing import Any
 
 from ledger_engine.amounts import checked_sum, parse_amount
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.domain.commands.money.lines import FUNDING_TERMS, HOLDING_TERMS
+from ledger_engine.domain.invariants import FUNDING_TERMS, HOLDING_TERMS, OPTIONAL_TERMS
 from ledger_engine.projections import budget_queries
 
 
 def budgets(ledger: LedgerOwner, *, balanced: str = "") -> list[dict[str, Any]]:
-    """Budgets with both sides of ``funded + additions == unallocated + outstanding + paid + refunds_reversals``."""
-    return [{**summary,
-             "funding": [(term, summary[term]) for term in FUNDING_TERMS],
-             "holding": [(term, summary[term]) for term in HOLDING_TERMS],
-             "funding_total": str(checked_sum(parse_amount(summary[term]) for term in FUNDING_TERMS)),
-             "holding_total": str(checked_sum(parse_amount(summary[term]) for term in HOLDING_TERMS))}
-            for summary in budget_queries.budget_summaries(ledger.view())
+    """Budgets with both sides of
+    ``funded + additions == unallocated + outstanding + paid + refunds_reversals + frozen``;
+    ``frozen`` is shown only where a freeze moved something into it."""
+    return [_equation(summary) for summary in budget_queries.budget_summaries(ledger.view())
             if not balanced or summary["balanced"] == (balanced == "yes")]
+
+
+def _equation(summary: dict[str, Any]) -> dict[str, Any]:
+    terms = {term: summary.get(term, "0") for term in (*FUNDING_TERMS, *HOLDING_TERMS)}
+    holding = [term for term in HOLDING_TERMS if term not in OPTIONAL_TERMS or parse_amount(terms[term])]
+    return {**summary,
+            "funding": [(term, terms[term]) for term in FUNDING_TERMS],
+            "holding": [(term, terms[term]) for term in holding],
+            "funding_total": str(checked_sum(parse_amount(terms[term]) for term in FUNDING_TERMS)),
+            "holding_total": str(checked_sum(parse_amount(terms[term]) for term in HOLDING_TERMS))}
 
 
 def recipient_balances(ledger: LedgerOwner) -> list[dict[str, Any]]:

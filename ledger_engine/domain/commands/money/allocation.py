@@ -38,7 +38,9 @@ from ledger_engine.domain.postings import Line, credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.ruleset import RULESET_VERSION
-from ledger_engine.domain.schema.money_allocation import Budget, allocation_sentinel_key, budget_key, line_key
+from ledger_engine.domain.schema.money_allocation import (
+    Budget, DayLineArtifact, allocation_sentinel_key, budget_key, line_key,
+)
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.domain.view import StateView
 from ledger_engine.errors import ErrorCode
@@ -178,14 +180,16 @@ def require_slice_funded(budget: Budget, budget_id: str, slice_amount: int) -> N
             f"budget {budget_id} has {unallocated} unallocated, the day's slice is {slice_amount}")
 
 
-def write_line(changes: Changes, line_id: str, planned: PlannedLine, *, listener_id: str, day: int,
-               budget_id: str, created_by: dict[str, Any], correlation_id: str, correction_id: str | None = None,
-               replaces: list[str] | None = None) -> None:
+def write_line(changes: Changes, line_id: str, planned: PlannedLine, *, listener_id: str | None, day: int,
+               budget_id: str | None, created_by: dict[str, Any], correlation_id: str, correction_id: str | None = None,
+               replaces: list[str] | None = None, artifact: DayLineArtifact | None = None) -> None:
     """A new allocation line: payable, or paid at once for Porto's retained share.
 
     ``created_by`` is its provenance (the command, sequence and time that made
     it), ``correlation_id`` the journal it was posted in; a correction's line
-    names the correction and the lines it ``replaces``.
+    names the correction and the lines it ``replaces``. A day line has no
+    listener and no budget and names the frozen chunk it totals, its
+    ``artifact`` (ledger_engine/domain/day_lines.py); no other line has the field.
     """
     require(changes.get(STATE, line_key(line_id)) is None, ErrorCode.ALREADY_EXISTS,
             f"allocation line {line_id} already exists")
@@ -205,6 +209,8 @@ def write_line(changes: Changes, line_id: str, planned: PlannedLine, *, listener
         "correlation_id": correlation_id,
         "created": created_by,
     }
+    if artifact is not None:
+        line["artifact"] = artifact
     changes.put_state(line_key(line_id), line)
 
 

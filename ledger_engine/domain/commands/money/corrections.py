@@ -23,7 +23,9 @@ recipients, and the artist lines of a work together split their total by that
 version's splits (largest remainder, as allocation does); an operator line
 names a node and that node's operator. Only payable lines and Porto's retained
 share can be reversed: a reserved line is released by cancelling its payout
-run first, and a transfer is never reversed. Whatever was reversed and not
+run first, and a transfer is never reversed; a day line (no budget) is never
+reversed here (INVALID_STATE): frozen listener-days are corrected through
+their day lines, with the freeze (docs/adr/0073). Whatever was reversed and not
 replaced goes back to the budget's ``unallocated`` or out of it as a refund
 (``refunds_reversals``, posted to ``corrections``); a correction may also
 refund unallocated units, for example after a subscription refund. A refunded
@@ -55,6 +57,7 @@ from ledger_engine.domain.commands.money.allocation import MAX_LINES, credit_lin
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, load_budget
 from ledger_engine.domain.commands.money.lines import line_key, load_line, move_budget, set_line_status
 from ledger_engine.domain.commands.money.lifecycle import load
+from ledger_engine.domain.day_lines import is_day_line
 from ledger_engine.domain.schema.streaming import node_key
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import Line, credit, debit, post
@@ -237,8 +240,14 @@ def freeze_request(p: RequestCorrectionPayload, reversed_lines: list[dict]) -> d
 
 
 def _reversible(changes: Changes, line_id: str, budget_id: str, correction_id: str | None = None) -> dict:
-    """A line this correction may reverse: of its budget, payable (or Porto's share), under no other correction."""
+    """A line this correction may reverse: of its budget, payable (or Porto's share), under no other correction.
+
+    Never a day line: a frozen listener-day is corrected through its day lines by the freeze's own rules
+    (docs/adr/0073), which come with the freeze."""
     line = load_line(changes, line_id)
+    require(not is_day_line(line), ErrorCode.INVALID_STATE,
+            f"allocation line {line_id} is a day line of day {line['day']}, not a listener-day's line: frozen "
+            "listener-days are corrected through their day lines, which come with the freeze")
     require(line["budget_id"] == budget_id, ErrorCode.INVALID_REFERENCE,
             f"allocation line {line_id} belongs to budget {line['budget_id']}, not {budget_id}")
     reversible = line["status"] == "payable" or (line["role"] == PORTO and line["status"] == "paid")

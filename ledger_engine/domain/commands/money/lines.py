@@ -1,27 +1,30 @@
 """Allocation lines and budget terms: the records both sides of the money domain move.
 
 An allocation line is one payable amount owed to one recipient from one
-listener-day. Its life: payable -> reserved (payout run approved) -> paid
-(transfer confirmed); reserved -> payable when a run is cancelled; payable ->
-reversed by a correction. A budget tracks the terms of its conservation
-equation:
+listener-day, or, as a *day line* with no budget, from one frozen chunk of a
+day (ledger_engine/domain/day_lines.py). Its life: payable -> reserved (payout
+run approved) -> paid (transfer confirmed); reserved -> payable when a run is
+cancelled; payable -> reversed by a correction (not yet a day line). A budget
+tracks the terms of its conservation equation:
 
-    funded + additions == unallocated + outstanding + paid + refunds_reversals
+    funded + additions == unallocated + outstanding + paid + refunds_reversals + frozen
+
+``frozen`` is written only when a freeze moves it (docs/adr/0073) and reads as
+zero where it is absent.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ledger_engine.amounts import format_amount, parse_amount
+from ledger_engine.amounts import format_amount
 from ledger_engine.domain.changes import Changes, require
+from ledger_engine.domain.invariants import HOLDING_TERMS, term_amount
 from ledger_engine.domain.schema.money_allocation import AllocationLine, budget_key, line_key
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
 
 LINE_STATUSES = ("payable", "reserved", "paid", "reversed")
-FUNDING_TERMS = ("funded", "additions")
-HOLDING_TERMS = ("unallocated", "outstanding", "paid", "refunds_reversals")
 
 
 def load_line(changes: Changes, line_id: str) -> AllocationLine:
@@ -42,14 +45,16 @@ def set_line_status(changes: Changes, line_id: str, expected: str, status: str, 
 
 
 def move_budget(changes: Changes, budget_id: str, source: str, target: str, amount: int) -> None:
-    """Move ``amount`` between two holding terms; the funding side and the equation stay as they were."""
+    """Move ``amount`` between two holding terms; the funding side and the equation stay as they were.
+
+    Only the two terms named are written, so a budget gains ``frozen`` only when a move names it."""
     assert source in HOLDING_TERMS and target in HOLDING_TERMS, (source, target)
     record = changes.get(STATE, budget_key(budget_id))
     require(record is not None, ErrorCode.NOT_FOUND, f"budget {budget_id} does not exist")
     budget = dict(record.data)
-    available = parse_amount(budget[source])
+    available = term_amount(budget, source)
     require(available >= amount, ErrorCode.INVARIANT_VIOLATION,
             f"budget {budget_id}: {source} {available} cannot give {amount}")
     budget[source] = format_amount(available - amount)
-    budget[target] = format_amount(parse_amount(budget[target]) + amount)
+    budget[target] = format_amount(term_amount(budget, target) + amount)
     changes.put_state(budget_key(budget_id), budget)

@@ -18,7 +18,8 @@ docs/spec/domain-model-and-state-machines.md §5:
   resolves it; no fresh attempt is signed meanwhile.
 - ``failed``: the chain proved the last attempt cannot succeed. The obligation
   stays reserved and unpaid; the next attempt signs again.
-- ``confirmed`` is terminal: lines paid, budget outstanding -> paid, postings.
+- ``confirmed`` is terminal: lines paid, budget outstanding -> paid, postings. A day line
+  (no budget, ledger_engine/domain/day_lines.py) is paid and moves no budget term.
 - ``cancelled`` is terminal: reservations released, effect cancelled. Only a
   payment without an unresolved attempt can be cancelled.
 
@@ -38,6 +39,7 @@ from ledger_engine.domain.commands.money import outbox
 from ledger_engine.domain.commands.money.allocation import line_account
 from ledger_engine.domain.commands.money.lines import load_line, move_budget, set_line_status
 from ledger_engine.domain.commands.money.lifecycle import StateMachine, load
+from ledger_engine.domain.day_lines import is_day_line
 from ledger_engine.domain.postings import credit, debit, post
 from ledger_engine.domain.schema.money_allocation import AllocationLine
 from ledger_engine.domain.schema.money_payouts import Payment, payment_key, recipient_link_key
@@ -132,11 +134,12 @@ def release(changes: Changes, payment: Payment) -> None:
 
 
 def settle(changes: Changes, payment: Payment) -> None:
-    """Reserved -> paid; each budget's outstanding -> paid; Dr reserved_payouts, Cr treasury."""
+    """Reserved -> paid; each budget's outstanding -> paid (day lines have none); Dr reserved_payouts, Cr treasury."""
     by_budget: dict[str, int] = defaultdict(int)
     for line_id in payment["line_ids"]:
         line = set_line_status(changes, line_id, "reserved", "paid")
-        by_budget[line["budget_id"]] += parse_amount(line["amount"])
+        if not is_day_line(line):
+            by_budget[line["budget_id"]] += parse_amount(line["amount"])
     for budget_id in sorted(by_budget):
         move_budget(changes, budget_id, "outstanding", "paid", by_budget[budget_id])
     recipient = payment["recipient_id"]
