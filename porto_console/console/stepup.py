@@ -12,6 +12,8 @@ console) can approve. The internal API and worker credentials never come here.
 
 from __future__ import annotations
 
+import math
+import time
 from functools import lru_cache
 from typing import Any
 
@@ -19,6 +21,8 @@ import django_otp
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.utils import timezone
+from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.domain import step_up
@@ -49,11 +53,44 @@ def _verify(request, token: str) -> None:
     devices = list(TOTPDevice.objects.filter(user=request.user, confirmed=True))
     if not devices:
         raise StepUpFailed("You have no authenticator enrolled; ask an admin for an enrolment link.")
+    wait_s = _throttled_for_s(devices)
+    if wait_s:  # the code is not even tried: a try now would only lengthen the wait
+        raise StepUpFailed(f"Too many wrong codes in a row: wait {wait_s} s, then enter the code your "
+                           "authenticator shows then. Nothing was submitted.")
     for device in devices:
         if device.verify_token(token):
             django_otp.login(request, device)
             return
-    raise StepUpFailed("The authenticator code is not valid (or was already used). Enter the current code.")
+    if any(_already_used(device, token) for device in devices):
+        raise StepUpFailed(f"That code was already used, for a sign-in or another approval. Wait for your "
+                           f"authenticator's next code (in {_next_code_s(devices[0])} s) and enter it. "
+                           "Nothing was submitted.")
+    raise StepUpFailed("The authenticator code is not valid. Enter the code your authenticator shows now. "
+                       "Nothing was submitted.")
+
+
+def _throttled_for_s(devices: list[TOTPDevice]) -> int:
+    """Whole seconds until django-otp lets the least throttled device try a code again; 0 if one may now."""
+    waits = []
+    for device in devices:
+        allowed, throttled = device.verify_is_allowed()
+        if allowed:
+            return 0
+        waits.append(math.ceil((throttled["locked_until"] - timezone.now()).total_seconds()))
+    return max(1, min(waits))
+
+
+def _already_used(device: TOTPDevice, token: str) -> bool:
+    """``token`` is one of the device's codes that it accepted before (django-otp accepts each code once)."""
+    if not token.isdigit():
+        return False
+    totp = TOTP(device.bin_key, device.step, device.t0, device.digits, device.drift)
+    totp.time = time.time()
+    return totp.verify(int(token), device.tolerance) and totp.t() <= device.last_t
+
+
+def _next_code_s(device: TOTPDevice) -> int:
+    return device.step - int(time.time() - device.t0) % device.step
 
 
 def signing_key() -> Ed25519PrivateKey:

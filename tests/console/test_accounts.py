@@ -16,7 +16,7 @@ from ledger_engine.layout import STATE
 from porto_console.console import commands
 from porto_console.console.commands import new_command_id
 from porto_console.console.services import accounts as service
-from porto_console.console.services import enrolment
+from porto_console.console.services import enrolment, staff_changes
 from porto_console.console.handles import seal
 from porto_console.console.models import EnrolmentLink
 from tests.console.conftest import STAFF, enrolment_link
@@ -98,11 +98,30 @@ def test_a_link_used_to_guess_codes_dies(client_as, ledger, mailoutbox):
 
 
 @pytest.mark.parametrize("role", ["finance", "admin"])
-def test_with_two_admins_provisioning_cannot_grant_finance_or_admin(client_as, ledger, role):
+def test_with_two_admins_provisioning_neither_offers_nor_grants_finance_or_admin(client_as, ledger, role):
+    form = client_as("admin").get("/ledger/accounts/new/").content.decode()
+    assert f'value="{role}"' not in form and "request a staff change granting the role" in form
     head = ledger.head()
-    page = provision(client_as("admin"), roles=[role]).content.decode()
-    assert "granted through a staff change" in page
+    page = provision(client_as("admin"), roles=[role]).content.decode()  # a forged post
+    assert f"Select a valid choice. {role} is not one of the available choices." in page
     assert ledger.head() == head and not User.objects.filter(username="ops-3").exists()
+
+
+@pytest.mark.parametrize("roles, status, offered", [
+    (["ops"], "active", ["grant_role:finance", "grant_role:admin", "reset_password", "reset_authenticator",
+                         "deactivate"]),
+    (["finance"], "active", ["remove_role:finance", "reset_password", "reset_authenticator", "deactivate"]),
+    (["finance"], "deactivated", ["remove_role:finance", "reactivate"]),
+])
+def test_a_staff_change_is_offered_only_where_it_would_change_something(roles, status, offered):
+    assert [choice for choice, _ in staff_changes.requests_for(roles, status == "active")] == offered
+
+
+def test_the_account_page_offers_no_reactivation_of_an_active_account(client_as, ledger):
+    page = client_as("admin").get(f"/ledger/accounts/{seal('account', STAFF['finance2'])}/").content.decode()
+    request_form = page[page.index('id="request"'):]
+    assert 'value="deactivate"' in request_form and 'value="reactivate"' not in request_form
+    assert 'value="grant_role:finance"' not in request_form and 'value="remove_role:finance"' in request_form
 
 
 def test_provisioning_staff_with_an_adapter_or_worker_role_is_refused_and_mails_no_link(client_as, ledger,

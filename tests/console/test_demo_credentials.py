@@ -68,3 +68,10 @@ def test_demo_credentials_prints_what_the_first_start_printed(ledger, db, capsys
     assert f"password {issued['demo-finance-2'].password}" in printed
     assert f"TOTP secret {issued['demo-finance-2'].totp_secret}" in printed
     assert issued["demo-ops-1"].password in printed and "demo-auditor-1" in printed
+
+
+def test_the_demo_sign_in_page_says_where_the_demo_sign_ins_are(client, client_as, ledger):
+    page = client.get("/login/").content.decode()
+    assert 'id="demo-sign-ins"' in page
+    assert "manage.py demo_credentials" in page and "manage.py demo_totp_code demo-finance-2" in page
+    assert 'id="demo-sign-ins"' not in client_as("finance").get("/ledger/").content.decode()

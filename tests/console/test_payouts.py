@@ -10,6 +10,8 @@ import re
 
 import pytest
 from django.test import Client
+from django.utils import timezone
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.layout import OUTBOX, STATE
@@ -83,6 +85,31 @@ def test_approval_without_a_valid_code_submits_nothing(finance, payouts_world, c
     response = approve(finance[FINANCE_2], run_id, payouts_world, code=code)
     assert payouts_world.owner.head() == head
     assert re.search(r"authenticator code is not valid|Enter the 6-digit code", response.content.decode())
+
+
+def test_a_code_already_accepted_at_sign_in_says_to_wait_for_the_next_one(finance, payouts_world):
+    run_id = prepare(finance[FINANCE])
+    code = code_for(FINANCE_2)
+    assert TOTPDevice.objects.get(user__username=FINANCE_2).verify_token(code)  # signing in took this code
+    head = payouts_world.owner.head()
+    page = approve(finance[FINANCE_2], run_id, payouts_world, code=code).content.decode()
+    assert payouts_world.owner.head() == head
+    assert re.search(r"That code was already used, for a sign-in or another approval\. Wait for your "
+                     r"authenticator&#x27;s next code \(in ([1-9]|[12][0-9]|30) s\)", page), page[-3000:]
+
+
+def test_after_wrong_codes_the_wait_is_stated_and_the_code_is_not_tried(finance, payouts_world):
+    run_id = prepare(finance[FINANCE])
+    device = TOTPDevice.objects.get(user__username=FINANCE_2)
+    device.throttling_failure_count, device.throttling_failure_timestamp = 10, timezone.now()  # 512 s to wait
+    device.save()
+    head = payouts_world.owner.head()
+    page = approve(finance[FINANCE_2], run_id, payouts_world, code=code_for(FINANCE_2)).content.decode()
+    assert payouts_world.owner.head() == head
+    wait = re.search(r"Too many wrong codes in a row: wait (\d+) s", page)
+    assert wait and 0 < int(wait.group(1)) <= 512, page[-3000:]
+    device.refresh_from_db()
+    assert device.throttling_failure_count == 10  # a refused try does not lengthen the wait
 
 
 def test_a_double_submitted_approval_executes_once(finance, payouts_world):

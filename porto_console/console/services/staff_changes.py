@@ -22,6 +22,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.domain.actors import role_conflict
 from ledger_engine.domain.commands.staff_changes import CREDENTIAL_RESETS
 from ledger_engine.domain.schema.staff import StaffChange
 from ledger_engine.projections import account_queries, staff_queries
@@ -43,6 +44,25 @@ REQUESTS = {
     "reactivate": "Reactivate the account",
     "deactivate": "Deactivate the account",
 }
+
+
+def requests_for(roles: list[str], active: bool) -> list[tuple[str, str]]:
+    """The staff changes that would change something for an account holding ``roles`` now, in ``REQUESTS`` order.
+
+    A grant of a role held already, or of one its holder may not hold beside another (admin with finance),
+    a removal of a role not held, and a reactivation of an active account are refused by the ledger anyway.
+    """
+    held = set(roles)
+
+    def fits(choice: str) -> bool:
+        kind, _, role = choice.partition(":")
+        if kind == "grant_role":
+            return active and role not in held and role_conflict(held | {role}) is None
+        if kind == "remove_role":
+            return role in held
+        return not active if kind == "reactivate" else active
+
+    return [(choice, label) for choice, label in REQUESTS.items() if fits(choice)]
 
 
 def change_id_for(command_id: str) -> str:

@@ -46,10 +46,19 @@ HANDLE = "account"
 KINDS = get_args(AccountKind)
 PERSON_KINDS = ("staff",)  # accounts that sign in to the console
 ROLE_CHOICES = [(role, role) for role in sorted(ROLES)]
-ROLES_BY_HOLDER = [("Staff roles", [(role, role) for role in sorted(STAFF_ROLES)]),
-                   ("Adapter and worker roles (worker accounts only)", [(role, role) for role in sorted(WORKER_ROLES)])]
+WORKER_ROLE_CHOICES = ("Adapter and worker roles (worker accounts only)", [(role, role) for role in sorted(WORKER_ROLES)])
+
+
+def roles_by_holder(four_eyes: bool) -> list:
+    """The roles a new account may be given here: once two admins are active, finance and admin are not."""
+    staff = sorted(STAFF_ROLES - GUARDED_ROLES) if four_eyes else sorted(STAFF_ROLES)
+    return [("Staff roles", [(role, role) for role in staff]), WORKER_ROLE_CHOICES]
+
+
 STAFF_NAME = r"^[A-Za-z0-9.@+-]{1,150}$"  # a ledger identifier that is also a Django username
 GUARDED_NOTE = "Finance and admin are granted through a staff change that another admin approves."
+PROVISION_GUARDED_NOTE = ("Finance and admin are not offered here: provision the account, then, on its page, request "
+                          "a staff change granting the role; another admin approves it.")
 STAFF_ROLES_NOTE = (f"A person holds {', '.join(sorted(STAFF_ROLES))} only; adapter and worker roles go on worker "
                     "accounts.")
 # Why each pair of duties the ledger keeps apart (actors.CONFLICTING_ROLES) is never one account's.
@@ -95,7 +104,7 @@ class ProvisionForm(CommandForm):
     identity = forms.CharField(max_length=200, label="Identity evidence",
                                help_text="Staff: work email, where their enrolment link goes. Others: the verified "
                                          "provider subject. The ledger keeps only its digest.")
-    roles = forms.MultipleChoiceField(choices=ROLES_BY_HOLDER, required=False, widget=forms.CheckboxSelectMultiple,
+    roles = forms.MultipleChoiceField(choices=(), required=False, widget=forms.CheckboxSelectMultiple,
                                       help_text=f"{STAFF_ROLES_NOTE} {DUTIES_NOTE}")
     payout_address = forms.RegexField(regex=r"^0x[0-9a-f]{64}$", required=False,
                                       help_text="Artists and operators only: 0x and 64 hex digits.")
@@ -104,8 +113,9 @@ class ProvisionForm(CommandForm):
         kwargs.setdefault("initial", {}).setdefault("account_id", f"acct-{new_command_id()}")
         super().__init__(*args, **kwargs)
         self.four_eyes = four_eyes
+        self.fields["roles"].choices = roles_by_holder(four_eyes)
         if four_eyes:
-            self.fields["roles"].help_text = f"{STAFF_ROLES_NOTE} {GUARDED_NOTE} {DUTIES_NOTE}"
+            self.fields["roles"].help_text = f"{STAFF_ROLES_NOTE} {PROVISION_GUARDED_NOTE} {DUTIES_NOTE}"
 
     def clean(self):
         data = super().clean()
@@ -160,7 +170,13 @@ class ChangeForm(CommandForm):
 
 
 class StaffRequestForm(CommandForm):
-    change = forms.ChoiceField(choices=list(staff_changes.REQUESTS.items()), label="Request")
+    """Only the changes that would change something for the account as the ledger holds it now."""
+
+    change = forms.ChoiceField(choices=(), label="Request")
+
+    def __init__(self, *args, account: service.Account, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["change"].choices = staff_changes.requests_for(account.roles, account.active)
 
 
 def account_list(request):
@@ -265,7 +281,7 @@ def account_detail(request, handle: str):
                          **read.data, handle=handle, own_account=account_id == actor_id(request.user),
                          may_change=may_submit(request.user, "RegisterAccount"), console_user=user,
                          enrolment=enrolment.status(owner(), user) if user else None,
-                         request_form=StaffRequestForm(), link_form=CommandForm())
+                         request_form=StaffRequestForm(account=account), link_form=CommandForm())
 
 
 def _detail(ledger, account_id: str) -> dict:
@@ -280,7 +296,10 @@ def _detail(ledger, account_id: str) -> dict:
 @require_POST
 def request_change(request, handle: str):
     account_id = unseal_id(HANDLE, handle)
-    actions.run_form(request, StaffRequestForm(request.POST), "RequestStaffChange",
+    account = read_at_boundary(lambda ledger: service.account(ledger, account_id)).data
+    if account is None:
+        raise Http404("no such account")
+    actions.run_form(request, StaffRequestForm(request.POST, account=account), "RequestStaffChange",
                      lambda data: staff_changes.request(data["command_id"], account_id, data["change"]),
                      done="Staff change requested; another admin must approve it", invalid="Choose a change.")
     return redirect(account_url(account_id))
