@@ -12,7 +12,7 @@ from typing import Any
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.keys import key
-from ledger_engine.projections.payout_queries import EFFECT_STATUS_PREFIX, overdue_payments
+from ledger_engine.projections.payout_queries import EFFECT_STATUS_PREFIX, overdue_payments, runs, unpayable_lines
 from ledger_engine.projections.payouts import payment_state_prefix, run_status_prefix, update_status_prefix
 from ledger_engine.projections.view import LedgerView
 
@@ -27,6 +27,7 @@ DAILY_SERIES = ("allocated", "reserved", "paid")
 class Waiting:
     open_holds: int
     runs_awaiting_approval: int
+    runs_never_approvable: int  # prepared, but another run took some of their lines (``payout_queries.unpayable_lines``)
     recipient_updates_awaiting_approval: int
     uncertain_payments: int
     overdue_payments: int  # in flight long past their transaction's expiry (``payout_queries.overdue_payments``)
@@ -42,6 +43,7 @@ def waiting(view: LedgerView, now_ms: int) -> Waiting:
     return Waiting(
         open_holds=view.count(OPEN_HOLD_PREFIX),
         runs_awaiting_approval=view.count(run_status_prefix("prepared")),
+        runs_never_approvable=sum(bool(unpayable_lines(view, run.run_id)) for run in runs(view, "prepared")),
         recipient_updates_awaiting_approval=view.count(update_status_prefix("pending")),
         uncertain_payments=view.count(payment_state_prefix("uncertain")),
         overdue_payments=overdue_payments(view, now_ms),

@@ -90,6 +90,8 @@ class Payable:
     statement_id: str | None  # the newest statement in a confirmed index batch, which approval cites
     # Its day lines among ``line_ids`` (no budget, docs/adr/0073): each ``{"line_id", "day", "artifact"}``.
     day_lines: list[dict[str, Any]] = field(default_factory=list)
+    # A prepared run already paying some of these lines: approving both cannot work, so a new run leaves them out.
+    waiting_run: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,14 +209,44 @@ def payables(view: LedgerView) -> list[Payable]:
         lines[recipient_id].append((line_id, parse_amount(line["amount"])))
         if "artifact" in line:
             day_lines[recipient_id].append({"line_id": line_id, "day": line["day"], "artifact": line["artifact"]})
-    statements = newest_confirmed_statements(view)
+    statements, waiting = newest_confirmed_statements(view), waiting_lines(view)
     found = []
     for recipient_id in sorted(lines):
         recipient: Recipient = view.require(recipient_key(recipient_id), f"recipient {recipient_id}")
-        found.append(Payable(recipient_id, sorted(line_id for line_id, _ in lines[recipient_id]),
-                             checked_sum(amount for _, amount in lines[recipient_id]), recipient["version"],
-                             recipient["payout_address"], statements.get(recipient_id),
-                             sorted(day_lines[recipient_id], key=lambda line: line["line_id"])))
+        line_ids = sorted(line_id for line_id, _ in lines[recipient_id])
+        found.append(Payable(recipient_id, line_ids, checked_sum(amount for _, amount in lines[recipient_id]),
+                             recipient["version"], recipient["payout_address"], statements.get(recipient_id),
+                             sorted(day_lines[recipient_id], key=lambda line: line["line_id"]),
+                             next((waiting[line_id] for line_id in line_ids if line_id in waiting), None)))
+    return found
+
+
+def waiting_lines(view: LedgerView) -> dict[str, str]:
+    """Each line a prepared run would pay, and that run (the oldest, where two runs name one line).
+
+    A prepared run reserves nothing until it is approved, so the same payable lines can sit in two runs; only the
+    first approved pays them, and the other can then never be approved.
+    """
+    waiting: dict[str, str] = {}
+    for listing in sorted(runs(view, "prepared"), key=lambda run: (run.prepared_at_ms, run.run_id)):
+        for payment in view.require(run_key(listing.run_id), f"payout run {listing.run_id}")["frozen"]["payments"]:
+            for line_id in payment["line_ids"]:
+                waiting.setdefault(line_id, listing.run_id)
+    return waiting
+
+
+def unpayable_lines(view: LedgerView, run_id: str) -> list[dict[str, Any]]:
+    """The lines of prepared run ``run_id`` that are no longer payable (another run reserved or paid them, or a
+    correction reversed them): while there is one, the run can never be approved. None for any other run."""
+    record = view.record(run_key(run_id))
+    if record is None or record.data["status"] != "prepared":
+        return []
+    run, found = record.data, []
+    for payment in run["frozen"]["payments"]:
+        for line_id in payment["line_ids"]:
+            line = view.require(line_key(line_id), f"allocation line {line_id}")
+            if line["status"] != "payable":
+                found.append({"line_id": line_id, "recipient_id": payment["recipient_id"], "status": line["status"]})
     return found
 
 

@@ -18,6 +18,7 @@ from ledger_engine.layout import OUTBOX, STATE
 from porto_console.console.commands import journalled_id, new_command_id
 from porto_console.console.handles import seal
 from porto_console.console.services import payouts as service
+from porto_console.console.views.payouts import run_url
 from porto_console.ledger import gateway as console_gateway
 from tests.console.conftest import code_for
 from tests.money_allocation.world import FINANCE, FINANCE_2
@@ -112,6 +113,36 @@ def test_after_wrong_codes_the_wait_is_stated_and_the_code_is_not_tried(finance,
     assert device.throttling_failure_count == 10  # a refused try does not lengthen the wait
 
 
+def test_lines_in_a_waiting_run_are_marked_and_left_out_of_a_new_run(finance, payouts_world):
+    run_id = prepare(finance[FINANCE])
+    page = finance[FINANCE].get("/ledger/payouts/prepare/").content.decode()
+    assert page.count(f"In run <a href=\"{run_url(run_id)}\">{run_id}</a>, waiting for approval") == len(RECIPIENTS)
+    assert not re.findall(r'name="recipients" value="([^"]+)"[^>]*checked', page)
+    fields = dict(re.findall(r'name="(command_id|seen_payables)" value="([^"]+)"', page))
+    head = payouts_world.owner.head()
+    refused = finance[FINANCE].post("/ledger/payouts/prepare/", {**fields, "recipients": list(RECIPIENTS)},
+                                    follow=True).content.decode()
+    assert payouts_world.owner.head() == head
+    assert f"Already in a run waiting for approval: {RECIPIENTS[0]} (run {run_id})" in refused
+
+
+def test_a_run_whose_lines_another_run_paid_first_says_so_and_keeps_the_approvers_code(finance, payouts_world):
+    first, second = "run-first", "run-second"
+    assert payouts_world.prepare(first).accepted and payouts_world.prepare(second).accepted  # as before the check
+    statements = sorted(service.confirmed_statements(payouts_world.owner).values())
+    assert payouts_world.approve(second, statements).accepted
+    page = run_page(finance[FINANCE_2], first)
+    assert "This run can never be approved: some of its lines are no longer payable" in page
+    head, code = payouts_world.owner.head(), code_for(FINANCE_2)
+    answer = approve(finance[FINANCE_2], first, payouts_world, code=code).content.decode()
+    assert "This run can never be approved" in answer and payouts_world.owner.head() == head
+    assert TOTPDevice.objects.get(user__username=FINANCE_2).verify_token(code)  # the code was not spent
+    dashboard = finance[FINANCE_2].get("/ledger/").content.decode()
+    assert 'id="runs-never-approvable">of which 1 can never be approved' in dashboard
+    assert re.search(r'id="waiting-stale-runs">.*?<p class="figure">1</p>', dashboard, re.S)
+    assert re.search(r'id="waiting-runs">.*?<p class="figure">0</p>', dashboard, re.S)
+
+
 def test_a_double_submitted_approval_executes_once(finance, payouts_world):
     run_id = prepare(finance[FINANCE])
     command_id, code = new_command_id(), code_for(FINANCE_2)
@@ -138,7 +169,9 @@ def test_a_reposted_preparation_gets_its_answer_though_its_payables_are_paid_sin
 
 
 def test_an_answered_approval_reposted_for_another_run_is_a_conflict(finance, payouts_world):
-    first, second = prepare(finance[FINANCE]), prepare(finance[FINANCE])
+    first, second = "run-first", "run-second"
+    for run_id, recipient in ((first, RECIPIENTS[0]), (second, RECIPIENTS[1])):
+        assert payouts_world.prepare(run_id, {recipient: payouts_world.payable_line_ids(recipient)}).accepted
     command_id = new_command_id()
     approve(finance[FINANCE_2], first, payouts_world, code=code_for(FINANCE_2), command_id=command_id)
     head = payouts_world.owner.head()

@@ -18,6 +18,7 @@ class Figures:
     conservation: dict[str, Any] | None  # the last full check; None before the first one
     open_holds: int
     runs_awaiting_approval: int
+    runs_never_approvable: int
     recipient_updates_awaiting_approval: int
     uncertain_payments: int
     overdue_payments: int
@@ -41,6 +42,7 @@ def figures(ledger: LedgerOwner) -> Figures:
         conservation=overview_queries.conservation_status(view),
         open_holds=waiting.open_holds,
         runs_awaiting_approval=waiting.runs_awaiting_approval,
+        runs_never_approvable=waiting.runs_never_approvable,
         recipient_updates_awaiting_approval=waiting.recipient_updates_awaiting_approval,
         uncertain_payments=waiting.uncertain_payments,
         overdue_payments=waiting.overdue_payments,

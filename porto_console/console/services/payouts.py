@@ -79,6 +79,10 @@ def prepare(ledger: LedgerOwner, command_id: str, recipient_ids: list[str], seen
     if payables_digest(current) != seen_payables:
         raise PlanChanged("The payables changed since the form was shown; review them again.")
     chosen = [payable for payable in current if payable.recipient_id in recipient_ids]
+    waiting = [f"{payable.recipient_id} (run {payable.waiting_run})" for payable in chosen if payable.waiting_run]
+    if waiting:
+        raise PlanChanged(f"Already in a run waiting for approval: {', '.join(waiting)}. Approve or cancel that run "
+                          "first; a second run over the same lines could never be approved.")
     return CommandRequest("PreparePayoutRun", plan(command_id, chosen))
 
 
@@ -116,6 +120,15 @@ def runs_in(ledger: LedgerOwner, choice: str) -> Iterator[RunListing]:
 
 def runs(ledger: LedgerOwner, status: str) -> Iterator[RunListing]:
     return payout_queries.runs(ledger.view(), status)
+
+
+def prepared_runs_by_approvability(ledger: LedgerOwner) -> tuple[list[RunListing], list[RunListing]]:
+    """Prepared runs that can still be approved, and those another run took lines from (to cancel)."""
+    view = ledger.view()
+    approvable, stale = [], []
+    for run in payout_queries.runs(view, "prepared"):
+        (stale if payout_queries.unpayable_lines(view, run.run_id) else approvable).append(run)
+    return approvable, stale
 
 
 def payments(ledger: LedgerOwner, state: str) -> Iterator[PaymentListing]:

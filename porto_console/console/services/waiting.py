@@ -26,10 +26,12 @@ def waiting_for(ledger: LedgerOwner, actor: str, roles: frozenset[str], *, open_
                 quarantined: int) -> list[Waiting]:
     found: list[Waiting] = []
     if FINANCE in roles:
+        approvable, stale = payouts.prepared_runs_by_approvability(ledger)
         found += [
             Waiting("runs", "Runs to approve (prepared by someone else)",
-                    _others(payouts.runs(ledger, "prepared"), "prepared_by", actor), "console-payouts",
-                    "?status=prepared"),
+                    _others(approvable, "prepared_by", actor), "console-payouts", "?status=prepared"),
+            Waiting("stale-runs", "Runs to cancel (another run paid their lines first)", len(stale),
+                    "console-payouts", "?status=prepared"),
             Waiting("corrections", "Corrections awaiting your check",
                     _others(corrections.corrections(ledger, "requested"), "requested_by", actor),
                     "console-corrections"),

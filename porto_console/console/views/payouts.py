@@ -116,10 +116,12 @@ def prepare(request):
             return redirect("admin:console-payout-prepare")
         return redirect(run_url(service.run_id_for(data["command_id"])))
     form = PrepareForm(payables=payables, initial={
-        "recipients": [payable.recipient_id for payable in payables if payable.statement_id],
+        "recipients": [payable.recipient_id for payable in payables if payable.statement_id and not payable.waiting_run],
         "seen_payables": service.payables_digest(payables)})
     return render_screen(request, "console/payout_prepare.html", "Prepare a payout run", read, form=form,
-                         payables_with_boxes=list(zip(payables, form["recipients"], statement_file_urls(payables))),
+                         payables_with_boxes=list(zip(payables, form["recipients"], statement_file_urls(payables),
+                                                      [run_url(p.waiting_run) if p.waiting_run else None
+                                                       for p in payables])),
                          payables=payables,
                          total=service.total(payables), asset=service.ASSET)
 
@@ -142,13 +144,16 @@ def run_detail(request, handle: str):
 def _run_view(ledger, run_id: str) -> dict:
     run = payout_queries.run_detail(ledger.view(), run_id)
     return {"run": run, "revision": service.run_revision(ledger, run_id),
-            "missing_statements": service.missing_statements(ledger, run_id)}
+            "missing_statements": service.missing_statements(ledger, run_id),
+            "unpayable": payout_queries.unpayable_lines(ledger.view(), run_id)}
 
 
 def _approve_blockers(request, view: dict) -> list[str]:
     run = view["run"]
     blockers = actions.approval_blockers(request, "ApprovePayoutRun", subject="run", status=run["status"],
                                          awaiting="prepared", requested_by=run["prepared_by"], deed="prepared")
+    if view["unpayable"]:
+        blockers.append(unpayable_blocker(view["unpayable"]))
     if view["missing_statements"]:
         blockers.append("No confirmed statement frozen after these lines yet: " + ", ".join(view["missing_statements"]) + ".")
     if not stepup.has_device(request.user):
@@ -165,9 +170,19 @@ def _cancel_blockers(request, run: dict) -> list[str]:
     return blockers
 
 
+def unpayable_blocker(unpayable: list[dict]) -> str:
+    lines = ", ".join(f"{line['recipient_id']}'s {line['line_id']} ({line['status']})" for line in unpayable)
+    return (f"This run can never be approved: some of its lines are no longer payable ({lines}), most often because "
+            "another run over them was approved first. Cancel it, and prepare a new run if anything is still owed.")
+
+
 @require_POST
 def approve(request, handle: str):
     run_id = unseal_id(HANDLE, handle)
+    unpayable = read_at_boundary(lambda ledger: payout_queries.unpayable_lines(ledger.view(), run_id)).data
+    if unpayable:  # refused before the code is checked: the approver keeps it, and nothing is journalled
+        messages.error(request, unpayable_blocker(unpayable))
+        return redirect(run_url(run_id))
     actions.run_form(request, ApproveForm(request.POST), "ApprovePayoutRun", lambda data: service.approve(
         owner(), run_id, data["seen_hash"]),
         done="Payout run approved; its payments are queued for signing",
