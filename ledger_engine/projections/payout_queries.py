@@ -26,7 +26,7 @@ from ledger_engine.domain.commands.money.statements import covers
 from ledger_engine.domain.schema.money_allocation import line_key
 from ledger_engine.domain.schema.money_payouts import (
     ATTEMPT_PREFIX, BATCH_PREFIX, STATEMENT_PREFIX, Batch, Payment, Recipient, RecipientUpdate, attempt_key, batch_key,
-    payment_key, recipient_key, run_key, update_key,
+    payment_key, recipient_key, run_key, statement_key, update_key,
 )
 from ledger_engine.domain.view import Record
 from ledger_engine.keys import key
@@ -248,6 +248,19 @@ def unpayable_lines(view: LedgerView, run_id: str) -> list[dict[str, Any]]:
             if line["status"] != "payable":
                 found.append({"line_id": line_id, "recipient_id": payment["recipient_id"], "status": line["status"]})
     return found
+
+
+def run_statements(view: LedgerView, run_id: str) -> dict[str, str]:
+    """The statement each recipient of run ``run_id`` can be sent: the one its approval cited, or, before approval,
+    the newest confirmed one (what an approval would cite). Recipients with none are left out."""
+    run = view.require(run_key(run_id), f"payout run {run_id}")
+    recipients = {payment["recipient_id"] for payment in run["frozen"]["payments"]}
+    if run["approval"] is None:
+        return {recipient: statement for recipient, statement in newest_confirmed_statements(view).items()
+                if recipient in recipients}
+    cited = (view.require(statement_key(statement_id), f"statement {statement_id}")
+             for statement_id in run["approval"]["statement_ids"])
+    return {statement["recipient_id"]: statement["statement_id"] for statement in cited}
 
 
 def newest_confirmed_statements(view: LedgerView) -> dict[str, str]:

@@ -279,3 +279,17 @@ def test_a_stored_approval_dated_ahead_is_refused_and_moves_no_clock(finance, pa
     response = approve(finance[FINANCE_2], run_id, payouts_world, code=code_for(FINANCE_2), command_id=command_id)
     assert "COMMAND_ID_CONFLICT" in response.content.decode()
     assert (payouts_world.owner.head(), payouts_world.owner.admission_floor_ms()) == (head, floor)
+
+
+def test_an_approved_runs_page_links_each_recipients_cited_statement_file(finance, payouts_world):
+    run_id = prepare(finance[FINANCE])
+    approve(finance[FINANCE_2], run_id, payouts_world, code=code_for(FINANCE_2))
+    run = payouts_world.state(f"payment_run/{run_id}")
+    assert run["status"] == "approved"
+    page = run_page(finance[FINANCE], run_id)
+    links = re.findall(r'<a class="statement-file" href="([^"]+)">Statement file</a>', page)
+    assert len(links) == len(RECIPIENTS)
+    cited = {payouts_world.state(f"statement/{statement_id}")["recipient_id"]: statement_id
+             for statement_id in run["approval"]["statement_ids"]}
+    assert sorted(links) == sorted(f"/ledger/statements/{seal('statement', statement_id)}/file/"
+                                   for statement_id in cited.values())

@@ -143,6 +143,10 @@ def run_detail(request, handle: str):
 
 def _run_view(ledger, run_id: str) -> dict:
     run = payout_queries.run_detail(ledger.view(), run_id)
+    statements = payout_queries.run_statements(ledger.view(), run_id)
+    for payment in run["payments"]:  # what finance can send each recipient again, before or after approval
+        statement = statements.get(payment["recipient_id"])
+        payment["statement_file"] = statement_file_url(statement) if statement else None
     return {"run": run, "revision": service.run_revision(ledger, run_id),
             "missing_statements": service.missing_statements(ledger, run_id),
             "unpayable": payout_queries.unpayable_lines(ledger.view(), run_id)}
@@ -205,8 +209,11 @@ def cancel(request, handle: str):
 
 
 def statement_file_urls(payables) -> list[str | None]:
-    return [reverse("admin:console-statement-file", args=[seal("statement", payable.statement_id)])
-            if payable.statement_id else None for payable in payables]
+    return [statement_file_url(payable.statement_id) if payable.statement_id else None for payable in payables]
+
+
+def statement_file_url(statement_id: str) -> str:
+    return reverse("admin:console-statement-file", args=[seal("statement", statement_id)])
 
 
 def _confirm_cancel(request, run_id: str, form: CancelForm):
