@@ -102,7 +102,8 @@ def test_a_decision_form_reposted_with_another_note_is_refused_and_stores_nothin
 def test_a_decision_on_a_hold_someone_else_just_decided_is_refused(ops, held):
     hold_id = held["holds"][0]
     url = f"/ledger/holds/{seal('hold', hold_id)}/"
-    ops.post(url, {"command_id": new_command_id(), "decision": "reject", "reason": "fraud_suspected", "revision": "1"})
+    ops.post(url, {"command_id": new_command_id(), "decision": "reject", "reason": "fraud_suspected", "revision": "1",
+                   "confirmed": "True"})
     response = ops.post(url, {"command_id": new_command_id(), "decision": "release", "reason": "evidence_verified",
                               "revision": "1"}, follow=True)
     assert "Not allowed: STALE_REVISION" in response.content.decode()
@@ -187,3 +188,31 @@ def test_bulk_first_lists_what_will_happen_to_each_ticked_hold_and_decides_nothi
 def test_the_queue_offers_select_all_for_the_bulk_form(ops, held):
     page = ops.get("/ledger/holds/", {"reason": "self_serving_node"}).content.decode()
     assert 'id="select-all" data-select-all="holds"' in page and "console/select_all.js" in page
+
+
+def test_a_single_rejection_is_asked_about_first_and_decided_only_once_confirmed(ops, held):
+    hold_id, world = held["holds"][0], held["world"]
+    url = f"/ledger/holds/{seal('hold', hold_id)}/"
+    form = {"command_id": new_command_id(), "decision": "reject", "reason": "fraud_suspected", "revision": "1"}
+    head = world.owner.head()
+    asked = ops.post(url, form).content.decode()
+    assert "Reject this hold?" in asked and "A rejection is final" in asked
+    assert world.owner.head() == head and hold_state(world, hold_id)["status"] == "open"
+    confirm = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', asked))
+    assert confirm["command_id"] == form["command_id"] and confirm["confirmed"] == "True"
+    decided = ops.post(url, confirm, follow=True).content.decode()
+    assert "Hold rejected" in decided and hold_state(world, hold_id)["status"] == "rejected"
+
+
+def test_a_release_is_decided_at_once(ops, held):
+    hold_id = held["holds"][0]
+    ops.post(f"/ledger/holds/{seal('hold', hold_id)}/", {"command_id": new_command_id(), "decision": "release",
+                                                          "reason": "operator_explained", "revision": "1"})
+    assert hold_state(held["world"], hold_id)["status"] == "released"
+
+
+def test_every_evidence_table_of_a_hold_has_column_headers(ops, held):
+    page = ops.get(f"/ledger/holds/{seal('hold', held['holds'][0])}/").content.decode()
+    for table, first in (("session-nodes", "Node"), ("session-grants", "Grant"), ("session-receipts", "Receipt"),
+                         ("session-decisions", "Decision")):
+        assert re.search(rf'id="{table}">\s*<thead><tr><th scope="col">{first}</th>', page), table

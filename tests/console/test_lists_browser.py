@@ -86,3 +86,26 @@ def test_finance_follows_a_budget_to_the_journal_entries_that_wrote_it_on_a_phon
     page.click(f"#budgets a[aria-label='Journal entries that wrote budget {budget_id}']")
     expect(page.locator("#record-history tbody tr").first).to_contain_text("ImportFunding")
     fits_and_passes_axe(page)
+
+
+def test_the_reason_list_offers_only_the_reasons_of_the_chosen_decision_and_a_rejection_is_asked_about(
+        phone, staff, ledger):
+    page = phone
+    sign_in_as(page, staff["ops"]["username"], staff["ops"]["password"])
+    page.goto("/ledger/holds/")
+    page.locator("#holds tbody a").first.click()
+    reasons = page.locator("#id_reason")
+    page.check("input[name=decision][value=reject]")
+    expect(reasons.locator("optgroup[label^='Release']")).to_be_disabled()
+    expect(reasons.locator("optgroup[label^='Reject']")).to_be_enabled()
+    assert reasons.evaluate("select => select.selectedOptions[0].parentElement.label").startswith("Reject")
+    page.check("input[name=decision][value=release]")
+    expect(reasons.locator("optgroup[label^='Reject']")).to_be_disabled()
+    assert reasons.evaluate("select => select.selectedOptions[0].parentElement.label").startswith("Release")
+    fits_and_passes_axe(page)
+    page.check("input[name=decision][value=reject]")
+    page.click("input[value='Record decision']")
+    expect(page.locator("#reject-confirm")).to_contain_text("A rejection is final")
+    fits_and_passes_axe(page)
+    page.click("text=No, go back")
+    expect(page.locator("#hold-status")).to_contain_text("Open")

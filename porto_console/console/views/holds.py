@@ -58,6 +58,7 @@ class DecisionForm(CommandForm):
 class DecideForm(DecisionForm):
     note = ReasonField(required=False, label="Note (kept as private evidence)")
     revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)  # a rejection is asked about first
 
 
 class BulkForm(DecisionForm):
@@ -91,6 +92,10 @@ def hold_detail(request, handle: str):
     form = DecideForm(request.POST or None, initial={"revision": read.data["revision"]})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
+        if data["decision"] == "reject" and not data["confirmed"]:
+            return render_screen(request, "console/hold_reject_confirm.html", f"Reject hold {hold_id}?", read,
+                                 form=DecideForm(initial={**data, "confirmed": True}), reason=data["reason"],
+                                 **read.data)
         try:
             outcome = actions.run(request, data["command_id"], "DecideHold", lambda: service.decide(
                 hold_id, data["decision"], data["reason"], data["revision"], data["note"]))
