@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_safe
 
+from ledger_engine.domain.ruleset import ASSETS
 from ledger_engine.merkle.checkpoint import DEMO_CHECKPOINT_SEED_HEX
 from ledger_engine.merkle.statement import verifier_format
 from porto_console.statement_files import pinned_verifier_key
@@ -26,7 +27,7 @@ CONTENT_SECURITY_POLICY = ("default-src 'self'; connect-src 'none'; object-src '
 @require_safe
 def statement_verifier(request: HttpRequest) -> HttpResponse:
     key = pinned_verifier_key()
-    context = {"format": verifier_format(key), "key": key,
+    context = {"format": verifier_format(key), "key": key, "display": {"asset_places": ASSETS},
                "demo_key": settings.CHECKPOINT_KEY == DEMO_CHECKPOINT_SEED_HEX}
     response = HttpResponse(render_to_string("verify/statement.html", context))
     response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY

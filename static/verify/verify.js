@@ -8,6 +8,7 @@
 
 (function () {
   const FORMAT = JSON.parse(document.getElementById("statement-format").textContent);
+  const DISPLAY = JSON.parse(document.getElementById("statement-display").textContent);
   const HEX_HASH = /^[0-9a-f]{64}$/;
   const U64_MAX = (1n << 64n) - 1n;
   const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -477,25 +478,97 @@
     return typeof value === "string" ? value : canonical(value);
   }
 
+  // What a recipient reads: amounts in the asset's unit (minor units on hover), days and times as UTC dates,
+  // listening as hours and minutes. The checks above read the file's own values; this only shows them.
+  const DAY_MS = 86400000;
+  const COLUMN_LABELS = { title: "Title", work_id: "Work", role: "Role", node_id: "Node", day: "Day",
+    listened_ms: "Listened", amount: "Amount" };
+  const COLUMN_ORDER = Object.keys(COLUMN_LABELS);
+
+  function inUnits(minorUnits, asset) {
+    const places = DISPLAY.asset_places[asset];
+    const value = BigInt(String(minorUnits));
+    if (places === undefined) return value.toString() + " minor units of " + asset;
+    const scale = 10n ** BigInt(places);
+    const whole = (value < 0n ? -value : value) / scale;
+    const fraction = ((value < 0n ? -value : value) % scale).toString().padStart(places, "0");
+    const grouped = whole.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    return (value < 0n ? "-" : "") + grouped + (places ? "." + fraction : "") + " " + asset;
+  }
+
+  function utcDate(milliseconds) {
+    return new Date(Number(milliseconds)).toISOString().slice(0, 10);
+  }
+
+  function duration(milliseconds) {
+    const minutes = Math.round(Number(milliseconds) / 60000);
+    const hours = Math.floor(minutes / 60);
+    return hours ? hours + " h " + (minutes % 60) + " min" : minutes + " min";
+  }
+
+  function moneyNode(minorUnits, asset) {
+    return Object.assign(document.createElement("span"), {
+      textContent: inUnits(minorUnits, asset), title: String(minorUnits) + " minor units" });
+  }
+
+  function cellNode(column, value, asset) {
+    if (column === "amount") return moneyNode(value, asset);
+    const shown = column === "day" ? utcDate(Number(value) * DAY_MS)
+      : column === "listened_ms" ? duration(value)
+        : column.endsWith("_ms") ? utcDate(value) : display(value);
+    return document.createTextNode(shown);
+  }
+
+  function periodText(period) {
+    const parts = [];
+    if (period.window_start_ms !== undefined && period.window_end_ms !== undefined) {
+      // The window ends before its end time: its last day is the day before.
+      parts.push(utcDate(period.window_start_ms) + " to " + utcDate(Number(period.window_end_ms) - 1) + " (UTC)");
+    }
+    Object.keys(period).sort().filter((name) => !name.startsWith("window_")).forEach((name) => {
+      parts.push(name.replace(/_/g, " ") + " " + display(period[name]));
+    });
+    return parts.join("; ");
+  }
+
+  function paymentNodes(payment, asset) {
+    const when = " when this file was made";
+    if (payment.status !== "paid") {
+      return [document.createTextNode((payment.status === "unpaid" ? "Not paid yet" : payment.status) + when +
+        " (a later file shows the payment once it lands).")];
+    }
+    const nodes = [document.createTextNode("Paid" + when + ": ")];
+    if (payment.paid_amount !== undefined) nodes.push(moneyNode(payment.paid_amount, asset));
+    if (payment.transaction_hash) nodes.push(document.createTextNode(", transaction " + payment.transaction_hash));
+    return nodes;
+  }
+
   function showStatement(statement, verified) {
     const section = document.getElementById("statement");
     section.hidden = !statement;
     if (!statement) return;
+    const asset = statement.asset || "";
     text("statement-heading", verified ? "Your statement" : "The statement in this file (not verified)");
-    text("statement-recipient", statement.recipient_id);
+    text("statement-recipient", statement.recipient_id + (statement.role ? " (" + statement.role + ")" : ""));
     text("statement-proof-id", statement.public_proof_id);
-    text("statement-period", Object.keys(statement.period).sort().map((key) => key + ": " + display(statement.period[key])).join(", "));
-    text("statement-total", statement.total === undefined ? "" : statement.total + (statement.asset ? " " + statement.asset : ""));
-    text("statement-payment", statement.payment.status);
-    const columns = [...new Set(statement.lines.flatMap((line) => Object.keys(line)))].sort();
+    text("statement-period", periodText(statement.period));
+    document.getElementById("statement-total").replaceChildren(
+      ...(statement.total === undefined ? [] : [moneyNode(statement.total, asset)]));
+    document.getElementById("statement-payment").replaceChildren(...paymentNodes(statement.payment, asset));
+    const present = [...new Set(statement.lines.flatMap((line) => Object.keys(line)))];
+    const columns = [...COLUMN_ORDER.filter((column) => present.includes(column)),
+      ...present.filter((column) => !COLUMN_ORDER.includes(column)).sort()];
     const head = document.querySelector("#statement-lines thead tr");
     const body = document.querySelector("#statement-lines tbody");
-    head.replaceChildren(...columns.map((column) => Object.assign(document.createElement("th"), { textContent: column })));
+    head.replaceChildren(...columns.map((column) => Object.assign(document.createElement("th"), {
+      scope: "col", textContent: COLUMN_LABELS[column] || column.replace(/_/g, " ") })));
     body.replaceChildren(...statement.lines.map((line) => {
       const row = document.createElement("tr");
-      row.replaceChildren(...columns.map((column) => Object.assign(document.createElement("td"), {
-        textContent: line[column] === undefined ? "" : display(line[column]),
-      })));
+      row.replaceChildren(...columns.map((column) => {
+        const cell = document.createElement("td");
+        if (line[column] !== undefined) cell.append(cellNode(column, line[column], asset));
+        return cell;
+      }));
       return row;
     }));
   }

@@ -89,9 +89,18 @@ def test_a_valid_statement_passes_every_check_but_the_anchor_which_is_left_to_ch
                   f"count {document['tree_size']}", "cannot reach a chain"):
         expect(anchor).to_contain_text(shown)
     expect(verifier.locator("#statement-heading")).to_have_text("Your statement")
-    expect(verifier.locator("#statement-recipient")).to_have_text(document["statement"]["recipient_id"])
+    expect(verifier.locator("#statement-recipient")).to_have_text(
+        f"{document['statement']['recipient_id']} ({document['statement']['role']})")
     expect(verifier.locator("#statement-lines tbody tr")).to_have_count(len(document["statement"]["lines"]))
     expect(verifier.locator("#statement-lines")).to_contain_text("Noite 🎵 Clara")
+    # What a recipient reads: the asset's unit, UTC dates, hours and minutes, and when the payment state was true.
+    expect(verifier.locator("#statement-total")).to_have_text("1.666667 USDC")
+    expect(verifier.locator("#statement-total span")).to_have_attribute("title", "1666667 minor units")
+    expect(verifier.locator("#statement-period")).to_have_text(
+        "2026-11-01 to 2026-11-30 (UTC); accounting batch id alloc-2026-11-fixture")
+    expect(verifier.locator("#statement-payment")).to_contain_text("Paid when this file was made: 1.666667 USDC")
+    expect(verifier.locator("#statement-lines thead")).to_have_text("TitleWorkListenedAmount")
+    expect(verifier.locator("#statement-lines tbody tr").first).to_have_text("Saudade em Dówork-00121 h 30 min1.250000 USDC")
     verifier.set_viewport_size({"width": 1100, "height": 900})
     verifier.screenshot(path=screenshots / "verify-statement.png", full_page=True)
 
