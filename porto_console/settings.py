@@ -26,7 +26,7 @@ def _secret(name: str) -> str | None:
 DEBUG = os.environ.get("DJANGO_DEBUG", "0") == "1"
 # Keys. Outside the labelled demo the console refuses to serve with the default SECRET_KEY, without a
 # key of its own for sealed handles, or with a step-up key the ledger does not trust
-# (porto_console/console/safety.py); the demo launcher fills in ephemeral keys and the demo's fixture key.
+# (porto_console/console/safety.py); the demo launcher fills in keys of the demo's own, kept in var/, and its fixture keys.
 DEFAULT_SECRET_KEY = "porto-local-only-secret-key-change-me-in-deployment"
 SECRET_KEY = _secret("DJANGO_SECRET_KEY") or DEFAULT_SECRET_KEY
 HANDLE_KEY = _secret("PORTO_HANDLE_KEY")  # seals ledger IDs into URL handles (console/handles.py)

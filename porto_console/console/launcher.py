@@ -6,7 +6,7 @@ second process ever tries to open the ledger. Opening the ledger comes first:
 if another process owns the directory, nothing else happens. Then the keys:
 outside the labelled demo the console refuses to serve with the default
 ``SECRET_KEY``, without a handle key of its own or without a step-up key the
-ledger trusts (``safety``); the demo gets ephemeral keys and its fixture key.
+ledger trusts (``safety``); the demo gets keys of its own, kept across restarts, and its fixture keys.
 """
 
 from __future__ import annotations

@@ -8,14 +8,12 @@ forge sessions with it; sealed handles need a key of their own, so a leaked
 session key does not also open every URL; and the step-up key must be one the
 ledger trusts, or no approval could ever be proven. The checkpoint key signs
 what recipients verify, so it is a key of its own and never the demo's public
-one. The labelled demo is the exception: the launcher gives it ephemeral keys,
+one. The labelled demo is the exception: the launcher gives it keys of its own, kept in var/ across restarts,
 the demo's own fixture step-up key, which its genesis trusts, and the demo's
 labelled checkpoint key.
 """
 
 from __future__ import annotations
-
-import secrets
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -27,7 +25,7 @@ from ledger_engine.merkle.checkpoint import DEMO_CHECKPOINT_SEED_HEX
 from ledger_engine.projections import account_queries
 from porto_console import statement_files
 from porto_console.console import stepup
-from porto_console.console.services.demo import is_demo
+from porto_console.console.services.demo import is_demo, kept_demo_key
 
 MIN_KEY_CHARS = 32
 
@@ -138,14 +136,14 @@ def prepare(ledger: LedgerOwner) -> list[str]:
 
 
 def use_demo_keys() -> list[str]:
-    """The labelled demo's keys: ephemeral where none is configured, and the demo's fixture step-up key."""
+    """The labelled demo's keys: its own where none is configured, kept across restarts, and its fixture keys."""
     made = []
     if settings.SECRET_KEY == settings.DEFAULT_SECRET_KEY:
-        settings.SECRET_KEY = secrets.token_urlsafe(48)
-        made.append("an ephemeral SECRET_KEY")
+        settings.SECRET_KEY = kept_demo_key("SECRET_KEY")
+        made.append("the demo's own SECRET_KEY (kept in var/, so a restart signs nobody out)")
     if not settings.HANDLE_KEY:
-        settings.HANDLE_KEY = secrets.token_urlsafe(48)
-        made.append("an ephemeral handle key")
+        settings.HANDLE_KEY = kept_demo_key("HANDLE_KEY")
+        made.append("the demo's own handle key (kept in var/, so record links outlive a restart)")
     if not settings.STEP_UP_KEY:
         settings.STEP_UP_KEY = DEMO_STEP_UP_KEY.private_bytes_raw().hex()
         made.append("the demo's fixture step-up key")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import stat
 
 import pytest
 from django.conf import settings
@@ -19,7 +20,7 @@ from ledger_engine.genesis import genesis_hash
 from ledger_engine.layout import STATE
 from porto_console.console import safety
 from porto_console.console.commands import new_command_id
-from porto_console.console.handles import seal
+from porto_console.console.handles import seal, unseal_id
 from porto_console.console.services import dashboard
 from porto_console.console.services.users import issue_credentials
 from porto_console.internal_api import credentials
@@ -315,7 +316,8 @@ def test_outside_the_demo_the_console_serves_only_a_ledger_from_the_genesis_it_t
     assert problem.startswith("PORTO_GENESIS_HASH is not set") and genesis_hash(ledger.genesis()) in problem
 
 
-def test_the_labelled_demo_gets_ephemeral_keys(ledger, settings):
+def test_the_labelled_demo_gets_keys_of_its_own_that_a_restart_keeps(ledger, settings, tmp_path):
+    settings.VAR_DIR = tmp_path
     settings.SECRET_KEY, settings.HANDLE_KEY, settings.STEP_UP_KEY = settings.DEFAULT_SECRET_KEY, None, None
     settings.IDENTITY_KEY = None
     made = safety.prepare(ledger)
@@ -324,6 +326,14 @@ def test_the_labelled_demo_gets_ephemeral_keys(ledger, settings):
     assert settings.IDENTITY_KEY.encode() == DEMO_IDENTITY_KEY  # the demo's accounts were provisioned under it
     # Public like the demo itself: fit for the labelled demo only.
     assert [problem.split(" ")[0] for problem in safety.problems(ledger)] == ["PORTO_IDENTITY_KEY"]
+    first = (settings.SECRET_KEY, settings.HANDLE_KEY)
+    link = seal("run", "run-1")
+    assert stat.S_IMODE((tmp_path / "demo-keys.json").stat().st_mode) == 0o600
+
+    settings.SECRET_KEY, settings.HANDLE_KEY = settings.DEFAULT_SECRET_KEY, None  # the console starts again
+    safety.prepare(ledger)
+    assert (settings.SECRET_KEY, settings.HANDLE_KEY) == first  # nobody is signed out
+    assert unseal_id("run", link) == "run-1"  # a record link handed out before still opens
 
 
 # Attack 3: a worker token cannot approve.

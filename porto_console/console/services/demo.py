@@ -10,6 +10,7 @@ provisioned: only the fixture's own staff get demo sign-ins.
 from __future__ import annotations
 
 import os
+import secrets
 from base64 import b32encode
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from porto_console.console.services.users import ensure_groups, has_enrolled, is
 
 DEMO_SEED = 1
 CREDENTIALS_FILE = "demo-credentials.json"
+KEYS_FILE = "demo-keys.json"
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,22 @@ def _remember(username: str, password: str, password_hash: str) -> None:
     """Keep a demo password for ``demo_credentials``, with the hash it had, to tell when its owner changed it."""
     entries = {name: {"password": secret, "password_hash": digest} for name, (secret, digest) in _remembered().items()}
     entries[username] = {"password": password, "password_hash": password_hash}
-    path = credentials_path()
+    _write_host_only(credentials_path(), entries)
+
+
+def kept_demo_key(name: str) -> str:
+    """A key of the labelled demo's own, made on its first start and kept beside its sign-ins (host-only), so a
+    restart neither signs everyone out nor breaks a record link it handed out."""
+    path = Path(settings.VAR_DIR) / KEYS_FILE
+    keys = orjson.loads(path.read_bytes()) if path.exists() else {}
+    if name not in keys:
+        keys[name] = secrets.token_urlsafe(48)
+        _write_host_only(path, keys)
+    return keys[name]
+
+
+def _write_host_only(path: Path, entries: dict) -> None:
+    """``entries`` as JSON at ``path``, readable by this host's user alone, replaced whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "wb") as file:
