@@ -35,5 +35,10 @@ def recipient_totals(view: LedgerView) -> dict[str, dict[str, int]]:
             for recipient_id in sorted(totals)}
 
 
+def budget_first_days(view: LedgerView) -> dict[str, int]:
+    """Each budget's first UTC day of its period, by budget ID."""
+    return {record.data["budget_id"]: record.data["first_day"] for _key, record in view.records(BUDGET_PREFIX)}
+
+
 def budget_ids(view: LedgerView) -> list[str]:
     return sorted(record.data["budget_id"] for _key, record in view.records(BUDGET_PREFIX))

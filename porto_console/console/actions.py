@@ -16,7 +16,12 @@ from porto_console.ledger import owner
 
 
 class ActionRefused(Exception):
-    """Nothing was submitted, or the ledger refused before admission; ``str`` is the reason."""
+    """Nothing was submitted, or the ledger refused before admission; ``str`` is the reason, and ``code`` and
+    ``detail`` the ledger's, when it refused, for a screen that says what to change in words."""
+
+    def __init__(self, reason: str, code: str | None = None, detail: str = "") -> None:
+        super().__init__(reason)
+        self.code, self.detail = code, detail
 
 
 def run(request, command_id: str, command_type: str, build: Callable[[], CommandRequest], *,
@@ -44,7 +49,7 @@ def run(request, command_id: str, command_type: str, build: Callable[[], Command
     except stepup.StepUpFailed as error:
         raise ActionRefused(str(error)) from None
     except LedgerError as error:
-        raise ActionRefused(refusal(error)) from None
+        raise ActionRefused(refusal(error), error.code, error.detail) from None
 
 
 def refusal(error: LedgerError) -> str:

@@ -90,6 +90,7 @@ def console_urls(site) -> list:
         route("ledger/journal/lookup/", journal.lookup, "console-journal-lookup", JOURNAL.roles),
         route("ledger/journal/verify/", journal.verify, "console-journal-verify", JOURNAL.roles),
         route("ledger/journal/export/", journal.export, "console-journal-export", JOURNAL.roles),
+        route("ledger/journal/export-csv/", journal.export_csv, "console-journal-export-csv", JOURNAL.roles),
         route("ledger/journal/<int:sequence>/", journal.entry, "console-journal-entry", JOURNAL.roles),
         route("ledger/accounting/trial-balance/", accounting.trial_balance, ACCOUNTING.url_name, ACCOUNTING.roles),
         route("ledger/accounting/statement/", accounting.statement, STATEMENTS.url_name, STATEMENTS.roles),

@@ -219,12 +219,18 @@ def test_cancelling_keeps_the_run_as_a_tombstone_with_the_reason(finance, payout
     assert "The run is cancelled; only a prepared run can be approved." in response.content.decode()
 
 
-def test_payments_show_their_state_and_what_reconciliation_needs(finance, payouts_world):
+def a_signed_payment(finance, payouts_world) -> tuple[str, dict]:
+    """One approved run, its first payment signed as ``attempt-1``: the run ID and that payment."""
     run_id = prepare(finance[FINANCE])
     approve(finance[FINANCE_2], run_id, payouts_world, code=code_for(FINANCE_2))
     payment = payouts_world.state(f"payment_run/{run_id}")["frozen"]["payments"][0]
     assert payouts_world.claim(payment["effect_id"]).accepted
     assert payouts_world.sign(payment["payment_id"], "attempt-1").accepted
+    return run_id, payment
+
+
+def test_payments_show_their_state_and_what_reconciliation_needs(finance, payouts_world):
+    run_id, payment = a_signed_payment(finance, payouts_world)
     page = finance[FINANCE].get("/ledger/payouts/payments/", {"state": "signed"}).content.decode()
     reconciliation = page.split('id="reconciliation"')[1].split("</table>")[0]
     attempt = payouts_world.state("payment_attempt/attempt-1") or {}

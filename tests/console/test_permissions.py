@@ -216,6 +216,8 @@ MATRIX: dict[str, Row] = {
     "ledger/journal/verify/": Row(post=ADMIN_AUDITOR, screen=ADMIN_AUDITOR, post_data=lambda t: {"first": 1, "last": 2}),
     "ledger/journal/export/": Row(post=frozenset({"auditor"}), screen=ADMIN_AUDITOR, post_data=lambda t: {
         "command_id": new_command_id(), "first": 1, "last": 2, "file_format": "json"}),
+    "ledger/journal/export-csv/": Row(post=frozenset({"auditor"}), screen=ADMIN_AUDITOR, post_data=lambda t: {
+        "command_id": new_command_id()}),
     "ledger/journal/<int:sequence>/": Row(get=ADMIN_AUDITOR, post=ADMIN_AUDITOR),
     # Accounting: read-only screens, and the full conservation check for those the ledger lets run it.
     "ledger/accounting/trial-balance/": Row(get=FINANCE_AUDITOR, post=FINANCE_AUDITOR),

@@ -13,8 +13,12 @@ from ledger_engine.projections import budget_queries
 def budgets(ledger: LedgerOwner, *, balanced: str = "") -> list[dict[str, Any]]:
     """Budgets with both sides of
     ``funded + additions == unallocated + outstanding + paid + refunds_reversals + frozen``;
-    ``frozen`` is shown only where a freeze moved something into it."""
-    return [_equation(summary) for summary in budget_queries.budget_summaries(ledger.view())
+    ``frozen`` is shown only where a freeze moved something into it. Each carries its period's first UTC day, which
+    the screen's date range selects by."""
+    view = ledger.view()
+    first_days = budget_queries.budget_first_days(view)
+    return [{**_equation(summary), "first_day": first_days.get(summary["budget_id"])}
+            for summary in budget_queries.budget_summaries(view)
             if not balanced or summary["balanced"] == (balanced == "yes")]
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from django import forms
 
-from porto_console.console.listing import Listing, Search, by, by_amount, text
+from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET
+from ledger_engine.domain.invariants import FUNDING_TERMS, HOLDING_TERMS
+from porto_console.console import exports
+from porto_console.console.listing import DAY_MS, DateRange, Listing, Search, by, by_amount, text
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.screens import BUDGETS
 from porto_console.console.services import budgets as service
@@ -20,6 +23,8 @@ class BudgetBalance(forms.Form):
 BUDGET_LISTING = Listing(
     searches=(Search("budget", "Budget", text("budget_id")), Search("listener", "Listener", text("listener_id")),
               Search("period", "Period", text("period_id"))),
+    dated=DateRange("period", "Period starts from",
+                    lambda row: None if row["first_day"] is None else row["first_day"] * DAY_MS),
     sorts={"budget": by("budget_id"), "listener": by("listener_id"), "funding": by_amount("funding_total"),
            "holding": by_amount("holding_total")},
     default_sort="budget", identity=by("budget_id"), descending_first=frozenset({"funding", "holding"}))
@@ -35,15 +40,27 @@ BalanceFilter = BALANCE_LISTING.form_class()
 def budget_list(request):
     filter_form = BudgetFilter(request.GET or None)
     query, filters = filter_form.query(), filter_form.filters()
-    read = read_at_boundary(lambda ledger: paginate(BUDGET_LISTING.apply(service.budgets(ledger, **filters), query),
-                                                    page_number(request)))
+    if exports.wanted(request):
+        found = read_at_boundary(lambda ledger: _budgets(ledger, filters, query)).data
+        return exports.listed("budgets", exports.budget_header(FUNDING_TERMS, HOLDING_TERMS),
+                              exports.budget_cells((*FUNDING_TERMS, *HOLDING_TERMS), BUDGET_ASSET), found, query)
+    read = read_at_boundary(lambda ledger: paginate(_budgets(ledger, filters, query), page_number(request)))
     return render_screen(request, "console/budgets.html", BUDGETS.title, read, page=read.data, query=query,
                          filter_form=filter_form)
+
+
+def _budgets(ledger, filters: dict, query) -> list[dict]:
+    """The budgets matching the filters and ``query``."""
+    return BUDGET_LISTING.apply(service.budgets(ledger, **filters), query)
 
 
 def balances(request):
     filter_form = BalanceFilter(request.GET or None)
     query = filter_form.query()
+    if exports.wanted(request):
+        read = read_at_boundary(lambda ledger: BALANCE_LISTING.apply(service.recipient_balances(ledger), query))
+        return exports.table(exports.BALANCE_HEADER, exports.balance_cells(BUDGET_ASSET), read.data,
+                             exports.filename("payables-per-recipient", at=f"at-sequence-{read.head.sequence}"))
     read = read_at_boundary(lambda ledger: paginate(BALANCE_LISTING.apply(service.recipient_balances(ledger), query),
                                                     page_number(request)))
     return render_screen(request, "console/balances.html", "Payables per recipient", read, page=read.data,

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from ledger_engine.domain.commands.streaming.holds import REASONS_BY_DECISION, reason_fits
-from porto_console.console import actions
+from porto_console.console import actions, exports
 from porto_console.console.forms import CommandForm, ReasonField, accept_posted_choices
 from porto_console.console.handles import seal, unseal_id
 from porto_console.console.listing import DateRange, Listing, Search, by, text
@@ -74,6 +74,9 @@ class BulkForm(DecisionForm):
 def hold_queue(request):
     filter_form = HoldFilter(request.GET or None)
     query, reason = filter_form.query(), filter_form.choice("reason", "")
+    if exports.wanted(request):
+        found = read_at_boundary(lambda ledger: HOLD_LISTING.apply(service.every_open(ledger, reason), query)).data
+        return exports.listed("holds", exports.HOLD_HEADER, exports.hold_cells, found, query)
     read = read_at_boundary(lambda ledger: (
         paginate(HOLD_LISTING.apply(service.every_open(ledger, reason), query), page_number(request)),
         service.counts(ledger)))

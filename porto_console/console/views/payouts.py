@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from ledger_engine.domain.commands.money.payout_runs import CancelReason
 from ledger_engine.errors import LedgerError
 from ledger_engine.projections import payout_queries
-from porto_console.console import actions, stepup
+from porto_console.console import actions, exports, stepup
 from porto_console.console.forms import CommandForm, ReasonField, StepUpForm, accept_posted_choices
 from porto_console.console.handles import seal, unseal_id
 from porto_console.console.listing import DateRange, Listing, Search, by, by_amount, text
@@ -77,6 +77,9 @@ class CancelForm(CommandForm):
 def run_list(request):
     filter_form = RunFilter(request.GET or None, initial={"status": service.OPEN})
     query, status = filter_form.query(), filter_form.choice("status", service.OPEN)
+    if exports.wanted(request):
+        runs = read_at_boundary(lambda ledger: RUN_LISTING.apply(service.runs_in(ledger, status), query)).data
+        return exports.listed("payout-runs", exports.RUN_HEADER, exports.run_cells(service.ASSET), runs, query)
     read = read_at_boundary(lambda ledger: service.with_aggregates(
         ledger, paginate(RUN_LISTING.apply(service.runs_in(ledger, status), query), page_number(request))))
     return render_screen(request, "console/payout_runs.html", PAYOUTS.title, read, page=read.data, status=status,
@@ -87,6 +90,9 @@ def run_list(request):
 def payment_list(request):
     filter_form = PaymentFilter(request.GET or None, initial={"state": search.DEFAULT_STATE})
     query, state = filter_form.query(), filter_form.choice("state", search.DEFAULT_STATE)
+    if exports.wanted(request):
+        found = read_at_boundary(lambda ledger: search.search(ledger, state, query)).data
+        return exports.listed("payments", exports.PAYMENT_HEADER, exports.payment_cells, found, query)
     read = read_at_boundary(lambda ledger: (
         paginate(search.search(ledger, state, query), page_number(request)),
         payout_queries.reconciliation_queue(ledger.view())))
@@ -99,6 +105,9 @@ def prepare(request):
     """The payables now, each recipient ticked unless approval could not cite a confirmed statement for it."""
     read = read_at_boundary(service.payables)
     payables = read.data
+    if request.method == "GET" and exports.wanted(request):
+        return exports.table(exports.PAYABLE_HEADER, exports.payable_cells(service.ASSET), payables,
+                             exports.filename("payables", at=f"at-sequence-{read.head.sequence}"))
     form = PrepareForm(request.POST or None, payables=payables)
     if request.method == "POST":
         if not form.is_valid():

@@ -239,6 +239,11 @@ def freeze_request(p: RequestCorrectionPayload, reversed_lines: list[dict]) -> d
     }
 
 
+def is_reversible(line: dict) -> bool:
+    """A line a correction may reverse, by its status: payable, or Porto's share (paid when allocated)."""
+    return line["status"] == "payable" or (line["role"] == PORTO and line["status"] == "paid")
+
+
 def _reversible(changes: Changes, line_id: str, budget_id: str, correction_id: str | None = None) -> dict:
     """A line this correction may reverse: of its budget, payable (or Porto's share), under no other correction.
 
@@ -250,8 +255,7 @@ def _reversible(changes: Changes, line_id: str, budget_id: str, correction_id: s
             "listener-days are corrected through their day lines, which come with the freeze")
     require(line["budget_id"] == budget_id, ErrorCode.INVALID_REFERENCE,
             f"allocation line {line_id} belongs to budget {line['budget_id']}, not {budget_id}")
-    reversible = line["status"] == "payable" or (line["role"] == PORTO and line["status"] == "paid")
-    require(reversible, ErrorCode.INVALID_STATE,
+    require(is_reversible(line), ErrorCode.INVALID_STATE,
             f"allocation line {line_id} is {line['status']}: only payable lines and Porto's share can be reversed")
     pending = line.get("pending_correction")
     require(pending == correction_id, ErrorCode.INVALID_STATE,
