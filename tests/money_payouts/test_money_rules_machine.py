@@ -11,7 +11,8 @@ observe, reconcile, address changes) interleave with:
 - corrections requested by one finance actor and approved or declined by
   another (or, refused, by the same one), reversing payable lines and
   replacing them by the rights version's own split, or releasing or refunding
-  the rest.
+  the rest (a refunded budget takes nothing back: releasing into it is refused,
+  at request and at approval).
 
 After every step, besides the payout machine's invariants (lines, payments,
 attempts, budgets and postings tell one story through ``payout_problems``,
@@ -164,7 +165,14 @@ class MoneyRulesMachine(PayoutMachine):
         outcome = self.money.request_correction(correction_id, first["budget_id"], actor=requester,
                                                 reverses=sorted(line["line_id"] for line in same_day),
                                                 replacements=replacements, remainder_to=remainder_to)
-        assert outcome.accepted, outcome.result
+        if self._releases_into_a_refunded_budget(first["budget_id"], remainder_to, total - sum(shares.values())):
+            assert (outcome.outcome, outcome.code) == ("rejected", "INVALID_STATE"), outcome.result
+        else:
+            assert outcome.accepted, outcome.result
+
+    def _releases_into_a_refunded_budget(self, budget_id: str, remainder_to: str, remainder: int) -> bool:
+        return (remainder_to == "unallocated" and remainder > 0
+                and self.world.state(f"budget_refund/{budget_id}") is not None)
 
     @rule(pick=st.integers(0, 100), approve=st.booleans(), same_actor=st.integers(0, 9))
     def decide_a_correction(self, pick, approve, same_actor):
@@ -177,8 +185,12 @@ class MoneyRulesMachine(PayoutMachine):
             next(actor for actor in FINANCE_ACTORS if actor != request["requested_by"])
         outcome = self.money.decide_correction(request["correction_id"], "approve" if approve else "decline",
                                                actor=decider, decline_reason=None if approve else "superseded")
+        released = int(request["amounts"]["released"])
         if same_actor == 0:
             assert outcome.code == "FOUR_EYES_REQUIRED", outcome.result
+        elif approve and self._releases_into_a_refunded_budget(request["budget_id"], request["remainder_to"],
+                                                               released):
+            assert (outcome.outcome, outcome.code) == ("rejected", "INVALID_STATE"), outcome.result  # refunded since
         else:
             assert outcome.accepted, outcome.result
 
