@@ -25,8 +25,9 @@ from typing import Any, BinaryIO, Callable, TextIO
 
 import orjson
 
+from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.application.envelopes import build_envelope
-from ledger_engine.application import journal_tree
+from ledger_engine.application import day_freeze, journal_tree
 from ledger_engine.application.owner import (
     LedgerOwner, check_for_owning, initialise, promote, read_genesis, read_head, read_reconciliation_owed,
 )
@@ -194,6 +195,27 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 
+def cmd_allocate_day(args: argparse.Namespace) -> None:
+    """``AllocateDay`` as ``--actor`` (finance) for ``--day`` to ``--last-day``, then, in this process's owner, every
+    unfinished request and this one run to the end: one JSON line per progress recorded, then the request's record.
+    Chunks' bytes go to the evidence store of ``--admission`` (default: ``admission`` beside the data directory)."""
+    data = _require_data(args)
+    evidence = EvidenceStore(Path(args.admission or data.parent / "admission") / "evidence")
+    with LedgerOwner.open(data) as owner:
+        request_id = args.request_id or str(uuid.uuid4())
+        last_day = args.day if args.last_day is None else args.last_day
+        outcome = owner.submit(build_envelope("AllocateDay", {
+            "request_id": request_id, "first_day": args.day, "last_day": last_day},
+            command_id=str(uuid.uuid4()), actor_id=args.actor,
+            admitted_at_ms=max(time.time_ns() // 1_000_000, owner.admission_floor_ms())))
+        if not outcome.accepted:
+            raise LedgerError(ErrorCode(outcome.code), f"the day allocation was not requested: {outcome.result['detail']}")
+        earlier = [unfinished for unfinished in day_freeze.unfinished_requests(owner) if unfinished != request_id]
+        results = day_freeze.run_requests(owner, evidence, [*earlier, request_id], workers=args.workers,
+                                          on_progress=lambda progress: emit({"progress": progress}))
+    emit({"ok": True, "request": results[-1]})
+
+
 def cmd_verify(args: argparse.Namespace) -> None:
     """Every column family read with checksums, the journal chain, every delta and the state digest."""
     emit(verify_directory(_require_data(args), trusted_genesis=_trusted_genesis(args)))
@@ -323,6 +345,14 @@ def build_parser() -> argparse.ArgumentParser:
     export = verb("export", cmd_export, "write a portable checkpoint, recorded as an auditor's export access")
     export.add_argument("outdir")
     export.add_argument("--actor", help="the auditor exporting; the ledger records the access first")
+    allocation = verb("allocate-day", cmd_allocate_day, "request a day's allocation (or a range's) as finance and "
+                                                        "freeze it here, continuing unfinished requests first")
+    allocation.add_argument("--actor", required=True, help="the finance actor requesting it")
+    allocation.add_argument("--day", type=int, required=True, help="the first UTC day number")
+    allocation.add_argument("--last-day", type=int, help="the last UTC day number (default: --day)")
+    allocation.add_argument("--request-id", help="the request's ID (default: a new UUID)")
+    allocation.add_argument("--admission", help="the admission directory whose evidence store takes the chunks")
+    allocation.add_argument("--workers", type=int, help="processes splitting each day (default: one per core)")
     verb("verify", cmd_verify, "verify a stopped ledger: every block, the chain, the deltas, the digest")
     verb("verify-export", cmd_verify_export, "verify a portable checkpoint").add_argument("outdir")
     replay = verb("replay", cmd_replay, "rebuild a ledger from an export, verifying every hash")

@@ -24,6 +24,8 @@ class ErrorCode(StrEnum):
     DUPLICATE_KEY = "DUPLICATE_KEY"
     ADMISSION_TIME_REGRESSED = "ADMISSION_TIME_REGRESSED"
     ADMISSION_TIME_AHEAD = "ADMISSION_TIME_AHEAD"
+    # The ledger owner's own actor, or a command only it submits (in process), sent from outside it (docs/adr/0073).
+    OWNER_ONLY = "OWNER_ONLY"
 
     # The ledger's storage: refused at open, or a read that halts the owner. Nothing is changed.
     LEDGER_NOT_FOUND = "LEDGER_NOT_FOUND"

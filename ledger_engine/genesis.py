@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from ledger_engine.canonical import GENESIS_DOMAIN, domain_hash
-from ledger_engine.domain.actors import STAFF_ROLES, WORKER_ROLES, role_conflict
+from ledger_engine.domain.actors import LEDGER_OWNER, STAFF_ROLES, WORKER_ROLES, role_conflict
 from ledger_engine.domain.payer import ADDRESS_PATTERN, PAYER_KEY, payer_record
 from ledger_engine.domain.step_up import PUBLIC_KEY_PATTERN, VERIFIER_KEY, verifier_record
 from ledger_engine.domain.ruleset import ASSETS, LONDON_1_POLICY, RULESET_VERSION, ROLES
@@ -90,11 +90,13 @@ def validate_genesis(document: Any) -> None:
 
 def _require_actors(actors: list[Any]) -> None:
     """Each an actor ID, once, with roles of this ruleset: a person's or a worker's, never both, and no two duties
-    kept apart (``actors.CONFLICTING_ROLES``)."""
+    kept apart (``actors.CONFLICTING_ROLES``). None is the ledger's own actor, which no record names."""
     for actor in actors:
         if not (isinstance(actor, dict) and isinstance(actor.get("actor_id"), str)
                 and isinstance(actor.get("roles"), list) and all(isinstance(role, str) for role in actor["roles"])):
             raise LedgerError(ErrorCode.VERIFICATION_FAILED, "a genesis actor is not an actor_id with a list of roles")
+        if actor["actor_id"] == LEDGER_OWNER:
+            raise LedgerError(ErrorCode.VERIFICATION_FAILED, f"{LEDGER_OWNER} is the ledger's own actor, not a genesis one")
         if not set(actor["roles"]) <= ROLES:
             raise LedgerError(ErrorCode.VERIFICATION_FAILED, f"genesis actor {actor['actor_id']} has unknown roles")
         if set(actor["roles"]) & STAFF_ROLES and set(actor["roles"]) & WORKER_ROLES:

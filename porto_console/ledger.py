@@ -21,6 +21,7 @@ from typing import Any, Callable, Generic, TypeVar
 from django.conf import settings
 
 from ledger_engine.adapters.gateway import CommandGateway
+from ledger_engine.application import day_freeze
 from ledger_engine.application.journal import Head
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
@@ -52,6 +53,8 @@ def open_owner(data_dir: Path | None = None, *, genesis: dict[str, Any] | None =
             observe_commands(_owner)
             admission = Path(data_dir).parent / "admission" if data_dir else settings.ADMISSION_DIR
             _gateway = AnnouncingGateway(_owner, admission)
+            if settings.DAY_ALLOCATION_IN_BACKGROUND and day_freeze.unfinished_requests(_owner):
+                day_freeze.start_in_background(_owner, _gateway.evidence)  # where a restart left them
         return _owner
 
 

@@ -138,6 +138,9 @@ SIGNER_JOURNAL_URL = _secret("PORTO_SIGNER_JOURNAL_URL")
 EFFECTS_ENABLED = os.environ.get("PORTO_EFFECTS_ENABLED", "1" if (
     os.environ.get("CELERY_BROKER_URL")
     and (os.environ.get("PORTO_SIGNER_KEY") or os.environ.get("PORTO_SIGNER_KEY_FILE"))) else "0") == "1"
+# The console's process runs "Allocate days" requests on the ledger's owner it holds, and continues unfinished ones
+# when it opens the ledger (ledger_engine/application/day_freeze.py). PORTO_DAY_ALLOCATION_IN_BACKGROUND=0 turns it off.
+DAY_ALLOCATION_IN_BACKGROUND = os.environ.get("PORTO_DAY_ALLOCATION_IN_BACKGROUND", "1") == "1"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},

@@ -17,6 +17,7 @@ from tests.merkle import checkpoint_keys
 from tests.support.step_up import PRIVATE_KEY_HEX
 
 HANDLE_KEY = "porto-test-only-handle-key-for-sealed-urls"
+DAY_ALLOCATION_IN_BACKGROUND = False  # the tests run a day allocation's loop themselves, to its end
 STEP_UP_KEY = PRIVATE_KEY_HEX
 CHECKPOINT_KEY, CHECKPOINT_ORIGIN = checkpoint_keys.SEED_HEX, checkpoint_keys.ORIGIN
 IDENTITY_KEY = DEMO_IDENTITY_KEY.decode()  # the console tests' ledgers are copies of the demo's, accounts and all

@@ -14,6 +14,11 @@ be journalled first. The ledger then refuses the other with
 ``ADMISSION_TIME_REGRESSED`` and journals nothing, so the gateway re-admits
 it: the same command ID and request with a fresh admission time, stored in
 place of the old envelope, then submitted (docs/adr/0012).
+
+No envelope of the ledger's own actor, nor of a command only the owner
+submits (``CommandSpec.owner_only``: a frozen chunk of a day), is built,
+stored or submitted here: ``OWNER_ONLY``, and nothing is journalled. The owner
+submits those in its own process (docs/adr/0073).
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.canonical import canonical_bytes
+from ledger_engine.domain.actors import LEDGER_OWNER
+from ledger_engine.domain.registry import spec_for
 from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode, LedgerError
 
@@ -95,6 +102,7 @@ class CommandGateway:
         ``check`` is the caller's own refusal of an admitted envelope (it raises): it runs before the envelope is
         stored, so a request refused at the edge leaves nothing behind, and again on a stored one.
         """
+        require_not_owners(command_type, actor_id)
         request = _request(command_type=command_type, payload=payload, actor_id=actor_id, expected=expected,
                            evidence=evidence)
         stored = self.envelopes.load(command_id)
@@ -151,6 +159,8 @@ class CommandGateway:
 
         Only a ``LedgerOwner`` itself takes admitted commands: a ledger that wraps one sees every envelope.
         """
+        if isinstance(envelope, dict):  # anything else the ledger refuses as malformed
+            require_not_owners(envelope.get("command_type"), envelope.get("actor_id"))
         command = self._take_admitted(envelope)
         if command is not None and isinstance(self.ledger, LedgerOwner):
             return self.ledger.submit_admitted(command)
@@ -230,6 +240,18 @@ class CommandGateway:
         with self._lock:
             self._last_ms = max(self._last_ms, self._clock())
             return self._last_ms
+
+
+def require_not_owners(command_type: Any, actor_id: Any) -> None:
+    """``OWNER_ONLY`` for the ledger's own actor and for a command only the owner submits, in its own process."""
+    if actor_id == LEDGER_OWNER:
+        raise LedgerError(ErrorCode.OWNER_ONLY, f"{LEDGER_OWNER} is the ledger's own actor: only the owner acts as it")
+    try:
+        owner_only = isinstance(command_type, str) and spec_for(command_type).owner_only
+    except LedgerError:  # an unknown type: admission refuses it
+        return
+    if owner_only:
+        raise LedgerError(ErrorCode.OWNER_ONLY, f"only the ledger's owner submits {command_type}, in its own process")
 
 
 def _request(*, command_type: str, payload: dict[str, Any], actor_id: str, expected: Iterable[dict[str, Any]] = (),

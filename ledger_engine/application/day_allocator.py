@@ -118,16 +118,44 @@ class DayAllocator:
 
     def _split_surviving_one_death(self, store: PendingBatch, day: int) -> tuple[bytes, DayTotals, list[Skipped]]:
         try:
-            return _joined(self._split_on_workers(day, _read(store, day, self.chunk_size)))
+            return _joined(self._split_on_workers(_jobs(day, _read(store, day, self.chunk_size))))
         except BrokenProcessPool:  # a worker died, during this build or before it: new workers, a new read
-            return _joined(self._split_on_workers(day, _read(store, day, self.chunk_size)))
+            return _joined(self._split_on_workers(_jobs(day, _read(store, day, self.chunk_size))))
 
-    def _split_on_workers(self, day: int, read: Iterator[tuple[list[_Candidate | Skipped], dict[Address, bytes | None]]]
+    def split_named(self, store: PendingBatch, named: list[tuple[int, list[str]]]
+                    ) -> list[tuple[bytes, DayTotals, list[Skipped]]]:
+        """Each (day, listener IDs) of ``named`` split as a build splits its day, read from ``store`` now: the
+        artifact bytes, totals and skipped listener-days of each, in order. Their chunks go to the workers
+        together, as they are read (split here when they make one chunk, or there is one worker)."""
+        counts: list[int] = []  # chunks per (day, listener IDs), known once all are read
+
+        def jobs() -> Iterator[tuple[int, list[_Candidate | Skipped], dict[Address, bytes | None]]]:
+            counts.clear()
+            for day, listener_ids in named:
+                counts.append(0)
+                for job in _jobs(day, _read_named(store, day, listener_ids, self.chunk_size)):
+                    counts[-1] += 1
+                    yield job
+
+        if self.workers == 1 or sum(len(listener_ids) for _, listener_ids in named) <= self.chunk_size:
+            results = [_split_chunk(*job) for job in jobs()]
+        else:
+            try:
+                results = list(self._split_on_workers(jobs()))
+            except BrokenProcessPool:  # a worker died: new workers, a new read
+                results = list(self._split_on_workers(jobs()))
+        joined, start = [], 0
+        for count in counts:
+            joined.append(_joined(iter(results[start:start + count])))
+            start += count
+        return joined
+
+    def _split_on_workers(self, jobs: Iterator[tuple[int, list[_Candidate | Skipped], dict[Address, bytes | None]]]
                           ) -> Iterator[tuple[bytes, DayTotals, list[Skipped]]]:
         """The chunks' results in order; a worker's death breaks the pool, which the next attempt replaces."""
         pool, waiting = self._started_workers(), deque()
         try:
-            for chunk, needed in read:
+            for day, chunk, needed in jobs:
                 waiting.append(pool.submit(_split_chunk, day, chunk, needed))
                 self.most_waiting = max(self.most_waiting, len(waiting))
                 if len(waiting) >= AHEAD * self.workers:
@@ -164,6 +192,20 @@ def _read(store: PendingBatch, day: int, chunk_size: int
     shared: dict[Address, bytes | None] = {}
     for chunk in chunks(day_candidates(store, day, shared), chunk_size):
         yield chunk, _needed(chunk, shared)
+
+
+def _read_named(store: PendingBatch, day: int, listener_ids: list[str], chunk_size: int
+                ) -> Iterator[tuple[list[_Candidate | Skipped], dict[Address, bytes | None]]]:
+    """Named listener-days of ``day`` in chunks, read as ``_read`` reads the day's."""
+    shared: dict[Address, bytes | None] = {}
+    for chunk in chunks(named_candidates(store, day, listener_ids, shared), chunk_size):
+        yield chunk, _needed(chunk, shared)
+
+
+def _jobs(day: int, read: Iterator[tuple[list[_Candidate | Skipped], dict[Address, bytes | None]]]
+          ) -> Iterator[tuple[int, list[_Candidate | Skipped], dict[Address, bytes | None]]]:
+    for chunk, needed in read:
+        yield day, chunk, needed
 
 
 def _joined(results: Iterator[tuple[bytes, DayTotals, list[Skipped]]]) -> tuple[bytes, DayTotals, list[Skipped]]:
@@ -228,10 +270,16 @@ class _StoredRecords:
 def day_candidates(store: PendingBatch, day: int, shared: dict[Address, bytes | None]
                    ) -> Iterator[_Candidate | Skipped]:
     """The day's listener-days in key order, each with the records it reads; what they all read goes in ``shared``."""
-    shared[(STATE, POLICY_KEY)] = _raw(store, POLICY_KEY)
-    rights_addresses = _RightsAddresses()
     prefix = (key("day_closed", seq20(day)) + "/").encode()
     listeners = [index_key[len(prefix):].decode() for index_key, _ in store.scan_raw(INDEXES, prefix)]
+    return named_candidates(store, day, listeners, shared)
+
+
+def named_candidates(store: PendingBatch, day: int, listeners: list[str], shared: dict[Address, bytes | None]
+                     ) -> Iterator[_Candidate | Skipped]:
+    """``day_candidates`` of the named listeners' days; one that does not exist is left out."""
+    shared[(STATE, POLICY_KEY)] = _raw(store, POLICY_KEY)
+    rights_addresses = _RightsAddresses()
     for day_key in sorted(listener_day_key(listener_id, day) for listener_id in listeners):
         raw = _raw(store, day_key)
         if raw is not None:

@@ -11,14 +11,17 @@ import os
 import time
 import shutil
 import tempfile
+import uuid
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 import orjson
 
 from ledger_engine.application.admission import AdmittedCommand, admit
+from ledger_engine.application import admission_clock
 from ledger_engine.application.admission_clock import AdmissionClock
+from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application.executor import SerialExecutor
 from ledger_engine.application.journal import GENESIS_HEAD, Head, encoded_delta
 from ledger_engine.application.journal_tree import build_from_journal, check_tree, is_kept, stored_root
@@ -27,6 +30,7 @@ from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.private_rows import require_private_key
 from ledger_engine.application.value_codec import decode_record, encode_record, encode_value
 from ledger_engine.application.transition import HEAD_KEY, CommandOutcome, stored_outcome
+from ledger_engine.domain.actors import LEDGER_OWNER
 from ledger_engine.domain.schema.dispatch_switch import PENDING_RESUME_SENTINEL, SWITCH_KEY, resume_key
 from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
@@ -47,6 +51,7 @@ LEGACY_DISPATCH_KEY = b"dispatch"  # the switch before it was ledger state (docs
 WRITER_KEY = b"writer"
 # Commands that would let this copy dispatch: refused while it owes a reconciliation.
 RESUME_COMMANDS = frozenset({"RequestDispatchResume", "DecideDispatchResume"})
+OWN_READMISSIONS = 8  # another thread's commands may be journalled first, at a later time, this many times running
 
 
 def read_head(store: RocksStore) -> Head:
@@ -242,6 +247,25 @@ class LedgerOwner:
         """``submit`` for a command its caller has just admitted (the gateway), so it is not admitted twice."""
         self._require_no_reconciliation_owed(command)
         return self.executor.execute_now(command)
+
+    def submit_own(self, command_type: str, payload: dict[str, Any], *,
+                   evidence_hashes: Iterable[str] = ()) -> CommandOutcome:
+        """Submit as the ledger's own actor (``actors.LEDGER_OWNER``), in this process: what only the owner builds
+        (a frozen chunk of a day and its request's progress, docs/adr/0073). Dated by the owner's clock, never before
+        the last journalled admission; dated again if another thread's later-dated command was journalled first."""
+        hashes = tuple(evidence_hashes)
+        for _ in range(OWN_READMISSIONS):
+            try:
+                return self.submit(self._own_envelope(command_type, payload, hashes))
+            except LedgerError as error:
+                if error.code != ErrorCode.ADMISSION_TIME_REGRESSED:
+                    raise
+        return self.submit(self._own_envelope(command_type, payload, hashes))
+
+    def _own_envelope(self, command_type: str, payload: dict[str, Any], hashes: tuple[str, ...]) -> dict[str, Any]:
+        now_ms = (self.executor.clock.now_ms or admission_clock.wall_clock_ms)()
+        return build_envelope(command_type, payload, command_id=str(uuid.uuid4()), actor_id=LEDGER_OWNER,
+                              admitted_at_ms=max(now_ms, self.admission_floor_ms()), evidence_hashes=hashes)
 
     def _require_no_reconciliation_owed(self, command: AdmittedCommand) -> None:
         """A copy that owes a reconciliation takes no step towards resuming dispatch (a decline is no such step)."""

@@ -48,8 +48,11 @@ log = logging.getLogger(__name__)
 
 
 class VerificationError(LedgerError):
-    def __init__(self, item: str, reason: str) -> None:
-        super().__init__(ErrorCode.VERIFICATION_FAILED, f"{item}: {reason}")
+    """A history or a copy of one that does not verify, naming its first bad item; ``CONFLICTING_EVIDENCE`` when
+    what an entry states is not what its inputs make (a frozen chunk that is not the split of its listener-days)."""
+
+    def __init__(self, item: str, reason: str, code: ErrorCode = ErrorCode.VERIFICATION_FAILED) -> None:
+        super().__init__(code, f"{item}: {reason}")
         self.item = item
         self.reason = reason
 

@@ -11,7 +11,10 @@ Once the journal is applied, the rebuilt ledger must export to exactly
 the exported bytes, compared line by line as both stream past: journal,
 deltas, events and state rows, hence the chain, every delta, the state digest
 and the journal tree root. It dispatches nothing: the rebuilt ledger starts
-with dispatch disabled.
+with dispatch disabled. Before an accepted ``FreezeDayChunk`` is applied, its
+chunk is split again from the state replayed so far and must be the one its
+payload states (``frozen_chunks.py``), runs of them on every core; an accepted
+correction of a frozen listener-day must quote a line of its chunk's bytes.
 
 Like a restore (docs/adr/0013), a replay is all or nothing: it builds the
 ledger in a sibling scratch directory and renames it into place only once it
@@ -27,6 +30,7 @@ from typing import Any, Iterable
 
 import orjson
 
+from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.application.admission import admit
 from ledger_engine.application.journal import Head
 from ledger_engine.application.journal_tree import BatchTree, open_tree, stored_root
@@ -40,6 +44,7 @@ from ledger_engine.checkpoint.export import (
     journal_lines, state_row_lines,
 )
 from ledger_engine.checkpoint.form import verify_file_hashes
+from ledger_engine.checkpoint.frozen_chunks import FrozenChunkCheck, chunk_runs, frozen_chunk, quoted_lines
 from ledger_engine.checkpoint.load import load_checkpoint
 from ledger_engine.checkpoint.publish import publish_built
 from ledger_engine.checkpoint.verify import VerificationError, read_metadata, verify_export, verify_genesis
@@ -55,18 +60,19 @@ CHUNK = 64
 
 def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
                   checkpoint_dir: str | os.PathLike | None = None,
-                  trusted_genesis: str | None = None) -> dict[str, Any]:
+                  trusted_genesis: str | None = None, evidence: EvidenceStore | None = None) -> dict[str, Any]:
     """Rebuild ``export_dir``'s ledger from its genesis, or from an earlier verified checkpoint of it.
 
-    With ``trusted_genesis`` that genesis must be the one the deployment trusts (``require_trusted_genesis``).
+    With ``trusted_genesis`` that genesis must be the one the deployment trusts (``require_trusted_genesis``);
+    with ``evidence``, a frozen chunk's bytes it holds must hash to the chunk's hash.
     """
     return publish_built(data_dir, lambda staging: rebuild_export(export_dir, staging, checkpoint_dir=checkpoint_dir,
-                                                                  trusted_genesis=trusted_genesis),
+                                                                  trusted_genesis=trusted_genesis, evidence=evidence),
                          verb="replay", doing="replaying")
 
 
 def rebuild_export(export_dir: str | os.PathLike, staging: Path, *, checkpoint_dir: str | os.PathLike | None = None,
-                   trusted_genesis: str | None = None) -> dict[str, Any]:
+                   trusted_genesis: str | None = None, evidence: EvidenceStore | None = None) -> dict[str, Any]:
     """Rebuild ``export_dir``'s ledger in ``staging``, a directory its caller publishes or throws away.
 
     Hashes prove only that a history is whole; whoever writes one can recompute them after adding an
@@ -76,17 +82,18 @@ def rebuild_export(export_dir: str | os.PathLike, staging: Path, *, checkpoint_d
     metadata = read_metadata(root)
     verify_file_hashes(root, metadata)
     genesis = verify_genesis(root, metadata, trusted_genesis)
-    return _rebuild(root, staging, metadata, genesis, checkpoint_dir)
+    with FrozenChunkCheck(evidence=evidence, quoted=quoted_lines(root / JOURNAL_FILE)) as check:
+        return _rebuild(root, staging, metadata, genesis, checkpoint_dir, check)
 
 
 def _rebuild(root: Path, staging: Path, metadata: dict[str, Any], genesis: dict[str, Any],
-             checkpoint_dir: str | os.PathLike | None) -> dict[str, Any]:
+             checkpoint_dir: str | os.PathLike | None, check: FrozenChunkCheck) -> dict[str, Any]:
     start = 0 if checkpoint_dir is None else _load_earlier_checkpoint(checkpoint_dir, staging, metadata, root)
     with RocksStore(staging, create=True, staging=True) as store:
         if start == 0:
             initialise(store, genesis)
         _disable_dispatch(store)
-        head = _apply_journal(store, root / JOURNAL_FILE, read_head(store), after=start)
+        head = _apply_journal(store, root / JOURNAL_FILE, read_head(store), after=start, check=check)
         return _compare_with_export(store, root, metadata, head)
 
 
@@ -132,19 +139,21 @@ class _Chunk:
         self.commands = 0
 
 
-def _apply_journal(store: RocksStore, journal_path: Path, head: Head, *, after: int) -> Head:
+def _apply_journal(store: RocksStore, journal_path: Path, head: Head, *, after: int,
+                   check: FrozenChunkCheck) -> Head:
     chunk = _Chunk(store, open_tree(store, head))
     indexes = IndexMaintainer()
     floor = last_admitted_ms(store, head)
     with open(journal_path, "rb") as handle:
-        for number, line in enumerate(handle, start=1):
-            if number <= after:
-                continue
-            entry = _journal_entry(number, line)
-            head, admitted_ms = _replay_one(chunk, indexes, head, floor, number, entry)
-            floor = max(floor, admitted_ms)
-            if chunk.commands >= CHUNK:
-                chunk.write()
+        entries = ((number, _journal_entry(number, line)) for number, line in enumerate(handle, start=1)
+                   if number > after)
+        for run in chunk_runs(entries, lambda numbered: frozen_chunk(f"{JOURNAL_FILE}:{numbered[0]}", numbered[1])):
+            for number, entry in check.each_checked(chunk.pending, run):
+                check.require_quote(f"{JOURNAL_FILE}:{number}", entry)
+                head, admitted_ms = _replay_one(chunk, indexes, head, floor, number, entry)
+                floor = max(floor, admitted_ms)
+                if chunk.commands >= CHUNK:
+                    chunk.write()
     chunk.write()
     return head
 

@@ -7,7 +7,11 @@ the journal, every command's delta: its ``delta_hash``, its tie to the entry
 its fold into the state. The fold of deltas 0..head must equal the exported state rows and
 events exactly, so an edited row or event fails even with its metadata
 recomputed. The fold lives in a scratch store (``fold.py``), so memory stays
-flat however long the journal is. The first failing item is reported by name,
+flat however long the journal is. Every accepted frozen chunk is split again
+from the state folded before it, whose values the fold keeps for the records a
+split reads, and must be the one its payload states (``frozen_chunks.py``);
+an accepted correction of a frozen listener-day must quote a line of it.
+The first failing item is reported by name,
 e.g. ``journal.jsonl:17`` or ``state_rows.jsonl:40``; a fault of form is named
 before any fault of content.
 """
@@ -28,6 +32,9 @@ from ledger_engine.application.value_codec import encode_record, encode_value
 from ledger_engine.canonical import DELTA_DOMAIN, STATE_DOMAIN, ZERO_HASH, engine_bytes, sha256_hex
 from ledger_engine.checkpoint.export import EXPORT_FORMAT, EXPORT_FORMAT_VERSION, JournalTreeFold
 from ledger_engine.checkpoint.fold import Address, DiskFold
+from ledger_engine.checkpoint.frozen_chunks import (
+    FrozenChunk, FrozenChunkCheck, chunk_runs, frozen_chunk, quoted_lines, split_reads,
+)
 from ledger_engine.checkpoint.form import (
     DELTAS_FILE, EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE, ROWS_FILE, FormCheck, Lines,
     VerificationError, file_digest,
@@ -109,8 +116,8 @@ def verify_export(directory: str | os.PathLike, *, trusted_genesis: str | None =
 def _verify_content(root: Path, metadata: dict[str, Any], trusted_genesis: str | None,
                     lines: Lines) -> dict[str, Any]:
     genesis = verify_genesis(root, metadata, trusted_genesis)
-    with DiskFold.scratch() as folded:
-        journal_tree = _verify_history(metadata, genesis, folded, lines)
+    with DiskFold.scratch() as folded, FrozenChunkCheck(quoted=quoted_lines(root / JOURNAL_FILE)) as check:
+        journal_tree = _verify_history(metadata, genesis, folded, lines, check)
         _verify_state_rows(root, metadata, folded, lines)
         _verify_events(root, folded, lines)
     return {**metadata, "journal_tree": _verify_journal_tree(metadata, journal_tree)}
@@ -158,18 +165,21 @@ def require_trusted_genesis(found: str, trusted: str | None, item: str) -> None:
 
 
 def _verify_history(metadata: dict[str, Any], genesis: dict[str, Any], folded: DiskFold,
-                    lines: Lines) -> dict[str, Any]:
-    """Walk the journal and the deltas in step: chain, delta hashes, ties, the fold, and the journal tree."""
+                    lines: Lines, check: FrozenChunkCheck) -> dict[str, Any]:
+    """Walk the journal and the deltas in step: chain, delta hashes, ties, frozen chunks, the fold, and the
+    journal tree."""
     journal_tree = JournalTreeFold()
     deltas = lines(DELTAS_FILE)
     genesis_delta = _delta_at(next(deltas, None), 0, DELTAS_FILE)
     _require(genesis_delta[1] == _genesis_delta(genesis), genesis_delta[0], "is not the genesis state")
     _fold(genesis_delta, folded)
     previous_hash, sequence = ZERO_HASH, 0
-    journal = lines(JOURNAL_FILE)
-    for journal_line, delta_line in zip_longest(journal, deltas):
+    in_step = zip_longest(lines(JOURNAL_FILE), deltas)
+    for journal_line, delta_line in (pair for run in chunk_runs(in_step, _frozen_chunk_of)
+                                     for pair in check.each_checked(folded, run)):
         sequence += 1
         entry_item, _, entry = _entry(journal_line, sequence)
+        check.require_quote(entry_item, entry)
         _require(entry["previous_entry_hash"] == previous_hash, entry_item, "previous entry hash breaks the chain")
         _require(recompute_entry_hash(entry) == entry["entry_hash"], entry_item, "entry hash does not match its contents")
         delta = _delta_at(delta_line, sequence, DELTAS_FILE)
@@ -181,6 +191,11 @@ def _verify_history(metadata: dict[str, Any], genesis: dict[str, Any], folded: D
     _require((sequence, previous_hash) == (metadata["sequence"], metadata["last_entry_hash"]),
              JOURNAL_FILE, "journal does not end at the exported head")
     return journal_tree.as_json()
+
+
+def _frozen_chunk_of(pair: tuple[tuple[str, bytes, Any] | None, Any]) -> FrozenChunk | None:
+    journal_line = pair[0]
+    return None if journal_line is None else frozen_chunk(journal_line[0], journal_line[2])
 
 
 def _require(condition: bool, item: str, reason: str) -> None:
@@ -249,7 +264,10 @@ def _fold(delta: tuple[str, list[dict[str, Any]]], folded: DiskFold) -> None:
     for row in rows:
         address = (row["column_family"], row["key"])
         _require(address[0] != EVENTS or folded.get(address) is None, item, "rewrites an immutable event")
-        folded.set(address, None if row["value"] is None else hashlib.sha256(engine_bytes(row["value"])).digest())
+        value = None if row["value"] is None else engine_bytes(row["value"])
+        folded.set(address, None if value is None else hashlib.sha256(value).digest())
+        if split_reads(*address):
+            folded.keep(address, value)
 
 
 def _verify_state_rows(root: Path, metadata: dict[str, Any], folded: DiskFold, lines: Lines) -> None:

@@ -11,6 +11,12 @@ that, the genesis administrator is the only admin and the reviewed genesis is
 the root of trust, so they provision alone. The step from one active admin to
 two is one way: removing an admin needs a second admin who is not the one
 removed, so the ledger never returns to a single admin by its own commands.
+
+One actor has no account: the ledger's own, ``LEDGER_OWNER``, whose one role
+``OWNER_ROLE`` lets it submit what only the owner process builds (a frozen
+chunk of a day, docs/adr/0073). No account, genesis actor or credential holds
+that role or bears that name (``require_not_owner``), and the gateway and the
+internal API refuse its envelopes, so only the owner submits as it, in process.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import Iterable
 
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.registry import RuleContext
-from ledger_engine.domain.ruleset import ROLES
+from ledger_engine.domain.ruleset import OWNER_ROLE, ROLES
 from ledger_engine.domain.schema.staff import account_key, actor_key
 from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode
@@ -38,10 +44,20 @@ ANY_STAFF = "any-staff"
 # Who pauses payment dispatch alone (the safe direction, with step-up) and asks for it to resume; an admin other
 # than the one who asked approves a resume (commands/dispatch_switch.py).
 DISPATCH_PAUSERS = frozenset({ADMIN, "ops"})
+# The ledger's own actor: the rules know it and its one role without an account (see the module's docstring).
+LEDGER_OWNER = OWNER_ROLE
+OWNER_ROLES = frozenset({OWNER_ROLE})
 
 
 def actor_roles(ctx: RuleContext, actor_id: str) -> frozenset[str]:
+    if actor_id == LEDGER_OWNER:
+        return OWNER_ROLES
     return _active_roles(ctx.changes.get(STATE, actor_key(actor_id)))
+
+
+def require_not_owner(actor_id: str, code: ErrorCode = ErrorCode.ALREADY_EXISTS) -> None:
+    """No account, genesis actor or credential is the ledger's own actor."""
+    require(actor_id != LEDGER_OWNER, code, f"{LEDGER_OWNER} is the ledger's own actor: no account bears its name")
 
 
 def _active_roles(record: Record | None) -> frozenset[str]:
@@ -52,7 +68,11 @@ def _active_roles(record: Record | None) -> frozenset[str]:
 
 def require_role(ctx: RuleContext, allowed: frozenset[str], record: Record | None) -> None:
     """The acting actor, whose record is ``record``, must be active and hold one of ``allowed``
-    (or be staff, for ``ANY_STAFF``)."""
+    (or be staff, for ``ANY_STAFF``). The ledger's own actor holds ``OWNER_ROLE`` alone, with no record."""
+    if ctx.actor_id == LEDGER_OWNER:
+        require(OWNER_ROLE in allowed, ErrorCode.CAPABILITY_MISSING,
+                f"the ledger's own actor submits only the owner's commands, not one needing {sorted(allowed)}")
+        return
     require(record is not None, ErrorCode.UNKNOWN_ACTOR, f"actor {ctx.actor_id} is not provisioned")
     roles = _active_roles(record)
     if ANY_STAFF in allowed and record.data["status"] == "active" and _is_staff(ctx.changes, ctx.actor_id, record):

@@ -23,7 +23,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ledger_engine.amounts import checked_sum, format_amount
+import orjson
+
+from ledger_engine.amounts import checked_sum, format_amount, parse_amount
 from ledger_engine.canonical import engine_bytes
 from ledger_engine.domain.allocation_policy import PlannedLine
 from ledger_engine.domain.commands.money.allocation import ListenerDayInputs, planned_fields
@@ -69,3 +71,15 @@ def artifact_chunk(planned: Iterable[tuple[ListenerDayInputs, list[PlannedLine]]
             "lines": [planned_fields(line) for line in lines],
         }) + b"\n")
     return b"".join(encoded), totals
+
+
+def content_totals(content: bytes) -> DayTotals:
+    """The totals of artifact lines read back from their bytes (a run of a day's lines: a chunk of it)."""
+    totals = DayTotals()
+    for encoded in content.splitlines():
+        line = orjson.loads(encoded)
+        for part in line["lines"]:
+            totals.by_recipient[(part["role"], part["recipient_id"])] += parse_amount(part["amount"])
+        totals.by_budget[line["budget_id"]] += parse_amount(line["amount"])
+        totals.listener_days += 1
+    return totals

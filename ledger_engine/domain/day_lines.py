@@ -11,8 +11,20 @@ derived, never chosen:
     dayline- || hex(SHA-256( UTF8("porto:london:day-line:v1\\n") || JCS([day, chunk, role, recipient_id]) ))[:32]
 
 A day line is paid like any line (``payable -> reserved -> paid``, Porto's
-share ``paid`` at once) and moves no budget term when it is. Nothing in the
-product writes one yet: the freeze is ADR 0073's second step.
+share ``paid`` at once) and moves no budget term when it is. ``FreezeDayChunk``
+(commands/money/freeze.py) writes them, with the chunk's record they total.
+
+A day line's amount never changes. A correction of a frozen listener-day
+(commands/money/corrections.py) that takes a recipient's part out of a payable
+day line reverses it and writes, for what remains, a *remainder* day line of
+the same chunk, role and recipient whose ID is derived from the correction too:
+
+    dayline- || hex(SHA-256( UTF8("porto:london:day-line:v1\\n")
+                             || JCS([day, chunk, role, recipient_id, correction_id]) ))[:32]
+
+It names that correction (``correction_id``) and the day line it follows
+(``replaces``). So a chunk's (role, recipient) has one line live at a time,
+found by following ``reversed_by`` from the freeze's line (``remainder_line_id``).
 """
 
 from __future__ import annotations
@@ -29,9 +41,17 @@ ARTIFACT_FIELDS = ("day", "chunk", "hash")
 _HASH = re.compile(r"[0-9a-f]{64}")
 
 
-def day_line_id(day: int, chunk: int, role: str, recipient_id: str | None) -> str:
-    """The one ID of the day line paying ``recipient_id`` (null for Porto's share) in ``role`` from a day's chunk."""
-    return DAY_LINE_ID_PREFIX + domain_hash(DAY_LINE_DOMAIN, [day, chunk, role, recipient_id])[:32]
+def day_line_id(day: int, chunk: int, role: str, recipient_id: str | None, correction_id: str | None = None) -> str:
+    """The one ID of the day line paying ``recipient_id`` (null for Porto's share) in ``role`` from a day's chunk:
+    the freeze's, or with ``correction_id`` the remainder that correction left of it."""
+    named = [day, chunk, role, recipient_id] + ([] if correction_id is None else [correction_id])
+    return DAY_LINE_ID_PREFIX + domain_hash(DAY_LINE_DOMAIN, named)[:32]
+
+
+def remainder_line_id(line: Mapping[str, Any]) -> str:
+    """The ID the remainder of a day line reversed by a correction has (written only if something remains)."""
+    artifact = line["artifact"]
+    return day_line_id(artifact["day"], artifact["chunk"], line["role"], line["recipient_id"], line["reversed_by"])
 
 
 def is_day_line(line: Mapping[str, Any]) -> bool:
@@ -57,7 +77,8 @@ def line_problems(line: Mapping[str, Any]) -> list[str]:
     if artifact["day"] != line["day"]:
         found.append(f"day {line['day']!r} is not its artifact's day {artifact['day']!r}")
     if not found:
-        derived = day_line_id(artifact["day"], artifact["chunk"], line["role"], line["recipient_id"])
+        derived = day_line_id(artifact["day"], artifact["chunk"], line["role"], line["recipient_id"],
+                              line["correction_id"])
         if line["line_id"] != derived:
             found.append(f"its ID is not the derived {derived}")
     return found

@@ -47,6 +47,7 @@ TARGETS: dict[str, tuple[str, str]] = {
     "FundingImported": ("lot", "lot_id"),
     "BudgetFunded": ("budget", "budget_id"),
     "ListenerDayAllocated": ("listener", "listener_id"),
+    "DayChunkFrozen": ("allocation_request", "request_id"),
     "ConservationChecked": ("conservation_check", "check_id"),
     "BatchPrepared": ("batch", "batch_id"),
     "BatchStateChanged": ("batch", "batch_id"),

@@ -9,8 +9,10 @@ the paid lines (Porto's retained share is paid when it is allocated),
 ``refunds_reversals`` what corrections and a refund of the period took out of
 the budget, each counted once, and ``frozen`` what freezes moved out of
 ``unallocated`` (docs/adr/0073): the ``amount`` of the allocation sentinels a
-freeze claimed, each naming its ``artifact``. ``frozen`` is absent from every
-budget no freeze touched and counts as zero there. A *day line* (an allocation
+freeze claimed, each naming its ``artifact``, less what corrections of frozen
+listener-days took out of it again (each correction's ``unfrozen``).
+``frozen`` is absent from every budget no freeze touched and counts as zero
+there. A *day line* (an allocation
 line with no budget, ledger_engine/domain/day_lines.py) counts in no budget
 term: paying it moves none. Two checks hold the terms to the records they summarise:
 
@@ -23,8 +25,15 @@ term: paying it moves none. Two checks hold the terms to the records they summar
   with ``require_conserved``: a command that would break conservation is
   rejected with INVARIANT_VIOLATION and changes nothing.
 - ``ledger_mismatches(view)``: every budget, lot, line, correction and freeze
-  sentinel from scratch (a day line's artifact well formed and its ID the
-  derived one, until its chunk's totals are recorded to check it against), and
+  sentinel from scratch; every frozen chunk's record (``state/day_chunk/``,
+  commands/money/freeze.py) against its day lines, one per (role, recipient)
+  total with its amount, whose live day line (the freeze's or the remainder
+  corrections left of it) and the parts corrections of frozen listener-days
+  took out of it add up to that total; against the freeze sentinels naming
+  it, its listener-day count and budget totals; each such correction against
+  its listener-day's freeze sentinel (that chunk, its whole slice, corrected
+  once); every day line well formed, with its derived ID, naming a recorded
+  chunk (``chunk_mismatches``); and
   every lot against its deposit evidence: a lot whose deposit sentinels do not
   name it, or that shares a deposit with another lot, is a phantom
   (deposits.py), and every refunded budget holds nothing unallocated: units
@@ -46,11 +55,11 @@ from ledger_engine.domain.deposits import (
     EVIDENCE_PREFIX, UNIT_PREFIX, deposit_evidence_key, deposit_unit_key, is_canonical,
 )
 from ledger_engine.domain.chart import UNALLOCATED_PREFIX
-from ledger_engine.domain.day_lines import is_day_line, line_problems
+from ledger_engine.domain.day_lines import day_line_id, is_day_line, line_problems
 from ledger_engine.domain.postings import POSTED
 from ledger_engine.domain.schema.money_allocation import (
-    ALLOCATION_SENTINEL_PREFIX, BUDGET_PREFIX, CORRECTION_PREFIX, LINE_PREFIX, LOT_PREFIX, REFUND_PREFIX,
-    AllocationLine, Budget, Correction, Lot,
+    ALLOCATION_SENTINEL_PREFIX, BUDGET_PREFIX, CORRECTION_PREFIX, DAY_CHUNK_PREFIX, LINE_PREFIX, LOT_PREFIX,
+    REFUND_PREFIX, AllocationLine, Budget, Correction, DayChunk, Lot, allocation_sentinel_key, day_chunk_key,
 )
 from ledger_engine.domain.view import StateView
 from ledger_engine.errors import ErrorCode
@@ -109,6 +118,11 @@ def budget_terms(data: Budget | None) -> dict[str, int]:
 def is_freeze_sentinel(owner: dict) -> bool:
     """An allocation sentinel a freeze claimed: it names the artifact, where AllocateListenerDay's names line IDs."""
     return "artifact" in owner
+
+
+def unfrozen(correction: Correction) -> int:
+    """What a correction took out of its budget's ``frozen``: a frozen listener-day's slice, else nothing."""
+    return parse_amount(correction.get("unfrozen", "0"))
 
 
 def equation_mismatches(subject: str, budget: Budget) -> list[Mismatch]:
@@ -179,6 +193,11 @@ class _Movements:
         self.budgets.add(budget_id)
         self.terms[(budget_id, "refunds_reversals")] += parse_amount(amount)
 
+    def correction(self, correction: Correction) -> None:
+        """A new correction: its refund, and what a frozen listener-day's took out of ``frozen``."""
+        self.taken_out(correction["budget_id"], correction["refunded"])
+        self.terms[(correction["budget_id"], "frozen")] -= unfrozen(correction)
+
     def lot(self, subject: str, before: Lot | None, after: Lot) -> None:
         self.lots_gave += parse_amount(after["allocated"]) - (parse_amount(before["allocated"]) if before else 0)
         self.mismatches += _lot_bound(subject, after)
@@ -209,7 +228,7 @@ def _movements(changes: Changes) -> _Movements:
         elif record_key.startswith(LINE_PREFIX):
             moved.line(record_key, before_data, data)
         elif record_key.startswith(CORRECTION_PREFIX) and before is None:
-            moved.taken_out(data["budget_id"], data["refunded"])
+            moved.correction(data)
         elif record_key.startswith(REFUND_PREFIX) and before is None:
             moved.taken_out(data["budget_id"], data["amount"])
         elif record_key.startswith(BUDGET_PREFIX):
@@ -239,17 +258,27 @@ def ledger_mismatches(view: StateView) -> list[Mismatch]:
     every lot against its draws."""
     found: list[Mismatch] = []
     recorded: dict[tuple[str, str], int] = defaultdict(int)
+    chunks = _FrozenChunks()
     for record_key, record in view.scan(STATE, LINE_PREFIX):
         line = record.data
-        found += shape_mismatches(record_key, line)
-        if not is_day_line(line) and line["status"] in LINE_TERM:
+        shape = shape_mismatches(record_key, line)
+        found += shape
+        if is_day_line(line):
+            if not shape:
+                chunks.line(record_key, line)
+        elif line["status"] in LINE_TERM:
             recorded[(line["budget_id"], LINE_TERM[line["status"]])] += parse_amount(line["amount"])
-    for _, owner in view.scan(UNIQUE, ALLOCATION_SENTINEL_PREFIX):
+    for sentinel, owner in view.scan(UNIQUE, ALLOCATION_SENTINEL_PREFIX):
         if is_freeze_sentinel(owner.data):
             recorded[(owner.data["budget_id"], "frozen")] += parse_amount(owner.data["amount"])
-    for _, record in view.scan(STATE, CORRECTION_PREFIX):
+            chunks.sentinel(sentinel, owner.data)
+    for record_key, record in view.scan(STATE, CORRECTION_PREFIX):
         recorded[(record.data["budget_id"], "refunds_reversals")] += parse_amount(record.data["refunded"])
+        recorded[(record.data["budget_id"], "frozen")] -= unfrozen(record.data)
         found += _correction_arithmetic(record.data)
+        if "unfrozen" in record.data:
+            chunks.correction(record_key, record.data)
+    found += chunks.mismatches(view)
     refunded = set()
     for _, record in view.scan(STATE, REFUND_PREFIX):
         recorded[(record.data["budget_id"], "refunds_reversals")] += parse_amount(record.data["amount"])
@@ -273,6 +302,146 @@ def ledger_mismatches(view: StateView) -> list[Mismatch]:
             found.append(Mismatch(record_key, "allocated", f"allocated {record.data['allocated']} != budget draws {draws}"))
     found += [Mismatch(LOT_PREFIX + lot_id, "exists", "budgets draw on a missing lot") for lot_id in sorted(drawn)]
     return found + lot_deposit_mismatches(view)
+
+
+@dataclass
+class _FrozenChunks:
+    """The well-formed day lines and the freeze sentinels, by the chunk their ``artifact`` names."""
+
+    lines: dict[tuple[int, int], dict[str, AllocationLine]] = field(default_factory=lambda: defaultdict(dict))
+    slices: dict[tuple[int, int], dict[str, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
+    counts: dict[tuple[int, int], int] = field(default_factory=lambda: defaultdict(int))
+    hashes: dict[tuple[int, int], set[tuple[str, str]]] = field(default_factory=lambda: defaultdict(set))
+    # What corrections of frozen listener-days took out of each chunk's day lines, by (role, recipient).
+    corrected: dict[tuple[int, int], dict[tuple[str, str | None], int]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(int)))
+    corrections: dict[tuple[int, int], set[str]] = field(default_factory=lambda: defaultdict(set))
+    listener_days: dict[tuple[str, int], list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def line(self, subject: str, line: AllocationLine) -> None:
+        chunk = (line["artifact"]["day"], line["artifact"]["chunk"])
+        self.lines[chunk][line["line_id"]] = line
+        self.hashes[chunk].add((subject, line["artifact"]["hash"]))
+
+    def sentinel(self, subject: str, owner: dict) -> None:
+        artifact = owner["artifact"]
+        chunk = (artifact["day"], artifact["chunk"])
+        self.slices[chunk][owner["budget_id"]] += parse_amount(owner["amount"])
+        self.counts[chunk] += 1
+        self.hashes[chunk].add((subject, artifact["hash"]))
+
+    def correction(self, subject: str, correction: Correction) -> None:
+        """A correction of a frozen listener-day: the parts it took out of its chunk's day lines."""
+        artifact = correction["artifact"]
+        chunk = (artifact["day"], artifact["chunk"])
+        for part in correction["parts"]:
+            self.corrected[chunk][(part["role"], part["recipient_id"])] += parse_amount(part["amount"])
+        self.corrections[chunk].add(correction["correction_id"])
+        self.hashes[chunk].add((subject, artifact["hash"]))
+        self.listener_days[tuple(correction["listener_day"])].append(subject)
+
+    def mismatches(self, view: StateView) -> list[Mismatch]:
+        found, recorded = self._listener_day_mismatches(view), set()
+        for record_key, record in view.scan(STATE, DAY_CHUNK_PREFIX):
+            chunk = (record.data["day"], record.data["chunk"])
+            recorded.add(chunk)
+            found += chunk_mismatches(record_key, record.data, self.lines.get(chunk, {}), self.slices.get(chunk, {}),
+                                      self.counts.get(chunk, 0), self.corrected.get(chunk, {}),
+                                      self.corrections.get(chunk, set()))
+            found += [Mismatch(subject, "artifact", f"names chunk {chunk[1]} of day {chunk[0]} with hash {digest}, "
+                                                    f"which is frozen with {record.data['hash']}")
+                      for subject, digest in sorted(self.hashes.get(chunk, ())) if digest != record.data["hash"]]
+        for day, chunk in sorted(self.hashes.keys() - recorded):
+            found += [Mismatch(subject, "artifact", f"names chunk {chunk} of day {day}, which is not recorded "
+                                                    f"({day_chunk_key(day, chunk)})")
+                      for subject, _ in sorted(self.hashes[(day, chunk)])]
+        return found
+
+    def _listener_day_mismatches(self, view: StateView) -> list[Mismatch]:
+        """Each corrected frozen listener-day was frozen in the chunk its correction names, which took its whole
+        slice out of ``frozen``, and was corrected so once."""
+        found = []
+        for (listener_id, day), subjects in sorted(self.listener_days.items()):
+            if len(subjects) > 1:
+                found.append(Mismatch(subjects[0], "listener_day", f"listener-day {listener_id}/{day} is taken out "
+                                                                   f"of its freeze by {len(subjects)} corrections"))
+            sentinel = view.get(UNIQUE, allocation_sentinel_key(listener_id, day))
+            owner = sentinel.data if sentinel is not None else {}
+            for subject in subjects:
+                correction = view.get(STATE, subject).data
+                if not is_freeze_sentinel(owner) or owner["artifact"] != correction["artifact"] \
+                        or (owner["budget_id"], owner["amount"]) != (correction["budget_id"], correction["unfrozen"]):
+                    found.append(Mismatch(subject, "listener_day", f"unfroze {correction['unfrozen']} of listener-day "
+                                                                   f"{listener_id}/{day} in budget "
+                                                                   f"{correction['budget_id']} from chunk "
+                                                                   f"{correction['artifact']}, its freeze sentinel "
+                                                                   f"says {owner or None}"))
+        return found
+
+
+def chunk_mismatches(subject: str, chunk: DayChunk, lines: dict[str, AllocationLine], slices: dict[str, int],
+                     listener_days: int, corrected: dict[tuple[str, str | None], int] | None = None,
+                     corrections: set[str] = frozenset()) -> list[Mismatch]:
+    """A frozen chunk's record against its day lines (one per total, of that amount; its live day line and the parts
+    ``corrected`` took out of it add up to that total; no other line but the remainders its ``corrections`` left)
+    and against the freeze sentinels naming it (its listener-day count and budget totals); its totals against each
+    other."""
+    found = []
+    corrected = corrected or {}
+    named = {line_id for line_id, line in lines.items() if line["correction_id"] in corrections}
+    totals = {(total["role"], total["recipient_id"]) for total in chunk["recipients"]}
+    found += [Mismatch(subject, "day_lines", f"corrections took {amount} of {role} {recipient_id}, whom it pays "
+                                             "nothing")
+              for (role, recipient_id), amount in corrected.items() if (role, recipient_id) not in totals]
+    for total in chunk["recipients"]:
+        line_id = day_line_id(chunk["day"], chunk["chunk"], total["role"], total["recipient_id"])
+        named.add(line_id)
+        line = lines.get(line_id)
+        if total["line_id"] != line_id:
+            found.append(Mismatch(subject, "day_lines", f"names {total['line_id']} for {total['role']} "
+                                                        f"{total['recipient_id']}, not the derived {line_id}"))
+        elif line is None:
+            found.append(Mismatch(subject, "day_lines", f"no day line {line_id} pays {total['role']} "
+                                                        f"{total['recipient_id']} its {total['amount']}"))
+        elif (line["role"], line["recipient_id"], line["amount"]) != (total["role"], total["recipient_id"],
+                                                                       total["amount"]):
+            found.append(Mismatch(subject, "day_lines", f"day line {line_id} pays {line['role']} "
+                                                        f"{line['recipient_id']} {line['amount']}, the chunk "
+                                                        f"{total['role']} {total['recipient_id']} {total['amount']}"))
+        else:
+            found += _corrected_total_mismatches(subject, total, lines, named,
+                                                 corrected.get((total["role"], total["recipient_id"]), 0))
+    found += [Mismatch(LINE_PREFIX + line_id, "artifact", f"is in no total of {subject}")
+              for line_id in sorted(lines.keys() - named)]
+    paid = sum(parse_amount(total["amount"]) for total in chunk["recipients"])
+    budgets = {entry["budget_id"]: parse_amount(entry["amount"]) for entry in chunk["budgets"]}
+    amount = parse_amount(chunk["amount"])
+    if not paid == sum(budgets.values()) == amount:
+        found.append(Mismatch(subject, "totals", f"amount {amount}, recipients {paid}, "
+                                                 f"budgets {sum(budgets.values())}"))
+    if budgets != slices:
+        found.append(Mismatch(subject, "budgets", f"budget totals {sorted(budgets.items())} != the freeze "
+                                                  f"sentinels naming it {sorted(slices.items())}"))
+    if chunk["listener_days"] != listener_days:
+        found.append(Mismatch(subject, "listener_days", f"{chunk['listener_days']} listener-days != "
+                                                        f"{listener_days} freeze sentinels naming it"))
+    return found
+
+
+def _corrected_total_mismatches(subject: str, total: dict, lines: dict[str, AllocationLine], remainders: set[str],
+                                corrected: int) -> list[Mismatch]:
+    """What is live of a (role, recipient)'s day lines, the freeze's and the remainders, and what corrections took
+    out of them, add up to the chunk's total for it."""
+    recipient = (total["role"], total["recipient_id"])
+    live = [line for line_id, line in lines.items()
+            if (line["role"], line["recipient_id"]) == recipient and line["status"] != "reversed"
+            and (line["correction_id"] is None or line_id in remainders)]
+    amount = sum(parse_amount(line["amount"]) for line in live)
+    if len(live) <= 1 and amount + corrected == parse_amount(total["amount"]):
+        return []
+    return [Mismatch(subject, "day_lines", f"{total['role']} {total['recipient_id']}: {len(live)} live day lines of "
+                                           f"{amount} and {corrected} corrected out of them, not its total "
+                                           f"{total['amount']}")]
 
 
 def lot_deposit_mismatches(view: StateView) -> list[Mismatch]:
@@ -318,7 +487,13 @@ def _correction_arithmetic(correction: Correction) -> list[Mismatch]:
     reversed_amount = parse_amount(correction["reversed"])
     accounted = (parse_amount(correction["replaced"]) + parse_amount(correction["released"])
                  + parse_amount(correction["refunded"]) - parse_amount(correction["refunded_unallocated"]))
-    if reversed_amount == accounted:
-        return []
-    return [Mismatch(CORRECTION_PREFIX + correction["correction_id"], "arithmetic",
-                     f"reversed {reversed_amount} != replaced + released + refunded reversal {accounted}")]
+    found = []
+    if reversed_amount != accounted:
+        found.append(Mismatch(CORRECTION_PREFIX + correction["correction_id"], "arithmetic",
+                              f"reversed {reversed_amount} != replaced + released + refunded reversal {accounted}"))
+    if "unfrozen" in correction:
+        parts = sum(parse_amount(part["amount"]) for part in correction["parts"])
+        if not reversed_amount == unfrozen(correction) == parts:
+            found.append(Mismatch(CORRECTION_PREFIX + correction["correction_id"], "unfrozen",
+                                  f"reversed {reversed_amount}, unfrozen {correction['unfrozen']}, parts {parts}"))
+    return found

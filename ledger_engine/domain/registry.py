@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ledger_engine.domain import step_up as step_up_proofs
 from ledger_engine.domain.changes import Changes
+from ledger_engine.domain.ruleset import OWNER_ROLE
 from ledger_engine.envelope import CommandEnvelope, pydantic_error_code
 from ledger_engine.errors import ErrorCode, LedgerError
 
@@ -59,6 +60,11 @@ class CommandSpec:
     cites_evidence: bool = False  # its envelope names stored evidence bytes in ``evidence_hashes``
 
     @property
+    def owner_only(self) -> bool:
+        """Only the ledger's owner submits this command, in process, as its own actor: no gateway or API takes it."""
+        return OWNER_ROLE in self.roles
+
+    @property
     def human_approval(self) -> bool:
         """Some payload of this type needs a person's step-up proof, so no worker may ever submit it."""
         return self.step_up is not None
@@ -102,7 +108,12 @@ def command(command_type: str, *, payload: type[Payload], roles: set[str], step_
     ``cites_evidence`` declares that its envelopes name evidence bytes, stored
     before them, in ``evidence_hashes`` (signed transactions, chain
     observations, signed documents).
+
+    A command the role ``ruleset.OWNER_ROLE`` may submit is the owner's alone
+    (``CommandSpec.owner_only``): no other role may, and no person approves it.
     """
+    assert OWNER_ROLE not in roles or (roles == {OWNER_ROLE} and not step_up), \
+        f"{command_type}: a command of the ledger's owner is its alone"
     needs = (lambda _payload: True) if step_up is True else (step_up or None)
 
     def register(rule: Rule) -> Rule:

@@ -28,6 +28,10 @@ Role = Literal[
     "maintenance",  # backups and checkpoints
 ]
 ROLES = frozenset(get_args(Role))
+# The role of the ledger's own actor (``actors.LEDGER_OWNER``), known to the rules without an account: not a
+# ``Role``, so no account, genesis actor or worker credential can hold it. The owner process submits the commands
+# that need it, in process; the gateway and the internal API refuse them, and that actor, from anyone (docs/adr/0073).
+OWNER_ROLE = "ledger-owner"
 
 ASSETS = {"USDC": 6, "GBP": 2}
 

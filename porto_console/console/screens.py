@@ -21,6 +21,7 @@ PAYMENTS = Screen("console-payments", "Payments", frozenset({FINANCE, AUDITOR}))
 RECIPIENTS = Screen("console-recipients", "Recipient updates", frozenset({FINANCE, AUDITOR}))
 CORRECTIONS = Screen("console-corrections", "Corrections", frozenset({FINANCE, AUDITOR}))
 BUDGETS = Screen("console-budgets", "Budgets and balances", frozenset({FINANCE, AUDITOR}))
+DAY_ALLOCATION = Screen("console-day-allocation", "Allocate days", frozenset({FINANCE, AUDITOR}))
 ACCOUNTS = Screen("console-accounts", "Accounts", frozenset({ADMIN, AUDITOR}))
 ACCOUNTING = Screen("console-accounting", "Trial balance", frozenset({FINANCE, AUDITOR}))
 STATEMENTS = Screen("console-statement", "Account statements", frozenset({FINANCE, AUDITOR}))
@@ -30,5 +31,5 @@ QUARANTINE_RETRY_ROLES = frozenset({OPS})
 STAFF_CHANGES = Screen("console-staff-changes", "Staff changes", frozenset({ADMIN, AUDITOR}))
 LOCKOUTS = Screen("console-lockouts", "Sign-in lockouts", frozenset({ADMIN}))
 
-SCREENS = (DASHBOARD, HOLDS, PAYOUTS, PAYMENTS, RECIPIENTS, CORRECTIONS, BUDGETS, ACCOUNTS, STAFF_CHANGES, LOCKOUTS,
+SCREENS = (DASHBOARD, HOLDS, PAYOUTS, PAYMENTS, RECIPIENTS, CORRECTIONS, BUDGETS, DAY_ALLOCATION, ACCOUNTS, STAFF_CHANGES, LOCKOUTS,
            JOURNAL, QUARANTINE, ACCOUNTING, STATEMENTS)

@@ -8,12 +8,12 @@ from django.urls import path
 
 from porto_console.console.roles import ADMIN, FINANCE, command_roles, require_roles
 from porto_console.console.screens import (
-    ACCOUNTING, ACCOUNTS, BUDGETS, CORRECTIONS, DASHBOARD, HOLDS, JOURNAL, LOCKOUTS, PAYMENTS, PAYOUTS, QUARANTINE,
+    ACCOUNTING, ACCOUNTS, BUDGETS, CORRECTIONS, DASHBOARD, DAY_ALLOCATION, HOLDS, JOURNAL, LOCKOUTS, PAYMENTS, PAYOUTS, QUARANTINE,
     QUARANTINE_RETRY_ROLES, RECIPIENTS, STAFF_CHANGES, STATEMENTS,
 )
 from porto_console.console.views import (
-    accounting, accounts, budgets, corrections, dashboard, dispatch, holds, journal, payouts, quarantine, recipients,
-    staff, statements,
+    accounting, accounts, budgets, corrections, dashboard, day_allocation, dispatch, holds, journal, payouts, quarantine,
+    recipients, staff, statements,
 )
 
 ADMIN_ONLY = frozenset({ADMIN})
@@ -60,6 +60,9 @@ def console_urls(site) -> list:
               RECIPIENTS.roles),
         route("ledger/recipients/<str:handle>/decline/", recipients.decline, "console-recipient-decline",
               RECIPIENTS.roles),
+        route("ledger/day-allocation/", day_allocation.request_list, DAY_ALLOCATION.url_name, DAY_ALLOCATION.roles),
+        route("ledger/day-allocation/<str:handle>/", day_allocation.request_detail, "console-day-allocation-request",
+              DAY_ALLOCATION.roles),
         route("ledger/corrections/", corrections.correction_list, CORRECTIONS.url_name, CORRECTIONS.roles),
         route("ledger/corrections/request/", corrections.request_correction, "console-correction-request",
               command_roles("RequestCorrection")),

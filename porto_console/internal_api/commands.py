@@ -14,6 +14,10 @@ derive their IDs from facts others can read (``ledger_api.command_id_for``),
 so in one space shared by every actor another worker could take an ID first
 and have the honest command refused as a conflict for good.
 
+Nothing is submitted here as the ledger's own actor, nor a command only the
+owner submits in its own process (a frozen chunk of a day): 403 ``OWNER_ONLY``
+before anything else, whatever the credential says (docs/adr/0073).
+
 While dispatch is disabled (paused, or a restored ledger not yet promoted)
 the commands that start an effect, ``ClaimEffect`` and ``RecordSignedAttempt``,
 are refused before the gateway sees them.
@@ -26,7 +30,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Path, Router
 
-from ledger_engine.adapters.gateway import CommandGateway, derived_command_id
+from ledger_engine.adapters.gateway import CommandGateway, derived_command_id, require_not_owners
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -44,6 +48,7 @@ STARTS_AN_EFFECT = ("ClaimEffect", "RecordSignedAttempt")
 
 def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, Any]:
     """Submit a command request as ``credential``'s actor; returns its journalled outcome."""
+    require_not_owners(request["command_type"], credential.actor_id)
     if not credential.may_submit(request["command_type"]):
         raise ApiError(ApiCode.COMMAND_NOT_ALLOWED,
                        f"worker {credential.name} may not submit {request['command_type']}; "
@@ -127,6 +132,7 @@ The first request for a `command_id` stores the envelope before the ledger sees 
 the same body reuses that stored envelope and its admission time, so a command executes at most
 once however often it is sent. The same `command_id` with a different body is `COMMAND_ID_CONFLICT`.
 A worker's command IDs are its own: the same ID sent by another actor is another command.
+A command only the ledger's owner submits (`FreezeDayChunk`) is 403 `OWNER_ONLY` and nothing is stored.
 Accepted and rejected outcomes both answer 200. While dispatch is
 disabled, `ClaimEffect` and `RecordSignedAttempt` are 503 `DISPATCH_DISABLED` and nothing is stored.""")
 def submit_command(request: HttpRequest, command: CommandRequest) -> dict[str, Any]:

@@ -11,6 +11,10 @@ a staff change, ...). Those need a person's fresh authenticator proof, which
 only the console's step-up service makes after checking a code; a worker
 token cannot carry one, and the ledger refuses the command without it.
 
+Nor is one issued for the ledger's own actor or a command only the owner
+submits in process (``actors.LEDGER_OWNER``, ``CommandSpec.owner_only``,
+docs/adr/0073).
+
 Nor does one credential carry duties kept apart (``actors.CONFLICTING_ROLES``):
 a credential that may record signed payment attempts may not record what the
 chain did with them (``ROLE_CONFLICT``). A payment worker holds two, one for
@@ -30,7 +34,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
-from ledger_engine.domain.actors import role_conflict
+from ledger_engine.domain.actors import LEDGER_OWNER, role_conflict
 from ledger_engine.domain.registry import registered_types, spec_for
 from ledger_engine.domain.ruleset import ROLES
 from ledger_engine.envelope import IDENTIFIER_PATTERN
@@ -64,9 +68,15 @@ def issue(name: str, actor_id: str, command_types: list[str]) -> tuple[WorkerCre
     """Create an active credential; returns it with its token, which is never stored."""
     if not re.fullmatch(IDENTIFIER_PATTERN, actor_id):
         raise CredentialError(f"{actor_id!r} is not a ledger actor ID")
+    if actor_id == LEDGER_OWNER:
+        raise CredentialError(f"OWNER_ONLY: {LEDGER_OWNER} is the ledger's own actor; only the owner acts as it")
     unknown = sorted(set(command_types) - set(registered_types()))
     if unknown:
         raise CredentialError(f"unknown command types: {', '.join(unknown)}")
+    owners = sorted(command_type for command_type in set(command_types) if spec_for(command_type).owner_only)
+    if owners:
+        raise CredentialError(f"OWNER_ONLY: refusing {', '.join(owners)}: only the ledger's owner submits these, "
+                              "in its own process")
     human = sorted(command_type for command_type in set(command_types) if spec_for(command_type).human_approval)
     if human:
         raise CredentialError(

@@ -36,6 +36,7 @@ _STATUS: dict[str, HTTPStatus] = {
     ApiCode.INVALID_REQUEST: HTTPStatus.BAD_REQUEST,
     ApiCode.UNAUTHENTICATED: HTTPStatus.UNAUTHORIZED,
     ApiCode.COMMAND_NOT_ALLOWED: HTTPStatus.FORBIDDEN,
+    ErrorCode.OWNER_ONLY: HTTPStatus.FORBIDDEN,
     ErrorCode.NOT_FOUND: HTTPStatus.NOT_FOUND,
     ErrorCode.INVALID_STATE: HTTPStatus.CONFLICT,  # e.g. a statement file asked for before its root is anchored
     ErrorCode.COMMAND_ID_CONFLICT: HTTPStatus.CONFLICT,

@@ -27,8 +27,9 @@ MAX_EVIDENCE_BYTES = 64 * 1024
 
 @cache
 def evidence_commands() -> frozenset[str]:
-    """The command types whose envelopes cite stored evidence, as the registry declares them."""
-    return frozenset(t for t in registered_types() if spec_for(t).cites_evidence)
+    """The command types a worker may submit whose envelopes cite stored evidence, as the registry declares them;
+    the owner stores its own commands' evidence itself (``CommandSpec.owner_only``)."""
+    return frozenset(t for t in registered_types() if spec_for(t).cites_evidence and not spec_for(t).owner_only)
 
 
 @router.post("/evidence", response={200: EvidenceOut, **ERROR_RESPONSES}, summary="Store evidence bytes",

@@ -376,7 +376,7 @@ def test_the_command_types_citing_evidence_are_declared_in_the_registry():
     assert declared == {"ImportFunding", "FreezeArtifact", "UpdateRecipient", "RecordSignedAttempt",
                         "RecordLandedAttempt", "RecordTransferObservation", "RecordCommitmentObservation",
                         "CompleteEffect", "AdmitNode", "ChangeNodeStatus", "RotateNodeKey", "DisableWork",
-                        "ApplyBillingObservation", "RecordReceipt", "RecordPeerResult"}
+                        "ApplyBillingObservation", "RecordReceipt", "RecordPeerResult", "RequestCorrection"}
     assert {e["command_type"] for e in demo_envelopes(7, listeners=2, days=1) if e["evidence_hashes"]} <= declared
 
 
@@ -545,3 +545,26 @@ def test_openapi_schema_is_published_with_the_error_policy(ledger, admin_client)
     assert "Accepted and rejected outcomes both answer 200" in submit["description"]
     assert "Business rejections are not errors" in schema["info"]["description"]
     assert schema["components"]["securitySchemes"]["WorkerBearer"]["scheme"] == "bearer"
+
+
+def forged_credential(name: str, actor_id: str, command_types: list[str]) -> Worker:
+    """A credential written to the database as ``issue`` never would."""
+    selector, secret = "0123456789abcdef", "forged-secret"
+    WorkerCredential.objects.create(name=name, actor_id=actor_id, command_types=command_types, selector=selector,
+                                    secret_sha256=credentials._digest(secret))
+    return Worker(f"{credentials.TOKEN_PREFIX}.{selector}.{secret}")
+
+
+@pytest.mark.parametrize(("actor_id", "command_type"), [("ledger-owner", "ImportFunding"),
+                                                        ("ingest-1", "FreezeDayChunk")])
+def test_the_ledgers_own_actor_and_commands_are_refused_owner_only_and_store_nothing(ledger, actor_id, command_type):
+    """Only the owner submits as ``ledger-owner``, and only it submits FreezeDayChunk, in process (docs/adr/0073)."""
+    with pytest.raises(credentials.CredentialError, match="OWNER_ONLY"):
+        credentials.issue("worker-9", actor_id, [command_type])
+    worker = forged_credential("worker-9", actor_id, [command_type])
+    head = ledger.head()
+    request = {**import_funding(), "command_type": command_type}
+    body = assert_error(worker.post(COMMANDS, request), 403, "OWNER_ONLY")
+    assert "owner" in body["detail"]
+    assert nothing_stored(request["command_id"], actor_id) and ledger.head() == head
+    assert http_status(ErrorCode.OWNER_ONLY) == HTTPStatus.FORBIDDEN

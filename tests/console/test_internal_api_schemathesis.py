@@ -58,8 +58,10 @@ def server(tmp_path, envelopes, settings, backup_repository):
 def test_schemathesis_finds_no_server_error_and_no_contract_breach(server, tmp_path):
     # Nor does a credential carry two duties kept apart: it carries every command a worker credential may but the
     # observations and the admin's (whose roles it would otherwise hold with signer's and finance's); those are
-    # fuzzed as a refusal at the edge (COMMAND_NOT_ALLOWED), as the contract documents.
+    # fuzzed as a refusal at the edge (COMMAND_NOT_ALLOWED), as the contract documents. No credential carries a
+    # command only the ledger's owner submits (OWNER_ONLY, docs/adr/0073).
     worker_types = [command_type for command_type in registered_types() if not spec_for(command_type).human_approval
+                    and not spec_for(command_type).owner_only
                     and spec_for(command_type).roles not in ({"observer"}, {"admin"})]
     token = credentials.issue("fuzz-1", "fuzz-1", worker_types)[1]
     schema = tmp_path / "openapi.json"

@@ -186,6 +186,11 @@ MATRIX: dict[str, Row] = {
     "ledger/corrections/<str:handle>/decline/": Row(post=frozenset({"finance"}), screen=FINANCE_AUDITOR,
                                                     post_data=lambda t: {"command_id": new_command_id(),
                                                                          "reason": "requested_in_error"}),
+    "ledger/day-allocation/": Row(get=FINANCE_AUDITOR, post=frozenset({"finance"}), post_data=lambda t: {
+        "command_id": new_command_id(), "first": "2026-10-01"}),
+    # The demo ledger holds no day allocation request: those who may open one are told there is none.
+    "ledger/day-allocation/<str:handle>/": Row(get=FINANCE_AUDITOR, post=FINANCE_AUDITOR, statuses={
+        (method, role): 404 for method in ("GET", "POST") for role in FINANCE_AUDITOR}),
     "ledger/budgets/": Row(get=FINANCE_AUDITOR, post=FINANCE_AUDITOR),
     "ledger/budgets/payables/": Row(get=FINANCE_AUDITOR, post=FINANCE_AUDITOR),
     "ledger/accounts/": Row(get=ADMIN_AUDITOR, post=ADMIN_AUDITOR),
@@ -281,6 +286,7 @@ def targets(ledger, users) -> Targets:
         "ledger/recipients/": seal("recipient-update", update), "ledger/accounts/": seal("account", STAFF["ops"]),
         "ledger/staff-changes/": seal("staff-change", change), "ledger/lockouts/": seal("lockout", str(attempt.pk)),
         "ledger/corrections/": seal("correction", correction), "ledger/statements/": seal("statement", statement),
+        "ledger/day-allocation/": seal("day-allocation", "no-such-request"),
         "statement_id": statement, "ledger/quarantine/": seal("effect", "demo-effect"), "command_id": str(uuid.uuid4()),
         "effect_id": "demo-effect", "payment_id": "demo-payment", "sequence": "1", "token": "not-a-token",
         "content_type_id": "1", "object_id": "1", "url": "no-such-page/"})

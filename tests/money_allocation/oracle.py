@@ -60,7 +60,8 @@ def conservation_problems(owner: LedgerOwner) -> list[str]:
     for budget in budgets:
         expect(f"budget_unallocated:{budget['budget_id']}", int(budget["unallocated"]))
         funding = int(budget["funded"]) + int(budget["additions"])
-        holding = sum(int(budget[t]) for t in ("unallocated", "outstanding", "paid", "refunds_reversals"))
+        holding = sum(int(budget.get(t, 0)) for t in ("unallocated", "outstanding", "paid", "refunds_reversals",
+                                                      "frozen"))
         if funding != holding:
             problems.append(f"budget {budget['budget_id']}: {funding} funded, {holding} held")
     owed = defaultdict(int)

@@ -4,8 +4,9 @@
 the streaming workers would make; ``TestForgeRecord`` overwrites one money
 record and ``TestPayoutGate`` runs the payout block check, so tests can break
 conservation and watch payouts stop. ``TestDayLines`` freezes listener-days
-the way ADR 0073's freeze will (docs/adr/0073), with amounts the test states
-instead of a recomputed artifact: nothing in the product writes a day line yet. Tests register them for as long as they
+with the freeze's own writing (docs/adr/0073, ``commands/money/freeze.py``),
+with amounts the test states instead of a checked, recomputed chunk, and no
+``ledger-owner`` actor. Tests register them for as long as they
 need them (``fixture_commands``); a process a test starts to replay a history
 made with them registers them for its life (``tests/support/fixture_site``).
 """
@@ -17,27 +18,17 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
-from collections import defaultdict
-
 from pydantic import Field
 
-from ledger_engine.amounts import Amount, checked_sum, format_amount
+from ledger_engine.amounts import Amount
 from ledger_engine.domain import registry
 from ledger_engine.domain.allocation_policy import PlannedLine
-from ledger_engine.domain.chart import budget_unallocated
-from ledger_engine.domain.commands.money.allocation import already_allocated, credit_lines, write_line
-from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET
-from ledger_engine.domain.commands.money.lines import move_budget
-from ledger_engine.domain.day_lines import day_line_id
-from ledger_engine.domain.changes import require
+from ledger_engine.domain.commands.money.freeze import FrozenSlice, freeze_chunk
 from ledger_engine.domain.invariants import require_conserved, require_payouts_unblocked
-from ledger_engine.domain.postings import debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.schema.money_allocation import allocation_sentinel_key
 from ledger_engine.domain.schema.streaming import listener_day_key, node_key, period_key
 from ledger_engine.domain.types import Count, Digest, Identifier
-from ledger_engine.errors import ErrorCode
 
 
 class FixtureWork(Payload):
@@ -143,33 +134,15 @@ class DayLinesPayload(Payload):
 
 
 def day_lines(ctx: RuleContext, p: DayLinesPayload) -> dict:
-    """A chunk frozen as the freeze will freeze one: each listener-day's sentinel claimed and its slice moved from
-    ``unallocated`` to ``frozen``, one day line per recipient and role with its derived ID, and the postings
-    (Dr each budget's unallocated, Cr the lines' accounts as allocation credits them)."""
-    changes = ctx.changes
-    artifact = {"day": p.day, "chunk": p.chunk, "hash": p.hash}
-    by_budget: dict[str, int] = defaultdict(int)
-    for frozen in p.listener_days:
-        changes.claim_unique(allocation_sentinel_key(frozen.listener_id, p.day),
-                             {"budget_id": frozen.budget_id, "amount": format_amount(frozen.amount),
-                              "artifact": artifact},
-                             ErrorCode.ALREADY_ALLOCATED, already_allocated(frozen.listener_id, p.day))
-        move_budget(changes, frozen.budget_id, "unallocated", "frozen", frozen.amount)
-        by_budget[frozen.budget_id] += frozen.amount
-    planned = [PlannedLine(line.role, line.recipient_id, line.amount) for line in p.lines]
-    require(checked_sum(by_budget.values()) == checked_sum(line.amount for line in planned), ErrorCode.COUNT_MISMATCH,
-            "the day lines must total the frozen listener-days")
-    journal = f"test_day_lines:{p.day}:{p.chunk}"
-    line_ids = []
-    for line in planned:
-        line_id = day_line_id(p.day, p.chunk, line.role, line.recipient_id)
-        write_line(changes, line_id, line, listener_id=None, day=p.day, budget_id=None, created_by=created(ctx),
-                   correlation_id=journal, artifact=artifact)
-        line_ids.append(line_id)
-    post(changes, journal=journal, asset=BUDGET_ASSET,
-         lines=[*(debit(budget_unallocated(budget_id), amount) for budget_id, amount in sorted(by_budget.items())),
-                *credit_lines(planned)])
-    require_conserved(changes)
+    """A chunk frozen as ``FreezeDayChunk`` freezes one (``freeze.freeze_chunk``: sentinels, ``frozen``, day lines,
+    postings and the chunk's record), with the slices and lines the test states instead of checked revisions and
+    recomputed totals."""
+    slices = [FrozenSlice(frozen.listener_id, frozen.budget_id, frozen.amount) for frozen in p.listener_days]
+    lines = [PlannedLine(line.role, line.recipient_id, line.amount) for line in p.lines]
+    line_ids = freeze_chunk(ctx.changes, {"day": p.day, "chunk": p.chunk, "hash": p.hash}, slices, lines,
+                            journal=f"test_day_lines:{p.day}:{p.chunk}", created_by=created(ctx),
+                            chunk_record={"request_id": "test-day-lines", "size": 1})
+    require_conserved(ctx.changes)
     return {"line_ids": line_ids}
 
 

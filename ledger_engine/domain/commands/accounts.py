@@ -21,7 +21,8 @@ from typing import Any, Iterable, Literal
 from pydantic import field_validator
 
 from ledger_engine.domain.actors import (
-    GUARDED_ROLES, account_key, actor_key, four_eyes_governance, require_no_role_conflict, require_roles_fit_kind,
+    GUARDED_ROLES, account_key, actor_key, four_eyes_governance, require_no_role_conflict, require_not_owner,
+    require_roles_fit_kind,
 )
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.registry import Payload, RuleContext, command
@@ -56,6 +57,7 @@ def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> dict:
     changes = ctx.changes
     existing = changes.get(STATE, account_key(p.account_id))
     require(p.account_id != ctx.actor_id, ErrorCode.FOUR_EYES_REQUIRED, "an admin cannot change their own account")
+    require_not_owner(p.account_id)
     # An actor named in genesis has no account record: registering its ID would overwrite its roles unguarded.
     require(existing is not None or changes.get(STATE, actor_key(p.account_id)) is None, ErrorCode.ALREADY_EXISTS,
             f"{p.account_id} is an actor named in genesis: its roles change only through a staff change")

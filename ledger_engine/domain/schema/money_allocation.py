@@ -16,6 +16,7 @@ CORRECTION_PREFIX = "correction/"
 CORRECTION_REQUEST_PREFIX = "correction_request/"
 REFUND_PREFIX = "budget_refund/"
 ALLOCATION_SENTINEL_PREFIX = "allocation/"  # in ``unique``: one per allocated listener-day, by either path
+DAY_CHUNK_PREFIX = "day_chunk/"  # a frozen chunk of a day (docs/adr/0073), which its day lines total
 
 
 class Created(TypedDict):
@@ -121,6 +122,11 @@ class Correction(TypedDict):
     recorded_at_ms: int
     correlation_id: str
     created: Created
+    # A frozen listener-day's correction (commands/money/corrections.py), and only one: what it took out of the
+    # budget's ``frozen`` (its ``reversed``), the chunk, and each recipient's part taken out of its day line.
+    unfrozen: NotRequired[str]
+    artifact: NotRequired[DayLineArtifact]
+    parts: NotRequired[list[dict[str, Any]]]  # {"role", "recipient_id", "amount", "line_id", "remainder_id"}
 
 
 class CorrectionRequest(TypedDict, total=False):
@@ -180,3 +186,35 @@ def funding_sentinel_key(period_id: str, version: int) -> str:
 
 def allocation_sentinel_key(listener_id: str, day: int) -> str:
     return key("allocation", listener_id, seq20(day))
+
+
+def unfrozen_sentinel_key(listener_id: str, day: int) -> str:
+    """``unique/unfrozen/<listener>/<seq20(day)>``: the one correction that took a frozen listener-day out."""
+    return key("unfrozen", listener_id, seq20(day))
+
+
+class DayChunkRecipient(TypedDict):
+    role: LineRole
+    recipient_id: str | None
+    amount: str
+    line_id: str  # its day line, ``day_lines.day_line_id(day, chunk, role, recipient_id)``
+
+
+class DayChunk(TypedDict):
+    """A frozen chunk of a day's allocation artifact (commands/money/freeze.py): what its day lines total."""
+
+    day: int
+    chunk: int
+    hash: str  # SHA-256 of the chunk's artifact bytes, stored as evidence
+    request_id: str
+    size: int
+    listener_days: int
+    amount: str
+    recipients: list[DayChunkRecipient]
+    budgets: list[dict[str, str]]  # {"budget_id", "amount"}, by budget
+    correlation_id: str
+    created: Created
+
+
+def day_chunk_key(day: int, chunk: int) -> str:
+    return key("day_chunk", seq20(day), seq20(chunk))

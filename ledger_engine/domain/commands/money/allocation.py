@@ -81,7 +81,20 @@ class ListenerDayInputs:
         return split_listener_day(self.slice_amount, list(self.listening), list(self.serving), self.policy)
 
 
-def listener_day_inputs(view: StateView, listener_id: str, day: int, budget_id: str) -> ListenerDayInputs:
+@dataclass(frozen=True)
+class AllocatableDay:
+    """A listener-day checked allocatable from its budget (not yet split), with the records an allocation reads."""
+
+    listener_day: ListenerDay
+    budget: Budget
+    policy: dict[str, Any]
+    slice_amount: int
+    revisions: dict[str, int]  # state key -> revision: the listener-day's, the budget's and the policy's
+
+
+def allocatable_day(view: StateView, listener_id: str, day: int, budget_id: str) -> AllocatableDay:
+    """The checks every allocation of a listener-day makes before its split, in the rule's order; a freeze
+    (commands/money/freeze.py), which does not split again, makes these alone."""
     day_record = view.get(STATE, listener_day_key(listener_id, day))
     require(day_record is not None, ErrorCode.NOT_FOUND, f"listener-day {listener_id}/{day} does not exist")
     budget_record = view.get(STATE, budget_key(budget_id))
@@ -89,18 +102,25 @@ def listener_day_inputs(view: StateView, listener_id: str, day: int, budget_id: 
     policy_record = view.get(STATE, POLICY_KEY)
     listener_day: ListenerDay = day_record.data
     budget: Budget = budget_record.data
-    policy = policy_record.data["allocation_policy"]
     _require_allocatable(listener_day, budget, budget_id)
     period = view.get(STATE, period_key(budget["period_id"]))
     require(period is not None and period.data["clearance"] != "refunded", ErrorCode.INVALID_STATE,
             f"period {budget['period_id']} was refunded: budget {budget_id} allocates nothing more")
+    return AllocatableDay(
+        listener_day, budget, policy_record.data["allocation_policy"], slice_for_day(budget, day),
+        {listener_day_key(listener_id, day): day_record.revision, budget_key(budget_id): budget_record.revision,
+         POLICY_KEY: policy_record.revision})
+
+
+def listener_day_inputs(view: StateView, listener_id: str, day: int, budget_id: str) -> ListenerDayInputs:
+    checked = allocatable_day(view, listener_id, day, budget_id)
+    listener_day, policy = checked.listener_day, checked.policy
     return ListenerDayInputs(
-        listener_id, day, budget_id, slice_for_day(budget, day),
+        listener_id, day, budget_id, checked.slice_amount,
         tuple(listening_of(view, work) for work in listener_day["works"]),
         tuple(Serving(node["node_id"], node["operator_id"], node["served_bytes"]) for node in listener_day["nodes"]),
         Policy(policy["operator_pool_bps"], policy["porto_retained_bps"]),
-        {listener_day_key(listener_id, day): day_record.revision, budget_key(budget_id): budget_record.revision,
-         POLICY_KEY: policy_record.revision},
+        checked.revisions,
     )
 
 
@@ -190,6 +210,8 @@ def write_line(changes: Changes, line_id: str, planned: PlannedLine, *, listener
     names the correction and the lines it ``replaces``. A day line has no
     listener and no budget and names the frozen chunk it totals, its
     ``artifact`` (ledger_engine/domain/day_lines.py); no other line has the field.
+    A day line totals a recipient's part of many listenings and servings, so it
+    names no work, rights version or node.
     """
     require(changes.get(STATE, line_key(line_id)) is None, ErrorCode.ALREADY_EXISTS,
             f"allocation line {line_id} already exists")
@@ -198,7 +220,8 @@ def write_line(changes: Changes, line_id: str, planned: PlannedLine, *, listener
         "listener_id": listener_id,
         "day": day,
         "budget_id": budget_id,
-        **planned_fields(planned),
+        **(planned_fields(planned) if artifact is None else
+           {"role": planned.role, "recipient_id": planned.recipient_id, "amount": format_amount(planned.amount)}),
         "status": "paid" if planned.role == PORTO else "payable",
         "run_id": None,
         "payment_id": None,

@@ -23,9 +23,27 @@ recipients, and the artist lines of a work together split their total by that
 version's splits (largest remainder, as allocation does); an operator line
 names a node and that node's operator. Only payable lines and Porto's retained
 share can be reversed: a reserved line is released by cancelling its payout
-run first, and a transfer is never reversed; a day line (no budget) is never
-reversed here (INVALID_STATE): frozen listener-days are corrected through
-their day lines, with the freeze (docs/adr/0073). Whatever was reversed and not
+run first, and a transfer is never reversed. A day line (no budget) is never
+named in ``reverses`` (INVALID_STATE): a frozen listener-day is corrected
+through its day lines (docs/adr/0073). Such a correction names the listener-day
+(``frozen_listener_day``) by quoting its line of the chunk's artifact
+(``allocation_artifact.py``: the listener-day, its budget, slice, revisions
+and lines) with the chunk's number and hash, which the envelope cites as
+evidence. The rule cannot read evidence bytes, so it holds the quote to what
+the ledger recorded when the chunk was frozen: the listener-day's freeze
+sentinel names that chunk, budget and slice, and the quoted lines total the
+slice. Replay and ``verify``, which recompute every chunk, hold the quote to
+the chunk's bytes (``quoted_line_bytes``). Each recipient's part (its quoted
+lines summed by role and recipient) is taken out of the chunk's live day line
+for that role and recipient, which must be payable (or Porto's share) and
+hold at least the part: the day line is reversed and a remainder day line
+written for what is left (``day_lines.py``), so a paid or reserved day line is
+never touched and the correction waits. The budget's ``frozen`` gives the
+whole slice to the replacements, ``unallocated`` or ``refunds_reversals``;
+the correction records what it took out of ``frozen`` (``unfrozen``) and each
+part, and claims ``unique/unfrozen/<listener>/<seq20(day)>``: from then on the
+listener-day's lines are the replacements, ordinary lines of its budget,
+corrected like any. Whatever was reversed and not
 replaced goes back to the budget's ``unallocated`` or out of it as a refund
 (``refunds_reversals``, posted to ``corrections``); a correction may also
 refund unallocated units, for example after a subscription refund. A refunded
@@ -33,7 +51,7 @@ budget takes nothing back: nothing may allocate its units again and no refund
 would cover them, so its corrections send what they do not replace out as a
 refund (``remainder_to: refund``) and are refused otherwise.
 
-    Dr <payable or porto_retained>...      Cr <replacement payables>...
+    Dr <payable or porto_retained>...      Cr <replacement payables>...   (a day line's: the part taken out)
                                            Cr budget_unallocated:<budget> | corrections   (the remainder)
     Dr budget_unallocated:<budget>         Cr corrections                                 (refund_unallocated)
 """
@@ -41,32 +59,39 @@ refund (``remainder_to: refund``) and are refused otherwise.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ledger_engine.amounts import Amount, checked_sum, format_amount, parse_amount
-from ledger_engine.canonical import domain_hash
+from ledger_engine.canonical import domain_hash, engine_bytes
 from ledger_engine.domain.actors import require_other_actor
 from ledger_engine.domain.allocation_policy import ARTIST, OPERATOR, PORTO, PlannedLine, split_by_rights
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.chart import CORRECTIONS, budget_unallocated
 from ledger_engine.domain.commands.accounts import recipient_key
 from ledger_engine.domain.commands.catalogue import rights_key, work_key
-from ledger_engine.domain.commands.money.allocation import MAX_LINES, credit_lines, term_totals, write_line
+from ledger_engine.domain.commands.money.allocation import (
+    MAX_LINES, credit_lines, planned_fields, term_totals, write_line,
+)
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, load_budget
+from ledger_engine.domain.commands.money.freeze import recipient_order
 from ledger_engine.domain.commands.money.lines import line_key, load_line, move_budget, set_line_status
 from ledger_engine.domain.commands.money.lifecycle import load
-from ledger_engine.domain.day_lines import is_day_line
+from ledger_engine.domain.day_lines import day_line_id, is_day_line, remainder_line_id
 from ledger_engine.domain.schema.streaming import node_key
-from ledger_engine.domain.invariants import require_conserved
+from ledger_engine.domain.invariants import is_freeze_sentinel, require_conserved
 from ledger_engine.domain.postings import Line, credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.schema.money_allocation import budget_refund_key, correction_key, correction_request_key
+from ledger_engine.domain.schema.money_allocation import (
+    DayLineArtifact, allocation_sentinel_key, budget_refund_key, correction_key, correction_request_key,
+    unfrozen_sentinel_key,
+)
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
-from ledger_engine.layout import STATE
+from ledger_engine.layout import STATE, UNIQUE
 
 REQUEST_HASH_DOMAIN = "porto:london:correction-request:v1\n"
 
@@ -80,8 +105,9 @@ Reason = Literal[
 DeclineReason = Literal["evidence_insufficient", "amounts_disputed", "requested_in_error", "superseded"]
 
 
-class Replacement(Payload):
-    line_id: Identifier
+class QuotedLine(Payload):
+    """A line as allocation plans it (``allocation.planned_fields``): a replacement's, or an artifact line's."""
+
     role: Literal["artist", "operator", "porto"]
     amount: Amount = Field(gt=0)
     recipient_id: Identifier | None = None
@@ -90,7 +116,7 @@ class Replacement(Payload):
     node_id: Identifier | None = None
 
     @model_validator(mode="after")
-    def _fields_of_role(self) -> "Replacement":
+    def _fields_of_role(self) -> "QuotedLine":
         present = {name for name in ("recipient_id", "work_id", "rights_version", "node_id")
                    if getattr(self, name) is not None}
         needed = {ARTIST: {"recipient_id", "work_id", "rights_version"}, OPERATOR: {"recipient_id", "node_id"},
@@ -104,6 +130,39 @@ class Replacement(Payload):
                            rights_version=self.rights_version, node_id=self.node_id)
 
 
+class Replacement(QuotedLine):
+    line_id: Identifier
+
+
+class FrozenListenerDay(Payload):
+    """A frozen listener-day: the chunk it was frozen in, and its line of that chunk's artifact, quoted."""
+
+    chunk: Count
+    hash: Digest  # the chunk's SHA-256, cited in the envelope's evidence_hashes
+    listener_id: Identifier
+    day: Count
+    budget_id: Identifier
+    amount: Amount = Field(gt=0)
+    revisions: dict[str, Count] = Field(min_length=1, max_length=3)
+    lines: list[QuotedLine] = Field(min_length=1, max_length=MAX_LINES)
+
+    def artifact(self) -> DayLineArtifact:
+        return {"day": self.day, "chunk": self.chunk, "hash": self.hash}
+
+    def name(self) -> str:
+        return f"listener-day {self.listener_id}/{self.day}"
+
+
+def quoted_line_bytes(quoted: dict[str, Any]) -> bytes:
+    """The artifact line a ``frozen_listener_day`` quotes, as its chunk holds it: one of the chunk's lines."""
+    listener_day = FrozenListenerDay.model_validate(quoted)
+    return engine_bytes({
+        "listener_id": listener_day.listener_id, "day": listener_day.day, "budget_id": listener_day.budget_id,
+        "amount": format_amount(listener_day.amount), "revisions": listener_day.revisions,
+        "lines": [planned_fields(line.planned()) for line in listener_day.lines],
+    }) + b"\n"
+
+
 class RequestCorrectionPayload(Payload):
     correction_id: Identifier
     budget_id: Identifier
@@ -112,6 +171,7 @@ class RequestCorrectionPayload(Payload):
     replacements: list[Replacement] = Field(default=[], max_length=MAX_LINES)
     remainder_to: Literal["unallocated", "refund"] = "unallocated"
     refund_unallocated: Amount = 0
+    frozen_listener_day: FrozenListenerDay | None = None
 
     @field_validator("reverses")
     @classmethod
@@ -122,7 +182,12 @@ class RequestCorrectionPayload(Payload):
 
     @model_validator(mode="after")
     def _does_something(self) -> "RequestCorrectionPayload":
-        if not self.reverses and (self.replacements or not self.refund_unallocated):
+        if self.frozen_listener_day is not None:
+            if self.reverses:
+                raise ValueError("a frozen listener-day's correction reverses its parts of day lines, no line by ID")
+            if self.frozen_listener_day.budget_id != self.budget_id:
+                raise ValueError("a frozen listener-day is corrected in its own budget")
+        elif not self.reverses and (self.replacements or not self.refund_unallocated):
             raise ValueError("a correction reverses lines (and may replace them) or refunds unallocated units")
         new_ids = [replacement.line_id for replacement in self.replacements]
         if len(set(new_ids)) != len(new_ids) or set(new_ids) & set(self.reverses):
@@ -150,17 +215,33 @@ def request_hash(frozen: dict[str, Any]) -> str:
     return domain_hash(REQUEST_HASH_DOMAIN, frozen)
 
 
-@command("RequestCorrection", payload=RequestCorrectionPayload, roles={"finance"})
+@dataclass(frozen=True)
+class Reversal:
+    """What a correction takes back: named lines of its budget whole, or a frozen listener-day's part of each of
+    the day lines it is in. ``lines`` are those lines as they are now; ``taken`` what is taken from each."""
+
+    lines: list[dict]
+    taken: list[PlannedLine]
+
+    @property
+    def amount(self) -> int:
+        return checked_sum(part.amount for part in self.taken)
+
+
+@command("RequestCorrection", payload=RequestCorrectionPayload, roles={"finance"}, cites_evidence=True)
 def request_correction(ctx: RuleContext, p: RequestCorrectionPayload) -> dict:
     changes = ctx.changes
     for record_key in (request_key(p.correction_id), correction_key(p.correction_id)):
         require(changes.get(STATE, record_key) is None, ErrorCode.ALREADY_EXISTS,
                 f"correction {p.correction_id} already exists")
-    frozen = _frozen_request(changes, p, [_reversible(changes, line_id, p.budget_id) for line_id in p.reverses])
+    if p.frozen_listener_day is not None:
+        require(p.frozen_listener_day.hash in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
+                "the frozen chunk's hash must be listed in the envelope's evidence_hashes")
+    reversal = _reversal(changes, p)
+    frozen = _frozen_request(changes, p, reversal)
     digest = request_hash(frozen)
-    for line_id in p.reverses:
-        line = load_line(changes, line_id)
-        changes.put_state(line_key(line_id), {**line, "pending_correction": p.correction_id})
+    for line in reversal.lines:
+        changes.put_state(line_key(line["line_id"]), {**line, "pending_correction": p.correction_id})
     changes.put_state(request_key(p.correction_id), {
         **frozen, "request_hash": digest, "status": "requested", "requested_by": ctx.actor_id,
         "requested_at_ms": ctx.now_ms, "decision": None, "correlation_id": f"correction:{p.correction_id}",
@@ -191,39 +272,54 @@ def decide_correction(ctx: RuleContext, p: DecideCorrectionPayload) -> dict:
     return _post(ctx, request)
 
 
-def _frozen_request(changes: Changes, p: RequestCorrectionPayload, reversed_lines: list[dict]) -> dict[str, Any]:
+def _reversal(changes: Changes, p: RequestCorrectionPayload, correction_id: str | None = None) -> Reversal:
+    """What ``p`` takes back, checked against the ledger now; ``correction_id`` once it holds its lines."""
+    if p.frozen_listener_day is not None:
+        return _frozen_parts(changes, p.frozen_listener_day, correction_id)
+    lines = [_reversible(changes, line_id, p.budget_id, correction_id) for line_id in p.reverses]
+    return Reversal(lines, _whole(lines))
+
+
+def _whole(lines: list[dict]) -> list[PlannedLine]:
+    return [PlannedLine(line["role"], line["recipient_id"], parse_amount(line["amount"])) for line in lines]
+
+
+def _frozen_request(changes: Changes, p: RequestCorrectionPayload, reversal: Reversal) -> dict[str, Any]:
     """Everything the correction will do, checked against the ledger now: what the decider approves."""
-    listener_days = {(line["listener_id"], line["day"]) for line in reversed_lines}
+    listener_days = {(line["listener_id"], line["day"]) for line in reversal.lines if not is_day_line(line)}
     require(len(listener_days) <= 1, ErrorCode.INVALID_REFERENCE, "a correction reverses lines of one listener-day")
     for replacement in p.replacements:
         require(changes.get(STATE, line_key(replacement.line_id)) is None, ErrorCode.ALREADY_EXISTS,
                 f"allocation line {replacement.line_id} already exists")
     require_payable_replacements(changes, p.replacements)
-    _require_nothing_back_into_a_refunded_budget(changes, p, reversed_lines)
+    _require_nothing_back_into_a_refunded_budget(changes, p, reversal.amount)
     unallocated = parse_amount(load_budget(changes, p.budget_id)["unallocated"])
     require(p.refund_unallocated <= unallocated, ErrorCode.INSUFFICIENT_FUNDS,
             f"budget {p.budget_id} has {unallocated} unallocated, less than the {p.refund_unallocated} to refund")
-    return freeze_request(p, reversed_lines)
+    return freeze_request(p, reversal.lines, reversal.taken)
 
 
 def _require_nothing_back_into_a_refunded_budget(changes: Changes, p: RequestCorrectionPayload,
-                                                 reversed_lines: list[dict]) -> None:
+                                                 reversed_amount: int) -> None:
     if p.remainder_to != "unallocated" or changes.get(STATE, budget_refund_key(p.budget_id)) is None:
         return
-    remainder = (checked_sum(parse_amount(line["amount"]) for line in reversed_lines)
-                 - checked_sum(replacement.amount for replacement in p.replacements))
+    remainder = reversed_amount - checked_sum(replacement.amount for replacement in p.replacements)
     require(remainder <= 0, ErrorCode.INVALID_STATE,
             f"budget {p.budget_id} was refunded: the {remainder} this correction does not replace cannot go back "
             "into it; send it out as a refund (remainder_to: refund)")
 
 
-def freeze_request(p: RequestCorrectionPayload, reversed_lines: list[dict]) -> dict[str, Any]:
-    """The request as frozen and hashed: its lines, amounts and balancing entries (a pure function of its inputs)."""
-    old = [PlannedLine(line["role"], line["recipient_id"], parse_amount(line["amount"])) for line in reversed_lines]
+def freeze_request(p: RequestCorrectionPayload, reversed_lines: list[dict],
+                   taken: list[PlannedLine] | None = None) -> dict[str, Any]:
+    """The request as frozen and hashed: its lines, amounts and balancing entries (a pure function of its inputs).
+    ``taken`` is what it takes from each reversed line: the whole line unless a frozen listener-day's part."""
+    old = _whole(reversed_lines) if taken is None else taken
     new = [replacement.planned() for replacement in p.replacements]
     amounts = _amounts(p, old, new)
-    listener_days = sorted({(line["listener_id"], line["day"]) for line in reversed_lines})
-    return {
+    quoted = p.frozen_listener_day
+    listener_days = sorted({(line["listener_id"], line["day"]) for line in reversed_lines} if quoted is None
+                           else {(quoted.listener_id, quoted.day)})
+    frozen = {
         "correction_id": p.correction_id,
         "budget_id": p.budget_id,
         "reason": p.reason,
@@ -237,6 +333,11 @@ def freeze_request(p: RequestCorrectionPayload, reversed_lines: list[dict]) -> d
         "entries": [{"account": l.account, "side": l.side, "amount": format_amount(l.amount)}
                     for l in _entries(p.budget_id, old, new, amounts) if l.amount],
     }
+    if quoted is not None:  # only then: every other request keeps the fields, bytes and hash it always had
+        frozen["frozen_listener_day"] = quoted.model_dump(mode="json")
+        frozen["parts"] = [{"line_id": line["line_id"], "amount": format_amount(part.amount)}
+                           for line, part in zip(reversed_lines, old)]
+    return frozen
 
 
 def is_reversible(line: dict) -> bool:
@@ -247,20 +348,81 @@ def is_reversible(line: dict) -> bool:
 def _reversible(changes: Changes, line_id: str, budget_id: str, correction_id: str | None = None) -> dict:
     """A line this correction may reverse: of its budget, payable (or Porto's share), under no other correction.
 
-    Never a day line: a frozen listener-day is corrected through its day lines by the freeze's own rules
-    (docs/adr/0073), which come with the freeze."""
+    Never a day line: a frozen listener-day is corrected by naming it (``frozen_listener_day``), through the
+    day lines it is in."""
     line = load_line(changes, line_id)
     require(not is_day_line(line), ErrorCode.INVALID_STATE,
             f"allocation line {line_id} is a day line of day {line['day']}, not a listener-day's line: frozen "
-            "listener-days are corrected through their day lines, which come with the freeze")
+            "listener-days are corrected through their day lines, by naming the listener-day (frozen_listener_day)")
     require(line["budget_id"] == budget_id, ErrorCode.INVALID_REFERENCE,
             f"allocation line {line_id} belongs to budget {line['budget_id']}, not {budget_id}")
+    _require_reversible_now(line, correction_id)
+    return line
+
+
+def _require_reversible_now(line: dict, correction_id: str | None) -> None:
+    """Payable, or Porto's share (paid when allocated, so nothing left the ledger), and held by no other correction.
+    A reserved line waits for its payout run to be cancelled; a line paid out is never reversed."""
+    line_id = line["line_id"]
     require(is_reversible(line), ErrorCode.INVALID_STATE,
             f"allocation line {line_id} is {line['status']}: only payable lines and Porto's share can be reversed")
     pending = line.get("pending_correction")
     require(pending == correction_id, ErrorCode.INVALID_STATE,
             f"allocation line {line_id} is held for correction {pending}")
-    return line
+
+
+def _frozen_parts(changes: Changes, quoted: FrozenListenerDay, correction_id: str | None) -> Reversal:
+    """The quoted listener-day's part of each day line of its chunk, each taken from that line as it is now."""
+    _require_frozen_in_chunk(changes, quoted)
+    parts: dict[tuple[str, str | None], int] = defaultdict(int)
+    for line in quoted.lines:
+        parts[(line.role, line.recipient_id)] += line.amount
+    lines, taken = [], []
+    for (role, recipient_id), part in sorted(parts.items(), key=lambda item: recipient_order(*item[0])):
+        line = _live_day_line(changes, quoted, role, recipient_id)
+        _require_reversible_now(line, correction_id)
+        require(part <= parse_amount(line["amount"]), ErrorCode.COUNT_MISMATCH,
+                f"{quoted.name()} pays {role} {recipient_id} {part}, more than the {line['amount']} its day line "
+                f"{line['line_id']} holds")
+        lines.append(line)
+        taken.append(PlannedLine(role, recipient_id, part))
+    return Reversal(lines, taken)
+
+
+def _require_frozen_in_chunk(changes: Changes, quoted: FrozenListenerDay) -> None:
+    """The quote agrees with what the freeze recorded: the listener-day's sentinel names this chunk, budget and
+    slice, and the quoted lines total the slice; no correction took the listener-day out of its freeze yet."""
+    name = quoted.name()
+    sentinel = changes.get(UNIQUE, allocation_sentinel_key(quoted.listener_id, quoted.day))
+    owner = sentinel.data if sentinel is not None else {}
+    require(is_freeze_sentinel(owner) and owner["artifact"] == quoted.artifact(), ErrorCode.INVALID_REFERENCE,
+            f"{name} is not frozen in chunk {quoted.chunk} of day {quoted.day} with hash {quoted.hash}")
+    require(owner["budget_id"] == quoted.budget_id, ErrorCode.INVALID_REFERENCE,
+            f"{name} was frozen from budget {owner['budget_id']}, not {quoted.budget_id}")
+    require(parse_amount(owner["amount"]) == quoted.amount, ErrorCode.COUNT_MISMATCH,
+            f"{name}'s frozen slice is {owner['amount']}, not {quoted.amount}")
+    total = checked_sum(line.amount for line in quoted.lines)
+    require(total == quoted.amount, ErrorCode.COUNT_MISMATCH,
+            f"{name}'s quoted lines total {total}, not its slice {quoted.amount}")
+    unfrozen = changes.get(UNIQUE, unfrozen_sentinel_key(quoted.listener_id, quoted.day))
+    require(unfrozen is None, ErrorCode.INVALID_STATE,
+            f"{name} was taken out of its freeze by correction {unfrozen and unfrozen.data['correction_id']}: "
+            "its lines are that correction's replacements, corrected by naming them")
+
+
+def _live_day_line(changes: Changes, quoted: FrozenListenerDay, role: str, recipient_id: str | None) -> dict:
+    """The chunk's day line for (role, recipient) live now: the freeze's, or the last remainder corrections left."""
+    record = changes.get(STATE, line_key(day_line_id(quoted.day, quoted.chunk, role, recipient_id)))
+    require(record is not None, ErrorCode.INVALID_REFERENCE,
+            f"chunk {quoted.chunk} of day {quoted.day} pays {role} {recipient_id} nothing: "
+            f"{quoted.name()}'s line is not one of the chunk's")
+    while record.data["status"] == "reversed":
+        line = record.data
+        record = changes.get(STATE, line_key(remainder_line_id(line)))
+        require(record is not None, ErrorCode.COUNT_MISMATCH,
+                f"nothing remains of {role} {recipient_id}'s day line {line['line_id']}: "
+                f"correction {line['reversed_by']} took all of it")
+    return record.data
 
 
 def require_payable_replacements(changes: Changes, replacements: list[Replacement]) -> None:
@@ -320,29 +482,29 @@ def _entries(budget_id: str, old: list[PlannedLine], new: list[PlannedLine], amo
     ]
 
 
+
 def _post(ctx: RuleContext, request: dict[str, Any]) -> dict:
     """Approval: the request, checked again against the ledger as it is now, posted once."""
     changes = ctx.changes
     correction_id, budget_id = request["correction_id"], request["budget_id"]
-    payload = RequestCorrectionPayload.model_validate({
-        name: request[name] for name in ("correction_id", "budget_id", "reason", "remainder_to", "replacements")}
-        | {"reverses": [line["line_id"] for line in request["reverses"]],
-           "refund_unallocated": request["refund_unallocated"]})
-    reversed_lines = [_reversible(changes, line["line_id"], budget_id, correction_id) for line in request["reverses"]]
-    again = _frozen_request(changes, payload, reversed_lines)
+    payload = _requested_payload(request)
+    reversal = _reversal(changes, payload, correction_id)
+    again = _frozen_request(changes, payload, reversal)
     require(request_hash(again) == request["request_hash"], ErrorCode.STALE_REVISION,
             f"what correction {correction_id} would post changed since it was requested: request it again")
-    for line in reversed_lines:
+    for line in reversal.lines:
         set_line_status(changes, line["line_id"], line["status"], "reversed", reversed_by=correction_id,
                         pending_correction=None)
+    frozen_fields = {} if payload.frozen_listener_day is None else _unfreeze(ctx, payload.frozen_listener_day,
+                                                                             correction_id, reversal)
     listener_day = request["listener_day"]
-    replaced_ids = [line["line_id"] for line in reversed_lines]
+    replaced_ids = [line["line_id"] for line in reversal.lines]
     for replacement in payload.replacements:
         write_line(changes, replacement.line_id, replacement.planned(), listener_id=listener_day[0],
                    day=listener_day[1], budget_id=budget_id, created_by=created(ctx),
                    correlation_id=f"correction:{correction_id}", correction_id=correction_id, replaces=replaced_ids)
     amounts = {name: parse_amount(amount) for name, amount in request["amounts"].items()}
-    _move_terms(changes, budget_id, payload, reversed_lines, amounts)
+    _move_terms(changes, budget_id, payload, reversal, amounts)
     post(changes, journal=f"correction:{correction_id}", asset=BUDGET_ASSET,
          lines=[Line(entry["account"], entry["side"], parse_amount(entry["amount"])) for entry in request["entries"]])
     stored = request["amounts"]
@@ -357,6 +519,7 @@ def _post(ctx: RuleContext, request: dict[str, Any]) -> dict:
         "reverses": replaced_ids,
         "replacements": [replacement.line_id for replacement in payload.replacements],
         **stored,
+        **frozen_fields,
         "recorded_at_ms": ctx.now_ms,
         "correlation_id": request["correlation_id"],
         "created": created(ctx),
@@ -367,12 +530,44 @@ def _post(ctx: RuleContext, request: dict[str, Any]) -> dict:
     return {"correction_id": correction_id, "status": "approved", **stored}
 
 
-def _move_terms(changes: Changes, budget_id: str, payload: RequestCorrectionPayload, reversed_lines: list[dict],
+def _requested_payload(request: dict[str, Any]) -> RequestCorrectionPayload:
+    """The payload a request was frozen from: a frozen listener-day's names the listener-day, others their lines."""
+    fields = {name: request[name] for name in ("correction_id", "budget_id", "reason", "remainder_to", "replacements",
+                                               "refund_unallocated")}
+    if "frozen_listener_day" in request:
+        fields["frozen_listener_day"] = request["frozen_listener_day"]
+    else:
+        fields["reverses"] = [line["line_id"] for line in request["reverses"]]
+    return RequestCorrectionPayload.model_validate(fields)
+
+
+def _unfreeze(ctx: RuleContext, quoted: FrozenListenerDay, correction_id: str, reversal: Reversal) -> dict[str, Any]:
+    """A frozen listener-day taken out of its freeze: a remainder day line for what is left of each day line it
+    was in, its sentinel ``unique/unfrozen/...``, and the correction record's fields the full check reads."""
+    artifact, parts = quoted.artifact(), []
+    for line, part in zip(reversal.lines, reversal.taken):
+        remains = parse_amount(line["amount"]) - part.amount
+        remainder_id = day_line_id(quoted.day, quoted.chunk, part.role, part.recipient_id, correction_id)
+        if remains:
+            write_line(ctx.changes, remainder_id, PlannedLine(part.role, part.recipient_id, remains), listener_id=None,
+                       day=quoted.day, budget_id=None, created_by=created(ctx),
+                       correlation_id=f"correction:{correction_id}", correction_id=correction_id,
+                       replaces=[line["line_id"]], artifact=artifact)
+        parts.append({"role": part.role, "recipient_id": part.recipient_id, "amount": format_amount(part.amount),
+                      "line_id": line["line_id"], "remainder_id": remainder_id if remains else None})
+    ctx.changes.claim_unique(unfrozen_sentinel_key(quoted.listener_id, quoted.day), {"correction_id": correction_id},
+                             ErrorCode.INVALID_STATE, f"{quoted.name()} was taken out of its freeze already")
+    return {"unfrozen": format_amount(reversal.amount), "artifact": artifact, "parts": parts}
+
+
+def _move_terms(changes: Changes, budget_id: str, payload: RequestCorrectionPayload, reversal: Reversal,
                 amounts: dict[str, int]) -> None:
-    """Reversals pass through ``refunds_reversals``: what is replaced or released leaves it again."""
-    old = [PlannedLine(line["role"], line["recipient_id"], parse_amount(line["amount"])) for line in reversed_lines]
+    """Reversals pass through ``refunds_reversals``: what is replaced or released leaves it again. A frozen
+    listener-day's comes out of ``frozen``: its day lines count in no budget term."""
+    taken_from = (term_totals(reversal.taken) if payload.frozen_listener_day is None
+                  else {"frozen": reversal.amount})
     new = [replacement.planned() for replacement in payload.replacements]
-    for term, amount in sorted(term_totals(old).items()):
+    for term, amount in sorted(taken_from.items()):
         move_budget(changes, budget_id, term, "refunds_reversals", amount)
     for term, amount in sorted(term_totals(new).items()):
         move_budget(changes, budget_id, "refunds_reversals", term, amount)

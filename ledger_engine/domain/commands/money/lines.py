@@ -4,8 +4,8 @@ An allocation line is one payable amount owed to one recipient from one
 listener-day, or, as a *day line* with no budget, from one frozen chunk of a
 day (ledger_engine/domain/day_lines.py). Its life: payable -> reserved (payout
 run approved) -> paid (transfer confirmed); reserved -> payable when a run is
-cancelled; payable -> reversed by a correction (not yet a day line). A budget
-tracks the terms of its conservation equation:
+cancelled; payable -> reversed by a correction (a day line by a correction of
+a frozen listener-day). A budget tracks the terms of its conservation equation:
 
     funded + additions == unallocated + outstanding + paid + refunds_reversals + frozen
 

@@ -1,0 +1,255 @@
+"""The owner's day loop: a day allocation request split on every core and frozen chunk by chunk (docs/adr/0073).
+
+Finance asks with ``AllocateDay`` (commands/money/allocate_day.py); whoever
+owns the ledger runs the request here, in its own process. For each day not
+done yet:
+
+1. The day is split by the day allocator, whose reads run at a command boundary
+   (``LedgerOwner.at_boundary``), so the artifact is the state between two
+   commands; the workers split it in other processes. The same read gives the
+   day's next free chunk number and the chunks this request froze already.
+2. The artifact's lines are cut, in order, into chunks of at most
+   ``MAX_CHUNK_LISTENER_DAYS`` (fewer when a chunk's command would pass the
+   envelope bound). Each chunk's bytes go into the evidence store, then its
+   ``FreezeDayChunk`` is submitted as the ledger's own actor.
+3. A chunk refused because what it was split from has changed since
+   (``STALE_REVISION``, its number taken, a listener-day allocated meanwhile)
+   has its listener-days read and split again, up to ``MAX_SPLITS`` times for
+   the day. A listener-day the split or the freeze refuses for any other
+   reason, or still stale after the last split, is held: never frozen, and
+   named in the request's result with the code that refused it. One that is
+   allocated already (by ``AllocateListenerDay``, or frozen before a restart)
+   is skipped: the allocation sentinel stands for it.
+4. Progress goes into the ledger (``RecordDayAllocationProgress``): each chunk
+   frozen, the listener-days split and held, the day done. A restarted owner
+   continues every request that is not ``done`` (``unfinished_requests``): it
+   counts a chunk frozen for the request before the stop that the request's
+   record does not count yet, and splits the day again, in which every frozen
+   listener-day is skipped, so nothing is frozen twice.
+
+Days are split one after the other, each once the one before is frozen: a
+freeze writes the budgets of its listener-days, and the next day's
+listener-days name those budgets at the revisions they read, so a day split
+while the day before it is being frozen would be stale throughout.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Protocol, Sequence
+
+import orjson
+
+from ledger_engine.application.day_allocator import DayAllocator, Skipped
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.application.pending import PendingBatch
+from ledger_engine.application.transition import CommandOutcome
+from ledger_engine.canonical import canonical_bytes
+from ledger_engine.domain.allocation_artifact import content_totals
+from ledger_engine.domain.commands.money.allocate_day import (
+    DONE, MAX_PROGRESS_REFUSALS, day_allocation_key,
+)
+from ledger_engine.domain.commands.money.freeze import chunk_payload
+from ledger_engine.domain.day_lines import MAX_CHUNK_LISTENER_DAYS
+from ledger_engine.envelope import MAX_ENVELOPE_BYTES
+from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.keys import key, seq20
+from ledger_engine.layout import STATE
+from ledger_engine.storage.rocks import RocksStore
+
+log = logging.getLogger("porto.day_freeze")
+
+MAX_SPLITS = 4  # splits of one day: the first, and the re-splits of chunks refused as stale
+# Refusals that say what the chunk was split from has changed: its listener-days are read and split again.
+SPLIT_AGAIN = frozenset({ErrorCode.STALE_REVISION, ErrorCode.ALREADY_EXISTS, ErrorCode.ALREADY_ALLOCATED})
+ENVELOPE_ROOM = 4_096  # the envelope's own fields around a chunk's payload, with room to spare
+ProgressListener = Callable[[dict[str, Any]], None]
+
+
+class Evidence(Protocol):
+    """Where a chunk's bytes are stored before its command: the gateway's ``EvidenceStore``."""
+
+    def put(self, data: bytes) -> str: ...
+
+
+_running: set[tuple[str, str]] = set()  # (ledger directory, request ID) of the requests this process runs
+_running_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class DaySplit:
+    """A day's listener-days (or those named) split at one command boundary, and the day's chunks then."""
+
+    content: bytes  # artifact lines, in listener-day key order
+    listener_days: int
+    skipped: tuple[Skipped, ...]
+    chunks: dict[int, str]  # chunk number -> the request that froze it
+
+    @property
+    def next_chunk(self) -> int:
+        return max(self.chunks, default=-1) + 1
+
+
+@dataclass
+class DayFreezer:
+    """Runs day allocation requests to the end on ``owner``, its allocator's workers splitting each day."""
+
+    owner: LedgerOwner
+    evidence: Evidence
+    allocator: DayAllocator
+    chunk_size: int = MAX_CHUNK_LISTENER_DAYS
+    on_progress: ProgressListener = field(default=lambda summary: None)
+
+    def run(self, request_id: str) -> dict[str, Any]:
+        """Allocate every day of the request not done yet; the request's record once it is ``done``."""
+        with _running_alone(self.owner, request_id):
+            for entry in self._request(request_id)["days"]:
+                if entry["status"] != DONE:
+                    self._freeze_day(request_id, entry["day"], set(entry["chunks"]))
+            return self._request(request_id)
+
+    def _request(self, request_id: str) -> dict[str, Any]:
+        record = self.owner.get(STATE, day_allocation_key(request_id))
+        if record is None:
+            raise LedgerError(ErrorCode.NOT_FOUND, f"no day allocation {request_id}")
+        return record.data
+
+    def _freeze_day(self, request_id: str, day: int, counted: set[int]) -> None:
+        named: list[str] | None = None  # None: the whole day; else the listener-days to split again
+        held: dict[str, Skipped] = {}  # listener-days not frozen, with the code that refused each
+        for _ in range(MAX_SPLITS):
+            split = self.owner.at_boundary(lambda store: self._split(store, day, named))
+            # Chunks frozen for this request before a stop and not counted yet are counted with the split.
+            ours = sorted(chunk for chunk, owner in split.chunks.items() if owner == request_id and chunk not in counted)
+            self._record(request_id, day, split=split.listener_days, chunks=ours)
+            counted.update(ours)
+            held.update({skipped.listener_id: skipped for skipped in split.skipped
+                         if skipped.code != ErrorCode.ALREADY_ALLOCATED})  # allocated: its sentinel stands for it
+            stale = self._freeze_split(request_id, day, split, held, counted)
+            if not stale:
+                break
+            named = stale
+        else:
+            held.update({listener_id: Skipped(listener_id, str(ErrorCode.STALE_REVISION),
+                                              f"still stale after {MAX_SPLITS} splits") for listener_id in stale})
+        self._record(request_id, day, refused=[held[listener_id] for listener_id in sorted(held)], day_done=True)
+
+    def _split(self, store: RocksStore, day: int, named: list[str] | None) -> DaySplit:
+        """At a command boundary: the day's artifact (or that of ``named`` listener-days) and its chunks so far."""
+        view = PendingBatch(store)
+        if named is None:
+            artifact = self.allocator.build(view, day)
+            content, totals, skipped = artifact.content, artifact.totals, artifact.skipped
+        else:
+            content, totals, skipped = self.allocator.split_named(view, [(day, named)])[0]
+        prefix = key("day_chunk", seq20(day)) + "/"
+        chunks = {int(chunk_key[len(prefix):]): record.data["request_id"] for chunk_key, record in view.scan(STATE, prefix)}
+        return DaySplit(content, totals.listener_days, tuple(skipped), chunks)
+
+    def _freeze_split(self, request_id: str, day: int, split: DaySplit, held: dict[str, Skipped],
+                      counted: set[int]) -> list[str]:
+        """Freeze the split's chunks in order; the listener-days of those refused as stale, to split again."""
+        stale, number = [], split.next_chunk
+        for lines in self._chunks(request_id, day, split.content, held):
+            outcome = self._freeze_chunk(request_id, day, number, lines)
+            listener_ids = [orjson.loads(line)["listener_id"] for line in lines]
+            if outcome.accepted:
+                self._record(request_id, day, chunks=[number])
+                counted.add(number)
+            elif outcome.code in SPLIT_AGAIN:
+                stale += listener_ids
+            else:
+                detail = outcome.result.get("detail", "")
+                held.update({listener_id: Skipped(listener_id, outcome.code, detail) for listener_id in listener_ids})
+            number += 1
+        return stale
+
+    def _chunks(self, request_id: str, day: int, content: bytes, held: dict[str, Skipped]) -> Iterator[list[bytes]]:
+        """The artifact's lines in runs of at most ``chunk_size``, each halved until its command fits the envelope
+        bound; a listener-day whose command alone would not fit is held."""
+        lines = content.splitlines(keepends=True)
+        waiting = [lines[start:start + self.chunk_size] for start in range(0, len(lines), self.chunk_size)][::-1]
+        while waiting:
+            run = waiting.pop()
+            if _payload_bytes(request_id, day, run) + ENVELOPE_ROOM <= MAX_ENVELOPE_BYTES:
+                yield run
+            elif len(run) > 1:
+                waiting += [run[len(run) // 2:], run[:len(run) // 2]]
+            else:
+                listener_id = orjson.loads(run[0])["listener_id"]
+                held[listener_id] = Skipped(listener_id, str(ErrorCode.COMMAND_TOO_LARGE),
+                                            f"its chunk's command alone is over the {MAX_ENVELOPE_BYTES}-byte bound")
+
+    def _freeze_chunk(self, request_id: str, day: int, number: int, lines: list[bytes]) -> CommandOutcome:
+        content = b"".join(lines)
+        payload = chunk_payload(request_id, day, number, content, content_totals(content))
+        self.evidence.put(content)  # before the command that cites it
+        return self.owner.submit_own("FreezeDayChunk", payload, evidence_hashes=[payload["hash"]])
+
+    def _record(self, request_id: str, day: int, *, split: int = 0, chunks: Sequence[int] = (),
+                refused: Sequence[Skipped] = (), day_done: bool = False) -> None:
+        """``RecordDayAllocationProgress``, the held listener-days in as many commands as their bound needs."""
+        batches = [refused[start:start + MAX_PROGRESS_REFUSALS]
+                   for start in range(0, len(refused), MAX_PROGRESS_REFUSALS)] or [[]]
+        for number, batch in enumerate(batches):
+            last = number == len(batches) - 1
+            payload = {"request_id": request_id, "day": day, "listener_days_split": split if number == 0 else 0,
+                       "chunks": list(chunks) if number == 0 else [],
+                       "refused": [{"listener_id": entry.listener_id, "code": entry.code, "detail": entry.detail[:500]}
+                                   for entry in batch], "day_done": day_done and last}
+            outcome = self.owner.submit_own("RecordDayAllocationProgress", payload)
+            if not outcome.accepted:
+                raise LedgerError(ErrorCode(outcome.code), f"the progress of {request_id} on day {day} was refused: "
+                                                           f"{outcome.result.get('detail', '')}")
+            self.on_progress({"day": day, **outcome.result["data"]})
+
+
+@contextmanager
+def _running_alone(owner: LedgerOwner, request_id: str) -> Iterator[None]:
+    """One loop at a time runs a request in this process (the only one that owns the ledger)."""
+    running = (str(owner.path), request_id)
+    with _running_lock:
+        if running in _running:
+            raise LedgerError(ErrorCode.INVALID_STATE, f"day allocation {request_id} is already running")
+        _running.add(running)
+    try:
+        yield
+    finally:
+        with _running_lock:
+            _running.discard(running)
+
+
+def _payload_bytes(request_id: str, day: int, lines: list[bytes]) -> int:
+    content = b"".join(lines)
+    return len(canonical_bytes(chunk_payload(request_id, day, 0, content, content_totals(content))))
+
+
+def unfinished_requests(owner: LedgerOwner) -> list[str]:
+    """The day allocation requests not ``done``, in request ID order."""
+    return owner.at_boundary(lambda store: [record.data["request_id"] for _, record in PendingBatch(store).scan(
+        STATE, "day_allocation/") if record.data["status"] != DONE])
+
+
+def run_requests(owner: LedgerOwner, evidence: Evidence, request_ids: list[str], *, workers: int | None = None,
+                 on_progress: ProgressListener = lambda summary: None) -> list[dict[str, Any]]:
+    """Run each request to the end with a day allocator of its own; each request's record once done."""
+    with DayAllocator(workers=workers) as allocator:
+        freezer = DayFreezer(owner, evidence, allocator, on_progress=on_progress)
+        return [freezer.run(request_id) for request_id in request_ids]
+
+
+def start_in_background(owner: LedgerOwner, evidence: Evidence, request_id: str | None = None, *,
+                        workers: int | None = None) -> threading.Thread:
+    """A daemon thread running ``request_id``, or with none every request not done (on opening the ledger). A
+    failure is logged; the request stays unfinished and is continued the next time the ledger is opened."""
+    def run() -> None:
+        try:
+            run_requests(owner, evidence, [request_id] if request_id else unfinished_requests(owner), workers=workers)
+        except Exception:
+            log.exception("day allocation %s stopped; it continues when the ledger is next opened", request_id or "")
+    thread = threading.Thread(target=run, name=f"day-allocation-{request_id or 'unfinished'}", daemon=True)
+    thread.start()
+    return thread
