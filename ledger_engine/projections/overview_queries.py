@@ -12,7 +12,7 @@ from typing import Any
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.keys import key
-from ledger_engine.projections.payout_queries import EFFECT_STATUS_PREFIX, overdue_payments, runs, unpayable_lines
+from ledger_engine.projections.payout_queries import EFFECT_STATUS_PREFIX, overdue_payments, prepared_runs_by_approvability
 from ledger_engine.projections.payouts import payment_state_prefix, run_status_prefix, update_status_prefix
 from ledger_engine.projections.view import LedgerView
 
@@ -43,7 +43,7 @@ def waiting(view: LedgerView, now_ms: int) -> Waiting:
     return Waiting(
         open_holds=view.count(OPEN_HOLD_PREFIX),
         runs_awaiting_approval=view.count(run_status_prefix("prepared")),
-        runs_never_approvable=sum(bool(unpayable_lines(view, run.run_id)) for run in runs(view, "prepared")),
+        runs_never_approvable=len(prepared_runs_by_approvability(view)[1]),
         recipient_updates_awaiting_approval=view.count(update_status_prefix("pending")),
         uncertain_payments=view.count(payment_state_prefix("uncertain")),
         overdue_payments=overdue_payments(view, now_ms),

@@ -235,6 +235,15 @@ def waiting_lines(view: LedgerView) -> dict[str, str]:
     return waiting
 
 
+def prepared_runs_by_approvability(view: LedgerView) -> tuple[list[RunListing], list[RunListing]]:
+    """Prepared runs that can still be approved, and those another run took lines from (to cancel)."""
+    approvable: list[RunListing] = []
+    stale: list[RunListing] = []
+    for run in runs(view, "prepared"):
+        (stale if unpayable_lines(view, run.run_id) else approvable).append(run)
+    return approvable, stale
+
+
 def unpayable_lines(view: LedgerView, run_id: str) -> list[dict[str, Any]]:
     """The lines of prepared run ``run_id`` that are no longer payable (another run reserved or paid them, or a
     correction reversed them): while there is one, the run can never be approved. None for any other run."""

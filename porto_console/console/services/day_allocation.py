@@ -1,15 +1,13 @@
-"""Day allocation (finance): ask the ledger's owner to split and freeze days, and read how far it got."""
+"""Day allocation (finance): ask the ledger's owner to split and freeze days, and set it working."""
 
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
 
 from django.conf import settings
 
 from ledger_engine.application import day_freeze
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.projections import day_allocation_queries
 from porto_console.console.commands import CommandRequest
 from porto_console.console.listing import day_number
 from porto_console.ledger import gateway
@@ -29,11 +27,3 @@ def start(owner: LedgerOwner, request_id: str) -> None:
     """The owner works the request in this process's background, where the deployment lets it."""
     if settings.DAY_ALLOCATION_IN_BACKGROUND:
         day_freeze.start_in_background(owner, gateway().evidence, request_id)
-
-
-def requests(ledger: LedgerOwner) -> list[dict[str, Any]]:
-    return day_allocation_queries.day_allocations(ledger.view())
-
-
-def detail(ledger: LedgerOwner, request_id: str) -> dict[str, Any] | None:
-    return day_allocation_queries.day_allocation(ledger.view(), request_id)

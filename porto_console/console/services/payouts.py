@@ -122,15 +122,6 @@ def runs(ledger: LedgerOwner, status: str) -> Iterator[RunListing]:
     return payout_queries.runs(ledger.view(), status)
 
 
-def prepared_runs_by_approvability(ledger: LedgerOwner) -> tuple[list[RunListing], list[RunListing]]:
-    """Prepared runs that can still be approved, and those another run took lines from (to cancel)."""
-    view = ledger.view()
-    approvable, stale = [], []
-    for run in payout_queries.runs(view, "prepared"):
-        (stale if payout_queries.unpayable_lines(view, run.run_id) else approvable).append(run)
-    return approvable, stale
-
-
 def payments(ledger: LedgerOwner, state: str) -> Iterator[PaymentListing]:
     return payout_queries.payments(ledger.view(), state)
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.projections import payout_queries
 from porto_console.console.roles import ADMIN, FINANCE, OPS
-from porto_console.console.services import corrections, payouts, recipients, staff_changes
+from porto_console.console.services import corrections, recipients, staff_changes
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ def waiting_for(ledger: LedgerOwner, actor: str, roles: frozenset[str], *, open_
                 quarantined: int) -> list[Waiting]:
     found: list[Waiting] = []
     if FINANCE in roles:
-        approvable, stale = payouts.prepared_runs_by_approvability(ledger)
+        approvable, stale = payout_queries.prepared_runs_by_approvability(ledger.view())
         found += [
             Waiting("runs", "Runs to approve (prepared by someone else)",
                     _others(approvable, "prepared_by", actor), "console-payouts", "?status=prepared"),

@@ -15,6 +15,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 
 from ledger_engine.domain.commands.money.allocate_day import MAX_REQUEST_DAYS
+from ledger_engine.projections import day_allocation_queries
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm
 from porto_console.console.handles import seal, unseal_id
@@ -57,7 +58,7 @@ def request_list(request):
             if outcome.accepted:
                 service.start(owner(), request_id)
                 return redirect(request_url(request_id))
-    read = read_at_boundary(service.requests)
+    read = read_at_boundary(lambda ledger: day_allocation_queries.day_allocations(ledger.view()))
     return render_screen(request, "console/day_allocation.html", DAY_ALLOCATION.title, read, form=form,
                          rows=[(item, seal(HANDLE, item["request_id"])) for item in read.data],
                          may_request=may_submit(request.user, "AllocateDay"))
@@ -65,7 +66,7 @@ def request_list(request):
 
 def request_detail(request, handle: str):
     request_id = unseal_id(HANDLE, handle)
-    read = read_at_boundary(lambda ledger: service.detail(ledger, request_id))
+    read = read_at_boundary(lambda ledger: day_allocation_queries.day_allocation(ledger.view(), request_id))
     if read.data is None:
         raise Http404("no such day allocation")
     return render_screen(request, "console/day_allocation_request.html", f"Day allocation {request_id}", read,
