@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import tempfile
 from datetime import UTC, date, datetime
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
-from django.http import StreamingHttpResponse
+from django.http import FileResponse, StreamingHttpResponse
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.domain import chart
@@ -22,6 +23,8 @@ from porto_console.console.labels import human
 from porto_console.console.listing import ListQuery
 from porto_console.console.services import journal
 from porto_console.console.services.accounting import formatted
+
+SPOOLED_IN_MEMORY_BYTES = 8 * 1024 * 1024  # a larger export spills to a temporary file
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 RECIPIENT_ACCOUNTS = tuple(make("") for make in (chart.artist_payable, chart.operator_payable,
@@ -87,11 +90,22 @@ def lines(header: Iterable[str], rows: Iterable[Iterable[Any]]) -> Iterator[str]
         yield writer.writerow([safe(cell) for cell in row])
 
 
-def digest(chunks: Iterable[str]) -> str:
+def spooled(chunks: Iterable[str]) -> tuple[BinaryIO, str]:
+    """``chunks`` written once to a temporary file (kept in memory while small), rewound, and their SHA-256: a file
+    whose digest must be known before it is handed out is made once, never held whole in memory."""
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOLED_IN_MEMORY_BYTES)
     found = hashlib.sha256()
     for chunk in chunks:
-        found.update(chunk.encode())
-    return found.hexdigest()
+        data = chunk.encode()
+        found.update(data)
+        spool.write(data)
+    spool.seek(0)
+    return spool, found.hexdigest()
+
+
+def spooled_response(spool: BinaryIO, filename: str) -> FileResponse:
+    """The spooled file as a streamed attachment; the response closes it once sent."""
+    return FileResponse(spool, as_attachment=True, filename=filename, content_type="text/csv; charset=utf-8")
 
 
 def response(chunks: Iterable[str], filename: str) -> StreamingHttpResponse:

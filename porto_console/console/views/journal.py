@@ -159,8 +159,8 @@ def export_csv(request):
     """Every entry the screen's filters select, with the amounts and recipients each moved, in sequence order.
 
     Like any journal export it is handed out only after the ledger recorded the access, citing the sequences it
-    covers and the digest of the very file: entries never change once admitted, so the file is written twice,
-    once to digest it and once to hand it out, and never held in memory."""
+    covers and the digest of the very file: it is written once to a spooled temporary file while its digest is
+    taken, then handed out from there."""
     form = CsvExportForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Export refused: " + " ".join(form.non_field_errors() or ["check the filters"]))
@@ -174,12 +174,11 @@ def export_csv(request):
         messages.error(request, f"Export refused: {refusal}")
         return redirect("admin:console-journal")
 
-    def content():
-        return exports.journal_lines(ledger, first, last, filters)
-
-    if not _recorded(request, command_id, "csv", first, last, exports.digest(content())):
+    spool, digest = exports.spooled(exports.journal_lines(ledger, first, last, filters))
+    if not _recorded(request, command_id, "csv", first, last, digest):
+        spool.close()
         return redirect("admin:console-journal")
-    return exports.response(content(), exports.filename("journal", query.first, query.last))
+    return exports.spooled_response(spool, exports.filename("journal", query.first, query.last))
 
 
 def _recorded(request, command_id: str, file_format: str, first: int, last: int, digest: str) -> bool:
