@@ -218,18 +218,23 @@ def cmd_allocate_day(args: argparse.Namespace) -> None:
 
 def cmd_verify(args: argparse.Namespace) -> None:
     """Every column family read with checksums, the journal chain, every delta and the state digest."""
-    emit(verify_directory(_require_data(args), trusted_genesis=_trusted_genesis(args)))
+    emit(verify_directory(_require_data(args), trusted_genesis=_trusted_genesis(args), evidence=_evidence(args)))
+
+
+def _evidence(args: argparse.Namespace) -> EvidenceStore | None:
+    """The evidence store of ``--admission``, which verify and replay hold frozen chunks and statement indexes to."""
+    return None if args.admission is None else EvidenceStore(Path(args.admission) / "evidence")
 
 
 def cmd_verify_export(args: argparse.Namespace) -> None:
-    metadata = verify_export(args.outdir, trusted_genesis=_trusted_genesis(args))
+    metadata = verify_export(args.outdir, trusted_genesis=_trusted_genesis(args), evidence=_evidence(args))
     emit({"ok": True, "sequence": metadata["sequence"], "last_entry_hash": metadata["last_entry_hash"],
           "logical_state_hash": metadata["logical_state_hash"], "genesis_hash": metadata["genesis_hash"]})
 
 
 def cmd_replay(args: argparse.Namespace) -> None:
     emit({"ok": True, **replay_export(args.outdir, _require_data(args), checkpoint_dir=args.from_checkpoint,
-                                      trusted_genesis=_trusted_genesis(args))})
+                                      trusted_genesis=_trusted_genesis(args), evidence=_evidence(args))})
 
 
 def cmd_backup(args: argparse.Namespace) -> None:
@@ -291,9 +296,10 @@ def cmd_verify_proof(args: argparse.Namespace) -> None:
 
 
 def cmd_verify_statement(args: argparse.Namespace) -> int:
-    """Check a recipient's statement file and its checkpoint against the pinned key; no ledger needed."""
+    """Check a recipient's statement file and its checkpoint against the pinned key, and each parts file given
+    against the day line it names; no ledger needed."""
     key = None if args.verifier_key is None else VerifierKey.parse(args.verifier_key)
-    verdict = check_statement_file(Path(args.file).read_bytes(), key)
+    verdict = check_statement_file(Path(args.file).read_bytes(), key, [Path(name).read_bytes() for name in args.parts])
     emit(verdict)
     return {REFUSED: 1, NOT_VERIFIED: 5}.get(verdict["verdict"], 0)
 
@@ -353,11 +359,16 @@ def build_parser() -> argparse.ArgumentParser:
     allocation.add_argument("--request-id", help="the request's ID (default: a new UUID)")
     allocation.add_argument("--admission", help="the admission directory whose evidence store takes the chunks")
     allocation.add_argument("--workers", type=int, help="processes splitting each day (default: one per core)")
-    verb("verify", cmd_verify, "verify a stopped ledger: every block, the chain, the deltas, the digest")
-    verb("verify-export", cmd_verify_export, "verify a portable checkpoint").add_argument("outdir")
+    stopped = verb("verify", cmd_verify, "verify a stopped ledger: every block, the chain, the deltas, the digest")
+    portable = verb("verify-export", cmd_verify_export, "verify a portable checkpoint")
+    portable.add_argument("outdir")
     replay = verb("replay", cmd_replay, "rebuild a ledger from an export, verifying every hash")
     replay.add_argument("outdir")
     replay.add_argument("--from-checkpoint", help="an earlier verified export of the same ledger to start from")
+    for audited in (stopped, portable, replay):
+        audited.add_argument("--admission", help="an admission directory: its evidence store's frozen chunks must "
+                                                 "hash to theirs, and its statement indexes commit to their day "
+                                                 "lines' parts")
     verb("backup", cmd_backup, "verified backup outside the data directory").add_argument("dest")
     verb("restore", cmd_restore, "restore a verified backup; dispatch stays disabled").add_argument("src")
     recover = verb("recover", cmd_recover, "restore the newest good backup and its evidence; dispatch stays paused")
@@ -376,6 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
     statement.add_argument("file")
     statement.add_argument("--verifier-key", help="Porto's published checkpoint verifier key (name+hash+key); "
                                                   "without it the file is at best not verified")
+    statement.add_argument("--parts", nargs="+", default=[], metavar="PARTS_FILE",
+                           help="parts files of the statement's day lines, each checked against the day line it names")
     inclusion = verb("prove-inclusion", cmd_prove_inclusion, "print an inclusion proof of one journal entry")
     inclusion.add_argument("sequence", type=int)
     inclusion.add_argument("--at", type=int, help="the tree size to prove against (default: the head)")

@@ -4,21 +4,27 @@ A file exists once the statement's index, frozen with a statement tree, is
 confirmed on chain: the statement, its inclusion proof, the batch root, the
 checkpoint of that root signed with the deployment's checkpoint key
 (``PORTO_CHECKPOINT_KEY``) and the anchoring transaction, rebuilt from the
-index artifact in the evidence store.
+index artifact in the evidence store. Beside it, one parts file per day line
+of the statement: the listener-days the day line is made of, recomputed from
+the chunk's stored bytes and held to what the signed statement commits to, so
+the recipient can check both on ``/verify/``.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from ledger_engine.errors import LedgerError
 from ledger_engine.merkle.checkpoint import CheckpointSigner, VerifierKey
+from ledger_engine.merkle.document import encode_document
+from ledger_engine.merkle.parts_file import statement_day_lines
 from ledger_engine.merkle.statement import sign_statement_file, statement_file_bytes
-from ledger_engine.projections.statement_index import statement_file
-from porto_console.ledger import gateway, owner
+from ledger_engine.projections.statement_index import parts_file, statement_file
+from porto_console.ledger import LedgerRead, gateway, owner, read_at_boundary
 
 
 def chain_label() -> str:
@@ -47,3 +53,24 @@ def statement_file_for(statement_id: str) -> tuple[str, bytes]:
     document = owner().read(lambda view: statement_file(view, evidence.get, statement_id, chain_label()))
     signed = sign_statement_file(document, checkpoint_signer())
     return f"statement-{signed['statement']['public_proof_id']}.json", statement_file_bytes(signed)
+
+
+def statement_read(statement_id: str) -> LedgerRead[dict[str, Any]]:
+    """The statement its file holds (its lines, day lines with their commitments) and the head it was read at;
+    LedgerError as for the file."""
+    evidence = gateway().evidence
+    return read_at_boundary(lambda ledger: statement_file(ledger.view(), evidence.get, statement_id,
+                                                          chain_label())["statement"])
+
+
+def day_lines_of(statement: dict[str, Any]) -> list[dict[str, Any]]:
+    """The statement's day lines, each with its chunk and its commitment to its parts, in statement order."""
+    return list(statement_day_lines(statement).values())
+
+
+def parts_file_for(statement_id: str, line_id: str) -> tuple[str, bytes]:
+    """The parts file of one day line of the statement: its name and bytes; LedgerError (NOT_FOUND,
+    INVALID_STATE, CONFLICTING_EVIDENCE) when there is none to hand out."""
+    evidence = gateway().evidence
+    document = owner().read(lambda view: parts_file(view, evidence.get, statement_id, line_id))
+    return f"day-line-parts-{line_id}.json", encode_document(document)

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.adapters.files import replace_durably
 from ledger_engine.application.journal_tree import NODE_PREFIX, empty_tree, is_kept, stage_append
 from ledger_engine.application.owner import LedgerOwner
@@ -37,18 +38,20 @@ from ledger_engine.storage.rocks import RocksStore
 VERIFIED_FILE = "PORTO-VERIFIED.json"
 
 
-def verify_store(store: RocksStore) -> dict[str, Any]:
-    """Verify a quiescent (stopped, or checkpointed) store; raises naming the first bad item."""
-    return verify_store_exporting(store)[0]
+def verify_store(store: RocksStore, evidence: EvidenceStore | None = None) -> dict[str, Any]:
+    """Verify a quiescent (stopped, or checkpointed) store, against ``evidence`` where given; raises naming the
+    first bad item."""
+    return verify_store_exporting(store, evidence)[0]
 
 
-def verify_store_exporting(store: RocksStore) -> tuple[dict[str, Any], dict[str, Any]]:
+def verify_store_exporting(store: RocksStore, evidence: EvidenceStore | None = None
+                           ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``verify_store``'s report, and the metadata (file hashes included) of the export it verified."""
     keys = {family: sum(1 for _ in store.scan(family)) for family in ALL_FAMILIES}
     scratch = Path(tempfile.mkdtemp(prefix="porto-verify-"))
     try:
         export_store(store, scratch / "export")
-        metadata = verify_export(scratch / "export")
+        metadata = verify_export(scratch / "export", evidence=evidence)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     _verify_indexes(store)
@@ -98,11 +101,12 @@ def _verify_indexes(store: RocksStore) -> None:
                                 "is missing: the logical state derives it")
 
 
-def verify_directory(data_dir: str | os.PathLike, *, trusted_genesis: str | None = None) -> dict[str, Any]:
+def verify_directory(data_dir: str | os.PathLike, *, trusted_genesis: str | None = None,
+                     evidence: EvidenceStore | None = None) -> dict[str, Any]:
     """``porto-ledger verify``: a stopped ledger, opened read-only; the outcome is recorded beside it."""
     try:
         with RocksStore(data_dir, read_only=True, stopped=True) as store:
-            report = verify_store(store)
+            report = verify_store(store, evidence)
         require_trusted_genesis(report["genesis_hash"], trusted_genesis, "genesis")
     except LedgerError as error:
         record_verification(data_dir, failure=error)

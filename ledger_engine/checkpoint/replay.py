@@ -14,7 +14,9 @@ and the journal tree root. It dispatches nothing: the rebuilt ledger starts
 with dispatch disabled. Before an accepted ``FreezeDayChunk`` is applied, its
 chunk is split again from the state replayed so far and must be the one its
 payload states (``frozen_chunks.py``), runs of them on every core; an accepted
-correction of a frozen listener-day must quote a line of its chunk's bytes.
+correction of a frozen listener-day must quote a line of its chunk's bytes,
+and, with the evidence store, an accepted statement index's day lines must
+commit to the parts their chunks' stored bytes make (``statement_parts.py``).
 
 Like a restore (docs/adr/0013), a replay is all or nothing: it builds the
 ledger in a sibling scratch directory and renames it into place only once it
@@ -47,6 +49,7 @@ from ledger_engine.checkpoint.form import verify_file_hashes
 from ledger_engine.checkpoint.frozen_chunks import FrozenChunkCheck, chunk_runs, frozen_chunk, quoted_lines
 from ledger_engine.checkpoint.load import load_checkpoint
 from ledger_engine.checkpoint.publish import publish_built
+from ledger_engine.checkpoint.statement_parts import require_committed_parts
 from ledger_engine.checkpoint.verify import VerificationError, read_metadata, verify_export, verify_genesis
 from ledger_engine.errors import LedgerError, StorageFault
 from ledger_engine.layout import META
@@ -64,7 +67,8 @@ def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
     """Rebuild ``export_dir``'s ledger from its genesis, or from an earlier verified checkpoint of it.
 
     With ``trusted_genesis`` that genesis must be the one the deployment trusts (``require_trusted_genesis``);
-    with ``evidence``, a frozen chunk's bytes it holds must hash to the chunk's hash.
+    with ``evidence``, a frozen chunk's bytes it holds must hash to the chunk's hash, and a statement index whose
+    artifact it holds must commit each day line to the parts recomputed from it.
     """
     return publish_built(data_dir, lambda staging: rebuild_export(export_dir, staging, checkpoint_dir=checkpoint_dir,
                                                                   trusted_genesis=trusted_genesis, evidence=evidence),
@@ -150,6 +154,7 @@ def _apply_journal(store: RocksStore, journal_path: Path, head: Head, *, after: 
         for run in chunk_runs(entries, lambda numbered: frozen_chunk(f"{JOURNAL_FILE}:{numbered[0]}", numbered[1])):
             for number, entry in check.each_checked(chunk.pending, run):
                 check.require_quote(f"{JOURNAL_FILE}:{number}", entry)
+                require_committed_parts(check.evidence, chunk.pending, f"{JOURNAL_FILE}:{number}", entry)
                 head, admitted_ms = _replay_one(chunk, indexes, head, floor, number, entry)
                 floor = max(floor, admitted_ms)
                 if chunk.commands >= CHUNK:

@@ -11,6 +11,9 @@ flat however long the journal is. Every accepted frozen chunk is split again
 from the state folded before it, whose values the fold keeps for the records a
 split reads, and must be the one its payload states (``frozen_chunks.py``);
 an accepted correction of a frozen listener-day must quote a line of it.
+Given the evidence store, a statement index whose artifact it holds must
+commit each day line to the parts its chunk's stored bytes make
+(``statement_parts.py``); the fold keeps the day lines and corrections for that.
 The first failing item is reported by name,
 e.g. ``journal.jsonl:17`` or ``state_rows.jsonl:40``; a fault of form is named
 before any fault of content.
@@ -26,6 +29,7 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
+from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.adapters.files import read_regular_file
 from ledger_engine.application.journal import recompute_entry_hash
 from ledger_engine.application.value_codec import encode_record, encode_value
@@ -35,6 +39,7 @@ from ledger_engine.checkpoint.fold import Address, DiskFold
 from ledger_engine.checkpoint.frozen_chunks import (
     FrozenChunk, FrozenChunkCheck, chunk_runs, frozen_chunk, quoted_lines, split_reads,
 )
+from ledger_engine.checkpoint.statement_parts import parts_reads, require_committed_parts
 from ledger_engine.checkpoint.form import (
     DELTAS_FILE, EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE, ROWS_FILE, FormCheck, Lines,
     VerificationError, file_digest,
@@ -96,16 +101,18 @@ def read_metadata(directory: str | os.PathLike) -> dict[str, Any]:
     return metadata
 
 
-def verify_export(directory: str | os.PathLike, *, trusted_genesis: str | None = None) -> dict[str, Any]:
+def verify_export(directory: str | os.PathLike, *, trusted_genesis: str | None = None,
+                  evidence: EvidenceStore | None = None) -> dict[str, Any]:
     """Verify everything; returns the metadata, or raises ``VerificationError`` naming the first bad item.
 
-    With ``trusted_genesis``, the export must also start from that genesis (``require_trusted_genesis``).
+    With ``trusted_genesis``, the export must also start from that genesis (``require_trusted_genesis``); with
+    ``evidence``, what it holds of frozen chunks and statement indexes must be what the history froze.
     """
     root = Path(directory)
     metadata = read_metadata(root)
     with FormCheck(root, metadata) as form:
         try:
-            verified = _verify_content(root, metadata, trusted_genesis, form.lines)
+            verified = _verify_content(root, metadata, trusted_genesis, form.lines, evidence)
         except Exception:  # on damaged form, anything may go wrong; the form is what to name
             form.require()
             raise
@@ -114,9 +121,10 @@ def verify_export(directory: str | os.PathLike, *, trusted_genesis: str | None =
 
 
 def _verify_content(root: Path, metadata: dict[str, Any], trusted_genesis: str | None,
-                    lines: Lines) -> dict[str, Any]:
+                    lines: Lines, evidence: EvidenceStore | None) -> dict[str, Any]:
     genesis = verify_genesis(root, metadata, trusted_genesis)
-    with DiskFold.scratch() as folded, FrozenChunkCheck(quoted=quoted_lines(root / JOURNAL_FILE)) as check:
+    quoted = quoted_lines(root / JOURNAL_FILE)
+    with DiskFold.scratch() as folded, FrozenChunkCheck(evidence=evidence, quoted=quoted) as check:
         journal_tree = _verify_history(metadata, genesis, folded, lines, check)
         _verify_state_rows(root, metadata, folded, lines)
         _verify_events(root, folded, lines)
@@ -180,6 +188,7 @@ def _verify_history(metadata: dict[str, Any], genesis: dict[str, Any], folded: D
         sequence += 1
         entry_item, _, entry = _entry(journal_line, sequence)
         check.require_quote(entry_item, entry)
+        require_committed_parts(check.evidence, folded, entry_item, entry)
         _require(entry["previous_entry_hash"] == previous_hash, entry_item, "previous entry hash breaks the chain")
         _require(recompute_entry_hash(entry) == entry["entry_hash"], entry_item, "entry hash does not match its contents")
         delta = _delta_at(delta_line, sequence, DELTAS_FILE)
@@ -266,7 +275,7 @@ def _fold(delta: tuple[str, list[dict[str, Any]]], folded: DiskFold) -> None:
         _require(address[0] != EVENTS or folded.get(address) is None, item, "rewrites an immutable event")
         value = None if row["value"] is None else engine_bytes(row["value"])
         folded.set(address, None if value is None else hashlib.sha256(value).digest())
-        if split_reads(*address):
+        if split_reads(*address) or parts_reads(*address):
             folded.keep(address, value)
 
 

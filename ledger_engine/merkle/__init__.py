@@ -8,6 +8,8 @@
 - ``journal``: the journal tree's leaves (entry hashes), ``JournalFrontier`` and
   its proof documents.
 - ``statement``: statement leaves, ``StatementTree`` and the recipient's statement file.
+- ``day_line_parts``: a day line's parts (the listener-days of its frozen chunk, by position) and their digest;
+  ``parts_file``: the recipient's check of a parts file against the day line its statement commits to.
 - ``checkpoint``: a statement tree's root and size as a C2SP signed note, signed and verified.
 - ``document``: the strict canonical-JSON reading and the stable ``Reason`` codes.
 

@@ -21,6 +21,10 @@ from ledger_engine.merkle.tree import ProofError
 
 MAX_DOCUMENT_BYTES = 1 << 20
 HEX_HASH = re.compile(r"[0-9a-f]{64}")
+AMOUNT_PATTERN = r"^(0|[1-9][0-9]{0,19})$"
+U64_MAX = 2**64 - 1
+# What became of each check a verifier reports.
+PASSED, FAILED, NOT_MADE = "passed", "failed", "not made"
 # A string (skipped whole), a quote that opens no complete string, an opening or a closing bracket.
 _NESTING_TOKENS = re.compile(r'"(?:[^"\\]++|\\.)*+"|"|[\[{]|[\]}]', re.DOTALL)
 _LONE_SURROGATE = re.compile(r"[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
@@ -47,6 +51,11 @@ class Reason(StrEnum):
     CHECKPOINT_MISMATCH = "CHECKPOINT_MISMATCH"
     UNKNOWN_KEY = "UNKNOWN_KEY"
     SIGNATURE_INVALID = "SIGNATURE_INVALID"
+    PARTS_NOT_IN_STATEMENT = "PARTS_NOT_IN_STATEMENT"
+    PARTS_DAY_LINE_MISMATCH = "PARTS_DAY_LINE_MISMATCH"
+    PARTS_COUNT_MISMATCH = "PARTS_COUNT_MISMATCH"
+    PARTS_SUM_MISMATCH = "PARTS_SUM_MISMATCH"
+    PARTS_DIGEST_MISMATCH = "PARTS_DIGEST_MISMATCH"
 
 
 class ProofRejected(LedgerError):
@@ -72,10 +81,10 @@ def rejected_proof(error: ProofError, fields: dict[str, str]) -> ProofRejected:
     return ProofRejected(reason, fields[reason], error.detail)
 
 
-def read_document(raw: bytes | dict[str, Any]) -> dict[str, Any]:
-    """The document as a JSON object, from its exact bytes (or from a value already parsed)."""
+def read_document(raw: bytes | dict[str, Any], max_bytes: int = MAX_DOCUMENT_BYTES) -> dict[str, Any]:
+    """The document as a JSON object, from its exact bytes (at most ``max_bytes``) or from a value already parsed."""
     if isinstance(raw, (bytes, bytearray)):
-        value = _parse(bytes(raw))
+        value = _parse(bytes(raw), max_bytes)
         check_shapes(value)
         encoded = canonical_bytes(value)
         if bytes(raw) not in (encoded, encoded + b"\n"):
@@ -88,9 +97,9 @@ def read_document(raw: bytes | dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def _parse(raw: bytes) -> Any:
-    if len(raw) > MAX_DOCUMENT_BYTES:
-        reject(Reason.TOO_LARGE, "", f"the file has {len(raw)} bytes; at most {MAX_DOCUMENT_BYTES} are read")
+def _parse(raw: bytes, max_bytes: int) -> Any:
+    if len(raw) > max_bytes:
+        reject(Reason.TOO_LARGE, "", f"the file has {len(raw)} bytes; at most {max_bytes} are read")
     try:
         text = raw.decode("utf-8")
         if text.startswith("\ufeff"):
@@ -220,6 +229,11 @@ def _hash(value: Any, field: str) -> bytes:
     if type(value) is not str or not HEX_HASH.fullmatch(value):
         reject(Reason.INVALID_HASH, field, "not a SHA-256 hash in 64 lowercase hex digits")
     return bytes.fromhex(value)
+
+
+def is_amount(value: Any) -> bool:
+    """A canonical unsigned 64-bit decimal string: how every amount is written."""
+    return type(value) is str and re.fullmatch(AMOUNT_PATTERN, value) is not None and int(value) <= U64_MAX
 
 
 def encode_document(document: dict[str, Any]) -> bytes:

@@ -24,6 +24,12 @@ Checking one (docs/merkle.md gives the order) proves the statement is leaf
 ``batch_root``, and that Porto's pinned key signed that root and size; that
 the root is the one anchored on chain is checked by hand against ``anchor``.
 A version 1 file (no checkpoint) still reads, and is never verified.
+
+A line naming a frozen chunk (``artifact``) is a day line and commits to its
+parts (``parts: {"count", "digest"}``, ``day_line_parts.py``). Parts files
+given beside a statement file are each checked against the day line they name
+(``parts_file.py``); a statement whose day lines are given none still
+verifies, and its ``parts`` check says they were not linked.
 """
 
 from __future__ import annotations
@@ -38,11 +44,16 @@ from ledger_engine.merkle import tree
 from ledger_engine.merkle.checkpoint import (
     MAX_NOTE_CHARS, Checkpoint, CheckpointSigner, VerifierKey, parse_note, verify_note,
 )
+from ledger_engine.merkle.day_line_parts import (
+    ARTIFACT_FIELDS, DAY_LINE_FIELDS, PART_FIELDS, PARTS_DOMAIN, PARTS_FILE_FIELDS, PARTS_VERSION, REFERENCE_BY_ROLE,
+)
 from ledger_engine.merkle.document import (
-    MAX_DOCUMENT_BYTES, ProofRejected, Reason, encode_document, join, read_count, read_document, read_hash, read_hashes,
-    read_object, reject, rejected_proof, require_fields, require_version,
+    AMOUNT_PATTERN, FAILED, MAX_DOCUMENT_BYTES, NOT_MADE, PASSED, ProofRejected, Reason, encode_document, is_amount,
+    join, read_count, read_document, read_hash, read_hashes, read_object, reject, rejected_proof, require_fields,
+    require_version,
 )
 from ledger_engine.merkle.frontier import MemoryNodes
+from ledger_engine.merkle.parts_file import MAX_PARTS_BYTES, check_day_lines, check_parts_files
 
 FILE_VERSION = "porto:london:statement-file:v2"
 UNSIGNED_FILE_VERSION = "porto:london:statement-file:v1"
@@ -50,13 +61,16 @@ LEAF_DOMAIN = "porto:london:statement:v1\n"
 UNSIGNED_FILE_FIELDS = ("version", "statement", "leaf_index", "tree_size", "leaf_hash", "path", "batch_root", "anchor")
 FILE_FIELDS = UNSIGNED_FILE_FIELDS[:-1] + ("checkpoint", "anchor")
 # Every check a verifier reports, in the order it makes them; each is passed, failed or not made.
-CHECKS = ("file", "leaf", "root", "checkpoint", "signature", "anchor")
-PASSED, FAILED, NOT_MADE = "passed", "failed", "not made"
+CHECKS = ("file", "leaf", "root", "checkpoint", "signature", "parts", "anchor")
+# Checks a verdict of "verified" does not wait for: the chain, and the parts files a recipient may add.
+OPTIONAL_CHECKS = ("parts", "anchor")
 VERIFIED, REFUSED, NOT_VERIFIED = "verified", "failed", "not verified"
-# Why a check was not made: no rejection, but no verdict of "verified" either.
+# Why a check was not made: no rejection, but no verdict of "verified" either (parts and anchor aside).
 NO_CHECKPOINT = "NO_CHECKPOINT"
 NO_VERIFIER_KEY = "NO_VERIFIER_KEY"
 BY_HAND = "BY_HAND"
+NO_DAY_LINES = "NO_DAY_LINES"
+NO_PARTS_FILE = "NO_PARTS_FILE"
 ANCHOR_FIELDS = ("chain", "transaction_hash", "ledger_version")
 # Required statement fields and their JSON types, checked in this order.
 STATEMENT_FIELDS = (("public_proof_id", "string"), ("recipient_id", "string"), ("period", "object"),
@@ -64,9 +78,7 @@ STATEMENT_FIELDS = (("public_proof_id", "string"), ("recipient_id", "string"), (
 IDENTIFIER = r"[A-Za-z0-9._:@+=-]"
 PROOF_ID_PATTERN = f"^{IDENTIFIER}{{16,200}}$"
 RECIPIENT_PATTERN = f"^{IDENTIFIER}{{1,200}}$"
-AMOUNT_PATTERN = r"^(0|[1-9][0-9]{0,19})$"
 TRANSACTION_PATTERN = r"^0x[0-9a-f]{64}$"
-U64_MAX = 2**64 - 1
 MAX_CHAIN_LABEL = 200
 
 _JSON_TYPES = {"string": str, "object": dict, "array": list}
@@ -83,7 +95,15 @@ def verifier_format(key: VerifierKey | None = None) -> dict[str, Any]:
             "anchor_fields": list(ANCHOR_FIELDS), "statement_fields": [list(f) for f in STATEMENT_FIELDS],
             "proof_id_pattern": PROOF_ID_PATTERN, "recipient_pattern": RECIPIENT_PATTERN,
             "amount_pattern": AMOUNT_PATTERN, "transaction_pattern": TRANSACTION_PATTERN,
-            "max_chain_label": MAX_CHAIN_LABEL, "max_document_bytes": MAX_DOCUMENT_BYTES}
+            "max_chain_label": MAX_CHAIN_LABEL, "max_document_bytes": MAX_DOCUMENT_BYTES,
+            "optional_checks": list(OPTIONAL_CHECKS), "parts": parts_format()}
+
+
+def parts_format() -> dict[str, Any]:
+    """The parts file's format, as ``verifier_format`` hands it to a second verifier."""
+    return {"version": PARTS_VERSION, "domain": PARTS_DOMAIN, "file_fields": list(PARTS_FILE_FIELDS),
+            "day_line_fields": list(DAY_LINE_FIELDS), "artifact_fields": list(ARTIFACT_FIELDS),
+            "part_fields": list(PART_FIELDS), "reference_by_role": REFERENCE_BY_ROLE, "max_bytes": MAX_PARTS_BYTES}
 
 
 def statement_leaf(statement: dict[str, Any]) -> bytes:
@@ -111,6 +131,7 @@ def check_statement(statement: Any) -> None:
     if type(statement["payment"].get("status")) is not str:
         reject(Reason.INVALID_STATEMENT, "statement.payment.status", "a payment has a status string")
     _check_amounts(statement, "statement")
+    check_day_lines(statement)
 
 
 def _require_pattern(statement: dict[str, Any], name: str, pattern: str, what: str) -> None:
@@ -129,13 +150,9 @@ def _check_amounts(value: Any, field: str) -> None:
     elif type(value) is dict:
         for key in sorted(value):
             inner = join(field, key)
-            if is_amount_field(key) and not _is_amount(value[key]):
+            if is_amount_field(key) and not is_amount(value[key]):
                 reject(Reason.INVALID_STATEMENT, inner, "an amount is a canonical unsigned 64-bit decimal string")
             _check_amounts(value[key], inner)
-
-
-def _is_amount(value: Any) -> bool:
-    return type(value) is str and re.fullmatch(AMOUNT_PATTERN, value) is not None and int(value) <= U64_MAX
 
 
 @dataclass(frozen=True)
@@ -207,36 +224,42 @@ def statement_file_bytes(document: dict[str, Any]) -> bytes:
     return encode_document(document)
 
 
-def verify_statement_file(raw: bytes | dict[str, Any], key: VerifierKey | None = None) -> dict[str, Any]:
+def verify_statement_file(raw: bytes | dict[str, Any], key: VerifierKey | None = None,
+                          parts_files: Sequence[bytes] = ()) -> dict[str, Any]:
     """``check_statement_file``'s verdict; ProofRejected naming the first check that failed."""
-    verdict = check_statement_file(raw, key)
+    verdict = check_statement_file(raw, key, parts_files)
     if verdict["verdict"] == REFUSED:
         raise ProofRejected(Reason(verdict["reason"]), verdict["field"], verdict["detail"])
     return verdict
 
 
-def check_statement_file(raw: bytes | dict[str, Any], key: VerifierKey | None = None) -> dict[str, Any]:
+def check_statement_file(raw: bytes | dict[str, Any], key: VerifierKey | None = None,
+                         parts_files: Sequence[bytes] = ()) -> dict[str, Any]:
     """Every check in ``CHECKS`` order, each passed, failed or not made, and the verdict.
 
-    "verified" needs every check passed but the anchor's, which only the chain can answer: above all the
-    checkpoint's signature by ``key``, the key the verifier pins. A failed check ends the checking;
-    later ones are not made. A file without a checkpoint, or a check without a key, is "not verified".
+    "verified" needs every check passed but the optional ones: above all the checkpoint's signature by
+    ``key``, the key the verifier pins. The anchor only the chain can answer; the parts check is made for the
+    day lines ``parts_files`` are given for, each file's outcome and each day line's reported. A failed check
+    ends the checking; later ones are not made. A file without a checkpoint, or a check without a key, is
+    "not verified".
     """
     checks: list[dict[str, str]] = []
+    linked: dict[str, list[dict[str, Any]]] = {"parts_files": [], "day_lines": []}
     try:
-        verdict = _run_checks(raw, key, checks)
+        verdict = _run_checks(raw, key, checks, parts_files, linked)
     except ProofRejected as error:
         _record(checks, FAILED, str(error.reason), error.proof_detail)
         while len(checks) < len(CHECKS):
             _record(checks, NOT_MADE, "", "not reached: an earlier check failed")
-        return {"ok": False, "verdict": REFUSED, **error.as_dict(), "checks": checks}
-    unmade = [check for check in checks if check["result"] == NOT_MADE and check["check"] != "anchor"]
+        return {"ok": False, "verdict": REFUSED, **error.as_dict(), "checks": checks, **linked}
+    unmade = [check for check in checks if check["result"] == NOT_MADE and check["check"] not in OPTIONAL_CHECKS]
     outcome = {"verdict": NOT_VERIFIED, "reason": unmade[0]["reason"], "field": "checkpoint",
                "detail": unmade[0]["detail"]} if unmade else {"verdict": VERIFIED}
-    return {"ok": not unmade, **outcome, **verdict, "checks": checks}
+    return {"ok": not unmade, **outcome, **verdict, "checks": checks, **linked}
 
 
-def _run_checks(raw: bytes | dict[str, Any], key: VerifierKey | None, checks: list[dict[str, str]]) -> dict[str, Any]:
+def _run_checks(raw: bytes | dict[str, Any], key: VerifierKey | None, checks: list[dict[str, str]],
+                parts_files: Sequence[bytes], linked: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     document, checkpoint = _read_file(raw)
     _passed(checks, f"canonical JSON, version {document['version']}, every field present and well formed")
     statement, leaf_hash = document["statement"], bytes.fromhex(document["leaf_hash"])
@@ -252,6 +275,7 @@ def _run_checks(raw: bytes | dict[str, Any], key: VerifierKey | None, checks: li
     _passed(checks, f"leaf {document['leaf_index']} of {document['tree_size']}, {len(document['path'])} hashes in "
                     f"the path, reaches batch root {document['batch_root']}")
     _check_checkpoint(document, checkpoint, key, checks)
+    _check_parts(statement, parts_files, checks, linked)
     _record(checks, NOT_MADE, BY_HAND, check_by_hand(document))
     return {"version": document["version"], "public_proof_id": statement["public_proof_id"],
             "recipient_id": statement["recipient_id"], "leaf_index": document["leaf_index"],
@@ -285,6 +309,27 @@ def _check_checkpoint(document: dict[str, Any], checkpoint: Checkpoint | None, k
         return
     verify_note(document["checkpoint"], key)
     _passed(checks, f"signed by the pinned key {key.name} ({key.key_hash.hex()})")
+
+
+def _check_parts(statement: dict[str, Any], parts_files: Sequence[bytes], checks: list[dict[str, str]],
+                 linked: dict[str, list[dict[str, Any]]]) -> None:
+    """Each parts file against the statement's day lines; the first refused one fails the check."""
+    linked.update(check_parts_files(statement, parts_files))
+    refused = next((outcome for outcome in linked["parts_files"] if outcome["result"] == FAILED), None)
+    if refused is not None:
+        where = f"parts_files[{refused['file']}]"
+        raise ProofRejected(Reason(refused["reason"]), f"{where}.{refused['field']}" if refused["field"] else where,
+                            f"parts file {refused['file'] + 1}: {refused['detail']}")
+    day_lines = linked["day_lines"]
+    unlinked = [line for line in day_lines if line["result"] != PASSED]
+    if not day_lines:
+        _record(checks, NOT_MADE, NO_DAY_LINES, "the statement has no day lines, so it has no parts to check")
+    elif unlinked:
+        _record(checks, NOT_MADE, NO_PARTS_FILE, f"{len(unlinked)} of the statement's {len(day_lines)} day lines "
+                                                 "were given no parts file: what they are made of was not checked")
+    else:
+        _passed(checks, f"each of the statement's {len(day_lines)} day lines is the sum of the parts its file "
+                        "lists, the parts the statement commits to")
 
 
 def _read_file(raw: bytes | dict[str, Any]) -> tuple[dict[str, Any], Checkpoint | None]:

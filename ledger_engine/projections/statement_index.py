@@ -4,14 +4,19 @@
 a command boundary and builds, per recipient, the statement leaf of
 docs/merkle.md: recipient, period (the accounting batch and its window), the
 lines the batch speaks for (frozen after them, over their day), their total and
-payment status. Each statement gets a new random public proof ID. The index
-artifact, the canonical JSON of every statement in public-proof-ID order, is
-the private bytes the envelope's evidence names; the freeze step carries each
-statement's leaf hash and the tree root, which the rule recomputes.
+payment status. A day line (docs/adr/0073) also names its chunk (``artifact``)
+and commits to its parts, the listener-days it is made of
+(``parts: {"count", "digest"}``), computed from the chunk's stored bytes: so
+the index reads the evidence store too. Each statement gets a new random
+public proof ID. The index artifact, the canonical JSON of every statement in
+public-proof-ID order, is the private bytes the envelope's evidence names; the
+freeze step carries each statement's leaf hash and the tree root, which the
+rule recomputes.
 
 ``statement_file`` rebuilds the tree from that artifact once the index is
 confirmed on chain and hands a recipient their statement with its inclusion
-proof, the batch root and the anchoring transaction.
+proof, the batch root and the anchoring transaction; ``parts_file`` hands
+them the parts document of one of its day lines, which the statement commits to.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import orjson
 
@@ -31,7 +36,9 @@ from ledger_engine.domain.commands.money.statements import covers, statement_key
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import INDEXES, STATE
+from ledger_engine.merkle.day_line_parts import commitment
 from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
+from ledger_engine.projections.day_line_evidence import ReadEvidence, commitments, day_line_documents, state_reader
 from ledger_engine.storage.rocks import RocksStore
 
 INDEX_ARTIFACT_VERSION = "porto:london:statement-index:v1"
@@ -70,8 +77,10 @@ def covered_lines(store: RocksStore, batch: dict[str, Any]) -> dict[str, list[di
 
 
 def statement_document(public_proof_id: str, recipient_id: str, batch: dict[str, Any],
-                       lines: list[dict[str, Any]]) -> dict[str, Any]:
-    """A recipient's statement for one accounting batch: the leaf of docs/merkle.md."""
+                       lines: list[dict[str, Any]], parts: Mapping[str, dict[str, Any]] | None = None
+                       ) -> dict[str, Any]:
+    """A recipient's statement for one accounting batch: the leaf of docs/merkle.md. ``parts`` holds each day
+    line's commitment to its parts, by line ID."""
     total = sum(parse_amount(line["amount"]) for line in lines)
     paid = sum(parse_amount(line["amount"]) for line in lines if line["status"] == "paid")
     status = "paid" if paid == total else "unpaid" if paid == 0 else "partly_paid"
@@ -80,20 +89,32 @@ def statement_document(public_proof_id: str, recipient_id: str, batch: dict[str,
         "recipient_id": recipient_id,
         "period": {"accounting_batch_id": batch["batch_id"], "window_start_ms": batch["window_start_ms"],
                    "window_end_ms": batch["window_end_ms"]},
-        "lines": [{name: line[name] for name in LINE_FIELDS if line.get(name) is not None} for line in lines],
+        "lines": [statement_line(line, parts or {}) for line in lines],
         "total": format_amount(total),
         "payment": {"status": status, "paid_amount": format_amount(paid)},
     }
 
 
+def statement_line(line: dict[str, Any], parts: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    """A line as its statement lists it; a day line with its chunk and its commitment to its parts."""
+    fields = {name: line[name] for name in LINE_FIELDS if line.get(name) is not None}
+    if "artifact" in line:  # only day lines: every other line keeps the fields and bytes it always had
+        fields.update(artifact=line["artifact"], parts=parts[line["line_id"]])
+    return fields
+
+
 def prepare_statement_index(store: RocksStore, index_batch_id: str, accounting_batch_id: str,
-                            anchor_effect_id: str, *, new_proof_id: Callable[[], str] = lambda: secrets.token_hex(16)
+                            anchor_effect_id: str, *, read_evidence: ReadEvidence | None = None,
+                            new_proof_id: Callable[[], str] = lambda: secrets.token_hex(16)
                             ) -> tuple[dict[str, Any], bytes]:
-    """The freeze step of a statement index over ``accounting_batch_id``, and the index artifact's bytes."""
+    """The freeze step of a statement index over ``accounting_batch_id``, and the index artifact's bytes.
+    ``read_evidence`` reads the chunks of the day lines it covers (an evidence store's ``get``)."""
     batch = accounting_batch(store, accounting_batch_id)
     lines = covered_lines(store, batch)
     _require(bool(lines), ErrorCode.INVALID_STATE, f"batch {accounting_batch_id} speaks for no recipient's lines")
-    documents = [statement_document(new_proof_id(), recipient, batch, lines[recipient]) for recipient in sorted(lines)]
+    parts = day_line_commitments(store, read_evidence, lines)
+    documents = [statement_document(new_proof_id(), recipient, batch, lines[recipient], parts)
+                 for recipient in sorted(lines)]
     tree = StatementTree.build(documents)
     artifact = index_artifact(index_batch_id, accounting_batch_id, tree)
     statements = sorted(({"statement_id": f"statement-{uuid.uuid4()}", "recipient_id": document["recipient_id"],
@@ -108,6 +129,15 @@ def prepare_statement_index(store: RocksStore, index_batch_id: str, accounting_b
     return step, artifact
 
 
+def day_line_commitments(store: RocksStore, read_evidence: ReadEvidence | None,
+                         lines: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Each covered day line's commitment to its parts, by line ID."""
+    day_lines = [line for recipient_lines in lines.values() for line in recipient_lines if "artifact" in line]
+    _require(not day_lines or read_evidence is not None, ErrorCode.INVALID_STATE,
+             "the batch speaks for day lines: their parts are read from the evidence store, which was not given")
+    return commitments(state_reader(store.get), read_evidence, day_lines) if day_lines else {}
+
+
 def index_artifact(index_batch_id: str, accounting_batch_id: str, tree: StatementTree) -> bytes:
     """The index's private artifact: every statement in public-proof-ID order and the root, canonical JSON."""
     return canonical_bytes({"version": INDEX_ARTIFACT_VERSION, "index_batch_id": index_batch_id,
@@ -115,9 +145,32 @@ def index_artifact(index_batch_id: str, accounting_batch_id: str, tree: Statemen
                             "root": tree.root})
 
 
-def statement_file(store: RocksStore, read_evidence: Callable[[str], bytes], statement_id: str,
+def statement_file(store: RocksStore, read_evidence: ReadEvidence, statement_id: str,
                    chain: str) -> dict[str, Any]:
     """The statement file of docs/merkle.md for one statement, once its index is confirmed on chain."""
+    statement, index, tree = confirmed_statement(store, read_evidence, statement_id)
+    anchor = {"chain": chain, "transaction_hash": index["transaction_hash"], "ledger_version": index["ledger_version"]}
+    return tree.statement_file(statement["public_proof_id"], anchor)
+
+
+def parts_file(store: RocksStore, read_evidence: ReadEvidence, statement_id: str, line_id: str) -> dict[str, Any]:
+    """The parts document of day line ``line_id`` of a statement whose index is confirmed: what its statement
+    commits to, recomputed from the chunk's stored bytes and held to that commitment."""
+    record, _, tree = confirmed_statement(store, read_evidence, statement_id)
+    statement = tree.statements[tree.index_of(record["public_proof_id"])]
+    stated = next((line for line in statement["lines"] if line["line_id"] == line_id and "parts" in line), None)
+    _require(stated is not None, ErrorCode.NOT_FOUND, f"statement {statement_id} lists no day line {line_id}")
+    read = state_reader(store.get)
+    [(_, document)] = day_line_documents(read, read_evidence, [read(line_key(line_id))])
+    _require(commitment(document) == stated["parts"], ErrorCode.CONFLICTING_EVIDENCE,
+             f"the parts of day line {line_id} are not the ones statement {statement_id} commits to")
+    return document
+
+
+def confirmed_statement(store: RocksStore, read_evidence: ReadEvidence, statement_id: str
+                        ) -> tuple[dict[str, Any], dict[str, Any], StatementTree]:
+    """A statement's record, its index's batch record and the index's tree, rebuilt from the index artifact, once
+    the index is confirmed on chain."""
     statement = _state(store, statement_key(statement_id))
     _require(statement is not None, ErrorCode.NOT_FOUND, f"statement {statement_id} does not exist")
     index = _state(store, batch_key(statement["index_batch_id"]))
@@ -130,8 +183,7 @@ def statement_file(store: RocksStore, read_evidence: Callable[[str], bytes], sta
     tree = StatementTree.build(artifact["statements"])
     _require(tree.root == root == artifact["root"], ErrorCode.CONFLICTING_EVIDENCE,
              f"the index artifact of {index['batch_id']} does not make the frozen statement root")
-    anchor = {"chain": chain, "transaction_hash": index["transaction_hash"], "ledger_version": index["ledger_version"]}
-    return tree.statement_file(statement["public_proof_id"], anchor)
+    return statement, index, tree
 
 
 def statements_of_index(store: RocksStore, index_batch_id: str) -> list[dict[str, Any]]:

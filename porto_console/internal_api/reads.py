@@ -25,7 +25,7 @@ from porto_console.internal_api.schemas import (
     JournalTreeOut, PaymentOut,
 )
 from porto_console.ledger import owner, read_at_boundary
-from porto_console.statement_files import statement_file_for
+from porto_console.statement_files import parts_file_for, statement_file_for
 
 router = Router(tags=["reads"])
 STATEMENT_FILE_COMMAND = "RecordCommitmentObservation"
@@ -147,8 +147,29 @@ Only a credential that may record commitment observations (the worker that ancho
 indexes) reads statement files, else `COMMAND_NOT_ALLOWED`. A statement whose index has no
 statement tree, or whose root is not yet confirmed on chain, is `INVALID_STATE`.""")
 def read_statement_file(request: HttpRequest, statement_id: str = Path(..., pattern=IDENTIFIER_PATTERN)):
+    _require_statement_reader(request)
+    _, content = statement_file_for(statement_id)
+    return HttpResponse(content, content_type="application/json")
+
+
+@router.get("/statements/{statement_id}/parts/{line_id}", summary="Read the parts file of a statement's day line",
+            response={200: dict, **ERROR_RESPONSES},
+            description="""\
+The parts file of docs/merkle.md for one day line of a statement, delivered with the statement
+file: the listener-days of its frozen chunk the day line is made of (each by its position in the
+chunk, never its listener) with the recipient's lines of each, recomputed from the chunk's stored
+bytes and held to the commitment in the statement. The statement file lists its day lines (those
+with `parts`). Readable by the same credentials as statement files, else `COMMAND_NOT_ALLOWED`; a
+line that is not a day line of the statement is `NOT_FOUND`; a statement without a file yet is
+`INVALID_STATE`; evidence that does not make the committed parts is `CONFLICTING_EVIDENCE`.""")
+def read_parts_file(request: HttpRequest, statement_id: str = Path(..., pattern=IDENTIFIER_PATTERN),
+                    line_id: str = Path(..., pattern=IDENTIFIER_PATTERN)):
+    _require_statement_reader(request)
+    _, content = parts_file_for(statement_id, line_id)
+    return HttpResponse(content, content_type="application/json")
+
+
+def _require_statement_reader(request: HttpRequest) -> None:
     if not request.auth.may_submit(STATEMENT_FILE_COMMAND):
         raise ApiError(ApiCode.COMMAND_NOT_ALLOWED,
                        f"worker {request.auth.name} does not anchor statement indexes: it may not read statement files")
-    _, content = statement_file_for(statement_id)
-    return HttpResponse(content, content_type="application/json")

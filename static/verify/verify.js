@@ -1,6 +1,7 @@
 // The recipient's statement verifier: the same checks, in the same order, as
 // ledger_engine/merkle/statement.py's check_statement_file (docs/merkle.md), with
-// the checkpoint key this deployment pins. Plain JavaScript and WebCrypto
+// the checkpoint key this deployment pins, and of each parts file given, as
+// ledger_engine/merkle/parts_file.py checks it. Plain JavaScript and WebCrypto
 // (SHA-256, Ed25519); the file never leaves the browser. Nothing here recurses
 // over the file before its nesting is counted, without recursion, against the
 // ledger's own depth limit.
@@ -95,9 +96,9 @@
     }
   }
 
-  function readDocument(bytes) {
-    if (bytes.length > FORMAT.max_document_bytes) {
-      reject("TOO_LARGE", "", "the file has " + bytes.length + " bytes; at most " + FORMAT.max_document_bytes + " are read");
+  function readDocument(bytes, maxBytes) {
+    if (bytes.length > maxBytes) {
+      reject("TOO_LARGE", "", "the file has " + bytes.length + " bytes; at most " + maxBytes + " are read");
     }
     let value;
     try {
@@ -215,6 +216,191 @@
       reject("INVALID_STATEMENT", "statement.payment.status", "a payment has a status string");
     }
     checkAmounts(statement, "statement");
+    checkDayLines(statement);
+  }
+
+  // ---- Day lines and their parts files (parts_file.py): each file against the day line it names.
+
+  const PARTS = FORMAT.parts;
+
+  function has(value, name) {
+    return Object.prototype.hasOwnProperty.call(value, name);
+  }
+
+  function isHash(value) {
+    return typeof value === "string" && HEX_HASH.test(value);
+  }
+
+  function hasExactly(value, fields) {
+    return isObject(value) && canonical(Object.keys(value).sort()) === canonical([...fields].sort());
+  }
+
+  function statementShape(condition, field, detail) {
+    if (!condition) reject("INVALID_STATEMENT", field, detail);
+  }
+
+  function checkDayLines(statement) {
+    const seen = new Set();
+    statement.lines.forEach((line, position) => {
+      if (!has(line, "artifact") && !has(line, "parts")) return;
+      const where = "statement.lines[" + position + "]";
+      statementShape(typeof line.line_id === "string" && !seen.has(line.line_id), where + ".line_id",
+        "a day line has a line ID no other day line of the statement has");
+      seen.add(line.line_id);
+      const artifact = line.artifact;
+      statementShape(hasExactly(artifact, PARTS.artifact_fields), where + ".artifact", "a day line's artifact is its chunk's day, number and hash");
+      for (const name of ["day", "chunk"]) {
+        statementShape(Number.isInteger(artifact[name]) && artifact[name] >= 0, where + ".artifact." + name, "the chunk's " + name + " is an integer of at least 0");
+      }
+      statementShape(isHash(artifact.hash), where + ".artifact.hash", "the chunk's hash is 64 lowercase hex");
+      const parts = line.parts;
+      statementShape(hasExactly(parts, ["count", "digest"]), where + ".parts", "a day line commits to its parts' count and digest");
+      statementShape(Number.isInteger(parts.count) && parts.count >= 1, where + ".parts.count", "a day line has at least one part");
+      statementShape(isHash(parts.digest), where + ".parts.digest", "a digest is 64 lowercase hex digits");
+    });
+  }
+
+  function statementDayLines(statement) {
+    return new Map(statement.lines.filter((line) => has(line, "parts")).map((line) => [line.line_id, line]));
+  }
+
+  function readText(value, name, where) {
+    if (typeof value[name] !== "string" || !value[name]) reject("MALFORMED", join(where, name), "not a non-empty string");
+  }
+
+  function readAmount(value, name, where) {
+    if (!isAmount(value[name])) reject("MALFORMED", join(where, name), "an amount is a canonical unsigned 64-bit decimal string");
+  }
+
+  function readDayLine(document) {
+    const dayLine = readObject(document, "day_line", "");
+    requireFields(dayLine, PARTS.day_line_fields, "day_line");
+    readText(dayLine, "line_id", "day_line");
+    const artifact = readObject(dayLine, "artifact", "day_line");
+    requireFields(artifact, PARTS.artifact_fields, "day_line.artifact");
+    readCount(artifact, "day", 0, "day_line.artifact");
+    readCount(artifact, "chunk", 0, "day_line.artifact");
+    readHash(artifact.hash, "day_line.artifact.hash");
+    if (typeof dayLine.role !== "string" || !has(PARTS.reference_by_role, dayLine.role)) {
+      reject("MALFORMED", "day_line.role", "a role is one of " + Object.keys(PARTS.reference_by_role).join(", "));
+    }
+    if (dayLine.recipient_id !== null) readText(dayLine, "recipient_id", "day_line");
+    readAmount(dayLine, "amount", "day_line");
+    return dayLine.role;
+  }
+
+  function readPartLines(part, fields, where) {
+    const lines = part.lines;
+    if (!Array.isArray(lines) || !lines.length) reject("MALFORMED", where + ".lines", "a part has at least one line");
+    lines.forEach((line, position) => {
+      const inner = where + ".lines[" + position + "]";
+      if (!isObject(line)) reject("MALFORMED", inner, "a line is a JSON object");
+      requireFields(line, fields, inner);
+      fields.slice(0, -1).forEach((name) => readText(line, name, inner));
+      readAmount(line, "amount", inner);
+    });
+  }
+
+  function readParts(document, role) {
+    if (!Array.isArray(document.parts)) reject("MALFORMED", "parts", "not an array of parts");
+    const reference = PARTS.reference_by_role[role];
+    const fields = reference === null ? ["amount"] : [reference, "amount"];
+    let previous = -1;
+    document.parts.forEach((part, position) => {
+      const where = "parts[" + position + "]";
+      if (!isObject(part)) reject("MALFORMED", where, "a part is a JSON object");
+      requireFields(part, PARTS.part_fields, where);
+      if (readCount(part, "position", 0, where) <= previous) {
+        reject("MALFORMED", where + ".position", "parts are in increasing position order, each once");
+      }
+      previous = part.position;
+      readPartLines(part, fields, where);
+    });
+  }
+
+  function readPartsFile(bytes) {
+    const document = readDocument(bytes, PARTS.max_bytes);
+    if (!("version" in document)) reject("MALFORMED", "version", "the document has no version");
+    if (document.version !== PARTS.version) {
+      reject("UNSUPPORTED_VERSION", "version", "unknown version; this verifier reads " + PARTS.version);
+    }
+    requireFields(document, PARTS.file_fields, "");
+    const role = readDayLine(document);
+    readCount(document, "count", 1, "");
+    readParts(document, role);
+    return document;
+  }
+
+  function sameValue(a, b) {
+    return a !== undefined && b !== undefined && canonical(a) === canonical(b);
+  }
+
+  async function checkPartsFile(bytes, statement) {
+    const document = readPartsFile(bytes);
+    const dayLine = document.day_line;
+    const line = statementDayLines(statement).get(dayLine.line_id);
+    if (!line) reject("PARTS_NOT_IN_STATEMENT", "day_line.line_id", "the statement lists no day line " + dayLine.line_id);
+    for (const name of ["artifact", "role", "amount"]) {
+      if (!sameValue(dayLine[name], line[name])) {
+        reject("PARTS_DAY_LINE_MISMATCH", "day_line." + name, "the statement's day line " + line.line_id + " has another " + name);
+      }
+    }
+    if (dayLine.recipient_id !== statement.recipient_id) {
+      reject("PARTS_DAY_LINE_MISMATCH", "day_line.recipient_id", "the day line pays " + dayLine.recipient_id +
+        ", not the statement's recipient " + statement.recipient_id);
+    }
+    const committed = line.parts.count;
+    if (document.count !== committed) {
+      reject("PARTS_COUNT_MISMATCH", "count", "the file counts " + document.count + " parts; the statement commits to " + committed);
+    }
+    if (document.parts.length !== committed) {
+      reject("PARTS_COUNT_MISMATCH", "parts", "the file lists " + document.parts.length + " parts; the statement commits to " + committed);
+    }
+    const total = document.parts.reduce((sum, part) => part.lines.reduce((inner, l) => inner + BigInt(l.amount), sum), 0n);
+    if (total !== BigInt(line.amount)) {
+      reject("PARTS_SUM_MISMATCH", "parts", "the parts sum to " + total + ", not to the day line's " + line.amount);
+    }
+    const digest = hex(await sha256(new TextEncoder().encode(PARTS.domain + canonical(document))));
+    if (digest !== line.parts.digest) {
+      reject("PARTS_DIGEST_MISMATCH", "", "the file does not hash to the digest the statement commits to for its day line: its parts were changed");
+    }
+    return document;
+  }
+
+  function namedLineId(bytes, statement) {
+    try {
+      const id = readPartsFile(bytes).day_line.line_id;
+      return statementDayLines(statement).has(id) ? id : null;
+    } catch (error) {
+      if (error instanceof Rejected) return null;
+      throw error;
+    }
+  }
+
+  async function fileOutcome(number, bytes, statement, documents) {
+    try {
+      const document = await checkPartsFile(bytes, statement);
+      const id = document.day_line.line_id;
+      documents.set(id, document);
+      return { file: number, line_id: id, result: "passed", reason: "", field: "",
+        detail: "the parts of day line " + id + ": count, sum and digest as the statement commits to" };
+    } catch (error) {
+      if (!(error instanceof Rejected)) throw error;
+      return { file: number, line_id: namedLineId(bytes, statement), result: "failed", reason: error.reason,
+        field: error.field, detail: error.detail };
+    }
+  }
+
+  async function checkPartsFiles(statement, files, documents) {
+    const outcomes = [];
+    for (let number = 0; number < files.length; number++) outcomes.push(await fileOutcome(number, files[number], statement, documents));
+    const byLine = new Map();
+    for (const outcome of outcomes) {
+      if (outcome.line_id !== null && byLine.get(outcome.line_id) !== "failed") byLine.set(outcome.line_id, outcome.result);
+    }
+    const dayLines = [...statementDayLines(statement).values()].map((line) => ({ line_id: line.line_id, amount: line.amount,
+      count: line.parts.count, result: byLine.get(line.line_id) || "not made" }));
+    return { parts_files: outcomes, day_lines: dayLines };
   }
 
   // ---- RFC 9162 hashes and inclusion verification (2.1.3.2).
@@ -347,7 +533,7 @@
   // ---- The statement file, check by check: each passed, failed or not made.
 
   function readFile(bytes) {
-    const document = readDocument(bytes);
+    const document = readDocument(bytes, FORMAT.max_document_bytes);
     if (!("version" in document)) reject("MALFORMED", "version", "the document has no version");
     const signed = document.version === FORMAT.file_version;
     if (!signed && document.version !== FORMAT.unsigned_file_version) {
@@ -373,7 +559,25 @@
       "committer address, with hash " + document.batch_root + " and count " + document.tree_size + ".";
   }
 
-  async function runChecks(bytes, checks, found) {
+  async function checkParts(statement, partsFiles, found, passed, notMade) {
+    Object.assign(found, await checkPartsFiles(statement, partsFiles, found.documents));
+    const refused = found.parts_files.find((outcome) => outcome.result === "failed");
+    if (refused) {
+      const where = "parts_files[" + refused.file + "]";
+      reject(refused.reason, refused.field ? where + "." + refused.field : where, "parts file " + (refused.file + 1) + ": " + refused.detail);
+    }
+    const unlinked = found.day_lines.filter((line) => line.result !== "passed");
+    if (!found.day_lines.length) {
+      notMade("NO_DAY_LINES", "Your statement has no day lines, so it has no parts to check.");
+    } else if (unlinked.length) {
+      notMade("NO_PARTS_FILE", unlinked.length + " of your statement's " + found.day_lines.length +
+        " day lines were given no parts file: what they are made of was not checked.");
+    } else {
+      passed("Each of your statement's " + found.day_lines.length + " day lines is the sum of the parts its file lists, the parts your statement commits to.");
+    }
+  }
+
+  async function runChecks(bytes, partsFiles, checks, found) {
     const passed = (detail) => checks.push({ check: FORMAT.checks[checks.length], result: "passed", reason: "", detail: detail });
     const notMade = (reason, detail) => checks.push({ check: FORMAT.checks[checks.length], result: "not made", reason: reason, detail: detail });
     const { document, statement, checkpoint } = readFile(bytes);
@@ -404,26 +608,30 @@
         passed("Signed by Porto's key " + FORMAT.verifier_key.name + " (" + FORMAT.verifier_key.key_hash + "), the key this page pins.");
       }
     }
+    await checkParts(statement, partsFiles, found, passed, notMade);
     notMade("BY_HAND", checkByHand(document));
     return { leaf_index: document.leaf_index, tree_size: document.tree_size, origin: checkpoint && checkpoint.origin };
   }
 
-  async function verifyStatementBytes(bytes) {
+  // partsFiles: the bytes of each parts file given, checked against the day line each names.
+  async function verifyStatementBytes(bytes, partsFiles = []) {
     const checks = [];
-    const found = { statement: null };
+    const found = { statement: null, parts_files: [], day_lines: [], documents: new Map() };
+    const linked = () => ({ checks: checks, statement: found.statement, parts_files: found.parts_files,
+      day_lines: found.day_lines, documents: found.documents });
     try {
-      const result = await runChecks(bytes, checks, found);
-      const unmade = checks.find((check) => check.result === "not made" && check.check !== "anchor");
+      const result = await runChecks(bytes, partsFiles, checks, found);
+      const unmade = checks.find((check) => check.result === "not made" && !FORMAT.optional_checks.includes(check.check));
       return Object.assign(result, unmade
         ? { verdict: "not verified", reason: unmade.reason, field: "checkpoint", detail: unmade.detail }
-        : { verdict: "verified" }, { checks: checks, statement: found.statement });
+        : { verdict: "verified" }, linked());
     } catch (error) {
       if (!(error instanceof Rejected)) throw error;
       checks.push({ check: FORMAT.checks[checks.length], result: "failed", reason: error.reason, detail: error.detail });
       while (checks.length < FORMAT.checks.length) {
         checks.push({ check: FORMAT.checks[checks.length], result: "not made", reason: "", detail: "Not reached: an earlier check failed." });
       }
-      return { verdict: "failed", reason: error.reason, field: error.field, detail: error.detail, checks: checks, statement: found.statement };
+      return Object.assign({ verdict: "failed", reason: error.reason, field: error.field, detail: error.detail }, linked());
     }
   }
 
@@ -432,16 +640,31 @@
   const LABELS = {
     file: "the file is a complete statement file", leaf: "your statement hashes to its leaf",
     root: "the proof leads from the leaf to the batch root", checkpoint: "the signed checkpoint names this batch root",
-    signature: "Porto's pinned key signed the checkpoint", anchor: "the batch root is the one anchored on chain",
+    signature: "Porto's pinned key signed the checkpoint",
+    parts: "each day line is the sum of the listener-days its parts file lists",
+    anchor: "the batch root is the one anchored on chain",
   };
+  // A refused parts file, in words: what the recipient holds is not what Porto committed to, and how.
+  const PARTS_REASONS = {
+    PARTS_NOT_IN_STATEMENT: "this parts file is for a day line your statement does not list",
+    PARTS_DAY_LINE_MISMATCH: "this parts file describes its day line otherwise than your statement does (its chunk, role, amount or recipient)",
+    PARTS_COUNT_MISMATCH: "this parts file does not list as many listener-days as your statement says the day line is made of",
+    PARTS_SUM_MISMATCH: "the listener-days in this parts file do not add up to the day line's amount",
+    PARTS_DIGEST_MISMATCH: "this parts file is not the one your statement commits to: its listener-days were changed",
+  };
+
+  function inWords(reason) {
+    return PARTS_REASONS[reason] || "this parts file is damaged or is not a parts file";
+  }
 
   function text(id, value) {
     document.getElementById(id).textContent = value;
   }
 
-  function setStep(name, state, detail) {
+  function setStep(name, state, detail, reason) {
     const item = document.getElementById("step-" + name);
     item.dataset.state = state;
+    item.dataset.reason = reason || "";
     item.querySelector(".step-state").textContent = state === "pending" ? "" : state.replace("-", " ");
     item.querySelector(".step-detail").textContent = detail;
   }
@@ -450,7 +673,8 @@
     for (const check of result.checks) {
       const failed = check.result === "failed";
       setStep(check.check, check.result.replace(" ", "-"),
-        failed ? check.reason + (result.field ? " at " + result.field : "") + ": " + check.detail + "." : check.detail);
+        failed ? check.reason + (result.field ? " at " + result.field : "") + ": " + check.detail + "." : check.detail,
+        check.reason);
     }
   }
 
@@ -463,15 +687,28 @@
     const passed = result.checks.filter((check) => check.result === "passed").map((check) => LABELS[check.check]);
     if (result.verdict === "verified") {
       verdict.textContent = "Verified: Porto's key " + FORMAT.verifier_key.name + " signed the batch root, and your statement is leaf " +
-        result.leaf_index + " of the " + result.tree_size + " statements under it. One check is left to you: the anchor on chain.";
+        result.leaf_index + " of the " + result.tree_size + " statements under it. " + partsSentence(result) +
+        "One check is left to you: the anchor on chain.";
     } else if (failed) {
-      verdict.textContent = "Not verified: a check failed (" + LABELS[failed.check] + "): " + result.reason +
+      verdict.textContent = "Not verified: a check failed (" + LABELS[failed.check] + "): " +
+        (failed.check === "parts" ? inWords(result.reason) + ", " : "") + result.reason +
         (result.field ? " at " + result.field : "") + ", " + result.detail + ".";
     } else {
-      const unmade = result.checks.filter((check) => check.result === "not made" && check.check !== "anchor");
+      const unmade = result.checks.filter((check) => check.result === "not made" && !FORMAT.optional_checks.includes(check.check));
       verdict.textContent = "Not verified: " + result.detail + " Passed: " + (passed.join("; ") || "none") +
         ". Not made: " + unmade.map((check) => LABELS[check.check]).join("; ") + ".";
     }
+  }
+
+  function partsSentence(result) {
+    const lines = result.day_lines;
+    if (!lines.length) return "";
+    const checked = lines.filter((line) => line.result === "passed").length;
+    if (checked === lines.length) {
+      return "Each of your " + lines.length + " day lines is the sum of the listener-days its parts file lists, as your statement commits to. ";
+    }
+    return "What " + (lines.length - checked) + " of your " + lines.length + " day lines are made of was not checked: " +
+      "add their parts files to check them. ";
   }
 
   function display(value) {
@@ -482,8 +719,9 @@
   // listening as hours and minutes. The checks above read the file's own values; this only shows them.
   const DAY_MS = 86400000;
   const COLUMN_LABELS = { title: "Title", work_id: "Work", role: "Role", node_id: "Node", day: "Day",
-    listened_ms: "Listened", amount: "Amount" };
+    listened_ms: "Listened", amount: "Amount", artifact: "Frozen chunk", parts: "Made of" };
   const COLUMN_ORDER = Object.keys(COLUMN_LABELS);
+  const LINK_STATES = { passed: "checked", failed: "refused", "not made": "not checked" };
 
   function inUnits(minorUnits, asset) {
     const places = DISPLAY.asset_places[asset];
@@ -511,8 +749,16 @@
       textContent: inUnits(minorUnits, asset), title: String(minorUnits) + " minor units" });
   }
 
-  function cellNode(column, value, asset) {
+  function cellNode(column, value, asset, linked) {
     if (column === "amount") return moneyNode(value, asset);
+    if (column === "artifact") {
+      return Object.assign(document.createElement("span"), { textContent: "chunk " + value.chunk + " of " +
+        utcDate(Number(value.day) * DAY_MS), title: "SHA-256 " + value.hash });
+    }
+    if (column === "parts") {
+      return document.createTextNode(value.count + " listener-day" + (value.count === 1 ? "" : "s") +
+        " (" + LINK_STATES[linked || "not made"] + ")");
+    }
     const shown = column === "day" ? utcDate(Number(value) * DAY_MS)
       : column === "listened_ms" ? duration(value)
         : column.endsWith("_ms") ? utcDate(value) : display(value);
@@ -543,10 +789,11 @@
     return nodes;
   }
 
-  function showStatement(statement, verified) {
+  function showStatement(statement, verified, dayLines) {
     const section = document.getElementById("statement");
     section.hidden = !statement;
     if (!statement) return;
+    const linked = new Map((dayLines || []).map((line) => [line.line_id, line.result]));
     const asset = statement.asset || "";
     text("statement-heading", verified ? "Your statement" : "The statement in this file (not verified)");
     text("statement-recipient", statement.recipient_id + (statement.role ? " (" + statement.role + ")" : ""));
@@ -566,11 +813,56 @@
       const row = document.createElement("tr");
       row.replaceChildren(...columns.map((column) => {
         const cell = document.createElement("td");
-        if (line[column] !== undefined) cell.append(cellNode(column, line[column], asset));
+        if (line[column] !== undefined) cell.append(cellNode(column, line[column], asset, linked.get(line.line_id)));
         return cell;
       }));
       return row;
     }));
+  }
+
+  // What each checked day line is made of, and why each refused parts file was refused.
+  function tableRow(nodes, tag) {
+    const row = document.createElement("tr");
+    row.replaceChildren(...nodes.map((node) => {
+      const cell = document.createElement(tag);
+      cell.append(node);
+      return cell;
+    }));
+    return row;
+  }
+
+  function partsTable(partsDocument, asset) {
+    const reference = PARTS.reference_by_role[partsDocument.day_line.role];
+    const titles = ["Listener-day (its place in the chunk)", ...(reference ? [COLUMN_LABELS[reference]] : []), "Amount"];
+    const table = document.createElement("table");
+    table.className = "parts-lines";
+    table.createTHead().append(tableRow(titles.map((title) => document.createTextNode(title)), "th"));
+    const body = table.createTBody();
+    for (const part of partsDocument.parts) {
+      for (const line of part.lines) {
+        body.append(tableRow([document.createTextNode("#" + part.position),
+          ...(reference ? [document.createTextNode(line[reference])] : []), moneyNode(line.amount, asset)], "td"));
+      }
+    }
+    return table;
+  }
+
+  function showParts(result, names) {
+    const section = document.getElementById("parts");
+    const asset = (result.statement && result.statement.asset) || "";
+    const items = [];
+    for (const outcome of result.parts_files) {
+      const item = document.createElement("li");
+      item.dataset.state = outcome.result === "passed" ? "passed" : "failed";
+      item.dataset.reason = outcome.reason;
+      item.textContent = names[outcome.file] + ": " + (outcome.result === "passed" ? "checked, " + outcome.detail + "."
+        : "refused, " + inWords(outcome.reason) + " (" + outcome.reason + (outcome.field ? " at " + outcome.field : "") + ": " + outcome.detail + ").");
+      const partsDocument = outcome.result === "passed" && result.documents.get(outcome.line_id);
+      if (partsDocument) item.append(partsTable(partsDocument, asset));
+      items.push(item);
+    }
+    document.getElementById("parts-files-checked").replaceChildren(...items);
+    section.hidden = !items.length;
   }
 
   function clearVerdict(name) {
@@ -581,17 +873,27 @@
     verdict.textContent = "Checking " + name + "…";
     FORMAT.checks.forEach((check) => setStep(check, "pending", ""));
     showStatement(null, false);
+    document.getElementById("parts").hidden = true;
   }
 
   let latest = 0;
+  const chosen = { statement: null, parts: [] };
 
-  async function check(file) {
-    const mine = ++latest;  // a file chosen later replaces this one's verdict, whichever finishes first
+  function bytesOf(file) {
+    return file.arrayBuffer().then((buffer) => new Uint8Array(buffer));
+  }
+
+  async function check() {
+    const mine = ++latest;  // files chosen later replace this verdict, whichever finishes first
+    const file = chosen.statement;
+    const names = chosen.parts.map((part) => part.name);
+    text("file-name", file ? file.name + (names.length ? " with " + names.length + " parts file" + (names.length === 1 ? "" : "s") : "")
+      : names.length + " parts file" + (names.length === 1 ? "" : "s") + ": now choose the statement file they belong to.");
+    if (!file) return;
     clearVerdict(file.name);
-    text("file-name", file.name);
     let result;
     try {
-      result = await verifyStatementBytes(new Uint8Array(await file.arrayBuffer()));
+      result = await verifyStatementBytes(await bytesOf(file), await Promise.all(chosen.parts.map(bytesOf)));
     } catch (error) {
       if (mine !== latest) return;
       const verdict = document.getElementById("verdict");
@@ -602,7 +904,27 @@
     if (mine !== latest) return;
     showChecks(result);
     showVerdict(result);
-    showStatement(result.statement, result.verdict === "verified");
+    showStatement(result.statement, result.verdict === "verified", result.day_lines);
+    showParts(result, names);
+  }
+
+  // A dropped file is a parts file when it says so; any other is the statement file.
+  async function isPartsFile(file) {
+    try {
+      const value = JSON.parse(new TextDecoder().decode(await bytesOf(file)));
+      return isObject(value) && value.version === PARTS.version;
+    } catch (error) {
+      return false;
+    }
+  }
+
+  async function dropped(files) {
+    const kinds = await Promise.all(files.map(isPartsFile));
+    const statements = files.filter((_, index) => !kinds[index]);
+    const parts = files.filter((_, index) => kinds[index]);
+    if (statements.length) chosen.statement = statements[statements.length - 1];
+    if (parts.length) chosen.parts = parts;
+    check();
   }
 
   function start() {
@@ -611,18 +933,27 @@
       return;
     }
     const input = document.getElementById("statement-file");
+    const partsInput = document.getElementById("parts-files");
     const zone = document.getElementById("drop-zone");
-    input.addEventListener("change", () => input.files.length && check(input.files[0]));
+    input.addEventListener("change", () => {
+      if (!input.files.length) return;
+      chosen.statement = input.files[0];
+      check();
+    });
+    partsInput.addEventListener("change", () => {
+      chosen.parts = [...partsInput.files];
+      check();
+    });
     zone.addEventListener("dragover", (event) => { event.preventDefault(); zone.dataset.over = "true"; });
     zone.addEventListener("dragleave", () => { delete zone.dataset.over; });
     zone.addEventListener("drop", (event) => {
       event.preventDefault();
       delete zone.dataset.over;
-      if (event.dataTransfer.files.length) check(event.dataTransfer.files[0]);
+      if (event.dataTransfer.files.length) dropped([...event.dataTransfer.files]);
     });
     document.body.dataset.ready = "true";
   }
 
-  window.PortoVerify = { verifyStatementBytes, verifyInclusion, canonical, leafHash, parseNote };
+  window.PortoVerify = { verifyStatementBytes, verifyInclusion, canonical, leafHash, parseNote, readPartsFile };
   start();
 })();

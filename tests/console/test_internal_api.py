@@ -539,7 +539,8 @@ def test_openapi_schema_is_published_with_the_error_policy(ledger, admin_client)
             "/internal/dispatch",
             "/internal/payments/{payment_id}", "/internal/attempts", "/internal/batches",
             "/internal/maintenance/backups", "/internal/journal-tree",
-            "/internal/statements/{statement_id}/file"} == set(schema["paths"])
+            "/internal/statements/{statement_id}/file",
+            "/internal/statements/{statement_id}/parts/{line_id}"} == set(schema["paths"])
     submit = schema["paths"]["/internal/commands"]["post"]
     assert {"200", "400", "401", "403", "409", "413", "422", "503"} <= set(submit["responses"])
     assert "Accepted and rejected outcomes both answer 200" in submit["description"]

@@ -116,6 +116,7 @@ MATRIX: dict[str, Row] = {
     "internal/batches": worker_api("GET"),
     "internal/journal-tree": worker_api("GET"),
     "internal/statements/<statement_id>/file": worker_api("GET"),
+    "internal/statements/<statement_id>/parts/<line_id>": worker_api("GET"),
     "internal/evidence": worker_api("POST"),
     "internal/batch": worker_api("POST"),
     "internal/maintenance/backups": worker_api("POST"),
@@ -164,6 +165,10 @@ MATRIX: dict[str, Row] = {
         "command_id": new_command_id(), "reason": "superseded", "revision": "1"}),
     # Finance downloads a recipient's statement file (the demo's statement index is anchored with its tree).
     "ledger/statements/<str:handle>/file/": Row(get=frozenset({"finance"}), screen=frozenset({"finance"})),
+    # ... beside it, its day lines' parts files (the demo's have none: back to the statement's files, saying why).
+    "ledger/statements/<str:handle>/": Row(get=frozenset({"finance"}), screen=frozenset({"finance"})),
+    "ledger/statement-parts/<str:handle>/": Row(get=frozenset({"finance"}), screen=frozenset({"finance"}),
+                                                statuses={("GET", "finance"): 302}),
     "ledger/recipients/": Row(get=FINANCE_AUDITOR, post=FINANCE_AUDITOR),
     "ledger/recipients/request/": Row(get=frozenset({"finance"}), post=frozenset({"finance"}), post_data=lambda t: {
         "command_id": new_command_id(), "recipient_id": "demo-artist-01", "payout_address": "0x" + "7a" * 32,
@@ -286,6 +291,7 @@ def targets(ledger, users) -> Targets:
         "ledger/recipients/": seal("recipient-update", update), "ledger/accounts/": seal("account", STAFF["ops"]),
         "ledger/staff-changes/": seal("staff-change", change), "ledger/lockouts/": seal("lockout", str(attempt.pk)),
         "ledger/corrections/": seal("correction", correction), "ledger/statements/": seal("statement", statement),
+        "ledger/statement-parts/": seal("statement-day-line", f"{statement}/dayline-none"), "line_id": "dayline-none",
         "ledger/day-allocation/": seal("day-allocation", "no-such-request"),
         "statement_id": statement, "ledger/quarantine/": seal("effect", "demo-effect"), "command_id": str(uuid.uuid4()),
         "effect_id": "demo-effect", "payment_id": "demo-payment", "sequence": "1", "token": "not-a-token",

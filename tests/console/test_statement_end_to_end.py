@@ -82,7 +82,8 @@ def freeze_and_anchor(worker: CommitmentWorker, ledger, kind: str, window: dict,
     batch_id, anchor = f"e2e-{kind}-{uuid.uuid4().hex[:8]}", f"e2e-anchor-{uuid.uuid4().hex[:8]}"
     submit("FreezeArtifact", {"batch_id": batch_id, "step": {"action": "prepare", "kind": kind, **window}}, FINANCE)
     if kind == "statement_index":
-        step, artifact = ledger.at_boundary(lambda store: prepare_statement_index(store, batch_id, accounting, anchor))
+        step, artifact = ledger.at_boundary(lambda store: prepare_statement_index(
+            store, batch_id, accounting, anchor, read_evidence=gateway().evidence.get))
     else:
         artifact = f"allocation artifact {batch_id}".encode()
         step = {"action": "freeze", "artifact_ref": f"{batch_id}-bytes", "count": 0, "anchor_effect_id": anchor}

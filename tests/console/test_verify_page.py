@@ -2,9 +2,10 @@
 
 The page pins the test settings' checkpoint key, the one the vectors are signed
 with. It must reach the same verdict as ``check_statement_file`` on every
-vector (tests/merkle/vectors/statements/expected.json), show each check as
-passed, failed or not made, say "Verified" only for a file Porto's key signed,
-and make no request beyond loading itself.
+vector (tests/merkle/vectors/statements/expected.json) and on every day-line
+parts case (tests/merkle/vectors/day_line_parts/expected.json), show each check
+as passed, failed or not made, say "Verified" only for a file Porto's key
+signed, and make no request beyond loading itself.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ledger_engine.merkle.document import MAX_DOCUMENT_BYTES
 from ledger_engine.merkle.statement import statement_file_bytes
 from porto_console.verifier import CONTENT_SECURITY_POLICY
 from tests.console.test_browser import chromium, screenshots  # noqa: F401  (the project's browser fixtures)
-from tests.merkle import checkpoint_keys
+from tests.merkle import checkpoint_keys, parts_vectors
 from tests.merkle.statement_vectors import DIRECTORY, committed, forged_file, python_verdict
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -35,7 +36,14 @@ VERIFY = """async (bytes) => {
     ? {verdict: result.verdict, leaf_index: result.leaf_index, tree_size: result.tree_size}
     : {verdict: result.verdict, reason: result.reason, field: result.field};
 }"""
-CHECKS = ["file", "leaf", "root", "checkpoint", "signature", "anchor"]
+VERIFY_WITH_PARTS = """async ([statement, parts]) => {
+  const result = await PortoVerify.verifyStatementBytes(new Uint8Array(statement), parts.map((raw) => new Uint8Array(raw)));
+  const check = result.checks.find((each) => each.check === "parts");
+  const found = {verdict: result.verdict, parts_check: check.result, parts_reason: check.reason};
+  return result.verdict === "verified" ? found : Object.assign(found, {reason: result.reason, field: result.field});
+}"""
+CHECKS = ["file", "leaf", "root", "checkpoint", "signature", "parts", "anchor"]
+PARTS = parts_vectors.DIRECTORY
 
 
 @pytest.fixture
@@ -216,3 +224,92 @@ def test_a_megabyte_of_nested_arrays_is_refused_cleanly_and_the_previous_verdict
     for step in CHECKS[1:]:
         expect(verifier.locator(f"#step-{step}")).to_have_attribute("data-state", "not-made")
     expect(verifier.locator("#statement")).to_be_hidden()
+
+
+# Day lines: a statement and the parts files of its day lines.
+
+def choose_statement_with_parts(page: Page, statement: str, parts: list[str]) -> None:
+    page.set_input_files("#parts-files", [str(PARTS / name) for name in parts])
+    page.set_input_files("#statement-file", str(PARTS / statement))
+
+
+def expect_verified(page: Page, says: str, parts_state: str) -> None:
+    """Verified, saying ``says`` of the day lines, with the parts check ``parts_state``."""
+    verdict = page.locator("#verdict")
+    expect(verdict).to_have_attribute("data-state", "verified")
+    expect(verdict).to_contain_text(says)
+    expect(page.locator("#step-parts")).to_have_attribute("data-state", parts_state)
+
+
+def test_the_page_and_the_python_verifier_agree_on_every_day_line_parts_case(verifier):
+    cases = parts_vectors.committed()
+    assert len(cases) > 20
+    for name, case in cases.items():
+        statement, parts = parts_vectors.case_bytes(case)
+        expected = {key: value for key, value in case.items() if key not in ("statement", "parts")}
+        assert verifier.evaluate(VERIFY_WITH_PARTS, [list(statement), [list(raw) for raw in parts]]) == expected, name
+        assert parts_vectors.python_verdict(statement, parts) == expected, name
+
+
+def test_a_statement_with_its_parts_files_shows_each_day_line_checked_and_what_it_is_made_of(verifier, screenshots):
+    case = parts_vectors.committed()["every-day-line"]
+    choose_statement_with_parts(verifier, case["statement"], case["parts"])
+    expect_verified(verifier, "Each of your 2 day lines is the sum of the listener-days its parts file lists", "passed")
+    expect(verifier.locator("#file-name")).to_have_text("statement-artist.json with 2 parts files")
+    expect(verifier.locator("#statement-lines tbody")).to_contain_text("3 listener-days (checked)")
+    expect(verifier.locator("#statement-lines tbody")).to_contain_text("chunk 1 of 2025-11-08")
+    checked = verifier.locator("#parts-files-checked > li")
+    expect(checked).to_have_count(2)
+    expect(checked.first).to_have_attribute("data-state", "passed")
+    lines = sum(len(part["lines"]) for name in case["parts"]
+                for part in json.loads((PARTS / name).read_bytes())["parts"])
+    expect(verifier.locator(".parts-lines tbody tr")).to_have_count(lines)
+    expect(checked.first.locator("tbody tr").first).to_have_text("#0work-00120.050000 USDC")
+    expect(verifier.locator("#parts")).not_to_contain_text("listener-0")
+    verifier.set_viewport_size({"width": 1100, "height": 900})
+    verifier.screenshot(path=screenshots / "verify-day-line-parts.png", full_page=True)
+
+
+def test_a_statement_given_no_parts_files_verifies_and_says_its_day_lines_were_not_checked(verifier):
+    verifier.set_input_files("#statement-file", str(PARTS / "statement-artist.json"))
+    expect_verified(verifier, "What 2 of your 2 day lines are made of was not checked", "not-made")
+    expect(verifier.locator("#step-parts .step-detail")).to_contain_text("were given no parts file")
+    expect(verifier.locator("#statement-lines tbody")).to_contain_text("(not checked)")
+    expect(verifier.locator("#parts")).to_be_hidden()
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("forged-amount-changed", "do not add up to the day line's amount"),
+    ("forged-part-dropped", "does not list as many listener-days"),
+    ("forged-part-moved-to-another-day-line", "does not list as many listener-days"),
+    ("forged-lines-swapped-between-parts", "is not the one your statement commits to"),
+    ("another-recipients-parts", "a day line your statement does not list"),
+])
+def test_a_forged_parts_file_is_refused_and_the_page_says_why_in_words(verifier, name, words):
+    case = parts_vectors.committed()[name]
+    choose_statement_with_parts(verifier, case["statement"], case["parts"])
+    verdict = verifier.locator("#verdict")
+    expect(verdict).to_have_attribute("data-state", "refused")
+    expect(verdict).to_have_attribute("data-reason", case["reason"])
+    expect(verdict).to_have_attribute("data-field", case["field"])
+    expect(verdict).to_contain_text(words)
+    for step in ("file", "leaf", "root", "checkpoint", "signature"):
+        expect(verifier.locator(f"#step-{step}")).to_have_attribute("data-state", "passed")
+    expect(verifier.locator("#step-parts")).to_have_attribute("data-state", "failed")
+    refused = verifier.locator("#parts-files-checked > li")
+    expect(refused).to_have_attribute("data-reason", case["reason"])
+    expect(refused).to_contain_text(f"{case['parts'][0]}: refused, ")
+
+
+def test_parts_files_dropped_with_their_statement_are_told_apart(verifier):
+    case = parts_vectors.committed()["every-day-line"]
+    names = [*case["parts"], case["statement"]]
+    verifier.evaluate("""(files) => {
+      const transfer = new DataTransfer();
+      for (const [name, bytes] of files) {
+        transfer.items.add(new File([new Uint8Array(bytes)], name, {type: "application/json"}));
+      }
+      document.getElementById("drop-zone").dispatchEvent(new DragEvent("drop", {dataTransfer: transfer, bubbles: true}));
+    }""", [[name, list((PARTS / name).read_bytes())] for name in names])
+    expect_verified(verifier, "Each of your 2 day lines", "passed")
+    expect(verifier.locator("#file-name")).to_have_text("statement-artist.json with 2 parts files")

@@ -246,18 +246,20 @@ def _tampered(made: Vectors, tree: StatementTree, later: StatementTree, ids: lis
     refused("tampered-statement-substituted.json", "ROOT_MISMATCH", "batch_root", substitute)
 
 
+def set_in(path: tuple[Any, ...], value: Any) -> Callable[[dict[str, Any]], None]:
+    """A change that sets the value at ``path`` (keys and indexes) of a document."""
+    def change(document: dict[str, Any]) -> None:
+        target = document
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = value
+    return change
+
+
 def _malformed(made: Vectors) -> None:
     middle, refused = made.middle, made.refused
     good = statement_file_bytes(middle)
     index = f'"leaf_index":{middle["leaf_index"]}'.encode()
-
-    def set_in(path: tuple[Any, ...], value: Any) -> Callable[[dict[str, Any]], None]:
-        def change(document: dict[str, Any]) -> None:
-            target = document
-            for step in path[:-1]:
-                target = target[step]
-            target[path[-1]] = value
-        return change
 
     def remove(path: tuple[Any, ...]) -> Callable[[dict[str, Any]], None]:
         def change(document: dict[str, Any]) -> None:

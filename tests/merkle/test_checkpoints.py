@@ -80,10 +80,10 @@ def test_a_phishing_file_made_up_whole_is_never_verified():
     assert unsigned["reason"] == "NO_CHECKPOINT"
     assert [(c["check"], c["result"]) for c in unsigned["checks"]] == [
         ("file", "passed"), ("leaf", "passed"), ("root", "passed"), ("checkpoint", "not made"),
-        ("signature", "not made"), ("anchor", "not made")]
+        ("signature", "not made"), ("parts", "not made"), ("anchor", "not made")]
     signed = check_statement_file(statement_file_bytes(forged_file(checkpoint_keys.stranger())), pinned)
     assert (signed["verdict"], signed["reason"], signed["field"]) == ("failed", "UNKNOWN_KEY", "checkpoint")
-    assert [c["result"] for c in signed["checks"]] == ["passed"] * 4 + ["failed", "not made"]
+    assert [c["result"] for c in signed["checks"]] == ["passed"] * 4 + ["failed", "not made", "not made"]
 
 
 def test_a_genuine_file_without_a_pinned_key_is_not_verified_and_says_which_check_was_not_made():
@@ -92,7 +92,7 @@ def test_a_genuine_file_without_a_pinned_key_is_not_verified_and_says_which_chec
     assert (verdict["verdict"], verdict["reason"]) == ("not verified", "NO_VERIFIER_KEY")
     assert {c["check"]: c["result"] for c in verdict["checks"]} == {
         "file": "passed", "leaf": "passed", "root": "passed", "checkpoint": "passed", "signature": "not made",
-        "anchor": "not made"}
+        "parts": "not made", "anchor": "not made"}
     assert check_statement_file(raw, checkpoint_keys.signer().verifier_key)["verdict"] == "verified"
     assert [c["check"] for c in verdict["checks"]] == list(CHECKS)
 

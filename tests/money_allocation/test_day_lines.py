@@ -13,21 +13,32 @@ import json
 import orjson
 import pytest
 
+from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.export import ROWS_FILE, export_store
 from ledger_engine.checkpoint.integrity import verify_store
 from ledger_engine.checkpoint.replay import replay_export
 from ledger_engine.domain.day_lines import day_line_id
 from ledger_engine.domain.invariants import HOLDING_TERMS, budget_terms, equation_mismatches
-from ledger_engine.projections.statement_index import prepare_statement_index
+from ledger_engine.errors import LedgerError
+from ledger_engine.merkle.day_line_parts import PARTS_DOMAIN, PARTS_VERSION
+from ledger_engine.projections.statement_index import LINE_FIELDS, prepare_statement_index
 from tests.money_allocation.world import FINANCE, FIRST_DAY, LISTENER, MoneyWorld
 from tests.money_payouts.world import PayoutWorld
 from tests.support import cli
 
 DAY = FIRST_DAY + 2
-CHUNK_HASH = hashlib.sha256(b"chunk 0 of day three").hexdigest()
 # One chunk of one listener-day of budget-1: its 100_000 slice, split by recipient and role.
 CHUNK_LINES = [("artist", "artist-a", 60_000), ("artist", "artist-b", 15_000), ("operator", "operator-x", 15_000),
                ("porto", None, 10_000)]
+# The chunk's bytes as its artifact line: what a statement reads the day lines' parts from.
+CHUNK_BYTES = canonical_bytes({
+    "listener_id": LISTENER, "day": DAY, "budget_id": "budget-1", "amount": "100000",
+    "revisions": {f"listener_day/{LISTENER}/{DAY}": 1, "ruleset/london-1": 1},
+    "lines": [{"role": "artist", "recipient_id": "artist-a", "amount": "60000", "work_id": "work-1", "rights_version": 1},
+              {"role": "artist", "recipient_id": "artist-b", "amount": "15000", "work_id": "work-1", "rights_version": 1},
+              {"role": "operator", "recipient_id": "operator-x", "amount": "15000", "node_id": "node-1"},
+              {"role": "porto", "recipient_id": None, "amount": "10000"}]}) + b"\n"
+CHUNK_HASH = hashlib.sha256(CHUNK_BYTES).hexdigest()
 ARTIST_A = day_line_id(DAY, 0, "artist", "artist-a")
 OPERATOR_X = day_line_id(DAY, 0, "operator", "operator-x")
 PORTO = day_line_id(DAY, 0, "porto", None)
@@ -216,11 +227,23 @@ def test_a_statement_lists_the_day_lines_its_batch_speaks_for(payouts: PayoutWor
     payouts.anchor("allocation-batch-9", payouts.batch("allocation-batch-9", "allocation"))
     prepared = {"action": "prepare", "kind": "statement_index", "window_start_ms": 0, "window_end_ms": 10}
     assert payouts.submit("FreezeArtifact", {"batch_id": "index-9", "step": prepared}, actor=FINANCE).accepted
-    step, artifact = payouts.owner.at_boundary(
-        lambda store: prepare_statement_index(store, "index-9", "allocation-batch-9", "index-9-anchor"))
+    with pytest.raises(LedgerError) as refused:
+        payouts.owner.at_boundary(
+            lambda store: prepare_statement_index(store, "index-9", "allocation-batch-9", "index-9-anchor"))
+    assert refused.value.code == "INVALID_STATE" and "evidence store" in refused.value.detail
+    step, artifact = payouts.owner.at_boundary(lambda store: prepare_statement_index(
+        store, "index-9", "allocation-batch-9", "index-9-anchor", read_evidence={CHUNK_HASH: CHUNK_BYTES}.__getitem__))
     statement = next(s for s in orjson.loads(artifact)["statements"] if s["recipient_id"] == "artist-a")
-    assert {"line_id": ARTIST_A, "day": DAY, "role": "artist", "amount": "60000", "status": "payable"} \
-        in statement["lines"]
+    parts = {"version": PARTS_VERSION, "day_line": {
+        "line_id": ARTIST_A, "artifact": {"day": DAY, "chunk": 0, "hash": CHUNK_HASH}, "role": "artist",
+        "recipient_id": "artist-a", "amount": "60000"},
+        "count": 1, "parts": [{"position": 0, "lines": [{"work_id": "work-1", "amount": "60000"}]}]}
+    assert {"line_id": ARTIST_A, "day": DAY, "role": "artist", "amount": "60000", "status": "payable",
+            "artifact": {"day": DAY, "chunk": 0, "hash": CHUNK_HASH},
+            "parts": {"count": 1, "digest": hashlib.sha256(PARTS_DOMAIN.encode() + canonical_bytes(parts)).hexdigest()}
+            } in statement["lines"]
+    ordinary = [line for line in statement["lines"] if line["line_id"] != ARTIST_A]
+    assert ordinary and all(set(line) <= set(LINE_FIELDS) for line in ordinary)
     assert int(statement["total"]) == sum(int(line["amount"]) for line in statement["lines"])
     assert payouts.submit("FreezeArtifact", {"batch_id": "index-9", "step": step}, actor=FINANCE,
                           evidence=[step["artifact_hash"]]).accepted
