@@ -15,6 +15,7 @@ BENCHMARKS = (
     "receipts",
     "allocation",
     "day_allocation",
+    "city_freeze",
     "invariants",
     "balances",
     "merkle",

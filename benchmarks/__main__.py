@@ -90,14 +90,18 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                "machine": machine(), "benchmarks": {}}
     print(describe(results["date"], results["machine"]), flush=True)
+    reports = {}
     for name in names:
-        report = run_one(name)
+        report = reports[name] = run_one(name)
         print(report.table(), flush=True)
         results["benchmarks"][name] = report.as_json()
 
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
     print(f"results: {RESULTS}")
+    for report in reports.values():
+        if report.verdict:
+            print(f"{report.name}: failed: {report.error}" if report.error else report.verdict)
     return 1 if any(r["error"] for r in results["benchmarks"].values()) else 0
 
 

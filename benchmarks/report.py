@@ -47,6 +47,7 @@ class Report:
     facts: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     error: str | None = None
+    verdict: str | None = None  # a benchmark's one-line result, printed last: set first, restated when done
 
     def metric(self, key: str, label: str, value: float, unit: str) -> None:
         self.metrics[key] = Metric(label, value, unit)

@@ -26,15 +26,17 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import select
+import threading
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Iterator
 
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.value_codec import decode_record
-from ledger_engine.domain.allocation_artifact import DayTotals, artifact_chunk
+from ledger_engine.domain.allocation_artifact import ArtifactChunk, DayTotals, artifact_chunk
 from ledger_engine.domain.allocation_policy import PlannedLine
 from ledger_engine.domain.changes import Rejected, require
 from ledger_engine.domain.commands.money.allocation import (
@@ -51,6 +53,8 @@ from ledger_engine.ordered import chunks
 CHUNK_SIZE = 500
 AHEAD = 2  # chunks waiting per worker: one being split, one ready for when it is done
 Address = tuple[str, str]  # (family, key)
+Job = tuple[int, list["_Candidate | Skipped"], dict[Address, "bytes | None"]]  # a day, a chunk, its shared records
+Part = tuple[ArtifactChunk, list["Skipped"]]  # a chunk split: its artifact lines, and its listener-days left out
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,13 @@ class DayAllocator:
             content, totals, skipped = self._split_surviving_one_death(store, day)
         return DayArtifact(day, content, hashlib.sha256(content).hexdigest(), totals, tuple(skipped))
 
+    def start(self, store: PendingBatch, day: int) -> "DaySplitting":
+        """Read ``day`` whole now, from ``store`` (at the caller's command boundary), and split it on the workers
+        while the caller goes on: the owner freezes one day while the next is split (docs/adr/0073)."""
+        jobs = list(_jobs(day, _read(store, day, self.chunk_size)))
+        pool = self._started_workers()
+        return DaySplitting(self, [pool.submit(_split_chunk, *job) for job in jobs])
+
     def _split_surviving_one_death(self, store: PendingBatch, day: int) -> tuple[bytes, DayTotals, list[Skipped]]:
         try:
             return _joined(self._split_on_workers(_jobs(day, _read(store, day, self.chunk_size))))
@@ -129,7 +140,7 @@ class DayAllocator:
         together, as they are read (split here when they make one chunk, or there is one worker)."""
         counts: list[int] = []  # chunks per (day, listener IDs), known once all are read
 
-        def jobs() -> Iterator[tuple[int, list[_Candidate | Skipped], dict[Address, bytes | None]]]:
+        def jobs() -> Iterator[Job]:
             counts.clear()
             for day, listener_ids in named:
                 counts.append(0)
@@ -150,8 +161,7 @@ class DayAllocator:
             start += count
         return joined
 
-    def _split_on_workers(self, jobs: Iterator[tuple[int, list[_Candidate | Skipped], dict[Address, bytes | None]]]
-                          ) -> Iterator[tuple[bytes, DayTotals, list[Skipped]]]:
+    def _split_on_workers(self, jobs: Iterator[Job]) -> Iterator[Part]:
         """The chunks' results in order; a worker's death breaks the pool, which the next attempt replaces."""
         pool, waiting = self._started_workers(), deque()
         try:
@@ -163,17 +173,22 @@ class DayAllocator:
             while waiting:
                 yield waiting.popleft().result()
         except BrokenProcessPool:
-            self._pool = None
+            self.workers_died()
             raise
         finally:
             for future in waiting:
                 future.cancel()
 
+    def workers_died(self) -> None:
+        """The pool is broken: the next build starts new workers."""
+        self._pool = None
+
     def _started_workers(self) -> ProcessPoolExecutor:
         """The pool, with every worker started before any chunk is sent to it."""
         if self._pool is not None:
             return self._pool
-        pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"))
+        pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"),
+                                   initializer=_end_with_owner, initargs=(os.getpid(),))
         try:
             # The pool starts a worker per task while none is idle: one task each starts them all now, so no
             # worker is started mid-build, when a dying one could break the pool under a starting one.
@@ -184,6 +199,40 @@ class DayAllocator:
             raise
         self._pool = pool
         return pool
+
+
+class DaySplitting:
+    """A day read whole and being split on the workers (``DayAllocator.start``)."""
+
+    def __init__(self, allocator: DayAllocator, futures: list[Future]) -> None:
+        self.allocator, self.futures = allocator, futures
+
+    def parts(self) -> list[Part]:
+        """The day's split chunks in listener-day key order, once every one is done. ``BrokenProcessPool`` if a
+        worker died: the allocator starts new workers for its next build, and the day must be read again."""
+        try:
+            return [future.result() for future in self.futures]
+        except BrokenProcessPool:
+            self.allocator.workers_died()
+            for future in self.futures:
+                future.cancel()
+            raise
+
+
+def _end_with_owner(owner_pid: int) -> None:
+    """In a worker: end when the process that owns the ledger ends, killed or not. Its fork server would not:
+    every worker it starts holds the server's own liveness pipe, so the server, and with it each worker and
+    what they inherited (the owner's output, its share of the cores), would outlive a killed owner."""
+    try:
+        owner = os.pidfd_open(owner_pid)
+    except ProcessLookupError:
+        os._exit(1)
+
+    def wait_for_owner() -> None:
+        select.select([owner], [], [])
+        os._exit(1)
+
+    threading.Thread(target=wait_for_owner, name="end-with-owner", daemon=True).start()
 
 
 def _read(store: PendingBatch, day: int, chunk_size: int
@@ -202,17 +251,16 @@ def _read_named(store: PendingBatch, day: int, listener_ids: list[str], chunk_si
         yield chunk, _needed(chunk, shared)
 
 
-def _jobs(day: int, read: Iterator[tuple[list[_Candidate | Skipped], dict[Address, bytes | None]]]
-          ) -> Iterator[tuple[int, list[_Candidate | Skipped], dict[Address, bytes | None]]]:
+def _jobs(day: int, read: Iterator[tuple[list[_Candidate | Skipped], dict[Address, bytes | None]]]) -> Iterator[Job]:
     for chunk, needed in read:
         yield day, chunk, needed
 
 
-def _joined(results: Iterator[tuple[bytes, DayTotals, list[Skipped]]]) -> tuple[bytes, DayTotals, list[Skipped]]:
+def _joined(results: Iterator[Part]) -> tuple[bytes, DayTotals, list[Skipped]]:
     parts, totals, skipped = [], DayTotals(), []
-    for content, chunk_totals, chunk_skipped in results:
-        parts.append(content)
-        totals.merge(chunk_totals)
+    for chunk, chunk_skipped in results:
+        parts.append(chunk.content)
+        totals.merge(chunk.totals)
         skipped += chunk_skipped
     return b"".join(parts), totals, skipped
 
@@ -223,8 +271,7 @@ def _needed(chunk: list[_Candidate | Skipped], shared: dict[Address, bytes | Non
             for address in candidate.shared}
 
 
-def _split_chunk(day: int, chunk: list[_Candidate | Skipped], shared: dict[Address, bytes | None]
-                 ) -> tuple[bytes, DayTotals, list[Skipped]]:
+def _split_chunk(day: int, chunk: list[_Candidate | Skipped], shared: dict[Address, bytes | None]) -> Part:
     """In a worker: decode, check and split a chunk's listener-days; skipped ones pass through."""
     planned, skipped, decoded_shared = [], [], _StoredRecords(shared)
     for candidate in chunk:
@@ -235,8 +282,7 @@ def _split_chunk(day: int, chunk: list[_Candidate | Skipped], shared: dict[Addre
             planned.append(_plan(_StoredRecords(candidate.records, decoded_shared), candidate, day))
         except (Rejected, LedgerError) as refused:  # the rule journals either as its rejection
             skipped.append(Skipped(candidate.listener_id, str(refused.code), refused.detail))
-    content, totals = artifact_chunk(planned)
-    return content, totals, skipped
+    return artifact_chunk(planned), skipped
 
 
 def _plan(view: "_StoredRecords", candidate: _Candidate, day: int) -> tuple[ListenerDayInputs, list[PlannedLine]]:

@@ -37,18 +37,19 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import orjson
 
-from ledger_engine.application.day_allocator import DayAllocator, Skipped
+from ledger_engine.application.day_allocator import DayAllocator, DaySplitting, Skipped
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.canonical import canonical_bytes
-from ledger_engine.domain.allocation_artifact import content_totals
+from ledger_engine.domain.allocation_artifact import ArtifactChunk, DayTotals, read_back
 from ledger_engine.domain.commands.money.allocate_day import (
     DONE, MAX_PROGRESS_REFUSALS, day_allocation_key,
 )
@@ -83,14 +84,26 @@ _running_lock = threading.Lock()
 class DaySplit:
     """A day's listener-days (or those named) split at one command boundary, and the day's chunks then."""
 
-    content: bytes  # artifact lines, in listener-day key order
-    listener_days: int
+    parts: list[ArtifactChunk]  # artifact lines in listener-day key order, in runs as the workers split them
     skipped: tuple[Skipped, ...]
     chunks: dict[int, str]  # chunk number -> the request that froze it
 
     @property
+    def listener_days(self) -> int:
+        return sum(len(part.listener_days) for part in self.parts)
+
+    @property
     def next_chunk(self) -> int:
         return max(self.chunks, default=-1) + 1
+
+
+@dataclass(frozen=True)
+class ReadAhead:
+    """A day read whole at a command boundary, with its chunks then, being split on the workers meanwhile."""
+
+    day: int
+    splitting: DaySplitting
+    chunks: dict[int, str]
 
 
 @dataclass
@@ -104,11 +117,16 @@ class DayFreezer:
     on_progress: ProgressListener = field(default=lambda summary: None)
 
     def run(self, request_id: str) -> dict[str, Any]:
-        """Allocate every day of the request not done yet; the request's record once it is ``done``."""
+        """Allocate every day of the request not done yet, each day split while the one before it is frozen;
+        the request's record once it is ``done``."""
         with _running_alone(self.owner, request_id):
-            for entry in self._request(request_id)["days"]:
-                if entry["status"] != DONE:
-                    self._freeze_day(request_id, entry["day"], set(entry["chunks"]))
+            days = [entry for entry in self._request(request_id)["days"] if entry["status"] != DONE]
+            ahead = self._read_ahead(days[0]["day"]) if days else None
+            for position, entry in enumerate(days):
+                assert ahead is not None
+                split = self._collect(ahead)
+                ahead = self._read_ahead(days[position + 1]["day"]) if position + 1 < len(days) else None
+                self._freeze_day(request_id, entry["day"], set(entry["chunks"]), split)
             return self._request(request_id)
 
     def _request(self, request_id: str) -> dict[str, Any]:
@@ -117,11 +135,27 @@ class DayFreezer:
             raise LedgerError(ErrorCode.NOT_FOUND, f"no day allocation {request_id}")
         return record.data
 
-    def _freeze_day(self, request_id: str, day: int, counted: set[int]) -> None:
-        named: list[str] | None = None  # None: the whole day; else the listener-days to split again
+    def _read_ahead(self, day: int) -> ReadAhead:
+        """At a command boundary: the day read whole and handed to the workers, and its chunks so far."""
+        def read(store: RocksStore) -> ReadAhead:
+            view = PendingBatch(store)
+            return ReadAhead(day, self.allocator.start(view, day), _day_chunks(view, day))
+        return self.owner.at_boundary(read)
+
+    def _collect(self, ahead: ReadAhead) -> DaySplit:
+        """The day read ahead, split; read and split again at a command boundary if a worker died meanwhile."""
+        try:
+            parts = ahead.splitting.parts()
+        except BrokenProcessPool:
+            return self.owner.at_boundary(lambda store: self._split(store, ahead.day, None))
+        return DaySplit([part for part, _ in parts], tuple(entry for _, skipped in parts for entry in skipped),
+                        ahead.chunks)
+
+    def _freeze_day(self, request_id: str, day: int, counted: set[int], split: DaySplit) -> None:
         held: dict[str, Skipped] = {}  # listener-days not frozen, with the code that refused each
-        for _ in range(MAX_SPLITS):
-            split = self.owner.at_boundary(lambda store: self._split(store, day, named))
+        for attempt in range(MAX_SPLITS):
+            if attempt:
+                split = self.owner.at_boundary(lambda store: self._split(store, day, stale))
             # Chunks frozen for this request before a stop and not counted yet are counted with the split.
             ours = sorted(chunk for chunk, owner in split.chunks.items() if owner == request_id and chunk not in counted)
             self._record(request_id, day, split=split.listener_days, chunks=ours)
@@ -131,7 +165,6 @@ class DayFreezer:
             stale = self._freeze_split(request_id, day, split, held, counted)
             if not stale:
                 break
-            named = stale
         else:
             held.update({listener_id: Skipped(listener_id, str(ErrorCode.STALE_REVISION),
                                               f"still stale after {MAX_SPLITS} splits") for listener_id in stale})
@@ -142,51 +175,50 @@ class DayFreezer:
         view = PendingBatch(store)
         if named is None:
             artifact = self.allocator.build(view, day)
-            content, totals, skipped = artifact.content, artifact.totals, artifact.skipped
+            content, skipped = artifact.content, artifact.skipped
         else:
-            content, totals, skipped = self.allocator.split_named(view, [(day, named)])[0]
-        prefix = key("day_chunk", seq20(day)) + "/"
-        chunks = {int(chunk_key[len(prefix):]): record.data["request_id"] for chunk_key, record in view.scan(STATE, prefix)}
-        return DaySplit(content, totals.listener_days, tuple(skipped), chunks)
+            content, _, skipped = self.allocator.split_named(view, [(day, named)])[0]
+        return DaySplit([read_back(content)], tuple(skipped), _day_chunks(view, day))
 
     def _freeze_split(self, request_id: str, day: int, split: DaySplit, held: dict[str, Skipped],
                       counted: set[int]) -> list[str]:
         """Freeze the split's chunks in order; the listener-days of those refused as stale, to split again."""
-        stale, number = [], split.next_chunk
-        for lines in self._chunks(request_id, day, split.content, held):
-            outcome = self._freeze_chunk(request_id, day, number, lines)
-            listener_ids = [orjson.loads(line)["listener_id"] for line in lines]
+        stale = []
+        for run, payload in self._chunks(request_id, day, split, held):
+            outcome = self._freeze_chunk(run, payload)
+            listener_ids = [listener_day["listener_id"] for listener_day in run.listener_days]
             if outcome.accepted:
-                self._record(request_id, day, chunks=[number])
-                counted.add(number)
+                self._record(request_id, day, chunks=[payload["chunk"]])
+                counted.add(payload["chunk"])
             elif outcome.code in SPLIT_AGAIN:
                 stale += listener_ids
             else:
                 detail = outcome.result.get("detail", "")
                 held.update({listener_id: Skipped(listener_id, outcome.code, detail) for listener_id in listener_ids})
-            number += 1
         return stale
 
-    def _chunks(self, request_id: str, day: int, content: bytes, held: dict[str, Skipped]) -> Iterator[list[bytes]]:
-        """The artifact's lines in runs of at most ``chunk_size``, each halved until its command fits the envelope
-        bound; a listener-day whose command alone would not fit is held."""
-        lines = content.splitlines(keepends=True)
-        waiting = [lines[start:start + self.chunk_size] for start in range(0, len(lines), self.chunk_size)][::-1]
+    def _chunks(self, request_id: str, day: int, split: DaySplit, held: dict[str, Skipped]
+                ) -> Iterator[tuple[ArtifactChunk, dict[str, Any]]]:
+        """The split's lines in runs of at most ``chunk_size``, numbered from the day's next chunk, each with its
+        payload; a run whose command would pass the envelope bound is halved until it fits, and a listener-day
+        whose command alone would not fit is held."""
+        waiting, number = list(_runs(split.parts, self.chunk_size))[::-1], split.next_chunk
         while waiting:
             run = waiting.pop()
-            if _payload_bytes(request_id, day, run) + ENVELOPE_ROOM <= MAX_ENVELOPE_BYTES:
-                yield run
-            elif len(run) > 1:
-                waiting += [run[len(run) // 2:], run[:len(run) // 2]]
+            payload = chunk_payload(request_id, day, number, run)
+            if len(canonical_bytes(payload)) + ENVELOPE_ROOM <= MAX_ENVELOPE_BYTES:
+                yield run, payload
+                number += 1
+            elif len(run.listener_days) > 1:
+                half = len(run.listener_days) // 2
+                waiting += [_lines(run, half, len(run.listener_days)), _lines(run, 0, half)]
             else:
-                listener_id = orjson.loads(run[0])["listener_id"]
+                listener_id = run.listener_days[0]["listener_id"]
                 held[listener_id] = Skipped(listener_id, str(ErrorCode.COMMAND_TOO_LARGE),
                                             f"its chunk's command alone is over the {MAX_ENVELOPE_BYTES}-byte bound")
 
-    def _freeze_chunk(self, request_id: str, day: int, number: int, lines: list[bytes]) -> CommandOutcome:
-        content = b"".join(lines)
-        payload = chunk_payload(request_id, day, number, content, content_totals(content))
-        self.evidence.put(content)  # before the command that cites it
+    def _freeze_chunk(self, run: ArtifactChunk, payload: dict[str, Any]) -> CommandOutcome:
+        self.evidence.put(run.content)  # before the command that cites it
         return self.owner.submit_own("FreezeDayChunk", payload, evidence_hashes=[payload["hash"]])
 
     def _record(self, request_id: str, day: int, *, split: int = 0, chunks: Sequence[int] = (),
@@ -222,9 +254,43 @@ def _running_alone(owner: LedgerOwner, request_id: str) -> Iterator[None]:
             _running.discard(running)
 
 
-def _payload_bytes(request_id: str, day: int, lines: list[bytes]) -> int:
-    content = b"".join(lines)
-    return len(canonical_bytes(chunk_payload(request_id, day, 0, content, content_totals(content))))
+def _day_chunks(view: PendingBatch, day: int) -> dict[int, str]:
+    """The day's frozen chunks: number -> the request that froze it."""
+    prefix = key("day_chunk", seq20(day)) + "/"
+    return {int(chunk_key[len(prefix):]): record.data["request_id"] for chunk_key, record in view.scan(STATE, prefix)}
+
+
+def _runs(parts: list[ArtifactChunk], size: int) -> Iterator[ArtifactChunk]:
+    """The parts' lines in runs of ``size`` (the last shorter); a run made of whole parts adds up their totals
+    instead of reading its lines back."""
+    run: list[ArtifactChunk] = []
+    length = 0
+    for part in parts:
+        start = 0
+        while start < len(part.listener_days):
+            stop = min(start + size - length, len(part.listener_days))
+            run.append(part if stop - start == len(part.listener_days) else _lines(part, start, stop))
+            length += stop - start
+            start = stop
+            if length == size:
+                yield _joined(run)
+                run, length = [], 0
+    if run:
+        yield _joined(run)
+
+
+def _lines(chunk: ArtifactChunk, start: int, stop: int) -> ArtifactChunk:
+    return read_back(b"".join(chunk.content.splitlines(keepends=True)[start:stop]))
+
+
+def _joined(runs: list[ArtifactChunk]) -> ArtifactChunk:
+    if len(runs) == 1:
+        return runs[0]
+    totals = DayTotals()
+    for run in runs:
+        totals.merge(run.totals)
+    return ArtifactChunk(b"".join(run.content for run in runs), totals,
+                         [listener_day for run in runs for listener_day in run.listener_days])
 
 
 def unfinished_requests(owner: LedgerOwner) -> list[str]:

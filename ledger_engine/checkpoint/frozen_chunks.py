@@ -49,7 +49,7 @@ from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.adapters.files import open_regular_file
 from ledger_engine.application.day_allocator import DayAllocator, Skipped
 from ledger_engine.checkpoint.form import VerificationError
-from ledger_engine.domain.allocation_artifact import DayTotals
+from ledger_engine.domain.allocation_artifact import DayTotals, read_back
 from ledger_engine.domain.commands.money.corrections import FrozenListenerDay, quoted_line_bytes
 from ledger_engine.domain.commands.money.freeze import FreezeDayChunkPayload, chunk_payload
 from ledger_engine.domain.registry import spec_for
@@ -207,8 +207,8 @@ class FrozenChunkCheck:
             raise conflicting(chunk.item, "its payload is not a chunk's")
         p = chunk.parsed
         assert p is not None
-        content, totals, skipped = split
-        expected = chunk_payload(p.request_id, p.day, p.chunk, content, totals)
+        content, _, skipped = split
+        expected = chunk_payload(p.request_id, p.day, p.chunk, read_back(content))
         for name in COMPARED:
             if chunk.payload.get(name) != expected[name]:
                 raise conflicting(chunk.item, f"its {name} is not that of the split of its listener-days, read as "

@@ -125,9 +125,10 @@ def unfrozen(correction: Correction) -> int:
     return parse_amount(correction.get("unfrozen", "0"))
 
 
-def equation_mismatches(subject: str, budget: Budget) -> list[Mismatch]:
-    """The equation, and the funding terms against the lot draws the budget records."""
-    terms = budget_terms(budget)
+def equation_mismatches(subject: str, budget: Budget, terms: dict[str, int] | None = None) -> list[Mismatch]:
+    """The equation, and the funding terms against the lot draws the budget records (``terms``: its
+    ``budget_terms``, when the caller has them already)."""
+    terms = budget_terms(budget) if terms is None else terms
     found = []
     funding = sum(terms[term] for term in FUNDING_TERMS)
     holding = sum(terms[term] for term in HOLDING_TERMS)

@@ -128,8 +128,9 @@ def _line_entries(line: dict[str, Any]) -> list[IndexEntry]:
 
 
 def _budget_entries(record_key: str, budget: dict[str, Any]) -> list[IndexEntry]:
-    mismatches = equation_mismatches(record_key, budget)
-    terms = {term: format_amount(amount) for term, amount in budget_terms(budget).items()}
+    amounts = budget_terms(budget)
+    mismatches = equation_mismatches(record_key, budget, amounts)
+    terms = {term: format_amount(amount) for term, amount in amounts.items()}
     entries = [(key("budget_summary", budget["budget_id"]),
                 {"period_id": budget["period_id"], "listener_id": budget["listener_id"], **terms,
                  "balanced": not mismatches}),

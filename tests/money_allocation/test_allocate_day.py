@@ -28,7 +28,7 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.domain.actors import LEDGER_OWNER
-from ledger_engine.domain.allocation_artifact import content_totals
+from ledger_engine.domain.allocation_artifact import read_back
 from ledger_engine.domain.commands.money.freeze import chunk_payload
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.domain.schema.money_allocation import day_chunk_key
@@ -304,7 +304,7 @@ def test_a_listener_day_whose_command_would_pass_the_envelope_bound_is_held(city
 
 def payload_bytes(lines: list[bytes]) -> int:
     content = b"".join(lines)
-    return len(canonical_bytes(chunk_payload("request-1", FIRST_DAY, 0, content, content_totals(content))))
+    return len(canonical_bytes(chunk_payload("request-1", FIRST_DAY, 0, read_back(content))))
 
 
 class Stop(Exception):
@@ -454,9 +454,9 @@ def test_a_sigkilled_allocate_day_is_finished_by_the_next_with_nothing_twice(cit
     delay_s = (seed % 1_000) / 10_000  # up to 0.1 s after the first progress line
     city.owner.close()
     data = city.directory / "ledger"
-    # One worker: the split runs in the killed process itself, so no worker outlives it holding its output open.
+    # Two workers: they end with the killed owner (else the read of its output below would wait for them).
     killed = cli.kill_during("allocate-day", "--actor", FINANCE, "--day", FIRST_DAY, "--request-id", "killed",
-                             "--workers", 1, data=data, after_lines=1, delay_s=delay_s)
+                             "--workers", 2, data=data, after_lines=1, delay_s=delay_s)
     assert killed.lines and "progress" in killed.lines[0], killed.stderr
     run = cli.succeeded(cli.porto_ledger("allocate-day", "--actor", FINANCE, "--day", FIRST_DAY, "--workers", 1,
                                          "--request-id", "again", data=data, hash_seed=seed))

@@ -17,6 +17,7 @@ from ledger_engine.application.day_allocator import DayAllocator, DayArtifact
 from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.domain.actors import LEDGER_OWNER
+from ledger_engine.domain.allocation_artifact import read_back
 from ledger_engine.domain.commands.money.freeze import chunk_payload
 from ledger_engine.domain.day_lines import day_line_id
 from ledger_engine.domain.invariants import budget_terms
@@ -51,6 +52,15 @@ def day_one(world: MoneyWorld) -> MoneyWorld:
     return world
 
 
+BUDGET_IDS = [f"budget-{listener}" for listener in LISTENERS]
+
+
+def close_second_day(world: MoneyWorld) -> None:
+    for listener, (works, served) in LISTENERS.items():
+        world.closed_day(listener, FIRST_DAY + 1, f"period-{listener}", works,
+                         {node: (NODES[node], served_bytes) for node, served_bytes in served.items()})
+
+
 def build(world: MoneyWorld, day: int = FIRST_DAY) -> DayArtifact:
     with DayAllocator(workers=1) as allocator:
         artifact = allocator.build(PendingBatch(world.owner.store), day)
@@ -59,7 +69,7 @@ def build(world: MoneyWorld, day: int = FIRST_DAY) -> DayArtifact:
 
 
 def payload_of(artifact: DayArtifact, *, chunk: int = 0, request_id: str = "request-1") -> dict:
-    payload = chunk_payload(request_id, artifact.day, chunk, artifact.content, artifact.totals)
+    payload = chunk_payload(request_id, artifact.day, chunk, read_back(artifact.content))
     assert payload["hash"] == artifact.digest
     return payload
 
@@ -132,15 +142,33 @@ def test_a_listener_day_allocated_since_the_split_refuses_the_whole_chunk(day_on
     payload = payload_of(artifact)
     assert day_one.allocate("listener-b", FIRST_DAY, "budget-listener-b").accepted
 
-    day_one.assert_rejected_without_change("STALE_REVISION", lambda: freeze(day_one, payload))
-    # Named at its current revisions, the listener-day is still allocated already: the sentinel refuses it.
-    current = copy.deepcopy(payload)
-    for listener_day in current["listener_days"]:
-        listener_day["revisions"] = {key: day_one.owner.get("state", key).revision for key in listener_day["revisions"]}
-    day_one.assert_rejected_without_change("ALREADY_ALLOCATED", lambda: freeze(day_one, current))
+    # Its listener-day and the policy are as they were: the sentinel the allocation claimed refuses it.
+    day_one.assert_rejected_without_change("ALREADY_ALLOCATED", lambda: freeze(day_one, payload))
     # Split again, the chunk leaves it out and freezes the others.
     again = build_skipping(day_one, {"listener-b": "ALREADY_ALLOCATED"})
     assert freeze(day_one, payload_of(again)).accepted
+    assert checked(day_one, "check-1")["status"] == "clear"
+
+
+def test_a_budget_whose_funding_changed_since_the_split_refuses_the_whole_chunk_as_stale(day_one):
+    payload = payload_of(build(day_one))
+    budget = day_one.state("budget/budget-listener-c")
+    more = [*budget["lots"], {**budget["lots"][0], "version": 2, "amount": "300000"}]
+    forge(day_one, "budget/budget-listener-c", lots=more)  # a second funding version: every slice grows
+
+    day_one.assert_rejected_without_change("STALE_REVISION", lambda: freeze(day_one, payload))
+    assert "budget-listener-c" in freeze(day_one, payload).result["detail"]
+
+
+def test_a_budget_moved_by_another_days_freeze_does_not_make_the_next_days_chunk_stale(day_one):
+    """The owner splits day d+1 while it freezes day d: both name the same budgets, at the same slices."""
+    close_second_day(day_one)
+    first, second = payload_of(build(day_one)), payload_of(build(day_one, FIRST_DAY + 1))
+    revisions = {budget: day_one.owner.get("state", f"budget/{budget}").revision for budget in BUDGET_IDS}
+
+    assert freeze(day_one, first).accepted
+    assert all(day_one.owner.get("state", f"budget/{budget}").revision > revisions[budget] for budget in BUDGET_IDS)
+    assert freeze(day_one, second).accepted
     assert checked(day_one, "check-1")["status"] == "clear"
 
 

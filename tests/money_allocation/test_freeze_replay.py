@@ -22,6 +22,7 @@ from ledger_engine.checkpoint.integrity import verify_store
 from ledger_engine.checkpoint.replay import replay_export
 from ledger_engine.checkpoint.verify import VerificationError, verify_export
 from ledger_engine.domain.actors import LEDGER_OWNER
+from ledger_engine.domain.allocation_artifact import read_back
 from ledger_engine.domain.commands.money.freeze import chunk_payload
 from tests.money_allocation.world import FINANCE, FIRST_DAY, NODES, MoneyWorld
 
@@ -53,7 +54,7 @@ def chunk_of(world: MoneyWorld, day: int, chunk: int, listeners: list[str]) -> t
     with DayAllocator(workers=1) as allocator:
         [(content, totals, skipped)] = allocator.split_named(PendingBatch(world.owner.store), [(day, listeners)])
     assert skipped == []
-    return chunk_payload("request-1", day, chunk, content, totals), content
+    return chunk_payload("request-1", day, chunk, read_back(content)), content
 
 
 def freeze(world: MoneyWorld, payload: dict) -> int:
@@ -106,7 +107,7 @@ def test_a_ledger_with_frozen_chunks_replays_and_verifies_to_the_same_state(two_
     stale, _ = chunk_of(two_days, FIRST_DAY, 0, ["listener-a", "listener-b"])
     assert two_days.allocate("listener-b", FIRST_DAY, "budget-listener-b").accepted
     refused = two_days.submit("FreezeDayChunk", stale, actor=LEDGER_OWNER, evidence=[stale["hash"]])
-    assert refused.result["code"] == "STALE_REVISION"  # journalled refused: replay does not split it
+    assert refused.result["code"] == "ALREADY_ALLOCATED"  # journalled refused: replay does not split it
     for day, chunk, listeners in [(FIRST_DAY, 0, ["listener-a", "listener-c"]),
                                   (FIRST_DAY + 1, 0, ["listener-a", "listener-b"]),
                                   (FIRST_DAY + 1, 1, ["listener-c"])]:

@@ -5,16 +5,19 @@ after it has split the day on its workers (``application/day_allocator.py``)
 and stored the chunk's bytes as evidence: the gateway and the internal API
 refuse it from anyone else. The payload names the request the chunk belongs
 to, the day, the chunk's number in it, its SHA-256 and size (cited evidence),
-each listener-day with the revisions of its listener-day, budget and policy
-as the artifact's ``revisions`` name them, the chunk's totals per (role,
+each listener-day with its slice and the revisions of its listener-day and
+policy as the artifact's line names them, the chunk's totals per (role,
 recipient) and per budget, and its listener-day count (at most
 ``MAX_CHUNK_LISTENER_DAYS``). The rule does not split again; it
 
 - checks every listener-day's revisions: a stale one refuses the whole chunk
   with ``STALE_REVISION``, and the owner reads and splits those again;
 - checks each listener-day allocatable and its slice funded, as
-  ``AllocateListenerDay`` does before its split, and the chunk's budget totals
-  against those slices;
+  ``AllocateListenerDay`` does before its split, its slice the one the split
+  was made for (else ``STALE_REVISION``: its budget's funding changed since),
+  and the chunk's budget totals against those slices. The budget's revision is
+  not checked: the freeze of another day moves the budget's terms, never its
+  slices, so the owner splits a day while it freezes the one before;
 - claims each listener-day's allocation sentinel, the one
   ``AllocateListenerDay`` claims, so a listener-day is allocated by exactly one
   path; moves each slice from its budget's ``unallocated`` to ``frozen``;
@@ -39,9 +42,8 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Iterable, Iterator, Sequence
 
-import orjson
 from pydantic import Field, model_validator
 
 from ledger_engine.amounts import Amount, checked_sum, format_amount
@@ -61,22 +63,24 @@ from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.ruleset import OWNER_ROLE
 from ledger_engine.domain.schema.money_allocation import (
-    DayLineArtifact, LineRole, allocation_sentinel_key, budget_key, day_chunk_key,
+    DayLineArtifact, LineRole, allocation_sentinel_key, day_chunk_key,
 )
 from ledger_engine.domain.schema.streaming import listener_day_key
 from ledger_engine.domain.types import Count, Digest, Identifier
+from ledger_engine.domain.view import Record, StateView
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
 
 if TYPE_CHECKING:  # the artifact module imports the allocation rule, so this package, which imports this module
-    from ledger_engine.domain.allocation_artifact import DayTotals
+    from ledger_engine.domain.allocation_artifact import ArtifactChunk
 
 class ChunkListenerDay(Payload):
-    """A listener-day of the chunk, with the revisions its artifact line names (listener-day, budget, policy)."""
+    """A listener-day of the chunk, with its slice and the revisions its artifact line names (listener-day, policy)."""
 
     listener_id: Identifier
     budget_id: Identifier
-    revisions: dict[str, Count] = Field(min_length=1, max_length=3)
+    amount: Amount
+    revisions: dict[str, Count] = Field(min_length=1, max_length=2)
 
 
 class RecipientTotal(Payload):
@@ -129,15 +133,14 @@ def recipient_order(role: str, recipient_id: str | None) -> tuple[str, str]:
     return role, recipient_id or ""
 
 
-def chunk_payload(request_id: str, day: int, chunk: int, content: bytes, totals: DayTotals) -> dict[str, Any]:
-    """The ``FreezeDayChunk`` payload of one artifact chunk (``allocation_artifact.artifact_chunk``'s bytes and
-    totals): its listener-days and their revisions as its lines name them, its totals in the payload's order."""
-    listener_days = [orjson.loads(line) for line in content.splitlines()]
+def chunk_payload(request_id: str, day: int, chunk: int, artifact: ArtifactChunk) -> dict[str, Any]:
+    """The ``FreezeDayChunk`` payload of one run of a day's artifact lines (``allocation_artifact``): its
+    listener-days as its lines name them, its totals in the payload's order."""
+    totals = artifact.totals
     return {
-        "request_id": request_id, "day": day, "chunk": chunk, "hash": hashlib.sha256(content).hexdigest(),
-        "size": len(content), "listener_day_count": len(listener_days),
-        "listener_days": [{"listener_id": line["listener_id"], "budget_id": line["budget_id"],
-                           "revisions": line["revisions"]} for line in listener_days],
+        "request_id": request_id, "day": day, "chunk": chunk, "hash": hashlib.sha256(artifact.content).hexdigest(),
+        "size": len(artifact.content), "listener_day_count": len(artifact.listener_days),
+        "listener_days": artifact.listener_days,
         "recipients": [{"role": role, "recipient_id": recipient_id, "amount": format_amount(amount)}
                        for (role, recipient_id), amount in sorted(totals.by_recipient.items(),
                                                                   key=lambda item: recipient_order(*item[0]))
@@ -165,11 +168,15 @@ def freeze_day_chunk(ctx: RuleContext, p: FreezeDayChunkPayload) -> dict:
             f"the chunk counts {p.listener_day_count} listener-days but names {len(p.listener_days)}")
     require(changes.get(STATE, day_chunk_key(p.day, p.chunk)) is None, ErrorCode.ALREADY_EXISTS,
             f"chunk {p.chunk} of day {p.day} is already frozen")
+    checks = _ReadOnce(changes)  # nothing is written until every listener-day is checked
     for listener_day in p.listener_days:
-        _require_current(changes, p.day, listener_day)
+        _require_current(checks, p.day, listener_day)
     slices = []
     for listener_day in p.listener_days:
-        checked = allocatable_day(changes, listener_day.listener_id, p.day, listener_day.budget_id)
+        checked = allocatable_day(checks, listener_day.listener_id, p.day, listener_day.budget_id)
+        require(checked.slice_amount == listener_day.amount, ErrorCode.STALE_REVISION,
+                f"listener-day {listener_day.listener_id}/{p.day} was split for a slice of {listener_day.amount}, "
+                f"budget {listener_day.budget_id}'s funding now gives it {checked.slice_amount}")
         require_slice_funded(checked.budget, listener_day.budget_id, checked.slice_amount)
         slices.append(FrozenSlice(listener_day.listener_id, listener_day.budget_id, checked.slice_amount))
     by_budget = slice_totals(slices)
@@ -190,9 +197,27 @@ def freeze_day_chunk(ctx: RuleContext, p: FreezeDayChunkPayload) -> dict:
             "listener_days": p.listener_day_count, "amount": amount, "line_ids": line_ids}
 
 
-def _require_current(changes: Changes, day: int, listener_day: ChunkListenerDay) -> None:
+class _ReadOnce:
+    """A view of the command's changes that decodes each record once: a chunk's checks read every listener-day,
+    budget and period twice, and write nothing while they do."""
+
+    def __init__(self, changes: Changes) -> None:
+        self.changes = changes
+        self.records: dict[tuple[str, str], Record | None] = {}
+
+    def get(self, family: str, key: str) -> Record | None:
+        address = (family, key)
+        if address not in self.records:
+            self.records[address] = self.changes.get(family, key)
+        return self.records[address]
+
+    def scan(self, family: str, prefix: str) -> Iterator[tuple[str, Record]]:
+        return self.changes.scan(family, prefix)
+
+
+def _require_current(changes: StateView, day: int, listener_day: ChunkListenerDay) -> None:
     """The chunk was split from these records as they are now: each revision its artifact line names is current."""
-    named = {listener_day_key(listener_day.listener_id, day), budget_key(listener_day.budget_id), POLICY_KEY}
+    named = {listener_day_key(listener_day.listener_id, day), POLICY_KEY}
     require(set(listener_day.revisions) == named, ErrorCode.INVALID_REFERENCE,
             f"listener-day {listener_day.listener_id}/{day} must name the revisions of exactly {sorted(named)}")
     for state_key, expected in sorted(listener_day.revisions.items()):
