@@ -11,7 +11,9 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from ledger_engine.amounts import parse_amount
-from ledger_engine.domain.schema.money_allocation import BUDGET_PREFIX
+from ledger_engine.domain.commands.money.budgets import day_index, slice_for_day
+from ledger_engine.domain.schema.money_allocation import BUDGET_PREFIX, budget_key
+from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.keys import key
 from ledger_engine.projections.view import LedgerView
 
@@ -42,3 +44,23 @@ def budget_first_days(view: LedgerView) -> dict[str, int]:
 
 def budget_ids(view: LedgerView) -> list[str]:
     return sorted(record.data["budget_id"] for _key, record in view.records(BUDGET_PREFIX))
+
+
+def listener_day_stake(view: LedgerView, listener_id: str, day: int) -> int | None:
+    """What a listener-day allocates once nothing holds it, closed or not: its day's slice of the budget funding
+    the listener's period that covers the day, in minor units. None when no funded period covers it."""
+    period_id = _period_covering(view, listener_id, day)
+    funding = view.entry(key("budget_by_period", period_id)) if period_id else None
+    budget = view.record(budget_key(funding["budget_id"])) if funding else None
+    if budget is None or not 1 <= day_index(budget.data, day) <= budget.data["days"]:
+        return None
+    return slice_for_day(budget.data, day)
+
+
+def _period_covering(view: LedgerView, account_id: str, day: int) -> str | None:
+    """The account's period that covers ``day`` (an account's periods never overlap)."""
+    day_ms = day * DAY_MS
+    for (start_ms, period_id), period in view.entries(key("period_by_account", account_id) + "/"):
+        if int(start_ms) <= day_ms < period["end_ms"]:
+            return period_id
+    return None

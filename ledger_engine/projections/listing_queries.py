@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from ledger_engine.projections.budget_queries import listener_day_stake
 from ledger_engine.projections.streaming_queries import open_holds
 from ledger_engine.projections.view import LedgerView
 
@@ -15,11 +16,17 @@ CHUNK = 500
 
 
 def every_open_hold(view: LedgerView, *, reason: str | None = None) -> Iterator[dict[str, Any]]:
-    """Every open hold, oldest first; all of them or those carrying ``reason``."""
+    """Every open hold, oldest first, with the money its listener-day waits to allocate (``at_stake``, minor
+    units, None without a budget); all of them or those carrying ``reason``."""
+    stakes: dict[tuple[str, int], int | None] = {}  # a listener-day's holds (one a node) share its stake
     start = None
     while True:
         page = open_holds(view, reason=reason, start=start, limit=CHUNK)
-        yield from page.items
+        for hold in page.items:
+            listener_day = (hold["listener_id"], hold["day"])
+            if listener_day not in stakes:
+                stakes[listener_day] = listener_day_stake(view, *listener_day)
+            yield {**hold, "at_stake": stakes[listener_day]}
         if page.next_start is None:
             return
         start = page.next_start

@@ -19,6 +19,7 @@ from ledger_engine.domain.schema.streaming import (
 )
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import INDEXES, STATE
+from ledger_engine.projections.budget_queries import listener_day_stake
 from ledger_engine.projections.view import LedgerView
 
 # One session's evidence: a grant, a receipt and up to two decisions per chunk, and its holds.
@@ -45,6 +46,7 @@ class SessionEvidence(TypedDict):
 class HoldDetail(TypedDict):
     hold: Hold
     revision: int
+    at_stake: int | None  # what its listener-day waits to allocate, minor units (budget_queries.listener_day_stake)
     receipt: Receipt | None
     evidence: SessionEvidence | None
 
@@ -91,13 +93,15 @@ def session_evidence(view: LedgerView, session_id: str) -> SessionEvidence | Non
 
 
 def hold_detail(view: LedgerView, hold_id: str) -> HoldDetail | None:
-    """The hold with its revision, its receipt, and everything recorded about its session."""
+    """The hold with its revision, the money its listener-day waits to allocate, its receipt, and everything
+    recorded about its session."""
     record = view.record(hold_key(hold_id))
     if record is None:
         return None
     hold: Hold = record.data
-    return {"hold": hold, "revision": record.revision, "receipt": _data(view, receipt_key(hold["receipt_id"])),
-            "evidence": session_evidence(view, hold["session_id"])}
+    return {"hold": hold, "revision": record.revision, "at_stake": listener_day_stake(view, hold["listener_id"],
+                                                                                     hold["day"]),
+            "receipt": _data(view, receipt_key(hold["receipt_id"])), "evidence": session_evidence(view, hold["session_id"])}
 
 
 def hold_revision(view: LedgerView, hold_id: str) -> int | None:

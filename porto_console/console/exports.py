@@ -200,12 +200,14 @@ def budget_cells(terms: tuple[str, ...], asset: str) -> Callable[[Row], list[Any
 
 
 # Holds: the open queue.
-HOLD_HEADER = ("hold_id", "reasons", "listener_id", "node_id", "day", "raised_at")
+HOLD_HEADER = ("hold_id", "reasons", "listener_id", "node_id", "day", "raised_at", "at_stake", "at_stake_minor_units",
+               "asset")
 
 
-def hold_cells(row: Row) -> list[Any]:
-    return [row["hold_id"], "; ".join(human(reason) for reason in row.get("reasons", ())), row["listener_id"],
-            row["node_id"], iso_day(row.get("day")), iso_time(row.get("raised_at_ms"))]
+def hold_cells(asset: str) -> Callable[[Row], list[Any]]:
+    return lambda row: [row["hold_id"], "; ".join(human(reason) for reason in row.get("reasons", ())),
+                        row["listener_id"], row["node_id"], iso_day(row.get("day")), iso_time(row.get("raised_at_ms")),
+                        *money(row.get("at_stake"), asset), asset]
 
 
 # The journal: one row per posting line an entry made, one row for an entry that posted nothing; every entry's

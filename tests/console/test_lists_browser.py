@@ -39,6 +39,21 @@ def test_ops_finds_a_listeners_holds_and_sorts_them_by_day_on_a_phone(phone, sta
     fits_and_passes_axe(page)
 
 
+def test_ops_sorts_holds_by_the_money_at_stake_and_opens_the_largest_on_a_phone(phone, staff, ledger):
+    page = phone
+    sign_in_as(page, staff["ops"]["username"], staff["ops"]["password"])
+    page.goto("/ledger/holds/")
+    page.click("#holds a.sort-link:text-is('At stake')")  # largest first
+    expect(page.locator("#holds th[aria-sort='descending']")).to_contain_text("At stake")
+    page.click("#raw-toggle")
+    stakes = [int(text) if text.isdigit() else 0 for text in page.locator("#holds td.amount").all_inner_texts()]
+    assert len(stakes) > 1 and stakes[0] > 0 and stakes == sorted(stakes, reverse=True)
+    fits_and_passes_axe(page)
+    page.locator("#holds tbody a").first.click()
+    expect(page.locator("#hold-stake")).to_contain_text(str(stakes[0]))
+    fits_and_passes_axe(page)
+
+
 def test_finance_sorts_runs_by_total_and_reads_one_in_raw_minor_units_on_a_phone(phone, staff, ledger):
     page = phone
     sign_in_as(page, staff["finance"]["username"], staff["finance"]["password"])

@@ -9,6 +9,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET
 from ledger_engine.domain.commands.streaming.holds import REASONS_BY_DECISION, reason_fits
 from porto_console.console import actions, exports
 from porto_console.console.forms import CommandForm, ReasonField, accept_posted_choices
@@ -34,8 +35,9 @@ HOLD_LISTING = Listing(
     searches=(Search("hold", "Hold ID", text("hold_id")), Search("listener", "Listener", text("listener_id")),
               Search("node", "Node", text("node_id"))),
     dated=DateRange("raised", "Raised from", by("raised_at_ms")),
-    sorts={"raised": by("raised_at_ms"), "listener": by("listener_id"), "day": by("day"), "node": by("node_id")},
-    default_sort="raised", identity=by("hold_id"), descending_first=frozenset({"day"}))
+    sorts={"raised": by("raised_at_ms"), "stake": by("at_stake"), "listener": by("listener_id"), "day": by("day"),
+           "node": by("node_id")},
+    default_sort="raised", identity=by("hold_id"), descending_first=frozenset({"day", "stake"}))
 HoldFilter = HOLD_LISTING.form_class(HoldReasons)
 
 
@@ -76,7 +78,7 @@ def hold_queue(request):
     query, reason = filter_form.query(), filter_form.choice("reason", "")
     if exports.wanted(request):
         found = read_at_boundary(lambda ledger: HOLD_LISTING.apply(service.every_open(ledger, reason), query)).data
-        return exports.listed("holds", exports.HOLD_HEADER, exports.hold_cells, found, query)
+        return exports.listed("holds", exports.HOLD_HEADER, exports.hold_cells(BUDGET_ASSET), found, query)
     read = read_at_boundary(lambda ledger: (
         paginate(HOLD_LISTING.apply(service.every_open(ledger, reason), query), page_number(request)),
         service.counts(ledger)))
