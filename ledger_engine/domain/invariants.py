@@ -154,8 +154,8 @@ def command_mismatches(changes: Changes) -> list[Mismatch]:
         if after is None:
             found.append(Mismatch(subject, "exists", "money moved for a budget that does not exist"))
             continue
-        found += equation_mismatches(subject, after.data)
         old, new = budget_terms(before and before.data), budget_terms(after.data)
+        found += equation_mismatches(subject, after.data, new)
         funding_received += new["funded"] + new["additions"] - old["funded"] - old["additions"]
         for term in HOLDING_TERMS:
             change, expected = new[term] - old[term], moved.terms.get((budget_id, term), 0)
@@ -221,23 +221,33 @@ def _movements(changes: Changes) -> _Movements:
     for (family, record_key), data in sorted(changes.writes.items()):
         if data is None or family not in (STATE, UNIQUE):
             continue
-        before = changes.base.get(family, record_key)
-        before_data = before.data if before else None
+        # The record as it was is read only where it counts: a budget's is read by the check itself, and a
+        # freeze writes thousands of budgets and sentinels in one command.
         if family == UNIQUE:
-            if record_key.startswith(ALLOCATION_SENTINEL_PREFIX) and before is None and is_freeze_sentinel(data):
+            if (record_key.startswith(ALLOCATION_SENTINEL_PREFIX) and is_freeze_sentinel(data)
+                    and _is_new(changes, family, record_key)):
                 moved.frozen(data)
         elif record_key.startswith(LINE_PREFIX):
-            moved.line(record_key, before_data, data)
-        elif record_key.startswith(CORRECTION_PREFIX) and before is None:
+            moved.line(record_key, _before(changes, family, record_key), data)
+        elif record_key.startswith(CORRECTION_PREFIX) and _is_new(changes, family, record_key):
             moved.correction(data)
-        elif record_key.startswith(REFUND_PREFIX) and before is None:
+        elif record_key.startswith(REFUND_PREFIX) and _is_new(changes, family, record_key):
             moved.taken_out(data["budget_id"], data["amount"])
         elif record_key.startswith(BUDGET_PREFIX):
             moved.budgets.add(record_key[len(BUDGET_PREFIX):])
         elif record_key.startswith(LOT_PREFIX):
-            moved.lot(record_key, before_data, data)
+            moved.lot(record_key, _before(changes, family, record_key), data)
     moved.postings(changes.events)
     return moved
+
+
+def _before(changes: Changes, family: str, record_key: str) -> dict | None:
+    before = changes.base.get(family, record_key)
+    return before.data if before else None
+
+
+def _is_new(changes: Changes, family: str, record_key: str) -> bool:
+    return changes.base.get(family, record_key) is None
 
 
 def shape_mismatches(subject: str, line: AllocationLine) -> list[Mismatch]:
