@@ -217,8 +217,14 @@ def cmd_allocate_day(args: argparse.Namespace) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> None:
-    """Every column family read with checksums, the journal chain, every delta and the state digest."""
-    emit(verify_directory(_require_data(args), trusted_genesis=_trusted_genesis(args), evidence=_evidence(args)))
+    """Every column family read with checksums, the journal chain, every delta and the state digest; with the
+    evidence of ``--admission``, or else of the ``admission`` directory beside the ledger when there is one (where
+    the gateway and ``allocate-day`` keep it), the frozen chunks and statement indexes too."""
+    data = _require_data(args)
+    beside = data.parent / "admission"
+    if args.admission is None and (beside / "evidence").is_dir():
+        args.admission = str(beside)
+    emit(verify_directory(data, trusted_genesis=_trusted_genesis(args), evidence=_evidence(args)))
 
 
 def _evidence(args: argparse.Namespace) -> EvidenceStore | None:
@@ -368,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     for audited in (stopped, portable, replay):
         audited.add_argument("--admission", help="an admission directory: its evidence store's frozen chunks must "
                                                  "hash to theirs, and its statement indexes commit to their day "
-                                                 "lines' parts")
+                                                 "lines' parts (verify: the one beside the ledger by default)")
     verb("backup", cmd_backup, "verified backup outside the data directory").add_argument("dest")
     verb("restore", cmd_restore, "restore a verified backup; dispatch stays disabled").add_argument("src")
     recover = verb("recover", cmd_recover, "restore the newest good backup and its evidence; dispatch stays paused")

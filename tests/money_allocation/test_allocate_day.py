@@ -468,3 +468,21 @@ def test_a_sigkilled_allocate_day_is_finished_by_the_next_with_nothing_twice(cit
     assert sorted(sentinels(city.owner)) == listener_ids()
     assert paid_by_lines(city.owner) == oracle_totals(list(range(LISTENERS)))
     assert_clean(city, "check-1")
+
+
+def test_verify_holds_the_frozen_chunks_to_the_evidence_beside_the_ledger_without_being_told(city):
+    city.owner.close()
+    data = city.directory / "ledger"
+    cli.succeeded(cli.porto_ledger("allocate-day", "--actor", FINANCE, "--day", FIRST_DAY, "--workers", 1,
+                                   "--request-id", "cli-1", data=data))
+    cli.succeeded(cli.porto_ledger("verify", data=data))
+    with LedgerOwner.open(data) as owner:
+        digest = owner.get("state", day_chunk_key(FIRST_DAY, 0)).data["hash"]
+    stored = city.evidence.path_of(digest)
+    stored.write_bytes(stored.read_bytes().replace(b'"amount":"', b'"amount":"1', 1))  # one amount, ten times more
+
+    refused = cli.porto_ledger("verify", data=data)
+    assert (refused.status, refused.last["ok"], refused.last["code"]) == (1, False, "CONFLICTING_EVIDENCE")
+    elsewhere = city.directory / "elsewhere"
+    (elsewhere / "evidence").mkdir(parents=True)  # a directory named on the command line is the one read
+    cli.succeeded(cli.porto_ledger("verify", "--admission", elsewhere, data=data))
