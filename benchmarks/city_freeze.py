@@ -28,13 +28,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import orjson
 
 from benchmarks.allocation import BUDGET, MoneyLedger
-from benchmarks.day_allocation import DAYS, LISTENERS, ORACLE_SAMPLE_PER_DAY, _check_oracle
+from benchmarks.day_allocation import DAYS, LISTENERS, check_oracle
 from benchmarks.measure import seconds
 from benchmarks.replay import own_peak_rss_kib
 from benchmarks.report import Report
@@ -71,7 +70,7 @@ def run(report: Report, workdir: Path) -> None:
         request = records[0]
         view = PendingBatch(world.owner.store)
         _check_frozen(report, view, request)
-        _check_oracle(report, view, _frozen_days(view, evidence))
+        check_oracle(report, view, _frozen_days(view, evidence))
         world.submit_ok("CheckConservation", {"check_id": "city-month"}, actor=FINANCE)
         conservation = view.get(STATE, CONSERVATION_KEY).data
         report.check(conservation["status"] == "clear",
@@ -102,13 +101,12 @@ def _check_frozen(report: Report, view: PendingBatch, request: dict[str, Any]) -
                  f"the chunks' day lines add up to the {LISTENERS * BUDGET:,} units funded")
 
 
-def _frozen_days(view: PendingBatch, evidence: EvidenceStore) -> list[SimpleNamespace]:
+def _frozen_days(view: PendingBatch, evidence: EvidenceStore) -> list[bytes]:
     """Each day's frozen lines as the chunks' stored bytes hold them, in chunk order."""
     by_day: dict[int, list[tuple[int, str]]] = {}
     for _, record in view.scan(STATE, "day_chunk/"):
         by_day.setdefault(record.data["day"], []).append((record.data["chunk"], record.data["hash"]))
-    return [SimpleNamespace(content=b"".join(evidence.get(digest) for _, digest in sorted(chunks)))
-            for _, chunks in sorted(by_day.items())]
+    return [b"".join(evidence.get(digest) for _, digest in sorted(chunks)) for _, chunks in sorted(by_day.items())]
 
 
 def _measure_replay(report: Report, workdir: Path, evidence: EvidenceStore, population: int) -> None:

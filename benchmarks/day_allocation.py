@@ -56,7 +56,7 @@ def run(report: Report, workdir: Path) -> None:
         report.check([a.digest for a in alone] == [a.digest for a in artifacts[:ONE_WORKER_DAYS]],
                      f"the first {ONE_WORKER_DAYS} days' artifacts are byte-equal with {workers} workers and with one")
         _check_complete(report, artifacts)
-        _check_oracle(report, PendingBatch(store), artifacts)
+        check_oracle(report, PendingBatch(store), [artifact.content for artifact in artifacts])
 
     population = LISTENERS * DAYS
     report.metric("listener_days", "listener-days in the artifacts", sum(a.totals.listener_days for a in artifacts), "days")
@@ -83,10 +83,11 @@ def _check_complete(report: Report, artifacts) -> None:
     report.check(recipients == LISTENERS * BUDGET, f"recipients' totals add up to the {LISTENERS * BUDGET:,} units funded")
 
 
-def _check_oracle(report: Report, view: PendingBatch, artifacts) -> None:
+def check_oracle(report: Report, view: PendingBatch, days: list[bytes]) -> None:
+    """A sample of each day's artifact lines (``days``: one day's bytes each) line for line against the oracle."""
     sampled, differing = 0, []
-    for artifact in artifacts:
-        lines = artifact.content.splitlines()
+    for content in days:
+        lines = content.splitlines()
         step = max(1, len(lines) // ORACLE_SAMPLE_PER_DAY)
         for raw in lines[::step][:ORACLE_SAMPLE_PER_DAY]:
             line = orjson.loads(raw)

@@ -221,15 +221,16 @@ def cmd_verify(args: argparse.Namespace) -> None:
     evidence of ``--admission``, or else of the ``admission`` directory beside the ledger when there is one (where
     the gateway and ``allocate-day`` keep it), the frozen chunks and statement indexes too."""
     data = _require_data(args)
-    beside = data.parent / "admission"
-    if args.admission is None and (beside / "evidence").is_dir():
-        args.admission = str(beside)
-    emit(verify_directory(data, trusted_genesis=_trusted_genesis(args), evidence=_evidence(args)))
+    emit(verify_directory(data, trusted_genesis=_trusted_genesis(args), evidence=_evidence(args, data.parent)))
 
 
-def _evidence(args: argparse.Namespace) -> EvidenceStore | None:
-    """The evidence store of ``--admission``, which verify and replay hold frozen chunks and statement indexes to."""
-    return None if args.admission is None else EvidenceStore(Path(args.admission) / "evidence")
+def _evidence(args: argparse.Namespace, beside: Path | None = None) -> EvidenceStore | None:
+    """The evidence store of ``--admission``, else of the ``admission`` directory in ``beside`` when it has one:
+    what verify and replay hold frozen chunks and statement indexes to."""
+    if args.admission is not None:
+        return EvidenceStore(Path(args.admission) / "evidence")
+    found = beside / "admission" / "evidence" if beside is not None else None
+    return EvidenceStore(found) if found is not None and found.is_dir() else None
 
 
 def cmd_verify_export(args: argparse.Namespace) -> None:

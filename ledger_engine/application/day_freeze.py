@@ -122,10 +122,9 @@ class DayFreezer:
         with _running_alone(self.owner, request_id):
             days = [entry for entry in self._request(request_id)["days"] if entry["status"] != DONE]
             ahead = self._read_ahead(days[0]["day"]) if days else None
-            for position, entry in enumerate(days):
-                assert ahead is not None
+            for entry, following in zip(days, [*days[1:], None]):
                 split = self._collect(ahead)
-                ahead = self._read_ahead(days[position + 1]["day"]) if position + 1 < len(days) else None
+                ahead = self._read_ahead(following["day"]) if following else None
                 self._freeze_day(request_id, entry["day"], set(entry["chunks"]), split)
             return self._request(request_id)
 

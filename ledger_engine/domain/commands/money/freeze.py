@@ -215,13 +215,13 @@ class _ReadOnce:
         return self.changes.scan(family, prefix)
 
 
-def _require_current(changes: StateView, day: int, listener_day: ChunkListenerDay) -> None:
+def _require_current(view: StateView, day: int, listener_day: ChunkListenerDay) -> None:
     """The chunk was split from these records as they are now: each revision its artifact line names is current."""
     named = {listener_day_key(listener_day.listener_id, day), POLICY_KEY}
     require(set(listener_day.revisions) == named, ErrorCode.INVALID_REFERENCE,
             f"listener-day {listener_day.listener_id}/{day} must name the revisions of exactly {sorted(named)}")
     for state_key, expected in sorted(listener_day.revisions.items()):
-        record = changes.get(STATE, state_key)
+        record = view.get(STATE, state_key)
         actual = record.revision if record is not None else None
         require(actual == expected, ErrorCode.STALE_REVISION,
                 f"{state_key}: the chunk was split at revision {expected}, it is now {actual}")
