@@ -7,11 +7,28 @@ unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-# One stamp per install set: `make run` installs what serving needs, `make test` adds the test extras.
+# One stamp per install set: `make run` installs what serving needs, `make test` adds the test extras. Each set
+# installs from its lock (docs/adr/0096), so a stamp is older than its lock once the lock changes.
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 BENCH_STAMP := $(VENV)/.installed-bench
-PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+RUN_LOCK := requirements/run.txt
+TEST_LOCK := requirements/test.txt
+BENCH_LOCK := requirements/bench.txt
+# This machine's pip configuration names index directories (file:///opt/pypi-more/simple) that hold pages for a
+# few projects only; for every other project pip warns "Location '...' is ignored". The warning is about the
+# machine's configuration, not this install: it alone is kept out of what make prints (the command is echoed without
+# the filter), pip's exit status is kept.
+PIP_IGNORED_LOCATION := ^WARNING: Location '.*' is ignored:
+WITHOUT_IGNORED_LOCATIONS = @echo '$(1)'; set -o pipefail; $(1) 2>&1 | { grep -v "$(PIP_IGNORED_LOCATION)" || true; }
+PIP_QUIET := -m pip install --quiet --disable-pip-version-check
+PIP_INSTALL = $(call WITHOUT_IGNORED_LOCATIONS,$(BIN)/python $(PIP_QUIET) $(1))
+# `make lock` resolves the locks with pip-tools, kept in a venv of its own so it never enters the project's.
+LOCK_VENV := $(VENV)/pip-tools
+PIP_TOOLS := pip-tools==7.4.1
+LOCK_OPTIONS ?=
+PIP_COMPILE = $(call WITHOUT_IGNORED_LOCATIONS,CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe \
+  --strip-extras --no-emit-index-url --no-emit-find-links $(LOCK_OPTIONS) $(1))
 DATA_DIR ?= $(CURDIR)/var/ledger
 PORT ?= 8000
 CHROMIUM := /usr/bin/chromium
@@ -31,7 +48,7 @@ FAST_SCRATCH ?= $(if $(wildcard /dev/shm/.),/dev/shm/porto-test-fast,$(CURDIR)/v
 PSQL := psql -h 127.0.0.1 -U postgres
 PEER_DATABASES := porto_bench_hordak porto_bench_eventsourcing
 
-.PHONY: setup setup-test setup-bench run test test-fast bench bench-databases clean
+.PHONY: setup setup-test setup-bench lock run test test-fast bench bench-databases clean
 
 setup: $(RUN_STAMP)
 
@@ -39,18 +56,33 @@ setup-test: $(TEST_STAMP)
 
 setup-bench: $(BENCH_STAMP)
 
-$(RUN_STAMP): pyproject.toml
+# The locked versions first, then the project itself without resolving anything again.
+$(RUN_STAMP): $(RUN_LOCK) pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) -e .
+	$(call PIP_INSTALL,-r $(RUN_LOCK))
+	$(call PIP_INSTALL,--no-deps -e .)
 	touch $(RUN_STAMP)
 
-$(TEST_STAMP): $(RUN_STAMP)
-	$(PIP) -e '.[test]'
+$(TEST_STAMP): $(TEST_LOCK) $(RUN_STAMP)
+	$(call PIP_INSTALL,-r $(TEST_LOCK))
 	touch $(TEST_STAMP)
 
-$(BENCH_STAMP): $(TEST_STAMP)
-	$(PIP) -e '.[test,bench]'
+$(BENCH_STAMP): $(BENCH_LOCK) $(TEST_STAMP)
+	$(call PIP_INSTALL,-r $(BENCH_LOCK))
 	touch $(BENCH_STAMP)
+
+# The locks, resolved from pyproject.toml for this Python (3.11) on Linux, with every file's hash. Each lock is
+# constrained by the one below it, so adding the test or bench set never moves a version the run set installed.
+# Pins pyproject.toml still allows are kept; `make lock LOCK_OPTIONS=--upgrade` (or --upgrade-package NAME)
+# moves them.
+lock: $(LOCK_VENV)/bin/pip-compile
+	$(call PIP_COMPILE,-o $(RUN_LOCK) pyproject.toml)
+	$(call PIP_COMPILE,--extra test -c $(RUN_LOCK) -o $(TEST_LOCK) pyproject.toml)
+	$(call PIP_COMPILE,--extra test --extra bench -c $(TEST_LOCK) -o $(BENCH_LOCK) pyproject.toml)
+
+$(LOCK_VENV)/bin/pip-compile:
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(call WITHOUT_IGNORED_LOCATIONS,$(LOCK_VENV)/bin/python $(PIP_QUIET) $(PIP_TOOLS))
 
 run: setup $(RESTIC)
 	DATA_DIR=$(DATA_DIR) PORT=$(PORT) $(BIN)/python scripts/run_console.py
