@@ -15,6 +15,7 @@ from porto_console.console.views import (
     accounting, accounts, budgets, corrections, dashboard, day_allocation, dispatch, holds, journal, payouts, quarantine,
     recipients, staff, statements,
 )
+from porto_console.console.views import search as record_search
 
 ADMIN_ONLY = frozenset({ADMIN})
 STATEMENT_FILE_ROLES = frozenset({FINANCE})
@@ -28,6 +29,7 @@ def console_urls(site) -> list:
 
     return [
         route("ledger/", dashboard.dashboard, DASHBOARD.url_name, DASHBOARD.roles),
+        route("ledger/search/", record_search.search, "console-search", DASHBOARD.roles),
         route("ledger/dispatch/pause/", dispatch.pause, "console-dispatch-pause", command_roles("PauseDispatch")),
         route("ledger/dispatch/resume/", dispatch.request_resume, "console-dispatch-resume",
               command_roles("RequestDispatchResume")),

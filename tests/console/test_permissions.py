@@ -134,6 +134,7 @@ MATRIX: dict[str, Row] = {
     "enrol/<str:token>/": fixed(404),
     # The ledger screens.
     "ledger/": Row(get=EVERYONE, post=EVERYONE),
+    "ledger/search/": Row(get=EVERYONE, post=EVERYONE, post_data=lambda t: {"term": "no-such-record"}),
     "ledger/dispatch/pause/": Row(post=ADMIN_OPS, screen=ADMIN_OPS, post_data=lambda t: {
         "command_id": new_command_id(), "reason": "matrix probe", "otp_token": "123456"}),
     "ledger/dispatch/resume/": Row(post=ADMIN_OPS, screen=ADMIN_OPS, post_data=lambda t: {

@@ -1,0 +1,56 @@
+"""The console's search: what someone pastes, turned into the records their roles open.
+
+Only the kinds of record the user's screens open are searched, so a record they could not open is never read for
+them and the answer says nothing of whether it exists. A whole ID, transaction hash or payout address is an exact
+match; only when nothing matches exactly is the term looked for inside IDs, hashes and addresses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ledger_engine.application.owner import LedgerOwner
+from ledger_engine.projections import search_queries
+from ledger_engine.projections.search_queries import FoundRecord
+from porto_console.console.screens import CORRECTIONS, HOLDS, PAYMENTS, PAYOUTS, RECIPIENTS
+
+# Each kind of record and the screen whose roles open it, in the order results are listed.
+KIND_SCREENS = {"run": PAYOUTS, "payment": PAYMENTS, "recipient": RECIPIENTS, "hold": HOLDS, "correction": CORRECTIONS}
+KIND_NAMES = {"run": "payout run", "payment": "payment", "recipient": "recipient", "hold": "hold",
+              "correction": "correction"}
+MIN_FRAGMENT = 4  # shorter, and a fragment matches too much to be worth listing
+MOST_LISTED = 50
+SHORTENED = "…"  # what a short ID copied from a list ends with (``short_hash``), and no ID holds
+
+
+@dataclass(frozen=True)
+class Found:
+    records: list[FoundRecord]
+    exact: bool  # the term is a whole ID, hash or address; otherwise a fragment of them
+    more: bool = False  # a fragment matched more than MOST_LISTED records
+    too_short: bool = False  # nothing matched exactly, and the term is too short to look for as a fragment
+
+    @property
+    def single(self) -> FoundRecord | None:
+        """The one record an exact term names, which the search opens at once."""
+        return self.records[0] if self.exact and len(self.records) == 1 else None
+
+
+def searchable_kinds(roles: frozenset[str]) -> tuple[str, ...]:
+    return tuple(kind for kind, screen in KIND_SCREENS.items() if roles & screen.roles)
+
+
+def cleaned(term: str) -> str:
+    return term.strip().removesuffix(SHORTENED).strip()
+
+
+def search(ledger: LedgerOwner, term: str, roles: frozenset[str]) -> Found:
+    """The records of the kinds ``roles`` open that ``term`` names whole, or else holds as a fragment."""
+    kinds, view = searchable_kinds(roles), ledger.view()
+    exact = search_queries.exact_matches(view, term, kinds)
+    if exact or not kinds:
+        return Found(exact, exact=True)
+    if len(term) < MIN_FRAGMENT:
+        return Found([], exact=False, too_short=True)
+    partial = search_queries.partial_matches(view, term, kinds, MOST_LISTED + 1)
+    return Found(partial[:MOST_LISTED], exact=False, more=len(partial) > MOST_LISTED)
