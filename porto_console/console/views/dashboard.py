@@ -1,4 +1,5 @@
-"""Dashboard: the head, the invariant status, what is waiting for someone, backups and dispatch."""
+"""Dashboard: the head, the invariant status, what is waiting for someone and the money it holds back, what was paid
+in a period, backups and dispatch."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from porto_console.console.forms import CommandForm
 from porto_console.console.roles import OPS, actor_id, has_role, may_submit, user_roles
 from porto_console.console.screens import DASHBOARD, SCREENS
 from porto_console.console.services import dashboard as service
+from porto_console.console.services import dashboard_money as money
 from porto_console.console.services import waiting
 from porto_console.console.views.quarantine import quarantine
 from porto_console.effects import delivery
@@ -18,16 +20,21 @@ from porto_console.ledger import owner, read_at_boundary
 
 
 def dashboard(request):
+    today = money.utc_day(money.now_ms())
+    period = money.period(request.GET.get("period"), today)
     read = read_at_boundary(lambda ledger: (service.figures(ledger), charts.holds_by_age(ledger),
-                                            charts.payments_by_state(ledger)))
-    figures, holds_chart, payments_chart = read.data
+                                            charts.payments_by_state(ledger), money.paid_trend(ledger, period),
+                                            money.money_waiting(ledger)))
+    figures, holds_chart, payments_chart, paid, held_back = read.data
     roles = user_roles(request.user)
     quarantined = len(delivery.quarantined(quarantine())) if OPS in roles else 0
     queue = read_at_boundary(lambda ledger: waiting.waiting_for(
         ledger, actor_id(request.user), roles, open_holds=figures.open_holds, quarantined=quarantined)).data
     dispatch_state = owner().dispatch_state()
     return render_screen(request, "console/dashboard.html", DASHBOARD.title, read, figures=figures,
-                         charts=[charts.money_per_day(figures.daily), holds_chart, payments_chart],
+                         charts=[money.paid_chart(paid), charts.money_per_day(figures.daily), holds_chart,
+                                 payments_chart],
+                         paid=paid, presets=money.presets(today), held_back=held_back,
                          backup=newest_good_backup(), dispatch=dispatch_state,
                          dispatch_forms=dispatch.forms_for(request, dispatch_state),
                          verified=last_verification(owner().path),
