@@ -2,49 +2,38 @@
 
 from __future__ import annotations
 
-import os
-import re
-from pathlib import Path
-
 import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from ledger_engine.genesis import GENESIS_HASH_PATTERN
+from porto_console.environment import BASE_DIR, NotConfigured, read_environment
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+# Every variable is read here, once, typed (porto_console/environment.py); a bad one stops the console at start.
+try:
+    _environment = read_environment()
+except NotConfigured as refused:
+    raise ImproperlyConfigured(str(refused)) from None
 
-
-def _secret(name: str) -> str | None:
-    """A secret from ``NAME``, or from the file ``NAME_FILE`` names (its text, stripped)."""
-    if os.environ.get(name):
-        return os.environ[name]
-    path = os.environ.get(f"{name}_FILE")
-    return Path(path).read_text().strip() if path else None
-
-
-DEBUG = os.environ.get("DJANGO_DEBUG", "0") == "1"
+DEBUG = _environment.debug
 # Keys. Outside the labelled demo the console refuses to serve with the default SECRET_KEY, without a
 # key of its own for sealed handles, or with a step-up key the ledger does not trust
 # (porto_console/console/safety.py); the demo launcher fills in keys of the demo's own, kept in var/, and its fixture keys.
 DEFAULT_SECRET_KEY = "porto-local-only-secret-key-change-me-in-deployment"
-SECRET_KEY = _secret("DJANGO_SECRET_KEY") or DEFAULT_SECRET_KEY
-HANDLE_KEY = _secret("PORTO_HANDLE_KEY")  # seals ledger IDs into URL handles (console/handles.py)
-STEP_UP_KEY = _secret("PORTO_STEP_UP_KEY")  # Ed25519 private key, hex: signs step-up proofs (console/stepup.py)
+SECRET_KEY = _environment.secret_key.value() or DEFAULT_SECRET_KEY
+HANDLE_KEY = _environment.handle_key.value()  # seals ledger IDs into URL handles (console/handles.py)
+STEP_UP_KEY = _environment.step_up_key.value()  # Ed25519 private key, hex: signs step-up proofs (console/stepup.py)
 # Keys accounts' identity digests (ledger_engine/domain/identity.py); it never enters the ledger or a backup, and
 # it is kept for as long as any account made under it exists: without it no enrolment link could be checked.
-IDENTITY_KEY = _secret("PORTO_IDENTITY_KEY")
+IDENTITY_KEY = _environment.identity_key.value()
 # Signs the checkpoint (batch root and size) every statement file carries: a 32-byte Ed25519 seed in hex. Its
 # public half is pinned on /verify/ under CHECKPOINT_ORIGIN, the key name and checkpoint origin (docs/runbook.md).
-CHECKPOINT_KEY = _secret("PORTO_CHECKPOINT_KEY")
-CHECKPOINT_ORIGIN = os.environ.get("PORTO_CHECKPOINT_ORIGIN") or "porto.example/statements"
-METRICS_TOKEN = _secret("PORTO_METRICS_TOKEN")  # the scraper's bearer token; without one /metrics is off
+CHECKPOINT_KEY = _environment.checkpoint_key.value()
+CHECKPOINT_ORIGIN = _environment.checkpoint_origin
+METRICS_TOKEN = _environment.metrics_token.value()  # the scraper's bearer token; without one /metrics is off
 # The genesis this deployment trusts, kept apart from the data: outside the labelled demo the console refuses a
 # ledger from any other genesis, and recovery refuses backups from one (ledger_engine/checkpoint/verify.py).
-GENESIS_HASH = os.environ.get("PORTO_GENESIS_HASH") or None
-if GENESIS_HASH is not None and not re.fullmatch(GENESIS_HASH_PATTERN, GENESIS_HASH):
-    raise ImproperlyConfigured("PORTO_GENESIS_HASH must be 64 lowercase hex digits, as `porto-ledger head` prints it")
-ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")
+GENESIS_HASH = _environment.genesis_hash
+ALLOWED_HOSTS = list(_environment.allowed_hosts)
 
 INSTALLED_APPS = [
     "porto_console.console.apps.PortoAdminConfig",  # the stock admin app with the console's site
@@ -100,47 +89,41 @@ TEMPLATES = [
     },
 ]
 
-VAR_DIR = Path(os.environ.get("PORTO_VAR_DIR", BASE_DIR / "var"))
-DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{VAR_DIR / 'console.sqlite3'}", conn_max_age=60
-    )
-}
+VAR_DIR = _environment.var_dir
+DATABASES = {"default": dj_database_url.parse(_environment.database_url, conn_max_age=60)}
 
 # The ledger this process owns. Only one process may open it read-write.
-LEDGER_DATA_DIR = Path(os.environ.get("DATA_DIR", VAR_DIR / "ledger"))
+LEDGER_DATA_DIR = _environment.data_dir
 # The admission gateway's durable envelopes and evidence for that ledger.
-ADMISSION_DIR = Path(os.environ.get("ADMISSION_DIR", LEDGER_DATA_DIR.parent / "admission"))
+ADMISSION_DIR = _environment.admission_dir
 
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "memory://")
-CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "cache+memory://")
+CELERY_BROKER_URL = _environment.broker_url
+CELERY_RESULT_BACKEND = _environment.celery_result_backend
 
 # Backups that count (docs/effects.md): staged beside the data directory, never inside it, encrypted by
 # restic into PORTO_BACKUP_REPOSITORY: a local path by default (the embedded case), sftp:user@host:/path
-# off the ledger host in deployment, reached with PORTO_BACKUP_SFTP_COMMAND (restic's sftp.command).
-BACKUP_DIR = Path(os.environ.get("PORTO_BACKUP_DIR", LEDGER_DATA_DIR.parent / "backups")).resolve()
-if BACKUP_DIR.is_relative_to(LEDGER_DATA_DIR.resolve()):
-    raise ImproperlyConfigured(f"PORTO_BACKUP_DIR {BACKUP_DIR} is inside the ledger data directory")
-BACKUP_REPOSITORY = os.environ.get("PORTO_BACKUP_REPOSITORY", str(BACKUP_DIR))
-BACKUP_STAGING_DIR = Path(os.environ.get("PORTO_BACKUP_STAGING_DIR", LEDGER_DATA_DIR.parent / "backup-staging"))
-BACKUP_SFTP_COMMAND = os.environ.get("PORTO_BACKUP_SFTP_COMMAND") or None
-BACKUP_PASSWORD = _secret("RESTIC_PASSWORD")  # outside the labelled demo the console refuses to serve without it
+# off the ledger host in deployment, reached with PORTO_BACKUP_SFTP_COMMAND (restic's sftp.command). A backup
+# directory inside the data directory is refused at start.
+BACKUP_DIR = _environment.backup_dir.resolve()
+BACKUP_REPOSITORY = _environment.backup_repository
+BACKUP_STAGING_DIR = _environment.backup_staging_dir
+BACKUP_SFTP_COMMAND = _environment.backup_sftp_command
+# Outside the labelled demo the console refuses to serve without a backup password.
+BACKUP_PASSWORD = _environment.backup_password.value()
 DEMO_BACKUP_PASSWORD = "porto-demo-backup-password-public"
-BACKUP_INTERVAL_SECS = int(os.environ.get("PORTO_BACKUP_INTERVAL_SECS", "240"))  # the ceiling is five minutes
-BACKUP_TICK_SECS = float(os.environ.get("PORTO_BACKUP_TICK_SECS", "30"))
-RESTIC_BINARY = os.environ.get("PORTO_RESTIC", "restic")
+BACKUP_INTERVAL_SECS = _environment.backup_interval_secs  # the ceiling is five minutes
+BACKUP_TICK_SECS = _environment.backup_tick_secs
+RESTIC_BINARY = _environment.restic_binary
 # Effects the workers parked for an operator; the same directory as the workers' PORTO_QUARANTINE_DIR.
-QUARANTINE_DIR = Path(os.environ.get("PORTO_QUARANTINE_DIR", VAR_DIR / "effects" / "quarantine"))
+QUARANTINE_DIR = _environment.quarantine_dir
 # The signers' PostgreSQL database (docs/effects.md), when they run on other hosts: the quarantine is there.
-SIGNER_JOURNAL_URL = _secret("PORTO_SIGNER_JOURNAL_URL")
+SIGNER_JOURNAL_URL = _environment.signer_journal_url.value()
 # Announce new effects to the workers after commit. Off without a broker and a signer (`make run`):
 # the embedded broker would run payment tasks inside the request. PORTO_EFFECTS_ENABLED=1/0 overrides.
-EFFECTS_ENABLED = os.environ.get("PORTO_EFFECTS_ENABLED", "1" if (
-    os.environ.get("CELERY_BROKER_URL")
-    and (os.environ.get("PORTO_SIGNER_KEY") or os.environ.get("PORTO_SIGNER_KEY_FILE"))) else "0") == "1"
+EFFECTS_ENABLED = _environment.effects_enabled
 # The console's process runs "Allocate days" requests on the ledger's owner it holds, and continues unfinished ones
 # when it opens the ledger (ledger_engine/application/day_freeze.py). PORTO_DAY_ALLOCATION_IN_BACKGROUND=0 turns it off.
-DAY_ALLOCATION_IN_BACKGROUND = os.environ.get("PORTO_DAY_ALLOCATION_IN_BACKGROUND", "1") == "1"
+DAY_ALLOCATION_IN_BACKGROUND = _environment.day_allocation_in_background
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
@@ -177,12 +160,12 @@ LOGIN_URL = "admin:login"
 # X-Forwarded-Host or -Port.
 USE_X_FORWARDED_HOST = False
 USE_X_FORWARDED_PORT = False
-TRUSTED_PROXY = os.environ.get("PORTO_TRUSTED_PROXY") or None
+TRUSTED_PROXY = _environment.trusted_proxy
 if TRUSTED_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SECURE_HSTS_SECONDS = int(os.environ.get("PORTO_HSTS_SECONDS", str(365 * 24 * 3600)))
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = os.environ.get("PORTO_HSTS_INCLUDE_SUBDOMAINS", "0") == "1"
-SECURE_COOKIES = os.environ.get("PORTO_SECURE_COOKIES", "1" if TRUSTED_PROXY else "0") == "1"
+    SECURE_HSTS_SECONDS = _environment.hsts_seconds
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = _environment.hsts_include_subdomains
+SECURE_COOKIES = _environment.secure_cookies
 SESSION_COOKIE_SECURE = SECURE_COOKIES
 CSRF_COOKIE_SECURE = SECURE_COOKIES
 
@@ -214,16 +197,16 @@ OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 # Staff enrol their own password and authenticator through a one-time link sent to their work
 # email (the address whose digest their ledger account holds); the link expires.
 # Where staff reach the console: enrolment links in emails point here.
-CONSOLE_URL = os.environ.get("PORTO_CONSOLE_URL", "http://127.0.0.1:8000")
-ENROLMENT_LINK_TTL_S = int(os.environ.get("PORTO_ENROLMENT_LINK_TTL_S", str(24 * 3600)))
+CONSOLE_URL = _environment.console_url
+ENROLMENT_LINK_TTL_S = _environment.enrolment_link_ttl_s
 # The first opening spends the link: that browser alone finishes enrolment, within this many seconds.
-ENROLMENT_LINK_OPEN_TTL_S = int(os.environ.get("PORTO_ENROLMENT_LINK_OPEN_TTL_S", str(15 * 60)))
-EMAIL_BACKEND = os.environ.get("DJANGO_EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend")
-EMAIL_FILE_PATH = Path(os.environ.get("PORTO_MAIL_DIR", VAR_DIR / "mail"))
-DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "Porto console <console@porto.invalid>")
+ENROLMENT_LINK_OPEN_TTL_S = _environment.enrolment_link_open_ttl_s
+EMAIL_BACKEND = _environment.email_backend
+EMAIL_FILE_PATH = _environment.mail_dir
+DEFAULT_FROM_EMAIL = _environment.default_from_email
 # Origins a form may be posted from besides the console's own host: PORTO_CSRF_TRUSTED_ORIGINS (comma-separated),
 # else the console's https URL.
-CSRF_TRUSTED_ORIGINS = [origin for origin in os.environ.get("PORTO_CSRF_TRUSTED_ORIGINS", "").split(",") if origin] or (
+CSRF_TRUSTED_ORIGINS = list(_environment.csrf_trusted_origins) or (
     [CONSOLE_URL] if CONSOLE_URL.startswith("https://") else [])
 
 # Logs: one JSON object a line (porto_console/operations/json_logging.py), each with the request ID of the
@@ -231,9 +214,9 @@ CSRF_TRUSTED_ORIGINS = [origin for origin in os.environ.get("PORTO_CSRF_TRUSTED_
 # (CRITICAL, with their cause), security events and the server's own, to stderr and to a rotating file.
 # A request is logged by the route it matched, and no line holds a one-time link's token
 # (porto_console/operations/log_redaction.py). PORTO_LOG_FORMAT=plain gives the older text lines.
-LOG_DIR = Path(os.environ.get("PORTO_LOG_DIR", VAR_DIR / "log"))
+LOG_DIR = _environment.log_dir
 LOG_DIR.mkdir(parents=True, exist_ok=True)
-LOG_FORMAT = os.environ.get("PORTO_LOG_FORMAT", "json")
+LOG_FORMAT = _environment.log_format
 _LOG_TO = ["stderr", "file"]
 LOGGING = {
     "version": 1,

@@ -12,7 +12,6 @@ the recipient can check both on ``/verify/``.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from django.conf import settings
@@ -24,12 +23,14 @@ from ledger_engine.merkle.document import encode_document
 from ledger_engine.merkle.parts_file import statement_day_lines
 from ledger_engine.merkle.statement import sign_statement_file, statement_file_bytes
 from ledger_engine.projections.statement_index import parts_file, statement_file
+from porto_console.environment import read_environment
 from porto_console.ledger import LedgerRead, gateway, owner, read_at_boundary
 
 
 def chain_label() -> str:
     """How a statement file names the chain its root is anchored on (``PORTO_CHAIN``, ``PORTO_CHAIN_ID``)."""
-    return f"{os.environ.get('PORTO_CHAIN', 'simulated')} chain {os.environ.get('PORTO_CHAIN_ID', '4')}"
+    environment = read_environment()
+    return f"{environment.chain} chain {environment.chain_id}"
 
 
 def checkpoint_signer() -> CheckpointSigner:

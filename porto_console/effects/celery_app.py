@@ -25,41 +25,27 @@ restarted by the supervisor (``docs/effects.md``: Procfile, systemd units).
 
 from __future__ import annotations
 
-import os
-
 from celery import Celery
 from kombu import Queue
 
 from porto_console.effects.broker_transport import TRANSPORT as REDIS_TRANSPORT
+from porto_console.environment import EMBEDDED_BROKER, read_environment
 
 PAYERS, PAYMENTS, COMMITMENTS, MAINTENANCE = "payers", "payments", "commitments", "maintenance"
 # A worker takes from its queues in this order (the Redis transport's "priority" strategy): a payer's follower and
 # repair before new payments, so a gap never waits behind the work it blocks.
 QUEUE_ORDER = (PAYERS, PAYMENTS, COMMITMENTS, MAINTENANCE)
 QUEUE_FOR_KIND = {"payment.transfer": PAYMENTS, "batch.anchor": COMMITMENTS}
-EMBEDDED_BROKER = "memory://"
-DEFAULT_VISIBILITY_SECS = 3600
-
-
-def visibility_secs() -> int:
-    """How long an unacknowledged message waits before the broker hands it out again (Redis)."""
-    return int(os.environ.get("PORTO_CELERY_VISIBILITY_SECS", str(DEFAULT_VISIBILITY_SECS)))
-
-
-def sweep_secs() -> float:
-    return float(os.environ.get("PORTO_SWEEP_SECS", "30"))
 
 
 def queued_mark_secs() -> int:
     """How long a queued mark lasts (``queued``): at least until an unacknowledged message comes back."""
-    return int(os.environ.get("PORTO_QUEUED_MARK_SECS", str(visibility_secs() + 60)))
-def backup_tick_secs() -> float:
-    """How often beat asks the owner whether a backup is due (the owner keeps the interval, 240 s)."""
-    return float(os.environ.get("PORTO_BACKUP_TICK_SECS", "60"))
+    return read_environment().queued_mark_secs
 
 
 def make_app(broker_url: str | None = None) -> Celery:
-    broker = broker_url or os.environ.get("CELERY_BROKER_URL", EMBEDDED_BROKER)
+    environment = read_environment()
+    broker = broker_url or environment.broker_url
     # No Django fixup: workers never load the console or its database, whatever the environment says.
     app = Celery("porto_effects", broker=broker, include=["porto_console.effects.tasks"], fixups=[])
     app.conf.update(
@@ -82,7 +68,7 @@ def make_app(broker_url: str | None = None) -> Celery:
         broker_heartbeat=0,
         broker_transport_options={
             # An unacknowledged message returns to the queue after this long (Redis).
-            "visibility_timeout": visibility_secs(),
+            "visibility_timeout": environment.celery_visibility_secs,
             "socket_timeout": 30,
             "socket_connect_timeout": 5,
             "socket_keepalive": True,
@@ -92,10 +78,11 @@ def make_app(broker_url: str | None = None) -> Celery:
         },
         beat_schedule={
             # A sweep nobody ran before the next one is due is dropped: sweeps do not pile up while workers are down.
-            "sweep-effects": {"task": "porto.effects.sweep", "schedule": sweep_secs(),
-                              "options": {"expires": sweep_secs()}},
-            "backup-if-due": {"task": "porto.effects.backup", "schedule": backup_tick_secs(),
-                              "options": {"expires": backup_tick_secs()}},
+            "sweep-effects": {"task": "porto.effects.sweep", "schedule": environment.sweep_secs,
+                              "options": {"expires": environment.sweep_secs}},
+            # Beat asks the owner whether a backup is due; the owner keeps the interval.
+            "backup-if-due": {"task": "porto.effects.backup", "schedule": environment.backup_tick_secs,
+                              "options": {"expires": environment.backup_tick_secs}},
         },
     )
     return app

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 from typing import Any, Callable
 
 import httpx
@@ -49,6 +48,7 @@ from porto_console.effects.journal_port import JournalConflict, JournalCorrupt, 
 from porto_console.effects.ledger_api import LedgerApi, LedgerRefused, LedgerUnreachable
 from porto_console.effects.payment_session import PaymentWorker
 from porto_console.effects.signer import Signer
+from porto_console.environment import read_environment
 
 log = logging.getLogger("porto.effects.tasks")
 
@@ -60,7 +60,7 @@ TRANSIENT = (Transient, LedgerUnreachable, ChainUncertain, httpx.TransportError,
 
 
 def retry_backoff_max_secs() -> int:
-    return int(os.environ.get("PORTO_RETRY_BACKOFF_MAX_SECS", "300"))
+    return read_environment().retry_backoff_max_secs
 
 
 @functools.cache

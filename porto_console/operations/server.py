@@ -26,9 +26,9 @@ directly, waitress still holds its own line (docs/adr/0088):
 
 from __future__ import annotations
 
-import os
 import socket
 import time
+from collections.abc import Mapping
 
 from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
@@ -36,7 +36,9 @@ from waitress.parser import HTTPRequestParser, ParsingError
 from waitress.server import MultiSocketServer, TcpWSGIServer
 from waitress.task import ThreadedTaskDispatcher
 
-DEFAULT_THREADS = 8
+from porto_console.environment import Environment, read_environment
+
+DEFAULT_THREADS = Environment.model_fields["threads"].default  # with PORTO_THREADS unset
 # Waitress buffers a body whole (to disk past a point) before any view sees it, up to 1 GiB by default: a
 # declared body larger than any view reads (the internal API's 1 MiB, Django's 2.5 MB form uploads) is refused
 # with 413 at once, credential or not.
@@ -52,13 +54,15 @@ BUSY_RESPONSE = (b"HTTP/1.1 503 Service Unavailable\r\nServer: porto\r\nRetry-Af
                  % (RETRY_AFTER_S, len(_BUSY_BODY), _BUSY_BODY))
 
 
-def server_options(environ: dict[str, str] | os._Environ = os.environ) -> dict[str, object]:
-    options: dict[str, object] = {"threads": int(environ.get("PORTO_THREADS", str(DEFAULT_THREADS))),
+def server_options(variables: Mapping[str, str] | None = None) -> dict[str, object]:
+    """Waitress's options under ``variables``, or this process's environment."""
+    environment = read_environment(variables)
+    options: dict[str, object] = {"threads": environment.threads,
                                   "ident": "porto", "expose_tracebacks": False,
                                   "max_request_body_size": MAX_REQUEST_BODY_BYTES,
                                   "connection_limit": CONNECTION_LIMIT, "channel_timeout": CHANNEL_TIMEOUT_S,
                                   "cleanup_interval": CLEANUP_INTERVAL_S}
-    proxy = environ.get("PORTO_TRUSTED_PROXY")
+    proxy = environment.trusted_proxy
     if proxy:
         options.update(trusted_proxy=proxy, trusted_proxy_count=1,
                        trusted_proxy_headers="x-forwarded-for x-forwarded-proto",
