@@ -52,6 +52,9 @@ from ledger_engine.ordered import chunks
 
 CHUNK_SIZE = 500
 AHEAD = 2  # chunks waiting per worker: one being split, one ready for when it is done
+# The owner's one executor runs every command the ledger takes, the freeze of the day before among them; the
+# workers split in the background and take what CPU it leaves (nice(2): 10 is a tenth of its weight).
+WORKER_NICENESS = 10
 Address = tuple[str, str]  # (family, key)
 Job = tuple[int, list["_Candidate | Skipped"], dict[Address, "bytes | None"]]  # a day, a chunk, its shared records
 Part = tuple[ArtifactChunk, list["Skipped"]]  # a chunk split: its artifact lines, and its listener-days left out
@@ -188,7 +191,7 @@ class DayAllocator:
         if self._pool is not None:
             return self._pool
         pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"),
-                                   initializer=_end_with_owner, initargs=(os.getpid(),))
+                                   initializer=_worker_started, initargs=(os.getpid(),))
         try:
             # The pool starts a worker per task while none is idle: one task each starts them all now, so no
             # worker is started mid-build, when a dying one could break the pool under a starting one.
@@ -217,6 +220,12 @@ class DaySplitting:
             for future in self.futures:
                 future.cancel()
             raise
+
+
+def _worker_started(owner_pid: int) -> None:
+    """In a worker: yield the cores to the owner whenever it wants one, and end with it."""
+    os.nice(WORKER_NICENESS)
+    _end_with_owner(owner_pid)
 
 
 def _end_with_owner(owner_pid: int) -> None:

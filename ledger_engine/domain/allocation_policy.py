@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import attrgetter
 from typing import Hashable, Iterable, NamedTuple
 
 from ledger_engine.amounts import U64_MAX, checked_sum
@@ -50,6 +51,9 @@ class Listening(NamedTuple):
     def rights(self) -> tuple[str, int]:
         """What listening is split by: the work and the rights version it was heard under."""
         return (self.work_id, self.rights_version)
+
+
+_by_rights = attrgetter("work_id", "rights_version")  # ``Listening.rights``, without a property call per sort key
 
 
 class Serving(NamedTuple):
@@ -129,8 +133,8 @@ def split_listener_day(slice_amount: int, listening: list[Listening], serving: l
     With no verified bytes the operator pool has no one to pay, so its basis
     points join the rights pool and the whole slice is still allocated.
     """
-    listening = sorted(listening, key=lambda item: item.rights)
-    serving = sorted(serving, key=lambda item: item.node_id)
+    listening = sorted(listening, key=_by_rights)
+    serving = sorted(serving, key=attrgetter("node_id"))
     if checked_sum(item.listened_ms for item in listening) == 0:
         raise LedgerError(ErrorCode.INVALID_STATE, "a listener-day without eligible listening has nothing to allocate")
     operator_bps = policy.operator_pool_bps if checked_sum(s.served_bytes for s in serving) else 0
@@ -147,7 +151,8 @@ def split_listener_day(slice_amount: int, listening: list[Listening], serving: l
 
 
 def _rights_lines(pool: int, listening: list[Listening]) -> list[PlannedLine]:
-    by_rights = largest_remainder(pool, [(item.rights, item.listened_ms) for item in listening])
+    by_rights = largest_remainder(pool, [((work_id, version), listened_ms)
+                                         for work_id, version, listened_ms, _ in listening])
     lines = []
     for item, share in zip(listening, by_rights.values()):
         for recipient_id, amount in split_by_rights(share, item.splits):
@@ -158,6 +163,8 @@ def _rights_lines(pool: int, listening: list[Listening]) -> list[PlannedLine]:
 def split_by_rights(amount: int, splits: tuple[tuple[str, int], ...]) -> list[tuple[str, int]]:
     """One work's share across a rights version's recipients, in recipient order (zero parts included)."""
     u64(amount, "split total")
+    if len(splits) == 1 and splits[0][1] == TOTAL_BPS and type(splits[0][1]) is int:
+        return [(splits[0][0], amount)]  # what apportioning to one holder of every basis point gives
     return list(_apportion(amount, *_rights_weights(splits)).items())
 
 
@@ -166,9 +173,10 @@ def _rights_weights(splits: tuple[tuple[str, int], ...]) -> tuple[tuple[tuple[st
 
     Only splits of exact ``int`` basis points are remembered: ``5000.0 == 5000`` as a key, and must still be refused.
     """
-    if all(type(bps) is int for _, bps in splits):
-        return _checked_rights_weights(splits)
-    return _rights_weights_unremembered(splits)
+    for _, bps in splits:
+        if type(bps) is not int:
+            return _rights_weights_unremembered(splits)
+    return _checked_rights_weights(splits)
 
 
 def _rights_weights_unremembered(splits: tuple[tuple[str, int], ...]) -> tuple[tuple[tuple[str, int], ...], int]:

@@ -24,7 +24,7 @@ import pytest
 import rfc8785
 
 from ledger_engine.application import day_allocator
-from ledger_engine.application.day_allocator import DayAllocator, Skipped, day_candidates
+from ledger_engine.application.day_allocator import WORKER_NICENESS, DayAllocator, Skipped, day_candidates
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.domain.changes import Rejected
 from ledger_engine.domain.commands.money.allocation import POLICY_KEY, plan_listener_day, planned_fields
@@ -308,3 +308,14 @@ def test_the_parent_keeps_at_most_two_chunks_per_worker_waiting(world: MoneyWorl
     assert artifact.totals.listener_days == 60
     assert allocator.most_waiting == 4
     assert artifact.digest == _build(world, workers=1).digest
+
+
+def test_the_workers_yield_the_cores_to_the_owner(world: MoneyWorld):
+    """The owner's executor freezes one day while the workers split the next: it must never wait for them."""
+    _many_listeners(world, 8)
+    with DayAllocator(workers=2, chunk_size=4) as allocator:
+        allocator.build(PendingBatch(world.owner.store), FIRST_DAY)
+        workers = list(allocator._pool._processes)
+        assert len(workers) == 2
+        assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in workers} == \
+            {os.getpriority(os.PRIO_PROCESS, 0) + WORKER_NICENESS}

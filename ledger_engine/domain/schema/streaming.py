@@ -7,6 +7,7 @@ uniqueness sentinels are ``unique/<name>/...``.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Literal, TypedDict
 
 from ledger_engine.keys import key, seq20
@@ -337,6 +338,7 @@ def rendition_key(rendition_id: str) -> str:
     return key("rendition", rendition_id)
 
 
+@lru_cache(maxsize=1 << 14, typed=True)  # every work of every listener-day names one: a city's split asks a million times
 def rights_key(work_id: str, version: int) -> str:
     return key("rights", work_id, seq20(version))
 

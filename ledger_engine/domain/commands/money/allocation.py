@@ -144,7 +144,7 @@ def listening_of(view: StateView, work: ListenedWork) -> Listening:
     if record is None:  # not ``require``: its detail would be formatted for every work of every listener-day
         raise Rejected(ErrorCode.INVALID_REFERENCE, f"work {work['work_id']} has no rights version {work['rights_version']}")
     rights: RightsVersion = record.data
-    splits = tuple((r["recipient_id"], r["split_bps"]) for r in rights["recipients"])
+    splits = tuple([(r["recipient_id"], r["split_bps"]) for r in rights["recipients"]])
     return Listening(work["work_id"], work["rights_version"], work["listened_ms"], splits)
 
 
