@@ -12,8 +12,9 @@ integer. Two sentinels guard a lot:
     unique/deposit_evidence/<evidence digest>    {"lot_id"}
 
 so neither the same deposit nor the same piece of evidence funds two lots.
-The full conservation check holds every lot to both (``lot_deposit_mismatches``
-in invariants.py): a lot without them is a phantom, and blocks payouts.
+The full conservation check holds every lot to both (``lot_is_its_own_canonical_deposit``,
+``deposits_fund_one_lot_each`` and ``deposit_sentinels_name_existing_lots`` in invariants.py):
+a lot without them is a phantom, and blocks payouts.
 """
 
 from __future__ import annotations
