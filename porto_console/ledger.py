@@ -20,11 +20,12 @@ from typing import Any, Callable, Generic, TypeVar
 
 from django.conf import settings
 
-from ledger_engine.adapters.gateway import CommandGateway
+from ledger_engine.adapters.gateway import CommandGateway, Queued
 from ledger_engine.application import day_freeze
 from ledger_engine.application.journal import Head
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
+from ledger_engine.errors import LedgerError
 from ledger_engine.projections import effect_queries
 from porto_console.effects import delivery
 from porto_console.operations.command_metrics import observe_commands
@@ -70,13 +71,23 @@ class AnnouncingGateway(CommandGateway):
 
     def submit(self, envelope: dict[str, Any]) -> CommandOutcome:
         outcome = super().submit(envelope)
+        self._announce_created(outcome)
+        return outcome
+
+    def answers(self, queued: Queued) -> list[CommandOutcome | LedgerError]:
+        answers = super().answers(queued)
+        for answer in answers:
+            if isinstance(answer, CommandOutcome):
+                self._announce_created(answer)
+        return answers
+
+    def _announce_created(self, outcome: CommandOutcome) -> None:
         if outcome.accepted and outcome.new_effects and settings.EFFECTS_ENABLED:
             try:
                 self._announce(outcome.new_effects)
             except Exception:
                 log.exception("announcing effects %s failed; the sweep will send them",
                               ", ".join(outcome.new_effects))
-        return outcome
 
     def _announce(self, effect_ids: tuple[str, ...]) -> None:
         state = self.ledger.dispatch_state()

@@ -28,8 +28,11 @@ import os
 import threading
 import time
 import uuid
+from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from ledger_engine.adapters.envelope_store import EnvelopeStore
 from ledger_engine.adapters.evidence import EvidenceStore
@@ -69,6 +72,15 @@ class Ledger(Protocol):
     def journal_entry(self, sequence: int) -> dict[str, Any] | None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """Envelopes handed to the owner together (``CommandGateway.queue_all``): each one's future, or None where it
+    is left to be submitted on its own."""
+
+    envelopes: Sequence[dict[str, Any]]
+    futures: list[Future | None]
+
+
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -92,6 +104,7 @@ class CommandGateway:
         self._last_ms = 0
         self._lock = threading.Lock()
         self._readmitting = threading.Lock()
+        self._ordering = threading.Lock()
         self._admitted: dict[str, tuple[dict[str, Any], AdmittedCommand]] = {}
 
     def envelope(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str,
@@ -142,6 +155,58 @@ class CommandGateway:
         any other envelope under a used command ID with COMMAND_ID_CONFLICT. An
         envelope it refused for its admission time is re-admitted and submitted again.
         """
+        return self._submit_readmitting(envelope)
+
+    def submit_all(self, envelopes: Sequence[dict[str, Any]]) -> list[CommandOutcome | LedgerError]:
+        """``submit`` for several envelopes at once: each answered with its outcome, or the error ``submit`` would
+        have raised for it alone (``queue_all``, then ``answers``)."""
+        return self.answers(self.queue_all(envelopes))
+
+    @contextmanager
+    def in_admission_order(self) -> Iterator[None]:
+        """Held while a caller builds envelopes (``envelope``) and queues them (``queue_all``): callers that hold it
+        one after another take admission times and reach the ledger in that same order, so none is refused for its
+        admission time because of another holder's. A caller that does not hold it (``submit``) may still overtake
+        them; ``answers`` admits those again."""
+        with self._ordering:
+            yield
+
+    def queue_all(self, envelopes: Sequence[dict[str, Any]]) -> Queued:
+        """Hand the owner the envelopes this gateway has just admitted, side by side, earliest admission first, so
+        they share group commits; the others are left to ``answers``, which waits for every one."""
+        queued = Queued(envelopes, [None] * len(envelopes))
+        if not isinstance(self.ledger, LedgerOwner):
+            return queued
+        admitted = sorted(((index, command) for index, envelope in enumerate(envelopes)
+                           if (command := self._take_admitted(envelope)) is not None),
+                          key=lambda item: item[1].envelope.admitted_at_ms)
+        try:
+            futures = self.ledger.submit_all_admitted([command for _, command in admitted])
+        except LedgerError:  # one of them may not be submitted at all: each is refused on its own
+            return queued
+        for (index, _), future in zip(admitted, futures):
+            queued.futures[index] = future
+        return queued
+
+    def answers(self, queued: Queued) -> list[CommandOutcome | LedgerError]:
+        """Each queued envelope's outcome or refusal. One the ledger refused for its admission time (another
+        caller's command overtook it) or as a conflict (re-admitted meanwhile), and one never queued, is submitted
+        on its own, as ``submit`` does."""
+        return [self._answer(envelope, future) for envelope, future in zip(queued.envelopes, queued.futures)]
+
+    def _answer(self, envelope: dict[str, Any], future: Future | None) -> CommandOutcome | LedgerError:
+        if future is not None:
+            try:
+                return future.result()
+            except LedgerError as error:
+                if error.code not in (ErrorCode.ADMISSION_TIME_REGRESSED, ErrorCode.COMMAND_ID_CONFLICT):
+                    return error
+        try:
+            return self._submit_readmitting(envelope)
+        except LedgerError as error:
+            return error
+
+    def _submit_readmitting(self, envelope: dict[str, Any]) -> CommandOutcome:
         for _ in range(MAX_READMISSIONS):
             try:
                 return self._submit_once(envelope)

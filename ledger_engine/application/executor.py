@@ -30,7 +30,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ledger_engine.application.admission import AdmittedCommand
 from ledger_engine.application.admission_clock import AdmissionClock
@@ -80,15 +80,21 @@ class SerialExecutor:
     # Entry points.
     def submit(self, command: AdmittedCommand) -> Future:
         """Queue ``command``; the background leader executes it."""
-        future = self._enqueue((command, Future(), time.perf_counter()))
-        self._wakeup.set()
-        return future
+        return self.submit_all([command])[0]
 
     def execute_now(self, command: AdmittedCommand) -> CommandOutcome:
         """Queue ``command`` and lead the queue from this thread unless another thread already does."""
         future = self._enqueue((command, Future(), time.perf_counter()))
         self._lead()
         return future.result()
+
+    def submit_all(self, commands: Sequence[AdmittedCommand]) -> list[Future]:
+        """Queue ``commands`` side by side, in this order, for the background leader: they share as few groups, and
+        synchronous writes, as ``max_group`` allows."""
+        items = [(command, Future(), time.perf_counter()) for command in commands]
+        self._enqueue_all(items)
+        self._wakeup.set()
+        return [future for _, future, _ in items]
 
     def call(self, function: Callable[[RocksStore], Any]) -> Future:
         """Run ``function(store)`` alone, between two groups."""
@@ -112,11 +118,14 @@ class SerialExecutor:
 
     # Leading.
     def _enqueue(self, item: Any) -> Future:
+        self._enqueue_all([item])
+        return item.future if isinstance(item, _Task) else item[1]
+
+    def _enqueue_all(self, items: list[Any]) -> None:
         if self.halted is not None:
             raise LedgerError(ErrorCode.LEDGER_HALTED, f"admission is stopped: {self.halted.detail}")
         with self._queue_lock:
-            self._queue.append(item)
-        return item.future if isinstance(item, _Task) else item[1]
+            self._queue.extend(items)
 
     def _lead(self) -> None:
         """Drain the queue if no other thread leads. Re-checks after letting go, so no item strands."""

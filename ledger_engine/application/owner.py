@@ -14,7 +14,7 @@ import tempfile
 import uuid
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import orjson
 
@@ -247,6 +247,14 @@ class LedgerOwner:
         """``submit`` for a command its caller has just admitted (the gateway), so it is not admitted twice."""
         self._require_no_reconciliation_owed(command)
         return self.executor.execute_now(command)
+
+    def submit_all_admitted(self, commands: Sequence[AdmittedCommand]) -> list[Future]:
+        """``submit_admitted`` for several commands at once, queued side by side in this order so they share group
+        commits; each future holds its command's outcome or refusal. Refuses them all, queuing none, if one may
+        not be submitted at all."""
+        for command in commands:
+            self._require_no_reconciliation_owed(command)
+        return self.executor.submit_all(commands)
 
     def submit_own(self, command_type: str, payload: dict[str, Any], *,
                    evidence_hashes: Iterable[str] = ()) -> CommandOutcome:

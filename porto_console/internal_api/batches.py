@@ -8,15 +8,18 @@ refuses the whole request and submits nothing. Each command is then
 submitted exactly as ``POST /internal/commands`` would submit it, with the
 same idempotency, checks and error codes, and gets its own answer: an
 outcome, or the error (and HTTP status) it alone would have had. The
-commands are submitted at once, so their envelopes share the disk's syncs
-and the ledger commits them in as few groups as it can; their order in the
-journal is not the batch's.
+evidence items, then the commands' envelopes, are stored side by side, so
+they share the disk's syncs; the envelopes then go to the ledger together,
+earliest admission first, so it commits them in as few groups (synchronous
+writes) as it can and none is refused for its admission time because
+another of the batch was journalled first. Their order in the journal is
+not the batch's.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable
 
 from django.http import HttpRequest
 from ninja import Router
@@ -26,9 +29,10 @@ from porto_console.internal_api import commands, evidence
 from porto_console.internal_api.errors import ApiError, error_body, http_status
 from porto_console.internal_api.models import WorkerCredential
 from porto_console.internal_api.schemas import ERROR_RESPONSES, BatchOut, BatchRequest
+from porto_console.ledger import gateway
 
 router = Router(tags=["commands"])
-# Enough threads that one batch's envelopes and commits overlap; the ledger still executes them one by one.
+# Enough threads that a batch's evidence and envelopes are stored side by side, sharing the disk's syncs.
 _SUBMITTERS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="internal-api-batch")
 
 
@@ -47,15 +51,36 @@ def submit_batch(request: HttpRequest, batch: BatchRequest) -> dict[str, Any]:
         evidence.require_may_store(credential)
     for item in items:
         evidence.require_storable(item)
-    digests = [evidence.put(item) for item in items]
+    digests = list(_SUBMITTERS.map(evidence.put, items))  # stored side by side, sharing the disk's syncs
     submitted = [command.model_dump(mode="json") for command in batch.commands]
-    results = list(_SUBMITTERS.map(lambda command: _answer(credential, command), submitted))
-    return {"evidence": digests, "results": results}
+    return {"evidence": digests, "results": _submit_all(credential, submitted)}
 
 
-def _answer(credential: WorkerCredential, command: dict[str, Any]) -> dict[str, Any]:
+def _submit_all(credential: WorkerCredential, submitted: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every command's envelope built and stored side by side, then all of them handed to the ledger at once, before
+    another batch builds any."""
+    admission = gateway()
+    with admission.in_admission_order():
+        answers = list(_SUBMITTERS.map(lambda command: _refusal_or(commands.prepare, credential, command),
+                                       submitted))
+        ready = [index for index, answer in enumerate(answers) if isinstance(answer, dict)]
+        queued = admission.queue_all([answers[index] for index in ready])
+    for index, outcome in zip(ready, admission.answers(queued)):
+        answers[index] = outcome if isinstance(outcome, LedgerError) \
+            else _refusal_or(commands.answer, submitted[index], outcome)
+    return [_result(answer) for answer in answers]
+
+
+def _refusal_or(step: Callable[..., dict[str, Any]], *arguments: Any) -> dict[str, Any] | ApiError | LedgerError:
+    """What ``step`` returns, or the refusal it raised."""
     try:
-        return {"status": 200, "outcome": commands.submit(credential, command), "error": None}
+        return step(*arguments)
     except (ApiError, LedgerError) as refused:
-        return {"status": int(http_status(refused.code)), "outcome": None,
-                "error": error_body(refused.code, refused.detail)}
+        return refused
+
+
+def _result(answer: dict[str, Any] | ApiError | LedgerError) -> dict[str, Any]:
+    if isinstance(answer, (ApiError, LedgerError)):
+        return {"status": int(http_status(answer.code)), "outcome": None, "error": error_body(answer.code,
+                                                                                               answer.detail)}
+    return {"status": 200, "outcome": answer, "error": None}

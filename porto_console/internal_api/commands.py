@@ -48,6 +48,14 @@ STARTS_AN_EFFECT = ("ClaimEffect", "RecordSignedAttempt")
 
 def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, Any]:
     """Submit a command request as ``credential``'s actor; returns its journalled outcome."""
+    envelope = prepare(credential, request)
+    outcome = gateway().submit(envelope)  # may re-admit it with a fresh admission time (docs/adr/0012)
+    return answer(request, outcome)
+
+
+def prepare(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, Any]:
+    """The stored envelope of a command request as ``credential``'s actor, built and stored the first time;
+    raises what refuses the request before the ledger sees it."""
     require_not_owners(request["command_type"], credential.actor_id)
     if not credential.may_submit(request["command_type"]):
         raise ApiError(ApiCode.COMMAND_NOT_ALLOWED,
@@ -55,14 +63,17 @@ def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, A
                        f"it may submit {', '.join(credential.command_types) or 'no commands'}")
     if request["command_type"] in STARTS_AN_EFFECT:
         _require_dispatch_enabled()
-    command_id = journalled_id(credential.actor_id, request["command_id"])
     admission = gateway()
-    envelope = admission.envelope(request["command_type"], request["payload"], actor_id=credential.actor_id,
-                                  command_id=command_id, expected=request["expected_revisions"],
-                                  evidence=request["evidence_hashes"],
-                                  check=lambda admitted: _require_stated_signed_bytes(admission, admitted))
-    outcome = admission.submit(envelope)  # may re-admit it with a fresh admission time (docs/adr/0012)
-    if owner().journal_entry(outcome.sequence)["envelope"] != admission.envelopes.load(command_id):
+    return admission.envelope(request["command_type"], request["payload"], actor_id=credential.actor_id,
+                              command_id=journalled_id(credential.actor_id, request["command_id"]),
+                              expected=request["expected_revisions"], evidence=request["evidence_hashes"],
+                              check=lambda admitted: _require_stated_signed_bytes(admission, admitted))
+
+
+def answer(request: dict[str, Any], outcome: CommandOutcome) -> dict[str, Any]:
+    """The outcome of a prepared request's envelope, under the ID the worker sent, unless the ledger journalled
+    another envelope under its command ID."""
+    if owner().journal_entry(outcome.sequence)["envelope"] != gateway().envelopes.load(outcome.command_id):
         raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
                           f"command {request['command_id']} was already used for another command")
     return _as_sent(outcome, request["command_id"])

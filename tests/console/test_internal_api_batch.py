@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.canonical import sha256_hex
 from ledger_engine.layout import STATE
 from porto_console.internal_api.api import LEDGER_TIME_HEADER
@@ -99,3 +100,48 @@ def test_a_command_type_no_ledger_knows_refuses_the_whole_batch(ledger, ingest):
                         400, "MALFORMED_ENVELOPE")
     assert "Nope" in body["detail"]
     assert ledger.head() == head and nothing_stored(good["command_id"])
+
+
+def journalled_envelopes(ledger, after: int) -> list[dict]:
+    return [ledger.journal_entry(sequence)["envelope"] for sequence in range(after + 1, ledger.head().sequence + 1)]
+
+
+def test_a_batchs_commands_share_one_synchronous_write_earliest_admission_first(ledger, ingest):
+    groups = []
+    ledger.add_command_listener(groups.append)
+    requests = [import_funding(f"lot-{number}") for number in range(20)]
+    head = ledger.head().sequence
+    body = ingest.post(BATCH, {"commands": requests}).json()
+    assert [result["outcome"]["outcome"] for result in body["results"]] == ["accepted"] * 20
+    assert [group.size for group in groups] == [20]
+    times = [envelope["admitted_at_ms"] for envelope in journalled_envelopes(ledger, head)]
+    assert times == sorted(times) and len(times) == 20
+
+
+def test_a_batch_overtaken_by_a_later_command_is_admitted_again_and_each_command_answered(ledger, ingest,
+                                                                                        monkeypatch):
+    """Another caller's command, admitted after the batch's envelopes were stored, is journalled first: the batch's
+    commands are refused for their admission time, admitted again with a later one, and run once each."""
+    admission = gateway()
+    queue_all = admission.queue_all
+
+    def overtaken(envelopes):
+        later = max(envelope["admitted_at_ms"] for envelope in envelopes) + 5
+        assert ledger.submit(build_envelope(
+            "RegisterAccount", {"account_id": "acct-late", "kind": "staff", "identity_digest": "ab" * 32,
+                                "roles": []}, command_id=str(uuid.uuid4()), actor_id="fin-1",
+            admitted_at_ms=later)).outcome == "rejected"  # a person may not register accounts: journalled anyway
+        return queue_all(envelopes)
+
+    monkeypatch.setattr(admission, "queue_all", overtaken)
+    requests = [import_funding(f"lot-{number}") for number in range(5)]
+    head = ledger.head().sequence
+    body = ingest.post(BATCH, {"commands": requests}).json()
+    assert [result["outcome"]["outcome"] for result in body["results"]] == ["accepted"] * 5
+    overtaking, *batch = journalled_envelopes(ledger, head)
+    assert overtaking["actor_id"] == "fin-1" and len(batch) == 5
+    assert all(envelope["admitted_at_ms"] >= overtaking["admitted_at_ms"] for envelope in batch)
+    assert all(admission.envelopes.load(envelope["command_id"]) == envelope for envelope in batch)
+    again = ingest.post(BATCH, {"commands": requests}).json()
+    assert [(result["outcome"]["sequence"], result["outcome"]["duplicate"]) for result in again["results"]] == \
+        [(result["outcome"]["sequence"], True) for result in body["results"]]
