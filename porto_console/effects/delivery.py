@@ -124,12 +124,31 @@ def _for_payer(task: Any, sender: str, countdown: float) -> bool:
 
 
 def following(sender: str, lease_secs: float) -> bool:
-    """Take the lease that lets one follower at a time watch the payer; False when another holds it."""
-    return queued_marks().hold(f"following:{sender}", lease_secs)
+    """Take the lease that lets one follower at a time watch the payer; False when another holds it.
+
+    A follower turned away leaves the holder a note first: the holder may have read the payer's attempts before
+    this follower was asked for, so it sends a follower again when it stops (``stop_following``).
+    """
+    marks, lease = queued_marks(), f"following:{sender}"
+    if marks.hold(lease, lease_secs):
+        return True
+    marks.mark(_follow_again(sender))
+    if not marks.hold(lease, lease_secs):  # still held after the note was left: the holder will read it
+        return False
+    marks.take(_follow_again(sender))  # the holder let go first: this follower follows
+    return True
 
 
 def stop_following(sender: str) -> None:
-    queued_marks().let_go(f"following:{sender}")
+    """Let go of the payer's lease, and send a follower again if one was turned away meanwhile."""
+    marks = queued_marks()
+    marks.let_go(f"following:{sender}")
+    if marks.take(_follow_again(sender)):
+        follow_payer(sender)
+
+
+def _follow_again(sender: str) -> str:
+    return f"follow-again:{sender}"
 
 
 def observe_batch(batch: dict[str, Any]) -> bool:

@@ -35,6 +35,9 @@ class Marks(Protocol):
     def clear(self, subject: str) -> None:
         """A worker took the message: the subject may be queued again."""
 
+    def take(self, subject: str) -> bool:
+        """Clear ``subject``'s mark; True when it was set (or Redis cannot say: then act as if it was)."""
+
     def hold(self, subject: str, lease_secs: float) -> bool:
         """Take a hold on ``subject`` for at most ``lease_secs``; False when someone else holds it."""
 
@@ -56,6 +59,13 @@ class RedisMarks:
 
     def clear(self, subject: str) -> None:
         self._drop(PREFIX + subject, f"cannot clear the queued mark of {subject}")
+
+    def take(self, subject: str) -> bool:
+        try:
+            return bool(self._redis.delete(PREFIX + subject))
+        except redis.RedisError as error:
+            log.info("cannot take the mark of %s (%s): taking it as set", subject, error)
+            return True
 
     def hold(self, subject: str, lease_secs: float) -> bool:
         return self._take(HELD + subject, {"px": max(int(lease_secs * 1000), 1)}, f"cannot hold {subject}")
@@ -86,6 +96,9 @@ class NoMarks:
 
     def clear(self, subject: str) -> None:
         return None
+
+    def take(self, subject: str) -> bool:
+        return False
 
     def hold(self, subject: str, lease_secs: float) -> bool:
         return True

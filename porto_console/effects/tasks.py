@@ -15,7 +15,8 @@ commitment) to a later follower.
 
 The payer's follower and repair run on the ``payers`` queue, which workers
 take from before ``payments``. One follower at a time watches a payer
-(``delivery.following``); a second one finds the payer watched and returns.
+(``delivery.following``); a second one finds the payer watched and returns,
+leaving a note that has the watching one send a follower again when it stops.
 Every task but a batch of payments first asks whether dispatch is enabled
 and does nothing while it is not; a batch's claims are refused while it is
 not (``DISPATCH_DISABLED``), which starts nothing either, so it needs no

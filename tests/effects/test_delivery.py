@@ -212,6 +212,18 @@ def test_one_follower_at_a_time_watches_a_payer_and_its_hold_lapses_if_it_dies(b
     assert marks.hold("following:payer", 0.3) is True
 
 
+def test_a_follower_turned_away_is_sent_again_once_the_watching_one_stops(published):
+    """The watching follower may have read the payer's attempts before the one turned away was asked for."""
+    assert delivery.following(PAYER, 30) is True
+    assert delivery.following(PAYER, 30) is False
+    delivery.stop_following(PAYER)
+    assert published == [("porto.effects.follow_payer", (PAYER,), "payers")]
+    assert delivery.following(PAYER, 30) is True  # the one sent again
+    delivery.stop_following(PAYER)
+    assert len(published) == 1  # nobody was turned away meanwhile: nothing more to send
+    assert delivery.following(OTHER_PAYER, 30) is True and delivery.following(PAYER, 30) is True
+
+
 def test_a_broker_that_lost_its_data_gets_the_work_again(published, broker_url, tmp_path):
     import redis
 
