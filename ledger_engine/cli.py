@@ -40,7 +40,8 @@ from ledger_engine.checkpoint.export import METADATA_FILE, export_store
 from ledger_engine.checkpoint.integrity import verify_directory
 from ledger_engine.checkpoint.replay import replay_export
 from ledger_engine.checkpoint.verify import VerificationError, verify_export
-from ledger_engine.demo import demo_envelopes
+from ledger_engine.demo import demo_envelopes, demo_genesis
+from ledger_engine.demo.load import DEMO_SEED, load_demo
 from ledger_engine.errors import STORAGE_CODES, ErrorCode, LedgerError, StorageFault
 from ledger_engine.genesis import GENESIS_HASH_PATTERN, default_genesis, genesis_hash, validate_genesis
 from ledger_engine.merkle import verify_proof_document
@@ -75,11 +76,33 @@ def _trusted_genesis(args: argparse.Namespace) -> str | None:
 
 
 def cmd_init(args: argparse.Namespace) -> None:
+    if args.demo:
+        return _init_demo(args)
     genesis = parse_json(Path(args.genesis).read_bytes()) if args.genesis else default_genesis()
     validate_genesis(genesis)  # before the data directory is made: a refused genesis leaves nothing behind
     with RocksStore(_require_data(args), create=True) as store:
         head = initialise(store, genesis)
     emit({**head.as_json(), "genesis_hash": genesis_hash(genesis)})
+
+
+def _init_demo(args: argparse.Namespace) -> None:
+    """The labelled demo's ledger in an absent or empty directory, as ``make run`` makes it: its genesis, its scenario
+    for ``--seed`` and its frozen day, with the evidence bytes in the admission directory's evidence store."""
+    data = _require_data(args)
+    if args.genesis:
+        raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, "init --demo makes the demo's own genesis; drop --genesis")
+    if data.exists() and any(data.iterdir()):
+        raise LedgerError(ErrorCode.ALREADY_EXISTS, f"init --demo needs an absent or empty directory; {data} is not")
+    with LedgerOwner.open(data, genesis=demo_genesis()) as owner:
+        loaded = load_demo(owner, _admission_evidence(args, data), args.seed)
+        head = owner.head()
+    emit({**head.as_json(), "genesis_hash": genesis_hash(demo_genesis()), "demo_commands": loaded, "seed": args.seed})
+
+
+def _admission_evidence(args: argparse.Namespace, data: Path) -> EvidenceStore:
+    """The evidence store of ``--admission``, by default of ``admission`` beside the data directory, where the
+    console's gateway keeps it."""
+    return EvidenceStore(Path(args.admission or data.parent / "admission") / "evidence")
 
 
 def cmd_submit(args: argparse.Namespace) -> None:
@@ -200,7 +223,7 @@ def cmd_allocate_day(args: argparse.Namespace) -> None:
     unfinished request and this one run to the end: one JSON line per progress recorded, then the request's record.
     Chunks' bytes go to the evidence store of ``--admission`` (default: ``admission`` beside the data directory)."""
     data = _require_data(args)
-    evidence = EvidenceStore(Path(args.admission or data.parent / "admission") / "evidence")
+    evidence = _admission_evidence(args, data)
     with LedgerOwner.open(data) as owner:
         request_id = args.request_id or str(uuid.uuid4())
         last_day = args.day if args.last_day is None else args.last_day
@@ -352,7 +375,13 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(handler=handler)
         return sub
 
-    verb("init", cmd_init, "initialise an empty ledger from genesis").add_argument("--genesis")
+    init = verb("init", cmd_init, "initialise an empty ledger from genesis, or (--demo) the labelled demo's ledger")
+    init.add_argument("--genesis")
+    init.add_argument("--demo", action="store_true", help="the demo's genesis with its scenario journalled and its "
+                                                         "day frozen, as make run loads it")
+    init.add_argument("--seed", type=int, default=DEMO_SEED, help=f"the demo scenario's seed (default {DEMO_SEED})")
+    init.add_argument("--admission", help="the admission directory whose evidence store takes the demo's evidence "
+                                          "(default: admission beside the data directory)")
     verb("submit", cmd_submit, "submit envelopes, one JSON object a line").add_argument("file")
     verb("head", cmd_head, "print sequence, entry hash and logical state hash")
     export = verb("export", cmd_export, "write a portable checkpoint, recorded as an auditor's export access")

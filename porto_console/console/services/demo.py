@@ -21,15 +21,14 @@ from django.contrib.auth.models import User
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.adapters.evidence import EvidenceStore
-from ledger_engine.application import day_freeze
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.demo import DEMO_LABEL, demo_scenario
+from ledger_engine.demo import DEMO_LABEL
 from ledger_engine.demo.foundation import STAFF, staff_email
+from ledger_engine.demo.load import DEMO_SEED, load_demo
 from porto_console.console.roles import CONSOLE_ROLES
 from porto_console.console.services.accounts import accounts
 from porto_console.console.services.users import ensure_groups, has_enrolled, issue_credentials, sync_user
 
-DEMO_SEED = 1
 CREDENTIALS_FILE = "demo-credentials.json"
 KEYS_FILE = "demo-keys.json"
 
@@ -50,25 +49,11 @@ def is_demo(ledger: LedgerOwner) -> bool:
 
 
 def load_scenario(ledger: LedgerOwner, seed: int = DEMO_SEED, *, evidence: EvidenceStore) -> int:
-    """Journal the demo scenario into an empty demo ledger; returns how many commands that took.
-
-    The scenario includes commands the ledger rejects on purpose (duplicates,
-    conflicts), so an outcome may be a rejection. The evidence bytes it names
-    that exist (its statement index's artifact, from which recipients' statement
-    files are made) go into ``evidence`` first. Its day allocation request is
-    then run to the end by the owner's day loop, as the console runs finance's,
-    its frozen chunks' bytes stored in ``evidence``.
-    """
+    """Journal the demo scenario into an empty demo ledger (``ledger_engine/demo/load.py``, as ``porto-ledger init
+    --demo`` does); returns how many commands that took, or 0 for a ledger that is not an empty demo one."""
     if not is_demo(ledger) or ledger.head().sequence != 0:
         return 0
-    scenario = demo_scenario(seed)
-    for data in scenario.evidence.values():
-        evidence.put(data)
-    futures = [ledger.submit_async(envelope) for envelope in scenario.envelopes]
-    for future in futures:
-        future.result()
-    day_freeze.run_requests(ledger, evidence, day_freeze.unfinished_requests(ledger), workers=1)
-    return ledger.head().sequence
+    return load_demo(ledger, evidence, seed)
 
 
 def demo_users(ledger: LedgerOwner) -> list[DemoSignIn]:
