@@ -81,6 +81,56 @@ class Queued:
     futures: list[Future | None]
 
 
+class Turns:
+    """Numbered turns, taken in order, each let through only once every earlier one has passed."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._taken = 0
+        self._passed = 0
+
+    def take(self) -> int:
+        with self._changed:
+            self._taken += 1
+            return self._taken
+
+    @contextmanager
+    def through(self, turn: int) -> Iterator[None]:
+        """Wait until every turn before ``turn`` has passed, then pass it when the block ends."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._passed == turn - 1)
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._passed = turn
+                self._changed.notify_all()
+
+
+class Together:
+    """A turn of ``CommandGateway.admitting_together``: its admission time, and its queueing in turn."""
+
+    def __init__(self, turns: Turns, turn: int, admitted_at_ms: int,
+                 queue_all: Callable[[Sequence[dict[str, Any]]], Queued]) -> None:
+        self.admitted_at_ms = admitted_at_ms
+        self._turns, self._turn, self._queue_all = turns, turn, queue_all
+        self._passed = False
+
+    def queue(self, envelopes: Sequence[dict[str, Any]]) -> Queued:
+        """``CommandGateway.queue_all`` once every earlier turn has queued; this turn has then passed."""
+        assert not self._passed, "a turn queues once"
+        self._passed = True
+        with self._turns.through(self._turn):
+            return self._queue_all(envelopes)
+
+    def pass_turn(self) -> None:
+        """A turn that queued nothing still lets the later ones through."""
+        if not self._passed:
+            self._passed = True
+            with self._turns.through(self._turn):
+                pass
+
+
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -105,22 +155,25 @@ class CommandGateway:
         self._lock = threading.Lock()
         self._readmitting = threading.Lock()
         self._ordering = threading.Lock()
+        self._turns = Turns()
         self._admitted: dict[str, tuple[dict[str, Any], AdmittedCommand]] = {}
 
     def envelope(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str,
                  expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = (),
-                 check: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                 check: Callable[[dict[str, Any]], None] | None = None,
+                 admitted_at_ms: int | None = None) -> dict[str, Any]:
         """The stored envelope for this request, building and storing it the first time.
 
         ``check`` is the caller's own refusal of an admitted envelope (it raises): it runs before the envelope is
-        stored, so a request refused at the edge leaves nothing behind, and again on a stored one.
+        stored, so a request refused at the edge leaves nothing behind, and again on a stored one. A new envelope
+        is admitted now, or at ``admitted_at_ms``, a time this gateway gave (``admitting_together``).
         """
         require_not_owners(command_type, actor_id)
         request = _request(command_type=command_type, payload=payload, actor_id=actor_id, expected=expected,
                            evidence=evidence)
         stored = self.envelopes.load(command_id)
         if stored is None:
-            built = _build(command_id, request, admitted_at_ms=self.now_ms())
+            built = _build(command_id, request, admitted_at_ms=admitted_at_ms or self.now_ms())
             command = admit(built)  # bad input is refused before anything is stored
             missing = next((digest for digest in built["evidence_hashes"] if digest not in self.evidence), None)
             if missing is not None:  # absent, or a file under its name that is not its bytes
@@ -163,13 +216,17 @@ class CommandGateway:
         return self.answers(self.queue_all(envelopes))
 
     @contextmanager
-    def in_admission_order(self) -> Iterator[None]:
-        """Held while a caller builds envelopes (``envelope``) and queues them (``queue_all``): callers that hold it
-        one after another take admission times and reach the ledger in that same order, so none is refused for its
-        admission time because of another holder's. A caller that does not hold it (``submit``) may still overtake
-        them; ``answers`` admits those again."""
+    def admitting_together(self) -> Iterator[Together]:
+        """A turn to admit several envelopes at one time (``Together.admitted_at_ms``) and queue them together
+        (``Together.queue``). Turns queue in the order their times were taken, whatever order their envelopes are
+        stored in, so no turn's command is refused for its admission time because of another turn's; a caller
+        that takes no turn (``submit``) may still overtake them, and ``answers`` admits those again."""
         with self._ordering:
-            yield
+            together = Together(self._turns, self._turns.take(), self.now_ms(), self.queue_all)
+        try:
+            yield together
+        finally:
+            together.pass_turn()
 
     def queue_all(self, envelopes: Sequence[dict[str, Any]]) -> Queued:
         """Hand the owner the envelopes this gateway has just admitted, side by side, earliest admission first, so

@@ -57,14 +57,14 @@ def submit_batch(request: HttpRequest, batch: BatchRequest) -> dict[str, Any]:
 
 
 def _submit_all(credential: WorkerCredential, submitted: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every command's envelope built and stored side by side, then all of them handed to the ledger at once, before
-    another batch builds any."""
+    """Every command's envelope built at one admission time and stored side by side, then all of them handed to the
+    ledger at once, after every batch admitted earlier."""
     admission = gateway()
-    with admission.in_admission_order():
-        answers = list(_SUBMITTERS.map(lambda command: _refusal_or(commands.prepare, credential, command),
-                                       submitted))
+    with admission.admitting_together() as batch:
+        answers = list(_SUBMITTERS.map(
+            lambda command: _refusal_or(commands.prepare, credential, command, batch.admitted_at_ms), submitted))
         ready = [index for index, answer in enumerate(answers) if isinstance(answer, dict)]
-        queued = admission.queue_all([answers[index] for index in ready])
+        queued = batch.queue([answers[index] for index in ready])
     for index, outcome in zip(ready, admission.answers(queued)):
         answers[index] = outcome if isinstance(outcome, LedgerError) \
             else _refusal_or(commands.answer, submitted[index], outcome)

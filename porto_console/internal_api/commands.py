@@ -53,9 +53,10 @@ def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, A
     return answer(request, outcome)
 
 
-def prepare(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, Any]:
-    """The stored envelope of a command request as ``credential``'s actor, built and stored the first time;
-    raises what refuses the request before the ledger sees it."""
+def prepare(credential: WorkerCredential, request: dict[str, Any],
+            admitted_at_ms: int | None = None) -> dict[str, Any]:
+    """The stored envelope of a command request as ``credential``'s actor, built and stored the first time (admitted
+    now, or at ``admitted_at_ms``); raises what refuses the request before the ledger sees it."""
     require_not_owners(request["command_type"], credential.actor_id)
     if not credential.may_submit(request["command_type"]):
         raise ApiError(ApiCode.COMMAND_NOT_ALLOWED,
@@ -67,7 +68,8 @@ def prepare(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, 
     return admission.envelope(request["command_type"], request["payload"], actor_id=credential.actor_id,
                               command_id=journalled_id(credential.actor_id, request["command_id"]),
                               expected=request["expected_revisions"], evidence=request["evidence_hashes"],
-                              check=lambda admitted: _require_stated_signed_bytes(admission, admitted))
+                              check=lambda admitted: _require_stated_signed_bytes(admission, admitted),
+                              admitted_at_ms=admitted_at_ms)
 
 
 def answer(request: dict[str, Any], outcome: CommandOutcome) -> dict[str, Any]:
