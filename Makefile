@@ -21,8 +21,21 @@ BENCH_LOCK := requirements/bench.txt
 # the filter), pip's exit status is kept.
 PIP_IGNORED_LOCATION := ^WARNING: Location '.*' is ignored:
 WITHOUT_IGNORED_LOCATIONS = @echo '$(1)'; set -o pipefail; $(1) 2>&1 | { grep -v "$(PIP_IGNORED_LOCATION)" || true; }
-PIP_QUIET := -m pip install --quiet --disable-pip-version-check
+# --no-compile: pip would byte-compile every file of every package (a third of a first install's time on 2 cores);
+# Python compiles a module the first time it imports it and caches that, so only what runs is ever compiled.
+PIP_QUIET := -m pip install --quiet --disable-pip-version-check --no-compile
 PIP_INSTALL = $(call WITHOUT_IGNORED_LOCATIONS,$(BIN)/python $(PIP_QUIET) $(1))
+# The locked files are kept in a wheelhouse outside the clone, shared by every clone on this host as pip's cache is:
+# installing from it asks no index about each of the locks' projects, which was most of a first start's time on a
+# busy machine (docs/benchmarks.md, "First start"). When it lacks a file a lock names, that install fails quietly
+# and the lock is downloaded into it first (pip download, from pip's cache where it can); every file is checked
+# against the lock's hash on the way in.
+WHEELHOUSE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/porto/wheels
+FROM_WHEELHOUSE := --no-index --find-links $(WHEELHOUSE)
+PIP_INSTALL_LOCK = @echo 'pip install -r $(1), from the wheelhouse $(WHEELHOUSE) (filled from the index first if it lacks a file)'; \
+  $(BIN)/python $(PIP_QUIET) $(FROM_WHEELHOUSE) -r $(1) >/dev/null 2>&1 || { set -o pipefail; \
+  { $(BIN)/python -m pip download --quiet --disable-pip-version-check -d $(WHEELHOUSE) -r $(1) \
+    && $(BIN)/python $(PIP_QUIET) $(FROM_WHEELHOUSE) -r $(1); } 2>&1 | { grep -v "$(PIP_IGNORED_LOCATION)" || true; }; }
 # `make lock` resolves the locks with pip-tools, kept in a venv of its own so it never enters the project's.
 LOCK_VENV := $(VENV)/pip-tools
 PIP_TOOLS := pip-tools==7.4.1
@@ -59,16 +72,16 @@ setup-bench: $(BENCH_STAMP)
 # The locked versions first, then the project itself without resolving anything again.
 $(RUN_STAMP): $(RUN_LOCK) pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(call PIP_INSTALL,-r $(RUN_LOCK))
+	$(call PIP_INSTALL_LOCK,$(RUN_LOCK))
 	$(call PIP_INSTALL,--no-deps -e .)
 	touch $(RUN_STAMP)
 
 $(TEST_STAMP): $(TEST_LOCK) $(RUN_STAMP)
-	$(call PIP_INSTALL,-r $(TEST_LOCK))
+	$(call PIP_INSTALL_LOCK,$(TEST_LOCK))
 	touch $(TEST_STAMP)
 
 $(BENCH_STAMP): $(BENCH_LOCK) $(TEST_STAMP)
-	$(call PIP_INSTALL,-r $(BENCH_LOCK))
+	$(call PIP_INSTALL_LOCK,$(BENCH_LOCK))
 	touch $(BENCH_STAMP)
 
 # The locks, resolved from pyproject.toml for this Python (3.11) on Linux, with every file's hash. Each lock is

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 from tests.console.conftest import DEMO_SEED
-from tests.console.test_launcher import sign_in, started, with_demo_repository
+from tests.console.test_launcher import ROOT, sign_in, started, with_demo_repository
 from tests.engine.test_cli_init_demo import assert_same_demo_ledger, init_demo_ledger
 
 
@@ -32,3 +34,27 @@ def test_a_console_started_on_an_init_demo_ledger_serves_the_demo_without_loadin
     finally:
         assert console.stop() == 0
 
+
+
+def planned_setup(tmp_path: Path) -> str:
+    """What ``make setup`` would run in a venv that does not exist yet, with a wheelhouse of this test's own."""
+    return subprocess.run(["make", "-n", "setup", f"VENV={tmp_path / 'venv'}", f"WHEELHOUSE={tmp_path / 'wheels'}"],
+                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+
+def test_make_installs_without_byte_compiling_every_package(tmp_path):
+    """pip's byte-compiling of every installed file was a third of a first install's time; Python compiles what it
+    imports instead."""
+    # the lock's install (from the wheelhouse, and again after filling it) and the project's, echoed and run
+    installs = re.findall(r"-m pip install [^;|&]*", planned_setup(tmp_path))
+    assert len(installs) == 4 and all("--no-compile" in install for install in installs)
+
+
+def test_make_installs_the_lock_from_the_wheelhouse_and_fills_it_only_when_a_file_is_missing(tmp_path):
+    wheels = tmp_path / "wheels"
+    lock_install = next(line for line in planned_setup(tmp_path).splitlines() if "-r requirements/run.txt" in line)
+    from_wheelhouse = f"--no-index --find-links {wheels} -r requirements/run.txt"
+    first, fallback = lock_install.split(" || ", 1)
+    assert from_wheelhouse in first and "download" not in first
+    assert fallback.index(f"pip download --quiet --disable-pip-version-check -d {wheels} -r requirements/run.txt") < \
+        fallback.index(from_wheelhouse)
