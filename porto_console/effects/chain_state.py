@@ -21,6 +21,7 @@ offsets are integers (micro-units, microseconds).
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -114,23 +115,47 @@ def read_log(path: Path) -> Iterator[Funded | CommitRecord]:
 
 
 class AppendLog:
-    """The committed log, open for appending; ``sync`` makes every line written so far durable."""
+    """The committed log, open for appending.
+
+    ``sync_through(position)`` returns once the log's first ``position`` bytes are on disk: one fsync at a time,
+    whichever caller finds none running leads it for every line written so far, and callers that wait meanwhile
+    are served by it or the next one, so calls answered together share their syncs.
+    """
 
     def __init__(self, path: Path) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._unsynced = False
+        self.written = os.fstat(self._fd).st_size  # bytes in the log, durable or not
+        self._synced = self.written
+        self._changed = threading.Condition()
+        self._syncing = False
 
     def append(self, line: bytes) -> None:
         os.write(self._fd, line)
-        self._unsynced = True
+        self.written += len(line)
 
     def sync(self) -> None:
-        if self._unsynced:
-            os.fsync(self._fd)
-            self._unsynced = False
+        self.sync_through(self.written)
+
+    def sync_through(self, position: int) -> None:
+        with self._changed:
+            while self._synced < position:
+                if self._syncing:
+                    self._changed.wait()
+                    continue
+                self._syncing, covering = True, self.written
+                self._changed.release()
+                try:
+                    os.fsync(self._fd)
+                finally:  # on failure too: a waiter must lead the next attempt, not wait forever
+                    self._changed.acquire()
+                    self._syncing = False
+                    self._changed.notify_all()
+                self._synced = max(self._synced, covering)
 
     def close(self) -> None:
-        os.close(self._fd)
+        self.sync()
+        with self._changed:
+            os.close(self._fd)
 
 
 def replace(path: Path, data: bytes) -> None:

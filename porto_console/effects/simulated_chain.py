@@ -34,9 +34,10 @@ import os
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from porto_console.effects import chain_state
 from porto_console.effects.chain_state import CommitRecord as Committed
@@ -114,7 +115,7 @@ class SimulatedChain:
         else:
             self._take(controls)
         self._log = chain_state.AppendLog(chain_state.log_path(self._state_path))
-        self._persist()
+        self._persist_controls()
         log.info("%s chain: resumed from %s at version %s", LABEL, self._state_path, self._version)
 
     def _replay_commit(self, committed: Committed) -> None:
@@ -147,14 +148,30 @@ class SimulatedChain:
                               for f in self._faults],
             sorted(self._held), self._transfers_before_hold, mempool)
 
-    def _persist(self) -> None:
-        """Make what changed durable; called under the lock before a call returns, so before any answer."""
+    @contextmanager
+    def _answering(self) -> Iterator[None]:
+        """Hold the chain while a call works. Before it answers, what it (or any call before it) changed is durable:
+        the controls are written under the lock, the committed log is synced after it, through everything the call
+        could see, sharing one fsync with the calls that answer meanwhile."""
+        committed, written = self._log, 0
+        try:
+            with self._lock:
+                try:
+                    yield
+                finally:
+                    written = self._persist_controls()
+        finally:
+            if committed is not None:
+                committed.sync_through(written)
+
+    def _persist_controls(self) -> int:
+        """Write the controls if they changed; how much of the committed log must be durable before an answer."""
         if self._state_path is None:
-            return
-        self._log.sync()
+            return 0
         if self._controls_changed:
             chain_state.write_controls(self._state_path, self.chain_id, self._controls())
         self._controls_changed = False
+        return self._log.written
 
     def _control_changed(self) -> None:
         self._controls_changed = True
@@ -166,21 +183,19 @@ class SimulatedChain:
     def advance(self, seconds: float) -> None:
         if seconds < 0:
             raise ValueError("a chain's clock never runs back")
-        with self._lock:
+        with self._answering():
             self._offset_us += int(seconds * 1_000_000)
             self._control_changed()
             log.info("%s chain: clock advanced %ss", LABEL, seconds)
             self._execute_ready()
-            self._persist()
 
     # Control, for tests and the demo.
     def fund(self, asset_metadata: str, address: str, amount: int) -> None:
-        with self._lock:
+        with self._answering():
             self._credit(asset_metadata, address, amount)
             if self._log is not None:
                 self._log.append(chain_state.fund_line(asset_metadata, address, amount))
             log.info("%s chain: minted %s of %s to %s", LABEL, amount, asset_metadata, address)
-            self._persist()
 
     def _credit(self, asset_metadata: str, address: str, amount: int) -> None:
         self._balances[(asset_metadata, address)] = self._balances.get((asset_metadata, address), 0) + amount
@@ -189,24 +204,22 @@ class SimulatedChain:
     def inject(self, fault: Fault, times: int = 1) -> None:
         if fault.kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault {fault.kind!r}; one of {FAULT_KINDS}")
-        with self._lock:
+        with self._answering():
             self._faults.extend([fault] * times)
             self._control_changed()
-            self._persist()
 
     def hold_transfers_after(self, count: int) -> None:
         """Let the next ``count`` transfers run; accept every later one but hold it until released."""
-        with self._lock:
+        with self._answering():
             self._transfers_before_hold = count
             self._control_changed()
-            self._persist()
 
     def release(self, transaction_hash: str | None = None, *, count: int | None = None) -> None:
         """Let held transactions execute when their turn comes: one, the ``count`` lowest, or all (ending a hold).
 
         Releasing ``count`` when fewer are held lets the next transfers to arrive run, up to ``count`` in all.
         """
-        with self._lock:
+        with self._answering():
             if transaction_hash is not None:
                 self._held -= {transaction_hash}
             elif count is not None:
@@ -219,7 +232,6 @@ class SimulatedChain:
                 self._transfers_before_hold = None
             self._control_changed()
             self._execute_ready()
-            self._persist()
 
     def _lowest_held(self, count: int) -> list[str]:
         waiting = sorted((transfer.terms.sequence_number, transfer.transaction_hash)
@@ -233,20 +245,20 @@ class SimulatedChain:
             return self._balances.get((asset_metadata, address), 0)
 
     def ledger_info(self) -> dict[str, Any]:
-        with self._lock:
-            self._settle()
+        with self._answering():
+            self._execute_ready()
             return {"chain_id": self.chain_id, "ledger_version": str(self._version),
                     "ledger_timestamp": str(self.now_us()), "chain": LABEL}
 
     def sequence_number(self, address: str) -> int | None:
-        with self._lock:
-            self._settle()
+        with self._answering():
+            self._execute_ready()
             account = self._accounts.get(address)
             return account.sequence_number if account else None
 
     def lookup(self, transaction_hash: str) -> dict[str, Any] | None:
-        with self._lock:
-            self._settle()
+        with self._answering():
+            self._execute_ready()
             committed = self._committed.get(transaction_hash)
             if committed is not None:
                 return _committed_json(committed)
@@ -255,8 +267,8 @@ class SimulatedChain:
 
     def account_transactions(self, address: str, start: int, limit: int) -> list[dict[str, Any]] | None:
         """The sender's committed transactions from sequence ``start``, at most ``limit``; None for no account."""
-        with self._lock:
-            self._settle()
+        with self._answering():
+            self._execute_ready()
             account = self._accounts.get(address)
             if account is None:
                 return None
@@ -271,19 +283,16 @@ class SimulatedChain:
         return self._committed_in_order(commitments=True)
 
     def _committed_in_order(self, *, commitments: bool) -> list[dict[str, Any]]:
-        with self._lock:
-            self._settle()
+        with self._answering():
+            self._execute_ready()
             return [_committed_json(c) for c in sorted(self._committed.values(), key=lambda c: c.version)
                     if c.transfer.is_commitment == commitments]
 
     # Submission.
     def submit(self, signed_bytes: bytes) -> Submission:
         """Validate and accept a transaction, or raise ``SubmissionRefused``; faults shape the answer."""
-        with self._lock:
-            try:
-                return self._submit(signed_bytes)
-            finally:
-                self._persist()
+        with self._answering():
+            return self._submit(signed_bytes)
 
     def _submit(self, signed_bytes: bytes) -> Submission:
         fault = self._faults.popleft() if self._faults else None
@@ -303,7 +312,7 @@ class SimulatedChain:
         if (fault and fault.kind == "confirm_late") or (not resubmitted and self._held_by_the_hold(transfer)):
             self._held.add(transfer.transaction_hash)
             self._control_changed()
-        log.info("%s chain: accepted %s (sender %s sequence %s)", LABEL, transfer.transaction_hash,
+        log.debug("%s chain: accepted %s (sender %s sequence %s)", LABEL, transfer.transaction_hash,
                  transfer.terms.sender, transfer.terms.sequence_number)
         self._execute_ready()
         return Submission(transfer, fault)
@@ -340,10 +349,6 @@ class SimulatedChain:
         return transfer
 
     # Execution: each account runs its mempool in sequence order; expired entries are dropped.
-    def _settle(self) -> None:
-        self._execute_ready()
-        self._persist()
-
     def _execute_ready(self) -> None:
         now = self.now_us()
         for account in self._accounts.values():
@@ -365,7 +370,7 @@ class SimulatedChain:
         self._record(committed, account)
         if self._log is not None:
             self._log.append(chain_state.commit_line(committed))
-        log.info("%s chain: committed %s at version %s, success=%s", LABEL, transfer.transaction_hash,
+        log.debug("%s chain: committed %s at version %s, success=%s", LABEL, transfer.transaction_hash,
                  self._version, success)
 
     def _record(self, committed: Committed, account: Account) -> None:

@@ -54,6 +54,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s chain http: " + format, LABEL, *args)
 
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """Every request's line is a debug line: formatted only when debug lines are kept."""
+        if log.isEnabledFor(logging.DEBUG):
+            super().log_request(code, size)
+
     @property
     def chain(self) -> SimulatedChain:
         return self.server.chain
