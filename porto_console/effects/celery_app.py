@@ -25,6 +25,8 @@ restarted by the supervisor (``docs/effects.md``: Procfile, systemd units).
 
 from __future__ import annotations
 
+import logging
+
 from celery import Celery
 from kombu import Queue
 
@@ -36,6 +38,9 @@ PAYERS, PAYMENTS, COMMITMENTS, MAINTENANCE = "payers", "payments", "commitments"
 # repair before new payments, so a gap never waits behind the work it blocks.
 QUEUE_ORDER = (PAYERS, PAYMENTS, COMMITMENTS, MAINTENANCE)
 QUEUE_FOR_KIND = {"payment.transfer": PAYMENTS, "batch.anchor": COMMITMENTS}
+# httpx logs every request at INFO: a batch of payments makes dozens (each broadcast, each round trip), and the
+# worker's own lines already say what became of every payment. Its warnings still show.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def queued_mark_secs() -> int:
