@@ -29,12 +29,15 @@ PIP_INSTALL = $(call WITHOUT_IGNORED_LOCATIONS,$(BIN)/python $(PIP_QUIET) $(1))
 # installing from it asks no index about each of the locks' projects, which was most of a first start's time on a
 # busy machine (docs/benchmarks.md, "First start"). When it lacks a file a lock names, that install fails quietly
 # and the lock is downloaded into it first (pip download, from pip's cache where it can); every file is checked
-# against the lock's hash on the way in.
+# against the lock's hash on the way in. A lock's project published only as source (django-hordak) is built from it
+# without an index too, so the wheelhouse also holds the build tools a source build asks for.
+BUILD_TOOLS := setuptools wheel
 WHEELHOUSE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/porto/wheels
 FROM_WHEELHOUSE := --no-index --find-links $(WHEELHOUSE)
 PIP_INSTALL_LOCK = @echo 'pip install -r $(1), from the wheelhouse $(WHEELHOUSE) (filled from the index first if it lacks a file)'; \
   $(BIN)/python $(PIP_QUIET) $(FROM_WHEELHOUSE) -r $(1) >/dev/null 2>&1 || { set -o pipefail; \
   { $(BIN)/python -m pip download --quiet --disable-pip-version-check -d $(WHEELHOUSE) -r $(1) \
+    && $(BIN)/python -m pip download --quiet --disable-pip-version-check -d $(WHEELHOUSE) $(BUILD_TOOLS) \
     && $(BIN)/python $(PIP_QUIET) $(FROM_WHEELHOUSE) -r $(1); } 2>&1 | { grep -v "$(PIP_IGNORED_LOCATION)" || true; }; }
 # `make lock` resolves the locks with pip-tools, kept in a venv of its own so it never enters the project's.
 LOCK_VENV := $(VENV)/pip-tools
