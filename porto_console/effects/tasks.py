@@ -191,14 +191,19 @@ def follow_payer(self: Task, sender: str) -> str:
     window = config().observe_window_secs
     if not delivery.following(sender, window + FOLLOWING_MARGIN_SECS):
         return "another follower watches this payer"
+    waiting = None
     try:
         return payer_follow.follow_payer(payment_worker(), sender, window_secs=window)
-    except NotYet as waiting:
-        log.info("payer %s: %s", sender, waiting)
-        delivery.follow_payer(sender, countdown=FOLLOW_AGAIN_SECS)
+    except NotYet as still:
+        log.info("payer %s: %s", sender, still)
+        waiting = still
         return "following"
     finally:
+        # Let go first: a follower asked for meanwhile is sent at once (attempts were recorded since this one's
+        # look), and only otherwise does the payer wait for the next look.
         delivery.stop_following(sender)
+        if waiting is not None:
+            delivery.follow_payer(sender, countdown=FOLLOW_AGAIN_SECS)
 
 
 @app.task(bind=True, base=EffectTask, name="porto.effects.repair_payer", queue=PAYERS, for_payer=True)

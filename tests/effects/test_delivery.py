@@ -136,9 +136,11 @@ class Published:
 
     def __init__(self, name, log):
         self.name, self.log = name, log
+        self.countdowns = []
 
     def apply_async(self, args=(), kwargs=None, queue=None, countdown=0):
         self.log.append((self.name, tuple(args), queue))
+        self.countdowns.append(countdown)
 
 
 @pytest.fixture
@@ -222,6 +224,27 @@ def test_a_follower_turned_away_is_sent_again_once_the_watching_one_stops(publis
     delivery.stop_following(PAYER)
     assert len(published) == 1  # nobody was turned away meanwhile: nothing more to send
     assert delivery.following(OTHER_PAYER, 30) is True and delivery.following(PAYER, 30) is True
+
+
+def test_a_follower_that_waited_out_its_window_sends_the_one_asked_for_meanwhile_at_once(published, monkeypatch):
+    """Payments that kept coming while it watched asked for a follower: the next one follows at once, not after the
+    pause a head pending on chain gets."""
+    from types import SimpleNamespace
+
+    from porto_console.effects import payer_follow, tasks
+    from porto_console.effects.celery_app import app
+
+    def window_out(worker, sender, window_secs):
+        assert delivery.following(sender, 30) is False  # a payment asked for a follower meanwhile: turned away
+        raise payer_follow.NotYet("26 in flight at sequence 449 after 3s")
+
+    monkeypatch.setattr(tasks, "dispatch_disabled", lambda: False)
+    monkeypatch.setattr(tasks, "config", lambda: SimpleNamespace(observe_window_secs=3))
+    monkeypatch.setattr(tasks, "payment_worker", lambda: None)
+    monkeypatch.setattr(payer_follow, "follow_payer", window_out)
+    assert app.tasks["porto.effects.follow_payer"](PAYER) == "following"
+    assert published == [("porto.effects.follow_payer", (PAYER,), "payers")]
+    assert tasks.follow_payer.countdowns == [0]
 
 
 def test_a_broker_that_lost_its_data_gets_the_work_again(published, broker_url, tmp_path):
