@@ -131,6 +131,16 @@ class Together:
                 pass
 
 
+@dataclass(frozen=True, slots=True)
+class Unstored:
+    """An envelope built, admitted and checked for a request, not stored yet (``CommandGateway.keep`` stores it)."""
+
+    envelope: dict[str, Any]
+    command: AdmittedCommand
+    request: dict[str, Any]
+    check: Callable[[dict[str, Any]], None] | None
+
+
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -168,27 +178,50 @@ class CommandGateway:
         stored, so a request refused at the edge leaves nothing behind, and again on a stored one. A new envelope
         is admitted now, or at ``admitted_at_ms``, a time this gateway gave (``admitting_together``).
         """
+        return self.keep(self.admitted(command_type, payload, actor_id=actor_id, command_id=command_id,
+                                       expected=expected, evidence=evidence, check=check,
+                                       admitted_at_ms=admitted_at_ms))
+
+    def admitted(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str,
+                 expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = (),
+                 check: Callable[[dict[str, Any]], None] | None = None,
+                 admitted_at_ms: int | None = None) -> dict[str, Any] | Unstored:
+        """``envelope`` up to its storing: the stored envelope for this request, or a new one admitted and checked
+        but not stored yet (``keep`` stores it), so a caller with many stores them side by side."""
         require_not_owners(command_type, actor_id)
         request = _request(command_type=command_type, payload=payload, actor_id=actor_id, expected=expected,
                            evidence=evidence)
         stored = self.envelopes.load(command_id)
-        if stored is None:
-            built = _build(command_id, request, admitted_at_ms=admitted_at_ms or self.now_ms())
-            command = admit(built)  # bad input is refused before anything is stored
-            missing = next((digest for digest in built["evidence_hashes"] if digest not in self.evidence), None)
-            if missing is not None:  # absent, or a file under its name that is not its bytes
-                raise LedgerError(ErrorCode.INVALID_REFERENCE,
-                                  f"evidence {missing} is not stored intact; store its bytes again")
-            if check is not None:
-                check(built)
-            stored = self.envelopes.store(built, canonical=command.canonical)
-            if stored is built:
-                self._remember(built, command)
-                return built
-        again = _build(command_id, request, admitted_at_ms=stored["admitted_at_ms"],
+        if stored is not None:
+            return self._stored_for(stored, request, check)
+        built = _build(command_id, request, admitted_at_ms=admitted_at_ms or self.now_ms())
+        command = admit(built)  # bad input is refused before anything is stored
+        missing = next((digest for digest in built["evidence_hashes"] if digest not in self.evidence), None)
+        if missing is not None:  # absent, or a file under its name that is not its bytes
+            raise LedgerError(ErrorCode.INVALID_REFERENCE,
+                              f"evidence {missing} is not stored intact; store its bytes again")
+        if check is not None:
+            check(built)
+        return Unstored(built, command, request, check)
+
+    def keep(self, admitted: dict[str, Any] | Unstored) -> dict[str, Any]:
+        """The stored envelope: ``admitted`` stored unless another request stored one for its ID first."""
+        if not isinstance(admitted, Unstored):
+            return admitted
+        stored = self.envelopes.store(admitted.envelope, canonical=admitted.command.canonical)
+        if stored is not admitted.envelope:
+            return self._stored_for(stored, admitted.request, admitted.check)
+        self._remember(stored, admitted.command)
+        return stored
+
+    def _stored_for(self, stored: dict[str, Any], request: dict[str, Any],
+                    check: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
+        """The envelope stored under a command ID, if it was stored for this very request."""
+        again = _build(stored["command_id"], request, admitted_at_ms=stored["admitted_at_ms"],
                        ruleset_version=stored["ruleset_version"])
         if canonical_bytes(again) != canonical_bytes(stored):
-            raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT, f"command {command_id} was stored for another request")
+            raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
+                              f"command {stored['command_id']} was stored for another request")
         self.require_not_ahead(stored)
         if check is not None:
             check(stored)

@@ -57,13 +57,15 @@ def submit_batch(request: HttpRequest, batch: BatchRequest) -> dict[str, Any]:
 
 
 def _submit_all(credential: WorkerCredential, submitted: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every command's envelope built at one admission time and stored side by side, then all of them handed to the
-    ledger at once, after every batch admitted earlier."""
+    """Every command's envelope admitted at one time, then all of them stored side by side, then handed to the ledger
+    at once, after every batch admitted earlier. Admitting is work for the interpreter alone, so it is done first,
+    in this thread: the stores then reach the disk's sync together and share it, instead of one by one."""
     admission = gateway()
     with admission.admitting_together() as batch:
+        admitted = [_refusal_or(commands.prepare, credential, command, batch.admitted_at_ms) for command in submitted]
         answers = list(_SUBMITTERS.map(
-            lambda command: _refusal_or(commands.prepare, credential, command, batch.admitted_at_ms), submitted))
-        ready = [index for index, answer in enumerate(answers) if isinstance(answer, dict)]
+            lambda one: one if _refused(one) else _refusal_or(admission.keep, one), admitted))
+        ready = [index for index, answer in enumerate(answers) if not _refused(answer)]
         queued = batch.queue([answers[index] for index in ready])
     for index, outcome in zip(ready, admission.answers(queued)):
         answers[index] = outcome if isinstance(outcome, LedgerError) \
@@ -71,8 +73,12 @@ def _submit_all(credential: WorkerCredential, submitted: list[dict[str, Any]]) -
     return [_result(answer) for answer in answers]
 
 
-def _refusal_or(step: Callable[..., dict[str, Any]], *arguments: Any) -> dict[str, Any] | ApiError | LedgerError:
-    """What ``step`` returns, or the refusal it raised."""
+def _refused(answer: Any) -> bool:
+    return isinstance(answer, (ApiError, LedgerError))
+
+
+def _refusal_or(step: Callable[..., Any], *arguments: Any) -> Any:
+    """What ``step`` returns, or the refusal (``ApiError``, ``LedgerError``) it raised."""
     try:
         return step(*arguments)
     except (ApiError, LedgerError) as refused:
@@ -80,7 +86,7 @@ def _refusal_or(step: Callable[..., dict[str, Any]], *arguments: Any) -> dict[st
 
 
 def _result(answer: dict[str, Any] | ApiError | LedgerError) -> dict[str, Any]:
-    if isinstance(answer, (ApiError, LedgerError)):
+    if _refused(answer):
         return {"status": int(http_status(answer.code)), "outcome": None, "error": error_body(answer.code,
                                                                                                answer.detail)}
     return {"status": 200, "outcome": answer, "error": None}

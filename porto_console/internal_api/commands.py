@@ -30,7 +30,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Path, Router
 
-from ledger_engine.adapters.gateway import CommandGateway, derived_command_id, require_not_owners
+from ledger_engine.adapters.gateway import CommandGateway, Unstored, derived_command_id, require_not_owners
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -48,15 +48,17 @@ STARTS_AN_EFFECT = ("ClaimEffect", "RecordSignedAttempt")
 
 def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, Any]:
     """Submit a command request as ``credential``'s actor; returns its journalled outcome."""
-    envelope = prepare(credential, request)
-    outcome = gateway().submit(envelope)  # may re-admit it with a fresh admission time (docs/adr/0012)
+    admission = gateway()
+    envelope = admission.keep(prepare(credential, request))
+    outcome = admission.submit(envelope)  # may re-admit it with a fresh admission time (docs/adr/0012)
     return answer(request, outcome)
 
 
 def prepare(credential: WorkerCredential, request: dict[str, Any],
-            admitted_at_ms: int | None = None) -> dict[str, Any]:
-    """The stored envelope of a command request as ``credential``'s actor, built and stored the first time (admitted
-    now, or at ``admitted_at_ms``); raises what refuses the request before the ledger sees it."""
+            admitted_at_ms: int | None = None) -> dict[str, Any] | Unstored:
+    """The stored envelope of a command request as ``credential``'s actor, or the first time a new one admitted
+    (now, or at ``admitted_at_ms``) and checked, for ``gateway().keep`` to store; raises what refuses the request
+    before the ledger sees it."""
     require_not_owners(request["command_type"], credential.actor_id)
     if not credential.may_submit(request["command_type"]):
         raise ApiError(ApiCode.COMMAND_NOT_ALLOWED,
@@ -65,7 +67,7 @@ def prepare(credential: WorkerCredential, request: dict[str, Any],
     if request["command_type"] in STARTS_AN_EFFECT:
         _require_dispatch_enabled()
     admission = gateway()
-    return admission.envelope(request["command_type"], request["payload"], actor_id=credential.actor_id,
+    return admission.admitted(request["command_type"], request["payload"], actor_id=credential.actor_id,
                               command_id=journalled_id(credential.actor_id, request["command_id"]),
                               expected=request["expected_revisions"], evidence=request["evidence_hashes"],
                               check=lambda admitted: _require_stated_signed_bytes(admission, admitted),

@@ -5,7 +5,10 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from ledger_engine.adapters.gateway import CommandGateway, Turns
+from ledger_engine.errors import ErrorCode, LedgerError
 from tests.conftest import GENESIS_ADMIN
 
 
@@ -80,3 +83,24 @@ def test_turns_pass_in_the_order_they_were_taken():
     go_through(first)
     later.join(5)
     assert passed == [first, second]
+
+
+def test_an_admitted_envelope_is_stored_only_when_kept_and_a_later_keep_gets_the_first_stored(owner, tmp_path):
+    times = iter(range(1_800_000_000_000, 1_800_000_100_000, 10))
+    gateway = CommandGateway(owner, tmp_path / "admission", clock=lambda: next(times))
+    command_id = "00000000-0000-4000-8000-000000000001"
+
+    def admitted(number: int):
+        return gateway.admitted("RegisterAccount", account_request(number), actor_id=GENESIS_ADMIN,
+                                command_id=command_id)
+
+    first, again, other = admitted(1), admitted(1), admitted(2)
+    assert gateway.envelopes.load(command_id) is None  # admitted and checked, nothing stored
+    kept = gateway.keep(first)
+    assert gateway.envelopes.load(command_id) == kept == first.envelope
+    assert gateway.keep(again) == kept  # the same request, admitted later: the envelope stored first
+    assert admitted(1) == kept
+    with pytest.raises(LedgerError) as refused:
+        gateway.keep(other)  # another request under the same ID
+    assert refused.value.code == ErrorCode.COMMAND_ID_CONFLICT
+    assert gateway.submit(kept).accepted
