@@ -87,7 +87,7 @@ def cmd_init(args: argparse.Namespace) -> None:
 
 def _init_demo(args: argparse.Namespace) -> None:
     """The labelled demo's ledger in an absent or empty directory, as ``make run`` makes it: its genesis, its scenario
-    for ``--seed`` and its frozen day, with the evidence bytes in the admission directory's evidence store."""
+    for ``--seed``, with the evidence bytes in the admission directory's evidence store."""
     data = _require_data(args)
     if args.genesis:
         raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, "init --demo makes the demo's own genesis; drop --genesis")
@@ -377,8 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     init = verb("init", cmd_init, "initialise an empty ledger from genesis, or (--demo) the labelled demo's ledger")
     init.add_argument("--genesis")
-    init.add_argument("--demo", action="store_true", help="the demo's genesis with its scenario journalled and its "
-                                                         "day frozen, as make run loads it")
+    init.add_argument("--demo", action="store_true", help="the demo's genesis with its scenario journalled, as make "
+                                                         "run loads it")
     init.add_argument("--seed", type=int, default=DEMO_SEED, help=f"the demo scenario's seed (default {DEMO_SEED})")
     init.add_argument("--admission", help="the admission directory whose evidence store takes the demo's evidence "
                                           "(default: admission beside the data directory)")

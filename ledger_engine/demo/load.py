@@ -2,15 +2,12 @@
 
 The scenario's evidence bytes (its statement index's artifact) go into the
 admission directory's evidence store first, then its envelopes in order (some
-are rejected on purpose: duplicates, conflicts), then its day allocation
-request is run to the end by the owner's day loop, as the console runs
-finance's, the frozen chunks' bytes stored beside the rest of the evidence.
+are rejected on purpose: duplicates, conflicts).
 """
 
 from __future__ import annotations
 
 from ledger_engine.adapters.evidence import EvidenceStore
-from ledger_engine.application import day_freeze
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.demo import demo_scenario
 
@@ -18,11 +15,10 @@ DEMO_SEED = 1
 
 
 def load_demo(owner: LedgerOwner, evidence: EvidenceStore, seed: int = DEMO_SEED) -> int:
-    """Journal the demo scenario of ``seed`` and freeze its requested day; the head's sequence afterwards."""
+    """Journal the demo scenario of ``seed``; the head's sequence afterwards."""
     scenario = demo_scenario(seed)
     for data in scenario.evidence.values():
         evidence.put(data)
     for future in [owner.submit_async(envelope) for envelope in scenario.envelopes]:
         future.result()
-    day_freeze.run_requests(owner, evidence, day_freeze.unfinished_requests(owner), workers=1)
     return owner.head().sequence

@@ -8,10 +8,7 @@ fixture deposit that funds its budget in the same ImportFunding, at
 ``USDC_PER_LISTENER_DAY`` per day; the first budget also gets an approved
 addition drawn from a foundation lot. Every closed day is planned with the same
 london-1 functions the ledger runs, so the stage supplies exactly one line ID
-per output line; all but the last day: finance asks for that one as a city's
-month is allocated (``AllocateDay``), and whoever loads the scenario runs the
-request through the owner's day loop, which freezes it into day lines
-(docs/adr/0073). Then the provider refunds the last period (its budget gives up
+per output line. Then the provider refunds the last period (its budget gives up
 what it has not allocated), a rights error is corrected (a new rights version;
 demo-finance-1 requests, demo-finance-2 approves), a second correction is left
 requested for a person to decide in the console, conservation is checked, and
@@ -36,7 +33,6 @@ from ledger_engine.domain.ruleset import LONDON_1_POLICY
 from ledger_engine.layout import STATE
 
 ALLOCATOR = "demo-finance-1"
-DAY_REQUEST = "demo-day-allocation"
 APPROVER = "demo-finance-2"
 POLICY = Policy(LONDON_1_POLICY["operator_pool_bps"], LONDON_1_POLICY["porto_retained_bps"])
 
@@ -85,13 +81,9 @@ def build_money(builder: DemoBuilder, cast: Cast, *, days: int) -> None:
         periods, key=lambda p: p["period_id"])}
     if budgets and cast.lots:
         _add_to(builder, budgets[min(budgets)], cast.lots[0], allocation)
-    frozen_day = max((closed["day"] for closed in closed_days), default=None)
     for closed in sorted(closed_days, key=lambda d: (d["listener_id"], d["day"])):
-        if closed["period_id"] in budgets and closed["day"] != frozen_day:
+        if closed["period_id"] in budgets:
             _allocate(builder, cast, budgets[closed["period_id"]], closed, allocation)
-    if frozen_day is not None:
-        builder.add("AllocateDay", {"request_id": DAY_REQUEST, "first_day": frozen_day, "last_day": frozen_day},
-                    actor=ALLOCATOR)
     if len(periods) > 1:
         _refund(builder, max(periods, key=lambda p: p["period_id"]), budgets, allocation)
     _correct_a_rights_error(builder, cast, allocation)

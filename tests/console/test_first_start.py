@@ -17,7 +17,7 @@ def evidence_files(admission: Path) -> set[str]:
 
 def test_init_demo_makes_the_ledger_the_console_loads_for_the_same_seed(demo_ledger_template, tmp_path):
     init_demo_ledger(tmp_path / "ledger", seed=DEMO_SEED)
-    assert_same_demo_ledger(tmp_path / "ledger", demo_ledger_template, DEMO_SEED)
+    assert_same_demo_ledger(tmp_path / "ledger", demo_ledger_template)
     assert evidence_files(tmp_path / "admission") == evidence_files(demo_ledger_template.parent / "admission")
 
 

@@ -1,5 +1,4 @@
-"""The demo's money stage: every closed day allocated exactly, one addition, one correction, a clean check; the last
-day asked for as finance asks for a city's month, and frozen by the owner's day loop once the scenario is loaded.
+"""The demo's money stage: every closed day allocated exactly, one addition, one correction, a clean check.
 
 The streaming stage's output (cleared periods and closed listener-days) is
 stood in for by ``TestStreamingRecords`` envelopes and the matching cast fields.
@@ -11,8 +10,6 @@ import random
 
 import pytest
 
-from ledger_engine.adapters.evidence import EvidenceStore
-from ledger_engine.application import day_freeze
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.demo import demo_genesis
 from ledger_engine.demo import money as money_stage
@@ -72,10 +69,8 @@ def test_the_money_stage_commits_conserves_and_hands_payable_lines_over(scenario
 
         (allocation,) = handed_over
         eligible = [d for d in cast.closed_days if sum(w["listened_ms"] for w in d["works"])]
-        frozen_day = max(d["day"] for d in cast.closed_days)
         for day in eligible:
-            sentinel = owner.get("unique", f"allocation/{day['listener_id']}/{day['day']:020d}")
-            assert (sentinel is None) == (day["day"] == frozen_day)  # that day waits for the day loop
+            assert owner.get("unique", f"allocation/{day['listener_id']}/{day['day']:020d}") is not None
         for line in allocation.payable:
             record = owner.get("state", f"allocation_line/{line.line_id}").data
             assert (record["status"], record["recipient_id"], int(record["amount"])) == \
@@ -83,22 +78,3 @@ def test_the_money_stage_commits_conserves_and_hands_payable_lines_over(scenario
         for budget_id, revision in allocation.budget_revisions.items():
             assert owner.get("state", f"budget/{budget_id}").revision == revision
         assert len(eligible) == len(cast.closed_days) - 1  # a day without listening leaves its slice unallocated
-
-
-def test_the_last_day_is_frozen_by_the_day_loop_but_for_the_refunded_period(scenario, tmp_path):
-    builder, cast, (allocation,) = scenario
-    with fixture_commands(), LedgerOwner.open(tmp_path / "ledger", genesis=demo_genesis()) as owner:
-        for envelope in builder.envelopes:
-            owner.submit(envelope)
-        (request,) = day_freeze.run_requests(owner, EvidenceStore(tmp_path / "evidence"),
-                                             day_freeze.unfinished_requests(owner), workers=1)
-        assert conservation_problems(owner) == []
-
-    frozen_day = max(d["day"] for d in cast.closed_days)
-    last_days = [d for d in cast.closed_days if d["day"] == frozen_day]
-    refunded = {d["listener_id"] for d in last_days if d["period_id"] == max(p["period_id"] for p in cast.periods)}
-    assert refunded and allocation.refunded
-    assert request["status"] == "done" and request["chunks_frozen"] == 1
-    assert request["listener_days_frozen"] == len(last_days) - len(refunded)
-    assert {(entry["listener_id"], entry["code"]) for entry in request["refused"]} == \
-        {(listener_id, "INVALID_STATE") for listener_id in refunded}
