@@ -153,6 +153,7 @@ def _pay(built: Path, root: Path, payment_ids: list[str], workers: int) -> Paid:
         head, requests = api.head()["sequence"], _requests(stack)
         groups = {"console": [stack.console.pid], "workers": [process.pid for process in stack.workers.values()],
                   "chain": [chain.process.pid], "broker": [broker.process.pid]}
+        os.sync()  # what setting up wrote (the ledger's copy, the first backup) is not flushed by the console's syncs
         cpu_before, started = _cpu_secs(groups), time.perf_counter()
         for start in range(0, len(effects), PAYMENT_BATCH):
             stack.broker.send_task("porto.effects.payment", args=[effects[start:start + PAYMENT_BATCH]],
