@@ -99,10 +99,20 @@ def _init_demo(args: argparse.Namespace) -> None:
     emit({**head.as_json(), "genesis_hash": genesis_hash(demo_genesis()), "demo_commands": loaded, "seed": args.seed})
 
 
-def _admission_evidence(args: argparse.Namespace, data: Path) -> EvidenceStore:
+def _admission_evidence(args: argparse.Namespace, data: Path | None) -> EvidenceStore:
     """The evidence store of ``--admission``, by default of ``admission`` beside the data directory, where the
     console's gateway keeps it."""
-    return EvidenceStore(Path(args.admission or data.parent / "admission") / "evidence")
+    admission = Path(args.admission) if args.admission else data.parent / "admission"
+    return EvidenceStore(admission / "evidence")
+
+
+def _evidence(args: argparse.Namespace, data: Path | None = None) -> EvidenceStore | None:
+    """What verify and replay hold frozen chunks and statement indexes to: the evidence store of ``--admission``,
+    else, given the ledger's ``data`` directory, the one beside it when there is one."""
+    beside = data.parent / "admission" / "evidence" if data is not None else None
+    if args.admission is None and (beside is None or not beside.is_dir()):
+        return None
+    return _admission_evidence(args, data)
 
 
 def cmd_submit(args: argparse.Namespace) -> None:
@@ -244,16 +254,7 @@ def cmd_verify(args: argparse.Namespace) -> None:
     evidence of ``--admission``, or else of the ``admission`` directory beside the ledger when there is one (where
     the gateway and ``allocate-day`` keep it), the frozen chunks and statement indexes too."""
     data = _require_data(args)
-    emit(verify_directory(data, trusted_genesis=_trusted_genesis(args), evidence=_evidence(args, data.parent)))
-
-
-def _evidence(args: argparse.Namespace, beside: Path | None = None) -> EvidenceStore | None:
-    """The evidence store of ``--admission``, else of the ``admission`` directory in ``beside`` when it has one:
-    what verify and replay hold frozen chunks and statement indexes to."""
-    if args.admission is not None:
-        return EvidenceStore(Path(args.admission) / "evidence")
-    found = beside / "admission" / "evidence" if beside is not None else None
-    return EvidenceStore(found) if found is not None and found.is_dir() else None
+    emit(verify_directory(data, trusted_genesis=_trusted_genesis(args), evidence=_evidence(args, data)))
 
 
 def cmd_verify_export(args: argparse.Namespace) -> None:

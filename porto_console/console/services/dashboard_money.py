@@ -6,7 +6,6 @@ A payment counts as paid on the UTC day the ledger recorded the chain's confirma
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -18,6 +17,7 @@ from ledger_engine.domain.ruleset import ASSETS
 from ledger_engine.projections import listing_queries, payout_queries
 from ledger_engine.projections.payout_queries import RunListing
 from porto_console.console.charts import Chart, Series, day_label
+from porto_console.console.services.dashboard import now_ms  # the dashboard's one clock, which the view dates periods by
 from porto_console.console.services.payouts import ASSET
 
 DAY = timedelta(days=1)
@@ -68,10 +68,6 @@ def last_month(today: date) -> Period:
 PRESETS: dict[str, Callable[[date], Period]] = {"last-14-days": last_14_days, "this-week": this_week,
                                                 "this-month": this_month, "last-month": last_month}
 DEFAULT_PRESET = "last-14-days"
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def period(preset: str | None, today: date) -> Period:
