@@ -16,7 +16,7 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
@@ -49,34 +49,47 @@ def sync_filesystem(directory: Path) -> None:
         os.close(descriptor)
 
 
+class SharedSync:
+    """One sync at a time of something written in order. A caller waits until its ``position`` is durable; whoever
+    finds no sync running leads the next, for everything ``reached()`` counts as written when it starts, so callers
+    that wait meanwhile share it, and a position already covered costs nothing."""
+
+    def __init__(self, reached: Callable[[], int], synced: int = 0) -> None:
+        self.changed = threading.Condition()
+        self._reached = reached
+        self._synced = synced
+        self._syncing = False
+
+    def through(self, position: int, sync: Callable[[], None]) -> None:
+        with self.changed:
+            while self._synced < position:
+                if self._syncing:
+                    self.changed.wait()
+                    continue
+                self._syncing, covering = True, self._reached()
+                self.changed.release()
+                try:
+                    sync()
+                finally:  # on failure too: a waiter must lead the next attempt, not wait forever
+                    self.changed.acquire()
+                    self._syncing = False
+                    self.changed.notify_all()
+                self._synced = max(self._synced, covering)  # still holding the lock, so waiters see it when they wake
+
+
 class GroupSync:
     """One filesystem sync at a time; whoever waits when none runs leads the next for everyone waiting."""
 
     def __init__(self) -> None:
-        self._changed = threading.Condition()
         self._requested = 0
-        self._covered = 0
-        self._syncing = False
+        self._shared = SharedSync(lambda: self._requested)
 
     def wait_durable(self, directory: Path) -> None:
         """Return once everything written before this call to ``directory``'s filesystem is on disk."""
-        with self._changed:
+        with self._shared.changed:
             self._requested += 1
             ticket = self._requested
-            while self._covered < ticket:
-                if self._syncing:
-                    self._changed.wait()
-                    continue
-                self._syncing = True
-                covering = self._requested
-                self._changed.release()
-                try:
-                    sync_filesystem(directory)
-                finally:  # on failure too: a waiter must lead the next attempt, not wait forever
-                    self._changed.acquire()
-                    self._syncing = False
-                    self._changed.notify_all()
-                self._covered = covering  # still holding the lock, so waiters see it when they wake
+        self._shared.through(ticket, lambda: sync_filesystem(directory))
 
 
 _groups: dict[int, GroupSync] = {}

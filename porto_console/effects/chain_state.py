@@ -21,13 +21,13 @@ offsets are integers (micro-units, microseconds).
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
 
+from ledger_engine.adapters.files import SharedSync
 from porto_console.effects.transactions import SignedTransfer, decode_transfer
 
 FORMAT = "porto-simulated-chain-state/v2"
@@ -117,17 +117,14 @@ def read_log(path: Path) -> Iterator[Funded | CommitRecord]:
 class AppendLog:
     """The committed log, open for appending.
 
-    ``sync_through(position)`` returns once the log's first ``position`` bytes are on disk: one fsync at a time,
-    whichever caller finds none running leads it for every line written so far, and callers that wait meanwhile
-    are served by it or the next one, so calls answered together share their syncs.
+    ``sync_through(position)`` returns once the log's first ``position`` bytes are on disk, one fsync at a time
+    shared by the callers that wait meanwhile (``SharedSync``), so calls answered together share their syncs.
     """
 
     def __init__(self, path: Path) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self.written = os.fstat(self._fd).st_size  # bytes in the log, durable or not
-        self._synced = self.written
-        self._changed = threading.Condition()
-        self._syncing = False
+        self._durable = SharedSync(lambda: self.written, synced=self.written)
 
     def append(self, line: bytes) -> None:
         os.write(self._fd, line)
@@ -137,24 +134,11 @@ class AppendLog:
         self.sync_through(self.written)
 
     def sync_through(self, position: int) -> None:
-        with self._changed:
-            while self._synced < position:
-                if self._syncing:
-                    self._changed.wait()
-                    continue
-                self._syncing, covering = True, self.written
-                self._changed.release()
-                try:
-                    os.fsync(self._fd)
-                finally:  # on failure too: a waiter must lead the next attempt, not wait forever
-                    self._changed.acquire()
-                    self._syncing = False
-                    self._changed.notify_all()
-                self._synced = max(self._synced, covering)
+        self._durable.through(position, lambda: os.fsync(self._fd))
 
     def close(self) -> None:
         self.sync()
-        with self._changed:
+        with self._durable.changed:
             os.close(self._fd)
 
 
