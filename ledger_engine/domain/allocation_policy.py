@@ -47,13 +47,9 @@ class Listening(NamedTuple):
     listened_ms: int
     splits: tuple[tuple[str, int], ...]  # (recipient ID, basis points), summing to 10000
 
-    @property
-    def rights(self) -> tuple[str, int]:
-        """What listening is split by: the work and the rights version it was heard under."""
-        return (self.work_id, self.rights_version)
 
-
-_by_rights = attrgetter("work_id", "rights_version")  # ``Listening.rights``, without a property call per sort key
+# What listening is split by: the work and the rights version it was heard under.
+_by_rights = attrgetter("work_id", "rights_version")
 
 
 class Serving(NamedTuple):
