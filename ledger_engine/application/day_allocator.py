@@ -69,6 +69,11 @@ class Skipped:
     detail: str
 
 
+def unfunded(listener_id: str, period_id: str) -> Skipped:
+    """A listener-day whose period no budget funds: nothing to allocate it from."""
+    return Skipped(listener_id, str(ErrorCode.NOT_FOUND), f"period {period_id} has no budget")
+
+
 @dataclass(frozen=True)
 class _Candidate:
     """One listener-day and, as stored, every record its allocation reads that the day's others do not share."""
@@ -358,7 +363,7 @@ def _candidate(store: PendingBatch, day: int, day_key: str, raw: bytes,
     listener_id, period_id = listener_day["listener_id"], listener_day["period_id"]
     funding = store.get_raw(UNIQUE, funding_sentinel_key(period_id, 1).encode())
     if funding is None:
-        return Skipped(listener_id, str(ErrorCode.NOT_FOUND), f"period {period_id} has no budget")
+        return unfunded(listener_id, period_id)
     budget_id = decode_record(funding).data["budget_id"]
     sentinel = allocation_sentinel_key(listener_id, day)
     budget = _raw(store, budget_key(budget_id))

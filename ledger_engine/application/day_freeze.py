@@ -227,15 +227,21 @@ class DayFreezer:
                    for start in range(0, len(refused), MAX_PROGRESS_REFUSALS)] or [[]]
         for number, batch in enumerate(batches):
             last = number == len(batches) - 1
-            payload = {"request_id": request_id, "day": day, "listener_days_split": split if number == 0 else 0,
-                       "chunks": list(chunks) if number == 0 else [],
-                       "refused": [{"listener_id": entry.listener_id, "code": entry.code, "detail": entry.detail[:500]}
-                                   for entry in batch], "day_done": day_done and last}
+            payload = progress_payload(request_id, day, split=split if number == 0 else 0,
+                                       chunks=chunks if number == 0 else (), refused=batch, day_done=day_done and last)
             outcome = self.owner.submit_own("RecordDayAllocationProgress", payload)
             if not outcome.accepted:
                 raise LedgerError(ErrorCode(outcome.code), f"the progress of {request_id} on day {day} was refused: "
                                                            f"{outcome.result.get('detail', '')}")
             self.on_progress({"day": day, **outcome.result["data"]})
+
+
+def progress_payload(request_id: str, day: int, *, split: int = 0, chunks: Sequence[int] = (),
+                     refused: Sequence[Skipped] = (), day_done: bool = False) -> dict[str, Any]:
+    """A ``RecordDayAllocationProgress`` payload; each held listener-day's detail cut to the rule's bound."""
+    return {"request_id": request_id, "day": day, "listener_days_split": split, "chunks": list(chunks),
+            "refused": [{"listener_id": entry.listener_id, "code": entry.code, "detail": entry.detail[:500]}
+                        for entry in refused], "day_done": day_done}
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""Demo stage 3: budget funding, allocation of every closed listener-day, a refund, corrections; then payouts.
+"""Demo stage 3: budget funding, allocation of every closed listener-day (the last day frozen), a refund, corrections.
 
 The stage reads what earlier stages left in the cast: the rights each work was
 activated with (``cast.rights``), the periods whose payment cleared
@@ -6,9 +6,10 @@ activated with (``cast.rights``), the periods whose payment cleared
 CloseDay recorded them). Each period's converted net revenue arrives as a
 fixture deposit that funds its budget in the same ImportFunding, at
 ``USDC_PER_LISTENER_DAY`` per day; the first budget also gets an approved
-addition drawn from a foundation lot. Every closed day is planned with the same
-london-1 functions the ledger runs, so the stage supplies exactly one line ID
-per output line. Then the provider refunds the last period (its budget gives up
+addition drawn from a foundation lot. Every closed day but the last is planned
+with the same london-1 functions the ledger runs, so the stage supplies exactly
+one line ID per output line; the last day is allocated as finance allocates a
+city's day, split and frozen into day lines (``frozen_day.py``). Then the provider refunds the last period (its budget gives up
 what it has not allocated), a rights error is corrected (a new rights version;
 demo-finance-1 requests, demo-finance-2 approves), a second correction is left
 requested for a person to decide in the console, conservation is checked, and
@@ -20,16 +21,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger_engine.application.day_allocator import Skipped, unfunded
 from ledger_engine.demo.builder import DemoBuilder, fixture_digest
+from ledger_engine.demo.frozen_day import freeze_day
 from ledger_engine.demo.foundation import INGEST, USDC_PER_LISTENER_DAY, Cast
-from ledger_engine.domain.allocation_policy import ARTIST, Listening, PlannedLine, Policy, Serving, split_listener_day
-from ledger_engine.domain.commands.money.allocation import POLICY_KEY
+from ledger_engine.domain.allocation_policy import ARTIST, Listening, PlannedLine, Policy, Serving
+from ledger_engine.domain.commands.money.allocation import POLICY_KEY, ListenerDayInputs
 from ledger_engine.domain.commands.money.budgets import slice_for_day
 from ledger_engine.domain.commands.money.corrections import RequestCorrectionPayload, freeze_request, request_hash
 from ledger_engine.domain.commands.money.lines import budget_key
+from ledger_engine.domain.schema.money_allocation import DayLineArtifact
 from ledger_engine.domain.schema.streaming import listener_day_key
 from ledger_engine.domain.commands.streaming.policy import day_of
 from ledger_engine.domain.ruleset import LONDON_1_POLICY
+from ledger_engine.errors import LedgerError
 from ledger_engine.layout import STATE
 
 ALLOCATOR = "demo-finance-1"
@@ -39,18 +44,19 @@ POLICY = Policy(LONDON_1_POLICY["operator_pool_bps"], LONDON_1_POLICY["porto_ret
 
 @dataclass(frozen=True)
 class PayableLine:
-    """One payable allocation line (revision 1), as the payout stage needs it."""
+    """One payable allocation line (revision 1), or a frozen day's day line, as the payout stage needs it."""
 
     line_id: str
     recipient_id: str
     role: str
     amount: int
-    budget_id: str
-    listener_id: str
+    budget_id: str | None  # none for a day line, which pays from a frozen chunk of many budgets' days
+    listener_id: str | None  # none for a day line
     day: int
     work_id: str | None = None
     rights_version: int | None = None
     node_id: str | None = None
+    artifact: DayLineArtifact | None = None  # a day line's chunk
 
 
 @dataclass
@@ -81,9 +87,12 @@ def build_money(builder: DemoBuilder, cast: Cast, *, days: int) -> None:
         periods, key=lambda p: p["period_id"])}
     if budgets and cast.lots:
         _add_to(builder, budgets[min(budgets)], cast.lots[0], allocation)
+    frozen_day = _day_to_freeze(closed_days)
     for closed in sorted(closed_days, key=lambda d: (d["listener_id"], d["day"])):
-        if closed["period_id"] in budgets:
+        if closed["period_id"] in budgets and closed["day"] != frozen_day:
             _allocate(builder, cast, budgets[closed["period_id"]], closed, allocation)
+    if frozen_day is not None:
+        _freeze(builder, cast, budgets, [closed for closed in closed_days if closed["day"] == frozen_day], allocation)
     if len(periods) > 1:
         _refund(builder, max(periods, key=lambda p: p["period_id"]), budgets, allocation)
     _correct_a_rights_error(builder, cast, allocation)
@@ -122,21 +131,59 @@ def _add_to(builder: DemoBuilder, budget: _Budget, lot_id: str, allocation: Allo
 def _allocate(builder: DemoBuilder, cast: Cast, budget: _Budget, closed: dict, allocation: Allocation) -> None:
     if not sum(work["listened_ms"] for work in closed["works"]):
         return  # no eligible listening: the day's slice stays unallocated
-    listening = [Listening(w["work_id"], w["rights_version"], w["listened_ms"], _splits(cast, w))
-                 for w in closed["works"]]
-    serving = [Serving(n["node_id"], n["operator_id"], n["served_bytes"]) for n in closed["nodes"]]
-    lines = split_listener_day(slice_for_day(budget.record, closed["day"]), listening, serving, POLICY)
+    inputs = _inputs(cast, budget, closed, allocation)
+    lines = inputs.split()
     line_ids = [builder.new_id() for _ in lines]
-    revisions = {listener_day_key(closed["listener_id"], closed["day"]): 1, POLICY_KEY: 1,
-                 budget_key(budget.budget_id): allocation.budget_revisions[budget.budget_id]}
     builder.add("AllocateListenerDay", {
         "listener_id": closed["listener_id"], "day": closed["day"], "budget_id": budget.budget_id, "line_ids": line_ids,
-    }, actor=ALLOCATOR, expected=[{"cf": STATE, "key": k, "revision": r} for k, r in sorted(revisions.items())])
+    }, actor=ALLOCATOR, expected=[{"cf": STATE, "key": k, "revision": r} for k, r in sorted(inputs.revisions.items())])
     allocation.budget_revisions[budget.budget_id] += 1
     allocation.payable += [_payable(line_id, line, budget.budget_id, closed)
                            for line_id, line in zip(line_ids, lines) if line.recipient_id is not None]
     allocation.retained += [_payable(line_id, line, budget.budget_id, closed)
                             for line_id, line in zip(line_ids, lines) if line.recipient_id is None]
+
+
+def _inputs(cast: Cast, budget: _Budget, closed: dict, allocation: Allocation) -> ListenerDayInputs:
+    """What the ledger's split of a closed listener-day reads, as the ledger will hold it then."""
+    listening = tuple(Listening(w["work_id"], w["rights_version"], w["listened_ms"], _splits(cast, w))
+                      for w in closed["works"])
+    serving = tuple(Serving(n["node_id"], n["operator_id"], n["served_bytes"]) for n in closed["nodes"])
+    revisions = {listener_day_key(closed["listener_id"], closed["day"]): 1, POLICY_KEY: 1,
+                 budget_key(budget.budget_id): allocation.budget_revisions[budget.budget_id]}
+    return ListenerDayInputs(closed["listener_id"], closed["day"], budget.budget_id,
+                             slice_for_day(budget.record, closed["day"]), listening, serving, POLICY, revisions)
+
+
+def _day_to_freeze(closed_days: list[dict]) -> int | None:
+    """The last closed day, when there is another before it: the earlier days are allocated listener-day by
+    listener-day, the last one by a frozen artifact."""
+    days = sorted({closed["day"] for closed in closed_days})
+    return days[-1] if len(days) > 1 else None
+
+
+def _freeze(builder: DemoBuilder, cast: Cast, budgets: dict[str, _Budget], closed_days: list[dict],
+            allocation: Allocation) -> None:
+    """The day's listener-days split as the day allocator splits them, in listener-day key order, and frozen."""
+    planned, refused = [], []
+    for closed in sorted(closed_days, key=lambda d: listener_day_key(d["listener_id"], d["day"])):
+        budget = budgets.get(closed["period_id"])
+        if budget is None:
+            refused.append(unfunded(closed["listener_id"], closed["period_id"]))
+            continue
+        inputs = _inputs(cast, budget, closed, allocation)
+        try:
+            planned.append((inputs, inputs.split()))
+        except LedgerError as error:  # nothing eligible to allocate: the day loop holds it with this code
+            refused.append(Skipped(closed["listener_id"], str(error.code), error.detail))
+    if not planned:
+        return
+    frozen = freeze_day(builder, closed_days[0]["day"], planned, refused)
+    for budget_id in frozen.budgets:
+        allocation.budget_revisions[budget_id] += 1
+    allocation.payable += [PayableLine(line.line_id, line.recipient_id, line.role, line.amount, None, None,
+                                       line.artifact["day"], artifact=line.artifact)
+                           for line in frozen.lines if line.recipient_id is not None]
 
 
 def _splits(cast: Cast, work: dict) -> tuple[tuple[str, int], ...]:

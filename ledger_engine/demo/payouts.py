@@ -45,6 +45,7 @@ from ledger_engine.demo.money import Allocation, PayableLine
 from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash, run_key, successor_id
 from ledger_engine.layout import OUTBOX, STATE
 from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
+from ledger_engine.projections.day_line_evidence import commitments
 from ledger_engine.projections.statement_index import index_artifact, statement_document
 
 PREPARER, APPROVER, THIRD_APPROVER = "demo-finance-1", "demo-finance-2", "demo-finance-3"
@@ -262,10 +263,13 @@ def build_payouts(builder: DemoBuilder, cast: Cast, allocation: Allocation) -> N
 
 
 def _line_at_freeze(line: PayableLine) -> dict[str, Any]:
-    """A payable line as the statement index sees it when frozen (before any payout)."""
+    """A payable line's record as the statement index reads it when frozen (before any payout); a day line's with
+    its chunk, and no correction in its chain."""
     fields = {"line_id": line.line_id, "day": line.day, "role": line.role, "amount": str(line.amount),
               "status": "payable", "work_id": line.work_id, "node_id": line.node_id}
-    return {name: value for name, value in fields.items() if value is not None}
+    if line.artifact is not None:
+        fields.update(recipient_id=line.recipient_id, artifact=line.artifact, correction_id=None)
+    return {name: value for name, value in fields.items() if value is not None or name == "correction_id"}
 
 
 def _statements(stage: _Stage, allocation: Allocation) -> dict[str, str]:
@@ -277,9 +281,11 @@ def _statements(stage: _Stage, allocation: Allocation) -> dict[str, str]:
               actor=PREPARER)
     stage.effect_written(draft_anchor)
     accounting = {"batch_id": batch_id, **stage.window}
-    documents = [statement_document(stage.builder.new_id(), recipient, accounting,
-                                    [_line_at_freeze(line) for line in sorted(stage.lines[recipient],
-                                                                              key=lambda line: line.line_id)])
+    lines = {recipient: [_line_at_freeze(line) for line in sorted(stage.lines[recipient], key=lambda line: line.line_id)]
+             for recipient in sorted(stage.lines)}
+    day_lines = [line for recipient_lines in lines.values() for line in recipient_lines if "artifact" in line]
+    parts = commitments(lambda record_key: None, stage.builder.evidence.__getitem__, day_lines)
+    documents = [statement_document(stage.builder.new_id(), recipient, accounting, lines[recipient], parts)
                  for recipient in sorted(stage.lines)]
     statements = [{"statement_id": stage.builder.new_id(), "recipient_id": document["recipient_id"],
                    "accounting_batch_id": batch_id, "artifact_hash": sha256_hex(canonical_bytes(document)),

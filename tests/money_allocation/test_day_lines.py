@@ -276,10 +276,11 @@ def test_replay_and_verify_reproduce_a_ledger_holding_day_lines(payouts: PayoutW
     assert report["ok"] and report["logical_state_hash"] == metadata["logical_state_hash"]
 
 
-def test_a_demo_ledgers_budgets_have_no_frozen_term(tmp_path):
+def test_a_history_without_a_freeze_has_budgets_without_a_frozen_term(tmp_path):
     data = tmp_path / "ledger"
     cli.init_demo(data)
-    cli.submit(data, cli.write_stream(tmp_path / "demo.jsonl", cli.demo_lines(7, listeners=4, days=2)))
+    # a demo of one day: its listener-days are allocated one by one (with more days, the last one is frozen)
+    cli.submit(data, cli.write_stream(tmp_path / "demo.jsonl", cli.demo_lines(7, listeners=4, days=1)))
     cli.export(data, tmp_path / "export")
     rows = [orjson.loads(line) for line in (tmp_path / "export" / ROWS_FILE).read_bytes().splitlines()]
     budgets = [row["value"]["data"] for row in rows if row["key"].startswith("budget/")]
