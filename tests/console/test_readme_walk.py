@@ -74,6 +74,8 @@ def test_the_readme_walk_approve_the_waiting_run_then_prepare_and_approve_anothe
     assert_no_sideways_scroll(approver)
     approver.locator("#runs tbody a").first.click()
     expect(approver.locator("#run-status")).to_have_text("Prepared")
+    # the demo's last day was frozen into day lines, and the waiting run pays one
+    expect(approver.locator(".day-line").first).to_contain_text("day line of 03 Oct 2026, chunk 0")
     assert_no_sideways_scroll(approver)
     if width == WIDTHS["phone"]:
         approver.screenshot(path=screenshots / "payout-run-phone.png", full_page=True)
