@@ -7,7 +7,7 @@ no sign, exponent, point, whitespace or leading zero. In code it is an ``int``.
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Iterable
 
 from pydantic import BeforeValidator, PlainSerializer
 from pydantic_core import PydanticCustomError
@@ -59,7 +59,7 @@ def format_total(value: int) -> str:
     return str(value)
 
 
-def checked_sum(values) -> int:
+def checked_sum(values: Iterable[int]) -> int:
     total = 0
     for value in values:
         total += value

@@ -31,7 +31,8 @@ def overlay_scan(base: Iterable[tuple[K, V]], overlay: Mapping[K, V | None],
         yield from _present(key, overlay, resolve)
 
 
-def _present(key, overlay, resolve) -> Iterator:
+def _present(key: K, overlay: Mapping[K, V | None],
+             resolve: Callable[[K], V | None] | None) -> Iterator[tuple[K, V]]:
     value = resolve(key) if resolve is not None else overlay[key]
     if value is not None:
         yield key, value

@@ -23,20 +23,20 @@ BACKUPS = 10
 ENVIRONMENT_VARIABLE = "PORTO_SECURITY_LOG"
 
 
-def default_path(data_dir: str | os.PathLike) -> Path:
+def default_path(data_dir: str | os.PathLike[str]) -> Path:
     """Beside the ledger directory: ``var/ledger`` logs to ``var/ledger.security.jsonl``."""
     data = Path(data_dir).resolve()
     return data.with_name(data.name + ".security.jsonl")
 
 
-def configured_path(data_dir: str | os.PathLike) -> Path:
+def configured_path(data_dir: str | os.PathLike[str]) -> Path:
     """``$PORTO_SECURITY_LOG`` when set, else ``default_path``."""
     chosen = os.environ.get(ENVIRONMENT_VARIABLE)
     return Path(chosen) if chosen else default_path(data_dir)
 
 
 class SecurityLog:
-    def __init__(self, path: str | os.PathLike, *, max_bytes: int = MAX_BYTES, backups: int = BACKUPS) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES, backups: int = BACKUPS) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._handler = RotatingFileHandler(self.path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")

@@ -17,7 +17,7 @@ from ledger_engine.keys import component
 
 
 class EnvelopeStore:
-    def __init__(self, root: str | os.PathLike) -> None:
+    def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
 
     def _path(self, command_id: str) -> Path:
@@ -32,6 +32,7 @@ class EnvelopeStore:
         path = self._path(command_id)
         if not os.path.lexists(path):
             return None
+        stored: dict[str, Any] | None
         try:  # a regular file only: a directory, a link or an unreadable file is no envelope
             stored = orjson.loads(read_regular_file(path))
             CommandEnvelope.model_validate(stored)
@@ -49,7 +50,9 @@ class EnvelopeStore:
         """
         if create_durably(self._path(envelope["command_id"]), canonical or canonical_bytes(envelope)):
             return envelope
-        return self.load(envelope["command_id"])
+        stored = self.load(envelope["command_id"])
+        assert stored is not None, "an envelope, once stored, stays"
+        return stored
 
     def replace(self, envelope: dict[str, Any], *, canonical: bytes | None = None) -> None:
         """Re-admission only (docs/adr/0012): the ledger holds no outcome for this command ID."""

@@ -18,7 +18,7 @@ class EvidenceStore:
     storing the right bytes again puts them in its place.
     """
 
-    def __init__(self, root: str | os.PathLike) -> None:
+    def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
 
     def path_of(self, digest: str) -> Path:

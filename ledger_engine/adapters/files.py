@@ -105,7 +105,7 @@ def _group_for(directory: Path) -> GroupSync:
         return _groups[device]
 
 
-def _publish_durably(path: Path, data: bytes, publish) -> bool:
+def _publish_durably(path: Path, data: bytes, publish: Callable[[str, Path], bool]) -> bool:
     """Write ``data`` to a synced temporary file beside ``path``, let ``publish(temporary, path)`` name it,
     and sync again; returns what ``publish`` returned."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from itertools import islice
-from typing import Callable
+from typing import Any, Callable, Protocol, TypeGuard
 
 import orjson
 
@@ -46,6 +46,17 @@ CATCH_UP_CHUNK = 10_000
 _HEX_NODE = re.compile(rb'"[0-9a-f]{64}"')
 
 Stage = Callable[[str, bytes, bytes], None]  # (family, key, value)
+
+
+class JournalTreeClaim(Protocol):
+    """The journal tree a payload names: its size (entries 1..size) and root in hex."""
+
+    size: int
+    root: str
+
+
+class NamesJournalTree(Protocol):
+    journal_tree: JournalTreeClaim
 
 
 def node_key(level: int, index: int) -> bytes:
@@ -155,7 +166,7 @@ def appended_keys(sequence: int) -> list[bytes]:
     return keys
 
 
-def names_journal_tree(payload: object) -> bool:
+def names_journal_tree(payload: object) -> TypeGuard[NamesJournalTree]:
     """Whether the payload names a journal tree (a commitment's), which ``check_journal_claim`` checks.
 
     Read from the model's fields (``vars``), not with ``getattr``: on a payload without the field, pydantic's
@@ -257,7 +268,7 @@ def stored_root(store: RocksStore, size: int) -> str:
     return tree.root_at(StoredNodes(store.get), size).hex()
 
 
-def prove_inclusion(store: RocksStore, head: Head, sequence: int, at: int | None = None) -> dict:
+def prove_inclusion(store: RocksStore, head: Head, sequence: int, at: int | None = None) -> dict[str, Any]:
     """``prove-inclusion``: entry ``sequence`` in the tree of ``at`` (default: every) entries, from stored nodes."""
     size = head.sequence if at is None else at
     if not 1 <= sequence <= size <= head.sequence:
@@ -269,7 +280,7 @@ def prove_inclusion(store: RocksStore, head: Head, sequence: int, at: int | None
     return inclusion_document(_reader(store, head), orjson.loads(entry)["entry_hash"], sequence, size)
 
 
-def prove_consistency(store: RocksStore, head: Head, first: int, second: int) -> dict:
+def prove_consistency(store: RocksStore, head: Head, first: int, second: int) -> dict[str, Any]:
     """``prove-consistency``: the tree of ``first`` entries is a prefix of the one of ``second``."""
     if not 0 <= first <= second <= head.sequence:
         raise LedgerError(ErrorCode.NOT_FOUND, f"no proof from {first} to {second} entries "

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Generic, NamedTuple, Self, Sequence, TypeVar
 
 from ledger_engine.merkle.tree import (
     EMPTY_ROOT, HASH_BYTES, NodeReader, fold_right, node_hash, perfect_pieces, perfect_root,
@@ -31,13 +31,14 @@ from ledger_engine.merkle.tree import (
 
 MAX_SIZE = 2**53 - 1  # sizes travel as JSON safe integers
 _HEX_HASH = re.compile(r"[0-9a-f]{64}")
+Leaf = TypeVar("Leaf")
 
 
 class Node(NamedTuple):
     """A perfect subtree's root: leaves ``[index << level, (index + 1) << level)``."""
 
     level: int
-    index: int
+    index: int  # type: ignore[assignment]  # the tree's name for a position; shadows tuple.index
     hash: bytes
 
 
@@ -96,7 +97,7 @@ class Frontier:
         return cls(size, tuple(nodes(level, index) for level, index in perfect_pieces(0, size)))
 
 
-class BlockFrontier:
+class BlockFrontier(Generic[Leaf]):
     """A growing tree whose appends report only the nodes at ``block_level`` and above.
 
     ``blocks`` is the frontier of the full blocks' roots (a tree whose leaves are
@@ -110,25 +111,27 @@ class BlockFrontier:
 
     __slots__ = ("size", "blocks", "tail", "block_level")
 
-    def __init__(self, block_level: int, blocks: Frontier = Frontier(), tail: tuple = ()) -> None:
+    def __init__(self, block_level: int, blocks: Frontier = Frontier(), tail: tuple[Leaf, ...] = ()) -> None:
         self.block_level = block_level
         self.blocks = blocks
         self.tail = tail
         self.size = (blocks.size << block_level) + len(tail)
 
     @staticmethod
-    def leaf_hash(leaf: Any) -> bytes:
+    def leaf_hash(leaf: Leaf) -> bytes:
+        assert isinstance(leaf, bytes), "append leaf hashes, not leaf data"
         return leaf
 
-    def append(self, leaf: Any) -> tuple["BlockFrontier", tuple[Node, ...]]:
+    def append(self, leaf: Leaf) -> tuple[Self, tuple[Node, ...]]:
         """The tree one leaf later, and the nodes from ``block_level`` up that the leaf completed, lowest first."""
         return self.extend((leaf,))
 
-    def extend(self, leaves: Sequence[Any]) -> tuple["BlockFrontier", tuple[Node, ...]]:
+    def extend(self, leaves: Sequence[Leaf]) -> tuple[Self, tuple[Node, ...]]:
         """The tree ``len(leaves)`` leaves later, and the nodes from ``block_level`` up they completed, lowest
         first: one new frontier however many leaves, so a group of commits makes one."""
         shift, width = self.block_level, 1 << self.block_level
-        blocks, tail, completed, taken = self.blocks, self.tail, [], 0
+        blocks, tail, taken = self.blocks, self.tail, 0
+        completed: list[Node] = []
         while taken < len(leaves):
             room = width - len(tail)
             tail, taken = (*tail, *leaves[taken:taken + room]), taken + room
@@ -140,7 +143,7 @@ class BlockFrontier:
                 tail = ()
         return type(self)(shift, blocks, tail), tuple(completed)
 
-    def _tail_hashes(self, tail: tuple) -> list[bytes]:
+    def _tail_hashes(self, tail: tuple[Leaf, ...]) -> list[bytes]:
         hashes = [self.leaf_hash(leaf) for leaf in tail]
         assert all(type(h) is bytes and len(h) == HASH_BYTES for h in hashes), "append leaf hashes, not leaf data"
         return hashes
@@ -160,12 +163,12 @@ class BlockFrontier:
         """The frontier of the first ``blocks`` full blocks' roots, read from the tree's nodes."""
         return Frontier.from_nodes(lambda level, index: nodes(level + block_level, index), blocks)
 
-    @classmethod
-    def from_nodes(cls, nodes: NodeReader, size: int, block_level: int) -> "BlockFrontier":
+    @staticmethod
+    def from_nodes(nodes: NodeReader, size: int, block_level: int) -> "BlockFrontier[bytes]":
         """The tree of the first ``size`` leaf hashes: its blocks' frontier and its tail's leaves, from the nodes."""
         full = size >> block_level
-        return cls(block_level, cls.blocks_from_nodes(nodes, full, block_level),
-                   tuple(nodes(0, leaf) for leaf in range(full << block_level, size)))
+        return BlockFrontier(block_level, BlockFrontier.blocks_from_nodes(nodes, full, block_level),
+                             tuple(nodes(0, leaf) for leaf in range(full << block_level, size)))
 
 
 class MemoryNodes:

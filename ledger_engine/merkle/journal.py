@@ -37,12 +37,15 @@ def journal_leaf_hash(entry_hash: str) -> bytes:
     return tree.leaf_hash(raw)
 
 
-class JournalFrontier(BlockFrontier):
+class JournalFrontier(BlockFrontier[str]):
     """A ``BlockFrontier`` appended entry hashes (hex): a commit only keeps each one, and its block's leaf
     hashes are made together when the block fills."""
 
     __slots__ = ()
-    leaf_hash = staticmethod(journal_leaf_hash)
+
+    @staticmethod
+    def leaf_hash(leaf: str) -> bytes:
+        return journal_leaf_hash(leaf)
 
 
 def journal_nodes(entry_hashes: Sequence[str]) -> MemoryNodes:

@@ -53,7 +53,7 @@ def check_day_lines(statement: dict[str, Any]) -> None:
 
 
 def _check_artifact(line: dict[str, Any], where: str) -> None:
-    artifact = line.get("artifact")
+    artifact: Any = line.get("artifact")  # the statement's JSON, its shape checked here
     _statement_shape(type(artifact) is dict and sorted(artifact) == sorted(ARTIFACT_FIELDS), join(where, "artifact"),
                      "a day line's artifact is its chunk's day, number and hash")
     for name in ("day", "chunk"):
@@ -63,7 +63,7 @@ def _check_artifact(line: dict[str, Any], where: str) -> None:
 
 
 def _check_commitment(line: dict[str, Any], where: str) -> None:
-    parts = line.get("parts")
+    parts: Any = line.get("parts")  # the statement's JSON, its shape checked here
     _statement_shape(type(parts) is dict and sorted(parts) == sorted(COMMITMENT_FIELDS), join(where, "parts"),
                      "a day line commits to its parts' count and digest")
     _statement_shape(type(parts["count"]) is int and parts["count"] >= 1, join(where, "parts.count"),
@@ -168,7 +168,8 @@ def check_parts_file(raw: bytes | dict[str, Any], statement: dict[str, Any]) -> 
     if parts_digest(document) != line["parts"]["digest"]:
         reject(Reason.PARTS_DIGEST_MISMATCH, "", "the file does not hash to the digest the statement commits to for "
                                                  "its day line: its parts were changed")
-    return line["line_id"]
+    line_id: str = line["line_id"]
+    return line_id
 
 
 def _named_day_line(document: dict[str, Any], statement: dict[str, Any]) -> dict[str, Any]:

@@ -27,4 +27,5 @@ def return_large_frees() -> bool:
     except AttributeError:
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    return mallopt(M_MMAP_THRESHOLD, MAPPED_FROM_BYTES) == 1
+    accepted: int = mallopt(M_MMAP_THRESHOLD, MAPPED_FROM_BYTES)
+    return accepted == 1

@@ -183,7 +183,7 @@ class RocksStore:
     # still being built (``staging``) say otherwise.
     synced = True
 
-    def __init__(self, path: str | os.PathLike, *, read_only: bool = False, create: bool = False,
+    def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False, create: bool = False,
                  stopped: bool = False, staging: bool = False,
                  check: Callable[["RocksStore"], None] | None = None) -> None:
         """``stopped`` (offline tools): refuse while an owner holds the ledger, and keep one from starting
@@ -390,7 +390,9 @@ class RocksStore:
 
     def int_property(self, family: str, name: str) -> int:
         """One of RocksDB's integer properties of ``family``, such as ``rocksdb.cur-size-all-mem-tables``."""
-        return self._families[family].property_int_value(name)
+        value = self._families[family].property_int_value(name)
+        assert value is not None, f"RocksDB has no integer property {name!r}"
+        return value
 
     # Writes.
     def write(self, ops: Iterable[WriteOp]) -> None:
@@ -426,7 +428,7 @@ class RocksStore:
         for family in self._families.values():
             family.flush()
 
-    def checkpoint(self, destination: str | os.PathLike) -> None:
+    def checkpoint(self, destination: str | os.PathLike[str]) -> None:
         """A physical, hard-linked copy of the database as of now."""
         try:
             Checkpoint(self._db).create_checkpoint(str(destination))
@@ -463,7 +465,7 @@ class RocksStore:
         self.close()
 
 
-def raw_sync_write_rate(path: str | os.PathLike, *, payload_bytes: int, writes: int) -> float:
+def raw_sync_write_rate(path: str | os.PathLike[str], *, payload_bytes: int, writes: int) -> float:
     """Synchronous single-batch writes per second of ``payload_bytes`` each: the benchmark floor."""
     import time
 

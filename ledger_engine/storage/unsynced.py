@@ -33,7 +33,7 @@ def unsynced_allowed() -> bool:
     return _allowed
 
 
-def refuse_unless_allowed(path: str | os.PathLike) -> None:
+def refuse_unless_allowed(path: str | os.PathLike[str]) -> None:
     if not _allowed:
         raise LedgerError(ErrorCode.STORE_NOT_DURABLE,
                           f"a store that skips fsync may open {path} only inside the test suite")
@@ -44,6 +44,6 @@ class UnsyncedRocksStore(RocksStore):
 
     synced = False
 
-    def __init__(self, path: str | os.PathLike, **options: Any) -> None:
+    def __init__(self, path: str | os.PathLike[str], **options: Any) -> None:
         refuse_unless_allowed(path)
         super().__init__(path, **options)
