@@ -125,9 +125,9 @@ class AptosRestClient:
 
 
 def _transaction(body: dict[str, Any]) -> ChainTransaction:
-    sequence = body.get("sequence_number")
-    stated = {"sender": body.get("sender"), "payload": body.get("payload"),
-              "sequence_number": int(sequence) if str(sequence).isdigit() else None}
+    sequence = str(body.get("sequence_number"))
+    stated: dict[str, Any] = {"sender": body.get("sender"), "payload": body.get("payload"),
+                              "sequence_number": int(sequence) if sequence.isdigit() else None}
     if body["type"] == "pending_transaction":
         return ChainTransaction(body["hash"], False, False, "pending", None, None, **stated)
     return ChainTransaction(body["hash"], True, bool(body["success"]), body["vm_status"],

@@ -90,7 +90,9 @@ def take_backup_if_due(owner: LedgerOwner, admission_dir: str | os.PathLike,
         take_backup(owner, admission_dir, repository)
     finally:
         _taking.release()
-    return {"taken": True, **newest_good_backup(repository)}
+    newest = newest_good_backup(repository)
+    assert newest is not None  # the one just taken: ``take_backup`` left it in the cache
+    return {"taken": True, **newest}
 
 
 def newest_good_backup(repository: ResticRepository | str | os.PathLike | None = None, *, now_ms: int | None = None,

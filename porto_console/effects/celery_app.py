@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 
 from celery import Celery
-from kombu import Queue
+from kombu.entity import Queue
 
 from porto_console.effects.broker_transport import TRANSPORT as REDIS_TRANSPORT
 from porto_console.environment import EMBEDDED_BROKER, read_environment

@@ -91,12 +91,18 @@ class Observation:
     @property
     def ledger_version(self) -> int:
         """The transaction's version when committed, else the version the absence was read at."""
-        return self.transaction.version if self.committed else self.ledger.version
+        if not self.committed:
+            return self.ledger.version
+        assert self.transaction is not None and self.transaction.version is not None  # committed: it has one
+        return self.transaction.version
 
     @property
     def chain_time_us(self) -> int:
         """The transaction's block time when committed, else the chain time the lookup was read at."""
-        return self.transaction.timestamp_us if self.committed else self.ledger.timestamp_us
+        if not self.committed:
+            return self.ledger.timestamp_us
+        assert self.transaction is not None and self.transaction.timestamp_us is not None  # committed: it has one
+        return self.transaction.timestamp_us
 
     def evidence(self, chain_label: str) -> dict:
         """The facts an observation asserts, as stored evidence.
@@ -108,8 +114,8 @@ class Observation:
         itself, so they name the chain version and time it was made at.
         """
         found = self.transaction
-        read = {} if self.committed else {"ledger_version": self.ledger.version,
-                                          "ledger_timestamp_us": self.ledger.timestamp_us}
+        read: dict[str, int | str] = {} if self.committed else {"ledger_version": self.ledger.version,
+                                                                "ledger_timestamp_us": self.ledger.timestamp_us}
         if self.sender_sequence is not None:
             read["sender_sequence"] = self.sender_sequence
         if self.superseded_by is not None:
@@ -128,20 +134,26 @@ class Observation:
 class Signed(Protocol):
     """A signed transaction as the journal holds it: what an observation compares the chain's answers with."""
 
-    transaction_hash: str
-    sender: str
-    sequence_number: int
-    expiration_secs: int
+    @property
+    def transaction_hash(self) -> str: ...
+
+    @property
+    def sender(self) -> str: ...
+
+    @property
+    def sequence_number(self) -> int: ...
+
+    @property
+    def expiration_secs(self) -> int: ...
 
     def payload_json(self) -> dict[str, Any]:
         """Its entry-function call as a node shows it in JSON."""
 
 
-class ChainClient(Protocol):
-    label: str
+class ChainReader(Protocol):
+    """What deciding a fate reads from a chain (``observe``)."""
 
-    def submit(self, signed_bytes: bytes) -> str:
-        """Submit signed BCS bytes; returns the hash, or raises SubmitRefused or ChainUncertain."""
+    label: str
 
     def transaction(self, transaction_hash: str) -> ChainTransaction | None:
         """The transaction by hash, pending or committed; None if the node does not know it."""
@@ -149,14 +161,19 @@ class ChainClient(Protocol):
     def sequence_number(self, address: str) -> int:
         """The account's next sequence number (0 for an account the chain has not seen)."""
 
-    def account_transactions(self, address: str, start: int, limit: int) -> list[ChainTransaction]:
-        """The account's committed transactions from sequence ``start``, in order, at most ``limit``."""
-
     def ledger_state(self) -> LedgerState:
         """The chain's latest version and block time."""
 
 
-def observe(chain: ChainClient, signed: Signed,
+class ChainClient(ChainReader, Protocol):
+    def submit(self, signed_bytes: bytes) -> str:
+        """Submit signed BCS bytes; returns the hash, or raises SubmitRefused or ChainUncertain."""
+
+    def account_transactions(self, address: str, start: int, limit: int) -> list[ChainTransaction]:
+        """The account's committed transactions from sequence ``start``, in order, at most ``limit``."""
+
+
+def observe(chain: ChainReader, signed: Signed,
             same_sequence: Callable[[], Iterable[Signed]] = tuple) -> Observation:
     """Decide what became of one signed transaction.
 
@@ -196,7 +213,7 @@ def _absent(signed: Signed, ledger: LedgerState) -> Fate:
     return Fate.EXPIRED if ledger.timestamp_us > signed.expiration_secs * 1_000_000 else Fate.UNKNOWN
 
 
-def _used_by(chain: ChainClient, signed: Signed, others: Iterable[Signed]) -> str | None:
+def _used_by(chain: ChainReader, signed: Signed, others: Iterable[Signed]) -> str | None:
     """The journalled transaction the chain shows committed at ``signed``'s sequence, if there is one."""
     for other in others:
         if other.transaction_hash == signed.transaction_hash:

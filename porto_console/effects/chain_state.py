@@ -28,7 +28,7 @@ from typing import Any, Iterator
 import orjson
 
 from ledger_engine.adapters.files import SharedSync
-from porto_console.effects.transactions import SignedTransfer, decode_transfer
+from porto_console.effects.transactions import SignedTransfer, Terms, decode_transfer
 
 FORMAT = "porto-simulated-chain-state/v2"
 
@@ -76,7 +76,7 @@ class Funded:
 
 @dataclass(frozen=True, slots=True)
 class CommitRecord:
-    transfer: SignedTransfer
+    transfer: SignedTransfer[Terms]
     version: int
     timestamp_us: int
     success: bool

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from porto_console.effects.signed_journal import SignedBytes, SignedJournal
-from porto_console.effects.transactions import SignedTransfer, commitment_payload
+from porto_console.effects.transactions import CommitmentTerms, SignedTransfer, commitment_payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +33,7 @@ class SignedCommitmentRecord(SignedBytes):
     journal_root: str | None = None
 
     @classmethod
-    def of(cls, batch_id: str, effect_id: str, worker_id: str, commitment: SignedTransfer,
+    def of(cls, batch_id: str, effect_id: str, worker_id: str, commitment: SignedTransfer[CommitmentTerms],
            recorded_at_ms: int) -> "SignedCommitmentRecord":
         terms = commitment.terms
         return cls(batch_id, effect_id, worker_id, commitment.transaction_hash, terms.sender, terms.sequence_number,

@@ -54,13 +54,15 @@ class EffectsConfig:
                                 f"({self.worker_id}): the signer of a payment never records what the chain did "
                                 "with it")
 
-    def require_observer(self) -> None:
-        """A payment worker records chain observations under a second credential; without one it does not start."""
+    def require_observer(self) -> tuple[str, str]:
+        """The observer's actor and token: a payment worker records chain observations under a second credential;
+        without one it does not start."""
         if not (self.observer_id and self.observer_token):
             raise NotConfigured(
                 "a payment worker needs a second credential for its chain observations: set PORTO_OBSERVER_ID and "
                 "PORTO_OBSERVER_TOKEN or PORTO_OBSERVER_TOKEN_FILE (an actor holding dispatcher and observer, "
                 "other than PORTO_WORKER_ID: the ledger refuses a signer's observation of its own payment)")
+        return self.observer_id, self.observer_token
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "EffectsConfig":

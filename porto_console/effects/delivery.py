@@ -200,7 +200,7 @@ def _observe_in_flight(api: LedgerApi, quarantine: QuarantinePort) -> int:
             + _observe_each(api.in_flight_batches(), "anchor_effect_id", observe_batch, quarantine))
 
 
-def _observe_each(items: Iterable[dict[str, Any]], effect_field: str, look: Callable[[dict[str, Any]], None],
+def _observe_each(items: Iterable[dict[str, Any]], effect_field: str, look: Callable[[dict[str, Any]], bool],
                   quarantine: QuarantinePort) -> int:
     """Queue ``look`` for every item whose effect is not quarantined; returns how many."""
     sent = 0

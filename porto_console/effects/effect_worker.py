@@ -13,11 +13,11 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ledger_engine.canonical import canonical_bytes
 from porto_console.effects.chain import ChainClient, ChainUncertain, Fate, Observation, SubmitRefused, observe
-from porto_console.effects.config import EffectsConfig
+from porto_console.effects.config import EffectsConfig, NotConfigured
 from porto_console.effects.ledger_api import Answer, Command, LedgerApi, LedgerRefused, Outcome, command_id_for
 from porto_console.effects.journal_port import JournalPort
 from porto_console.effects.signed_journal import SignedRecord
@@ -71,6 +71,8 @@ class EffectWorker:
 
     @property
     def worker_id(self) -> str:
+        if self.config.worker_id is None:
+            raise NotConfigured("no worker actor: set PORTO_WORKER_ID")
         return self.config.worker_id
 
     def command_of(self, command_type: str, payload: dict[str, Any], *parts: str, **extra: Any) -> Command:
@@ -81,7 +83,7 @@ class EffectWorker:
         command = self.command_of(command_type, payload, *parts, **extra)
         return self.api.submit(command_type, payload, command_id=command.command_id, **extra)
 
-    def submit_all(self, commands: list[Command], evidence: list[bytes] = ()) -> list[Answer]:
+    def submit_all(self, commands: Sequence[Command], evidence: Sequence[bytes] = ()) -> list[Answer]:
         return self.api.submit_all(commands, evidence)
 
 

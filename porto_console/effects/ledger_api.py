@@ -101,14 +101,14 @@ class LedgerApi:
     @classmethod
     def observer_from_config(cls, config: EffectsConfig) -> "LedgerApi":
         """The payment worker's second credential, which records what the chain did with its payments."""
-        config.require_observer()
-        return cls(config.internal_api_url, config.observer_token)
+        _, token = config.require_observer()
+        return cls(config.internal_api_url, token)
 
     def close(self) -> None:
         self._http.close()
 
     def submit(self, command_type: str, payload: dict[str, Any], *, command_id: str,
-               expected_revisions: list[dict[str, Any]] = (), evidence_hashes: list[str] = ()) -> Outcome:
+               expected_revisions: Sequence[dict[str, Any]] = (), evidence_hashes: Sequence[str] = ()) -> Outcome:
         command = Command(command_type, payload, command_id, expected_revisions, evidence_hashes)
         return _outcome(self._call("POST", "/commands", json=command.body()))
 

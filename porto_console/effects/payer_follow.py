@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from porto_console.effects import payer_repair
@@ -154,8 +155,7 @@ def _fates(worker: PaymentWorker, view: KnownChain,
     settled, problems = [], []
     for record in due:
         try:
-            seen = observe(view, record, lambda record=record: worker.journal.at_sequence(record.sender,
-                                                                                        record.sequence_number))
+            seen = observe(view, record, partial(worker.journal.at_sequence, record.sender, record.sequence_number))
         except ChainContradiction as contradiction:
             log.error("payment %s, %s: %s", record.payment_id, record.transaction_hash, contradiction)
             problems.append(f"{record.transaction_hash}: {contradiction}")

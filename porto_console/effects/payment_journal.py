@@ -10,10 +10,11 @@ reconcile compares with the chain and a restored ledger (see
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
+from porto_console.effects.journal_port import JournalPort
 from porto_console.effects.signed_journal import JournalCorrupt, SignedBytes, SignedJournal, SignRequest
-from porto_console.effects.transactions import SignedTransfer, transfer_payload
+from porto_console.effects.transactions import SignedTransfer, TransferTerms, transfer_payload
 
 __all__ = ["JournalCorrupt", "PaymentJournal", "PaymentToSign", "SignedPaymentJournal", "SignedPaymentRecord"]
 
@@ -35,7 +36,7 @@ class SignedPaymentRecord(SignedBytes):
     recorded_at_ms: int
 
     @classmethod
-    def of(cls, payment_id: str, effect_id: str, worker_id: str, transfer: SignedTransfer,
+    def of(cls, payment_id: str, effect_id: str, worker_id: str, transfer: SignedTransfer[TransferTerms],
            recorded_at_ms: int) -> "SignedPaymentRecord":
         terms = transfer.terms
         return cls(payment_id, effect_id, worker_id, transfer.transaction_hash, terms.sender, terms.sequence_number,
@@ -59,15 +60,19 @@ class PaymentToSign:
 
     payment_id: str
     effect_id: str
-    sign: Callable[[int], SignedTransfer]
+    sign: Callable[[int], SignedTransfer[TransferTerms]]
 
 
-class PaymentJournal:
-    """What the payment session asks of either journal adapter (``journal_port``), in payment words."""
+class PaymentJournal(JournalPort[SignedPaymentRecord], Protocol):
+    """What the payment session asks of either journal adapter (``journal_port``), in payment words.
+
+    An adapter lists it after its journal class among its bases, so the journal's methods, not this protocol's
+    declarations, are the ones found."""
 
     def sign_next(self, *, payment_id: str, effect_id: str, worker_id: str, sender: str, chain_sequence: int,
                   chain_time_secs: int, reuse: Callable[[SignedPaymentRecord], bool],
-                  sign: Callable[[int], SignedTransfer], now_ms: int) -> tuple[SignedPaymentRecord, bool]:
+                  sign: Callable[[int], SignedTransfer[TransferTerms]],
+                  now_ms: int) -> tuple[SignedPaymentRecord, bool]:
         """The payment's last signed transfer if ``reuse`` accepts it, else a new one at a free sequence."""
         return self.sign_next_for(
             payment_id, sender=sender, chain_sequence=chain_sequence, chain_time_secs=chain_time_secs, reuse=reuse,
@@ -90,7 +95,7 @@ class PaymentJournal:
         return self.for_subject(payment_id)
 
 
-class SignedPaymentJournal(PaymentJournal, SignedJournal[SignedPaymentRecord]):
+class SignedPaymentJournal(SignedJournal[SignedPaymentRecord], PaymentJournal):
     """The file adapter: ``PORTO_PAYMENT_JOURNAL``."""
 
     domain = PAYMENT_DOMAIN

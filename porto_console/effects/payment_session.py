@@ -94,13 +94,14 @@ class PaymentWorker(EffectWorker):
 
     @property
     def observer_id(self) -> str:
-        return self.config.observer_id
+        actor, _ = self.config.require_observer()
+        return actor
 
     def observation_of(self, command_type: str, payload: dict[str, Any], *parts: str, **extra: Any) -> Command:
         """An observation command, named by the observer's actor, its type and ``parts``."""
         return Command(command_type, payload, command_id_for(self.observer_id, command_type, *parts), **extra)
 
-    def observe_all(self, commands: list[Command], evidence: list[bytes] = ()) -> list[Answer]:
+    def observe_all(self, commands: Sequence[Command], evidence: Sequence[bytes] = ()) -> list[Answer]:
         """Store ``evidence`` and submit observation ``commands`` under the observer's credential."""
         return self.observer.submit_all(commands, evidence)
 

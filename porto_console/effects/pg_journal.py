@@ -176,7 +176,7 @@ class PostgresSignedJournal(SignsOneAtATime[R]):
         return record
 
 
-class PostgresPaymentJournal(PaymentJournal, PostgresSignedJournal[SignedPaymentRecord]):
+class PostgresPaymentJournal(PostgresSignedJournal[SignedPaymentRecord], PaymentJournal):
     domain = PAYMENT_DOMAIN
     record_type = SignedPaymentRecord
     table = "porto_signed_payments"

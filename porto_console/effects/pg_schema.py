@@ -30,13 +30,17 @@ import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator, TypeVar
 from urllib.parse import urlsplit
 
 import psycopg
 from psycopg import sql
 
 from porto_console.effects.config import EffectsConfig
+from porto_console.effects.journal_port import JournalPort
+from porto_console.effects.signed_journal import SignedRecord
+
+R = TypeVar("R", bound=SignedRecord)
 
 SIGNED_TABLES = ("porto_signed_payments", "porto_signed_commitments")
 QUARANTINE_TABLE = "porto_quarantine"
@@ -158,18 +162,21 @@ def import_file_journals(url: str, payments: Path | None, commitments: Path | No
     from porto_console.effects.payment_journal import SignedPaymentJournal
     from porto_console.effects.pg_journal import PostgresCommitmentJournal, PostgresPaymentJournal
 
-    pairs = {"payments": (payments, SignedPaymentJournal, PostgresPaymentJournal),
-             "commitments": (commitments, SignedCommitmentJournal, PostgresCommitmentJournal)}
     imported = {}
-    for name, (path, file_journal, database_journal) in pairs.items():
-        if path is None:
-            continue
-        target = database_journal(url)
-        fresh = [record for record in file_journal(path).records() if target.by_hash(record.transaction_hash) is None]
-        for record in fresh:
-            target.append(record)
-        imported[name] = len(fresh)
+    if payments is not None:
+        imported["payments"] = _copy_new(PostgresPaymentJournal(url), SignedPaymentJournal(payments).records())
+    if commitments is not None:
+        imported["commitments"] = _copy_new(PostgresCommitmentJournal(url),
+                                            SignedCommitmentJournal(commitments).records())
     return imported
+
+
+def _copy_new(target: JournalPort[R], records: Iterable[R]) -> int:
+    """Append to ``target`` each record it does not hold yet; how many."""
+    fresh = [record for record in records if target.by_hash(record.transaction_hash) is None]
+    for record in fresh:
+        target.append(record)
+    return len(fresh)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,7 @@ beside the first, and lapses by itself if its holder dies.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 import redis
 
@@ -48,6 +48,13 @@ class Marks(Protocol):
 HELD = "porto:effects:held:"
 
 
+class Expiry(TypedDict, total=False):
+    """A mark's expiry, as ``SET`` takes it: in seconds (``ex``) or milliseconds (``px``)."""
+
+    ex: int
+    px: int
+
+
 class RedisMarks:
     def __init__(self, url: str, ttl_secs: int) -> None:
         assert ttl_secs > 0
@@ -73,7 +80,7 @@ class RedisMarks:
     def let_go(self, subject: str) -> None:
         self._drop(HELD + subject, f"cannot let go of {subject}")
 
-    def _take(self, key: str, expiry: dict[str, int], failing: str) -> bool:
+    def _take(self, key: str, expiry: Expiry, failing: str) -> bool:
         """``SET NX`` with an expiry; True also when Redis cannot answer: the work goes on without the mark."""
         try:
             return bool(self._redis.set(key, b"1", nx=True, **expiry))

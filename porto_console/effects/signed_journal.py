@@ -26,7 +26,7 @@ import hashlib
 import os
 import threading
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import Field, asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Generic, Iterator, Protocol, Sequence, TypeVar
 
@@ -61,11 +61,24 @@ class JournalConflict(Exception):
 
 
 class SignedRecord(Protocol):
-    transaction_hash: str
-    sender: str
-    sequence_number: int
-    expiration_secs: int
-    signed_bytes: bytes
+    """A journalled record: a frozen dataclass (its fields are what is hashed and written) of one signed transaction."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    @property
+    def transaction_hash(self) -> str: ...
+
+    @property
+    def sender(self) -> str: ...
+
+    @property
+    def sequence_number(self) -> int: ...
+
+    @property
+    def expiration_secs(self) -> int: ...
+
+    @property
+    def signed_bytes(self) -> bytes: ...
 
     @property
     def subject(self) -> str: ...
@@ -155,6 +168,7 @@ class SignsOneAtATime(Generic[R]):
         """The subject's last signed record if ``reuse`` accepts it, else a new one; True when new."""
         signed = self.sign_batch_for([SignRequest(subject, sign)], sender=sender, chain_sequence=chain_sequence,
                                      chain_time_secs=chain_time_secs, reuse=reuse, window=UNBOUNDED)
+        assert signed[0] is not None  # an unbounded window always has a free sequence
         return signed[0]
 
     def sign_batch_for(self, requests: Sequence[SignRequest[R]], *, sender: str, chain_sequence: int,

@@ -10,7 +10,7 @@ from aptos_sdk.account_address import AccountAddress
 from aptos_sdk.ed25519 import PrivateKey
 
 from porto_console.effects.config import EffectsConfig, NotConfigured
-from porto_console.effects.transactions import SignedTransfer, Terms, address_text, sign_transfer
+from porto_console.effects.transactions import SignedTransfer, TermsT, address_text, sign_transfer
 
 
 class Signer:
@@ -36,7 +36,7 @@ class Signer:
         except Exception as error:
             raise NotConfigured(f"{setting} is not an Ed25519 private key: {type(error).__name__}") from None
 
-    def sign(self, terms: Terms) -> SignedTransfer:
+    def sign(self, terms: TermsT) -> SignedTransfer[TermsT]:
         return sign_transfer(self._key, terms)
 
     def __repr__(self) -> str:

@@ -43,7 +43,7 @@ from porto_console.effects import chain_state
 from porto_console.effects.chain_state import CommitRecord as Committed
 from porto_console.effects.refusals import Refused
 from porto_console.effects.transactions import (
-    NotATransfer, SignedTransfer, TransferTerms, decode_transfer,
+    CommitmentTerms, NotATransfer, SignedTransfer, Terms, TransferTerms, decode_transfer,
 )
 
 LABEL = "SIMULATED"
@@ -71,14 +71,14 @@ class Fault:
 class Submission:
     """What the HTTP layer must do with one submission's answer."""
 
-    transfer: SignedTransfer | None
+    transfer: SignedTransfer[Terms] | None
     fault: Fault | None
 
 
 @dataclass
 class Account:
     sequence_number: int = 0
-    mempool: dict[int, SignedTransfer] = field(default_factory=dict)
+    mempool: dict[int, SignedTransfer[Terms]] = field(default_factory=dict)
     committed: list[Committed] = field(default_factory=list)  # by sequence number
 
 
@@ -100,30 +100,30 @@ class SimulatedChain:
         self._log: chain_state.AppendLog | None = None
         self._controls_changed = False
         if self._state_path is not None:
-            self._resume()
+            self._resume(self._state_path)
 
-    def _resume(self) -> None:
+    def _resume(self, state_path: Path) -> None:
         """Replay the committed log, then take the controls (and a kept mempool) from the state document."""
-        for entry in chain_state.read_log(chain_state.log_path(self._state_path)):
+        for entry in chain_state.read_log(chain_state.log_path(state_path)):
             if isinstance(entry, chain_state.Funded):
                 self._credit(entry.asset, entry.address, entry.amount)
             else:
                 self._replay_commit(entry)
-        controls = chain_state.read_controls(self._state_path, self.chain_id)
+        controls = chain_state.read_controls(state_path, self.chain_id)
         if controls is None:
             self._controls_changed = True  # a new chain keeps the clock offset it was started with
         else:
             self._take(controls)
-        self._log = chain_state.AppendLog(chain_state.log_path(self._state_path))
+        self._log = chain_state.AppendLog(chain_state.log_path(state_path))
         self._persist_controls()
-        log.info("%s chain: resumed from %s at version %s", LABEL, self._state_path, self._version)
+        log.info("%s chain: resumed from %s at version %s", LABEL, state_path, self._version)
 
     def _replay_commit(self, committed: Committed) -> None:
         terms = committed.transfer.terms
         account = self._accounts.setdefault(terms.sender, Account())
         assert terms.sequence_number == account.sequence_number and committed.version == self._version + 1, \
             "the committed log is out of order"
-        if committed.success and not committed.transfer.is_commitment:
+        if committed.success and not isinstance(terms, CommitmentTerms):
             self._move_funds(terms)
         self._record(committed, account)
 
@@ -171,6 +171,7 @@ class SimulatedChain:
         if self._controls_changed:
             chain_state.write_controls(self._state_path, self.chain_id, self._controls())
         self._controls_changed = False
+        assert self._log is not None  # a chain with a state path has its log from ``_resume`` until ``close``
         return self._log.written
 
     def _control_changed(self) -> None:
@@ -317,7 +318,7 @@ class SimulatedChain:
         self._execute_ready()
         return Submission(transfer, fault)
 
-    def _held_by_the_hold(self, transfer: SignedTransfer) -> bool:
+    def _held_by_the_hold(self, transfer: SignedTransfer[Terms]) -> bool:
         if self._transfers_before_hold is None or transfer.is_commitment:
             return False
         if self._transfers_before_hold > 0:
@@ -325,7 +326,7 @@ class SimulatedChain:
             return False
         return True
 
-    def _validate(self, signed_bytes: bytes) -> SignedTransfer:
+    def _validate(self, signed_bytes: bytes) -> SignedTransfer[Terms]:
         try:
             transfer = decode_transfer(signed_bytes)
         except NotATransfer as error:
@@ -364,8 +365,9 @@ class SimulatedChain:
                     self._control_changed()
                 self._apply(ready, account, now)
 
-    def _apply(self, transfer: SignedTransfer, account: Account, now: int) -> None:
-        success = transfer.is_commitment or self._move_funds(transfer.terms)
+    def _apply(self, transfer: SignedTransfer[Terms], account: Account, now: int) -> None:
+        terms = transfer.terms
+        success = isinstance(terms, CommitmentTerms) or self._move_funds(terms)
         committed = Committed(transfer, self._version + 1, now, success, EXECUTED if success else INSUFFICIENT_BALANCE)
         self._record(committed, account)
         if self._log is not None:
@@ -389,7 +391,7 @@ class SimulatedChain:
         self._balances[target] = self._balances.get(target, 0) + terms.amount
         return True
 
-    def _pending(self, transaction_hash: str) -> SignedTransfer | None:
+    def _pending(self, transaction_hash: str) -> SignedTransfer[Terms] | None:
         for account in self._accounts.values():
             for transfer in account.mempool.values():
                 if transfer.transaction_hash == transaction_hash:
@@ -403,7 +405,7 @@ class SimulatedChain:
                 self._log = None
 
 
-def _transfer_json(transfer: SignedTransfer) -> dict[str, Any]:
+def _transfer_json(transfer: SignedTransfer[Terms]) -> dict[str, Any]:
     terms = transfer.terms
     return {
         "hash": transfer.transaction_hash,
@@ -415,7 +417,7 @@ def _transfer_json(transfer: SignedTransfer) -> dict[str, Any]:
     }
 
 
-def _pending_json(transfer: SignedTransfer) -> dict[str, Any]:
+def _pending_json(transfer: SignedTransfer[Terms]) -> dict[str, Any]:
     return {"type": "pending_transaction", **_transfer_json(transfer)}
 
 

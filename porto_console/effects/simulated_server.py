@@ -66,9 +66,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path, _, query = self.path.partition("?")
         if path.startswith("/v1"):
-            self._read_at = self.chain.ledger_info()
-        if path in ("/v1", "/v1/"):
-            return self._json(200, self._read_at)
+            self._read_at = read_at = self.chain.ledger_info()
+            if path in ("/v1", "/v1/"):
+                return self._json(200, read_at)
         if match := _ACCOUNT.fullmatch(path):
             sequence = self.chain.sequence_number(match[1])
             if sequence is None:
@@ -147,6 +147,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             log.info("%s chain: answer withheld (%s fault)", LABEL, fault.kind)
             return
+        assert submission.transfer is not None  # only a submission lost to a timeout fault has none
         return self._json(202, {"type": "pending_transaction", "hash": submission.transfer.transaction_hash})
 
     def _json(self, status: int, value: dict[str, Any] | list[dict[str, Any]]) -> None:

@@ -128,7 +128,7 @@ class EffectTask(Task):
         if isinstance(subject, dict):
             return [delivery.effect_subject(subject["effect_id"])]
         if self.for_payer:
-            return [delivery.payer_subject(self.name, subject)]
+            return [delivery.payer_subject(self.name, str(subject))]
         return [delivery.follow_subject(self.name, str(subject)) if subject else delivery.JOURNAL_SUBJECT]
 
     def before_start(self, task_id: str, args: tuple, kwargs: dict) -> None:

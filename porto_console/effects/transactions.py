@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from aptos_sdk.account_address import AccountAddress
 from aptos_sdk.authenticator import Authenticator
@@ -87,12 +87,12 @@ class CommitmentTerms:
     journal_root: str = EMPTY_TREE_ROOT
 
     def entry_function(self) -> EntryFunction:
-        for name, value in (("artifact hash", self.artifact_hash), ("journal root", self.journal_root)):
-            if len(value) != 64 or value != value.lower():
-                raise ValueError(f"a commitment's {name} is 64 lowercase hex digits, not {value!r}")
-        for name, value in (("count", self.count), ("journal size", self.journal_size)):
-            if type(value) is not int or not 0 <= value <= U64_MAX:
-                raise ValueError(f"a commitment's {name} is a u64, not {value!r}")
+        for name, digits in (("artifact hash", self.artifact_hash), ("journal root", self.journal_root)):
+            if len(digits) != 64 or digits != digits.lower():
+                raise ValueError(f"a commitment's {name} is 64 lowercase hex digits, not {digits!r}")
+        for name, number in (("count", self.count), ("journal size", self.journal_size)):
+            if type(number) is not int or not 0 <= number <= U64_MAX:
+                raise ValueError(f"a commitment's {name} is a u64, not {number!r}")
         return EntryFunction.natural(
             f"{self.sender}::{COMMITMENTS_MODULE}",
             ANCHOR_FUNCTION,
@@ -110,6 +110,7 @@ class CommitmentTerms:
 
 
 Terms = TransferTerms | CommitmentTerms
+TermsT = TypeVar("TermsT", bound=Terms)
 
 
 def transfer_payload(asset_metadata: str, recipient: str, amount: int | str) -> dict[str, Any]:
@@ -155,10 +156,10 @@ def _spelled_long(value: Any) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
-class SignedTransfer:
+class SignedTransfer(Generic[TermsT]):
     """Signed bytes and what they say: a transfer's or a commitment's terms."""
 
-    terms: Terms
+    terms: TermsT
     signed_bytes: bytes
     transaction_hash: str
 
@@ -191,7 +192,7 @@ def transaction_hash(signed_bytes: bytes) -> str:
     return "0x" + hashlib.sha3_256(_TRANSACTION_PREFIX + USER_TRANSACTION_VARIANT + signed_bytes).hexdigest()
 
 
-def sign_transfer(key: PrivateKey, terms: Terms) -> SignedTransfer:
+def sign_transfer(key: PrivateKey, terms: TermsT) -> SignedTransfer[TermsT]:
     """Build and sign the transaction; Ed25519 is deterministic, so equal terms give equal bytes."""
     sender = AccountAddress.from_key(key.public_key())
     if address_text(sender) != terms.sender:
@@ -213,7 +214,7 @@ class NotATransfer(ValueError):
     """Bytes that are not a correctly signed fungible-asset transfer or commitment."""
 
 
-def decode_transfer(signed_bytes: bytes) -> SignedTransfer:
+def decode_transfer(signed_bytes: bytes) -> SignedTransfer[Terms]:
     """Decode and verify signed bytes: the signature, the sender's key and a transfer or commitment payload."""
     try:
         deserializer = Deserializer(signed_bytes)
