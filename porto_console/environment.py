@@ -19,7 +19,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from ledger_engine.genesis import GENESIS_HASH_PATTERN
 
@@ -235,19 +236,22 @@ class Environment(BaseSettings):
                                                    "the longest wait between a task's retries")
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: Any,
-                                   **other_sources: Any) -> tuple[Any, ...]:
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Only the variables ``read_environment`` hands over: no .env file, nothing else read behind its back."""
         return (init_settings,)
 
     @classmethod
     def secret_variables(cls) -> list[str]:
-        return [info.validation_alias for info in cls.model_fields.values() if info.annotation is Secret]
+        return [_variable_of(info) for info in cls.model_fields.values() if info.annotation is Secret]
 
     @classmethod
     def variables(cls) -> list[str]:
         """Every variable read, a secret's ``NAME_FILE`` with it."""
-        plain = [info.validation_alias for info in cls.model_fields.values()]
+        plain = [_variable_of(info) for info in cls.model_fields.values()]
         return plain + [f"{name}_FILE" for name in cls.secret_variables()]
 
     @model_validator(mode="before")
@@ -269,6 +273,12 @@ class Environment(BaseSettings):
         return self.celery_broker_url or EMBEDDED_BROKER
 
 
+def _variable_of(info: FieldInfo) -> str:
+    """The variable a field reads: ``variable`` and ``secret`` name it by its plain name."""
+    assert isinstance(info.validation_alias, str), info
+    return info.validation_alias
+
+
 def _secret(name: str, inline: str | None, path: str | None) -> Secret:
     if inline and path:
         raise _refuse(f"set {name} or {name}_FILE, not both")
@@ -278,7 +288,8 @@ def _secret(name: str, inline: str | None, path: str | None) -> Secret:
 def read_environment(variables: Mapping[str, str] | None = None) -> Environment:
     """The environment, typed: ``variables``, or this process's own; ``NotConfigured`` names what is wrong."""
     source = os.environ if variables is None else variables
-    given = {name: source[name] for name in Environment.variables() if source.get(name)}
+    # Text, which each field parses into its type: not yet the types the constructor's signature names.
+    given: dict[str, Any] = {name: source[name] for name in Environment.variables() if source.get(name)}
     try:
         return Environment(**given)
     except ValidationError as refused:
