@@ -12,7 +12,7 @@ import csv
 import hashlib
 import tempfile
 from datetime import UTC, date, datetime
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator
 
 from django.http import FileResponse, StreamingHttpResponse
 
@@ -90,7 +90,7 @@ def lines(header: Iterable[str], rows: Iterable[Iterable[Any]]) -> Iterator[str]
         yield writer.writerow([safe(cell) for cell in row])
 
 
-def spooled(chunks: Iterable[str]) -> tuple[BinaryIO, str]:
+def spooled(chunks: Iterable[str]) -> tuple[IO[bytes], str]:
     """``chunks`` written once to a temporary file (kept in memory while small), rewound, and their SHA-256: a file
     whose digest must be known before it is handed out is made once, never held whole in memory."""
     spool = tempfile.SpooledTemporaryFile(max_size=SPOOLED_IN_MEMORY_BYTES)
@@ -103,7 +103,7 @@ def spooled(chunks: Iterable[str]) -> tuple[BinaryIO, str]:
     return spool, found.hexdigest()
 
 
-def spooled_response(spool: BinaryIO, filename: str) -> FileResponse:
+def spooled_response(spool: IO[bytes], filename: str) -> FileResponse:
     """The spooled file as a streamed attachment; the response closes it once sent."""
     return FileResponse(spool, as_attachment=True, filename=filename, content_type="text/csv; charset=utf-8")
 
@@ -222,7 +222,7 @@ def recipient_of(account: str) -> str:
     return next((account[len(prefix):] for prefix in RECIPIENT_ACCOUNTS if account.startswith(prefix)), "")
 
 
-def journal_lines(ledger, first: int, last: int, filters: dict[str, str]) -> Iterator[str]:
+def journal_lines(ledger, first: int, last: int, filters: dict[str, Any]) -> Iterator[str]:
     """The CSV of the entries ``first`` to ``last`` the journal screen's ``filters`` select, oldest first."""
     view = ledger.view()
     rows = (row for summary in journal_summaries(ledger, first, last, filters)
@@ -230,7 +230,7 @@ def journal_lines(ledger, first: int, last: int, filters: dict[str, str]) -> Ite
     return lines(JOURNAL_HEADER, rows)
 
 
-def journal_summaries(ledger, first: int, last: int, filters: dict[str, str]) -> Iterator[dict[str, Any]]:
+def journal_summaries(ledger, first: int, last: int, filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Window after window of the screen's own selection, so the file holds just what the screen lists."""
     after = first - 1
     while True:

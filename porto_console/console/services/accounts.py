@@ -76,7 +76,7 @@ def change(current: Account, *, roles: list[str], active: bool, seen_revision: i
     """
     payload = {"account_id": current.account_id, "kind": current.data["kind"],
                "identity_digest": current.data["identity_digest"], "roles": sorted(roles),
-               **{name: current.data[name] for name in ("identity_scheme",) if name in current.data},
+               **({"identity_scheme": current.data["identity_scheme"]} if "identity_scheme" in current.data else {}),
                "status": "active" if active else "deactivated"}
     return CommandRequest("RegisterAccount", payload, expected_revisions=[
         account_queries.expected_account_revision(current.account_id, seen_revision)])

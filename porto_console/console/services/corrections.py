@@ -100,8 +100,9 @@ class Choices:
     recipient_ids: list[str]
     refunded: bool
 
-    def line(self, line_id: str) -> LineChoice | None:
-        return next((choice for choice in self.lines if choice.line["line_id"] == line_id), None)
+    def line(self, line_id: str) -> LineChoice:
+        """An offered line: the request form accepts no other."""
+        return next(choice for choice in self.lines if choice.line["line_id"] == line_id)
 
 
 def choices(ledger: LedgerOwner, budget_id: str | None, listener_day: tuple[str, int] | None) -> Choices:
@@ -114,7 +115,7 @@ def choices(ledger: LedgerOwner, budget_id: str | None, listener_day: tuple[str,
     return Choices(budget_ids, days, lines, {work.work_id: work for work in correction_choices.active_works(view)},
                    correction_choices.node_operators(view),
                    sorted(recipient["recipient_id"] for recipient in payout_queries.recipients(view)),
-                   bool(chosen) and correction_choices.budget_refunded(view, chosen))
+                   chosen is not None and correction_choices.budget_refunded(view, chosen))
 
 
 def remainder_choices(refunded: bool) -> tuple[tuple[str, str], ...]:

@@ -40,8 +40,9 @@ def detail(ledger: LedgerOwner, hold_id: str) -> streaming_queries.HoldDetail | 
 
 def decide(hold_id: str, decision: str, reason: str, seen_revision: int, note: str = "") -> CommandRequest:
     payload: dict[str, Any] = {"hold_id": hold_id, "decision": decision, "reason": reason}
-    evidence = (note.encode(),) if note else ()
+    evidence: tuple[bytes, ...] = ()
     if note:
+        evidence = (note.encode(),)
         payload["note_digest"] = sha256_hex(evidence[0])
     return CommandRequest("DecideHold", payload, evidence=evidence,
                           expected_revisions=[streaming_queries.expected_hold_revision(hold_id, seen_revision)])

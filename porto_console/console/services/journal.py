@@ -13,6 +13,7 @@ import orjson
 from ledger_engine.application.journal import recompute_entry_hash
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.canonical import ZERO_HASH, canonical_bytes, sha256_hex
+from ledger_engine.errors import ErrorCode, StorageFault
 from ledger_engine.projections import journal_queries
 from porto_console.console.listing import DAY_MS, day_number
 
@@ -68,7 +69,7 @@ def window(ledger: LedgerOwner, head: int, *, before: int | None = None, after: 
     found: list[dict[str, Any]] = []
     sequence = start
     while low <= sequence <= high and len(found) < PAGE_ENTRIES and abs(sequence - start) < SCAN_LIMIT:
-        entry = summary(ledger.journal_entry(sequence))
+        entry = summary(journalled(ledger, sequence))
         if ((not command_type or entry["command_type"] == command_type) and (not outcome or entry["outcome"] == outcome)
                 and (not actor or entry["actor_id"] == actor)):
             found.append(entry)
@@ -84,15 +85,23 @@ def admitted_span(ledger: LedgerOwner, head: int, first_day: date | None, last_d
     return low, min(high, head)
 
 
+def journalled(ledger: LedgerOwner, sequence: int) -> dict[str, Any]:
+    """The entry at ``sequence``, which the caller read from at or below the head: missing, the store lost it."""
+    entry = ledger.journal_entry(sequence)
+    if entry is None:
+        raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"journal entry {sequence}, at or below the head, is missing")
+    return entry
+
+
 def entry_events(ledger: LedgerOwner, sequence: int) -> list[dict[str, Any]]:
     return journal_queries.entry_events(ledger.view(), sequence)
 
 
 def verify_range(ledger: LedgerOwner, first: int, last: int) -> RangeCheck:
     """Recompute each entry hash in ``[first, last]`` and check every link back to ``first - 1``."""
-    previous = ZERO_HASH if first == 1 else ledger.journal_entry(first - 1)["entry_hash"]
+    previous = ZERO_HASH if first == 1 else journalled(ledger, first - 1)["entry_hash"]
     for sequence in range(first, last + 1):
-        entry = ledger.journal_entry(sequence)
+        entry = journalled(ledger, sequence)
         if entry["previous_entry_hash"] != previous:
             return RangeCheck(first, last, sequence - first, f"sequence {sequence}: previous entry hash breaks the chain")
         if recompute_entry_hash(entry) != entry["entry_hash"]:
@@ -103,7 +112,7 @@ def verify_range(ledger: LedgerOwner, first: int, last: int) -> RangeCheck:
 
 def entries(ledger: LedgerOwner, first: int, last: int) -> Iterator[dict[str, Any]]:
     for sequence in range(first, last + 1):
-        yield ledger.journal_entry(sequence)
+        yield journalled(ledger, sequence)
 
 
 def export_bytes(ledger: LedgerOwner, first: int, last: int, file_format: str) -> bytes:

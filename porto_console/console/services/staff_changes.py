@@ -92,7 +92,7 @@ def change(ledger: LedgerOwner, change_id: str) -> StaffChange | None:
     return staff_queries.change(ledger.view(), change_id)
 
 
-def describe(record: dict[str, Any]) -> str:
+def describe(record: StaffChange) -> str:
     change = record["change"]
     if change["kind"] == "set_step_up_verifier":
         return f"Register the step-up verifier key {change['public_key'][:16]}…"
@@ -117,7 +117,7 @@ def apply_approved(ledger: LedgerOwner) -> list[str]:
     return applied
 
 
-def _apply(ledger: LedgerOwner, record: dict[str, Any]) -> None:
+def _apply(ledger: LedgerOwner, record: StaffChange) -> None:
     kind, account_id = record["change"]["kind"], record["change"]["account_id"]
     with transaction.atomic():
         _, created = AppliedStaffChange.objects.get_or_create(change_id=record["change_id"])
@@ -138,7 +138,7 @@ def _apply(ledger: LedgerOwner, record: dict[str, Any]) -> None:
             sync_from_ledger(ledger, account_id)
 
 
-def _send_reset_link(ledger: LedgerOwner, record: dict[str, Any]) -> None:
+def _send_reset_link(ledger: LedgerOwner, record: StaffChange) -> None:
     """The owner's link for an approved reset, recorded as the deciding admin's, once."""
     account_id = record["change"]["account_id"]
     credentials = account_queries.credentials(ledger.view(), account_id)
@@ -149,7 +149,9 @@ def _send_reset_link(ledger: LedgerOwner, record: dict[str, Any]) -> None:
     if user is None or not waiting or EnrolmentLink.objects.filter(link_id=link_id).exists():
         return
     enrolment.require_deliverable(ledger, user)
-    decider = record["decision"]["decided_by"]
+    decision = record["decision"]
+    assert decision is not None, record["change_id"]  # the ledger records an approved change with its decision
+    decider = decision["decided_by"]
     outcome = commands.submit(decider, derived_command_id("reset-link", record["change_id"]),
                               enrolment.link_request(account_id, link_id))
     if not outcome.accepted:

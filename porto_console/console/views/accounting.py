@@ -21,6 +21,7 @@ from porto_console.console.forms import CommandForm
 from porto_console.console.handles import seal, unseal_ids
 from porto_console.console.screens import DASHBOARD
 from porto_console.console.services import accounting as service
+from porto_console.console.services.journal import journalled
 from porto_console.console.views.common import render_screen
 from porto_console.ledger import read_at_boundary
 
@@ -127,7 +128,7 @@ def record_history(request, kind: str, handle: str):
         raise Http404("no such record kind")
     record_id = "/".join(unseal_ids(RECORD_HANDLES[kind], handle, selectors.RECORD_ID_PARTS.get(kind, 1)))
     read = read_at_boundary(lambda ledger: [
-        (sequence, ledger.journal_entry(sequence)["envelope"])
+        (sequence, journalled(ledger, sequence)["envelope"])
         for sequence in selectors.entries_touching(ledger.view(), kind, record_id)])
     return render_screen(request, "console/record_history.html", f"Journal entries of {kind} {record_id}", read,
                          kind=kind, record_id=record_id, entries=read.data)

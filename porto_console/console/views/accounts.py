@@ -25,8 +25,8 @@ from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.domain.actors import GUARDED_ROLES, STAFF_ROLES, WORKER_ROLES, role_conflict
 from ledger_engine.domain.commands.accounts import AccountKind
 from ledger_engine.domain.ruleset import ROLES
-from ledger_engine.envelope import IDENTIFIER_PATTERN
 from ledger_engine.errors import LedgerError
+from ledger_engine.keys import IDENTIFIER_PATTERN
 from porto_console.console import actions, commands
 from porto_console.console.commands import new_command_id
 from porto_console.console.forms import CommandForm
@@ -220,6 +220,7 @@ def _new_staff_user(request, data: dict) -> None:
     answered again after the account changed must not bring back what the change took away.
     """
     account = service.account(owner(), data["account_id"])
+    assert account is not None, data["account_id"]  # registered by the accepted command this follows
     user, _ = sync_user(account.account_id, roles=account.roles, active=account.active,
                         email=data["identity"].strip().lower())
     if has_enrolled(user) or not account.active:

@@ -58,9 +58,9 @@ def balances(request):
     filter_form = BalanceFilter(request.GET or None)
     query = filter_form.query()
     if exports.wanted(request):
-        read = read_at_boundary(lambda ledger: BALANCE_LISTING.apply(service.recipient_balances(ledger), query))
-        return exports.table(exports.BALANCE_HEADER, exports.balance_cells(BUDGET_ASSET), read.data,
-                             exports.filename("payables-per-recipient", at=f"at-sequence-{read.head.sequence}"))
+        listed = read_at_boundary(lambda ledger: BALANCE_LISTING.apply(service.recipient_balances(ledger), query))
+        return exports.table(exports.BALANCE_HEADER, exports.balance_cells(BUDGET_ASSET), listed.data,
+                             exports.filename("payables-per-recipient", at=f"at-sequence-{listed.head.sequence}"))
     read = read_at_boundary(lambda ledger: paginate(BALANCE_LISTING.apply(service.recipient_balances(ledger), query),
                                                     page_number(request)))
     return render_screen(request, "console/balances.html", "Payables per recipient", read, page=read.data,

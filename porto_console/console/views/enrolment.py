@@ -44,9 +44,9 @@ def enrol_start(request, token: str):
     link_id, claim = _held(request)
     if link_id == link.link_id and enrolment.claimed(link, claim):  # this browser opened it first
         return redirect("enrol")
-    claim = enrolment.open_once(link)
-    if claim is not None:
-        request.session[SESSION_KEY] = {"link_id": link.link_id, "claim": claim}
+    opened = enrolment.open_once(link)
+    if opened is not None:
+        request.session[SESSION_KEY] = {"link_id": link.link_id, "claim": opened}
         return redirect("enrol")
     link.refresh_from_db(fields=["opened_at"])
     if link.opened_at is None:  # used up, replaced or expired before anyone opened it

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET
 from ledger_engine.domain.commands.streaming.holds import REASONS_BY_DECISION, reason_fits
+from ledger_engine.projections.streaming_queries import HoldDetail
 from porto_console.console import actions, exports
 from porto_console.console.forms import CommandForm, ReasonField, accept_posted_choices
 from porto_console.console.handles import seal, unseal_id
@@ -155,7 +156,7 @@ def _confirm_bulk(request, data: dict):
                          deciding=sum(1 for item in plan if not item["refusal"]))
 
 
-def _bulk_refusal(found: dict | None, hold_reason: str) -> str:
+def _bulk_refusal(found: HoldDetail | None, hold_reason: str) -> str:
     if found is None:
         return "no such hold"
     if found["hold"]["status"] != "open":

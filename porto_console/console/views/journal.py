@@ -43,7 +43,7 @@ JOURNAL_LISTING = Listing(
 JournalFilter = JOURNAL_LISTING.form_class(JournalFilters)
 
 
-class CsvExportForm(CommandForm, JournalFilter):
+class CsvExportForm(CommandForm, JournalFilter):  # type: ignore[misc,valid-type]  # the listing builds its base
     """The journal screen's filters, carried to an export of every entry they select."""
 
 

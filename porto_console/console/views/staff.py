@@ -21,6 +21,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from ledger_engine.domain.commands.staff_changes import DeclineReason
+from ledger_engine.domain.schema.staff import StaffChange
 from ledger_engine.errors import LedgerError
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, StepUpForm
@@ -77,7 +78,7 @@ def change_detail(request, handle: str):
                          blockers=_blockers(request, change), approve_form=StepUpForm(), decline_form=DeclineForm())
 
 
-def _blockers(request, change: dict) -> list[str]:
+def _blockers(request, change: StaffChange) -> list[str]:
     blockers = []
     if not may_submit(request.user, "DecideStaffChange"):
         blockers.append("Deciding a staff change needs the admin role.")
@@ -155,7 +156,7 @@ def lockout_clear(request, handle: str):
                                lambda data: lockouts.clearance(data["command_id"], attempt),
                                done=f"Lockout of {attempt.username} cleared", invalid="Reload the page and try again.")
     accepted = outcome is not None and outcome.accepted
-    if accepted and outcome.duplicate:  # the answer names a lockout cleared before, not the one still here
+    if outcome is not None and accepted and outcome.duplicate:  # it names a lockout cleared before, not this one
         messages.warning(request, f"This form's clearance was recorded before; the lockout of {attempt.username} "
                                   "still listed is not cleared by it. Clear it from the list to record that.")
     elif accepted:

@@ -13,7 +13,7 @@ from porto_console.console.services.demo import demo_sign_ins, sign_in_lines
 
 class Command(BaseCommand):
     help = "Print the demo staff accounts' passwords and authenticators."
-    requires_system_checks = []  # reads two tables; the URL and model checks would only slow it down
+    requires_system_checks: list[str] = []  # reads two tables; the URL and model checks would only slow it down
 
     def handle(self, *args, **options) -> None:
         sign_ins = demo_sign_ins()

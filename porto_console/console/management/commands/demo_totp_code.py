@@ -18,7 +18,7 @@ class Command(BaseCommand):
     help = "Print the current TOTP code of a console user's authenticator."
     # Reads one row. The system checks would import every view and the ledger's modules first,
     # which was most of the command's time.
-    requires_system_checks = []
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("username")
