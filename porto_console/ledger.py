@@ -96,7 +96,8 @@ class AnnouncingGateway(CommandGateway):
             return
         view = self.ledger.view()
         # Each effect as the internal API lists it, with the revision a claim must name.
-        delivery.announce([effect_queries.effect(view, effect_id) for effect_id in effect_ids])
+        listed = (effect_queries.effect(view, effect_id) for effect_id in effect_ids)
+        delivery.announce([effect for effect in listed if effect is not None])
 
 
 def owner() -> LedgerOwner:
@@ -110,6 +111,7 @@ def opened_at_ms() -> int:
 
 def gateway() -> AnnouncingGateway:
     owner()
+    assert _gateway is not None  # opened with the owner
     return _gateway
 
 

@@ -68,7 +68,8 @@ outcome; a rejection (`STALE_REVISION`, `CAPABILITY_MISSING`, `CLAIM_HELD`, ...)
 
 
 class WorkerApi(NinjaAPI):
-    def validation_error_from_error_contexts(self, error_contexts: list[ValidationErrorContext]) -> Exception:
+    def validation_error_from_error_contexts(  # type: ignore[override]  # ninja only raises it: an ApiError does
+            self, error_contexts: list[ValidationErrorContext]) -> Exception:
         """Map the first invalid input to the ledger's stable codes instead of ninja's error list."""
         context = error_contexts[0]
         default = ErrorCode.MALFORMED_ENVELOPE if context.model.__ninja_param_source__ == "body" \

@@ -86,7 +86,7 @@ def _refusal_or(step: Callable[..., Any], *arguments: Any) -> Any:
 
 
 def _result(answer: dict[str, Any] | ApiError | LedgerError) -> dict[str, Any]:
-    if _refused(answer):
+    if isinstance(answer, (ApiError, LedgerError)):
         return {"status": int(http_status(answer.code)), "outcome": None, "error": error_body(answer.code,
                                                                                                answer.detail)}
     return {"status": 200, "outcome": answer, "error": None}

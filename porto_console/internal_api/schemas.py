@@ -10,7 +10,8 @@ from pydantic import ConfigDict, Field, field_validator
 from ledger_engine.canonical import MAX_SAFE_INTEGER
 from ledger_engine.domain.registry import registered_types
 from ledger_engine.domain.types import Digest
-from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN, ExpectedRevision
+from ledger_engine.envelope import UUID_PATTERN, ExpectedRevision
+from ledger_engine.keys import IDENTIFIER_PATTERN
 
 _COMPONENT = IDENTIFIER_PATTERN.removeprefix("^").removesuffix("$")
 EFFECT_CURSOR = f"^{_COMPONENT}/{_COMPONENT}$"  # "<kind>/<effect_id>" of the last effect on a page
@@ -23,7 +24,7 @@ class CommandRequest(Schema):
 
     command_id: str = Field(pattern=UUID_PATTERN, description=(
         "A UUIDv4 the worker generates once and sends again, unchanged, on every retry of this command."))
-    command_type: str = Field(json_schema_extra={"enum": registered_types()}, description=(
+    command_type: str = Field(json_schema_extra={"enum": list(registered_types())}, description=(
         "One of the ledger's command types; the worker's credential must allow it."))
     expected_revisions: list[ExpectedRevision] = Field(default_factory=list, description=(
         "Preconditions: each record's current revision, or null for a record that must not exist."))

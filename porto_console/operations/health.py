@@ -83,8 +83,9 @@ def healthz(request):
     except LedgerError as error:  # the owner could not be opened (or was met damaged) in this process
         return JsonResponse({"status": UNAVAILABLE, "conditions": [UNAVAILABLE], "cause": str(error.code)},
                             status=STATUS_CODES[UNAVAILABLE])
+    age_s = found.backup.age_s(now_ms())
     body = {"status": found.status, "conditions": found.conditions, "sequence": found.sequence,
             "dispatch_enabled": found.dispatch_enabled, "halt_cause": found.halt_cause,
-            "backup": None if found.backup.sequence is None else {
-                "sequence": found.backup.sequence, "age_s": round(found.backup.age_s(now_ms()), 3)}}
+            "backup": None if found.backup.sequence is None or age_s is None else {
+                "sequence": found.backup.sequence, "age_s": round(age_s, 3)}}
     return JsonResponse(body, status=STATUS_CODES[found.status])

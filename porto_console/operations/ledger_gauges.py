@@ -47,9 +47,9 @@ def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
 def _backup_gauges(found: health.Probe):
     yield _gauge("porto_backup_overdue", "1 when no good backup was taken within five minutes",
                  int(found.backup_overdue))
-    if found.backup.sequence is not None:
-        yield _gauge("porto_backup_age_seconds", "Age of the newest good backup",
-                     found.backup.age_s(health.now_ms()))
+    age_s = found.backup.age_s(health.now_ms())
+    if found.backup.sequence is not None and age_s is not None:
+        yield _gauge("porto_backup_age_seconds", "Age of the newest good backup", age_s)
         yield _gauge("porto_backup_sequence", "Ledger sequence the newest good backup holds", found.backup.sequence)
 
 

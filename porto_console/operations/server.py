@@ -109,6 +109,8 @@ class GuardedServer(TcpWSGIServer):
     closes connections that send one request for longer than the channel timeout."""
 
     channel_class = SingleFramingChannel
+    next_channel_cleanup: float  # waitress's own, which this listener's ``readable`` takes over
+    in_connection_overflow: bool
 
     def readable(self) -> bool:
         now = time.time()
