@@ -6,7 +6,10 @@ with this process's admission time, checks that it would be admitted, and
 stores it durably; every later request with that ID (a retried form, a
 redelivered webhook, a caller that lost the response) gets the stored envelope
 back, and the ledger answers with the original outcome. The same ID with
-another request is ``COMMAND_ID_CONFLICT``.
+another request is ``COMMAND_ID_CONFLICT``. A person's form and a worker's
+request come in through one answer path on top of this one
+(``command_answers``): a retry the ledger has journalled is answered from the
+journal there, without the owner admitting it again.
 
 Admission time is taken before the envelope is stored and submitted, so two
 threads can reach the ledger out of time order, and the later-timed one may
@@ -38,6 +41,7 @@ from ledger_engine.adapters.envelope_store import EnvelopeStore
 from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.application.admission import AdmittedCommand, admit
 from ledger_engine.application.envelopes import build_envelope
+from ledger_engine.application.journal import Head
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.canonical import canonical_bytes
@@ -70,6 +74,8 @@ class Ledger(Protocol):
     def get(self, family: str, key: str) -> Record | None: ...
 
     def journal_entry(self, sequence: int) -> dict[str, Any] | None: ...
+
+    def head(self) -> Head: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,12 +1,15 @@
 """Commands: submit a typed command, claim an effect, resolve a command by ID.
 
-Every command goes through the admission gateway (``ledger_engine.adapters``):
-the first request for a command ID builds the envelope (actor from the
-credential, admission time from this server's clock, the current ruleset),
-checks it would be admitted (an attempt's, that its signed bytes are stored
-and say what it states) and stores it before the ledger sees it; a retry
-with the same request submits that stored envelope again, so the ledger
-answers with the original outcome instead of executing twice.
+A worker's request takes the answer path a person's form takes
+(``ledger_engine.adapters.command_answers``, docs/adr/0097). The first request
+for a command ID builds the envelope (actor from the credential, admission time
+from this server's clock, the current ruleset), checks it would be admitted and
+stores it before the ledger sees it; a retry with the same request is answered
+from the journal once the ledger journalled it, and otherwise submits the
+stored envelope again, so the ledger executes it once. What is the API's own
+stays here: the credential's command types, the dispatch switch, and an
+attempt's signed bytes, which must be stored and say what it states, checked on
+a new and a stored envelope alike.
 
 A worker's command IDs are its own: the ledger journals each under an ID
 derived from the worker's actor and the ID it sent (``journalled_id``). Workers
@@ -25,12 +28,14 @@ are refused before the gateway sees them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from django.http import HttpRequest
 from ninja import Path, Router
 
-from ledger_engine.adapters.gateway import CommandGateway, Unstored, derived_command_id, require_not_owners
+from ledger_engine.adapters import command_answers
+from ledger_engine.adapters.command_answers import INTERNAL_API, Journalled
+from ledger_engine.adapters.gateway import CommandGateway, Unstored, require_not_owners
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -46,19 +51,47 @@ router = Router(tags=["commands"])
 STARTS_AN_EFFECT = ("ClaimEffect", "RecordSignedAttempt")
 
 
+journalled_id = INTERNAL_API.journalled_id
+"""``journalled_id(actor_id, command_id)``: the ID the ledger journals a worker's command under."""
+
+
 def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, Any]:
     """Submit a command request as ``credential``'s actor; returns its journalled outcome."""
+    _require_may_submit(credential, request)
     admission = gateway()
-    envelope = admission.keep(prepare(credential, request))
-    outcome = admission.submit(envelope)  # may re-admit it with a fresh admission time (docs/adr/0012)
-    return answer(request, outcome)
+    outcome = command_answers.answer(admission, INTERNAL_API, request["command_id"], asked(credential, request),
+                                     new=_new(admission, credential, request), check=_signed_bytes_check(admission))
+    return _as_sent(outcome, request["command_id"])
 
 
 def prepare(credential: WorkerCredential, request: dict[str, Any],
             admitted_at_ms: int | None = None) -> dict[str, Any] | Unstored:
-    """The stored envelope of a command request as ``credential``'s actor, or the first time a new one admitted
-    (now, or at ``admitted_at_ms``) and checked, for ``gateway().keep`` to store; raises what refuses the request
-    before the ledger sees it."""
+    """The envelope to submit for a command request as ``credential``'s actor: the journalled one (the ledger
+    answers it again), the stored one, or the first time a new one admitted (now, or at ``admitted_at_ms``) and
+    checked, for ``gateway().keep`` to store; raises what refuses the request before the ledger sees it."""
+    _require_may_submit(credential, request)
+    admission = gateway()
+    prepared = command_answers.prepare(admission, INTERNAL_API, request["command_id"], asked(credential, request),
+                                       new=_new(admission, credential, request, admitted_at_ms),
+                                       check=_signed_bytes_check(admission))
+    return prepared.envelope if isinstance(prepared, Journalled) else prepared
+
+
+def answer(request: dict[str, Any], outcome: CommandOutcome) -> dict[str, Any]:
+    """The outcome of a prepared request's envelope, under the ID the worker sent, unless the ledger journalled
+    another envelope under its command ID."""
+    return _as_sent(command_answers.answered(gateway(), outcome), request["command_id"])
+
+
+def asked(credential: WorkerCredential, request: dict[str, Any]) -> command_answers.Request:
+    """What a command request asks the ledger, as ``credential``'s actor."""
+    return command_answers.Request(credential.actor_id, request["command_type"], request["payload"],
+                                   request["expected_revisions"], request["evidence_hashes"])
+
+
+def _require_may_submit(credential: WorkerCredential, request: dict[str, Any]) -> None:
+    """What refuses a request whatever its command ID holds: the ledger's own commands, one outside the credential,
+    and one that starts an effect while dispatch is disabled."""
     require_not_owners(request["command_type"], credential.actor_id)
     if not credential.may_submit(request["command_type"]):
         raise ApiError(ApiCode.COMMAND_NOT_ALLOWED,
@@ -66,21 +99,20 @@ def prepare(credential: WorkerCredential, request: dict[str, Any],
                        f"it may submit {', '.join(credential.command_types) or 'no commands'}")
     if request["command_type"] in STARTS_AN_EFFECT:
         _require_dispatch_enabled()
-    admission = gateway()
-    return admission.admitted(request["command_type"], request["payload"], actor_id=credential.actor_id,
-                              command_id=journalled_id(credential.actor_id, request["command_id"]),
-                              expected=request["expected_revisions"], evidence=request["evidence_hashes"],
-                              check=lambda admitted: _require_stated_signed_bytes(admission, admitted),
-                              admitted_at_ms=admitted_at_ms)
 
 
-def answer(request: dict[str, Any], outcome: CommandOutcome) -> dict[str, Any]:
-    """The outcome of a prepared request's envelope, under the ID the worker sent, unless the ledger journalled
-    another envelope under its command ID."""
-    if owner().journal_entry(outcome.sequence)["envelope"] != gateway().envelopes.load(outcome.command_id):
-        raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
-                          f"command {request['command_id']} was already used for another command")
-    return _as_sent(outcome, request["command_id"])
+def _new(admission: CommandGateway, credential: WorkerCredential, request: dict[str, Any],
+         admitted_at_ms: int | None = None) -> Callable[[str], dict[str, Any] | Unstored]:
+    """A request's new envelope for the command ID it is journalled under, admitted and checked, not stored."""
+    return lambda command_id: admission.admitted(
+        request["command_type"], request["payload"], actor_id=credential.actor_id, command_id=command_id,
+        expected=request["expected_revisions"], evidence=request["evidence_hashes"],
+        check=_signed_bytes_check(admission), admitted_at_ms=admitted_at_ms)
+
+
+def _signed_bytes_check(admission: CommandGateway) -> Callable[[dict[str, Any]], None]:
+    """The API's own refusal of an envelope, new or stored: ``_require_stated_signed_bytes``."""
+    return lambda envelope: _require_stated_signed_bytes(admission, envelope)
 
 
 def _require_stated_signed_bytes(admission: CommandGateway, envelope: dict[str, Any]) -> None:
@@ -116,11 +148,6 @@ def require_signed_bytes_say(attempt: dict[str, Any], signed_bytes: bytes) -> No
     if differing:
         raise LedgerError(ErrorCode.CONFLICTING_EVIDENCE,
                           f"the signed bytes do not say what the attempt states: {', '.join(differing)}")
-
-
-def journalled_id(actor_id: str, command_id: str) -> str:
-    """The ID the ledger journals a worker's command under: no other actor can reach it."""
-    return derived_command_id("internal-api", actor_id, command_id)
 
 
 def _as_sent(outcome: CommandOutcome, command_id: str) -> dict[str, Any]:
