@@ -102,6 +102,11 @@ def _provision(builder: DemoBuilder, account_id: str, kind: str, roles: list[str
     builder.add("RegisterAccount", payload, actor=actor)
 
 
+def work_title(number: int) -> str:
+    """A demo work's display title: a visible fixture, derived from its number as its ID is."""
+    return f"Demo Song {number}"
+
+
 def _catalogue(builder: DemoBuilder, cast: Cast) -> None:
     works = []
     for number in range(WORKS):
@@ -111,8 +116,8 @@ def _catalogue(builder: DemoBuilder, cast: Cast) -> None:
         chunks = [{"index": i, "start_ms": start, "end_ms": min(start + chunk_ms, duration),
                    "size_bytes": 160_000, "sha256": fixture_digest(work_id, "chunk", i)}
                   for i, start in enumerate(range(0, duration, chunk_ms))]
-        works.append({"work_id": work_id, "metadata_hash": fixture_digest(work_id, "metadata"),
-                      "licence_ref": f"demo-licence-{number:03d}",
+        works.append({"work_id": work_id, "title": work_title(number),
+                      "metadata_hash": fixture_digest(work_id, "metadata"), "licence_ref": f"demo-licence-{number:03d}",
                       "renditions": [{"rendition_id": f"{work_id}-aac", "codec": "aac-256",
                                       "duration_ms": duration, "manifest_hash": fixture_digest(work_id, "manifest"),
                                       "chunks": chunks}]})
@@ -124,7 +129,7 @@ def _catalogue(builder: DemoBuilder, cast: Cast) -> None:
         builder.add("ActivateWork", {"work_id": work["work_id"], "rights": {
             **rights, "effective_at_ms": builder.clock_ms, "licence_ref": work["licence_ref"]}}, actor=INGEST)
         cast.rights[work["work_id"]] = rights
-        cast.works.append({"work_id": work["work_id"], "rendition_id": f"{work['work_id']}-aac",
+        cast.works.append({"work_id": work["work_id"], "title": work["title"], "rendition_id": f"{work['work_id']}-aac",
                            "duration_ms": work["renditions"][0]["duration_ms"]})
 
 

@@ -223,12 +223,12 @@ class _Stage:
 
 
 def build_payouts(builder: DemoBuilder, cast: Cast, allocation: Allocation) -> None:
-    del cast  # the allocation stage's lines name every recipient
     if not allocation.payable:
         return  # nothing was allocated, so there is nothing to pay
     stage = _Stage(builder, allocation)
     recipients = sorted(stage.lines)
-    statement_ids = _statements(stage, allocation)
+    titles = {work["work_id"]: work["title"] for work in cast.works}  # as the works' records hold them
+    statement_ids = _statements(stage, allocation, titles)
 
     first = {recipient: stage.lines[recipient] for recipient in recipients[:2]}
     invalidated, _, first_ids = stage.prepare(first)
@@ -272,8 +272,9 @@ def _line_at_freeze(line: PayableLine) -> dict[str, Any]:
     return {name: value for name, value in fields.items() if value is not None or name == "correction_id"}
 
 
-def _statements(stage: _Stage, allocation: Allocation) -> dict[str, str]:
-    """Anchor the allocation batch and a statement index over it; abandon a superseded draft of the index."""
+def _statements(stage: _Stage, allocation: Allocation, titles: dict[str, str]) -> dict[str, str]:
+    """Anchor the allocation batch and a statement index over it; abandon a superseded draft of the index. Its
+    statements are the ones ``prepare_statement_index`` would build: a line of a titled work names the title."""
     batch_id, artifact_hash, anchor = stage.batch("allocation", len(allocation.payable))
     stage.anchor(batch_id, artifact_hash, anchor)
     draft_id, _, draft_anchor = stage.batch("statement_index", 0)
@@ -285,7 +286,7 @@ def _statements(stage: _Stage, allocation: Allocation) -> dict[str, str]:
              for recipient in sorted(stage.lines)}
     day_lines = [line for recipient_lines in lines.values() for line in recipient_lines if "artifact" in line]
     parts = commitments(lambda record_key: None, stage.builder.evidence.__getitem__, day_lines)
-    documents = [statement_document(stage.builder.new_id(), recipient, accounting, lines[recipient], parts)
+    documents = [statement_document(stage.builder.new_id(), recipient, accounting, lines[recipient], parts, titles)
                  for recipient in sorted(stage.lines)]
     statements = [{"statement_id": stage.builder.new_id(), "recipient_id": document["recipient_id"],
                    "accounting_batch_id": batch_id, "artifact_hash": sha256_hex(canonical_bytes(document)),

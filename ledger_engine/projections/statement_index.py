@@ -7,8 +7,10 @@ lines the batch speaks for (frozen after them, over their day), their total and
 payment status. A day line (docs/adr/0073) also names its chunk (``artifact``)
 and commits to its parts, the listener-days it is made of
 (``parts: {"count", "digest"}``), computed from the chunk's stored bytes: so
-the index reads the evidence store too. Each statement gets a new random
-public proof ID. The index artifact, the canonical JSON of every statement in
+the index reads the evidence store too. A line of a work imported with a
+display title names it (``title``, read from the work's record); every other
+line keeps the bytes it always had. Each statement gets a new random public
+proof ID. The index artifact, the canonical JSON of every statement in
 public-proof-ID order, is the private bytes the envelope's evidence names; the
 freeze step carries each statement's leaf hash and the tree root, which the
 rule recomputes.
@@ -34,6 +36,7 @@ from ledger_engine.domain.commands.money.batches import ACCOUNTING_KINDS, batch_
 from ledger_engine.domain.commands.money.lines import line_key
 from ledger_engine.domain.commands.money.statements import covers, statement_key
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
+from ledger_engine.domain.schema.streaming import work_key
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import INDEXES, STATE
 from ledger_engine.merkle.day_line_parts import commitment
@@ -76,11 +79,19 @@ def covered_lines(store: RocksStore, batch: dict[str, Any]) -> dict[str, list[di
     return {recipient: sorted(lines, key=lambda line: line["line_id"]) for recipient, lines in by_recipient.items()}
 
 
+def work_titles(store: RocksStore, lines: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """The display title of each work the lines name that has one, by work ID."""
+    work_ids = sorted({line["work_id"] for recipient_lines in lines.values() for line in recipient_lines
+                       if line.get("work_id") is not None})
+    works = {work_id: _state(store, work_key(work_id)) or {} for work_id in work_ids}
+    return {work_id: work["title"] for work_id, work in works.items() if "title" in work}
+
+
 def statement_document(public_proof_id: str, recipient_id: str, batch: dict[str, Any],
-                       lines: list[dict[str, Any]], parts: Mapping[str, dict[str, Any]] | None = None
-                       ) -> dict[str, Any]:
+                       lines: list[dict[str, Any]], parts: Mapping[str, dict[str, Any]] | None = None,
+                       titles: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A recipient's statement for one accounting batch: the leaf of docs/merkle.md. ``parts`` holds each day
-    line's commitment to its parts, by line ID."""
+    line's commitment to its parts, by line ID; ``titles`` each titled work's display title, by work ID."""
     total = sum(parse_amount(line["amount"]) for line in lines)
     paid = sum(parse_amount(line["amount"]) for line in lines if line["status"] == "paid")
     status = "paid" if paid == total else "unpaid" if paid == 0 else "partly_paid"
@@ -89,17 +100,22 @@ def statement_document(public_proof_id: str, recipient_id: str, batch: dict[str,
         "recipient_id": recipient_id,
         "period": {"accounting_batch_id": batch["batch_id"], "window_start_ms": batch["window_start_ms"],
                    "window_end_ms": batch["window_end_ms"]},
-        "lines": [statement_line(line, parts or {}) for line in lines],
+        "lines": [statement_line(line, parts or {}, titles or {}) for line in lines],
         "total": format_amount(total),
         "payment": {"status": status, "paid_amount": format_amount(paid)},
     }
 
 
-def statement_line(line: dict[str, Any], parts: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
-    """A line as its statement lists it; a day line with its chunk and its commitment to its parts."""
+def statement_line(line: dict[str, Any], parts: Mapping[str, dict[str, Any]], titles: Mapping[str, str]
+                   ) -> dict[str, Any]:
+    """A line as its statement lists it; a day line with its chunk and its commitment to its parts, a line of a
+    titled work with the work's title."""
     fields = {name: line[name] for name in LINE_FIELDS if line.get(name) is not None}
     if "artifact" in line:  # only day lines: every other line keeps the fields and bytes it always had
         fields.update(artifact=line["artifact"], parts=parts[line["line_id"]])
+    work_id: str | None = line.get("work_id")
+    if work_id is not None and work_id in titles:  # only titled works: an untitled work's line keeps its bytes
+        fields["title"] = titles[work_id]
     return fields
 
 
@@ -112,8 +128,8 @@ def prepare_statement_index(store: RocksStore, index_batch_id: str, accounting_b
     batch = accounting_batch(store, accounting_batch_id)
     lines = covered_lines(store, batch)
     _require(bool(lines), ErrorCode.INVALID_STATE, f"batch {accounting_batch_id} speaks for no recipient's lines")
-    parts = day_line_commitments(store, read_evidence, lines)
-    documents = [statement_document(new_proof_id(), recipient, batch, lines[recipient], parts)
+    parts, titles = day_line_commitments(store, read_evidence, lines), work_titles(store, lines)
+    documents = [statement_document(new_proof_id(), recipient, batch, lines[recipient], parts, titles)
                  for recipient in sorted(lines)]
     tree = StatementTree.build(documents)
     artifact = index_artifact(index_batch_id, accounting_batch_id, tree)

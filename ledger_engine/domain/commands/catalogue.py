@@ -1,11 +1,15 @@
 """ImportCatalogue and ActivateWork: works, renditions and append-only rights versions.
 
-The records and their keys are in ``domain/schema/streaming.py``; their old names here still resolve.
+The records and their keys are in ``domain/schema/streaming.py``; their old names here still resolve. A work
+may be imported with a display title, which its record keeps only when given (docs/records/streaming.md).
 """
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+import unicodedata
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, model_validator
 
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.accounts import recipient_key
@@ -18,6 +22,27 @@ from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
 TOTAL_BPS = 10_000
+MAX_TITLE_CHARS = 200
+# Unicode categories a title may not hold: control characters, line and paragraph separators, and unassigned code
+# points, whose normalisation a later Unicode version may change (a replay would then store other bytes).
+REFUSED_TITLE_CATEGORIES = frozenset({"Cc", "Zl", "Zp", "Cn"})
+
+
+def display_title(text: str) -> str:
+    """A work's title as it is stored and shown: NFC, 1 to 200 characters, no control character, and no
+    whitespace at either end. A ValueError says what is wrong (the payload is refused INVALID_PAYLOAD)."""
+    title = unicodedata.normalize("NFC", text)
+    if not 1 <= len(title) <= MAX_TITLE_CHARS:
+        raise ValueError(f"a title is 1 to {MAX_TITLE_CHARS} characters, not {len(title)}")
+    if title != title.strip():
+        raise ValueError("a title has no whitespace at its start or end")
+    refused = next((char for char in title if unicodedata.category(char) in REFUSED_TITLE_CATEGORIES), None)
+    if refused is not None:
+        raise ValueError(f"a title holds no control or unassigned character (U+{ord(refused):04X})")
+    return title
+
+
+Title = Annotated[str, AfterValidator(display_title)]
 
 
 class Chunk(Payload):
@@ -52,6 +77,7 @@ class WorkImport(Payload):
     metadata_hash: Digest
     licence_ref: Identifier
     renditions: list[Rendition] = Field(min_length=1, max_length=16)
+    title: Title | None = None  # absent: the work is shown by its ID alone, as every work imported before titles
 
 
 class ImportCataloguePayload(Payload):
@@ -72,19 +98,27 @@ def import_catalogue(ctx: RuleContext, p: ImportCataloguePayload) -> dict:
                     ErrorCode.ALREADY_EXISTS, f"rendition {rendition.rendition_id} already exists")
             stored: schema.Rendition = {"work_id": work.work_id, **rendition.model_dump(mode="json")}
             changes.put_state(rendition_key(rendition.rendition_id), stored)
-        imported: schema.Work = {
-            "work_id": work.work_id,
-            "status": "imported",
-            "metadata_hash": work.metadata_hash,
-            "licence_ref": work.licence_ref,
-            "rendition_ids": [r.rendition_id for r in work.renditions],
-            "rights_version": 0,
-            "import_id": p.import_id,
-        }
-        changes.put_state(work_key(work.work_id), imported)
+        changes.put_state(work_key(work.work_id), imported_work(work, p.import_id))
     work_ids = [work.work_id for work in p.works]
     changes.event("CatalogueImported", import_id=p.import_id, work_ids=work_ids)
     return {"import_id": p.import_id, "work_ids": work_ids}
+
+
+def imported_work(work: WorkImport, import_id: str) -> schema.Work:
+    """A work's record as its import writes it; ``title`` only when given, so works imported without one keep the
+    bytes every history before titles recorded."""
+    imported: schema.Work = {
+        "work_id": work.work_id,
+        "status": "imported",
+        "metadata_hash": work.metadata_hash,
+        "licence_ref": work.licence_ref,
+        "rendition_ids": [r.rendition_id for r in work.renditions],
+        "rights_version": 0,
+        "import_id": import_id,
+    }
+    if work.title is not None:
+        imported["title"] = work.title
+    return imported
 
 
 class RightsRecipient(Payload):

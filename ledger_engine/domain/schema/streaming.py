@@ -67,7 +67,14 @@ class WithdrawalHistory(TypedDict, total=False):
     last_withdrawal: Withdrawal
 
 
-class Work(WithdrawalHistory):
+class WorkTitle(TypedDict, total=False):
+    """A work's display title, which its import gave it or not: absent from every work imported without one, so
+    their records keep the bytes they had before titles (``display_title`` in commands/catalogue.py)."""
+
+    title: str
+
+
+class Work(WithdrawalHistory, WorkTitle):
     work_id: str
     status: WorkStatus
     metadata_hash: str
