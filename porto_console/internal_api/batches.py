@@ -19,11 +19,15 @@ not the batch's.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from django.http import HttpRequest
 from ninja import Router
 
+from ledger_engine.adapters.command_answers import Journalled
+from ledger_engine.adapters.gateway import CommandGateway
+from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.errors import LedgerError
 from porto_console.internal_api import commands, evidence
 from porto_console.internal_api.errors import ApiError, error_body, http_status
@@ -59,18 +63,43 @@ def submit_batch(request: HttpRequest, batch: BatchRequest) -> dict[str, Any]:
 def _submit_all(credential: WorkerCredential, submitted: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every command's envelope admitted at one time, then all of them stored side by side, then handed to the ledger
     at once, after every batch admitted earlier. Admitting is work for the interpreter alone, so it is done first,
-    in this thread: the stores then reach the disk's sync together and share it, instead of one by one."""
+    in this thread: the stores then reach the disk's sync together and share it, instead of one by one. A command
+    the ledger journalled already (a retried batch) is answered from the journal and not handed over again."""
     admission = gateway()
     with admission.admitting_together() as batch:
-        admitted = [_refusal_or(commands.prepare, credential, command, batch.admitted_at_ms) for command in submitted]
-        answers = list(_SUBMITTERS.map(
-            lambda one: one if _refused(one) else _refusal_or(admission.keep, one), admitted))
-        ready = [index for index, answer in enumerate(answers) if not _refused(answer)]
+        prepared = [_refusal_or(commands.prepare, credential, command, batch.admitted_at_ms) for command in submitted]
+        answers = list(_SUBMITTERS.map(lambda command, one: _answered_or_kept(admission, command, one),
+                                       submitted, prepared))
+        ready = [index for index, answer in enumerate(answers) if _to_submit(answer)]
         queued = batch.queue([answers[index] for index in ready])
     for index, outcome in zip(ready, admission.answers(queued)):
         answers[index] = outcome if isinstance(outcome, LedgerError) \
-            else _refusal_or(commands.answer, submitted[index], outcome)
+            else _refusal_or(_answer, submitted[index], outcome)
     return [_result(answer) for answer in answers]
+
+
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    """A command's answer, its outcome as the worker sent it."""
+
+    outcome: dict[str, Any]
+
+
+def _answered_or_kept(admission: CommandGateway, command: dict[str, Any], prepared: Any) -> Any:
+    """A refusal as it is; a journalled command's answer; else the envelope stored (or the refusal to store it)."""
+    if _refused(prepared):
+        return prepared
+    if isinstance(prepared, Journalled):
+        return _Answered(commands.as_journalled(command, prepared))
+    return _refusal_or(admission.keep, prepared)
+
+
+def _answer(command: dict[str, Any], outcome: CommandOutcome) -> _Answered:
+    return _Answered(commands.answer(command, outcome))
+
+
+def _to_submit(answer: Any) -> bool:
+    return not _refused(answer) and not isinstance(answer, _Answered)
 
 
 def _refused(answer: Any) -> bool:
@@ -85,8 +114,8 @@ def _refusal_or(step: Callable[..., Any], *arguments: Any) -> Any:
         return refused
 
 
-def _result(answer: dict[str, Any] | ApiError | LedgerError) -> dict[str, Any]:
+def _result(answer: _Answered | ApiError | LedgerError) -> dict[str, Any]:
     if isinstance(answer, (ApiError, LedgerError)):
         return {"status": int(http_status(answer.code)), "outcome": None, "error": error_body(answer.code,
                                                                                                answer.detail)}
-    return {"status": 200, "outcome": answer, "error": None}
+    return {"status": 200, "outcome": answer.outcome, "error": None}

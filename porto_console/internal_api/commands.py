@@ -37,8 +37,9 @@ from ledger_engine.adapters import command_answers
 from ledger_engine.adapters.command_answers import INTERNAL_API, Journalled
 from ledger_engine.adapters.gateway import CommandGateway, Unstored, require_not_owners
 from ledger_engine.application.transition import CommandOutcome
-from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN
+from ledger_engine.envelope import UUID_PATTERN
 from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.keys import IDENTIFIER_PATTERN
 from ledger_engine.projections.effect_queries import expected_effect_revision
 from porto_console.effects.transactions import NotATransfer, TransferTerms, decode_transfer
 from porto_console.internal_api.errors import ApiCode, ApiError
@@ -65,16 +66,21 @@ def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, A
 
 
 def prepare(credential: WorkerCredential, request: dict[str, Any],
-            admitted_at_ms: int | None = None) -> dict[str, Any] | Unstored:
-    """The envelope to submit for a command request as ``credential``'s actor: the journalled one (the ledger
-    answers it again), the stored one, or the first time a new one admitted (now, or at ``admitted_at_ms``) and
-    checked, for ``gateway().keep`` to store; raises what refuses the request before the ledger sees it."""
+            admitted_at_ms: int | None = None) -> Journalled | dict[str, Any] | Unstored:
+    """A command request as ``credential``'s actor, journalled already (answered by ``as_journalled``), or the
+    envelope to submit for it: the stored one, or the first time a new one admitted (now, or at
+    ``admitted_at_ms``) and checked, for ``gateway().keep`` to store; raises what refuses the request before the
+    ledger sees it."""
     _require_may_submit(credential, request)
     admission = gateway()
-    prepared = command_answers.prepare(admission, INTERNAL_API, request["command_id"], asked(credential, request),
-                                       new=_new(admission, credential, request, admitted_at_ms),
-                                       check=_signed_bytes_check(admission))
-    return prepared.envelope if isinstance(prepared, Journalled) else prepared
+    return command_answers.prepare(admission, INTERNAL_API, request["command_id"], asked(credential, request),
+                                   new=_new(admission, credential, request, admitted_at_ms),
+                                   check=_signed_bytes_check(admission))
+
+
+def as_journalled(request: dict[str, Any], journalled: Journalled) -> dict[str, Any]:
+    """The answer to a request the ledger journalled already, found by its ID: the owner does not see it again."""
+    return _as_sent(journalled.outcome, request["command_id"])
 
 
 def answer(request: dict[str, Any], outcome: CommandOutcome) -> dict[str, Any]:
@@ -208,6 +214,10 @@ submitting the same request again executes the stored envelope.""")
 def resolve_command(request: HttpRequest, command_id: str = Path(..., pattern=UUID_PATTERN)) -> dict[str, Any]:
     ledger = owner()
     outcome = ledger.resolve(journalled_id(request.auth.actor_id, command_id))
-    if outcome is None or ledger.journal_entry(outcome.sequence)["envelope"]["actor_id"] != request.auth.actor_id:
+    if outcome is None:
+        raise ApiError(ErrorCode.NOT_FOUND, f"no journalled command {command_id} by this worker")
+    entry = ledger.journal_entry(outcome.sequence)
+    assert entry is not None, outcome.sequence  # resolved from the journal's own index
+    if entry["envelope"]["actor_id"] != request.auth.actor_id:
         raise ApiError(ErrorCode.NOT_FOUND, f"no journalled command {command_id} by this worker")
     return _as_sent(outcome, command_id)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ledger_engine.adapters import gateway as gateway_module
-from ledger_engine.adapters.command_answers import CONSOLE, INTERNAL_API
+from ledger_engine.adapters.command_answers import CONSOLE, INTERNAL_API, Journalled
 from ledger_engine.application import admission, owner as owner_module
 from ledger_engine.errors import LedgerError
 from porto_console.console import commands as console_commands
@@ -18,6 +18,7 @@ from porto_console.internal_api.models import WorkerCredential
 from porto_console.ledger import gateway
 from tests.conftest import GENESIS_ADMIN
 from tests.console.test_internal_api import COMMANDS, import_funding, ingest, ledger  # noqa: F401 (its fixtures)
+from tests.console.test_internal_api_batch import BATCH
 from tests.engine.test_readmission import account_request
 
 pytestmark = pytest.mark.django_db
@@ -66,7 +67,9 @@ class FromWorker:
 
     def store_only(self, sent_id: str, number: int) -> None:
         credential = WorkerCredential.objects.get(name=WORKER)
-        gateway().keep(api_commands.prepare(credential, self._request(sent_id, number)))
+        prepared = api_commands.prepare(credential, self._request(sent_id, number))
+        assert not isinstance(prepared, Journalled)
+        gateway().keep(prepared)
 
     @staticmethod
     def _request(sent_id: str, number: int) -> dict[str, Any]:
@@ -147,3 +150,14 @@ def test_each_edges_journalled_ids_are_the_ones_existing_ledgers_hold():
     request ID."""
     assert console_commands.journalled_id(GENESIS_ADMIN, SENT_ID) == "e490ea91-894b-4ebd-9954-dc2381e58e01"
     assert api_commands.journalled_id(GENESIS_ADMIN, SENT_ID) == "6e71edca-b5ef-4890-8797-d600b3550d71"
+
+
+def test_a_retried_batch_the_ledger_journalled_is_answered_without_being_admitted_again(ledger, ingest,  # noqa: F811
+                                                                                        admissions):
+    requests = [import_funding(f"lot-{number}") for number in range(3)]
+    first = ingest.post(BATCH, {"commands": requests}).json()["results"]
+    assert len(admissions) == 3 and {result["outcome"]["outcome"] for result in first} == {"accepted"}
+    head = ledger.head()
+    again = ingest.post(BATCH, {"commands": requests}).json()["results"]
+    assert len(admissions) == 3 and ledger.head() == head
+    assert [result["outcome"] for result in again] == [{**result["outcome"], "duplicate": True} for result in first]
