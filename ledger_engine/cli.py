@@ -31,15 +31,17 @@ from ledger_engine.application import day_freeze, journal_tree
 from ledger_engine.application.owner import (
     LedgerOwner, check_for_owning, initialise, promote, read_genesis, read_head, read_reconciliation_owed,
 )
+from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.canonical import parse_json
 from ledger_engine.checkpoint import offsite
 from ledger_engine.checkpoint.backup import backup, restore
 from ledger_engine.checkpoint.offsite import ResticRepository
 from ledger_engine.checkpoint.digest import logical_state_hash
-from ledger_engine.checkpoint.export import METADATA_FILE, export_store
+from ledger_engine.checkpoint.export import export_store
+from ledger_engine.checkpoint.form import METADATA_FILE, VerificationError
 from ledger_engine.checkpoint.integrity import verify_directory
 from ledger_engine.checkpoint.replay import replay_export
-from ledger_engine.checkpoint.verify import VerificationError, verify_export
+from ledger_engine.checkpoint.verify import verify_export
 from ledger_engine.demo import demo_envelopes, demo_genesis
 from ledger_engine.demo.load import DEMO_SEED, load_demo
 from ledger_engine.errors import STORAGE_CODES, ErrorCode, LedgerError, StorageFault
@@ -52,6 +54,8 @@ from ledger_engine.projections.rebuild import rebuild_indexes
 from ledger_engine.storage.rocks import RocksStore
 
 SUBMIT_WINDOW = 256
+# One submitted line: its command ID, and the future of its outcome or the refusal it already got.
+Submitted = tuple[str | None, "Future[CommandOutcome] | dict[str, Any]"]
 
 
 def emit(value: Any, stream: TextIO | None = None) -> None:
@@ -68,7 +72,7 @@ def _require_data(args: argparse.Namespace) -> Path:
 
 def _trusted_genesis(args: argparse.Namespace) -> str | None:
     """``--genesis-hash``, else ``PORTO_GENESIS_HASH``: the genesis this deployment trusts, or None."""
-    trusted = args.genesis_hash
+    trusted: str | None = args.genesis_hash
     if trusted is not None and not re.fullmatch(GENESIS_HASH_PATTERN, trusted):
         raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, "--genesis-hash (PORTO_GENESIS_HASH) must be 64 lowercase "
                                                         "hex digits, as init and head print it")
@@ -102,8 +106,10 @@ def _init_demo(args: argparse.Namespace) -> None:
 def _admission_evidence(args: argparse.Namespace, data: Path | None) -> EvidenceStore:
     """The evidence store of ``--admission``, by default of ``admission`` beside the data directory, where the
     console's gateway keeps it."""
-    admission = Path(args.admission) if args.admission else data.parent / "admission"
-    return EvidenceStore(admission / "evidence")
+    if args.admission:
+        return EvidenceStore(Path(args.admission) / "evidence")
+    assert data is not None, "without --admission, the data directory names the admission directory"
+    return EvidenceStore(data.parent / "admission" / "evidence")
 
 
 def _evidence(args: argparse.Namespace, data: Path | None = None) -> EvidenceStore | None:
@@ -121,7 +127,7 @@ def cmd_submit(args: argparse.Namespace) -> None:
     Up to a window of lines is in flight at once, so they can share fsyncs; a
     writer thread prints answers in input order without waiting for more input.
     """
-    answers: queue.Queue = queue.Queue(maxsize=SUBMIT_WINDOW)
+    answers: queue.Queue[Submitted | None] = queue.Queue(maxsize=SUBMIT_WINDOW)
     failure: list[BaseException] = []
     with _input(args.file) as source, LedgerOwner.open(_require_data(args)) as owner:
         writer = threading.Thread(target=_write_answers, args=(answers, failure), daemon=True)
@@ -142,7 +148,7 @@ def _input(file: str) -> contextlib.AbstractContextManager[BinaryIO]:
     return contextlib.nullcontext(sys.stdin.buffer) if file == "-" else open(file, "rb")
 
 
-def _write_answers(answers: queue.Queue, failure: list[BaseException]) -> None:
+def _write_answers(answers: queue.Queue[Submitted | None], failure: list[BaseException]) -> None:
     while (pending := answers.get()) is not None:
         try:
             emit(_answer(pending))
@@ -153,7 +159,7 @@ def _write_answers(answers: queue.Queue, failure: list[BaseException]) -> None:
             return
 
 
-def _submit_line(owner: LedgerOwner, line: bytes) -> tuple[str | None, Future | dict[str, Any]]:
+def _submit_line(owner: LedgerOwner, line: bytes) -> Submitted:
     """Submit one line: its command ID and a future, or the refusal it already got. Never raises:
     whatever a line holds, it gets an answer and the lines after it are still read."""
     document, parsed = None, False
@@ -174,8 +180,8 @@ def _submit_line(owner: LedgerOwner, line: bytes) -> tuple[str | None, Future | 
                                        "detail": f"envelope could not be read ({type(error).__name__})"}
 
 
-def _failed(error: LedgerError) -> Future:
-    future: Future = Future()
+def _failed(error: LedgerError) -> Future[CommandOutcome]:
+    future: Future[CommandOutcome] = Future()
     future.set_exception(error)
     return future
 
@@ -185,7 +191,7 @@ def _command_id(document: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _answer(pending: tuple[str | None, Future | dict[str, Any]]) -> dict[str, Any]:
+def _answer(pending: Submitted) -> dict[str, Any]:
     command_id, answer = pending
     if isinstance(answer, dict):
         return {"command_id": command_id, **answer}
@@ -369,7 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "verify-export, replay, restore and recover refuse history from any other genesis")
     verbs = parser.add_subparsers(dest="verb", required=True)
 
-    def verb(name: str, handler: Callable, help_text: str) -> argparse.ArgumentParser:
+    def verb(name: str, handler: Callable[[argparse.Namespace], int | None],
+             help_text: str) -> argparse.ArgumentParser:
         sub = verbs.add_parser(name, help=help_text)
         sub.add_argument("--data", default=argparse.SUPPRESS, help="ledger data directory")
         sub.add_argument("--genesis-hash", default=argparse.SUPPRESS, help="the genesis hash this deployment trusts")

@@ -9,7 +9,7 @@ same command ID and so to the stored envelope and its original outcome.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -76,7 +76,7 @@ class BillingAdapter:
             "payload": self._payload(provider, event, digest),
         })
 
-    def _payload(self, provider: str, event: ProviderEvent, digest: str) -> dict:
+    def _payload(self, provider: str, event: ProviderEvent, digest: str) -> dict[str, Any]:
         kind = KINDS[event.type]
         payload = {"provider": provider, "event_id": event.id, "kind": kind, "occurred_at_ms": event.created_ms,
                    "provider_period_id": event.period.id, "account_id": event.client_reference,
@@ -95,4 +95,5 @@ class BillingAdapter:
         """The period an event advances; unknown yet means retry later, so nothing is admitted."""
         sentinel = self.gateway.existing(UNIQUE, provider_period_sentinel(provider, provider_period_id),
                                          f"provider period {provider}/{provider_period_id}")
-        return sentinel.data["period_id"]
+        period_id: str = sentinel.data["period_id"]
+        return period_id

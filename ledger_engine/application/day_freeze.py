@@ -123,6 +123,7 @@ class DayFreezer:
             days = [entry for entry in self._request(request_id)["days"] if entry["status"] != DONE]
             ahead = self._read_ahead(days[0]["day"]) if days else None
             for entry, following in zip(days, [*days[1:], None]):
+                assert ahead is not None, "each day is read ahead before its turn"
                 split = self._collect(ahead)
                 ahead = self._read_ahead(following["day"]) if following else None
                 self._freeze_day(request_id, entry["day"], set(entry["chunks"]), split)
@@ -172,6 +173,7 @@ class DayFreezer:
     def _split(self, store: RocksStore, day: int, named: list[str] | None) -> DaySplit:
         """At a command boundary: the day's artifact (or that of ``named`` listener-days) and its chunks so far."""
         view = PendingBatch(store)
+        skipped: Sequence[Skipped]
         if named is None:
             artifact = self.allocator.build(view, day)
             content, skipped = artifact.content, artifact.skipped

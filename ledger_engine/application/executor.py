@@ -30,7 +30,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Generic, Sequence, TypeVar
 
 from ledger_engine.application.admission import AdmittedCommand
 from ledger_engine.application.admission_clock import AdmissionClock
@@ -41,18 +41,20 @@ from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.transition import CommandOutcome, execute
 from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
 from ledger_engine.merkle.journal import JournalFrontier
-from ledger_engine.projections.maintenance import IndexMaintainer
+from ledger_engine.projections.maintenance import Entries, IndexMaintainer
 from ledger_engine.storage.rocks import RocksStore
 
 log = logging.getLogger("porto.ledger")
+T = TypeVar("T")
+Queued = tuple[AdmittedCommand, "Future[CommandOutcome]", float]  # a command, its caller's answer, when it was queued
 
 
-class _Task:
+class _Task(Generic[T]):
     """Work that needs the executor alone, at a command boundary (exports, checkpoints)."""
 
-    def __init__(self, function: Callable[[RocksStore], Any]) -> None:
+    def __init__(self, function: Callable[[RocksStore], T]) -> None:
         self.function = function
-        self.future: Future = Future()
+        self.future: Future[T] = Future()
 
 
 class SerialExecutor:
@@ -69,7 +71,7 @@ class SerialExecutor:
         self.halt_cause: str | None = None  # the code of the fault that halted admission
         self.listeners = Listeners()
         self._indexes = IndexMaintainer()
-        self._queue: deque = deque()
+        self._queue: deque[Queued | _Task[Any]] = deque()
         self._queue_lock = threading.Lock()
         self._leader = threading.Lock()
         self._wakeup = threading.Event()
@@ -78,30 +80,31 @@ class SerialExecutor:
         self._thread.start()
 
     # Entry points.
-    def submit(self, command: AdmittedCommand) -> Future:
+    def submit(self, command: AdmittedCommand) -> Future[CommandOutcome]:
         """Queue ``command``; the background leader executes it."""
         return self.submit_all([command])[0]
 
     def execute_now(self, command: AdmittedCommand) -> CommandOutcome:
         """Queue ``command`` and lead the queue from this thread unless another thread already does."""
-        future = self._enqueue((command, Future(), time.perf_counter()))
+        future: Future[CommandOutcome] = Future()
+        self._enqueue_all([(command, future, time.perf_counter())])
         self._lead()
         return future.result()
 
-    def submit_all(self, commands: Sequence[AdmittedCommand]) -> list[Future]:
+    def submit_all(self, commands: Sequence[AdmittedCommand]) -> list[Future[CommandOutcome]]:
         """Queue ``commands`` side by side, in this order, for the background leader: they share as few groups, and
         synchronous writes, as ``max_group`` allows."""
-        items = [(command, Future(), time.perf_counter()) for command in commands]
+        items: list[Queued] = [(command, Future(), time.perf_counter()) for command in commands]
         self._enqueue_all(items)
         self._wakeup.set()
         return [future for _, future, _ in items]
 
-    def call(self, function: Callable[[RocksStore], Any]) -> Future:
+    def call(self, function: Callable[[RocksStore], T]) -> Future[T]:
         """Run ``function(store)`` alone, between two groups."""
         task = _Task(function)
-        future = self._enqueue(task)
+        self._enqueue_all([task])
         self._wakeup.set()
-        return future
+        return task.future
 
     def stop(self) -> None:
         self._stopping = True
@@ -117,11 +120,7 @@ class SerialExecutor:
                          exc_info=True, extra={"halt_cause": self.halt_cause})
 
     # Leading.
-    def _enqueue(self, item: Any) -> Future:
-        self._enqueue_all([item])
-        return item.future if isinstance(item, _Task) else item[1]
-
-    def _enqueue_all(self, items: list[Any]) -> None:
+    def _enqueue_all(self, items: Sequence[Queued | _Task[Any]]) -> None:
         if self.halted is not None:
             raise LedgerError(ErrorCode.LEDGER_HALTED, f"admission is stopped: {self.halted.detail}")
         with self._queue_lock:
@@ -153,34 +152,45 @@ class SerialExecutor:
         with self._queue_lock:
             if not self._queue:
                 return False
-            if isinstance(self._queue[0], _Task):
-                task = self._queue.popleft()
-                group = None
+            first = self._queue[0]
+            if isinstance(first, _Task):
+                self._queue.popleft()
+                work: _Task[Any] | list[Queued] = first
             else:
-                group = []
-                while self._queue and len(group) < self.max_group and not isinstance(self._queue[0], _Task):
-                    group.append(self._queue.popleft())
-        if group is None:
-            self._run_task(task)
+                work = self._take_group()
+        if isinstance(work, _Task):
+            self._run_task(work)
         else:
-            self._commit(group)
+            self._commit(work)
         return True
 
-    def _run_task(self, task: _Task) -> None:
+    def _take_group(self) -> list[Queued]:
+        """The commands at the head of the queue, up to ``max_group`` and before any task; under the queue lock."""
+        group: list[Queued] = []
+        while self._queue and len(group) < self.max_group:
+            item = self._queue[0]
+            if isinstance(item, _Task):
+                break
+            self._queue.popleft()
+            group.append(item)
+        return group
+
+    def _run_task(self, task: _Task[Any]) -> None:
         try:
             task.future.set_result(task.function(self.store))
         except BaseException as error:  # handed to the caller, never swallowed
             task.future.set_exception(error)
 
-    def _commit(self, group: list[tuple[AdmittedCommand, Future, float]]) -> None:
+    def _commit(self, group: list[Queued]) -> None:
         if self.halted is not None:
             self._answer(group, [self.halted] * len(group))
             return
         pending = PendingBatch(self.store)
         head, floor, tree = self.head, self.admitted_floor_ms, BatchTree(self.frontier)
         ceiling = self.clock.ceiling_ms()
-        answers: list[tuple[Future, CommandOutcome | LedgerError]] = []
-        index_entries: dict = {}  # the group's index upkeep remembers the records it has seen written
+        answers: list[tuple[Future[CommandOutcome], CommandOutcome | LedgerError]] = []
+        # The group's index upkeep remembers the records it has seen written.
+        index_entries: dict[tuple[str, str], Entries] = {}
         for command, future, _ in group:
             try:
                 tree.check_claim(command.payload, pending.put, pending.get_raw)
@@ -207,11 +217,12 @@ class SerialExecutor:
         self.head, self.admitted_floor_ms, self.frontier = head, floor, frontier
         self._answer(group, [answer for _, answer in answers])
 
-    def _fail_group(self, group: list[tuple[AdmittedCommand, Future, float]], fault: LedgerError) -> None:
+    def _fail_group(self, group: list[Queued], fault: LedgerError) -> None:
         self.halt(fault)
+        assert self.halted is not None, "halt sets it, once"
         self._answer(group, [fault if isinstance(fault, StorageFault) else self.halted] * len(group), halted=True)
 
-    def _answer(self, group: list[tuple[AdmittedCommand, Future, float]],
+    def _answer(self, group: list[Queued],
                 answers: list[CommandOutcome | LedgerError], *, halted: bool = False) -> None:
         """Report the group to the listeners, then answer each caller."""
         if self.listeners:  # a ledger nobody observes (the CLI, a benchmark) builds no report
@@ -222,7 +233,7 @@ class SerialExecutor:
             else:
                 future.set_result(answer)
 
-    def _report(self, group: list[tuple[AdmittedCommand, Future, float]],
+    def _report(self, group: list[Queued],
                 answers: list[CommandOutcome | LedgerError], halted: bool) -> None:
         answered = time.perf_counter()
         self.listeners.notify(GroupReport(tuple(

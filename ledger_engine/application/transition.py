@@ -29,7 +29,7 @@ from ledger_engine.keys import seq20
 from ledger_engine.layout import (
     COMMAND_RESULT, DELTAS, EVENTS, INDEXES, JOURNAL, META, OUTBOX, RULE_WRITABLE_FAMILIES, STATE,
 )
-from ledger_engine.projections.maintenance import Built, IndexMaintainer
+from ledger_engine.projections.maintenance import Built, Entries, IndexMaintainer
 
 MAX_STATE_WRITES = 10_000
 MAX_DELTA_BYTES = 16 * 1024 * 1024
@@ -52,7 +52,8 @@ class CommandOutcome:
 
     @property
     def code(self) -> str:
-        return self.result["code"]
+        code: str = self.result["code"]
+        return code
 
     @property
     def accepted(self) -> bool:
@@ -75,7 +76,11 @@ def stored_outcome(pending: PendingBatch, command_id: str, duplicate: bool) -> t
     if raw is None:
         return None
     stored = orjson.loads(raw)
-    entry = orjson.loads(pending.get_raw(JOURNAL, seq20(stored["sequence"]).encode()))
+    entry_key = seq20(stored["sequence"])
+    raw_entry = pending.get_raw(JOURNAL, entry_key.encode())
+    if raw_entry is None:
+        raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{JOURNAL}/{entry_key}, a stored result's entry, is missing")
+    entry = orjson.loads(raw_entry)
     outcome = CommandOutcome(command_id, stored["sequence"], stored["outcome"], stored["result"],
                              entry["entry_hash"], duplicate)
     return stored, outcome
@@ -83,7 +88,7 @@ def stored_outcome(pending: PendingBatch, command_id: str, duplicate: bool) -> t
 
 def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes: IndexMaintainer, *,
             admitted_floor_ms: int = 0, admitted_ceiling_ms: int | None = None,
-            index_entries: dict | None = None) -> tuple[CommandOutcome, Head]:
+            index_entries: dict[tuple[str, str], Entries] | None = None) -> tuple[CommandOutcome, Head]:
     """Apply ``command`` after ``head``; an exact duplicate returns its stored outcome.
 
     A new command admitted before ``admitted_floor_ms`` (the last journalled
@@ -95,11 +100,11 @@ def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes
     """
     previous = stored_outcome(pending, command.command_id, duplicate=True)
     if previous is not None:
-        stored, outcome = previous
+        stored, earlier = previous
         if stored["envelope_hash"] != command.envelope_hash:
             raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
                               f"command {command.command_id} was already used for another envelope")
-        return outcome, head
+        return earlier, head
     if command.envelope.admitted_at_ms < admitted_floor_ms:
         raise LedgerError(ErrorCode.ADMISSION_TIME_REGRESSED,
                           f"admitted_at_ms {command.envelope.admitted_at_ms} is below the last journalled "
@@ -129,7 +134,7 @@ def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes
 
 
 def _accepted_rows(command: AdmittedCommand, pending: PendingBatch,
-                   sequence: int) -> tuple[list[DeltaRow], Built, dict]:
+                   sequence: int) -> tuple[list[DeltaRow], Built, dict[str, Any]]:
     """The rule's changes as delta rows, their values as built (for index upkeep), and the rule's result data."""
     changes = Changes(base=pending)
     ctx = RuleContext(command.envelope, sequence, changes)

@@ -40,4 +40,5 @@ def encode_built_value(value: dict[str, Any]) -> bytes:
 
 
 def decode_value(raw: bytes) -> dict[str, Any]:
-    return orjson.loads(raw)
+    value: dict[str, Any] = orjson.loads(raw)
+    return value

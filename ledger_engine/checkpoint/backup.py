@@ -36,10 +36,11 @@ from ledger_engine.application.owner import (
 from ledger_engine.application.private_rows import require_private_row
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.export import export_store
+from ledger_engine.checkpoint.form import VerificationError
 from ledger_engine.checkpoint.integrity import verify_store_exporting
 from ledger_engine.checkpoint.publish import publish_built
 from ledger_engine.checkpoint.replay import rebuild_export
-from ledger_engine.checkpoint.verify import VerificationError, hash_tree, require_fields, verify_export
+from ledger_engine.checkpoint.verify import hash_tree, require_fields, verify_export
 from ledger_engine.errors import LedgerError
 from ledger_engine.layout import META, PRIVATE_AUX
 from ledger_engine.storage.rocks import RocksStore
@@ -48,7 +49,8 @@ BACKUP_FORMAT = "porto-london-backup/1"
 MANIFEST = "MANIFEST.json"
 
 
-def backup(take_checkpoint: Callable[[Path], None], data_dir: Path, destination: str | os.PathLike) -> dict[str, Any]:
+def backup(take_checkpoint: Callable[[Path], None], data_dir: Path,
+           destination: str | os.PathLike[str]) -> dict[str, Any]:
     """Back up into ``destination`` via ``take_checkpoint`` (a live owner's or a stopped store's)."""
     dest = Path(destination).resolve()
     if dest.is_relative_to(Path(data_dir).resolve()):
@@ -92,7 +94,7 @@ def _unshare_files(directory: Path) -> None:
             os.replace(copy, path)
 
 
-def backup_owner(owner: LedgerOwner, destination: str | os.PathLike) -> dict[str, Any]:
+def backup_owner(owner: LedgerOwner, destination: str | os.PathLike[str]) -> dict[str, Any]:
     return backup(owner.checkpoint, owner.store.path, destination)
 
 
@@ -102,11 +104,11 @@ MANIFEST_FIELDS = {"created_at_ms": int, "sequence": int, "entry_hash": str, "lo
                    "db_files": dict}
 
 
-def verify_backup(source: str | os.PathLike, *, trusted_genesis: str | None = None) -> dict[str, Any]:
+def verify_backup(source: str | os.PathLike[str], *, trusted_genesis: str | None = None) -> dict[str, Any]:
     return _verified_backup(source, trusted_genesis)[0]
 
 
-def _verified_backup(source: str | os.PathLike,
+def _verified_backup(source: str | os.PathLike[str],
                      trusted_genesis: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The manifest of the backup at ``source`` and the metadata of its export, both verified.
 
@@ -145,7 +147,7 @@ def _require_manifest_matches(manifest: dict[str, Any], metadata: dict[str, Any]
         raise VerificationError(MANIFEST, "the manifest's journal tree root differs from the export's journal")
 
 
-def restore(source: str | os.PathLike, data_dir: str | os.PathLike, *,
+def restore(source: str | os.PathLike[str], data_dir: str | os.PathLike[str], *,
             trusted_genesis: str | None = None) -> dict[str, Any]:
     """Restore a verified backup into an absent or empty ``data_dir``, all or nothing, dispatch disabled.
 
@@ -157,7 +159,7 @@ def restore(source: str | os.PathLike, data_dir: str | os.PathLike, *,
                          doing="restoring")
 
 
-def restorer(source: str | os.PathLike, *, trusted_genesis: str | None = None) -> Callable[[Path], dict[str, Any]]:
+def restorer(source: str | os.PathLike[str], *, trusted_genesis: str | None = None) -> Callable[[Path], dict[str, Any]]:
     """Verify the backup at ``source`` now; the function returned rebuilds it into a staging directory.
 
     For a caller that publishes the restored ledger itself, after what must stand before it (recovery's

@@ -140,7 +140,7 @@ def journal_lines(store: RocksStore, fold: JournalTreeFold) -> Iterable[bytes]:
         yield value
 
 
-def export_store(store: RocksStore, destination: str | os.PathLike) -> dict[str, Any]:
+def export_store(store: RocksStore, destination: str | os.PathLike[str]) -> dict[str, Any]:
     """Export ``store`` into ``destination`` (created, must be empty); returns the metadata."""
     out = Path(destination)
     out.mkdir(parents=True, exist_ok=True)

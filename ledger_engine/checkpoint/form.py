@@ -18,8 +18,9 @@ import os
 import subprocess
 import sys
 import time
+from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Final, Iterator
 
 import orjson
 
@@ -188,7 +189,11 @@ class FormCheck:
             raise VerificationError(found["item"], found["reason"])
 
 
-_NO_VERDICT = object()
+class _Silence(Enum):
+    NO_VERDICT = "no verdict"
+
+
+_NO_VERDICT: Final = _Silence.NO_VERDICT
 
 
 def _entry(metadata: dict[str, Any], name: str) -> Any:
@@ -206,7 +211,7 @@ def _child_command() -> list[str]:
     return [sys.executable, "-P", "-m", __name__]
 
 
-def _start_child(root: Path, metadata: dict[str, Any]) -> subprocess.Popen | None:
+def _start_child(root: Path, metadata: dict[str, Any]) -> subprocess.Popen[bytes] | None:
     try:
         files = orjson.dumps(metadata["files"]).decode()
     except (TypeError, orjson.JSONEncodeError):
@@ -220,7 +225,7 @@ def _start_child(root: Path, metadata: dict[str, Any]) -> subprocess.Popen | Non
         return None
 
 
-def _verdict(child: subprocess.Popen, timeout_s: float) -> Any:
+def _verdict(child: subprocess.Popen[bytes], timeout_s: float) -> dict[str, str] | None | _Silence:
     """None when the child found the form sound, its finding, or ``_NO_VERDICT`` when it gave none in time."""
     try:
         output, _ = child.communicate(timeout=timeout_s)
@@ -233,12 +238,14 @@ def _verdict(child: subprocess.Popen, timeout_s: float) -> Any:
         found = orjson.loads(output)
     except orjson.JSONDecodeError:
         return _NO_VERDICT
-    if found is None or (isinstance(found, dict) and all(isinstance(found.get(key), str) for key in ("item", "reason"))):
+    if found is None:
+        return None
+    if isinstance(found, dict) and all(isinstance(found.get(key), str) for key in ("item", "reason")):
         return found
     return _NO_VERDICT
 
 
-def _stop(child: subprocess.Popen) -> None:
+def _stop(child: subprocess.Popen[bytes]) -> None:
     child.kill()
     try:
         child.communicate()  # reaps it and closes its pipe

@@ -29,7 +29,8 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.digest import logical_rows
 from ledger_engine.checkpoint.export import export_store
-from ledger_engine.checkpoint.verify import VerificationError, require_trusted_genesis, verify_export
+from ledger_engine.checkpoint.form import VerificationError
+from ledger_engine.checkpoint.verify import require_trusted_genesis, verify_export
 from ledger_engine.errors import LedgerError
 from ledger_engine.layout import ALL_FAMILIES, EVENTS, INDEXES, JOURNAL, META
 from ledger_engine.projections.maintenance import IndexMaintainer
@@ -101,7 +102,7 @@ def _verify_indexes(store: RocksStore) -> None:
                                 "is missing: the logical state derives it")
 
 
-def verify_directory(data_dir: str | os.PathLike, *, trusted_genesis: str | None = None,
+def verify_directory(data_dir: str | os.PathLike[str], *, trusted_genesis: str | None = None,
                      evidence: EvidenceStore | None = None) -> dict[str, Any]:
     """``porto-ledger verify``: a stopped ledger, opened read-only; the outcome is recorded beside it."""
     try:
@@ -127,19 +128,23 @@ def verify_owner(owner: LedgerOwner) -> dict[str, Any]:
     return report
 
 
-def record_verification(data_dir: str | os.PathLike, *, report: dict[str, Any] | None = None,
+def record_verification(data_dir: str | os.PathLike[str], *, report: dict[str, Any] | None = None,
                         failure: LedgerError | None = None) -> None:
     """When verify last ran, at which head, and what it found: a file beside the database files,
     never a write into a database that may be damaged."""
-    assert (report is None) != (failure is None)
-    found = {"ok": True, "sequence": report["sequence"], "entry_hash": report["entry_hash"]} if report else {
-        "ok": False, "code": str(failure.code), "detail": failure.detail}
+    if report is not None:
+        assert failure is None, "a report or a failure, not both"
+        found = {"ok": True, "sequence": report["sequence"], "entry_hash": report["entry_hash"]}
+    else:
+        assert failure is not None, "a report or a failure"
+        found = {"ok": False, "code": str(failure.code), "detail": failure.detail}
     replace_durably(Path(data_dir) / VERIFIED_FILE,
                     canonical_bytes({"at_ms": time.time_ns() // 1_000_000, **found}) + b"\n")
 
 
-def last_verification(data_dir: str | os.PathLike) -> dict[str, Any] | None:
+def last_verification(data_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     try:
-        return orjson.loads((Path(data_dir) / VERIFIED_FILE).read_bytes())
+        recorded: dict[str, Any] = orjson.loads((Path(data_dir) / VERIFIED_FILE).read_bytes())
     except (FileNotFoundError, orjson.JSONDecodeError):
         return None
+    return recorded

@@ -23,8 +23,10 @@ from ledger_engine.application.owner import GENESIS_KEY, reconciliation_owed
 from ledger_engine.application.value_codec import encode_value
 from ledger_engine.application.transition import HEAD_KEY
 from ledger_engine.canonical import canonical_bytes
-from ledger_engine.checkpoint.export import DELTAS_FILE, EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, ROWS_FILE
-from ledger_engine.checkpoint.verify import VerificationError, verify_export
+from ledger_engine.checkpoint.form import (
+    DELTAS_FILE, EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, ROWS_FILE, VerificationError,
+)
+from ledger_engine.checkpoint.verify import verify_export
 from ledger_engine.genesis import genesis_hash
 from ledger_engine.keys import seq20
 from ledger_engine.layout import DELTAS, EVENTS, JOURNAL, META
@@ -35,7 +37,7 @@ from ledger_engine.storage.rocks import RocksStore, WriteOp
 CHUNK = 10_000
 
 
-def load_checkpoint(export_dir: str | os.PathLike, data_dir: str | os.PathLike) -> Head:
+def load_checkpoint(export_dir: str | os.PathLike[str], data_dir: str | os.PathLike[str]) -> Head:
     root = Path(export_dir)
     metadata = verify_export(root)
     genesis = orjson.loads((root / GENESIS_FILE).read_bytes())

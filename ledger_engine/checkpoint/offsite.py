@@ -37,8 +37,8 @@ from ledger_engine.application.value_codec import decode_record
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.backup import MANIFEST, backup, restorer, verify_backup
 from ledger_engine.checkpoint.publish import publish, require_absent_or_empty, staged_beside
-from ledger_engine.checkpoint.export import JOURNAL_FILE
-from ledger_engine.checkpoint.verify import VerificationError, hash_tree, require_fields
+from ledger_engine.checkpoint.form import JOURNAL_FILE, VerificationError
+from ledger_engine.checkpoint.verify import hash_tree, require_fields
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.domain.commands.money.payments import IN_FLIGHT as PAYMENTS_IN_FLIGHT
 from ledger_engine.layout import JOURNAL, STATE
@@ -82,7 +82,7 @@ def stage_backup(take_checkpoint: Callable[[Path], None], data_dir: Path, admiss
     return _summary(manifest, _verify_admission(stage))
 
 
-def verify_staged(stage: str | os.PathLike, *, trusted_genesis: str | None = None) -> dict[str, Any]:
+def verify_staged(stage: str | os.PathLike[str], *, trusted_genesis: str | None = None) -> dict[str, Any]:
     """The ledger backup verifies, every admission file matches its hash, and evidence files match their names."""
     stage = Path(stage)
     return _summary(verify_backup(stage / LEDGER, trusted_genesis=trusted_genesis), _verify_admission(stage))
@@ -206,7 +206,8 @@ class ResticRepository:
         for line in output.splitlines():
             message = orjson.loads(line) if line.startswith("{") else {}
             if message.get("message_type") == "summary":
-                return message["snapshot_id"]
+                snapshot_id: str = message["snapshot_id"]
+                return snapshot_id
         raise RepositoryFailed("restic backup printed no summary")
 
     def check(self) -> None:
@@ -223,7 +224,7 @@ class ResticRepository:
         """Restore ``snapshot`` under ``scratch``, re-reading every restored file; the staged directory's path."""
         self.run("restore", snapshot["id"], "--target", str(scratch), "--verify", lock=False)
         # Resolved after the restore, so neither the listing nor a restored symlink leads out of scratch.
-        staged = (scratch / snapshot["paths"][0].lstrip("/")).resolve()
+        staged: Path = (scratch / snapshot["paths"][0].lstrip("/")).resolve()
         if not staged.is_relative_to(scratch.resolve()):
             raise VerificationError(snapshot["id"][:8], "the snapshot's path leaves the restore directory")
         return staged
@@ -280,8 +281,8 @@ def newest_verified(repository: ResticRepository) -> dict[str, Any] | None:
 
 # Recovery on a new host.
 
-def recover(data_dir: str | os.PathLike, admission_dir: str | os.PathLike, *,
-            repository: ResticRepository | None = None, backup_dir: str | os.PathLike | None = None,
+def recover(data_dir: str | os.PathLike[str], admission_dir: str | os.PathLike[str], *,
+            repository: ResticRepository | None = None, backup_dir: str | os.PathLike[str] | None = None,
             trusted_genesis: str | None = None) -> dict[str, Any]:
     """Restore the newest good backup: the ledger (dispatch disabled) and its admission stores, both all or nothing.
 
@@ -338,7 +339,7 @@ def _publish_admission(stage: Path, admission_dir: Path) -> None:
         publish(admission, admission_dir)
 
 
-def _fetch_newest(scratch: Path, repository: ResticRepository | None, backup_dir: str | os.PathLike | None,
+def _fetch_newest(scratch: Path, repository: ResticRepository | None, backup_dir: str | os.PathLike[str] | None,
                   trusted_genesis: str | None) -> tuple[Path, dict[str, Any] | None]:
     if repository is not None:
         snapshots = verified_snapshots(repository)
@@ -374,7 +375,7 @@ def referenced_evidence_of_ledger(data_dir: Path) -> set[str]:
     return found
 
 
-def payments_by_state(data_dir: str | os.PathLike) -> dict[str, int]:
+def payments_by_state(data_dir: str | os.PathLike[str]) -> dict[str, int]:
     """How many payments the stopped ledger holds in each state."""
     counts: dict[str, int] = {}
     with RocksStore(data_dir, read_only=True, stopped=True) as store:
@@ -384,7 +385,7 @@ def payments_by_state(data_dir: str | os.PathLike) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def recovery_report(restored: dict[str, Any], data_dir: str | os.PathLike, *, last_known_sequence: int | None,
+def recovery_report(restored: dict[str, Any], data_dir: str | os.PathLike[str], *, last_known_sequence: int | None,
                     now_ms: int) -> dict[str, Any]:
     """What a person needs after a recovery: what came back, what was lost, what is still in flight."""
     in_flight = payments_by_state(data_dir)

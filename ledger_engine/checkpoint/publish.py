@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
 from ledger_engine.adapters.files import sync_filesystem
-from ledger_engine.checkpoint.verify import VerificationError
+from ledger_engine.checkpoint.form import VerificationError
 
 Built = TypeVar("Built")
 
 
-def publish_built(data_dir: str | os.PathLike, build: Callable[[Path], Built], *, verb: str, doing: str) -> Built:
+def publish_built(data_dir: str | os.PathLike[str], build: Callable[[Path], Built], *, verb: str, doing: str) -> Built:
     """``build(staging)`` into a sibling of the absent or empty ``data_dir``, then rename it into place.
 
     ``verb`` names the operation in the refusal ("restore needs an empty data directory"), ``doing`` the
@@ -33,7 +33,7 @@ def publish_built(data_dir: str | os.PathLike, build: Callable[[Path], Built], *
 
 
 @contextmanager
-def staged_beside(data_dir: str | os.PathLike, *, verb: str, doing: str) -> Iterator[Path]:
+def staged_beside(data_dir: str | os.PathLike[str], *, verb: str, doing: str) -> Iterator[Path]:
     """A hidden staging directory beside the absent or empty ``data_dir``, removed unless ``publish`` named it."""
     target = Path(data_dir).resolve()
     require_absent_or_empty(target, f"{verb} needs an empty data directory")
@@ -51,7 +51,7 @@ def require_absent_or_empty(target: Path, reason: str) -> None:
         raise VerificationError(str(target), reason)
 
 
-def publish(staging: Path, data_dir: str | os.PathLike) -> None:
+def publish(staging: Path, data_dir: str | os.PathLike[str]) -> None:
     """Every file of ``staging`` on disk, then its new name: the absent or empty ``data_dir``."""
     target = Path(data_dir).resolve()
     sync_tree(staging)

@@ -42,15 +42,16 @@ from ledger_engine.application.owner import (
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.transition import execute
 from ledger_engine.checkpoint.export import (
-    DELTAS_FILE, EVENTS_FILE, JOURNAL_FILE, ROWS_FILE, JournalTreeFold, StateDigest, delta_lines, event_lines,
-    journal_lines, state_row_lines,
+    JournalTreeFold, StateDigest, delta_lines, event_lines, journal_lines, state_row_lines,
 )
-from ledger_engine.checkpoint.form import verify_file_hashes
+from ledger_engine.checkpoint.form import (
+    DELTAS_FILE, EVENTS_FILE, JOURNAL_FILE, ROWS_FILE, VerificationError, verify_file_hashes,
+)
 from ledger_engine.checkpoint.frozen_chunks import FrozenChunkCheck, chunk_runs, frozen_chunk, quoted_lines
 from ledger_engine.checkpoint.load import load_checkpoint
 from ledger_engine.checkpoint.publish import publish_built
 from ledger_engine.checkpoint.statement_parts import require_committed_parts
-from ledger_engine.checkpoint.verify import VerificationError, read_metadata, verify_export, verify_genesis
+from ledger_engine.checkpoint.verify import read_metadata, verify_export, verify_genesis
 from ledger_engine.errors import LedgerError, StorageFault
 from ledger_engine.layout import META
 from ledger_engine.merkle.journal import JournalFrontier
@@ -61,8 +62,8 @@ from ledger_engine.storage.rocks import RocksStore
 CHUNK = 64
 
 
-def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
-                  checkpoint_dir: str | os.PathLike | None = None,
+def replay_export(export_dir: str | os.PathLike[str], data_dir: str | os.PathLike[str], *,
+                  checkpoint_dir: str | os.PathLike[str] | None = None,
                   trusted_genesis: str | None = None, evidence: EvidenceStore | None = None) -> dict[str, Any]:
     """Rebuild ``export_dir``'s ledger from its genesis, or from an earlier verified checkpoint of it.
 
@@ -75,8 +76,9 @@ def replay_export(export_dir: str | os.PathLike, data_dir: str | os.PathLike, *,
                          verb="replay", doing="replaying")
 
 
-def rebuild_export(export_dir: str | os.PathLike, staging: Path, *, checkpoint_dir: str | os.PathLike | None = None,
-                   trusted_genesis: str | None = None, evidence: EvidenceStore | None = None) -> dict[str, Any]:
+def rebuild_export(export_dir: str | os.PathLike[str], staging: Path, *,
+                   checkpoint_dir: str | os.PathLike[str] | None = None, trusted_genesis: str | None = None,
+                   evidence: EvidenceStore | None = None) -> dict[str, Any]:
     """Rebuild ``export_dir``'s ledger in ``staging``, a directory its caller publishes or throws away.
 
     Hashes prove only that a history is whole; whoever writes one can recompute them after adding an
@@ -91,7 +93,7 @@ def rebuild_export(export_dir: str | os.PathLike, staging: Path, *, checkpoint_d
 
 
 def _rebuild(root: Path, staging: Path, metadata: dict[str, Any], genesis: dict[str, Any],
-             checkpoint_dir: str | os.PathLike | None, check: FrozenChunkCheck) -> dict[str, Any]:
+             checkpoint_dir: str | os.PathLike[str] | None, check: FrozenChunkCheck) -> dict[str, Any]:
     start = 0 if checkpoint_dir is None else _load_earlier_checkpoint(checkpoint_dir, staging, metadata, root)
     with RocksStore(staging, create=True, staging=True) as store:
         if start == 0:
@@ -107,7 +109,7 @@ def _disable_dispatch(store: RocksStore) -> None:
                  (META, WRITER_KEY, writer_record(generation, "rebuilt by replay"))])
 
 
-def _load_earlier_checkpoint(checkpoint_dir: str | os.PathLike, data_dir: str | os.PathLike,
+def _load_earlier_checkpoint(checkpoint_dir: str | os.PathLike[str], data_dir: str | os.PathLike[str],
                              metadata: dict[str, Any], root: Path) -> int:
     """Load a checkpoint whose head lies on ``root``'s journal; returns its sequence."""
     checkpoint = verify_export(checkpoint_dir)
@@ -122,7 +124,8 @@ def _entry_hash_at(journal_path: Path, sequence: int) -> str | None:
     with open(journal_path, "rb") as handle:
         for number, line in enumerate(handle, start=1):
             if number == sequence:
-                return _journal_entry(number, line)["entry_hash"]
+                entry_hash: str = _journal_entry(number, line)["entry_hash"]
+                return entry_hash
     return None
 
 

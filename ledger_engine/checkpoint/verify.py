@@ -85,7 +85,7 @@ def require_fields(document: Any, item: str, fields: dict[str, type]) -> dict[st
     return document
 
 
-def read_metadata(directory: str | os.PathLike) -> dict[str, Any]:
+def read_metadata(directory: str | os.PathLike[str]) -> dict[str, Any]:
     path = Path(directory) / METADATA_FILE
     try:
         metadata = orjson.loads(read_regular_file(path))
@@ -101,7 +101,7 @@ def read_metadata(directory: str | os.PathLike) -> dict[str, Any]:
     return metadata
 
 
-def verify_export(directory: str | os.PathLike, *, trusted_genesis: str | None = None,
+def verify_export(directory: str | os.PathLike[str], *, trusted_genesis: str | None = None,
                   evidence: EvidenceStore | None = None) -> dict[str, Any]:
     """Verify everything; returns the metadata, or raises ``VerificationError`` naming the first bad item.
 
@@ -147,7 +147,7 @@ def _verify_journal_tree(metadata: dict[str, Any], computed: dict[str, Any]) -> 
 def verify_genesis(root: Path, metadata: dict[str, Any], trusted_genesis: str | None = None) -> dict[str, Any]:
     require_trusted_genesis(metadata["genesis_hash"], trusted_genesis, GENESIS_FILE)
     try:
-        document = orjson.loads(read_regular_file(root / GENESIS_FILE))
+        document: dict[str, Any] = orjson.loads(read_regular_file(root / GENESIS_FILE))
         matches = genesis_hash(document) == metadata["genesis_hash"]
         validate_genesis(document)  # so replay and the walk below can start from its records
     except (OSError, orjson.JSONDecodeError, LedgerError, TypeError) as error:

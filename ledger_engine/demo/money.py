@@ -9,11 +9,12 @@ fixture deposit that funds its budget in the same ImportFunding, at
 addition drawn from a foundation lot. Every closed day but the last is planned
 with the same london-1 functions the ledger runs, so the stage supplies exactly
 one line ID per output line; the last day is allocated as finance allocates a
-city's day, split and frozen into day lines (``frozen_day.py``). Then the provider refunds the last period (its budget gives up
-what it has not allocated), a rights error is corrected (a new rights version;
-demo-finance-1 requests, demo-finance-2 approves), a second correction is left
-requested for a person to decide in the console, conservation is checked, and
-the payable lines go to the payout stage (``build_payouts``).
+city's day, split and frozen into day lines (``frozen_day.py``). Then the
+provider refunds the last period (its budget gives up what it has not
+allocated), a rights error is corrected (a new rights version; demo-finance-1
+requests, demo-finance-2 approves), a second correction is left requested for a
+person to decide in the console, conservation is checked, and the payable lines
+go to the payout stage (``build_payouts``).
 """
 
 from __future__ import annotations
@@ -29,8 +30,7 @@ from ledger_engine.domain.allocation_policy import ARTIST, Listening, PlannedLin
 from ledger_engine.domain.commands.money.allocation import POLICY_KEY, ListenerDayInputs
 from ledger_engine.domain.commands.money.budgets import slice_for_day
 from ledger_engine.domain.commands.money.corrections import RequestCorrectionPayload, freeze_request, request_hash
-from ledger_engine.domain.commands.money.lines import budget_key
-from ledger_engine.domain.schema.money_allocation import DayLineArtifact
+from ledger_engine.domain.schema.money_allocation import DayLineArtifact, budget_key
 from ledger_engine.domain.schema.streaming import listener_day_key
 from ledger_engine.domain.commands.streaming.policy import day_of
 from ledger_engine.domain.ruleset import LONDON_1_POLICY
@@ -47,7 +47,7 @@ class PayableLine:
     """One payable allocation line (revision 1), or a frozen day's day line, as the payout stage needs it."""
 
     line_id: str
-    recipient_id: str
+    recipient_id: str | None  # none for Porto's retained share (``Allocation.retained``)
     role: str
     amount: int
     budget_id: str | None  # none for a day line, which pays from a frozen chunk of many budgets' days
@@ -101,7 +101,7 @@ def build_money(builder: DemoBuilder, cast: Cast, *, days: int) -> None:
     build_payouts(builder, cast, allocation)
 
 
-def _fund(builder: DemoBuilder, period: dict, allocation: Allocation) -> _Budget:
+def _fund(builder: DemoBuilder, period: dict[str, Any], allocation: Allocation) -> _Budget:
     """The period's converted revenue arrives as a deposit that funds its budget in the same command."""
     budget_id, lot_id = builder.new_id(), f"demo-period-lot-{period['period_id']}"
     amount = period["days"] * USDC_PER_LISTENER_DAY
@@ -128,7 +128,8 @@ def _add_to(builder: DemoBuilder, budget: _Budget, lot_id: str, allocation: Allo
     allocation.budget_revisions[budget.budget_id] += 1
 
 
-def _allocate(builder: DemoBuilder, cast: Cast, budget: _Budget, closed: dict, allocation: Allocation) -> None:
+def _allocate(builder: DemoBuilder, cast: Cast, budget: _Budget, closed: dict[str, Any],
+              allocation: Allocation) -> None:
     if not sum(work["listened_ms"] for work in closed["works"]):
         return  # no eligible listening: the day's slice stays unallocated
     inputs = _inputs(cast, budget, closed, allocation)
@@ -144,7 +145,7 @@ def _allocate(builder: DemoBuilder, cast: Cast, budget: _Budget, closed: dict, a
                             for line_id, line in zip(line_ids, lines) if line.recipient_id is None]
 
 
-def _inputs(cast: Cast, budget: _Budget, closed: dict, allocation: Allocation) -> ListenerDayInputs:
+def _inputs(cast: Cast, budget: _Budget, closed: dict[str, Any], allocation: Allocation) -> ListenerDayInputs:
     """What the ledger's split of a closed listener-day reads, as the ledger will hold it then."""
     listening = tuple(Listening(w["work_id"], w["rights_version"], w["listened_ms"], _splits(cast, w))
                       for w in closed["works"])
@@ -155,14 +156,14 @@ def _inputs(cast: Cast, budget: _Budget, closed: dict, allocation: Allocation) -
                              slice_for_day(budget.record, closed["day"]), listening, serving, POLICY, revisions)
 
 
-def _day_to_freeze(closed_days: list[dict]) -> int | None:
+def _day_to_freeze(closed_days: list[dict[str, Any]]) -> int | None:
     """The last closed day, when there is another before it: the earlier days are allocated listener-day by
     listener-day, the last one by a frozen artifact."""
     days = sorted({closed["day"] for closed in closed_days})
     return days[-1] if len(days) > 1 else None
 
 
-def _freeze(builder: DemoBuilder, cast: Cast, budgets: dict[str, _Budget], closed_days: list[dict],
+def _freeze(builder: DemoBuilder, cast: Cast, budgets: dict[str, _Budget], closed_days: list[dict[str, Any]],
             allocation: Allocation) -> None:
     """The day's listener-days split as the day allocator splits them, in listener-day key order, and frozen."""
     planned, refused = [], []
@@ -186,18 +187,18 @@ def _freeze(builder: DemoBuilder, cast: Cast, budgets: dict[str, _Budget], close
                            for line in frozen.lines if line.recipient_id is not None]
 
 
-def _splits(cast: Cast, work: dict) -> tuple[tuple[str, int], ...]:
+def _splits(cast: Cast, work: dict[str, Any]) -> tuple[tuple[str, int], ...]:
     rights = cast.rights[work["work_id"]]
     assert rights["version"] == work["rights_version"], work
     return tuple((r["recipient_id"], r["split_bps"]) for r in rights["recipients"])
 
 
-def _payable(line_id: str, line: PlannedLine, budget_id: str, closed: dict) -> PayableLine:
+def _payable(line_id: str, line: PlannedLine, budget_id: str, closed: dict[str, Any]) -> PayableLine:
     return PayableLine(line_id, line.recipient_id, line.role, line.amount, budget_id, closed["listener_id"],
                        closed["day"], work_id=line.work_id, rights_version=line.rights_version, node_id=line.node_id)
 
 
-def _refund(builder: DemoBuilder, period: dict, budgets: dict[str, _Budget], allocation: Allocation) -> None:
+def _refund(builder: DemoBuilder, period: dict[str, Any], budgets: dict[str, _Budget], allocation: Allocation) -> None:
     """The provider refunds a period after its days were allocated: the rest of its budget leaves it."""
     event_id = f"demo-refund-{period['period_id']}"
     evidence = fixture_digest(event_id, "billing-event")
@@ -217,6 +218,7 @@ def _correct_a_rights_error(builder: DemoBuilder, cast: Cast, allocation: Alloca
     wrong = next((line for line in allocation.payable if line.role == ARTIST), None)
     if wrong is None:
         return
+    assert wrong.work_id is not None and wrong.budget_id is not None, "day lines follow the listener-days' lines"
     rights = cast.rights[wrong.work_id]
     right_artist = next(artist for artist in cast.artists
                         if artist not in {r["recipient_id"] for r in rights["recipients"]})
@@ -260,11 +262,11 @@ def _correct(builder: DemoBuilder, payload: dict[str, Any], reversed_lines: list
         return
     recorded = [{"line_id": line.line_id, "role": line.role, "recipient_id": line.recipient_id,
                  "amount": str(line.amount), "status": "paid" if line.recipient_id is None else "payable",
-                 "listener_id": line.listener_id, "day": line.day} for line in sorted(reversed_lines, key=_by_id)]
+                 "listener_id": line.listener_id, "day": line.day} for line in sorted(reversed_lines, key=by_line_id)]
     frozen = freeze_request(RequestCorrectionPayload.model_validate(payload), recorded)
     builder.add("DecideCorrection", {"correction_id": payload["correction_id"], "request_hash": request_hash(frozen),
                                      "action": "approve"}, actor=APPROVER, step_up=True)
 
 
-def _by_id(line: PayableLine) -> str:
+def by_line_id(line: PayableLine) -> str:
     return line.line_id

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger_engine.adapters.billing import KINDS
 from ledger_engine.adapters.signatures import (
@@ -78,7 +79,7 @@ def period_id_of(listener_id: str) -> str:
     return f"{listener_id}-period"
 
 
-def node_signing_key(node_id: str, version: int):
+def node_signing_key(node_id: str, version: int) -> Ed25519PrivateKey:
     return key_from_seed(f"fixture:node-key:{node_id}:{version}")
 
 
@@ -91,7 +92,8 @@ class Session:
 
     @property
     def rendition_id(self) -> str:
-        return self.work["rendition_id"]
+        rendition_id: str = self.work["rendition_id"]
+        return rendition_id
 
 
 @dataclass
@@ -102,6 +104,12 @@ class Grant:
     issued_at_ms: int
     session: Session | None = None
     consumed_at_ms: int | None = None
+
+    @property
+    def playback(self) -> Session:
+        """The session a playback grant serves (a peer fill's grant serves none)."""
+        assert self.session is not None, f"grant {self.grant_id} is a peer fill's"
+        return self.session
 
 
 @dataclass
@@ -120,7 +128,7 @@ class NodeView:
     node_id: str
     status: str = "pending"
     revision: int = 1
-    key_versions: list[dict] = field(default_factory=list)
+    key_versions: list[dict[str, Any]] = field(default_factory=list)
     observed_at_ms: int | None = None
 
     def add_key(self, valid_from_ms: int) -> None:
@@ -128,7 +136,9 @@ class NodeView:
                                   "valid_until_ms": None})
 
     def version_at(self, timestamp_ms: int) -> int:
-        return key_in_force({"key_versions": self.key_versions}, timestamp_ms)["version"]
+        in_force = key_in_force({"key_versions": self.key_versions}, timestamp_ms)
+        assert in_force is not None, f"{self.node_id} signs only with a key in force"
+        return in_force["version"]
 
 
 def build_streaming(builder: DemoBuilder, cast: Cast, *, days: int) -> None:
@@ -147,7 +157,7 @@ class StreamingScenario:
         self.activity_revisions: dict[tuple[str, int], int] = {}
         self.holds: list[Hold] = []
         self.late_receipts: dict[int, list[Grant]] = {}
-        self.opening_events: dict[str, dict] = {}
+        self.opening_events: dict[str, dict[str, Any]] = {}
         self.awaiting_review = False
 
     def listener(self, number: int) -> str:
@@ -198,7 +208,8 @@ class StreamingScenario:
                 self.builder.add("ApplyBillingObservation", cleared, actor=INGEST,
                                  evidence=[cleared["evidence_digest"]])
 
-    def billing_payload(self, listener_id: str, provider_type: str, terms: dict | None = None) -> dict:
+    def billing_payload(self, listener_id: str, provider_type: str,
+                        terms: dict[str, Any] | None = None) -> dict[str, Any]:
         """The normalised observation of a provider event, and the digest of that event as signed."""
         event_id = f"{listener_id}-{provider_type}"
         provider_event = {"id": event_id, "type": provider_type, "created_ms": self.builder.clock_ms,
@@ -251,7 +262,7 @@ class StreamingScenario:
 
     def change_status(self, node_id: str, status: str, reason: str) -> None:
         node = self.nodes[node_id]
-        payload = {"node_id": node_id, "status": status, "reason": reason}
+        payload: dict[str, Any] = {"node_id": node_id, "status": status, "reason": reason}
         evidence = []
         if status == "active":
             digest = fixture_digest(node_id, "readiness", node.revision)
@@ -263,7 +274,7 @@ class StreamingScenario:
         node.status = status
         node.revision += 1
 
-    def node_revision(self, node: NodeView) -> dict:
+    def node_revision(self, node: NodeView) -> dict[str, Any]:
         return {"cf": STATE, "key": node_key(node.node_id), "revision": node.revision}
 
     def rotate(self, node_id: str, *, valid_from_ms: int, compromised_since_ms: int | None = None) -> None:
@@ -296,7 +307,7 @@ class StreamingScenario:
                 and node.key_versions[-1]["valid_from_ms"] <= self.builder.clock_ms]
 
     # Sessions, grants and receipts.
-    def open_session(self, listener_id: str, work: dict) -> Session:
+    def open_session(self, listener_id: str, work: dict[str, Any]) -> Session:
         session_id = self.builder.new_id()
         envelope = self.builder.add("OpenSession", {
             "session_id": session_id, "account_id": listener_id, "period_id": period_id_of(listener_id),
@@ -338,10 +349,11 @@ class StreamingScenario:
                        signed_version: int | None = None, receipt_id: str | None = None) -> SignedDocument:
         """What the serving node signs for ``grant``, by default with its key in force when it served."""
         served_at_ms = grant.consumed_at_ms if served_at_ms is None else served_at_ms
+        assert served_at_ms is not None, "a node serves a grant once it is consumed"
         version = signed_version or self.nodes[grant.node_id].version_at(served_at_ms)
         body = {"receipt_id": receipt_id or self.builder.new_id(), "grant_id": grant.grant_id,
-                "session_id": grant.session.session_id, "node_id": grant.node_id, "key_version": version,
-                "rendition_id": grant.session.rendition_id, "chunk_index": grant.chunk_index,
+                "session_id": grant.playback.session_id, "node_id": grant.node_id, "key_version": version,
+                "rendition_id": grant.playback.rendition_id, "chunk_index": grant.chunk_index,
                 "bytes_served": bytes_served, "served_at_ms": served_at_ms}
         return sign(node_signing_key(grant.node_id, version), RECEIPT, body)
 
@@ -353,19 +365,21 @@ class StreamingScenario:
         self.builder.add("RecordReceipt", {"receipt": body, "evidence_digest": digest}, actor=INGEST,
                          evidence=[digest])
         if held:
-            self.holds.append(Hold(body["receipt_id"], grant.session.listener_id, grant.session.day, held,
+            self.holds.append(Hold(body["receipt_id"], grant.playback.listener_id, grant.playback.day, held,
                                    self.awaiting_review))
-        return body["receipt_id"]
+        receipt_id: str = body["receipt_id"]
+        return receipt_id
 
     def serve(self, session: Session, node_id: str, chunk_index: int, **receipt_options: Any) -> Grant:
         grant = self.consume(self.grant(node_id, chunk_index, session=session))
         self.receipt(grant, **receipt_options)
         return grant
 
-    def chunk_count(self, work: dict) -> int:
-        return -(-work["duration_ms"] // CHUNK_MS)
+    def chunk_count(self, work: dict[str, Any]) -> int:
+        duration_ms: int = work["duration_ms"]
+        return -(-duration_ms // CHUNK_MS)
 
-    def pick_work(self, number: int) -> dict:
+    def pick_work(self, number: int) -> dict[str, Any]:
         return self.cast.works[number % len(self.cast.works)]
 
     # Day 0: one scenario per hold reason, and the deliberate rejections that fit there.
@@ -529,7 +543,7 @@ class StreamingScenario:
             if listener_id not in under_review:
                 self.close_day(listener_id, previous)
         for grant in self.late_receipts.pop(previous, []):
-            if grant.session.listener_id in under_review:  # its day is still open, so it is merely delayed
+            if grant.playback.listener_id in under_review:  # its day is still open, so it is merely delayed
                 self.receipt(grant)
                 continue
             self.receipt(grant, held="late")

@@ -8,7 +8,7 @@ agree byte for byte. Indexes are never authority for a money check.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 IndexEntry = tuple[str, dict[str, Any]]
 IndexReader = Callable[[str], dict[str, Any] | None]
@@ -16,11 +16,19 @@ IndexReader = Callable[[str], dict[str, Any] | None]
 ANY_KIND = "*"
 
 
+def picked(record: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """The named fields of ``record``, each of which it has."""
+    return {field: record[field] for field in fields}
+
+
 class Projection(Protocol):
-    # The records it indexes, as (family, first key component): the commit path asks it about no others.
-    record_kinds: frozenset[tuple[str, str]]
-    # The event types it indexes (None: every event); the commit path asks it about no others.
-    event_types: frozenset[str] | None
+    @property
+    def record_kinds(self) -> frozenset[tuple[str, str]]:
+        """The records it indexes, as (family, first key component): the commit path asks it about no others."""
+
+    @property
+    def event_types(self) -> frozenset[str] | None:
+        """The event types it indexes (None: every event); the commit path asks it about no others."""
 
     def record_entries(self, family: str, key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
         """Entries for one current record; a pure function of its key and data."""

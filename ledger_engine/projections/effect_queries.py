@@ -35,8 +35,15 @@ def effects(view: LedgerView, status: str, kind: str | None = None, *, cursor: s
         names.append(raw_key.decode().removeprefix(status_prefix))
         if len(names) > limit:
             break
-    page = [effect(view, name.rsplit("/", 1)[1]) for name in names[:limit]]
+    page = [_listed(view, name.rsplit("/", 1)[1]) for name in names[:limit]]
     return page, names[limit - 1] if len(names) > limit else None
+
+
+def _listed(view: LedgerView, effect_id: str) -> dict[str, Any]:
+    """An effect the status index lists, which the outbox holds at the same boundary."""
+    found = effect(view, effect_id)
+    assert found is not None, f"effect {effect_id} is indexed but not in the outbox"
+    return found
 
 
 def expected_effect_revision(effect_id: str, revision: int) -> dict[str, Any]:

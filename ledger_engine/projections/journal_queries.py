@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import seq20
 from ledger_engine.layout import EVENTS, JOURNAL
 from ledger_engine.projections.view import LedgerView
@@ -18,7 +19,11 @@ def entry_events(view: LedgerView, sequence: int) -> list[dict[str, Any]]:
 
 
 def admitted_at_ms(view: LedgerView, sequence: int) -> int:
-    return orjson.loads(view.get(JOURNAL, seq20(sequence).encode()))["envelope"]["admitted_at_ms"]
+    raw = view.get(JOURNAL, seq20(sequence).encode())
+    if raw is None:
+        raise LedgerError(ErrorCode.NOT_FOUND, f"journal entry {sequence} does not exist")
+    admitted: int = orjson.loads(raw)["envelope"]["admitted_at_ms"]
+    return admitted
 
 
 def first_admitted_from(view: LedgerView, at_ms: int) -> int:

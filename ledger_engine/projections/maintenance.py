@@ -78,7 +78,9 @@ class IndexMaintainer:
         for family, key, new_raw in rows:
             if family == EVENTS:
                 event = built.get((family, key))
-                event = event if event is not None else orjson.loads(new_raw)
+                if event is None:
+                    assert new_raw is not None, "an event is written once and never deleted"
+                    event = orjson.loads(new_raw)
                 projections = self._event_projections(event["type"])
                 if projections:
                     changes.update(self._event_entries(projections, key, event, read))

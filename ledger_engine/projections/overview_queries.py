@@ -58,7 +58,7 @@ def open_hold_raised_times(view: LedgerView) -> list[int]:
 
 def daily_amounts(view: LedgerView) -> dict[str, dict[int, int]]:
     """Allocated, reserved and paid amounts by allocation day, from every recipient's allocation lines."""
-    series: dict[str, Counter] = {name: Counter() for name in DAILY_SERIES}
+    series: dict[str, Counter[int]] = {name: Counter() for name in DAILY_SERIES}
     for _components, line in view.entries(RECIPIENT_LINE_PREFIX):
         amount = parse_amount(line["amount"])
         if line["status"] != "reversed":

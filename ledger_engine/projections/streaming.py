@@ -19,12 +19,12 @@ From events, in sequence order:
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ledger_engine.domain.schema.streaming import Decision, Grant, Hold, ListenerDay, Node, Period, Receipt, Session
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import STATE
-from ledger_engine.projections import IndexEntry, IndexReader
+from ledger_engine.projections import IndexEntry, IndexReader, picked
 
 NODE_EVENTS = ("NodeAdmitted", "NodeStatusChanged", "NodeKeyRotated", "NodeHealthRecorded")
 
@@ -34,8 +34,7 @@ def _hold(hold: Hold) -> Iterable[IndexEntry]:
         "status": hold["status"], "reasons": hold["reasons"]}
     if hold["status"] != "open":
         return
-    summary = {field: hold[field] for field in ("receipt_id", "session_id", "listener_id", "day", "node_id",
-                                                "reasons", "raised_at_ms")}
+    summary = picked(hold, ("receipt_id", "session_id", "listener_id", "day", "node_id", "reasons", "raised_at_ms"))
     raised = seq20(hold["raised_at_ms"])
     yield key("hold_open", raised, hold["hold_id"]), summary
     for reason in hold["reasons"]:
@@ -44,22 +43,21 @@ def _hold(hold: Hold) -> Iterable[IndexEntry]:
 
 def _grant(grant: Grant) -> Iterable[IndexEntry]:
     if grant["session_id"] is not None:
-        yield key("session_evidence", grant["session_id"], "grant", grant["grant_id"]), {
-            field: grant[field] for field in ("node_id", "chunk_index", "state", "issued_at_ms", "expires_at_ms",
-                                              "receipt_id")}
+        yield key("session_evidence", grant["session_id"], "grant", grant["grant_id"]), picked(
+            grant, ("node_id", "chunk_index", "state", "issued_at_ms", "expires_at_ms", "receipt_id"))
 
 
 def _receipt(receipt: Receipt) -> Iterable[IndexEntry]:
-    yield key("session_evidence", receipt["session_id"], "receipt", receipt["receipt_id"]), {
-        field: receipt[field] for field in ("node_id", "key_version", "chunk_index", "bytes_served", "served_at_ms",
-                                            "media_ms", "partial", "hold_id", "evidence_digest")}
+    yield key("session_evidence", receipt["session_id"], "receipt", receipt["receipt_id"]), picked(
+        receipt, ("node_id", "key_version", "chunk_index", "bytes_served", "served_at_ms", "media_ms", "partial",
+                  "hold_id", "evidence_digest"))
 
 
 def _decision(decision: Decision) -> Iterable[IndexEntry]:
     yield key("session_evidence", decision["session_id"], "decision", decision["receipt_id"],
-              seq20(decision["revision"])), {
-        field: decision[field] for field in ("disposition", "hold_reasons", "decision", "decision_reason",
-                                             "actor_id", "decided_at_ms", "predecessor")}
+              seq20(decision["revision"])), picked(
+        decision, ("disposition", "hold_reasons", "decision", "decision_reason", "actor_id", "decided_at_ms",
+                   "predecessor"))
 
 
 def _session(session: Session) -> Iterable[IndexEntry]:
@@ -86,7 +84,8 @@ def _listener_day(day: ListenerDay) -> Iterable[IndexEntry]:
         "period_id": day["period_id"], "eligible_ms": day["eligible_ms"], "closed_at_ms": day["closed_at_ms"]}
 
 
-_RECORD_ENTRIES = {
+# By a state key's first component: each takes the record type that kind of key stores.
+_RECORD_ENTRIES: dict[str, Callable[[Any], Iterable[IndexEntry]]] = {
     "hold": _hold,
     "grant": _grant,
     "receipt": _receipt,

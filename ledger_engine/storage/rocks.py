@@ -185,7 +185,7 @@ class RocksStore:
 
     def __init__(self, path: str | os.PathLike[str], *, read_only: bool = False, create: bool = False,
                  stopped: bool = False, staging: bool = False,
-                 check: Callable[["RocksStore"], None] | None = None) -> None:
+                 check: Callable[["RocksStore"], object] | None = None) -> None:
         """``stopped`` (offline tools): refuse while an owner holds the ledger, and keep one from starting
         until this store closes. Without it a read-only store is a view beside a live owner.
 
@@ -239,7 +239,7 @@ class RocksStore:
             self._drop_log_dir()
             raise open_error(self.path, error) from None
 
-    def _open_existing(self, check: Callable[["RocksStore"], None] | None) -> Rdict:
+    def _open_existing(self, check: Callable[["RocksStore"], object] | None) -> Rdict:
         require_database_files(self.path)
         witness = read_witness(self.path)  # before the database: a live writer only moves it forward
         probe = self._open(read_only=True)
@@ -270,7 +270,7 @@ class RocksStore:
         self._families = {name: db.get_column_family(name) for name in ALL_FAMILIES}
         self._handles = {name: db.get_column_family_handle(name) for name in ALL_FAMILIES}
 
-    def _check_read_only(self, probe: Rdict, check: Callable[["RocksStore"], None]) -> None:
+    def _check_read_only(self, probe: Rdict, check: Callable[["RocksStore"], object]) -> None:
         """``check`` on this store reading through ``probe``; a write in it fails, the database being read-only."""
         self._bind(probe)
         self._reads = _read_options()
