@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ledger_engine.domain.changes import Changes, require
+from ledger_engine.domain.changes import Changes, require, require_present
 from ledger_engine.domain.registry import RuleContext
 from ledger_engine.domain.ruleset import OWNER_ROLE, ROLES
-from ledger_engine.domain.schema.staff import account_key, actor_key
+from ledger_engine.domain.schema.staff import Account, account_key, actor_key
 from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -73,7 +73,7 @@ def require_role(ctx: RuleContext, allowed: frozenset[str], record: Record | Non
         require(OWNER_ROLE in allowed, ErrorCode.CAPABILITY_MISSING,
                 f"the ledger's own actor submits only the owner's commands, not one needing {sorted(allowed)}")
         return
-    require(record is not None, ErrorCode.UNKNOWN_ACTOR, f"actor {ctx.actor_id} is not provisioned")
+    record = require_present(record, ErrorCode.UNKNOWN_ACTOR, f"actor {ctx.actor_id} is not provisioned")
     roles = _active_roles(record)
     if ANY_STAFF in allowed and record.data["status"] == "active" and _is_staff(ctx.changes, ctx.actor_id, record):
         return
@@ -93,7 +93,7 @@ def _is_staff(changes: Changes, actor_id: str, actor: Record | None) -> bool:
     """``is_staff``, given the actor record when the caller has already read it."""
     account = changes.get(STATE, account_key(actor_id))
     if account is not None:
-        return account.data["kind"] == "staff"
+        return account.data_as(Account)["kind"] == "staff"
     if actor is None:
         actor = changes.get(STATE, actor_key(actor_id))
     return actor is not None and ADMIN in actor.data["roles"]

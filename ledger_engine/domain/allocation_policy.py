@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import attrgetter
-from typing import Hashable, Iterable, NamedTuple
+from typing import Hashable, Iterable, NamedTuple, Sequence, TypeVar
 
 from ledger_engine.amounts import U64_MAX, checked_sum
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -75,7 +75,11 @@ def u64(value: int, what: str) -> int:
     return value
 
 
-def largest_remainder(total: int, weights: list[tuple[Hashable, int]]) -> dict[Hashable, int]:
+# A split's IDs: strings, or tuples of them.
+Id = TypeVar("Id", bound=Hashable)
+
+
+def largest_remainder(total: int, weights: list[tuple[Id, int]]) -> dict[Id, int]:
     """Split ``total`` in proportion to ``weights``, keyed by distinct canonical IDs (strings, or tuples of them).
 
     Each part is first ``floor(total * w / W)``; the units left over go one each
@@ -85,7 +89,7 @@ def largest_remainder(total: int, weights: list[tuple[Hashable, int]]) -> dict[H
     return _apportion(total, weights, _checked_whole(weights))
 
 
-def _checked_whole(weights: list[tuple[Hashable, int]] | tuple[tuple[Hashable, int], ...]) -> int:
+def _checked_whole(weights: Sequence[tuple[Hashable, int]]) -> int:
     """``W``: the weights' sum, once their IDs are distinct and each weight and the sum are u64 and not all zero."""
     if len({identifier for identifier, _ in weights}) != len(weights):
         raise LedgerError(ErrorCode.INVALID_SPLITS, "split IDs must be distinct")
@@ -101,9 +105,11 @@ def _checked_whole(weights: list[tuple[Hashable, int]] | tuple[tuple[Hashable, i
     return whole
 
 
-def _apportion(total: int, weights: Iterable[tuple[Hashable, int]], whole: int) -> dict[Hashable, int]:
+def _apportion(total: int, weights: Iterable[tuple[Id, int]], whole: int) -> dict[Id, int]:
     """Largest remainder of ``total`` over weights already checked, whose sum is ``whole``."""
-    parts, remainders, given = {}, [], 0
+    parts: dict[Id, int] = {}
+    remainders: list[tuple[int, Id]] = []
+    given = 0
     for identifier, weight in weights:
         part, remainder = divmod(total * weight, whole)
         parts[identifier] = part

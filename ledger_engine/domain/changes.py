@@ -7,7 +7,7 @@ discards them all. Rules never choose revisions or sequences: the executor does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, TypeVar
 
 from ledger_engine.domain.view import Record, StateView
 from ledger_engine.errors import ErrorCode
@@ -24,9 +24,19 @@ class Rejected(Exception):
         self.detail = detail
 
 
+T = TypeVar("T")
+
+
 def require(condition: object, code: ErrorCode, detail: str) -> None:
     if not condition:
         raise Rejected(code, detail)
+
+
+def require_present(value: T | None, code: ErrorCode, detail: str) -> T:
+    """``value``, which must be there: a record that must exist, say."""
+    if value is None:
+        raise Rejected(code, detail)
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +74,8 @@ class Changes:
         return overlay_scan(self.base.scan(family, prefix), pending, lambda key: self.get(family, key))
 
     # Writing.
-    def put_state(self, key: str, data: dict[str, Any]) -> None:
-        self.writes[(STATE, key)] = data
+    def put_state(self, key: str, data: Mapping[str, Any]) -> None:
+        self.writes[(STATE, key)] = _json_object(data)
 
     def claim_unique(self, key: str, owner: dict[str, Any], code: ErrorCode, detail: str) -> None:
         """Take a uniqueness sentinel, rejecting with ``code`` if it is taken."""
@@ -76,11 +86,17 @@ class Changes:
         """Free a sentinel whose obligation has ended (an active session's, for example)."""
         self.writes[(UNIQUE, key)] = None
 
-    def put_outbox(self, key: str, data: dict[str, Any]) -> None:
-        self.writes[(OUTBOX, key)] = data
+    def put_outbox(self, key: str, data: Mapping[str, Any]) -> None:
+        self.writes[(OUTBOX, key)] = _json_object(data)
 
     def event(self, event_type: str, **fields: Any) -> None:
         self.events.append({"type": event_type, **fields})
 
     def effect(self, effect_id: str, kind: str, payload: dict[str, Any]) -> None:
         self.effects.append(EffectIntent(effect_id, kind, payload))
+
+
+def _json_object(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A record type (a TypedDict) is a dict at run time, and only a dict is encoded as a JSON object."""
+    assert isinstance(data, dict), type(data)
+    return data

@@ -33,6 +33,7 @@ import re
 from typing import Any, Mapping
 
 from ledger_engine.canonical import domain_hash
+from ledger_engine.domain.schema.money_allocation import AllocationLine
 
 DAY_LINE_DOMAIN = "porto:london:day-line:v1\n"
 DAY_LINE_ID_PREFIX = "dayline-"
@@ -57,6 +58,13 @@ def remainder_line_id(line: Mapping[str, Any]) -> str:
 def is_day_line(line: Mapping[str, Any]) -> bool:
     """A line without a budget: a day line (well formed or not, ``line_problems`` says)."""
     return line["budget_id"] is None
+
+
+def line_budget(line: AllocationLine) -> str:
+    """The budget of a line that is not a day line."""
+    budget_id = line["budget_id"]
+    assert budget_id is not None, f"allocation line {line['line_id']} is a day line, of no budget"
+    return budget_id
 
 
 def line_problems(line: Mapping[str, Any]) -> list[str]:

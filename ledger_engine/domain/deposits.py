@@ -20,7 +20,7 @@ a lot without them is a phantom, and blocks payouts.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, Mapping, TypedDict, get_args
 
 from pydantic import Field
 
@@ -35,28 +35,34 @@ UNIT_PREFIX = "deposit/"
 EVIDENCE_PREFIX = "deposit_evidence/"
 
 
+class DepositSentinel(TypedDict):
+    """Either sentinel of a lot: the lot its deposit funds."""
+
+    lot_id: str
+
+
 def canonical_transaction_hash(spelled: str) -> str:
     digits = spelled[2:] if spelled.startswith("0x") else spelled
     assert len(digits) == 64, spelled
     return "0x" + digits.lower()
 
 
-def canonical_deposit(deposit: dict[str, Any]) -> dict[str, Any]:
+def canonical_deposit(deposit: Mapping[str, Any]) -> dict[str, Any]:
     """The deposit as the ledger records it: canonical hash, integer index."""
     return {**deposit, "transaction_hash": canonical_transaction_hash(deposit["transaction_hash"])}
 
 
-def is_canonical(deposit: dict[str, Any]) -> bool:
+def is_canonical(deposit: Mapping[str, Any]) -> bool:
     """Whether a recorded deposit names its chain, hash and index the one way the ledger spells them."""
     return (deposit.get("chain") in CHAINS and isinstance(deposit.get("transaction_hash"), str)
             and CANONICAL_HASH.fullmatch(deposit["transaction_hash"]) is not None
             and type(deposit.get("event_index")) is int)
 
 
-def deposit_unit_key(deposit: dict[str, Any]) -> str:
+def deposit_unit_key(deposit: Mapping[str, Any]) -> str:
     canonical = canonical_deposit(deposit)
     return key("deposit", f"{canonical['transaction_hash']}:{canonical['event_index']}")
 
 
-def deposit_evidence_key(deposit: dict[str, Any]) -> str:
+def deposit_evidence_key(deposit: Mapping[str, Any]) -> str:
     return key("deposit_evidence", deposit["evidence_digest"])

@@ -78,28 +78,28 @@ from typing import Any, Callable, Iterable, Iterator
 from ledger_engine.amounts import parse_amount
 from ledger_engine.domain.changes import Changes, Rejected
 from ledger_engine.domain.deposits import (
-    EVIDENCE_PREFIX, UNIT_PREFIX, deposit_evidence_key, deposit_unit_key, is_canonical,
+    EVIDENCE_PREFIX, UNIT_PREFIX, DepositSentinel, deposit_evidence_key, deposit_unit_key, is_canonical,
 )
 from ledger_engine.domain.chart import UNALLOCATED_PREFIX
-from ledger_engine.domain.day_lines import day_line_id, is_day_line, line_problems
+from ledger_engine.domain.day_lines import day_line_id, is_day_line, line_budget, line_problems
 from ledger_engine.domain.postings import POSTED
 from ledger_engine.domain.schema.money_allocation import (
     ALLOCATION_SENTINEL_PREFIX, BUDGET_PREFIX, CORRECTION_PREFIX, DAY_CHUNK_PREFIX, LINE_PREFIX, LOT_PREFIX,
-    REFUND_PREFIX, AllocationLine, Budget, BudgetRefund, Correction, DayChunk, Lot, allocation_sentinel_key,
-    day_chunk_key,
+    REFUND_PREFIX, AllocationLine, AllocationSentinel, Budget, BudgetRefund, BudgetTerm, Correction, DayChunk,
+    DayChunkRecipient, DayLineArtifact, Lot, allocation_sentinel_key, day_chunk_key,
 )
-from ledger_engine.domain.view import StateView
+from ledger_engine.domain.view import Shape, StateView, shaped
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE, UNIQUE
 
 CONSERVATION_KEY = "conservation"
-FUNDING_TERMS = ("funded", "additions")
-HOLDING_TERMS = ("unallocated", "outstanding", "paid", "refunds_reversals", "frozen")
+FUNDING_TERMS: tuple[BudgetTerm, ...] = ("funded", "additions")
+HOLDING_TERMS: tuple[BudgetTerm, ...] = ("unallocated", "outstanding", "paid", "refunds_reversals", "frozen")
 TERMS = (*FUNDING_TERMS, *HOLDING_TERMS)
 # Terms a budget records only once something moved them: absent is zero, so older records keep their bytes.
-OPTIONAL_TERMS = frozenset({"frozen"})
+OPTIONAL_TERMS: frozenset[BudgetTerm] = frozenset({"frozen"})
 # Which budget term an allocation line's amount counts in, by the line's status.
-LINE_TERM = {"payable": "outstanding", "reserved": "outstanding", "paid": "paid"}
+LINE_TERM: dict[str, BudgetTerm] = {"payable": "outstanding", "reserved": "outstanding", "paid": "paid"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +134,7 @@ def _require_none(mismatches: list[Mismatch], code: ErrorCode) -> None:
                              f"{first.subject} {first.check}: {first.detail}")
 
 
-def term_amount(budget: Budget, term: str) -> int:
+def term_amount(budget: Budget, term: BudgetTerm) -> int:
     return parse_amount(budget.get(term, "0") if term in OPTIONAL_TERMS else budget[term])
 
 
@@ -142,7 +142,7 @@ def budget_terms(data: Budget | None) -> dict[str, int]:
     return {term: term_amount(data, term) if data else 0 for term in TERMS}
 
 
-def is_freeze_sentinel(owner: dict) -> bool:
+def is_freeze_sentinel(owner: AllocationSentinel) -> bool:
     """An allocation sentinel a freeze claimed: it names the artifact, where AllocateListenerDay's names line IDs."""
     return "artifact" in owner
 
@@ -169,7 +169,7 @@ def _unbalanced(subject: str, terms: dict[str, int]) -> list[Mismatch]:
 
 def _undrawn(subject: str, budget: Budget, terms: dict[str, int]) -> list[Mismatch]:
     found = []
-    drawn = defaultdict(int)
+    drawn: dict[str, int] = defaultdict(int)
     for entry in budget["lots"]:
         drawn["funded" if entry["version"] == 1 else "additions"] += parse_amount(entry["amount"])
     for term in ("funded", "additions"):
@@ -189,13 +189,15 @@ def command_mismatches(changes: Changes) -> list[Mismatch]:
         if after is None:
             found.append(Mismatch(subject, "exists", "money moved for a budget that does not exist"))
             continue
-        old, new = budget_terms(before and before.data), budget_terms(after.data)
-        found += equation_mismatches(subject, after.data, new)
+        budget = after.data_as(Budget)
+        old, new = budget_terms(before.data_as(Budget) if before else None), budget_terms(budget)
+        found += equation_mismatches(subject, budget, new)
         funding_received += new["funded"] + new["additions"] - old["funded"] - old["additions"]
         for term in HOLDING_TERMS:
             change, expected = new[term] - old[term], moved.terms.get((budget_id, term), 0)
             if change != expected:
-                found.append(Mismatch(subject, term, f"changed by {change}; the command's records account for {expected}"))
+                found.append(Mismatch(subject, term,
+                                      f"changed by {change}; the command's records account for {expected}"))
     if funding_received != moved.lots_gave:
         found.append(Mismatch("lots", "allocated", f"lots gave {moved.lots_gave}, budgets received {funding_received}"))
     return found + moved.mismatches
@@ -215,11 +217,12 @@ class _Movements:
         for sign, line in ((-1, before), (1, after)):
             if line is None or is_day_line(line):  # a day line counts in no budget
                 continue
-            self.budgets.add(line["budget_id"])
+            budget_id = line_budget(line)
+            self.budgets.add(budget_id)
             if line["status"] in LINE_TERM:
-                self.terms[(line["budget_id"], LINE_TERM[line["status"]])] += sign * parse_amount(line["amount"])
+                self.terms[(budget_id, LINE_TERM[line["status"]])] += sign * parse_amount(line["amount"])
 
-    def frozen(self, owner: dict) -> None:
+    def frozen(self, owner: AllocationSentinel) -> None:
         """A new freeze sentinel: its listener-day's slice moved to its budget's ``frozen``."""
         self.budgets.add(owner["budget_id"])
         self.terms[(owner["budget_id"], "frozen")] += parse_amount(owner["amount"])
@@ -238,7 +241,7 @@ class _Movements:
         self.lots_gave += parse_amount(after["allocated"]) - (parse_amount(before["allocated"]) if before else 0)
         self.mismatches += _lot_bound(subject, after)
 
-    def postings(self, events: Iterable[dict]) -> None:
+    def postings(self, events: Iterable[dict[str, Any]]) -> None:
         """Net credits to each ``budget_unallocated:<budget>`` account."""
         for event in events:
             if event["type"] != POSTED:
@@ -259,26 +262,27 @@ def _movements(changes: Changes) -> _Movements:
         # The record as it was is read only where it counts: a budget's is read by the check itself, and a
         # freeze writes thousands of budgets and sentinels in one command.
         if family == UNIQUE:
-            if (record_key.startswith(ALLOCATION_SENTINEL_PREFIX) and is_freeze_sentinel(data)
+            owner = shaped(data, AllocationSentinel)
+            if (record_key.startswith(ALLOCATION_SENTINEL_PREFIX) and is_freeze_sentinel(owner)
                     and _is_new(changes, family, record_key)):
-                moved.frozen(data)
+                moved.frozen(owner)
         elif record_key.startswith(LINE_PREFIX):
-            moved.line(record_key, _before(changes, family, record_key), data)
+            moved.line(record_key, _before(changes, family, record_key, AllocationLine), shaped(data, AllocationLine))
         elif record_key.startswith(CORRECTION_PREFIX) and _is_new(changes, family, record_key):
-            moved.correction(data)
+            moved.correction(shaped(data, Correction))
         elif record_key.startswith(REFUND_PREFIX) and _is_new(changes, family, record_key):
             moved.taken_out(data["budget_id"], data["amount"])
         elif record_key.startswith(BUDGET_PREFIX):
             moved.budgets.add(record_key[len(BUDGET_PREFIX):])
         elif record_key.startswith(LOT_PREFIX):
-            moved.lot(record_key, _before(changes, family, record_key), data)
+            moved.lot(record_key, _before(changes, family, record_key, Lot), shaped(data, Lot))
     moved.postings(changes.events)
     return moved
 
 
-def _before(changes: Changes, family: str, record_key: str) -> dict | None:
+def _before(changes: Changes, family: str, record_key: str, shape: type[Shape]) -> Shape | None:
     before = changes.base.get(family, record_key)
-    return before.data if before else None
+    return before.data_as(shape) if before else None
 
 
 def _is_new(changes: Changes, family: str, record_key: str) -> bool:
@@ -303,7 +307,7 @@ ChunkId = tuple[int, int]  # (day, chunk)
 Recipient = tuple[str, str | None]  # (role, recipient_id)
 
 
-def chunk_id(record: dict) -> ChunkId:
+def chunk_id(record: DayChunk | DayLineArtifact) -> ChunkId:
     """The chunk a chunk record is, or an ``artifact`` names."""
     return record["day"], record["chunk"]
 
@@ -330,7 +334,7 @@ class FrozenChunks:
         self.lines[chunk][line["line_id"]] = line
         self.hashes[chunk].add((subject, line["artifact"]["hash"]))
 
-    def sentinel(self, subject: str, owner: dict) -> None:
+    def sentinel(self, subject: str, owner: AllocationSentinel) -> None:
         chunk = chunk_id(owner["artifact"])
         self.slices[chunk][owner["budget_id"]] += parse_amount(owner["amount"])
         self.counts[chunk] += 1
@@ -343,7 +347,9 @@ class FrozenChunks:
             self.corrected[chunk][(part["role"], part["recipient_id"])] += parse_amount(part["amount"])
         self.corrections[chunk].add(correction["correction_id"])
         self.hashes[chunk].add((subject, correction["artifact"]["hash"]))
-        self.listener_days[tuple(correction["listener_day"])].append((subject, correction))
+        listener_day = correction["listener_day"]
+        assert listener_day is not None, subject  # a frozen listener-day's correction names it
+        self.listener_days[tuple(listener_day)].append((subject, correction))
 
 
 @dataclass
@@ -363,10 +369,12 @@ class Tally:
         if is_day_line(line):
             if not problems:
                 self.frozen.line(subject, line)
-        elif line["status"] in LINE_TERM:
-            self.recorded[(line["budget_id"], LINE_TERM[line["status"]])] += parse_amount(line["amount"])
+            return
+        budget_id = line_budget(line)
+        if line["status"] in LINE_TERM:
+            self.recorded[(budget_id, LINE_TERM[line["status"]])] += parse_amount(line["amount"])
 
-    def sentinel(self, subject: str, owner: dict) -> None:
+    def sentinel(self, subject: str, owner: AllocationSentinel) -> None:
         if is_freeze_sentinel(owner):
             self.recorded[(owner["budget_id"], "frozen")] += parse_amount(owner["amount"])
             self.frozen.sentinel(subject, owner)
@@ -390,15 +398,15 @@ class LedgerState:
     def __init__(self, view: StateView) -> None:
         self._view = view
 
-    def get(self, family: str, key: str) -> dict | None:
+    def get(self, family: str, key: str, shape: type[Shape]) -> Shape | None:
         record = self._view.get(family, key)
-        return None if record is None else record.data
+        return None if record is None else record.data_as(shape)
 
-    def scan(self, family: str, prefix: str) -> Iterator[tuple[str, dict]]:
-        return ((key, record.data) for key, record in self._view.scan(family, prefix))
+    def scan(self, family: str, prefix: str, shape: type[Shape]) -> Iterator[tuple[str, Shape]]:
+        return ((key, record.data_as(shape)) for key, record in self._view.scan(family, prefix))
 
     def corrections(self) -> Iterator[tuple[str, Correction]]:
-        return self.scan(STATE, CORRECTION_PREFIX)
+        return self.scan(STATE, CORRECTION_PREFIX, Correction)
 
     def corrected_listener_days(self) -> list[tuple[tuple[str, int], list[tuple[str, Correction]]]]:
         """Each frozen listener-day corrections took out of its freeze, with those corrections."""
@@ -416,13 +424,13 @@ class LedgerState:
     @cached_property
     def tally(self) -> Tally:
         tally = Tally()
-        for subject, line in self.scan(STATE, LINE_PREFIX):
+        for subject, line in self.scan(STATE, LINE_PREFIX, AllocationLine):
             tally.line(subject, line)
-        for subject, owner in self.scan(UNIQUE, ALLOCATION_SENTINEL_PREFIX):
+        for subject, owner in self.scan(UNIQUE, ALLOCATION_SENTINEL_PREFIX, AllocationSentinel):
             tally.sentinel(subject, owner)
         for subject, correction in self.corrections():
             tally.correction(subject, correction)
-        for _, refund in self.scan(STATE, REFUND_PREFIX):
+        for _, refund in self.scan(STATE, REFUND_PREFIX, BudgetRefund):
             tally.refund(refund)
         return tally
 
@@ -437,15 +445,15 @@ class LedgerState:
 
     @cached_property
     def _chunks(self) -> tuple[tuple[str, DayChunk], ...]:
-        return tuple(self.scan(STATE, DAY_CHUNK_PREFIX))
+        return tuple(self.scan(STATE, DAY_CHUNK_PREFIX, DayChunk))
 
     @cached_property
     def _budgets(self) -> tuple[tuple[str, Budget], ...]:
-        return tuple(self.scan(STATE, BUDGET_PREFIX))
+        return tuple(self.scan(STATE, BUDGET_PREFIX, Budget))
 
     @cached_property
     def _lots(self) -> tuple[tuple[str, Lot], ...]:
-        return tuple(self.scan(STATE, LOT_PREFIX))
+        return tuple(self.scan(STATE, LOT_PREFIX, Lot))
 
 
 LedgerInvariant = Callable[[LedgerState], list[Mismatch]]
@@ -514,12 +522,12 @@ def correction_unfreezes_what_its_listener_day_froze(state: LedgerState, listene
                                                      corrections: list[tuple[str, Correction]]) -> list[Mismatch]:
     """A frozen listener-day's correction unfreezes what its freeze sentinel froze: that chunk, budget and slice."""
     listener_id, day = listener_day
-    owner = state.get(UNIQUE, allocation_sentinel_key(listener_id, day)) or {}
+    owner = state.get(UNIQUE, allocation_sentinel_key(listener_id, day), AllocationSentinel)
     return [Mismatch(subject, "listener_day", f"unfroze {correction['unfrozen']} of listener-day {listener_id}/{day} "
                                               f"in budget {correction['budget_id']} from chunk "
                                               f"{correction['artifact']}, its freeze sentinel says {owner or None}")
             for subject, correction in corrections
-            if not is_freeze_sentinel(owner) or owner["artifact"] != correction["artifact"]
+            if owner is None or not is_freeze_sentinel(owner) or owner["artifact"] != correction["artifact"]
             or (owner["budget_id"], owner["amount"]) != (correction["budget_id"], correction["unfrozen"])]
 
 
@@ -613,8 +621,8 @@ def _chunk_budgets(chunk: DayChunk) -> dict[str, int]:
     return {entry["budget_id"]: parse_amount(entry["amount"]) for entry in chunk["budgets"]}
 
 
-def _total_mismatches(subject: str, total: dict, line_id: str, lines: dict[str, AllocationLine], remainders: set[str],
-                      corrected: int) -> list[Mismatch]:
+def _total_mismatches(subject: str, total: DayChunkRecipient, line_id: str, lines: dict[str, AllocationLine],
+                      remainders: set[str], corrected: int) -> list[Mismatch]:
     """A chunk's total for a (role, recipient) against the day line ``line_id`` derived for it, and what is live of
     its day lines, with what corrections took out of them, against the total."""
     line = lines.get(line_id)
@@ -637,7 +645,8 @@ def _total_mismatches(subject: str, total: dict, line_id: str, lines: dict[str, 
                                            f"{total['amount']}")]
 
 
-def _live_day_lines(total: dict, lines: dict[str, AllocationLine], remainders: set[str]) -> list[AllocationLine]:
+def _live_day_lines(total: DayChunkRecipient, lines: dict[str, AllocationLine],
+                    remainders: set[str]) -> list[AllocationLine]:
     """A (role, recipient)'s day lines not reversed: the freeze's, and the remainders its corrections left."""
     recipient = (total["role"], total["recipient_id"])
     return [line for line_id, line in lines.items()
@@ -709,7 +718,7 @@ def lot_is_its_own_canonical_deposit(state: LedgerState, subject: str, lot: Lot)
         return [Mismatch(subject, "deposit", f"deposit {deposit} is not in its canonical form")]
     found = []
     for sentinel in (deposit_unit_key(deposit), deposit_evidence_key(deposit)):
-        owner = state.get(UNIQUE, sentinel)
+        owner = state.get(UNIQUE, sentinel, DepositSentinel)
         if owner is None or owner["lot_id"] != lot_id:
             found.append(Mismatch(subject, "deposit", f"{sentinel} names {owner and owner['lot_id']}, not this lot: "
                                                       "the lot has no deposit of its own"))
@@ -718,7 +727,7 @@ def lot_is_its_own_canonical_deposit(state: LedgerState, subject: str, lot: Lot)
 
 def deposits_fund_one_lot_each(state: LedgerState) -> list[Mismatch]:
     """No deposit funds two lots."""
-    lots_by_sentinel = defaultdict(list)
+    lots_by_sentinel: dict[str, list[str]] = defaultdict(list)
     for _, lot in state.lots():
         if is_canonical(lot["deposit"]):
             for sentinel in (deposit_unit_key(lot["deposit"]), deposit_evidence_key(lot["deposit"])):
@@ -730,8 +739,9 @@ def deposits_fund_one_lot_each(state: LedgerState) -> list[Mismatch]:
 def deposit_sentinels_name_existing_lots(state: LedgerState) -> list[Mismatch]:
     """Every deposit's unit and evidence sentinel names a lot that exists."""
     return [Mismatch(sentinel, "lot", f"names lot {owner['lot_id']}, which does not exist")
-            for prefix in (UNIT_PREFIX, EVIDENCE_PREFIX) for sentinel, owner in state.scan(UNIQUE, prefix)
-            if state.get(STATE, LOT_PREFIX + owner["lot_id"]) is None]
+            for prefix in (UNIT_PREFIX, EVIDENCE_PREFIX)
+            for sentinel, owner in state.scan(UNIQUE, prefix, DepositSentinel)
+            if state.get(STATE, LOT_PREFIX + owner["lot_id"], Lot) is None]
 
 
 # The full check: every invariant, in the order it reports (the module docstring lists them).

@@ -19,10 +19,9 @@ naming the business flow it belongs to, shared by every record of that flow:
 
 from __future__ import annotations
 
-from typing import Any
-
 from ledger_engine.domain.registry import RuleContext
+from ledger_engine.domain.schema.money_allocation import Created
 
 
-def created(ctx: RuleContext) -> dict[str, Any]:
+def created(ctx: RuleContext) -> Created:
     return {"command_id": ctx.command_id, "sequence": ctx.sequence, "at_ms": ctx.now_ms}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import AbstractSet, Any, Callable, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -46,6 +46,8 @@ class RuleContext:
 
 
 Rule = Callable[[RuleContext, Any], dict[str, Any]]
+# A rule as its module declares it, with its own payload model: registering it leaves its type as it was.
+RuleT = TypeVar("RuleT", bound=Rule)
 # Which payloads of a command type a person approves with a fresh second factor (ledger_engine.domain.step_up).
 StepUp = Callable[[Any], bool]
 
@@ -96,8 +98,8 @@ class CommandSpec:
 _REGISTRY: dict[str, CommandSpec] = {}
 
 
-def command(command_type: str, *, payload: type[Payload], roles: set[str], step_up: bool | StepUp = False,
-            cites_evidence: bool = False):
+def command(command_type: str, *, payload: type[Payload], roles: AbstractSet[str], step_up: bool | StepUp = False,
+            cites_evidence: bool = False) -> Callable[[RuleT], RuleT]:
     """Register ``rule`` as the only way to apply ``command_type``.
 
     ``step_up`` declares that a person approves this command with a fresh
@@ -116,7 +118,7 @@ def command(command_type: str, *, payload: type[Payload], roles: set[str], step_
         f"{command_type}: a command of the ledger's owner is its alone"
     needs = (lambda _payload: True) if step_up is True else (step_up or None)
 
-    def register(rule: Rule) -> Rule:
+    def register(rule: RuleT) -> RuleT:
         assert command_type not in _REGISTRY, f"{command_type} registered twice"
         _REGISTRY[command_type] = CommandSpec(command_type, payload, _guarded(rule, needs), frozenset(roles), needs,
                                               cites_evidence)

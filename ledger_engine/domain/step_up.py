@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from pydantic import BaseModel, ConfigDict, Field
 
 from ledger_engine.canonical import MAX_SAFE_INTEGER, canonical_bytes, domain_hash
-from ledger_engine.domain.changes import require
+from ledger_engine.domain.changes import require, require_present
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
@@ -100,8 +100,8 @@ def require_proof(ctx: "RuleContext") -> None:
     raw = envelope.payload.get(PROOF_FIELD)
     require(raw is not None, ErrorCode.STEP_UP_REQUIRED,
             f"{envelope.command_type} needs a fresh authenticator proof from the console's step-up service")
-    verifier = ctx.changes.get(STATE, VERIFIER_KEY)
-    require(verifier is not None, ErrorCode.STEP_UP_REQUIRED, "no step-up verifier key is registered in this ledger")
+    verifier = require_present(ctx.changes.get(STATE, VERIFIER_KEY), ErrorCode.STEP_UP_REQUIRED,
+                               "no step-up verifier key is registered in this ledger")
     proof = StepUpProof.model_validate(raw)  # admission already refused a malformed proof
     message = proof_message(command_id=envelope.command_id, command_type=envelope.command_type,
                             actor_id=envelope.actor_id, payload=envelope.payload, issued_at_ms=proof.issued_at_ms)

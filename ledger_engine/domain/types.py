@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from ledger_engine.canonical import MAX_SAFE_INTEGER
-from ledger_engine.domain.ruleset import Role  # noqa: F401  (re-exported for payload models)
+from ledger_engine.domain.ruleset import Role as Role  # re-exported for payload models
 from ledger_engine.envelope import SHA256_PATTERN
 from ledger_engine.keys import IDENTIFIER_PATTERN
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterator, Mapping, Protocol, TypeVar, cast
+
+# A record type of ledger_engine/domain/schema: a TypedDict, read and written as a JSON object.
+Shape = TypeVar("Shape", bound=Mapping[str, Any])
 
 
 @dataclass(frozen=True, slots=True)
@@ -12,6 +15,20 @@ class Record:
 
     revision: int
     data: dict[str, Any]
+
+    def data_as(self, shape: type[Shape]) -> Shape:
+        """The data as the record type ``shape`` (``shaped``)."""
+        return shaped(self.data, shape)
+
+
+def shaped(data: dict[str, Any], shape: type[Shape]) -> Shape:
+    """``data`` as the record type its key stores: the ledger wrote it in that shape, so nothing is checked."""
+    return cast(Shape, data)
+
+
+def with_fields(record: Shape, **fields: Any) -> Shape:
+    """A copy of ``record`` with ``fields`` set: fields of its own record type, which nothing here checks."""
+    return cast(Shape, {**record, **fields})
 
 
 class StateView(Protocol):

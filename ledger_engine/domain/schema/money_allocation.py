@@ -8,6 +8,8 @@ from ledger_engine.keys import key, seq20
 
 LineRole = Literal["artist", "operator", "porto"]
 LineStatus = Literal["payable", "reserved", "paid", "reversed"]
+# The terms of a budget's conservation equation (ledger_engine/domain/invariants.py).
+BudgetTerm = Literal["funded", "additions", "unallocated", "outstanding", "paid", "refunds_reversals", "frozen"]
 
 BUDGET_PREFIX = "budget/"
 LINE_PREFIX = "allocation_line/"
@@ -111,7 +113,7 @@ class Correction(TypedDict):
     requested_by: str
     approved_by: str
     request_hash: str
-    listener_day: list | None
+    listener_day: list[Any] | None  # [listener_id, day]; a frozen listener-day's correction always names it
     reverses: list[str]
     replacements: list[str]
     reversed: str
@@ -129,13 +131,29 @@ class Correction(TypedDict):
     parts: NotRequired[list[dict[str, Any]]]  # {"role", "recipient_id", "amount", "line_id", "remainder_id"}
 
 
+class JournalEntry(TypedDict):
+    """A posting line as a record keeps it (domain/postings.py)."""
+
+    account: str
+    side: Literal["debit", "credit"]
+    amount: str
+
+
 class CorrectionRequest(TypedDict, total=False):
     """A correction as requested and frozen, waiting for a second finance user's decision."""
 
     correction_id: str
     budget_id: str
     reason: str
+    listener_day: list[Any] | None  # [listener_id, day]
     reverses: list[dict[str, Any]]  # each reversed line as frozen, by ``line_id``
+    replacements: list[dict[str, Any]]  # each as its payload gave it (corrections.Replacement)
+    remainder_to: Literal["unallocated", "refund"]
+    refund_unallocated: str
+    amounts: dict[str, str]  # reversed, replaced, released, refunded, refunded_unallocated
+    entries: list[JournalEntry]  # the balancing journal approval posts
+    frozen_listener_day: dict[str, Any]  # a frozen listener-day's, as its payload quoted it
+    parts: list[dict[str, str]]  # a frozen listener-day's: line_id, amount
     request_hash: str
     status: Literal["requested", "approved", "declined"]
     requested_by: str
@@ -153,6 +171,15 @@ class BudgetRefund(TypedDict):
     refunded_at_ms: int
     correlation_id: str
     created: Created
+
+
+class AllocationSentinel(TypedDict):
+    """``unique/allocation/<listener_id>/<seq20(day)>``: one listener-day's slice, allocated by one path."""
+
+    budget_id: str
+    amount: str
+    line_ids: NotRequired[list[str]]  # AllocateListenerDay's
+    artifact: NotRequired[DayLineArtifact]  # a freeze's (docs/adr/0073)
 
 
 def lot_key(lot_id: str) -> str:
@@ -212,6 +239,46 @@ class DayChunk(TypedDict):
     amount: str
     recipients: list[DayChunkRecipient]
     budgets: list[dict[str, str]]  # {"budget_id", "amount"}, by budget
+    correlation_id: str
+    created: Created
+
+
+DayAllocationStatus = Literal["requested", "running", "done"]
+
+
+class DayAllocationDay(TypedDict):
+    day: int
+    status: DayAllocationStatus
+    listener_days_split: int
+    listener_days_frozen: int
+    amount: str
+    chunks: list[int]  # the frozen chunks counted, by number
+
+
+class DayAllocationRefusal(TypedDict):
+    """A listener-day of the day the owner did not freeze, with the code that refused it."""
+
+    day: int
+    listener_id: str
+    code: str
+    detail: str
+
+
+class DayAllocation(TypedDict):
+    """``state/day_allocation/<request_id>``: an AllocateDay request and how far the owner got
+    (commands/money/allocate_day.py)."""
+
+    request_id: str
+    first_day: int
+    last_day: int
+    status: DayAllocationStatus
+    requested_by: str
+    days: list[DayAllocationDay]
+    listener_days_split: int
+    listener_days_frozen: int
+    chunks_frozen: int
+    amount: str
+    refused: list[DayAllocationRefusal]
     correlation_id: str
     created: Created
 

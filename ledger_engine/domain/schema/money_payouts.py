@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from ledger_engine.domain.schema.money_allocation import Created
 from ledger_engine.keys import key
@@ -37,11 +37,19 @@ class FrozenRun(TypedDict):
     total: str
 
 
+class NewPayment(PlannedPayment):
+    """A planned payment as its run creates it (``payments.create_payment`` writes the rest of its ``Payment``)."""
+
+    run_id: str
+    asset: str
+    correlation_id: str
+
+
 class RunApproval(TypedDict):
     approved_by: str
     approved_at_ms: int
     statement_ids: list[str]
-    cap: str
+    cap: str | None  # None: the approval set no cap
 
 
 class RunTombstone(TypedDict):
@@ -134,6 +142,7 @@ class Artifact(TypedDict):
     frozen_by: str
     frozen_at_ms: int
     frozen_sequence: int
+    statement_root: NotRequired[str]  # a statement-index batch's: the root of its statements' tree
 
 
 class Batch(TypedDict):
