@@ -8,6 +8,8 @@ reversed into refunds when it is refunded; GBP never shares a journal with USDC.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import model_validator
 
 from ledger_engine.amounts import Amount, format_amount, parse_amount
@@ -54,7 +56,7 @@ class ApplyBillingObservationPayload(Payload):
 
 
 @command("ApplyBillingObservation", payload=ApplyBillingObservationPayload, roles={"ingest"}, cites_evidence=True)
-def apply_billing_observation(ctx: RuleContext, p: ApplyBillingObservationPayload) -> dict:
+def apply_billing_observation(ctx: RuleContext, p: ApplyBillingObservationPayload) -> dict[str, Any]:
     require_evidence(ctx, p.evidence_digest)
     ctx.changes.claim_unique(billing_event_sentinel(p.provider, p.event_id),
                              {"period_id": p.period_id, "kind": p.kind}, ErrorCode.DUPLICATE_EVIDENCE,
@@ -68,6 +70,7 @@ def apply_billing_observation(ctx: RuleContext, p: ApplyBillingObservationPayloa
 
 def _open_period(ctx: RuleContext, p: ApplyBillingObservationPayload) -> Period:
     terms = p.terms
+    assert terms is not None, "an opened period's observation gives its terms (ApplyBillingObservationPayload)"
     require_account(ctx, p.account_id, "listener", active=False)
     require_absent(ctx, period_key(p.period_id), f"period {p.period_id}")
     require(terms.start_ms % DAY_MS == 0 and terms.end_ms % DAY_MS == 0, ErrorCode.INVALID_TIME,
@@ -109,7 +112,7 @@ def _claim_days(ctx: RuleContext, account_id: str, period_id: str, terms: Period
 
 
 def _advance_period(ctx: RuleContext, p: ApplyBillingObservationPayload) -> Period:
-    period: Period = existing(ctx, period_key(p.period_id), f"period {p.period_id}").data
+    period = existing(ctx, period_key(p.period_id), f"period {p.period_id}", Period)
     require((period["provider"], period["provider_period_id"], period["account_id"])
             == (p.provider, p.provider_period_id, p.account_id),
             ErrorCode.INVALID_REFERENCE, f"the event does not describe period {p.period_id}")

@@ -3,27 +3,25 @@
 from __future__ import annotations
 
 from ledger_engine.canonical import domain_hash
-from ledger_engine.domain.changes import Rejected, require
-from ledger_engine.domain.commands.accounts import account_key
+from ledger_engine.domain.changes import Rejected, require, require_present
 from ledger_engine.domain.registry import Payload, RuleContext
-from ledger_engine.domain.schema.staff import Account
-from ledger_engine.domain.view import Record
+from ledger_engine.domain.schema.staff import Account, account_key
+from ledger_engine.domain.view import Shape
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
 
 EVIDENCE_BODY_DOMAIN = "porto:london:evidence-body:v1\n"
 
 
-def existing(ctx: RuleContext, record_key: str, what: str) -> Record:
-    """The current state record at ``record_key``, or a ``NOT_FOUND`` rejection."""
-    record = ctx.changes.get(STATE, record_key)
-    require(record is not None, ErrorCode.NOT_FOUND, f"{what} does not exist")
-    return record
+def existing(ctx: RuleContext, record_key: str, what: str, shape: type[Shape]) -> Shape:
+    """The current state record at ``record_key``, of record type ``shape``, or a ``NOT_FOUND`` rejection."""
+    record = require_present(ctx.changes.get(STATE, record_key), ErrorCode.NOT_FOUND, f"{what} does not exist")
+    return record.data_as(shape)
 
 
 def require_account(ctx: RuleContext, account_id: str, kind: str, *, active: bool = True) -> Account:
     """An account of ``kind`` (and active, unless told otherwise), or an ``INVALID_REFERENCE`` rejection."""
-    account: Account = existing(ctx, account_key(account_id), f"account {account_id}").data
+    account = existing(ctx, account_key(account_id), f"account {account_id}", Account)
     require(account["kind"] == kind and (account["status"] == "active" or not active), ErrorCode.INVALID_REFERENCE,
             f"account {account_id} is not {'an active' if active else 'a'} {kind} account")
     return account

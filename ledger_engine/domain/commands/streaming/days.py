@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.streaming.checks import (
@@ -52,19 +53,19 @@ class _CountedSession:
 
 
 @command("CloseDay", payload=CloseDayPayload, roles={"coordinator", "ops"})
-def close_day(ctx: RuleContext, p: CloseDayPayload) -> dict:
+def close_day(ctx: RuleContext, p: CloseDayPayload) -> dict[str, Any]:
     activity_key = listener_activity_key(p.listener_id, p.day)
     require_stated_revision(ctx, activity_key, "closing a listener-day")
     require(ctx.changes.get(STATE, listener_day_key(p.listener_id, p.day)) is None, ErrorCode.DAY_CLOSED,
             f"day {p.day} of {p.listener_id} is already closed")
     require(day_start_ms(p.day + 1) <= ctx.now_ms, ErrorCode.INVALID_TIME, f"day {p.day} has not ended")
     require_account(ctx, p.listener_id, "listener", active=False)
-    period: Period = existing(ctx, period_key(p.period_id), f"period {p.period_id}").data
+    period = existing(ctx, period_key(p.period_id), f"period {p.period_id}", Period)
     require(period["account_id"] == p.listener_id and period["start_ms"] <= day_start_ms(p.day) < period["end_ms"],
             ErrorCode.INVALID_REFERENCE, f"period {p.period_id} does not cover day {p.day} of {p.listener_id}")
 
     activity = ctx.changes.get(STATE, activity_key)
-    activity_data: ListenerActivity | None = activity.data if activity else None
+    activity_data = activity.data_as(ListenerActivity) if activity else None
     windows = activity_data["sessions"] if activity_data else []
     counted = [_count(ctx, _closed_session(ctx, window["session_id"], p.period_id)) for window in windows]
     works = _listening_per_work(counted)
@@ -89,7 +90,7 @@ def close_day(ctx: RuleContext, p: CloseDayPayload) -> dict:
 
 
 def _closed_session(ctx: RuleContext, session_id: str, period_id: str) -> Session:
-    session: Session = existing(ctx, session_key(session_id), f"session {session_id}").data
+    session = existing(ctx, session_key(session_id), f"session {session_id}", Session)
     require(session["status"] == "closed", ErrorCode.INVALID_STATE, f"session {session_id} is still open")
     require(session["period_id"] == period_id, ErrorCode.INVALID_REFERENCE,
             f"session {session_id} streamed under period {session['period_id']}")
@@ -101,9 +102,9 @@ def _count(ctx: RuleContext, session: Session) -> _CountedSession:
     listened_ms = 0
     node_bytes: dict[str, int] = defaultdict(int)
     for receipt_id in session["receipt_ids"]:
-        receipt: Receipt = existing(ctx, receipt_key(receipt_id), f"receipt {receipt_id}").data
+        receipt = existing(ctx, receipt_key(receipt_id), f"receipt {receipt_id}", Receipt)
         if receipt["hold_id"] is not None:
-            hold: Hold = existing(ctx, hold_key(receipt["hold_id"]), f"hold {receipt['hold_id']}").data
+            hold = existing(ctx, hold_key(receipt["hold_id"]), f"hold {receipt['hold_id']}", Hold)
             require(hold["status"] != "open", ErrorCode.HOLDS_OPEN,
                     f"hold {receipt['hold_id']} on day {session['day']} of {session['account_id']} is undecided")
             if hold["status"] == "rejected":
@@ -134,4 +135,4 @@ def _bytes_per_node(ctx: RuleContext, counted: list[_CountedSession]) -> list[Se
 
 
 def _node(ctx: RuleContext, node_id: str) -> Node:
-    return existing(ctx, node_key(node_id), f"node {node_id}").data
+    return existing(ctx, node_key(node_id), f"node {node_id}", Node)

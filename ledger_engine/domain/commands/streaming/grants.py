@@ -11,7 +11,7 @@ against its latest recorded health at admission time.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, Mapping
 
 from pydantic import Field, model_validator
 
@@ -60,14 +60,14 @@ class ConsumeGrantPayload(Payload):
 
 
 @command("IssueGrant", payload=IssueGrantPayload, roles={"coordinator"})
-def issue_grant(ctx: RuleContext, p: IssueGrantPayload) -> dict:
+def issue_grant(ctx: RuleContext, p: IssueGrantPayload) -> dict[str, Any]:
     require_absent(ctx, grant_key(p.grant_id), f"grant {p.grant_id}")
     _advance_coordinator(ctx, p.coordinator_sequence)
     ctx.changes.claim_unique(nonce_sentinel(p.nonce_hash), {"grant_id": p.grant_id}, ErrorCode.NONCE_REUSED,
                              "this grant nonce was already issued")
     require(ctx.now_ms < p.expires_at_ms <= ctx.now_ms + MAX_GRANT_TTL_MS, ErrorCode.INVALID_TIME,
             f"a grant expires after it is issued and within {MAX_GRANT_TTL_MS} ms")
-    rendition: Rendition = existing(ctx, rendition_key(p.rendition_id), f"rendition {p.rendition_id}").data
+    rendition = existing(ctx, rendition_key(p.rendition_id), f"rendition {p.rendition_id}", Rendition)
     require(p.chunk_index < len(rendition["chunks"]), ErrorCode.INVALID_REFERENCE,
             f"rendition {p.rendition_id} has no chunk {p.chunk_index}")
     require_routable(ctx, p.node_id, p.rendition_id)
@@ -98,13 +98,13 @@ def issue_grant(ctx: RuleContext, p: IssueGrantPayload) -> dict:
 
 
 @command("ConsumeGrant", payload=ConsumeGrantPayload, roles={"coordinator"})
-def consume_grant(ctx: RuleContext, p: ConsumeGrantPayload) -> dict:
-    grant = existing(ctx, grant_key(p.grant_id), f"grant {p.grant_id}").data
+def consume_grant(ctx: RuleContext, p: ConsumeGrantPayload) -> dict[str, Any]:
+    grant = existing(ctx, grant_key(p.grant_id), f"grant {p.grant_id}", Grant)
     require(grant["state"] == "issued", ErrorCode.ALREADY_CONSUMED, f"grant {p.grant_id} was already consumed")
     require(p.nonce_hash == grant["nonce_hash"], ErrorCode.INVALID_REFERENCE,
             f"the nonce does not belong to grant {p.grant_id}")
     require(ctx.now_ms <= grant["expires_at_ms"], ErrorCode.EXPIRED, f"grant {p.grant_id} has expired")
-    node: Node = existing(ctx, node_key(grant["node_id"]), f"node {grant['node_id']}").data
+    node = existing(ctx, node_key(grant["node_id"]), f"node {grant['node_id']}", Node)
     require(node["status"] == "active", ErrorCode.NODE_NOT_ACTIVE, f"node {grant['node_id']} is {node['status']}")
     consumed = {"request_id": p.request_id, "at_ms": ctx.now_ms, "sequence": ctx.sequence}
     ctx.changes.put_state(grant_key(p.grant_id), {**grant, "state": "consumed", "consumed": consumed})
@@ -124,11 +124,12 @@ def _advance_coordinator(ctx: RuleContext, sequence: int) -> None:
 
 
 def _renew_session(ctx: RuleContext, p: IssueGrantPayload) -> None:
+    assert p.session_id is not None, "a playback grant names its session (IssueGrantPayload)"
     session = require_open_session(ctx, p.session_id)
     require(ctx.now_ms < session["expires_at_ms"], ErrorCode.EXPIRED, f"session {p.session_id} lease has expired")
     require(p.rendition_id == session["rendition_id"], ErrorCode.INVALID_REFERENCE,
             f"session {p.session_id} plays rendition {session['rendition_id']}")
-    work: Work = existing(ctx, work_key(session["work_id"]), f"work {session['work_id']}").data
+    work = existing(ctx, work_key(session["work_id"]), f"work {session['work_id']}", Work)
     require(work["status"] == "active", ErrorCode.INVALID_STATE, f"work {session['work_id']} is {work['status']}")
     ctx.changes.put_state(session_key(p.session_id), {
         **session,
@@ -139,18 +140,20 @@ def _renew_session(ctx: RuleContext, p: IssueGrantPayload) -> None:
 
 
 def _check_fill_destination(ctx: RuleContext, p: IssueGrantPayload) -> None:
+    assert p.destination_node_id is not None, "a peer fill grant names its destination (IssueGrantPayload)"
     require(p.destination_node_id != p.node_id, ErrorCode.INVALID_REFERENCE, "a node does not fill itself")
-    destination: Node = existing(ctx, node_key(p.destination_node_id), f"node {p.destination_node_id}").data
+    destination = existing(ctx, node_key(p.destination_node_id), f"node {p.destination_node_id}", Node)
     require(destination["status"] in ("pending", "active"), ErrorCode.NODE_NOT_ACTIVE,
             f"node {p.destination_node_id} is {destination['status']}")
 
 
 def require_receiptable(ctx: RuleContext, grant_id: str, purpose: GrantPurpose, **bound: object) -> Grant:
     """A consumed grant of ``purpose`` with no final receipt yet, matching every ``bound`` field."""
-    grant = existing(ctx, grant_key(grant_id), f"grant {grant_id}").data
+    grant = existing(ctx, grant_key(grant_id), f"grant {grant_id}", Grant)
     require(grant["purpose"] == purpose, ErrorCode.INVALID_REFERENCE, f"grant {grant_id} is a {grant['purpose']} grant")
+    fields: Mapping[str, object] = grant  # ``bound`` names them
     for field, value in bound.items():
-        require(grant[field] == value, ErrorCode.INVALID_REFERENCE, f"grant {grant_id} has another {field}")
+        require(fields[field] == value, ErrorCode.INVALID_REFERENCE, f"grant {grant_id} has another {field}")
     require(grant["state"] == "consumed", ErrorCode.INVALID_STATE, f"grant {grant_id} was not consumed")
     require(grant["receipt_id"] is None, ErrorCode.CONFLICTING_EVIDENCE,
             f"grant {grant_id} already has final receipt {grant['receipt_id']}")

@@ -10,14 +10,14 @@ revision to the receipt.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.streaming.checks import existing, require_stated_revision
 from ledger_engine.domain.commands.streaming.decisions import record_decision
 from ledger_engine.domain.schema.streaming import hold_key, receipt_key
 from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.schema.streaming import Receipt, Session
+from ledger_engine.domain.schema.streaming import Disposition, Hold, Receipt, Session
 from ledger_engine.domain.types import Digest, Identifier
 from ledger_engine.errors import ErrorCode
 
@@ -87,15 +87,16 @@ def raise_hold(ctx: RuleContext, receipt: Receipt, session: Session, reasons: li
 
 
 @command("DecideHold", payload=DecideHoldPayload, roles={"ops"})
-def decide_hold(ctx: RuleContext, p: DecideHoldPayload) -> dict:
+def decide_hold(ctx: RuleContext, p: DecideHoldPayload) -> dict[str, Any]:
     require_stated_revision(ctx, hold_key(p.hold_id), "deciding a hold")
     require(reason_fits(p.decision, p.reason), ErrorCode.HOLD_REASON_MISMATCH,
             f"{p.reason} is not a reason to {p.decision} a hold; fitting: {', '.join(REASONS_BY_DECISION[p.decision])}")
-    hold = existing(ctx, hold_key(p.hold_id), f"hold {p.hold_id}").data
+    hold = existing(ctx, hold_key(p.hold_id), f"hold {p.hold_id}", Hold)
     require(hold["status"] == "open", ErrorCode.INVALID_STATE, f"hold {p.hold_id} is already {hold['status']}")
-    receipt = existing(ctx, receipt_key(hold["receipt_id"]), f"receipt {hold['receipt_id']}").data
+    receipt = existing(ctx, receipt_key(hold["receipt_id"]), f"receipt {hold['receipt_id']}", Receipt)
     status = "released" if p.decision == "release" else "rejected"
-    disposition = ("partial" if receipt["partial"] else "accepted") if p.decision == "release" else "rejected"
+    disposition: Disposition = (("partial" if receipt["partial"] else "accepted") if p.decision == "release"
+                                else "rejected")
     revision = hold["decision_revision"] + 1
     record_decision(ctx, receipt, revision=revision, disposition=disposition, reasons=hold["reasons"],
                     decision=p.decision, decision_reason=p.reason)

@@ -14,24 +14,25 @@ or key.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from ledger_engine.canonical import MAX_SAFE_INTEGER
-from ledger_engine.domain.changes import require
-from ledger_engine.domain.commands.accounts import account_key
+from ledger_engine.domain.changes import require, require_present
+from ledger_engine.domain.schema.staff import Account, account_key
 from ledger_engine.domain.commands.streaming.checks import (
     existing, require_absent, require_account, require_evidence, require_stated_revision,
 )
 from ledger_engine.domain.commands.streaming.fields import PublicKey, SortedIdentifiers
 from ledger_engine.domain.schema.streaming import (
-    HealthStatus, KeyVersion, Node, NodeHealth, NodeStatus, NodeStatusReason, ReadinessChecks, endpoint_sentinel,
-    node_health_key, node_key, node_public_key_sentinel,
+    HealthStatus, IndependenceDeclaration, KeyVersion, Node, NodeHealth, NodeStatus, NodeStatusReason, ReadinessChecks,
+    endpoint_sentinel, node_health_key, node_key, node_public_key_sentinel,
 )
 from ledger_engine.domain.commands.streaming.policy import HEALTH_FRESH_MS
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Digest, Identifier, TimestampMs
+from ledger_engine.domain.view import shaped
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
 
@@ -142,7 +143,7 @@ def key_in_force(node: Node, timestamp_ms: int) -> KeyVersion | None:
 
 def require_routable(ctx: RuleContext, node_id: str, rendition_id: str) -> None:
     """The node may serve ``rendition_id`` now: active, freshly and healthily observed holding it, keyed."""
-    node: Node = existing(ctx, node_key(node_id), f"node {node_id}").data
+    node = existing(ctx, node_key(node_id), f"node {node_id}", Node)
     require(node["status"] == "active", ErrorCode.NODE_NOT_ACTIVE, f"node {node_id} is {node['status']}")
     health = require_fresh_health(ctx, node_id)
     require(rendition_id in health["inventory"], ErrorCode.INVALID_REFERENCE,
@@ -151,24 +152,24 @@ def require_routable(ctx: RuleContext, node_id: str, rendition_id: str) -> None:
 
 
 def require_fresh_health(ctx: RuleContext, node_id: str) -> NodeHealth:
-    record = ctx.changes.get(STATE, node_health_key(node_id))
-    require(record is not None and record.data["status"] == "healthy", ErrorCode.NODE_NOT_ACTIVE,
-            f"node {node_id} has no healthy health observation")
-    require(ctx.now_ms - record.data["observed_at_ms"] <= HEALTH_FRESH_MS, ErrorCode.EXPIRED,
-            f"node {node_id} was last observed at {record.data['observed_at_ms']}, too long ago to route to")
-    return record.data
+    unhealthy = f"node {node_id} has no healthy health observation"
+    record = require_present(ctx.changes.get(STATE, node_health_key(node_id)), ErrorCode.NODE_NOT_ACTIVE, unhealthy)
+    health = record.data_as(NodeHealth)
+    require(health["status"] == "healthy", ErrorCode.NODE_NOT_ACTIVE, unhealthy)
+    require(ctx.now_ms - health["observed_at_ms"] <= HEALTH_FRESH_MS, ErrorCode.EXPIRED,
+            f"node {node_id} was last observed at {health['observed_at_ms']}, too long ago to route to")
+    return health
 
 
 @command("AdmitNode", payload=AdmitNodePayload, roles={"ingest", "ops"}, cites_evidence=True)
-def admit_node(ctx: RuleContext, p: AdmitNodePayload) -> dict:
+def admit_node(ctx: RuleContext, p: AdmitNodePayload) -> dict[str, Any]:
     require_evidence(ctx, p.evidence_digest)
     require_absent(ctx, node_key(p.node_id), f"node {p.node_id}")
     require_account(ctx, p.operator_id, "operator")
     for account_id in p.independence.affiliated_account_ids:
-        existing(ctx, account_key(account_id), f"affiliated account {account_id}")
-    host_and_port = approved_endpoint(p.endpoint)
-    require(host_and_port is not None, ErrorCode.INVALID_REFERENCE,
-            f"endpoint {p.endpoint!r} is not approved: https and a DNS name, with no path")
+        existing(ctx, account_key(account_id), f"affiliated account {account_id}", Account)
+    host_and_port = require_present(approved_endpoint(p.endpoint), ErrorCode.INVALID_REFERENCE,
+                                    f"endpoint {p.endpoint!r} is not approved: https and a DNS name, with no path")
     ctx.changes.claim_unique(endpoint_sentinel(host_and_port), {"node_id": p.node_id}, ErrorCode.ALREADY_EXISTS,
                              f"endpoint {host_and_port} already belongs to a node")
     _claim_public_key(ctx, p.public_key, p.node_id, 1)
@@ -180,7 +181,7 @@ def admit_node(ctx: RuleContext, p: AdmitNodePayload) -> dict:
         "region": p.region,
         "key_versions": [{"version": 1, "public_key": p.public_key, "valid_from_ms": ctx.now_ms,
                           "valid_until_ms": None, "ended_by": None}],
-        "independence": p.independence.model_dump(mode="json"),
+        "independence": shaped(p.independence.model_dump(mode="json"), IndependenceDeclaration),
         "admitted_at_ms": ctx.now_ms,
         "status_changed_at_ms": ctx.now_ms,
         "status_reason": None,
@@ -194,9 +195,9 @@ def admit_node(ctx: RuleContext, p: AdmitNodePayload) -> dict:
 
 
 @command("ChangeNodeStatus", payload=ChangeNodeStatusPayload, roles={"ops"}, cites_evidence=True)
-def change_node_status(ctx: RuleContext, p: ChangeNodeStatusPayload) -> dict:
+def change_node_status(ctx: RuleContext, p: ChangeNodeStatusPayload) -> dict[str, Any]:
     require_stated_revision(ctx, node_key(p.node_id), "changing a node's status")
-    node: Node = existing(ctx, node_key(p.node_id), f"node {p.node_id}").data
+    node = existing(ctx, node_key(p.node_id), f"node {p.node_id}", Node)
     require(p.status in TRANSITIONS[node["status"]], ErrorCode.INVALID_STATE,
             f"node {p.node_id} cannot go from {node['status']} to {p.status}")
     readiness = None
@@ -220,22 +221,21 @@ def change_node_status(ctx: RuleContext, p: ChangeNodeStatusPayload) -> dict:
 
 
 def _require_ready(ctx: RuleContext, p: ChangeNodeStatusPayload, node: Node) -> ReadinessChecks:
-    readiness = p.readiness
-    require(readiness is not None, ErrorCode.INVALID_STATE, "activating a node needs its readiness checks")
+    readiness = require_present(p.readiness, ErrorCode.INVALID_STATE, "activating a node needs its readiness checks")
     for check in ("endpoint_verified", "inventory_verified", "independence_reviewed"):
         require(getattr(readiness, check), ErrorCode.INVALID_STATE, f"readiness check {check} has not passed")
     require_evidence(ctx, readiness.evidence_digest)
     require_fresh_health(ctx, p.node_id)
     require(key_in_force(node, ctx.now_ms) is not None, ErrorCode.KEY_NOT_VALID,
             f"node {p.node_id} has no key valid now")
-    return readiness.model_dump(mode="json")
+    return shaped(readiness.model_dump(mode="json"), ReadinessChecks)
 
 
 @command("RotateNodeKey", payload=RotateNodeKeyPayload, roles={"ingest", "ops"}, cites_evidence=True)
-def rotate_node_key(ctx: RuleContext, p: RotateNodeKeyPayload) -> dict:
+def rotate_node_key(ctx: RuleContext, p: RotateNodeKeyPayload) -> dict[str, Any]:
     require_stated_revision(ctx, node_key(p.node_id), "rotating a node key")
     require_evidence(ctx, p.evidence_digest)
-    node: Node = existing(ctx, node_key(p.node_id), f"node {p.node_id}").data
+    node = existing(ctx, node_key(p.node_id), f"node {p.node_id}", Node)
     require(node["status"] != "retired", ErrorCode.INVALID_STATE, f"node {p.node_id} is retired")
     *earlier, current = node["key_versions"]
     require(p.version == current["version"] + 1, ErrorCode.INVALID_STATE,
@@ -261,8 +261,8 @@ def rotate_node_key(ctx: RuleContext, p: RotateNodeKeyPayload) -> dict:
 
 
 @command("RecordNodeHealth", payload=RecordNodeHealthPayload, roles={"ingest"})
-def record_node_health(ctx: RuleContext, p: RecordNodeHealthPayload) -> dict:
-    node: Node = existing(ctx, node_key(p.node_id), f"node {p.node_id}").data
+def record_node_health(ctx: RuleContext, p: RecordNodeHealthPayload) -> dict[str, Any]:
+    node = existing(ctx, node_key(p.node_id), f"node {p.node_id}", Node)
     require(node["status"] != "retired", ErrorCode.NODE_NOT_ACTIVE, f"node {p.node_id} is retired")
     require(p.observed_at_ms <= ctx.now_ms, ErrorCode.INVALID_TIME, "a health observation cannot be from the future")
     previous = ctx.changes.get(STATE, node_health_key(p.node_id))

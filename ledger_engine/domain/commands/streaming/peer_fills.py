@@ -9,7 +9,7 @@ depends on it.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -48,14 +48,14 @@ class RecordPeerResultPayload(Payload):
 
 
 @command("RecordPeerResult", payload=RecordPeerResultPayload, roles={"ingest"}, cites_evidence=True)
-def record_peer_result(ctx: RuleContext, p: RecordPeerResultPayload) -> dict:
+def record_peer_result(ctx: RuleContext, p: RecordPeerResultPayload) -> dict[str, Any]:
     r = p.result
     body_hash = new_evidence_hash(ctx, peer_fill_key(r.result_id), r, p.evidence_digest, f"peer result {r.result_id}")
     grant = require_receiptable(ctx, r.grant_id, "peer_fill", node_id=r.source_node_id,
                                 destination_node_id=r.destination_node_id, rendition_id=r.rendition_id,
                                 chunk_index=r.chunk_index)
     require(r.observed_at_ms <= ctx.now_ms, ErrorCode.INVALID_TIME, "a fill cannot be observed in the future")
-    destination: Node = existing(ctx, node_key(r.destination_node_id), f"node {r.destination_node_id}").data
+    destination = existing(ctx, node_key(r.destination_node_id), f"node {r.destination_node_id}", Node)
     key = key_version(destination, r.key_version)
     require(key is not None and key_valid_at(key, r.observed_at_ms), ErrorCode.KEY_NOT_VALID,
             f"key version {r.key_version} of node {r.destination_node_id} was not valid at {r.observed_at_ms}")

@@ -11,21 +11,24 @@ node but not for listening time), or held for every ``HoldReason`` it trips.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from ledger_engine.canonical import MAX_SAFE_INTEGER
-from ledger_engine.domain.changes import require
+from ledger_engine.domain.changes import require, require_present
 from ledger_engine.domain.commands.streaming.checks import existing, new_evidence_hash
 from ledger_engine.domain.commands.streaming.decisions import record_decision
 from ledger_engine.domain.commands.streaming.grants import attach_receipt, require_receiptable
 from ledger_engine.domain.commands.streaming.holds import HoldReason, raise_hold
 from ledger_engine.domain.schema.streaming import (
-    Grant, KeyVersion, ListenerActivity, Node, Receipt, Rendition, RenditionChunk, Session, listener_activity_key,
-    listener_day_key, node_key, receipt_key, rendition_key, session_key,
+    Disposition, Grant, KeyVersion, ListenerActivity, Node, Receipt, Rendition, RenditionChunk, Session,
+    listener_activity_key, listener_day_key, node_key, receipt_key, rendition_key, session_key,
 )
 from ledger_engine.domain.commands.streaming.nodes import key_valid_at, key_version
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Digest, Identifier, TimestampMs
+from ledger_engine.domain.view import shaped
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
 
@@ -51,7 +54,7 @@ class RecordReceiptPayload(Payload):
 
 def claimed_chunk(ctx: RuleContext, rendition_id: str, index: int, size: int) -> tuple[Rendition, RenditionChunk]:
     """The rendition and chunk a receipt or fill names, refusing more bytes than the chunk has."""
-    rendition: Rendition = existing(ctx, rendition_key(rendition_id), f"rendition {rendition_id}").data
+    rendition = existing(ctx, rendition_key(rendition_id), f"rendition {rendition_id}", Rendition)
     chunk = rendition["chunks"][index]
     require(size <= chunk["size_bytes"], ErrorCode.INVALID_REFERENCE,
             f"chunk {index} of {rendition_id} has only {chunk['size_bytes']} bytes")
@@ -59,24 +62,24 @@ def claimed_chunk(ctx: RuleContext, rendition_id: str, index: int, size: int) ->
 
 
 @command("RecordReceipt", payload=RecordReceiptPayload, roles={"ingest"}, cites_evidence=True)
-def record_receipt(ctx: RuleContext, p: RecordReceiptPayload) -> dict:
+def record_receipt(ctx: RuleContext, p: RecordReceiptPayload) -> dict[str, Any]:
     r = p.receipt
     body_hash = new_evidence_hash(ctx, receipt_key(r.receipt_id), r, p.evidence_digest, f"receipt {r.receipt_id}")
     grant = require_receiptable(ctx, r.grant_id, "playback", session_id=r.session_id, node_id=r.node_id,
                                 rendition_id=r.rendition_id, chunk_index=r.chunk_index)
     require(r.served_at_ms <= ctx.now_ms, ErrorCode.INVALID_TIME, "a receipt cannot be served in the future")
-    node: Node = existing(ctx, node_key(r.node_id), f"node {r.node_id}").data
-    key = key_version(node, r.key_version)
-    require(key is not None, ErrorCode.KEY_NOT_VALID, f"node {r.node_id} has no key version {r.key_version}")
+    node = existing(ctx, node_key(r.node_id), f"node {r.node_id}", Node)
+    key = require_present(key_version(node, r.key_version), ErrorCode.KEY_NOT_VALID,
+                          f"node {r.node_id} has no key version {r.key_version}")
     rendition, chunk = claimed_chunk(ctx, r.rendition_id, r.chunk_index, r.bytes_served)
-    session: Session = existing(ctx, session_key(r.session_id), f"session {r.session_id}").data
+    session = existing(ctx, session_key(r.session_id), f"session {r.session_id}", Session)
 
     partial = r.bytes_served < chunk["size_bytes"]
     media_ms = 0 if partial else chunk["end_ms"] - chunk["start_ms"]
     beyond_rendition = session["receipted_media_ms"] + media_ms > rendition["duration_ms"]
     reasons = _hold_reasons(ctx, r, grant, node, key, session, beyond_rendition)
-    receipt: Receipt = {
-        **r.model_dump(mode="json"),
+    receipt = shaped({
+        **r.model_dump(mode="json"),  # the receipt's own fields
         "body_hash": body_hash,
         "evidence_digest": p.evidence_digest,
         "listener_id": session["account_id"],
@@ -86,7 +89,7 @@ def record_receipt(ctx: RuleContext, p: RecordReceiptPayload) -> dict:
         "recorded_at_ms": ctx.now_ms,
         "recorded_sequence": ctx.sequence,
         "hold_id": None,
-    }
+    }, Receipt)
     if reasons:
         receipt["hold_id"] = raise_hold(ctx, receipt, session, reasons)
     disposition = _first_disposition(reasons, partial)
@@ -121,7 +124,8 @@ def _hold_reasons(ctx: RuleContext, r: NormalisedReceipt, grant: Grant, node: No
 
 def _inside_another_session(ctx: RuleContext, session: Session, served_at_ms: int) -> bool:
     record = ctx.changes.get(STATE, listener_activity_key(session["account_id"], session["day"]))
-    activity: ListenerActivity = record.data
+    assert record is not None, "opening a session writes its day's listener activity"
+    activity = record.data_as(ListenerActivity)
     return any(
         window["session_id"] != session["session_id"] and window["opened_at_ms"] <= served_at_ms
         and (window["closed_at_ms"] is None or served_at_ms < window["closed_at_ms"])
@@ -129,7 +133,7 @@ def _inside_another_session(ctx: RuleContext, session: Session, served_at_ms: in
     )
 
 
-def _first_disposition(reasons: list[str], partial: bool) -> str:
+def _first_disposition(reasons: list[str], partial: bool) -> Disposition:
     if HoldReason.LATE in reasons:
         return "late"
     if reasons:

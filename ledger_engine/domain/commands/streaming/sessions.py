@@ -10,7 +10,7 @@ overlapping sessions and whose revision ``CloseDay`` names.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -47,7 +47,7 @@ class CloseSessionPayload(Payload):
 
 def require_entitled(ctx: RuleContext, account_id: str, period_id: str) -> None:
     """The account's period covers now, its entitlement is active and it was not refunded."""
-    period: Period = existing(ctx, period_key(period_id), f"period {period_id}").data
+    period = existing(ctx, period_key(period_id), f"period {period_id}", Period)
     require(period["account_id"] == account_id, ErrorCode.INVALID_REFERENCE,
             f"period {period_id} belongs to another account")
     require(period["start_ms"] <= ctx.now_ms < period["end_ms"], ErrorCode.EXPIRED,
@@ -57,18 +57,18 @@ def require_entitled(ctx: RuleContext, account_id: str, period_id: str) -> None:
 
 
 def require_open_session(ctx: RuleContext, session_id: str) -> Session:
-    session: Session = existing(ctx, session_key(session_id), f"session {session_id}").data
+    session = existing(ctx, session_key(session_id), f"session {session_id}", Session)
     require(session["status"] == "open", ErrorCode.INVALID_STATE, f"session {session_id} is closed")
     require_not_before(ctx, session["updated_at_ms"], f"session {session_id}")
     return session
 
 
 @command("OpenSession", payload=OpenSessionPayload, roles={"coordinator"})
-def open_session(ctx: RuleContext, p: OpenSessionPayload) -> dict:
+def open_session(ctx: RuleContext, p: OpenSessionPayload) -> dict[str, Any]:
     require_absent(ctx, session_key(p.session_id), f"session {p.session_id}")
     require_account(ctx, p.account_id, "listener")
     require_entitled(ctx, p.account_id, p.period_id)
-    work: Work = existing(ctx, work_key(p.work_id), f"work {p.work_id}").data
+    work = existing(ctx, work_key(p.work_id), f"work {p.work_id}", Work)
     require(work["status"] == "active", ErrorCode.INVALID_STATE, f"work {p.work_id} is {work['status']}")
     require(p.rendition_id in work["rendition_ids"], ErrorCode.INVALID_REFERENCE,
             f"rendition {p.rendition_id} is not a rendition of work {p.work_id}")
@@ -107,7 +107,7 @@ def open_session(ctx: RuleContext, p: OpenSessionPayload) -> dict:
 
 
 @command("CloseSession", payload=CloseSessionPayload, roles={"coordinator"})
-def close_session(ctx: RuleContext, p: CloseSessionPayload) -> dict:
+def close_session(ctx: RuleContext, p: CloseSessionPayload) -> dict[str, Any]:
     session = require_open_session(ctx, p.session_id)
     lease_over = ctx.now_ms >= session["expires_at_ms"]
     require(lease_over == (p.reason == "expired"), ErrorCode.EXPIRED if lease_over else ErrorCode.INVALID_TIME,
@@ -134,4 +134,4 @@ def close_session(ctx: RuleContext, p: CloseSessionPayload) -> dict:
 
 def _activity(ctx: RuleContext, listener_id: str, day: int) -> ListenerActivity:
     record = ctx.changes.get(STATE, listener_activity_key(listener_id, day))
-    return record.data if record else {"listener_id": listener_id, "day": day, "sessions": []}
+    return record.data_as(ListenerActivity) if record else {"listener_id": listener_id, "day": day, "sessions": []}

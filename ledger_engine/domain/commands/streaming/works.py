@@ -7,6 +7,8 @@ brings it back, as it does for an imported work.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.streaming.checks import existing, require_evidence, require_stated_revision
 from ledger_engine.domain.registry import Payload, RuleContext, command
@@ -21,10 +23,10 @@ class DisableWorkPayload(Payload):
 
 
 @command("DisableWork", payload=DisableWorkPayload, roles={"ingest"}, cites_evidence=True)
-def disable_work(ctx: RuleContext, p: DisableWorkPayload) -> dict:
+def disable_work(ctx: RuleContext, p: DisableWorkPayload) -> dict[str, Any]:
     require_stated_revision(ctx, work_key(p.work_id), "withdrawing a work")
     require_evidence(ctx, p.evidence_digest)
-    work: Work = existing(ctx, work_key(p.work_id), f"work {p.work_id}").data
+    work = existing(ctx, work_key(p.work_id), f"work {p.work_id}", Work)
     require(work["status"] != "withdrawn", ErrorCode.INVALID_STATE, f"work {p.work_id} is already withdrawn")
     withdrawn: Work = {
         **work,
