@@ -16,17 +16,17 @@ belong to staff only, and never both on one account; adapter and worker roles
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable, Literal, Mapping
 
 from pydantic import field_validator
 
 from ledger_engine.domain.actors import (
-    GUARDED_ROLES, account_key, actor_key, four_eyes_governance, require_no_role_conflict, require_not_owner,
-    require_roles_fit_kind,
+    GUARDED_ROLES, four_eyes_governance, require_no_role_conflict, require_not_owner, require_roles_fit_kind,
 )
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.schema.money_payouts import recipient_key
+from ledger_engine.domain.schema.staff import Account, account_key, actor_key
 from ledger_engine.domain.types import ChainAddress, Digest, Identifier, Role
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
@@ -53,7 +53,7 @@ class RegisterAccountPayload(Payload):
 
 
 @command("RegisterAccount", payload=RegisterAccountPayload, roles={"admin"})
-def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> dict:
+def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> dict[str, Any]:
     changes = ctx.changes
     existing = changes.get(STATE, account_key(p.account_id))
     require(p.account_id != ctx.actor_id, ErrorCode.FOUR_EYES_REQUIRED, "an admin cannot change their own account")
@@ -63,9 +63,9 @@ def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> dict:
             f"{p.account_id} is an actor named in genesis: its roles change only through a staff change")
     require_roles_fit_kind(p.kind, p.roles)
     require_no_role_conflict(p.roles)
-    needs_second_admin = _needs_second_admin(existing.data if existing else None, p)
-    require(needs_second_admin is None or not four_eyes_governance(changes), ErrorCode.FOUR_EYES_REQUIRED,
-            needs_second_admin)
+    needs_second_admin = _needs_second_admin(existing.data_as(Account) if existing else None, p)
+    if needs_second_admin is not None:
+        require(not four_eyes_governance(changes), ErrorCode.FOUR_EYES_REQUIRED, needs_second_admin)
     if existing is None:
         changes.claim_unique(
             key("identity", p.identity_digest),
@@ -105,8 +105,11 @@ def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> dict:
     return {"account_id": p.account_id, "created": existing is None}
 
 
-def put_account(changes: Changes, account: dict[str, Any], *, roles: Iterable[str], status: str, now_ms: int) -> None:
-    """Write an account with these roles and status; a staff or worker account's actor record follows it."""
+def put_account(changes: Changes, account: Mapping[str, Any], *, roles: Iterable[str], status: str,
+                now_ms: int) -> None:
+    """Write an account with these roles and status; a staff or worker account's actor record follows it.
+
+    ``account`` gives the rest: an ``Account``, or a new one's ID, kind, identity and creation time."""
     assert status in ("active", "deactivated"), status
     roles = sorted(roles)
     changes.put_state(account_key(account["account_id"]), {
@@ -123,7 +126,7 @@ def put_account(changes: Changes, account: dict[str, Any], *, roles: Iterable[st
         changes.put_state(actor_key(account["account_id"]), {"roles": roles, "status": status})
 
 
-def _needs_second_admin(existing: dict | None, p: RegisterAccountPayload) -> str | None:
+def _needs_second_admin(existing: Account | None, p: RegisterAccountPayload) -> str | None:
     """Why this change needs a second admin once there are two (it grants power, or removes an admin or finance
     from service), or None.
 

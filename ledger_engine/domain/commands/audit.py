@@ -5,7 +5,7 @@ See docs/spec/engine-and-journal.md §9 and docs/spec/domain-model-and-state-mac
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -25,7 +25,7 @@ class RecordExportAccessPayload(Payload):
 
 
 @command("RecordExportAccess", payload=RecordExportAccessPayload, roles={"auditor"})
-def record_export_access(ctx: RuleContext, p: RecordExportAccessPayload) -> dict:
+def record_export_access(ctx: RuleContext, p: RecordExportAccessPayload) -> dict[str, Any]:
     require(p.first_sequence <= p.last_sequence < ctx.sequence, ErrorCode.INVALID_REFERENCE,
             f"an export covers committed sequences only: {p.first_sequence}..{p.last_sequence}")
     ctx.changes.claim_unique(key("export", p.export_id), {"actor_id": ctx.actor_id},

@@ -20,7 +20,7 @@ docs/adr/0091). Resuming never promotes the writer generation.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -65,7 +65,7 @@ class DecideDispatchResumePayload(Payload):
 
 def switch(changes: Changes) -> DispatchSwitch | None:
     record = changes.get(STATE, SWITCH_KEY)
-    return record.data if record is not None else None
+    return record.data_as(DispatchSwitch) if record is not None else None
 
 
 def is_paused(changes: Changes) -> bool:
@@ -74,7 +74,7 @@ def is_paused(changes: Changes) -> bool:
 
 
 @command("PauseDispatch", payload=PauseDispatchPayload, roles=DISPATCH_PAUSERS, step_up=True)
-def pause_dispatch(ctx: RuleContext, p: PauseDispatchPayload) -> dict:
+def pause_dispatch(ctx: RuleContext, p: PauseDispatchPayload) -> dict[str, Any]:
     require(not is_paused(ctx.changes), ErrorCode.INVALID_STATE, "dispatch is already paused")
     ctx.changes.put_state(SWITCH_KEY, {"status": "paused", "reason": p.reason, "changed_by": ctx.actor_id,
                                        "changed_at_ms": ctx.now_ms, "requested_by": None, "resume_id": None})
@@ -83,7 +83,7 @@ def pause_dispatch(ctx: RuleContext, p: PauseDispatchPayload) -> dict:
 
 
 @command("RequestDispatchResume", payload=RequestDispatchResumePayload, roles=DISPATCH_PAUSERS)
-def request_dispatch_resume(ctx: RuleContext, p: RequestDispatchResumePayload) -> dict:
+def request_dispatch_resume(ctx: RuleContext, p: RequestDispatchResumePayload) -> dict[str, Any]:
     changes = ctx.changes
     require(changes.get(STATE, resume_key(p.resume_id)) is None, ErrorCode.ALREADY_EXISTS,
             f"dispatch resume {p.resume_id} already exists")
@@ -102,9 +102,9 @@ def request_dispatch_resume(ctx: RuleContext, p: RequestDispatchResumePayload) -
 
 @command("DecideDispatchResume", payload=DecideDispatchResumePayload, roles={ADMIN},
          step_up=lambda p: p.decision == "approve")
-def decide_dispatch_resume(ctx: RuleContext, p: DecideDispatchResumePayload) -> dict:
+def decide_dispatch_resume(ctx: RuleContext, p: DecideDispatchResumePayload) -> dict[str, Any]:
     changes = ctx.changes
-    request: DispatchResume = load(changes, resume_key(p.resume_id), f"dispatch resume {p.resume_id}")
+    request = load(changes, resume_key(p.resume_id), f"dispatch resume {p.resume_id}", DispatchResume)
     require(request["status"] == "pending", ErrorCode.INVALID_STATE,
             f"dispatch resume {p.resume_id} is {request['status']}")
     require_other_actor(ctx, request["requested_by"], "requested this resume")
@@ -124,7 +124,9 @@ def decide_dispatch_resume(ctx: RuleContext, p: DecideDispatchResumePayload) -> 
 
 def pending_resume(changes: Changes) -> DispatchResume | None:
     sentinel = changes.get(UNIQUE, PENDING_RESUME_SENTINEL)
-    return load(changes, resume_key(sentinel.data["resume_id"]), "the pending dispatch resume") if sentinel else None
+    if sentinel is None:
+        return None
+    return load(changes, resume_key(sentinel.data["resume_id"]), "the pending dispatch resume", DispatchResume)
 
 
 def _expire_stale_request(ctx: RuleContext) -> None:
@@ -135,6 +137,6 @@ def _expire_stale_request(ctx: RuleContext) -> None:
         ctx.changes.event("DispatchResumeExpired", resume_id=stale["resume_id"])
 
 
-def _close(ctx: RuleContext, request: DispatchResume, status: str, decision: dict | None) -> None:
+def _close(ctx: RuleContext, request: DispatchResume, status: str, decision: dict[str, Any] | None) -> None:
     ctx.changes.put_state(resume_key(request["resume_id"]), {**request, "status": status, "decision": decision})
     ctx.changes.release_unique(PENDING_RESUME_SENTINEL)

@@ -9,13 +9,13 @@ each fund one lot, whatever spelling of the transaction hash names it
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from ledger_engine.amounts import Amount, format_amount, parse_amount
 from ledger_engine.domain.actors import actor_roles
-from ledger_engine.domain.changes import Changes, require
+from ledger_engine.domain.changes import Changes, require, require_present
 from ledger_engine.domain.chart import FUNDING_AVAILABLE, TREASURY
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, BudgetFunding, LotDraw, fund_budget
 from ledger_engine.domain.deposits import (
@@ -25,7 +25,7 @@ from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.schema.money_allocation import lot_key
+from ledger_engine.domain.schema.money_allocation import Lot, lot_key
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -62,7 +62,7 @@ class ImportFundingPayload(Payload):
 
 
 @command("ImportFunding", payload=ImportFundingPayload, roles={"ingest", "finance"}, cites_evidence=True)
-def import_funding(ctx: RuleContext, p: ImportFundingPayload) -> dict:
+def import_funding(ctx: RuleContext, p: ImportFundingPayload) -> dict[str, Any]:
     changes = ctx.changes
     if p.lot_id is not None:
         _import_lot(ctx, p)
@@ -77,6 +77,7 @@ def import_funding(ctx: RuleContext, p: ImportFundingPayload) -> dict:
 
 
 def _import_lot(ctx: RuleContext, p: ImportFundingPayload) -> None:
+    assert p.lot_id is not None and p.amount is not None and p.deposit is not None, "they come together (the payload)"
     changes = ctx.changes
     # A deposit is a chain fact the ingest adapter verified: finance may fund budgets from lots, never make one.
     require("ingest" in actor_roles(ctx, ctx.actor_id), ErrorCode.CAPABILITY_MISSING,
@@ -108,9 +109,9 @@ def _import_lot(ctx: RuleContext, p: ImportFundingPayload) -> None:
 
 
 def _draw_from_lot(changes: Changes, draw: LotDraw) -> None:
-    record = changes.get(STATE, lot_key(draw.lot_id))
-    require(record is not None, ErrorCode.NOT_FOUND, f"funding lot {draw.lot_id} does not exist")
-    lot = record.data
+    record = require_present(changes.get(STATE, lot_key(draw.lot_id)), ErrorCode.NOT_FOUND,
+                             f"funding lot {draw.lot_id} does not exist")
+    lot = record.data_as(Lot)
     require(lot["asset"] == BUDGET_ASSET, ErrorCode.INVALID_REFERENCE, f"lot {draw.lot_id} is not {BUDGET_ASSET}")
     allocated = parse_amount(lot["allocated"]) + draw.amount
     require(allocated <= parse_amount(lot["received"]), ErrorCode.INSUFFICIENT_FUNDS,

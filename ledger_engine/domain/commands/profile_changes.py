@@ -16,15 +16,15 @@ enrolled credentials is a reset, which takes two admins.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from ledger_engine.domain.actors import ADMIN, ANY_STAFF, account_key, actor_roles
-from ledger_engine.domain.changes import require
+from ledger_engine.domain.actors import ADMIN, ANY_STAFF, actor_roles
+from ledger_engine.domain.changes import require, require_present
 from ledger_engine.domain.commands.money.lifecycle import load
-from ledger_engine.domain.commands.staff_changes import credentials_key
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.staff import Account, StaffCredentials, account_key, credentials_key
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
@@ -60,11 +60,11 @@ class RecordLockoutClearedPayload(Payload):
 
 
 @command("RecordProfileChange", payload=RecordProfileChangePayload, roles={ANY_STAFF})
-def record_profile_change(ctx: RuleContext, p: RecordProfileChangePayload) -> dict:
-    account = load(ctx.changes, account_key(p.account_id), f"account {p.account_id}")
+def record_profile_change(ctx: RuleContext, p: RecordProfileChangePayload) -> dict[str, Any]:
+    account = load(ctx.changes, account_key(p.account_id), f"account {p.account_id}", Account)
     require(account["kind"] == "staff", ErrorCode.INVALID_STATE, "profile changes are for staff accounts")
     current = ctx.changes.get(STATE, credentials_key(p.account_id))
-    credentials = current.data if current else None
+    credentials = current.data_as(StaffCredentials) if current else None
     if p.change == "enrolment_link_issued":
         _issue_link(ctx, p, account, credentials)
     else:
@@ -80,7 +80,8 @@ def record_profile_change(ctx: RuleContext, p: RecordProfileChangePayload) -> di
     return {"account_id": p.account_id, "change": p.change}
 
 
-def _issue_link(ctx: RuleContext, p: RecordProfileChangePayload, account: dict, credentials: dict | None) -> None:
+def _issue_link(ctx: RuleContext, p: RecordProfileChangePayload, account: Account,
+                credentials: StaffCredentials | None) -> None:
     require(ADMIN in actor_roles(ctx, ctx.actor_id), ErrorCode.CAPABILITY_MISSING, "only an admin sends enrolment links")
     require(ctx.actor_id != p.account_id, ErrorCode.FOUR_EYES_REQUIRED, "an admin cannot send themselves a link")
     require(account["status"] == "active", ErrorCode.INVALID_STATE, f"account {p.account_id} is deactivated")
@@ -91,9 +92,10 @@ def _issue_link(ctx: RuleContext, p: RecordProfileChangePayload, account: dict, 
         "link_id": p.link_id, "link_issued_by": ctx.actor_id, "since_ms": ctx.now_ms})
 
 
-def _complete(ctx: RuleContext, p: RecordProfileChangePayload, credentials: dict | None) -> None:
-    require(credentials is not None and credentials["status"] == "pending", ErrorCode.INVALID_STATE,
-            f"{p.account_id} has no enrolment waiting")
+def _complete(ctx: RuleContext, p: RecordProfileChangePayload, credentials: StaffCredentials | None) -> None:
+    nothing_waiting = f"{p.account_id} has no enrolment waiting"
+    credentials = require_present(credentials, ErrorCode.INVALID_STATE, nothing_waiting)
+    require(credentials["status"] == "pending", ErrorCode.INVALID_STATE, nothing_waiting)
     require(credentials.get("link_id") == p.link_id, ErrorCode.INVALID_REFERENCE,
             "that enrolment link has been replaced by a newer one")
     needed = FACTORS_FOR[credentials["reset"]]
@@ -103,7 +105,7 @@ def _complete(ctx: RuleContext, p: RecordProfileChangePayload, credentials: dict
 
 
 @command("RecordLockoutCleared", payload=RecordLockoutClearedPayload, roles={ADMIN})
-def record_lockout_cleared(ctx: RuleContext, p: RecordLockoutClearedPayload) -> dict:
+def record_lockout_cleared(ctx: RuleContext, p: RecordLockoutClearedPayload) -> dict[str, Any]:
     """A sign-in lockout an admin lifted; the username and address stay out of the ledger, as digests."""
     ctx.changes.claim_unique(key("lockout_clearance", p.clearance_id), {"actor_id": ctx.actor_id},
                              ErrorCode.ALREADY_EXISTS, f"lockout clearance {p.clearance_id} is already recorded")

@@ -22,14 +22,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ledger_engine.domain.actors import (
-    account_key, actor_key, is_staff, require_no_role_conflict, require_roles_fit_kind, role_conflict,
-)
-from ledger_engine.domain.changes import Changes, require
+from ledger_engine.domain.actors import is_staff, require_no_role_conflict, require_roles_fit_kind, role_conflict
+from ledger_engine.domain.changes import Changes, require, require_present
 from ledger_engine.domain.commands.accounts import put_account
 from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.schema.staff import Account, StaffChange, change_key, credentials_key, pending_change_sentinel
+from ledger_engine.domain.schema.staff import (
+    Account, Actor, StaffChange, account_key, actor_key, change_key, credentials_key, pending_change_sentinel,
+)
 from ledger_engine.domain.payer import ADDRESS_PATTERN, PAYER_KEY, payer_address, payer_record
 from ledger_engine.domain.step_up import PUBLIC_KEY_PATTERN, VERIFIER_KEY, verifier_record
 from ledger_engine.domain.types import Identifier, Role
@@ -111,11 +111,12 @@ class DecideStaffChangePayload(Payload):
 def target_of(change: dict[str, Any]) -> str:
     if change["kind"] == "set_payer_address":
         return PAYER_TARGET
-    return change.get("account_id", VERIFIER_TARGET)
+    target: str = change.get("account_id", VERIFIER_TARGET)
+    return target
 
 
 @command("RequestStaffChange", payload=RequestStaffChangePayload, roles={"admin"})
-def request_staff_change(ctx: RuleContext, p: RequestStaffChangePayload) -> dict:
+def request_staff_change(ctx: RuleContext, p: RequestStaffChangePayload) -> dict[str, Any]:
     changes = ctx.changes
     change = p.change.model_dump(mode="json")
     target = target_of(change)
@@ -138,9 +139,9 @@ def request_staff_change(ctx: RuleContext, p: RequestStaffChangePayload) -> dict
 
 @command("DecideStaffChange", payload=DecideStaffChangePayload, roles={"admin"},
          step_up=lambda p: p.decision == "approve")
-def decide_staff_change(ctx: RuleContext, p: DecideStaffChangePayload) -> dict:
+def decide_staff_change(ctx: RuleContext, p: DecideStaffChangePayload) -> dict[str, Any]:
     changes = ctx.changes
-    record = load(changes, change_key(p.change_id), f"staff change {p.change_id}")
+    record = load(changes, change_key(p.change_id), f"staff change {p.change_id}", StaffChange)
     require(record["status"] == "pending", ErrorCode.INVALID_STATE, f"staff change {p.change_id} is {record['status']}")
     require(ctx.actor_id != record["requested_by"], ErrorCode.FOUR_EYES_REQUIRED,
             "the admin who requested a staff change cannot also decide it")
@@ -190,12 +191,13 @@ def _target(changes: Changes, account_id: str) -> tuple[Account | None, set[str]
     """A staff account, or an administrator named in genesis (an actor without an account): its roles and status."""
     record = changes.get(STATE, account_key(account_id))
     if record is not None:
-        require(record.data["kind"] == "staff", ErrorCode.INVALID_STATE, "staff changes are for staff accounts")
-        return record.data, set(record.data["roles"]), record.data["status"] == "active"
-    actor = changes.get(STATE, actor_key(account_id))
-    require(actor is not None and is_staff(changes, account_id), ErrorCode.NOT_FOUND,
-            f"account {account_id} does not exist")
-    return None, set(actor.data["roles"]), actor.data["status"] == "active"
+        account = record.data_as(Account)
+        require(account["kind"] == "staff", ErrorCode.INVALID_STATE, "staff changes are for staff accounts")
+        return account, set(account["roles"]), account["status"] == "active"
+    missing = f"account {account_id} does not exist"
+    actor = require_present(changes.get(STATE, actor_key(account_id)), ErrorCode.NOT_FOUND, missing).data_as(Actor)
+    require(is_staff(changes, account_id), ErrorCode.NOT_FOUND, missing)
+    return None, set(actor["roles"]), actor["status"] == "active"
 
 
 def _apply(ctx: RuleContext, record: StaffChange) -> None:
@@ -232,7 +234,7 @@ def _expire_stale_request(ctx: RuleContext, target: str) -> None:
     sentinel = ctx.changes.get(UNIQUE, pending_change_sentinel(target))
     if sentinel is None:
         return
-    stale = load(ctx.changes, change_key(sentinel.data["change_id"]), "the pending staff change")
+    stale = load(ctx.changes, change_key(sentinel.data["change_id"]), "the pending staff change", StaffChange)
     if ctx.now_ms > stale["expires_at_ms"]:
         _close(ctx, stale, "expired", None)
         ctx.changes.event("StaffChangeExpired", change_id=stale["change_id"], target=target)

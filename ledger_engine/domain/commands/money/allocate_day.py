@@ -18,16 +18,18 @@ progress and ``done`` once every day is.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Final, Mapping
 
 from pydantic import Field, model_validator
 
 from ledger_engine.amounts import format_amount, parse_amount
-from ledger_engine.domain.changes import Changes, require
+from ledger_engine.domain.changes import Changes, require, require_present
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.ruleset import OWNER_ROLE
-from ledger_engine.domain.schema.money_allocation import day_chunk_key
+from ledger_engine.domain.schema.money_allocation import (
+    DayAllocation, DayAllocationDay, DayAllocationRefusal, DayAllocationStatus, DayChunk, day_chunk_key,
+)
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
@@ -36,7 +38,9 @@ from ledger_engine.layout import STATE
 MAX_REQUEST_DAYS = 31
 MAX_PROGRESS_CHUNKS = 256
 MAX_PROGRESS_REFUSALS = 1_000
-REQUESTED, RUNNING, DONE = "requested", "running", "done"
+REQUESTED: Final = "requested"
+RUNNING: Final = "running"
+DONE: Final = "done"
 
 
 def day_allocation_key(request_id: str) -> str:
@@ -56,19 +60,20 @@ class AllocateDayPayload(Payload):
 
 
 @command("AllocateDay", payload=AllocateDayPayload, roles={"finance"})
-def allocate_day(ctx: RuleContext, p: AllocateDayPayload) -> dict:
+def allocate_day(ctx: RuleContext, p: AllocateDayPayload) -> dict[str, Any]:
     record_key = day_allocation_key(p.request_id)
     require(ctx.changes.get(STATE, record_key) is None, ErrorCode.ALREADY_EXISTS,
             f"day allocation {p.request_id} was already requested")
     days = range(p.first_day, p.last_day + 1)
-    ctx.changes.put_state(record_key, {
+    requested: DayAllocation = {
         "request_id": p.request_id, "first_day": p.first_day, "last_day": p.last_day, "status": REQUESTED,
         "requested_by": ctx.actor_id,
         "days": [{"day": day, "status": REQUESTED, "listener_days_split": 0, "listener_days_frozen": 0,
                   "amount": "0", "chunks": []} for day in days],
         "listener_days_split": 0, "listener_days_frozen": 0, "chunks_frozen": 0, "amount": "0", "refused": [],
         "correlation_id": f"day_allocation:{p.request_id}", "created": created(ctx),
-    })
+    }
+    ctx.changes.put_state(record_key, requested)
     ctx.changes.event("DayAllocationRequested", request_id=p.request_id, first_day=p.first_day, last_day=p.last_day)
     return {"request_id": p.request_id, "first_day": p.first_day, "last_day": p.last_day, "status": REQUESTED}
 
@@ -91,38 +96,39 @@ class RecordDayAllocationProgressPayload(Payload):
 
 
 @command("RecordDayAllocationProgress", payload=RecordDayAllocationProgressPayload, roles={OWNER_ROLE})
-def record_day_allocation_progress(ctx: RuleContext, p: RecordDayAllocationProgressPayload) -> dict:
+def record_day_allocation_progress(ctx: RuleContext, p: RecordDayAllocationProgressPayload) -> dict[str, Any]:
     changes = ctx.changes
-    found = changes.get(STATE, day_allocation_key(p.request_id))
-    require(found is not None, ErrorCode.NOT_FOUND, f"no day allocation {p.request_id}")
-    request = dict(found.data)
+    found = require_present(changes.get(STATE, day_allocation_key(p.request_id)), ErrorCode.NOT_FOUND,
+                            f"no day allocation {p.request_id}")
+    request = found.data_as(DayAllocation).copy()
     require(request["status"] != DONE, ErrorCode.INVALID_STATE, f"day allocation {p.request_id} is done")
-    day = next((entry for entry in request["days"] if entry["day"] == p.day), None)
-    require(day is not None, ErrorCode.INVALID_REFERENCE, f"day {p.day} is not in day allocation {p.request_id}")
+    day = require_present(next((entry for entry in request["days"] if entry["day"] == p.day), None),
+                          ErrorCode.INVALID_REFERENCE, f"day {p.day} is not in day allocation {p.request_id}")
     require(day["status"] != DONE, ErrorCode.INVALID_STATE, f"day {p.day} of {p.request_id} is done")
-    days = [dict(entry) for entry in request["days"]]
+    days = [entry.copy() for entry in request["days"]]
     day = next(entry for entry in days if entry["day"] == p.day)
     for chunk in p.chunks:
         _count_chunk(changes, request, day, p.request_id, chunk)
     day["listener_days_split"] += p.listener_days_split
     request["listener_days_split"] += p.listener_days_split
     day["status"] = DONE if p.day_done else RUNNING
-    status = DONE if all(entry["status"] == DONE for entry in days) else RUNNING
-    request.update(status=status, days=days, refused=_with_refusals(request["refused"], p))
+    status: DayAllocationStatus = DONE if all(entry["status"] == DONE for entry in days) else RUNNING
+    request.update({"status": status, "days": days, "refused": _with_refusals(request["refused"], p)})
     changes.put_state(day_allocation_key(p.request_id), request)
     changes.event("DayAllocationProgressed", request_id=p.request_id, day=p.day, chunks=list(p.chunks),
                   refused=len(p.refused), day_done=p.day_done, status=status)
     return _summary(request)
 
 
-def _count_chunk(changes: Changes, request: dict[str, Any], day: dict[str, Any], request_id: str, chunk: int) -> None:
+def _count_chunk(changes: Changes, request: DayAllocation, day: DayAllocationDay, request_id: str, chunk: int) -> None:
     """Add a frozen chunk of this request to the day's and the request's counts, once."""
-    found = changes.get(STATE, day_chunk_key(day["day"], chunk))
-    require(found is not None, ErrorCode.NOT_FOUND, f"chunk {chunk} of day {day['day']} is not frozen")
-    require(found.data["request_id"] == request_id, ErrorCode.INVALID_REFERENCE,
-            f"chunk {chunk} of day {day['day']} was frozen for {found.data['request_id']}, not {request_id}")
+    found = require_present(changes.get(STATE, day_chunk_key(day["day"], chunk)), ErrorCode.NOT_FOUND,
+                            f"chunk {chunk} of day {day['day']} is not frozen")
+    frozen = found.data_as(DayChunk)
+    require(frozen["request_id"] == request_id, ErrorCode.INVALID_REFERENCE,
+            f"chunk {chunk} of day {day['day']} was frozen for {frozen['request_id']}, not {request_id}")
     require(chunk not in day["chunks"], ErrorCode.ALREADY_EXISTS, f"chunk {chunk} of day {day['day']} is counted")
-    listener_days, amount = found.data["listener_days"], parse_amount(found.data["amount"])
+    listener_days, amount = frozen["listener_days"], parse_amount(frozen["amount"])
     day["chunks"] = [*day["chunks"], chunk]
     day["listener_days_frozen"] += listener_days
     day["amount"] = format_amount(parse_amount(day["amount"]) + amount)
@@ -131,7 +137,8 @@ def _count_chunk(changes: Changes, request: dict[str, Any], day: dict[str, Any],
     request["amount"] = format_amount(parse_amount(request["amount"]) + amount)
 
 
-def _with_refusals(refused: list[dict[str, Any]], p: RecordDayAllocationProgressPayload) -> list[dict[str, Any]]:
+def _with_refusals(refused: list[DayAllocationRefusal],
+                   p: RecordDayAllocationProgressPayload) -> list[DayAllocationRefusal]:
     """The request's refusals with this progress's: one entry per listener-day, the latest code for it."""
     named = {(entry["day"], entry["listener_id"]): entry for entry in refused}
     for entry in p.refused:
@@ -140,6 +147,7 @@ def _with_refusals(refused: list[dict[str, Any]], p: RecordDayAllocationProgress
     return [named[item] for item in sorted(named)]
 
 
-def _summary(request: dict[str, Any]) -> dict[str, Any]:
-    return {name: request[name] for name in ("request_id", "status", "listener_days_split", "listener_days_frozen",
+def _summary(request: DayAllocation) -> dict[str, Any]:
+    fields: Mapping[str, Any] = request
+    return {name: fields[name] for name in ("request_id", "status", "listener_days_split", "listener_days_frozen",
                                              "chunks_frozen", "amount")} | {"refused": len(request["refused"])}

@@ -26,7 +26,7 @@ from ledger_engine.amounts import format_amount, parse_amount
 from ledger_engine.domain.allocation_policy import (
     ARTIST, OPERATOR, PORTO, Listening, PlannedLine, Policy, Serving, split_listener_day,
 )
-from ledger_engine.domain.changes import Changes, Rejected, require
+from ledger_engine.domain.changes import Changes, Rejected, require, require_present
 from ledger_engine.domain.chart import PORTO_RETAINED, artist_payable, budget_unallocated, operator_payable
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, day_index, load_budget, slice_for_day
 from ledger_engine.domain.commands.money.lines import move_budget
@@ -39,7 +39,7 @@ from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.ruleset import RULESET_VERSION
 from ledger_engine.domain.schema.money_allocation import (
-    Budget, DayLineArtifact, allocation_sentinel_key, budget_key, line_key,
+    Budget, BudgetTerm, Created, DayLineArtifact, allocation_sentinel_key, budget_key, line_key,
 )
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.domain.view import StateView
@@ -95,13 +95,14 @@ class AllocatableDay:
 def allocatable_day(view: StateView, listener_id: str, day: int, budget_id: str) -> AllocatableDay:
     """The checks every allocation of a listener-day makes before its split, in the rule's order; a freeze
     (commands/money/freeze.py), which does not split again, makes these alone."""
-    day_record = view.get(STATE, listener_day_key(listener_id, day))
-    require(day_record is not None, ErrorCode.NOT_FOUND, f"listener-day {listener_id}/{day} does not exist")
-    budget_record = view.get(STATE, budget_key(budget_id))
-    require(budget_record is not None, ErrorCode.NOT_FOUND, f"budget {budget_id} does not exist")
+    day_record = require_present(view.get(STATE, listener_day_key(listener_id, day)), ErrorCode.NOT_FOUND,
+                                 f"listener-day {listener_id}/{day} does not exist")
+    budget_record = require_present(view.get(STATE, budget_key(budget_id)), ErrorCode.NOT_FOUND,
+                                    f"budget {budget_id} does not exist")
     policy_record = view.get(STATE, POLICY_KEY)
-    listener_day: ListenerDay = day_record.data
-    budget: Budget = budget_record.data
+    assert policy_record is not None, "genesis records the ruleset's allocation policy"
+    listener_day = day_record.data_as(ListenerDay)
+    budget = budget_record.data_as(Budget)
     _require_allocatable(listener_day, budget, budget_id)
     period = view.get(STATE, period_key(budget["period_id"]))
     require(period is not None and period.data["clearance"] != "refunded", ErrorCode.INVALID_STATE,
@@ -143,7 +144,7 @@ def listening_of(view: StateView, work: ListenedWork) -> Listening:
     record = view.get(STATE, rights_key(work["work_id"], work["rights_version"]))
     if record is None:  # not ``require``: its detail would be formatted for every work of every listener-day
         raise Rejected(ErrorCode.INVALID_REFERENCE, f"work {work['work_id']} has no rights version {work['rights_version']}")
-    rights: RightsVersion = record.data
+    rights = record.data_as(RightsVersion)
     splits = tuple([(r["recipient_id"], r["split_bps"]) for r in rights["recipients"]])
     return Listening(work["work_id"], work["rights_version"], work["listened_ms"], splits)
 
@@ -163,7 +164,7 @@ class AllocateListenerDayPayload(Payload):
 
 
 @command("AllocateListenerDay", payload=AllocateListenerDayPayload, roles={"finance"})
-def allocate_listener_day(ctx: RuleContext, p: AllocateListenerDayPayload) -> dict:
+def allocate_listener_day(ctx: RuleContext, p: AllocateListenerDayPayload) -> dict[str, Any]:
     changes = ctx.changes
     plan = plan_listener_day(changes, p.listener_id, p.day, p.budget_id)
     for state_key in sorted(plan.revisions):
@@ -201,7 +202,7 @@ def require_slice_funded(budget: Budget, budget_id: str, slice_amount: int) -> N
 
 
 def write_line(changes: Changes, line_id: str, planned: PlannedLine, *, listener_id: str | None, day: int,
-               budget_id: str | None, created_by: dict[str, Any], correlation_id: str, correction_id: str | None = None,
+               budget_id: str | None, created_by: Created, correlation_id: str, correction_id: str | None = None,
                replaces: list[str] | None = None, artifact: DayLineArtifact | None = None) -> None:
     """A new allocation line: payable, or paid at once for Porto's retained share.
 
@@ -239,7 +240,8 @@ def write_line(changes: Changes, line_id: str, planned: PlannedLine, *, listener
 
 def planned_fields(planned: PlannedLine) -> dict[str, Any]:
     """A planned line as stored: role, recipient and amount, then what it was earned by (a work's rights or a node)."""
-    fields = {"role": planned.role, "recipient_id": planned.recipient_id, "amount": format_amount(planned.amount)}
+    fields: dict[str, Any] = {"role": planned.role, "recipient_id": planned.recipient_id,
+                              "amount": format_amount(planned.amount)}
     if planned.role == ARTIST:
         fields.update(work_id=planned.work_id, rights_version=planned.rights_version)
     elif planned.role == OPERATOR:
@@ -247,20 +249,19 @@ def planned_fields(planned: PlannedLine) -> dict[str, Any]:
     return fields
 
 
-def term_totals(lines: list[PlannedLine]) -> dict[str, int]:
+def term_totals(lines: list[PlannedLine]) -> dict[BudgetTerm, int]:
     """How much of these new lines counts as outstanding (payable) and as paid (Porto's share)."""
-    totals: dict[str, int] = defaultdict(int)
+    totals: dict[BudgetTerm, int] = defaultdict(int)
     for line in lines:
         totals["paid" if line.role == PORTO else "outstanding"] += line.amount
     return totals
 
 
 def line_account(role: str, recipient_id: str | None) -> str:
-    if role == ARTIST:
-        return artist_payable(recipient_id)
-    if role == OPERATOR:
-        return operator_payable(recipient_id)
-    return PORTO_RETAINED
+    if role not in (ARTIST, OPERATOR):
+        return PORTO_RETAINED
+    assert recipient_id is not None, f"an {role} line is owed to a recipient"
+    return artist_payable(recipient_id) if role == ARTIST else operator_payable(recipient_id)
 
 
 def credit_lines(lines: list[PlannedLine]) -> list[Line]:

@@ -41,12 +41,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ledger_engine.domain.changes import require
+from ledger_engine.domain.changes import require, require_present
 from ledger_engine.domain.commands.money import batches, outbox
 from ledger_engine.domain.commands.money.attempts import TransactionHash
 from ledger_engine.domain.commands.money.statements import Statement, record_statements
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.money_payouts import Artifact, Batch, Effect, batch_key
 from ledger_engine.domain.types import Count, Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -120,7 +121,7 @@ class RecordCommitmentObservationPayload(Payload):
 
 
 @command("FreezeArtifact", payload=FreezeArtifactPayload, roles={"finance"}, cites_evidence=True)
-def freeze_artifact(ctx: RuleContext, p: FreezeArtifactPayload) -> dict:
+def freeze_artifact(ctx: RuleContext, p: FreezeArtifactPayload) -> dict[str, Any]:
     if isinstance(p.step, PrepareBatch):
         return _prepare(ctx, p.batch_id, p.step)
     batch = batches.load_batch(ctx.changes, p.batch_id)
@@ -129,13 +130,13 @@ def freeze_artifact(ctx: RuleContext, p: FreezeArtifactPayload) -> dict:
     return _abandon(ctx, batch, p.step)
 
 
-def _prepare(ctx: RuleContext, batch_id: str, step: PrepareBatch) -> dict:
+def _prepare(ctx: RuleContext, batch_id: str, step: PrepareBatch) -> dict[str, Any]:
     changes = ctx.changes
-    require(changes.get(STATE, batches.batch_key(batch_id)) is None, ErrorCode.ALREADY_EXISTS,
+    require(changes.get(STATE, batch_key(batch_id)) is None, ErrorCode.ALREADY_EXISTS,
             f"batch {batch_id} already exists; a batch ID is never reused")
     if step.parent_batch_id is not None:
         batches.load_batch(changes, step.parent_batch_id)
-    changes.put_state(batches.batch_key(batch_id), {
+    changes.put_state(batch_key(batch_id), {
         "batch_id": batch_id,
         **step.model_dump(mode="json", exclude={"action"}),
         "state": "preparing",
@@ -153,7 +154,7 @@ def _prepare(ctx: RuleContext, batch_id: str, step: PrepareBatch) -> dict:
     return {"batch_id": batch_id, "state": "preparing"}
 
 
-def _freeze(ctx: RuleContext, batch: dict[str, Any], step: FreezeBatch) -> dict:
+def _freeze(ctx: RuleContext, batch: Batch, step: FreezeBatch) -> dict[str, Any]:
     changes = ctx.changes
     require(step.artifact_hash in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
             "the artifact hash must be listed in the envelope's evidence_hashes")
@@ -167,8 +168,8 @@ def _freeze(ctx: RuleContext, batch: dict[str, Any], step: FreezeBatch) -> dict:
     else:
         require(not step.statements and step.statement_root is None, ErrorCode.INVALID_STATE,
                 f"a {batch['kind']} batch lists no statements")
-    artifact = {"ref": step.artifact_ref, "hash": step.artifact_hash, "count": step.count,
-                "frozen_by": ctx.actor_id, "frozen_at_ms": ctx.now_ms, "frozen_sequence": ctx.sequence}
+    artifact: Artifact = {"ref": step.artifact_ref, "hash": step.artifact_hash, "count": step.count,
+                          "frozen_by": ctx.actor_id, "frozen_at_ms": ctx.now_ms, "frozen_sequence": ctx.sequence}
     if step.statement_root is not None:
         artifact["statement_root"] = step.statement_root
     batches.move(changes, batch, "frozen", artifact=artifact, anchor_effect_id=step.anchor_effect_id)
@@ -185,11 +186,12 @@ def statement_tree_root(statements: list[Statement]) -> str:
             "a statement tree has at least one statement and distinct public proof IDs")
     frontier = Frontier()
     for statement in sorted(statements, key=lambda s: s.public_proof_id):
+        assert statement.leaf_hash is not None, "an index with a statement root has every leaf hash (FreezeBatch)"
         frontier, _ = frontier.append(bytes.fromhex(statement.leaf_hash))
     return frontier.root().hex()
 
 
-def _abandon(ctx: RuleContext, batch: dict[str, Any], step: AbandonBatch) -> dict:
+def _abandon(ctx: RuleContext, batch: Batch, step: AbandonBatch) -> dict[str, Any]:
     changes = ctx.changes
     if batch["anchor_effect_id"] is not None:
         anchor = outbox.load_effect(changes, batch["anchor_effect_id"])
@@ -201,7 +203,7 @@ def _abandon(ctx: RuleContext, batch: dict[str, Any], step: AbandonBatch) -> dic
     return {"batch_id": batch["batch_id"], "state": "abandoned"}
 
 
-def complete_anchor(ctx: RuleContext, effect: dict[str, Any], outcome: str, transaction_hash: str | None) -> dict:
+def complete_anchor(ctx: RuleContext, effect: Effect, outcome: str, transaction_hash: str | None) -> dict[str, Any]:
     """The committer's report on submitting the batch's commitment."""
     changes = ctx.changes
     batch = batches.load_batch(changes, effect["payload"]["batch_id"])
@@ -218,15 +220,17 @@ def complete_anchor(ctx: RuleContext, effect: dict[str, Any], outcome: str, tran
 
 @command("RecordCommitmentObservation", payload=RecordCommitmentObservationPayload, roles={"observer"},
          cites_evidence=True)
-def record_commitment_observation(ctx: RuleContext, p: RecordCommitmentObservationPayload) -> dict:
+def record_commitment_observation(ctx: RuleContext, p: RecordCommitmentObservationPayload) -> dict[str, Any]:
     changes = ctx.changes
     outbox.require_worker_of(ctx, outbox.BATCH_ANCHOR, "a commitment's chain observation")
     require(p.evidence_digest in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
             "the observation's evidence digest must be listed in the envelope's evidence_hashes")
     batch = batches.load_batch(changes, p.batch_id)
-    require(batch["artifact"] is not None, ErrorCode.INVALID_STATE, f"batch {p.batch_id} is not frozen")
-    require(p.artifact_hash == batches.anchored_hash(batch["artifact"]), ErrorCode.CONFLICTING_EVIDENCE,
-            f"batch {p.batch_id} anchors {batches.anchored_hash(batch['artifact'])}, not {p.artifact_hash}")
+    artifact = require_present(batch["artifact"], ErrorCode.INVALID_STATE, f"batch {p.batch_id} is not frozen")
+    anchor_effect_id = batch["anchor_effect_id"]
+    assert anchor_effect_id is not None, f"frozen batch {p.batch_id} names its anchor effect"
+    require(p.artifact_hash == batches.anchored_hash(artifact), ErrorCode.CONFLICTING_EVIDENCE,
+            f"batch {p.batch_id} anchors {batches.anchored_hash(artifact)}, not {p.artifact_hash}")
     if batch["state"] in ("confirmed", "failed") and batch["transaction_hash"] == p.transaction_hash:
         require(p.outcome == batch["state"], ErrorCode.CONFLICTING_EVIDENCE,
                 f"transaction {p.transaction_hash} was already observed {batch['state']}")
@@ -240,16 +244,16 @@ def record_commitment_observation(ctx: RuleContext, p: RecordCommitmentObservati
         journal_tree = p.journal_tree.model_dump(mode="json")
     if p.outcome == "confirmed":
         # As for payments (ADR 0020): an observer alone never settles what no worker of the effect's kind took up.
-        require(outbox.load_effect(changes, batch["anchor_effect_id"])["attempts"] > 0, ErrorCode.INVALID_STATE,
+        require(outbox.load_effect(changes, anchor_effect_id)["attempts"] > 0, ErrorCode.INVALID_STATE,
                 f"batch {p.batch_id}'s commitment was never claimed by a committer")
         batches.move(changes, batch, "confirmed", transaction_hash=p.transaction_hash, ledger_version=p.ledger_version,
                      journal_tree=journal_tree)
-        outbox.finish(changes, batch["anchor_effect_id"], {"observed": "confirmed", "transaction_hash": p.transaction_hash})
+        outbox.finish(changes, anchor_effect_id, {"observed": "confirmed", "transaction_hash": p.transaction_hash})
     else:
         require(p.transaction_hash == batch["transaction_hash"], ErrorCode.INVALID_REFERENCE,
                 f"batch {p.batch_id} was last submitted as {batch['transaction_hash']}")
         batches.move(changes, batch, "failed", ledger_version=p.ledger_version)
-        outbox.reopen(changes, batch["anchor_effect_id"], {"observed": "failed", "transaction_hash": p.transaction_hash})
+        outbox.reopen(changes, anchor_effect_id, {"observed": "failed", "transaction_hash": p.transaction_hash})
     changes.event("CommitmentObserved", batch_id=p.batch_id, transaction_hash=p.transaction_hash,
                   outcome=p.outcome, ledger_version=p.ledger_version, evidence_digest=p.evidence_digest,
                   **({"journal_tree": journal_tree} if journal_tree is not None else {}))

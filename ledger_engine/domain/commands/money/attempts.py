@@ -75,7 +75,7 @@ attempt that fails meanwhile leaves its payment held (recipient_updates.py).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -94,6 +94,7 @@ from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.schema.money_payouts import Effect, Payment, PaymentAttempt, attempt_key
 from ledger_engine.domain.schema.staff import actor_key
 from ledger_engine.domain.types import ChainAddress, Count, Digest, Identifier, TimestampMs
+from ledger_engine.domain.view import shaped
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import STATE
@@ -157,11 +158,11 @@ def sender_sentinel(sender_address: str, sender_sequence: int) -> str:
 
 
 def load_attempt(changes: Changes, attempt_id: str) -> PaymentAttempt:
-    return load(changes, attempt_key(attempt_id), f"payment attempt {attempt_id}")
+    return load(changes, attempt_key(attempt_id), f"payment attempt {attempt_id}", PaymentAttempt)
 
 
 @command("RecordSignedAttempt", payload=RecordSignedAttemptPayload, roles={"signer"}, cites_evidence=True)
-def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> dict:
+def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> dict[str, Any]:
     changes = ctx.changes
     payment = payments.load_payment(changes, p.payment_id)
     require_no_pending_update(changes, payment["recipient_id"])
@@ -179,7 +180,7 @@ def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> di
 
 
 @command("RecordLandedAttempt", payload=RecordLandedAttemptPayload, roles={"observer"}, cites_evidence=True)
-def record_landed_attempt(ctx: RuleContext, p: RecordLandedAttemptPayload) -> dict:
+def record_landed_attempt(ctx: RuleContext, p: RecordLandedAttemptPayload) -> dict[str, Any]:
     """An attempt the chain committed but the ledger never recorded, with that observation (see the module)."""
     changes = ctx.changes
     outbox.require_worker_of(ctx, outbox.PAYMENT_TRANSFER, "a landed transfer")
@@ -237,7 +238,7 @@ def _require_reconciled_claim(ctx: RuleContext, payment: Payment, signed_by: str
     require(effect["status"] in outbox.OPEN, ErrorCode.INVALID_STATE,
             f"effect {effect['effect_id']} of payment {payment['payment_id']} is {effect['status']}")
     if outbox.claim_is_live(effect, ctx.now_ms):
-        holder = effect["claim"]["worker_id"]
+        holder = outbox.claim_of(effect)["worker_id"]
         require(holder == signed_by, ErrorCode.CLAIM_HELD,
                 f"effect {effect['effect_id']} is claimed by {holder}, who records its own attempts")
 
@@ -269,8 +270,8 @@ def _record_attempt(ctx: RuleContext, payment: Payment, p: SignedTransfer,
                          f"sender {p.sender_address} already signed sequence {p.sender_sequence}")
     changes.claim_unique(key("transaction", p.transaction_hash), owner, ErrorCode.DUPLICATE_EVIDENCE,
                          f"transaction {p.transaction_hash} is already recorded")
-    attempt = {
-        **p.model_dump(mode="json", include=ATTEMPT_FIELDS),
+    attempt = shaped({
+        **p.model_dump(mode="json", include=set(ATTEMPT_FIELDS)),
         "claimed_by": claimed_by,
         "effect_id": payment["effect_id"],
         "number": len(payment["attempt_ids"]) + 1,
@@ -282,14 +283,14 @@ def _record_attempt(ctx: RuleContext, payment: Payment, p: SignedTransfer,
         "observed_at_ms": None,
         "correlation_id": payment.get("correlation_id"),
         "created": created(ctx),
-    }
+    }, PaymentAttempt)
     changes.put_state(attempt_key(p.attempt_id), attempt)
     payments.move(changes, payment, "signed", attempt_ids=[*payment["attempt_ids"], p.attempt_id])
     return attempt
 
 
 @command("RecordTransferObservation", payload=RecordTransferObservationPayload, roles={"observer"}, cites_evidence=True)
-def record_transfer_observation(ctx: RuleContext, p: RecordTransferObservationPayload) -> dict:
+def record_transfer_observation(ctx: RuleContext, p: RecordTransferObservationPayload) -> dict[str, Any]:
     changes = ctx.changes
     outbox.require_worker_of(ctx, outbox.PAYMENT_TRANSFER, "a payment's chain observation")
     _require_evidence(ctx, p.evidence_digest, "the observation's evidence digest")
@@ -361,7 +362,7 @@ def _apply_to_payment(ctx: RuleContext, payment: Payment, attempt: PaymentAttemp
         place_unsigned(ctx, failed)
 
 
-def complete_transfer(ctx: RuleContext, effect: Effect, outcome: str, transaction_hash: str | None) -> dict:
+def complete_transfer(ctx: RuleContext, effect: Effect, outcome: str, transaction_hash: str | None) -> dict[str, Any]:
     """The dispatcher's report on broadcasting the payment's current attempt."""
     changes = ctx.changes
     payment = payments.load_payment(changes, effect["payload"]["payment_id"])

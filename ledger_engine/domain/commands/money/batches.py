@@ -17,7 +17,7 @@ from typing import Any
 
 from ledger_engine.domain.changes import Changes
 from ledger_engine.domain.commands.money.lifecycle import StateMachine, load
-from ledger_engine.domain.schema.money_payouts import Batch, batch_key
+from ledger_engine.domain.schema.money_payouts import Artifact, Batch, batch_key
 
 KINDS = ("allocation", "statement_index", "correction")
 ACCOUNTING_KINDS = ("allocation", "correction")
@@ -34,7 +34,7 @@ UNANCHORED = ("preparing", "abandoned")
 
 
 def load_batch(changes: Changes, batch_id: str) -> Batch:
-    return load(changes, batch_key(batch_id), f"batch {batch_id}")
+    return load(changes, batch_key(batch_id), f"batch {batch_id}", Batch)
 
 
 def move(changes: Changes, batch: Batch, state: str, **fields: Any) -> Batch:
@@ -42,6 +42,6 @@ def move(changes: Changes, batch: Batch, state: str, **fields: Any) -> Batch:
     return MACHINE.move(changes, batch_key(batch["batch_id"]), batch, state, subject=subject, **fields)
 
 
-def anchored_hash(artifact: dict[str, Any]) -> str:
+def anchored_hash(artifact: Artifact) -> str:
     """What the batch's commitment anchors: its statement tree's root if it has one, else its artifact hash."""
     return artifact.get("statement_root") or artifact["hash"]

@@ -22,7 +22,7 @@ records its verdict, which blocks or unblocks payouts.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
@@ -31,13 +31,14 @@ from ledger_engine.domain.actors import actor_roles
 from ledger_engine.domain.allocation_policy import day_slice
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.domain.chart import FUNDING_AVAILABLE, budget_unallocated
-from ledger_engine.domain.schema.streaming import period_key
+from ledger_engine.domain.schema.streaming import Period, period_key
+from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.commands.streaming.policy import day_of
 from ledger_engine.domain.invariants import CONSERVATION_KEY, ledger_mismatches
 from ledger_engine.domain.postings import credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.schema.money_allocation import Budget, budget_key, funding_sentinel_key
+from ledger_engine.domain.schema.money_allocation import Budget, BudgetTerm, budget_key, funding_sentinel_key
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -67,33 +68,26 @@ class BudgetFunding(Payload):
 
 
 def load_budget(changes: Changes, budget_id: str) -> Budget:
-    record = changes.get(STATE, budget_key(budget_id))
-    require(record is not None, ErrorCode.NOT_FOUND, f"budget {budget_id} does not exist")
-    return record.data
+    return load(changes, budget_key(budget_id), f"budget {budget_id}", Budget)
 
 
-def fund_budget(ctx: RuleContext, funding: BudgetFunding) -> Budget:
+def fund_budget(ctx: RuleContext, funding: BudgetFunding) -> dict[str, Any]:
     """Create or add to a period's budget; the caller has taken ``funding.draws`` from their lots."""
     changes = ctx.changes
-    period = changes.get(STATE, period_key(funding.period_id))
-    require(period is not None, ErrorCode.NOT_FOUND, f"period {funding.period_id} does not exist")
-    require(period.data["clearance"] == "cleared", ErrorCode.INVALID_STATE,
-            f"period {funding.period_id}'s payment is {period.data['clearance']}, not cleared")
+    period = load(changes, period_key(funding.period_id), f"period {funding.period_id}", Period)
+    require(period["clearance"] == "cleared", ErrorCode.INVALID_STATE,
+            f"period {funding.period_id}'s payment is {period['clearance']}, not cleared")
     amount = checked_sum(draw.amount for draw in funding.draws)
     changes.claim_unique(funding_sentinel_key(funding.period_id, funding.version),
                          {"budget_id": funding.budget_id, "amount": format_amount(amount)},
                          ErrorCode.ALREADY_EXISTS,
                          f"period {funding.period_id} already has funding version {funding.version}")
-    if funding.version == 1:
-        budget = {**_new_budget(changes, funding, period.data), "correlation_id": f"period:{funding.period_id}",
-                  "created": created(ctx)}
-    else:
-        budget = _addition_target(ctx, funding)
-    term = "funded" if funding.version == 1 else "additions"
+    budget = _new_budget(ctx, funding, period) if funding.version == 1 else _addition_target(ctx, funding)
+    term: BudgetTerm = "funded" if funding.version == 1 else "additions"
     budget[term] = format_amount(parse_amount(budget[term]) + amount)
     budget["unallocated"] = format_amount(parse_amount(budget["unallocated"]) + amount)
-    budget["lots"] = [*budget["lots"], *({"lot_id": draw.lot_id, "amount": format_amount(draw.amount),
-                                          "version": funding.version} for draw in funding.draws)]
+    budget["lots"] = budget["lots"] + [{"lot_id": draw.lot_id, "amount": format_amount(draw.amount),
+                                        "version": funding.version} for draw in funding.draws]
     budget["funding_version"] = funding.version
     changes.put_state(budget_key(funding.budget_id), budget)
     post(changes, journal=f"budget_funding:{funding.budget_id}:{funding.version}", asset=BUDGET_ASSET,
@@ -104,8 +98,8 @@ def fund_budget(ctx: RuleContext, funding: BudgetFunding) -> Budget:
     return {"budget_id": funding.budget_id, "version": funding.version, "amount": format_amount(amount)}
 
 
-def _new_budget(changes: Changes, funding: BudgetFunding, period: dict) -> Budget:
-    require(changes.get(STATE, budget_key(funding.budget_id)) is None, ErrorCode.ALREADY_EXISTS,
+def _new_budget(ctx: RuleContext, funding: BudgetFunding, period: Period) -> Budget:
+    require(ctx.changes.get(STATE, budget_key(funding.budget_id)) is None, ErrorCode.ALREADY_EXISTS,
             f"budget {funding.budget_id} already exists")
     require(period["days"] >= 1, ErrorCode.INVALID_REFERENCE, f"period {funding.period_id} has no days")
     return {
@@ -123,13 +117,15 @@ def _new_budget(changes: Changes, funding: BudgetFunding, period: dict) -> Budge
         "refunds_reversals": "0",
         "lots": [],
         "funding_version": 0,
+        "correlation_id": f"period:{funding.period_id}",
+        "created": created(ctx),
     }
 
 
 def _addition_target(ctx: RuleContext, funding: BudgetFunding) -> Budget:
     require("finance" in actor_roles(ctx, ctx.actor_id), ErrorCode.CAPABILITY_MISSING,
             "additions to a funded budget need the finance role")
-    budget = dict(load_budget(ctx.changes, funding.budget_id))
+    budget = load_budget(ctx.changes, funding.budget_id).copy()
     require(budget["period_id"] == funding.period_id, ErrorCode.INVALID_REFERENCE,
             f"budget {funding.budget_id} funds period {budget['period_id']}, not {funding.period_id}")
     require(funding.version == budget["funding_version"] + 1, ErrorCode.INVALID_STATE,
@@ -160,7 +156,7 @@ class CheckConservationPayload(Payload):
 
 
 @command("CheckConservation", payload=CheckConservationPayload, roles={"finance", "ops", "maintenance", "auditor"})
-def check_conservation(ctx: RuleContext, p: CheckConservationPayload) -> dict:
+def check_conservation(ctx: RuleContext, p: CheckConservationPayload) -> dict[str, Any]:
     """Check every budget, lot, line and correction; any mismatch blocks payouts until a clean check."""
     mismatches = ledger_mismatches(ctx.changes)
     status = "blocked" if mismatches else "clear"

@@ -60,7 +60,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Mapping, Sequence
 
 from pydantic import Field, field_validator, model_validator
 
@@ -68,27 +68,26 @@ from ledger_engine.amounts import Amount, checked_sum, format_amount, parse_amou
 from ledger_engine.canonical import domain_hash, engine_bytes
 from ledger_engine.domain.actors import require_other_actor
 from ledger_engine.domain.allocation_policy import ARTIST, OPERATOR, PORTO, PlannedLine, split_by_rights
-from ledger_engine.domain.changes import Changes, require
+from ledger_engine.domain.changes import Changes, require, require_present
 from ledger_engine.domain.chart import CORRECTIONS, budget_unallocated
-from ledger_engine.domain.commands.accounts import recipient_key
-from ledger_engine.domain.commands.catalogue import rights_key, work_key
 from ledger_engine.domain.commands.money.allocation import (
     MAX_LINES, credit_lines, planned_fields, term_totals, write_line,
 )
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET, load_budget
 from ledger_engine.domain.commands.money.freeze import recipient_order
-from ledger_engine.domain.commands.money.lines import line_key, load_line, move_budget, set_line_status
+from ledger_engine.domain.commands.money.lines import load_line, move_budget, set_line_status
 from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.day_lines import day_line_id, is_day_line, remainder_line_id
-from ledger_engine.domain.schema.streaming import node_key
+from ledger_engine.domain.schema.streaming import RightsVersion, Work, node_key, rights_key, work_key
 from ledger_engine.domain.invariants import is_freeze_sentinel, require_conserved
 from ledger_engine.domain.postings import Line, credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.schema.money_allocation import (
-    DayLineArtifact, allocation_sentinel_key, budget_refund_key, correction_key, correction_request_key,
-    unfrozen_sentinel_key,
+    AllocationLine, AllocationSentinel, BudgetTerm, CorrectionRequest, DayLineArtifact, allocation_sentinel_key,
+    budget_refund_key, correction_key, correction_request_key, line_key, unfrozen_sentinel_key,
 )
+from ledger_engine.domain.schema.money_payouts import recipient_key
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE, UNIQUE
@@ -220,7 +219,7 @@ class Reversal:
     """What a correction takes back: named lines of its budget whole, or a frozen listener-day's part of each of
     the day lines it is in. ``lines`` are those lines as they are now; ``taken`` what is taken from each."""
 
-    lines: list[dict]
+    lines: list[AllocationLine]
     taken: list[PlannedLine]
 
     @property
@@ -229,7 +228,7 @@ class Reversal:
 
 
 @command("RequestCorrection", payload=RequestCorrectionPayload, roles={"finance"}, cites_evidence=True)
-def request_correction(ctx: RuleContext, p: RequestCorrectionPayload) -> dict:
+def request_correction(ctx: RuleContext, p: RequestCorrectionPayload) -> dict[str, Any]:
     changes = ctx.changes
     for record_key in (request_key(p.correction_id), correction_key(p.correction_id)):
         require(changes.get(STATE, record_key) is None, ErrorCode.ALREADY_EXISTS,
@@ -255,9 +254,9 @@ def request_correction(ctx: RuleContext, p: RequestCorrectionPayload) -> dict:
 
 @command("DecideCorrection", payload=DecideCorrectionPayload, roles={"finance"},
          step_up=lambda p: p.action == "approve")
-def decide_correction(ctx: RuleContext, p: DecideCorrectionPayload) -> dict:
+def decide_correction(ctx: RuleContext, p: DecideCorrectionPayload) -> dict[str, Any]:
     changes = ctx.changes
-    request = load(changes, request_key(p.correction_id), f"correction request {p.correction_id}")
+    request = load(changes, request_key(p.correction_id), f"correction request {p.correction_id}", CorrectionRequest)
     require(request["status"] == "requested", ErrorCode.INVALID_STATE,
             f"correction {p.correction_id} is {request['status']}: it is decided once")
     require_other_actor(ctx, request["requested_by"], "requested this correction")
@@ -280,7 +279,7 @@ def _reversal(changes: Changes, p: RequestCorrectionPayload, correction_id: str 
     return Reversal(lines, _whole(lines))
 
 
-def _whole(lines: list[dict]) -> list[PlannedLine]:
+def _whole(lines: Sequence[Mapping[str, Any]]) -> list[PlannedLine]:
     return [PlannedLine(line["role"], line["recipient_id"], parse_amount(line["amount"])) for line in lines]
 
 
@@ -309,7 +308,7 @@ def _require_nothing_back_into_a_refunded_budget(changes: Changes, p: RequestCor
             "into it; send it out as a refund (remainder_to: refund)")
 
 
-def freeze_request(p: RequestCorrectionPayload, reversed_lines: list[dict],
+def freeze_request(p: RequestCorrectionPayload, reversed_lines: Sequence[Mapping[str, Any]],
                    taken: list[PlannedLine] | None = None) -> dict[str, Any]:
     """The request as frozen and hashed: its lines, amounts and balancing entries (a pure function of its inputs).
     ``taken`` is what it takes from each reversed line: the whole line unless a frozen listener-day's part."""
@@ -340,12 +339,12 @@ def freeze_request(p: RequestCorrectionPayload, reversed_lines: list[dict],
     return frozen
 
 
-def is_reversible(line: dict) -> bool:
+def is_reversible(line: AllocationLine) -> bool:
     """A line a correction may reverse, by its status: payable, or Porto's share (paid when allocated)."""
     return line["status"] == "payable" or (line["role"] == PORTO and line["status"] == "paid")
 
 
-def _reversible(changes: Changes, line_id: str, budget_id: str, correction_id: str | None = None) -> dict:
+def _reversible(changes: Changes, line_id: str, budget_id: str, correction_id: str | None = None) -> AllocationLine:
     """A line this correction may reverse: of its budget, payable (or Porto's share), under no other correction.
 
     Never a day line: a frozen listener-day is corrected by naming it (``frozen_listener_day``), through the
@@ -360,7 +359,7 @@ def _reversible(changes: Changes, line_id: str, budget_id: str, correction_id: s
     return line
 
 
-def _require_reversible_now(line: dict, correction_id: str | None) -> None:
+def _require_reversible_now(line: AllocationLine, correction_id: str | None) -> None:
     """Payable, or Porto's share (paid when allocated, so nothing left the ledger), and held by no other correction.
     A reserved line waits for its payout run to be cancelled; a line paid out is never reversed."""
     line_id = line["line_id"]
@@ -379,12 +378,12 @@ def _frozen_parts(changes: Changes, quoted: FrozenListenerDay, correction_id: st
         parts[(line.role, line.recipient_id)] += line.amount
     lines, taken = [], []
     for (role, recipient_id), part in sorted(parts.items(), key=lambda item: recipient_order(*item[0])):
-        line = _live_day_line(changes, quoted, role, recipient_id)
-        _require_reversible_now(line, correction_id)
-        require(part <= parse_amount(line["amount"]), ErrorCode.COUNT_MISMATCH,
-                f"{quoted.name()} pays {role} {recipient_id} {part}, more than the {line['amount']} its day line "
-                f"{line['line_id']} holds")
-        lines.append(line)
+        day_line = _live_day_line(changes, quoted, role, recipient_id)
+        _require_reversible_now(day_line, correction_id)
+        require(part <= parse_amount(day_line["amount"]), ErrorCode.COUNT_MISMATCH,
+                f"{quoted.name()} pays {role} {recipient_id} {part}, more than the {day_line['amount']} its day line "
+                f"{day_line['line_id']} holds")
+        lines.append(day_line)
         taken.append(PlannedLine(role, recipient_id, part))
     return Reversal(lines, taken)
 
@@ -393,10 +392,12 @@ def _require_frozen_in_chunk(changes: Changes, quoted: FrozenListenerDay) -> Non
     """The quote agrees with what the freeze recorded: the listener-day's sentinel names this chunk, budget and
     slice, and the quoted lines total the slice; no correction took the listener-day out of its freeze yet."""
     name = quoted.name()
-    sentinel = changes.get(UNIQUE, allocation_sentinel_key(quoted.listener_id, quoted.day))
-    owner = sentinel.data if sentinel is not None else {}
+    not_frozen = f"{name} is not frozen in chunk {quoted.chunk} of day {quoted.day} with hash {quoted.hash}"
+    sentinel = require_present(changes.get(UNIQUE, allocation_sentinel_key(quoted.listener_id, quoted.day)),
+                               ErrorCode.INVALID_REFERENCE, not_frozen)
+    owner = sentinel.data_as(AllocationSentinel)
     require(is_freeze_sentinel(owner) and owner["artifact"] == quoted.artifact(), ErrorCode.INVALID_REFERENCE,
-            f"{name} is not frozen in chunk {quoted.chunk} of day {quoted.day} with hash {quoted.hash}")
+            not_frozen)
     require(owner["budget_id"] == quoted.budget_id, ErrorCode.INVALID_REFERENCE,
             f"{name} was frozen from budget {owner['budget_id']}, not {quoted.budget_id}")
     require(parse_amount(owner["amount"]) == quoted.amount, ErrorCode.COUNT_MISMATCH,
@@ -410,40 +411,45 @@ def _require_frozen_in_chunk(changes: Changes, quoted: FrozenListenerDay) -> Non
             "its lines are that correction's replacements, corrected by naming them")
 
 
-def _live_day_line(changes: Changes, quoted: FrozenListenerDay, role: str, recipient_id: str | None) -> dict:
+def _live_day_line(changes: Changes, quoted: FrozenListenerDay, role: str, recipient_id: str | None) -> AllocationLine:
     """The chunk's day line for (role, recipient) live now: the freeze's, or the last remainder corrections left."""
-    record = changes.get(STATE, line_key(day_line_id(quoted.day, quoted.chunk, role, recipient_id)))
-    require(record is not None, ErrorCode.INVALID_REFERENCE,
-            f"chunk {quoted.chunk} of day {quoted.day} pays {role} {recipient_id} nothing: "
-            f"{quoted.name()}'s line is not one of the chunk's")
-    while record.data["status"] == "reversed":
-        line = record.data
-        record = changes.get(STATE, line_key(remainder_line_id(line)))
-        require(record is not None, ErrorCode.COUNT_MISMATCH,
-                f"nothing remains of {role} {recipient_id}'s day line {line['line_id']}: "
-                f"correction {line['reversed_by']} took all of it")
-    return record.data
+    record = require_present(changes.get(STATE, line_key(day_line_id(quoted.day, quoted.chunk, role, recipient_id))),
+                             ErrorCode.INVALID_REFERENCE,
+                             f"chunk {quoted.chunk} of day {quoted.day} pays {role} {recipient_id} nothing: "
+                             f"{quoted.name()}'s line is not one of the chunk's")
+    line = record.data_as(AllocationLine)
+    while line["status"] == "reversed":
+        record = require_present(changes.get(STATE, line_key(remainder_line_id(line))), ErrorCode.COUNT_MISMATCH,
+                                 f"nothing remains of {role} {recipient_id}'s day line {line['line_id']}: "
+                                 f"correction {line['reversed_by']} took all of it")
+        line = record.data_as(AllocationLine)
+    return line
 
 
 def require_payable_replacements(changes: Changes, replacements: list[Replacement]) -> None:
     """Each replacement is a line the ledger could have allocated: real references, the version's own splits."""
     by_rights: dict[tuple[str, int], dict[str, int]] = defaultdict(dict)
     for replacement in replacements:
+        if replacement.role == PORTO:
+            continue
+        recipient_id = replacement.recipient_id
+        assert recipient_id is not None, "an artist's or operator's line names its recipient (QuotedLine)"
         if replacement.role == ARTIST:
-            shares = by_rights[(replacement.work_id, replacement.rights_version)]
+            work_id, version = replacement.work_id, replacement.rights_version
+            assert work_id is not None and version is not None, "an artist line names its rights (QuotedLine)"
+            shares = by_rights[(work_id, version)]
             # Two lines to one recipient would let the check see only one of them and the split be skewed.
-            require(replacement.recipient_id not in shares, ErrorCode.INVALID_SPLITS,
-                    f"work {replacement.work_id} version {replacement.rights_version} names recipient "
-                    f"{replacement.recipient_id} in two replacement lines")
-            shares[replacement.recipient_id] = replacement.amount
-        elif replacement.role == OPERATOR:
+            require(recipient_id not in shares, ErrorCode.INVALID_SPLITS,
+                    f"work {work_id} version {version} names recipient {recipient_id} in two replacement lines")
+            shares[recipient_id] = replacement.amount
+        else:
+            assert replacement.node_id is not None, "an operator line names its node (QuotedLine)"
             node = changes.get(STATE, node_key(replacement.node_id))
-            require(node is not None and node.data["operator_id"] == replacement.recipient_id,
+            require(node is not None and node.data["operator_id"] == recipient_id,
                     ErrorCode.INVALID_REFERENCE,
-                    f"node {replacement.node_id} is not operated by {replacement.recipient_id}")
-        if replacement.role != PORTO:
-            require(changes.get(STATE, recipient_key(replacement.recipient_id)) is not None,
-                    ErrorCode.INVALID_REFERENCE, f"recipient {replacement.recipient_id} does not exist")
+                    f"node {replacement.node_id} is not operated by {recipient_id}")
+        require(changes.get(STATE, recipient_key(recipient_id)) is not None,
+                ErrorCode.INVALID_REFERENCE, f"recipient {recipient_id} does not exist")
     for (work_id, version), shares in sorted(by_rights.items()):
         splits = _active_rights(changes, work_id, version)
         owed = {recipient: part for recipient, part in split_by_rights(checked_sum(shares.values()), splits) if part}
@@ -452,12 +458,15 @@ def require_payable_replacements(changes: Changes, replacements: list[Replacemen
 
 
 def _active_rights(changes: Changes, work_id: str, version: int) -> tuple[tuple[str, int], ...]:
-    work = changes.get(STATE, work_key(work_id))
-    require(work is not None, ErrorCode.INVALID_REFERENCE, f"work {work_id} does not exist")
-    require(work.data["status"] == "active" and work.data["rights_version"] == version, ErrorCode.INVALID_REFERENCE,
-            f"work {work_id} is {work.data['status']} at rights version {work.data['rights_version']}, "
+    record = require_present(changes.get(STATE, work_key(work_id)), ErrorCode.INVALID_REFERENCE,
+                             f"work {work_id} does not exist")
+    work = record.data_as(Work)
+    require(work["status"] == "active" and work["rights_version"] == version, ErrorCode.INVALID_REFERENCE,
+            f"work {work_id} is {work['status']} at rights version {work['rights_version']}, "
             f"not active at version {version}")
-    rights = changes.get(STATE, rights_key(work_id, version)).data
+    rights_record = changes.get(STATE, rights_key(work_id, version))
+    assert rights_record is not None, f"work {work_id} is active at rights version {version}, which it records"
+    rights = rights_record.data_as(RightsVersion)
     return tuple((recipient["recipient_id"], recipient["split_bps"]) for recipient in rights["recipients"])
 
 
@@ -483,7 +492,7 @@ def _entries(budget_id: str, old: list[PlannedLine], new: list[PlannedLine], amo
 
 
 
-def _post(ctx: RuleContext, request: dict[str, Any]) -> dict:
+def _post(ctx: RuleContext, request: CorrectionRequest) -> dict[str, Any]:
     """Approval: the request, checked again against the ledger as it is now, posted once."""
     changes = ctx.changes
     correction_id, budget_id = request["correction_id"], request["budget_id"]
@@ -500,6 +509,7 @@ def _post(ctx: RuleContext, request: dict[str, Any]) -> dict:
     listener_day = request["listener_day"]
     replaced_ids = [line["line_id"] for line in reversal.lines]
     for replacement in payload.replacements:
+        assert listener_day is not None, "replacements replace a listener-day's lines (RequestCorrectionPayload)"
         write_line(changes, replacement.line_id, replacement.planned(), listener_id=listener_day[0],
                    day=listener_day[1], budget_id=budget_id, created_by=created(ctx),
                    correlation_id=f"correction:{correction_id}", correction_id=correction_id, replaces=replaced_ids)
@@ -530,10 +540,11 @@ def _post(ctx: RuleContext, request: dict[str, Any]) -> dict:
     return {"correction_id": correction_id, "status": "approved", **stored}
 
 
-def _requested_payload(request: dict[str, Any]) -> RequestCorrectionPayload:
+def _requested_payload(request: CorrectionRequest) -> RequestCorrectionPayload:
     """The payload a request was frozen from: a frozen listener-day's names the listener-day, others their lines."""
-    fields = {name: request[name] for name in ("correction_id", "budget_id", "reason", "remainder_to", "replacements",
-                                               "refund_unallocated")}
+    frozen: Mapping[str, Any] = request
+    fields = {name: frozen[name] for name in ("correction_id", "budget_id", "reason", "remainder_to", "replacements",
+                                              "refund_unallocated")}
     if "frozen_listener_day" in request:
         fields["frozen_listener_day"] = request["frozen_listener_day"]
     else:
@@ -564,8 +575,8 @@ def _move_terms(changes: Changes, budget_id: str, payload: RequestCorrectionPayl
                 amounts: dict[str, int]) -> None:
     """Reversals pass through ``refunds_reversals``: what is replaced or released leaves it again. A frozen
     listener-day's comes out of ``frozen``: its day lines count in no budget term."""
-    taken_from = (term_totals(reversal.taken) if payload.frozen_listener_day is None
-                  else {"frozen": reversal.amount})
+    taken_from: dict[BudgetTerm, int] = (term_totals(reversal.taken) if payload.frozen_listener_day is None
+                                         else {"frozen": reversal.amount})
     new = [replacement.planned() for replacement in payload.replacements]
     for term, amount in sorted(taken_from.items()):
         move_budget(changes, budget_id, term, "refunds_reversals", amount)
@@ -575,7 +586,7 @@ def _move_terms(changes: Changes, budget_id: str, payload: RequestCorrectionPayl
     move_budget(changes, budget_id, "unallocated", "refunds_reversals", amounts["refunded_unallocated"])
 
 
-def _decline(ctx: RuleContext, request: dict[str, Any], reason: str) -> dict:
+def _decline(ctx: RuleContext, request: CorrectionRequest, reason: DeclineReason | None) -> dict[str, Any]:
     for reversed_line in request["reverses"]:
         line = load_line(ctx.changes, reversed_line["line_id"])
         assert line.get("pending_correction") == request["correction_id"], line

@@ -63,7 +63,7 @@ from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.ruleset import OWNER_ROLE
 from ledger_engine.domain.schema.money_allocation import (
-    DayLineArtifact, LineRole, allocation_sentinel_key, day_chunk_key,
+    Created, DayLineArtifact, LineRole, allocation_sentinel_key, day_chunk_key,
 )
 from ledger_engine.domain.schema.streaming import listener_day_key
 from ledger_engine.domain.types import Count, Digest, Identifier
@@ -160,7 +160,7 @@ class FrozenSlice:
 
 
 @command("FreezeDayChunk", payload=FreezeDayChunkPayload, roles={OWNER_ROLE}, cites_evidence=True)
-def freeze_day_chunk(ctx: RuleContext, p: FreezeDayChunkPayload) -> dict:
+def freeze_day_chunk(ctx: RuleContext, p: FreezeDayChunkPayload) -> dict[str, Any]:
     changes = ctx.changes
     require(p.hash in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
             "the chunk's hash must be listed in the envelope's evidence_hashes: its bytes are stored first")
@@ -240,7 +240,7 @@ def _first_difference(stated: dict[str, int], computed: dict[str, int]) -> str:
 
 
 def freeze_chunk(changes: Changes, artifact: DayLineArtifact, slices: Sequence[FrozenSlice],
-                 lines: Sequence[PlannedLine], *, journal: str, created_by: dict[str, Any],
+                 lines: Sequence[PlannedLine], *, journal: str, created_by: Created,
                  chunk_record: dict[str, Any]) -> list[str]:
     """A chunk's effects, whoever checked it: each listener-day's sentinel claimed (naming the chunk) and its slice
     moved from ``unallocated`` to ``frozen``, one day line per (role, recipient) of ``lines`` with its derived ID,

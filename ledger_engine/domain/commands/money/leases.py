@@ -28,18 +28,19 @@ from typing import Any, Callable, Literal
 from pydantic import model_validator
 
 from ledger_engine.domain.actors import actor_roles
-from ledger_engine.domain.changes import Changes, Rejected, require
+from ledger_engine.domain.changes import Changes, Rejected, require, require_present
 from ledger_engine.domain.commands.money import outbox, payments
 from ledger_engine.domain.commands.money.artifacts import complete_anchor
 from ledger_engine.domain.commands.money.attempts import TransactionHash, complete_transfer
 from ledger_engine.domain.registry import Payload, RuleContext, command
+from ledger_engine.domain.schema.money_payouts import Claim, Effect
 from ledger_engine.domain.types import Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import OUTBOX
 
 MAX_LEASE_MS = 60 * 60 * 1000
 WORKER_ROLES = {kind.role for kind in outbox.KINDS.values()}
-COMPLETIONS: dict[str, Callable[[RuleContext, dict[str, Any], str, str | None], dict]] = {
+COMPLETIONS: dict[str, Callable[[RuleContext, Effect, str, str | None], dict[str, Any]]] = {
     outbox.PAYMENT_TRANSFER.name: complete_transfer,
     outbox.BATCH_ANCHOR.name: complete_anchor,
 }
@@ -63,7 +64,7 @@ class CompleteEffectPayload(Payload):
 
 
 @command("ClaimEffect", payload=ClaimEffectPayload, roles=WORKER_ROLES)
-def claim_effect(ctx: RuleContext, p: ClaimEffectPayload) -> dict:
+def claim_effect(ctx: RuleContext, p: ClaimEffectPayload) -> dict[str, Any]:
     changes = ctx.changes
     effect, kind = _effect_for_worker(ctx, p.effect_id, "claiming")
     require(effect["status"] in outbox.OPEN, ErrorCode.INVALID_STATE, f"effect {p.effect_id} is {effect['status']}")
@@ -71,30 +72,30 @@ def claim_effect(ctx: RuleContext, p: ClaimEffectPayload) -> dict:
             f"a claim expires after its admission and within {MAX_LEASE_MS} ms")
     renewal = outbox.claim_is_live(effect, ctx.now_ms)
     if renewal:
-        holder = effect["claim"]["worker_id"]
+        holder = outbox.claim_of(effect)["worker_id"]
         require(holder == ctx.actor_id, ErrorCode.CLAIM_HELD, f"effect {p.effect_id} is claimed by {holder}")
     elif kind.moves_money:
         _require_nothing_in_flight(changes, effect)
-    claim = {"worker_id": ctx.actor_id, "claimed_at_ms": ctx.now_ms, "expires_at_ms": p.expires_at_ms}
+    claim: Claim = {"worker_id": ctx.actor_id, "claimed_at_ms": ctx.now_ms, "expires_at_ms": p.expires_at_ms}
     outbox.put_claim(changes, effect, claim, renewal=renewal)
     changes.event("EffectClaimed", effect_id=p.effect_id, kind=kind.name, worker_id=ctx.actor_id,
                   expires_at_ms=p.expires_at_ms, renewal=renewal)
     return {"effect_id": p.effect_id, "expires_at_ms": p.expires_at_ms, "renewal": renewal}
 
 
-def _effect_for_worker(ctx: RuleContext, effect_id: str, doing: str) -> tuple[dict[str, Any], outbox.EffectKind]:
+def _effect_for_worker(ctx: RuleContext, effect_id: str, doing: str) -> tuple[Effect, outbox.EffectKind]:
     """The effect, named with its expected revision, and its kind, which the acting worker's role must work."""
     require(ctx.states_revision_of(OUTBOX, effect_id), ErrorCode.STALE_REVISION,
             f"{doing} an effect needs its expected outbox revision")
     effect = outbox.load_effect(ctx.changes, effect_id)
-    kind = outbox.KINDS.get(effect["kind"])
-    require(kind is not None, ErrorCode.INVALID_STATE, f"no worker role handles effects of kind {effect['kind']}")
+    kind = require_present(outbox.KINDS.get(effect["kind"]), ErrorCode.INVALID_STATE,
+                           f"no worker role handles effects of kind {effect['kind']}")
     require(kind.role in actor_roles(ctx, ctx.actor_id), ErrorCode.CAPABILITY_MISSING,
             f"{kind.name} effects are worked by the {kind.role} role")
     return effect, kind
 
 
-def _require_nothing_in_flight(changes: Changes, effect: dict[str, Any]) -> None:
+def _require_nothing_in_flight(changes: Changes, effect: Effect) -> None:
     """Taking a transfer no one holds: whoever held it last may have broadcast a recorded attempt."""
     payment = payments.load_payment(changes, effect["payload"]["payment_id"])
     if payment["state"] in payments.IN_FLIGHT:
@@ -104,7 +105,7 @@ def _require_nothing_in_flight(changes: Changes, effect: dict[str, Any]) -> None
 
 
 @command("CompleteEffect", payload=CompleteEffectPayload, roles=WORKER_ROLES, cites_evidence=True)
-def complete_effect(ctx: RuleContext, p: CompleteEffectPayload) -> dict:
+def complete_effect(ctx: RuleContext, p: CompleteEffectPayload) -> dict[str, Any]:
     changes = ctx.changes
     effect, kind = _effect_for_worker(ctx, p.effect_id, "completing")
     outbox.require_live_claim(effect, ctx.actor_id, ctx.now_ms)

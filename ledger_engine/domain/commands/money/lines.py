@@ -19,18 +19,17 @@ from typing import Any
 
 from ledger_engine.amounts import format_amount
 from ledger_engine.domain.changes import Changes, require
+from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.invariants import HOLDING_TERMS, term_amount
-from ledger_engine.domain.schema.money_allocation import AllocationLine, budget_key, line_key
+from ledger_engine.domain.schema.money_allocation import AllocationLine, Budget, BudgetTerm, budget_key, line_key
+from ledger_engine.domain.view import with_fields
 from ledger_engine.errors import ErrorCode
-from ledger_engine.layout import STATE
 
 LINE_STATUSES = ("payable", "reserved", "paid", "reversed")
 
 
 def load_line(changes: Changes, line_id: str) -> AllocationLine:
-    record = changes.get(STATE, line_key(line_id))
-    require(record is not None, ErrorCode.NOT_FOUND, f"allocation line {line_id} does not exist")
-    return record.data
+    return load(changes, line_key(line_id), f"allocation line {line_id}", AllocationLine)
 
 
 def set_line_status(changes: Changes, line_id: str, expected: str, status: str, **references: Any) -> AllocationLine:
@@ -39,19 +38,17 @@ def set_line_status(changes: Changes, line_id: str, expected: str, status: str, 
     line = load_line(changes, line_id)
     require(line["status"] == expected, ErrorCode.INVALID_STATE,
             f"allocation line {line_id} is {line['status']}, not {expected}")
-    updated = {**line, "status": status, **references}
+    updated = with_fields(line, status=status, **references)
     changes.put_state(line_key(line_id), updated)
     return updated
 
 
-def move_budget(changes: Changes, budget_id: str, source: str, target: str, amount: int) -> None:
+def move_budget(changes: Changes, budget_id: str, source: BudgetTerm, target: BudgetTerm, amount: int) -> None:
     """Move ``amount`` between two holding terms; the funding side and the equation stay as they were.
 
     Only the two terms named are written, so a budget gains ``frozen`` only when a move names it."""
     assert source in HOLDING_TERMS and target in HOLDING_TERMS, (source, target)
-    record = changes.get(STATE, budget_key(budget_id))
-    require(record is not None, ErrorCode.NOT_FOUND, f"budget {budget_id} does not exist")
-    budget = dict(record.data)
+    budget = load(changes, budget_key(budget_id), f"budget {budget_id}", Budget).copy()
     available = term_amount(budget, source)
     require(available >= amount, ErrorCode.INVARIANT_VIOLATION,
             f"budget {budget_id}: {source} {available} cannot give {amount}")

@@ -53,21 +53,28 @@ def require_worker_of(ctx: RuleContext, kind: EffectKind, what: str) -> None:
 
 
 def load_effect(changes: Changes, effect_id: str) -> Effect:
-    return load(changes, effect_id, f"effect {effect_id}", OUTBOX)
+    return load(changes, effect_id, f"effect {effect_id}", Effect, OUTBOX)
+
+
+def claim_of(effect: Effect) -> Claim:
+    """A claimed effect's claim: every move to ``claimed`` writes one, and every move away clears it."""
+    claim = effect["claim"]
+    assert claim is not None, f"effect {effect['effect_id']} is {effect['status']} without a claim"
+    return claim
 
 
 def claim_is_live(effect: Effect, now_ms: int) -> bool:
-    return effect["status"] == CLAIMED and now_ms < effect["claim"]["expires_at_ms"]
+    return effect["status"] == CLAIMED and now_ms < claim_of(effect)["expires_at_ms"]
 
 
 def require_live_claim(effect: Effect, worker_id: str, now_ms: int) -> None:
     """``worker_id`` holds an unexpired claim on ``effect``."""
     effect_id = effect["effect_id"]
     require(effect["status"] == CLAIMED, ErrorCode.INVALID_STATE, f"effect {effect_id} is {effect['status']}, not claimed")
-    holder = effect["claim"]["worker_id"]
+    holder = claim_of(effect)["worker_id"]
     require(holder == worker_id, ErrorCode.CLAIM_HELD, f"effect {effect_id} is claimed by {holder}")
     require(claim_is_live(effect, now_ms), ErrorCode.CLAIM_EXPIRED,
-            f"the claim of {holder} on effect {effect_id} expired at {effect['claim']['expires_at_ms']}")
+            f"the claim of {holder} on effect {effect_id} expired at {claim_of(effect)['expires_at_ms']}")
 
 
 def put_claim(changes: Changes, effect: Effect, claim: Claim, *, renewal: bool) -> None:

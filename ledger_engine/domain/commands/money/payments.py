@@ -39,10 +39,12 @@ from ledger_engine.domain.commands.money import outbox
 from ledger_engine.domain.commands.money.allocation import line_account
 from ledger_engine.domain.commands.money.lines import load_line, move_budget, set_line_status
 from ledger_engine.domain.commands.money.lifecycle import StateMachine, load
-from ledger_engine.domain.day_lines import is_day_line
+from ledger_engine.domain.day_lines import is_day_line, line_budget
 from ledger_engine.domain.postings import credit, debit, post
-from ledger_engine.domain.schema.money_allocation import AllocationLine
-from ledger_engine.domain.schema.money_payouts import Payment, payment_key, recipient_link_key
+from ledger_engine.domain.schema.money_allocation import AllocationLine, Created
+from ledger_engine.domain.schema.money_payouts import (
+    NewPayment, Payment, PlannedPayment, payment_key, recipient_link_key,
+)
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
@@ -64,12 +66,12 @@ UNSIGNED = ("prepared", *RESERVED)
 PAID_EVENT = "PaymentPaid"  # the memo of a confirmed payment, per recipient
 
 
-def amount(payment: Payment) -> int:
+def amount(payment: PlannedPayment) -> int:
     return parse_amount(payment["amount"])
 
 
 def load_payment(changes: Changes, payment_id: str) -> Payment:
-    return load(changes, payment_key(payment_id), f"payment {payment_id}")
+    return load(changes, payment_key(payment_id), f"payment {payment_id}", Payment)
 
 
 def payments_of_recipient(changes: Changes, recipient_id: str) -> Iterator[Payment]:
@@ -77,7 +79,7 @@ def payments_of_recipient(changes: Changes, recipient_id: str) -> Iterator[Payme
         yield load_payment(changes, link_key.rsplit("/", 1)[1])
 
 
-def create_payment(changes: Changes, payment: Payment, created_by: dict[str, Any]) -> None:
+def create_payment(changes: Changes, payment: NewPayment, created_by: Created) -> None:
     changes.put_state(payment_key(payment["payment_id"]), {**payment, "state": "prepared", "held_from": None,
                                                           "held_for": None, "attempt_ids": [], "paid_attempt_id": None,
                                                           "cancel_reason": None, "superseded_by": None,
@@ -87,13 +89,14 @@ def create_payment(changes: Changes, payment: Payment, created_by: dict[str, Any
 
 def move(changes: Changes, payment: Payment, state: str, **fields: Any) -> Payment:
     """Advance the state machine, rejecting any move docs/spec/domain-model-and-state-machines.md §5 does not allow."""
-    subject = {name: payment[name] for name in ("payment_id", "run_id", "recipient_id")}
+    subject = {"payment_id": payment["payment_id"], "run_id": payment["run_id"],
+               "recipient_id": payment["recipient_id"]}
     return MACHINE.move(changes, payment_key(payment["payment_id"]), payment, state, subject=subject, **fields)
 
 
 # Money moves: every one changes the lines, the postings and (on payment) the budgets together.
 
-def payable_lines(changes: Changes, payment: Payment) -> list[AllocationLine]:
+def payable_lines(changes: Changes, payment: NewPayment) -> list[AllocationLine]:
     """The payment's lines, each still payable and owed to its recipient, summing to its amount."""
     lines = [load_line(changes, line_id) for line_id in payment["line_ids"]]
     for line in lines:
@@ -139,7 +142,7 @@ def settle(changes: Changes, payment: Payment) -> None:
     for line_id in payment["line_ids"]:
         line = set_line_status(changes, line_id, "reserved", "paid")
         if not is_day_line(line):
-            by_budget[line["budget_id"]] += parse_amount(line["amount"])
+            by_budget[line_budget(line)] += parse_amount(line["amount"])
     for budget_id in sorted(by_budget):
         move_budget(changes, budget_id, "outstanding", "paid", by_budget[budget_id])
     recipient = payment["recipient_id"]
@@ -172,4 +175,6 @@ def hold(changes: Changes, payment: Payment, update_id: str) -> Payment:
 
 
 def resume(changes: Changes, payment: Payment) -> Payment:
-    return move(changes, payment, payment["held_from"], held_from=None, held_for=None)
+    held_from = payment["held_from"]
+    assert held_from is not None, f"payment {payment['payment_id']} is {payment['state']}, not held"
+    return move(changes, payment, held_from, held_from=None, held_for=None)

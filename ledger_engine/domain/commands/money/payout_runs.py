@@ -26,7 +26,7 @@ new run that needs approval like any other (``readdress``).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -42,7 +42,10 @@ from ledger_engine.domain.commands.money.statements import require_confirmed_sta
 from ledger_engine.domain.invariants import require_conserved, require_payouts_unblocked
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.schema.money_payouts import FrozenRun, Payment, PayoutRun, PlannedPayment, RecipientUpdate, run_key
+from ledger_engine.domain.schema.money_payouts import (
+    FrozenRun, NewPayment, Payment, PayoutRun, PlannedPayment, RecipientUpdate, payment_key, run_key,
+)
+from ledger_engine.domain.view import shaped
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import OUTBOX, STATE
@@ -120,7 +123,7 @@ def run_hash(frozen: FrozenRun) -> str:
 
 
 def load_run(changes: Changes, run_id: str) -> PayoutRun:
-    return load(changes, run_key(run_id), f"payout run {run_id}")
+    return load(changes, run_key(run_id), f"payout run {run_id}", PayoutRun)
 
 
 def run_payments(changes: Changes, run: PayoutRun) -> list[Payment]:
@@ -128,7 +131,7 @@ def run_payments(changes: Changes, run: PayoutRun) -> list[Payment]:
 
 
 @command("PreparePayoutRun", payload=PreparePayoutRunPayload, roles={"finance"})
-def prepare_payout_run(ctx: RuleContext, p: PreparePayoutRunPayload) -> dict:
+def prepare_payout_run(ctx: RuleContext, p: PreparePayoutRunPayload) -> dict[str, Any]:
     frozen = frozen_run(p.run_id, p.asset, [_frozen_payment(ctx.changes, plan.model_dump(mode="json"))
                                             for plan in p.payments])
     digest = create_run(ctx, frozen, prepared_by=ctx.actor_id, correlation_id=f"payout_run:{p.run_id}")
@@ -142,8 +145,8 @@ def create_run(ctx: RuleContext, frozen: FrozenRun, *, prepared_by: str, correla
     """A prepared run of ``frozen`` payments over payable lines; returns its hash."""
     changes, run_id = ctx.changes, frozen["run_id"]
     require(changes.get(STATE, run_key(run_id)) is None, ErrorCode.ALREADY_EXISTS, f"payout run {run_id} already exists")
-    planned = [{**payment, "run_id": run_id, "asset": frozen["asset"], "correlation_id": correlation_id}
-               for payment in frozen["payments"]]
+    planned: list[NewPayment] = [{**payment, "run_id": run_id, "asset": frozen["asset"],
+                                  "correlation_id": correlation_id} for payment in frozen["payments"]]
     for payment in planned:
         payments.payable_lines(changes, payment)
     digest = run_hash(frozen)
@@ -172,11 +175,11 @@ def _frozen_payment(changes: Changes, plan: dict[str, Any]) -> PlannedPayment:
     recipient = load_recipient(changes, plan["recipient_id"])
     require(recipient["version"] == plan["recipient_version"], ErrorCode.STALE_REVISION,
             f"recipient {plan['recipient_id']} is at version {recipient['version']}, not {plan['recipient_version']}")
-    require(changes.get(STATE, payments.payment_key(plan["payment_id"])) is None, ErrorCode.ALREADY_EXISTS,
+    require(changes.get(STATE, payment_key(plan["payment_id"])) is None, ErrorCode.ALREADY_EXISTS,
             f"payment {plan['payment_id']} already exists")
     require(changes.get(OUTBOX, plan["effect_id"]) is None, ErrorCode.ALREADY_EXISTS,
             f"effect {plan['effect_id']} already exists")
-    return {**plan, "payout_address": recipient["payout_address"]}
+    return shaped({**plan, "payout_address": recipient["payout_address"]}, PlannedPayment)
 
 
 def successor_id(kind: str, *parts: str) -> str:
@@ -210,7 +213,7 @@ def readdress(ctx: RuleContext, run: PayoutRun, moved: list[Payment], update: Re
     for payment, plan in zip(moved, plans):
         old = payments.load_payment(ctx.changes, payment["payment_id"])
         assert old["state"] == "cancelled", old
-        ctx.changes.put_state(payments.payment_key(old["payment_id"]), {**old, "superseded_by": plan["payment_id"]})
+        ctx.changes.put_state(payment_key(old["payment_id"]), {**old, "superseded_by": plan["payment_id"]})
     return new_run_id
 
 
@@ -224,11 +227,12 @@ def unapproved_preparers(run: PayoutRun) -> list[str]:
 
 def _inherited_preparers(run: PayoutRun) -> list[str]:
     """The unapproved preparers of the run ``run`` was prepared again from, if any."""
-    return (run.get("supersedes") or {}).get("unapproved_preparers", [])
+    preparers: list[str] = (run.get("supersedes") or {}).get("unapproved_preparers", [])
+    return preparers
 
 
 @command("ApprovePayoutRun", payload=ApprovePayoutRunPayload, roles={"finance"}, step_up=True)
-def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> dict:
+def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> dict[str, Any]:
     changes = ctx.changes
     run = load_run(changes, p.run_id)
     require(run["status"] == "prepared", ErrorCode.INVALID_STATE, f"payout run {p.run_id} is {run['status']}")
@@ -245,7 +249,7 @@ def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> dict:
         require_no_pending_update(changes, payment["recipient_id"])
         payments.reserve(changes, payment)
         payments.move(changes, payment, "approved")
-        changes.effect(payment["effect_id"], PAYMENT_TRANSFER.name, {field: payment[field] for field in TRANSFER_FIELDS})
+        changes.effect(payment["effect_id"], PAYMENT_TRANSFER.name, _transfer(payment))
     approval = {"approved_by": ctx.actor_id, "approved_at_ms": ctx.now_ms, "statement_ids": list(p.statement_ids),
                 "cap": None if p.cap is None else format_amount(p.cap)}
     changes.put_state(run_key(p.run_id), {**run, "status": "approved", "approval": approval})
@@ -256,7 +260,7 @@ def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> dict:
 
 
 @command("CancelPayoutRun", payload=CancelPayoutRunPayload, roles={"finance"})
-def cancel_payout_run(ctx: RuleContext, p: CancelPayoutRunPayload) -> dict:
+def cancel_payout_run(ctx: RuleContext, p: CancelPayoutRunPayload) -> dict[str, Any]:
     changes = ctx.changes
     require(ctx.states_revision_of(STATE, run_key(p.run_id)), ErrorCode.STALE_REVISION,
             "cancelling a payout run needs its expected revision")
@@ -273,10 +277,17 @@ def cancel_payout_run(ctx: RuleContext, p: CancelPayoutRunPayload) -> dict:
     return {"run_id": p.run_id, "cancelled_payment_ids": [payment["payment_id"] for payment in cancellable]}
 
 
+def _transfer(payment: Payment) -> dict[str, Any]:
+    """What the transfer effect of ``payment`` carries: its ``TRANSFER_FIELDS``."""
+    fields: Mapping[str, Any] = payment
+    return {field: fields[field] for field in TRANSFER_FIELDS}
+
+
 def require_within_cap(changes: Changes, payment: Payment) -> None:
     """Signing ``payment`` keeps what its run has signed or paid within the approval's cap, if it has one."""
     run = load_run(changes, payment["run_id"])
-    cap = (run["approval"] or {}).get("cap")
+    approval = run["approval"]
+    cap = approval.get("cap") if approval else None
     if cap is None:
         return
     committed = checked_sum(payments.amount(other) for other in run_payments(changes, run)

@@ -26,18 +26,18 @@ from pydantic import Field
 
 from ledger_engine.domain.actors import require_other_actor
 from ledger_engine.domain.changes import require
-from ledger_engine.domain.commands.accounts import recipient_key
 from ledger_engine.domain.commands.money import payments
 from ledger_engine.domain.commands.money.payout_runs import end_run, load_run, readdress, run_payments
 from ledger_engine.domain.commands.money.recipients import (
-    approved_update_for, load_recipient, pending_update, require_no_pending_update, update_key,
+    approved_update_for, load_recipient, pending_update, require_no_pending_update,
 )
 from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.schema.money_payouts import Payment, RecipientUpdate
+from ledger_engine.domain.schema.money_payouts import Payment, RecipientUpdate, recipient_key, update_key
 from ledger_engine.domain.types import ChainAddress, Count, Digest, Identifier
+from ledger_engine.domain.view import with_fields
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
@@ -72,7 +72,7 @@ class UpdateRecipientPayload(Payload):
 
 @command("UpdateRecipient", payload=UpdateRecipientPayload, roles={"finance"}, cites_evidence=True,
          step_up=lambda p: isinstance(p.step, ApproveUpdate))
-def update_recipient(ctx: RuleContext, p: UpdateRecipientPayload) -> dict:
+def update_recipient(ctx: RuleContext, p: UpdateRecipientPayload) -> dict[str, Any]:
     if isinstance(p.step, RequestUpdate):
         return _request(ctx, p, p.step)
     update = _pending(ctx, p)
@@ -81,7 +81,7 @@ def update_recipient(ctx: RuleContext, p: UpdateRecipientPayload) -> dict:
     return _decline(ctx, update, p.step)
 
 
-def _request(ctx: RuleContext, p: UpdateRecipientPayload, step: RequestUpdate) -> dict:
+def _request(ctx: RuleContext, p: UpdateRecipientPayload, step: RequestUpdate) -> dict[str, Any]:
     changes = ctx.changes
     recipient = load_recipient(changes, p.recipient_id)
     require(step.evidence_digest in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
@@ -121,12 +121,13 @@ def _request(ctx: RuleContext, p: UpdateRecipientPayload, step: RequestUpdate) -
 
 
 def _pending(ctx: RuleContext, p: UpdateRecipientPayload) -> RecipientUpdate:
-    update = load(ctx.changes, update_key(p.recipient_id, p.update_id), f"recipient update {p.update_id}")
+    update = load(ctx.changes, update_key(p.recipient_id, p.update_id), f"recipient update {p.update_id}",
+                  RecipientUpdate)
     require(update["status"] == "pending", ErrorCode.INVALID_STATE, f"recipient update {p.update_id} is {update['status']}")
     return update
 
 
-def _approve(ctx: RuleContext, update: RecipientUpdate, step: ApproveUpdate) -> dict:
+def _approve(ctx: RuleContext, update: RecipientUpdate, step: ApproveUpdate) -> dict[str, Any]:
     changes = ctx.changes
     require_other_actor(ctx, update["requested_by"], "requested this recipient update")
     require((step.version, step.payout_address) == (update["version"], update["payout_address"]),
@@ -183,7 +184,7 @@ def place_unsigned(ctx: RuleContext, payment: Payment) -> None:
                                                                   recipient["version"]))
 
 
-def _decline(ctx: RuleContext, update: RecipientUpdate, step: DeclineUpdate) -> dict:
+def _decline(ctx: RuleContext, update: RecipientUpdate, step: DeclineUpdate) -> dict[str, Any]:
     changes = ctx.changes
     _decide(ctx, update, "declined", reason=step.reason)
     resumed = [payment for payment in list(payments.payments_of_recipient(changes, update["recipient_id"]))
@@ -198,7 +199,7 @@ def _decline(ctx: RuleContext, update: RecipientUpdate, step: DeclineUpdate) -> 
 
 
 def _decide(ctx: RuleContext, update: RecipientUpdate, status: str, **details: Any) -> RecipientUpdate:
-    decided = {**update, "status": status,
-               "decision": {"decided_by": ctx.actor_id, "decided_at_ms": ctx.now_ms, **details}}
+    decided = with_fields(update, status=status,
+                          decision={"decided_by": ctx.actor_id, "decided_at_ms": ctx.now_ms, **details})
     ctx.changes.put_state(update_key(update["recipient_id"], update["update_id"]), decided)
     return decided

@@ -9,22 +9,21 @@ with its decision; at most one per recipient is pending at a time.
 from __future__ import annotations
 
 from ledger_engine.domain.changes import Changes, require
-from ledger_engine.domain.commands.accounts import recipient_key
 from ledger_engine.domain.commands.money.lifecycle import load
-from ledger_engine.domain.schema.money_payouts import Recipient, RecipientUpdate, update_key
+from ledger_engine.domain.schema.money_payouts import Recipient, RecipientUpdate, recipient_key
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
 
 def load_recipient(changes: Changes, recipient_id: str) -> Recipient:
-    return load(changes, recipient_key(recipient_id), f"recipient {recipient_id}")
+    return load(changes, recipient_key(recipient_id), f"recipient {recipient_id}", Recipient)
 
 
 def pending_update(changes: Changes, recipient_id: str) -> RecipientUpdate | None:
     for _, record in changes.scan(STATE, key("recipient_update", recipient_id) + "/"):
         if record.data["status"] == "pending":
-            return record.data
+            return record.data_as(RecipientUpdate)
     return None
 
 
@@ -32,7 +31,7 @@ def approved_update_for(changes: Changes, recipient_id: str, version: int) -> Re
     """The approved update that made ``version`` the recipient's (version 1 comes from RegisterAccount)."""
     for _, record in changes.scan(STATE, key("recipient_update", recipient_id) + "/"):
         if record.data["status"] == "approved" and record.data["version"] == version:
-            return record.data
+            return record.data_as(RecipientUpdate)
     raise AssertionError(f"recipient {recipient_id} reached version {version} without an approved update")
 
 

@@ -21,7 +21,9 @@ from ledger_engine.domain.invariants import require_conserved
 from ledger_engine.domain.postings import credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import RuleContext
-from ledger_engine.domain.schema.money_allocation import BudgetRefund, budget_key, budget_refund_key, funding_sentinel_key
+from ledger_engine.domain.schema.money_allocation import (
+    Budget, BudgetRefund, budget_key, budget_refund_key, funding_sentinel_key,
+)
 from ledger_engine.domain.schema.streaming import Period
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE, UNIQUE
@@ -37,10 +39,12 @@ def refund_period_budget(ctx: RuleContext, period: Period, billing_event_id: str
     budget_id = funded.data["budget_id"]
     require(changes.get(STATE, budget_refund_key(budget_id)) is None, ErrorCode.ALREADY_EXISTS,
             f"budget {budget_id} was already refunded")
-    amount = parse_amount(changes.get(STATE, budget_key(budget_id)).data["unallocated"])
-    refund = {"budget_id": budget_id, "period_id": period["period_id"], "amount": format_amount(amount),
-              "billing_event_id": billing_event_id, "refunded_at_ms": ctx.now_ms,
-              "correlation_id": f"period:{period['period_id']}", "created": created(ctx)}
+    budget = changes.get(STATE, budget_key(budget_id))
+    assert budget is not None, f"funding version 1 of period {period['period_id']} created budget {budget_id}"
+    amount = parse_amount(budget.data_as(Budget)["unallocated"])
+    refund: BudgetRefund = {"budget_id": budget_id, "period_id": period["period_id"], "amount": format_amount(amount),
+                            "billing_event_id": billing_event_id, "refunded_at_ms": ctx.now_ms,
+                            "correlation_id": f"period:{period['period_id']}", "created": created(ctx)}
     changes.put_state(budget_refund_key(budget_id), refund)
     move_budget(changes, budget_id, "unallocated", "refunds_reversals", amount)
     post(changes, journal=f"refund:{budget_id}", asset=REFUND_ASSET,

@@ -14,7 +14,7 @@ batch's window. A statement frozen before a line existed says nothing of it.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Sequence
 
 from pydantic import Field
 
@@ -25,8 +25,9 @@ from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.domain.commands.money.recipients import load_recipient
 from ledger_engine.domain.commands.money.lifecycle import load
 from ledger_engine.domain.registry import Payload
-from ledger_engine.domain.schema.money_allocation import AllocationLine
+from ledger_engine.domain.schema.money_allocation import AllocationLine, Created
 from ledger_engine.domain.schema.money_payouts import Batch, PlannedPayment, statement_key
+from ledger_engine.domain.schema.money_payouts import Statement as StatementRecord
 from ledger_engine.domain.types import Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
@@ -44,7 +45,7 @@ class Statement(Payload):
 
 
 def record_statements(changes: Changes, index_batch_id: str, statements: list[Statement],
-                      created_by: dict[str, Any]) -> None:
+                      created_by: Created) -> None:
     for statement in statements:
         load_recipient(changes, statement.recipient_id)
         accounting = load_batch(changes, statement.accounting_batch_id)
@@ -64,11 +65,12 @@ def record_statements(changes: Changes, index_batch_id: str, statements: list[St
             "correlation_id": f"batch:{index_batch_id}", "created": created_by})
 
 
-def require_confirmed_statements(changes: Changes, statement_ids: list[str], planned: list[PlannedPayment]) -> None:
+def require_confirmed_statements(changes: Changes, statement_ids: list[str],
+                                 planned: Sequence[PlannedPayment]) -> None:
     """Confirmed statements of exactly the run's recipients, covering every line of every payment."""
     batches_of: dict[str, list[Batch]] = defaultdict(list)
     for statement_id in statement_ids:
-        statement = load(changes, statement_key(statement_id), f"statement {statement_id}")
+        statement = load(changes, statement_key(statement_id), f"statement {statement_id}", StatementRecord)
         index = load_batch(changes, statement["index_batch_id"])
         require(index["state"] == "confirmed", ErrorCode.INVALID_STATE,
                 f"statement {statement_id} is in batch {index['batch_id']}, which is {index['state']}, not confirmed")
@@ -87,8 +89,9 @@ def require_confirmed_statements(changes: Changes, statement_ids: list[str], pla
 
 def covers(batch: Batch, line: AllocationLine) -> bool:
     """Whether an accounting batch's statements can speak for ``line``: frozen after it, over its day."""
-    frozen_sequence = (batch["artifact"] or {}).get("frozen_sequence")
-    created_sequence = (line.get("created") or {}).get("sequence")
+    artifact, created = batch["artifact"], line.get("created")
+    frozen_sequence = artifact.get("frozen_sequence") if artifact else None
+    created_sequence = created.get("sequence") if created else None
     if frozen_sequence is None or created_sequence is None:
         return False
     return created_sequence < frozen_sequence and batch["window_start_ms"] <= line["day"] * DAY_MS < batch["window_end_ms"]
