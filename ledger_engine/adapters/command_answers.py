@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Callable, Sequence
 
-from ledger_engine.adapters.gateway import CommandGateway, Ledger, Unstored, derived_command_id
+from ledger_engine.adapters.gateway import CommandGateway, Ledger, Unstored, derived_command_id, journalled_envelope
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.domain.step_up import without_proof
@@ -98,7 +98,7 @@ def journalled_for(ledger: Ledger, edge: Edge, command_id: str, request: Request
     outcome = ledger.resolve(command_id)
     if outcome is None:
         return None
-    envelope = _journalled_envelope(ledger, outcome)
+    envelope = journalled_envelope(ledger, outcome)
     require_same_request(edge, envelope, request)
     return Journalled(outcome, envelope)
 
@@ -137,7 +137,7 @@ def submit(admission: CommandGateway, envelope: dict[str, Any]) -> CommandOutcom
 def answered(admission: CommandGateway, outcome: CommandOutcome) -> CommandOutcome:
     """``outcome``, unless the ledger journalled another envelope under its command ID than the one stored for it
     (and so checked against the request)."""
-    journalled = _journalled_envelope(admission.ledger, outcome)
+    journalled = journalled_envelope(admission.ledger, outcome)
     if journalled != admission.envelopes.load(outcome.command_id):
         raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
                           f"command {outcome.command_id} was journalled for another request")
@@ -163,10 +163,3 @@ def _terms(edge: Edge, asked: dict[str, Any]) -> bytes:
     if edge.compares_revisions:
         terms["expected_revisions"] = sorted(asked["expected_revisions"], key=lambda item: (item["cf"], item["key"]))
     return canonical_bytes(terms)
-
-
-def _journalled_envelope(ledger: Ledger, outcome: CommandOutcome) -> dict[str, Any]:
-    entry = ledger.journal_entry(outcome.sequence)
-    assert entry is not None, f"the ledger answered {outcome.command_id} at {outcome.sequence}, past its journal"
-    envelope: dict[str, Any] = entry["envelope"]
-    return envelope

@@ -84,7 +84,7 @@ class Queued:
     is left to be submitted on its own."""
 
     envelopes: Sequence[dict[str, Any]]
-    futures: list[Future | None]
+    futures: list[Future[CommandOutcome] | None]
 
 
 class Turns:
@@ -162,7 +162,8 @@ def derived_command_id(*parts: str) -> str:
 
 
 class CommandGateway:
-    def __init__(self, ledger: Ledger, root: str | os.PathLike, *, clock: Callable[[], int] = wall_clock_ms) -> None:
+    def __init__(self, ledger: Ledger, root: str | os.PathLike[str], *,
+                 clock: Callable[[], int] = wall_clock_ms) -> None:
         self.ledger = ledger
         self.evidence = EvidenceStore(Path(root) / "evidence")
         self.envelopes = EnvelopeStore(Path(root) / "envelopes")
@@ -290,7 +291,7 @@ class CommandGateway:
         on its own, as ``submit`` does."""
         return [self._answer(envelope, future) for envelope, future in zip(queued.envelopes, queued.futures)]
 
-    def _answer(self, envelope: dict[str, Any], future: Future | None) -> CommandOutcome | LedgerError:
+    def _answer(self, envelope: dict[str, Any], future: Future[CommandOutcome] | None) -> CommandOutcome | LedgerError:
         if future is not None:
             try:
                 return future.result()
@@ -309,8 +310,8 @@ class CommandGateway:
             except LedgerError as error:
                 if error.code == ErrorCode.ADMISSION_TIME_REGRESSED:
                     envelope = self._readmit(envelope)
-                elif error.code == ErrorCode.COMMAND_ID_CONFLICT and self._readmitted(envelope):
-                    envelope = self.envelopes.load(envelope["command_id"])  # answered as a duplicate
+                elif error.code == ErrorCode.COMMAND_ID_CONFLICT and (readmitted := self._readmitted(envelope)):
+                    envelope = readmitted  # answered as a duplicate
                 else:
                     raise
         return self._submit_once(envelope)
@@ -334,16 +335,17 @@ class CommandGateway:
 
     def _take_admitted(self, envelope: dict[str, Any]) -> AdmittedCommand | None:
         """The command admitted from this very envelope object; an envelope loaded or rebuilt since is admitted anew."""
-        remembered = self._admitted.get(envelope.get("command_id"))
+        command_id = envelope.get("command_id")
+        remembered = self._admitted.get(command_id) if isinstance(command_id, str) else None
         if remembered is None or remembered[0] is not envelope:
             return None
         self._admitted.pop(envelope["command_id"], None)
         return remembered[1]
 
-    def _readmitted(self, envelope: dict[str, Any]) -> bool:
-        """Another thread re-admitted this command ID since ``envelope`` was loaded."""
+    def _readmitted(self, envelope: dict[str, Any]) -> dict[str, Any] | None:
+        """The stored envelope, if another thread re-admitted this command ID since ``envelope`` was loaded."""
         stored = self.envelopes.load(envelope["command_id"])
-        return stored is not None and canonical_bytes(stored) != canonical_bytes(envelope)
+        return stored if stored is not None and canonical_bytes(stored) != canonical_bytes(envelope) else None
 
     def _readmit(self, refused: dict[str, Any]) -> dict[str, Any]:
         """A fresh admission time for an envelope the ledger never journalled; the stored copy is replaced.
@@ -353,8 +355,9 @@ class CommandGateway:
         re-admitted by another submits that one, so one command ID never reaches the ledger as two.
         """
         with self._readmitting:
-            if self._readmitted(refused):
-                return self.envelopes.load(refused["command_id"])
+            readmitted = self._readmitted(refused)
+            if readmitted is not None:
+                return readmitted
             fresh = {**refused, "admitted_at_ms": max(self.now_ms(), self.ledger.admission_floor_ms())}
             command = admit(fresh)
             self.envelopes.replace(fresh, canonical=command.canonical)
@@ -383,7 +386,7 @@ class CommandGateway:
             return self.execute(command_id=command_id, **request())
         recorded = self.ledger.resolve(command_id)
         if recorded is not None:
-            _require_same_author(self.ledger.journal_entry(recorded.sequence)["envelope"], request())
+            _require_same_author(journalled_envelope(self.ledger, recorded), request())
             return recorded
         _require_same_input(stored, _request(**request()), frozenset(minted))
         self.require_not_ahead(stored)
@@ -401,6 +404,14 @@ class CommandGateway:
         with self._lock:
             self._last_ms = max(self._last_ms, self._clock())
             return self._last_ms
+
+
+def journalled_envelope(ledger: Ledger, outcome: CommandOutcome) -> dict[str, Any]:
+    """The envelope the ledger journalled for ``outcome``, which it answered from its journal."""
+    entry = ledger.journal_entry(outcome.sequence)
+    assert entry is not None, f"the ledger answered {outcome.command_id} at {outcome.sequence}, past its journal"
+    envelope: dict[str, Any] = entry["envelope"]
+    return envelope
 
 
 def require_not_owners(command_type: Any, actor_id: Any) -> None:

@@ -41,7 +41,7 @@ from ledger_engine.canonical import canonical_bytes, sha256_hex
 
 from ledger_engine.demo.builder import DAY_MS, DemoBuilder, fixture_address, fixture_digest
 from ledger_engine.demo.foundation import Cast
-from ledger_engine.demo.money import Allocation, PayableLine
+from ledger_engine.demo.money import Allocation, PayableLine, by_line_id
 from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash, run_key, successor_id
 from ledger_engine.layout import OUTBOX, STATE
 from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
@@ -282,7 +282,7 @@ def _statements(stage: _Stage, allocation: Allocation, titles: dict[str, str]) -
               actor=PREPARER)
     stage.effect_written(draft_anchor)
     accounting = {"batch_id": batch_id, **stage.window}
-    lines = {recipient: [_line_at_freeze(line) for line in sorted(stage.lines[recipient], key=lambda line: line.line_id)]
+    lines = {recipient: [_line_at_freeze(line) for line in sorted(stage.lines[recipient], key=by_line_id)]
              for recipient in sorted(stage.lines)}
     day_lines = [line for recipient_lines in lines.values() for line in recipient_lines if "artifact" in line]
     parts = commitments(lambda record_key: None, stage.builder.evidence.__getitem__, day_lines)

@@ -6,6 +6,7 @@ from typing import Callable
 
 from django.contrib import messages
 
+from ledger_engine.adapters.gateway import journalled_envelope
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.domain.registry import spec_for
 from ledger_engine.errors import LedgerError
@@ -68,7 +69,7 @@ def _same_answer(answered: CommandOutcome, actor: str, build: Callable[[], Comma
         command = build()
     except commands.StateMovedOn:
         return answered
-    commands.require_same_request(owner().journal_entry(answered.sequence)["envelope"], actor, command)
+    commands.require_same_request(journalled_envelope(owner(), answered), actor, command)
     return answered
 
 

@@ -47,6 +47,16 @@ class StateMovedOn(Exception):
     """The ledger state a request is built from moved on since the form was shown; ``str`` is what to do."""
 
 
+def cited_note(payload: dict[str, Any], note: str) -> tuple[bytes, ...]:
+    """A person's note as the evidence a command cites: ``payload`` gets its digest (``note_digest``), and the
+    bytes are what the request stores. No note, nothing cited."""
+    if not note:
+        return ()
+    data = note.encode()
+    payload["note_digest"] = sha256_hex(data)
+    return (data,)
+
+
 def new_command_id() -> str:
     return new_id()
 

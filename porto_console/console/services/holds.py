@@ -12,11 +12,10 @@ from typing import Any, Iterator, get_args
 
 from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.canonical import sha256_hex
 from ledger_engine.domain.commands.streaming.holds import DecisionReason, HoldReason
 from ledger_engine.errors import ErrorCode
 from ledger_engine.projections import listing_queries, streaming_queries
-from porto_console.console.commands import CommandRequest
+from porto_console.console.commands import CommandRequest, cited_note
 
 HOLD_REASONS = tuple(str(reason) for reason in HoldReason)
 DECISION_REASONS = get_args(DecisionReason)
@@ -40,10 +39,7 @@ def detail(ledger: LedgerOwner, hold_id: str) -> streaming_queries.HoldDetail | 
 
 def decide(hold_id: str, decision: str, reason: str, seen_revision: int, note: str = "") -> CommandRequest:
     payload: dict[str, Any] = {"hold_id": hold_id, "decision": decision, "reason": reason}
-    evidence: tuple[bytes, ...] = ()
-    if note:
-        evidence = (note.encode(),)
-        payload["note_digest"] = sha256_hex(evidence[0])
+    evidence = cited_note(payload, note)
     return CommandRequest("DecideHold", payload, evidence=evidence,
                           expected_revisions=[streaming_queries.expected_hold_revision(hold_id, seen_revision)])
 

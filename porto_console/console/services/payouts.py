@@ -18,9 +18,10 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.canonical import canonical_bytes, sha256_hex
 from ledger_engine.domain.commands.money.payments import UNSIGNED
 from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash
+from ledger_engine.domain.schema.money_payouts import PlannedPayment
 from ledger_engine.projections import payout_queries
 from ledger_engine.projections.payout_queries import Payable, PaymentListing, RunListing
-from porto_console.console.commands import CommandRequest, StateMovedOn
+from porto_console.console.commands import CommandRequest, StateMovedOn, cited_note
 from porto_console.ledger import gateway
 
 ASSET = "USDC"
@@ -57,15 +58,19 @@ def run_id_for(command_id: str) -> str:
 def plan(command_id: str, chosen: list[Payable]) -> dict[str, Any]:
     """The PreparePayoutRun payload paying each chosen recipient all its payable lines."""
     run_id = run_id_for(command_id)
-    planned = sorted(({"payment_id": derived_id(command_id, "payment", payable.recipient_id),
-                       "effect_id": derived_id(command_id, "effect", payable.recipient_id),
-                       "recipient_id": payable.recipient_id, "recipient_version": payable.version,
-                       "amount": format_amount(payable.amount), "line_ids": payable.line_ids} for payable in chosen),
-                     key=lambda payment: payment["payment_id"])
-    addresses = {payable.recipient_id: payable.payout_address for payable in chosen}
-    frozen = frozen_run(run_id, ASSET, [{**payment, "payout_address": addresses[payment["recipient_id"]]}
-                                        for payment in planned])
-    return {"run_id": run_id, "asset": ASSET, "payments": planned, "run_hash": run_hash(frozen)}
+    frozen = sorted((_planned(command_id, payable) for payable in chosen), key=lambda payment: payment["payment_id"])
+    planned = [{name: value for name, value in payment.items() if name != "payout_address"} for payment in frozen]
+    return {"run_id": run_id, "asset": ASSET, "payments": planned,
+            "run_hash": run_hash(frozen_run(run_id, ASSET, frozen))}
+
+
+def _planned(command_id: str, payable: Payable) -> PlannedPayment:
+    """A chosen recipient's payment as the run hash covers it: the payload's plan and the address it pays."""
+    return {"payment_id": derived_id(command_id, "payment", payable.recipient_id),
+            "effect_id": derived_id(command_id, "effect", payable.recipient_id),
+            "recipient_id": payable.recipient_id, "recipient_version": payable.version,
+            "amount": format_amount(payable.amount), "line_ids": payable.line_ids,
+            "payout_address": payable.payout_address}
 
 
 def payables_digest(shown: list[Payable]) -> str:
@@ -95,9 +100,7 @@ def approve(ledger: LedgerOwner, run_id: str, seen_hash: str) -> CommandRequest:
 def cancel(run_id: str, reason: str, seen_revision: int, note: str = "") -> CommandRequest:
     """The note, if any, is cited as evidence; the command carries its digest."""
     payload: dict[str, Any] = {"run_id": run_id, "reason": reason}
-    evidence = (note.encode(),) if note else ()
-    if note:
-        payload["note_digest"] = sha256_hex(evidence[0])
+    evidence = cited_note(payload, note)
     return CommandRequest("CancelPayoutRun", payload, evidence=evidence,
                           expected_revisions=[payout_queries.expected_run_revision(run_id, seen_revision)])
 
