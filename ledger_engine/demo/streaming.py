@@ -31,8 +31,7 @@ from ledger_engine.adapters.signatures import (
 from ledger_engine.canonical import sha256_hex
 from ledger_engine.demo.builder import DAY_MS, DemoBuilder, fixture_address, fixture_digest
 from ledger_engine.demo.foundation import ADMIN, INGEST, Cast
-from ledger_engine.domain.commands.catalogue import work_key
-from ledger_engine.domain.schema.streaming import hold_key, listener_activity_key, node_key
+from ledger_engine.domain.schema.streaming import hold_key, listener_activity_key, node_key, work_key
 from ledger_engine.domain.commands.streaming.nodes import key_in_force
 from ledger_engine.layout import STATE
 
