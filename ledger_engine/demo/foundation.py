@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ledger_engine.demo.builder import DEMO_IDENTITY_KEY, DemoBuilder, fixture_address, fixture_digest
 from ledger_engine.domain.actors import GUARDED_ROLES
@@ -39,11 +40,11 @@ class Cast:
 
     artists: list[str] = field(default_factory=list)
     listeners: list[str] = field(default_factory=list)
-    works: list[dict] = field(default_factory=list)
+    works: list[dict[str, Any]] = field(default_factory=list)
     lots: list[str] = field(default_factory=list)
-    rights: dict[str, dict] = field(default_factory=dict)  # work -> {"version", "recipients"}
-    periods: list[dict] = field(default_factory=list)  # cleared subscription periods, as recorded
-    closed_days: list[dict] = field(default_factory=list)  # listener-days, as CloseDay recorded them
+    rights: dict[str, dict[str, Any]] = field(default_factory=dict)  # work -> {"version", "recipients"}
+    periods: list[dict[str, Any]] = field(default_factory=list)  # cleared subscription periods, as recorded
+    closed_days: list[dict[str, Any]] = field(default_factory=list)  # listener-days, as CloseDay recorded them
 
 
 def staff_email(name: str) -> str:
@@ -108,7 +109,7 @@ def work_title(number: int) -> str:
 
 
 def _catalogue(builder: DemoBuilder, cast: Cast) -> None:
-    works = []
+    works: list[dict[str, Any]] = []
     for number in range(WORKS):
         work_id = f"demo-work-{number:03d}"
         duration = 120_000 + builder.rng.randrange(0, 180_000, 1_000)

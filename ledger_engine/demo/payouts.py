@@ -35,14 +35,15 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 from ledger_engine.canonical import canonical_bytes, sha256_hex
 
 from ledger_engine.demo.builder import DAY_MS, DemoBuilder, fixture_address, fixture_digest
 from ledger_engine.demo.foundation import Cast
 from ledger_engine.demo.money import Allocation, PayableLine, by_line_id
-from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash, run_key, successor_id
+from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash, successor_id
+from ledger_engine.domain.schema.money_payouts import PlannedPayment, run_key
 from ledger_engine.layout import OUTBOX, STATE
 from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
 from ledger_engine.projections.day_line_evidence import commitments
@@ -76,6 +77,7 @@ class _Stage:
         self.builder = builder
         self.lines: dict[str, list[PayableLine]] = defaultdict(list)
         for line in allocation.payable:
+            assert line.recipient_id is not None, line.line_id  # a payable line pays someone; Porto's are retained
             self.lines[line.recipient_id].append(line)
         self.recipients = {recipient: (1, fixture_address(recipient)) for recipient in self.lines}
         days = [line.day for line in allocation.payable]
@@ -85,7 +87,7 @@ class _Stage:
         self.ledger_versions = itertools.count(1_000)  # the fixture chain's transaction versions
 
     def add(self, command_type: str, payload: dict[str, Any], *, actor: str, effect: str | None = None,
-            evidence: list[str] = (), expected: list[dict[str, Any]] = (), step_up: bool = False) -> None:
+            evidence: Sequence[str] = (), expected: Sequence[dict[str, Any]] = (), step_up: bool = False) -> None:
         if effect is not None:
             expected = [{"cf": OUTBOX, "key": effect, "revision": self.effect_revisions[effect]}]
         self.builder.add(command_type, payload, actor=actor, evidence=evidence, expected=expected, step_up=step_up)
@@ -105,7 +107,7 @@ class _Stage:
         self.effect_written(effect_id)
 
     # Batches.
-    def batch(self, kind: str, count: int, statements: list[dict[str, Any]] = (), *,
+    def batch(self, kind: str, count: int, statements: Sequence[dict[str, Any]] = (), *,
               tree_of: Callable[[str], tuple[bytes, str]] | None = None) -> tuple[str, str, str]:
         """Prepare and freeze a batch; returns its ID, the hash its commitment anchors and its anchor effect ID.
 
@@ -142,14 +144,9 @@ class _Stage:
         """Prepare a run paying each recipient in ``plan``; returns its ID, hash and (payment, effect) IDs."""
         run_id = self.builder.new_id()
         ids = {recipient: (self.builder.new_id(), self.builder.new_id()) for recipient in sorted(plan)}
-        payments = [{"payment_id": ids[recipient][0], "effect_id": ids[recipient][1], "recipient_id": recipient,
-                     "recipient_version": self.recipients[recipient][0],
-                     "amount": str(sum(line.amount for line in plan[recipient])),
-                     "line_ids": sorted(line.line_id for line in plan[recipient])} for recipient in sorted(plan)]
-        payments.sort(key=lambda payment: payment["payment_id"])
-        frozen = frozen_run(run_id, "USDC", [{**payment, "payout_address": self.recipients[payment["recipient_id"]][1]}
-                                             for payment in payments])
-        stated = run_hash(frozen)
+        frozen = self.planned(ids, plan)
+        payments = [{name: value for name, value in payment.items() if name != "payout_address"} for payment in frozen]
+        stated = run_hash(frozen_run(run_id, "USDC", frozen))
         self.add("PreparePayoutRun", {"run_id": run_id, "asset": "USDC", "payments": payments, "run_hash": stated},
                  actor=PREPARER)
         return run_id, stated, ids
@@ -166,15 +163,20 @@ class _Stage:
                        plan: dict[str, list[PayableLine]]) -> tuple[str, str, dict[str, tuple[str, str]]]:
         """The run the ledger prepares when an address change invalidates ``run_id`` (payout_runs.readdress)."""
         new_run = successor_id("run", run_id, update_id)
-        new_ids = {recipient: (successor_id("payment", payment_id, update_id), successor_id("effect", payment_id, update_id))
+        new_ids = {recipient: (successor_id("payment", payment_id, update_id),
+                               successor_id("effect", payment_id, update_id))
                    for recipient, (payment_id, _) in ids.items()}
-        payments = sorted(({"payment_id": new_ids[recipient][0], "effect_id": new_ids[recipient][1],
-                            "recipient_id": recipient, "recipient_version": self.recipients[recipient][0],
-                            "amount": str(sum(line.amount for line in plan[recipient])),
-                            "line_ids": sorted(line.line_id for line in plan[recipient]),
-                            "payout_address": self.recipients[recipient][1]} for recipient in sorted(plan)),
-                          key=lambda payment: payment["payment_id"])
-        return new_run, run_hash(frozen_run(new_run, "USDC", payments)), new_ids
+        return new_run, run_hash(frozen_run(new_run, "USDC", self.planned(new_ids, plan))), new_ids
+
+    def planned(self, ids: dict[str, tuple[str, str]], plan: dict[str, list[PayableLine]]) -> list[PlannedPayment]:
+        """Each recipient's payment of its ``plan`` lines, with its (payment, effect) IDs, as the run hash covers it:
+        at the recipient's current address, in payment-ID order."""
+        payments: list[PlannedPayment] = [{
+            "payment_id": ids[recipient][0], "effect_id": ids[recipient][1], "recipient_id": recipient,
+            "recipient_version": self.recipients[recipient][0], "amount": str(sum(line.amount for line in lines)),
+            "line_ids": sorted(line.line_id for line in lines), "payout_address": self.recipients[recipient][1],
+        } for recipient, lines in sorted(plan.items())]
+        return sorted(payments, key=lambda payment: payment["payment_id"])
 
     def update_recipient(self, recipient: str) -> str:
         update_id, (version, _) = self.builder.new_id(), self.recipients[recipient]

@@ -32,9 +32,11 @@ import orjson
 
 from ledger_engine.amounts import format_amount, parse_amount
 from ledger_engine.canonical import canonical_bytes
-from ledger_engine.domain.commands.money.batches import ACCOUNTING_KINDS, batch_key
-from ledger_engine.domain.commands.money.lines import line_key
-from ledger_engine.domain.commands.money.statements import covers, statement_key
+from ledger_engine.domain.commands.money.batches import ACCOUNTING_KINDS
+from ledger_engine.domain.commands.money.statements import covers
+from ledger_engine.domain.schema.money_allocation import AllocationLine, line_key
+from ledger_engine.domain.schema.money_payouts import Batch, batch_key, statement_key
+from ledger_engine.domain.view import shaped
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.domain.schema.streaming import work_key
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -42,15 +44,24 @@ from ledger_engine.layout import INDEXES, STATE
 from ledger_engine.merkle.day_line_parts import commitment
 from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
 from ledger_engine.projections.day_line_evidence import ReadEvidence, commitments, day_line_documents, state_reader
-from ledger_engine.storage.rocks import RocksStore
+from ledger_engine.projections.view import ReadableStore
 
 INDEX_ARTIFACT_VERSION = "porto:london:statement-index:v1"
 LINE_FIELDS = ("line_id", "day", "role", "amount", "status", "work_id", "node_id")
 
 
-def _state(store: RocksStore, record_key: str) -> dict[str, Any] | None:
+def _state(store: ReadableStore, record_key: str) -> dict[str, Any] | None:
     raw = store.get(STATE, record_key.encode())
-    return orjson.loads(raw)["data"] if raw is not None else None
+    data: dict[str, Any] | None = orjson.loads(raw)["data"] if raw is not None else None
+    return data
+
+
+def _required(store: ReadableStore, record_key: str, missing: str) -> dict[str, Any]:
+    """The record at ``record_key``; ``NOT_FOUND`` (``missing`` says what) if there is none."""
+    data = _state(store, record_key)
+    if data is None:
+        raise LedgerError(ErrorCode.NOT_FOUND, missing)
+    return data
 
 
 def _require(condition: bool, code: ErrorCode, detail: str) -> None:
@@ -58,15 +69,14 @@ def _require(condition: bool, code: ErrorCode, detail: str) -> None:
         raise LedgerError(code, detail)
 
 
-def accounting_batch(store: RocksStore, batch_id: str) -> dict[str, Any]:
-    batch = _state(store, batch_key(batch_id))
-    _require(batch is not None, ErrorCode.NOT_FOUND, f"batch {batch_id} does not exist")
+def accounting_batch(store: ReadableStore, batch_id: str) -> dict[str, Any]:
+    batch = _required(store, batch_key(batch_id), f"batch {batch_id} does not exist")
     _require(batch["kind"] in ACCOUNTING_KINDS and batch["artifact"] is not None, ErrorCode.INVALID_STATE,
              f"batch {batch_id} is not a frozen accounting batch")
     return batch
 
 
-def covered_lines(store: RocksStore, batch: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def covered_lines(store: ReadableStore, batch: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Each recipient's lines the batch speaks for, by recipient, in line-ID order."""
     by_recipient: dict[str, list[dict[str, Any]]] = {}
     for raw_key, _ in store.scan(INDEXES, b"recipient_line/"):
@@ -74,12 +84,12 @@ def covered_lines(store: RocksStore, batch: dict[str, Any]) -> dict[str, list[di
         if not batch["window_start_ms"] <= int(day) * DAY_MS < batch["window_end_ms"]:
             continue
         line = _state(store, line_key(line_id))
-        if line is not None and covers(batch, line):
+        if line is not None and covers(shaped(batch, Batch), shaped(line, AllocationLine)):
             by_recipient.setdefault(recipient_id, []).append(line)
     return {recipient: sorted(lines, key=lambda line: line["line_id"]) for recipient, lines in by_recipient.items()}
 
 
-def work_titles(store: RocksStore, lines: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+def work_titles(store: ReadableStore, lines: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
     """The display title of each work the lines name that has one, by work ID."""
     work_ids = sorted({line["work_id"] for recipient_lines in lines.values() for line in recipient_lines
                        if line.get("work_id") is not None})
@@ -119,7 +129,7 @@ def statement_line(line: dict[str, Any], parts: Mapping[str, dict[str, Any]], ti
     return fields
 
 
-def prepare_statement_index(store: RocksStore, index_batch_id: str, accounting_batch_id: str,
+def prepare_statement_index(store: ReadableStore, index_batch_id: str, accounting_batch_id: str,
                             anchor_effect_id: str, *, read_evidence: ReadEvidence | None = None,
                             new_proof_id: Callable[[], str] = lambda: secrets.token_hex(16)
                             ) -> tuple[dict[str, Any], bytes]:
@@ -145,13 +155,16 @@ def prepare_statement_index(store: RocksStore, index_batch_id: str, accounting_b
     return step, artifact
 
 
-def day_line_commitments(store: RocksStore, read_evidence: ReadEvidence | None,
+def day_line_commitments(store: ReadableStore, read_evidence: ReadEvidence | None,
                          lines: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """Each covered day line's commitment to its parts, by line ID."""
     day_lines = [line for recipient_lines in lines.values() for line in recipient_lines if "artifact" in line]
-    _require(not day_lines or read_evidence is not None, ErrorCode.INVALID_STATE,
-             "the batch speaks for day lines: their parts are read from the evidence store, which was not given")
-    return commitments(state_reader(store.get), read_evidence, day_lines) if day_lines else {}
+    if not day_lines:
+        return {}
+    if read_evidence is None:
+        raise LedgerError(ErrorCode.INVALID_STATE, "the batch speaks for day lines: their parts are read from the "
+                                                   "evidence store, which was not given")
+    return commitments(state_reader(store.get), read_evidence, day_lines)
 
 
 def index_artifact(index_batch_id: str, accounting_batch_id: str, tree: StatementTree) -> bytes:
@@ -161,7 +174,7 @@ def index_artifact(index_batch_id: str, accounting_batch_id: str, tree: Statemen
                             "root": tree.root})
 
 
-def statement_file(store: RocksStore, read_evidence: ReadEvidence, statement_id: str,
+def statement_file(store: ReadableStore, read_evidence: ReadEvidence, statement_id: str,
                    chain: str) -> dict[str, Any]:
     """The statement file of docs/merkle.md for one statement, once its index is confirmed on chain."""
     statement, index, tree = confirmed_statement(store, read_evidence, statement_id)
@@ -169,27 +182,28 @@ def statement_file(store: RocksStore, read_evidence: ReadEvidence, statement_id:
     return tree.statement_file(statement["public_proof_id"], anchor)
 
 
-def parts_file(store: RocksStore, read_evidence: ReadEvidence, statement_id: str, line_id: str) -> dict[str, Any]:
+def parts_file(store: ReadableStore, read_evidence: ReadEvidence, statement_id: str, line_id: str) -> dict[str, Any]:
     """The parts document of day line ``line_id`` of a statement whose index is confirmed: what its statement
     commits to, recomputed from the chunk's stored bytes and held to that commitment."""
     record, _, tree = confirmed_statement(store, read_evidence, statement_id)
     statement = tree.statements[tree.index_of(record["public_proof_id"])]
     stated = next((line for line in statement["lines"] if line["line_id"] == line_id and "parts" in line), None)
-    _require(stated is not None, ErrorCode.NOT_FOUND, f"statement {statement_id} lists no day line {line_id}")
-    read = state_reader(store.get)
-    [(_, document)] = day_line_documents(read, read_evidence, [read(line_key(line_id))])
+    if stated is None:
+        raise LedgerError(ErrorCode.NOT_FOUND, f"statement {statement_id} lists no day line {line_id}")
+    line = _required(store, line_key(line_id), f"day line {line_id}, which statement {statement_id} lists, is missing")
+    [(_, document)] = day_line_documents(state_reader(store.get), read_evidence, [line])
     _require(commitment(document) == stated["parts"], ErrorCode.CONFLICTING_EVIDENCE,
              f"the parts of day line {line_id} are not the ones statement {statement_id} commits to")
     return document
 
 
-def confirmed_statement(store: RocksStore, read_evidence: ReadEvidence, statement_id: str
+def confirmed_statement(store: ReadableStore, read_evidence: ReadEvidence, statement_id: str
                         ) -> tuple[dict[str, Any], dict[str, Any], StatementTree]:
     """A statement's record, its index's batch record and the index's tree, rebuilt from the index artifact, once
     the index is confirmed on chain."""
-    statement = _state(store, statement_key(statement_id))
-    _require(statement is not None, ErrorCode.NOT_FOUND, f"statement {statement_id} does not exist")
-    index = _state(store, batch_key(statement["index_batch_id"]))
+    statement = _required(store, statement_key(statement_id), f"statement {statement_id} does not exist")
+    index = _required(store, batch_key(statement["index_batch_id"]),
+                      f"statement index {statement['index_batch_id']} does not exist")
     root = (index["artifact"] or {}).get("statement_root")
     _require(root is not None, ErrorCode.INVALID_STATE,
              f"statement index {index['batch_id']} was frozen without a statement tree: it has no statement files")
@@ -202,7 +216,7 @@ def confirmed_statement(store: RocksStore, read_evidence: ReadEvidence, statemen
     return statement, index, tree
 
 
-def statements_of_index(store: RocksStore, index_batch_id: str) -> list[dict[str, Any]]:
+def statements_of_index(store: ReadableStore, index_batch_id: str) -> list[dict[str, Any]]:
     """The statements a statement index recorded, in statement-ID order."""
     found = (orjson.loads(raw)["data"] for _, raw in store.scan(STATE, b"statement/"))
     return [statement for statement in found if statement["index_batch_id"] == index_batch_id]

@@ -7,16 +7,17 @@ may be imported with a display title, which its record keeps only when given (do
 from __future__ import annotations
 
 import unicodedata
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
-from ledger_engine.domain.changes import require
-from ledger_engine.domain.commands.accounts import recipient_key
+from ledger_engine.domain.changes import require, require_present
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.schema import streaming as schema
+from ledger_engine.domain.schema.money_payouts import recipient_key
 from ledger_engine.domain.schema.streaming import rendition_key, rights_key, work_key
 from ledger_engine.domain.types import BasisPoints, Count, Digest, Identifier, TimestampMs
+from ledger_engine.domain.view import shaped, with_fields
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
@@ -86,7 +87,7 @@ class ImportCataloguePayload(Payload):
 
 
 @command("ImportCatalogue", payload=ImportCataloguePayload, roles={"ingest"})
-def import_catalogue(ctx: RuleContext, p: ImportCataloguePayload) -> dict:
+def import_catalogue(ctx: RuleContext, p: ImportCataloguePayload) -> dict[str, Any]:
     changes = ctx.changes
     changes.claim_unique(key("catalogue_import", p.import_id), {"sequence": ctx.sequence},
                          ErrorCode.ALREADY_EXISTS, f"catalogue import {p.import_id} was already applied")
@@ -96,7 +97,7 @@ def import_catalogue(ctx: RuleContext, p: ImportCataloguePayload) -> dict:
         for rendition in work.renditions:
             require(changes.get(STATE, rendition_key(rendition.rendition_id)) is None,
                     ErrorCode.ALREADY_EXISTS, f"rendition {rendition.rendition_id} already exists")
-            stored: schema.Rendition = {"work_id": work.work_id, **rendition.model_dump(mode="json")}
+            stored = shaped({"work_id": work.work_id, **rendition.model_dump(mode="json")}, schema.Rendition)
             changes.put_state(rendition_key(rendition.rendition_id), stored)
         changes.put_state(work_key(work.work_id), imported_work(work, p.import_id))
     work_ids = [work.work_id for work in p.works]
@@ -139,23 +140,23 @@ class ActivateWorkPayload(Payload):
 
 
 @command("ActivateWork", payload=ActivateWorkPayload, roles={"ingest"})
-def activate_work(ctx: RuleContext, p: ActivateWorkPayload) -> dict:
+def activate_work(ctx: RuleContext, p: ActivateWorkPayload) -> dict[str, Any]:
     changes = ctx.changes
-    work = changes.get(STATE, work_key(p.work_id))
-    require(work is not None, ErrorCode.NOT_FOUND, f"work {p.work_id} does not exist")
+    work = require_present(changes.get(STATE, work_key(p.work_id)), ErrorCode.NOT_FOUND,
+                           f"work {p.work_id} does not exist")
     _check_splits(p.rights)
     for recipient in p.rights.recipients:
         require(changes.get(STATE, recipient_key(recipient.recipient_id)) is not None,
                 ErrorCode.INVALID_REFERENCE, f"recipient {recipient.recipient_id} does not exist")
-    current: schema.Work = work.data
+    current = work.data_as(schema.Work)
     current_version = current["rights_version"]
     require(p.rights.version == current_version + 1, ErrorCode.INVALID_STATE,
             f"rights versions are append-only: next is {current_version + 1}")
     require(current["status"] != "active" or p.rights.version > current_version,
             ErrorCode.INVALID_STATE, "work is already active under this rights version")
-    rights: schema.RightsVersion = {"work_id": p.work_id, **p.rights.model_dump(mode="json")}
+    rights = shaped({"work_id": p.work_id, **p.rights.model_dump(mode="json")}, schema.RightsVersion)
     changes.put_state(rights_key(p.work_id, p.rights.version), rights)
-    activated: schema.Work = {**current, "status": "active", "rights_version": p.rights.version}
+    activated = with_fields(current, status="active", rights_version=p.rights.version)
     changes.put_state(work_key(p.work_id), activated)
     changes.event("WorkActivated", work_id=p.work_id, rights_version=p.rights.version)
     return {"work_id": p.work_id, "rights_version": p.rights.version}

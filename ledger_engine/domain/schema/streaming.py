@@ -294,7 +294,7 @@ class Hold(TypedDict):
     status: Literal["open", "released", "rejected"]
     raised_at_ms: int
     raised_sequence: int
-    decision_revision: int | None
+    decision_revision: int
     decision: dict[str, Any] | None
 
 
