@@ -57,17 +57,19 @@ def campaign(tmp_path, envelopes):
     broker = RedisServer(tmp_path / "redis").start()
     chain = ChainProcess(tmp_path / "chain", CHAIN_ID).start()
     stack = Stack(tmp_path, chain.url, broker.url(0))
-    stack.worker_settings["PORTO_PAYER_WINDOW"] = PAYER_WINDOW
-    payments = approved_payments(stack, envelopes, runs=RUNS,
-                                 workers=tuple((actor, WORKER_ROLES) for actor in WORKERS.values()))
-    gc.collect()  # the closed owner's database handles go with its last reference, and with them the LOCK
-    for name, actor in WORKERS.items():
-        stack.issue_credential(name, actor)
-    payer = Signer(PrivateKey.from_str(PAYER_KEY, strict=False))
-    chain.control("fund", asset=USDC, address=payer.address, amount=str(10**15))
     processes = Processes(stack, broker, chain, {name: name for name in WORKERS})
-    yield processes, payments
-    processes.stop_all()
+    try:  # a setup that fails stops the broker and the chain it started too
+        stack.worker_settings["PORTO_PAYER_WINDOW"] = PAYER_WINDOW
+        payments = approved_payments(stack, envelopes, runs=RUNS,
+                                     workers=tuple((actor, WORKER_ROLES) for actor in WORKERS.values()))
+        gc.collect()  # the closed owner's database handles go with its last reference, and with them the LOCK
+        for name, actor in WORKERS.items():
+            stack.issue_credential(name, actor)
+        payer = Signer(PrivateKey.from_str(PAYER_KEY, strict=False))
+        chain.control("fund", asset=USDC, address=payer.address, amount=str(10**15))
+        yield processes, payments
+    finally:
+        processes.stop_all()
 
 
 @pytest.mark.parametrize("seed", campaign_seeds())
