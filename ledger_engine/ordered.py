@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar, overload
 
 K = TypeVar("K", str, bytes)
 V = TypeVar("V")
 
 
-def overlay_scan(base: Iterable[tuple[K, V]], overlay: Mapping[K, V | None],
+@overload
+def overlay_scan(base: Iterable[tuple[K, V]], overlay: Mapping[K, V | None]) -> Iterator[tuple[K, V]]: ...
+
+
+@overload
+def overlay_scan(base: Iterable[tuple[K, V]], overlay: Mapping[K, object],
+                 resolve: Callable[[K], V | None]) -> Iterator[tuple[K, V]]: ...
+
+
+def overlay_scan(base: Iterable[tuple[K, V]], overlay: Mapping[K, Any],
                  resolve: Callable[[K], V | None] | None = None) -> Iterator[tuple[K, V]]:
     """Merge ``base`` (sorted by key) with ``overlay``; an overlay value wins and ``None`` deletes.
 
@@ -31,7 +40,7 @@ def overlay_scan(base: Iterable[tuple[K, V]], overlay: Mapping[K, V | None],
         yield from _present(key, overlay, resolve)
 
 
-def _present(key: K, overlay: Mapping[K, V | None],
+def _present(key: K, overlay: Mapping[K, Any],
              resolve: Callable[[K], V | None] | None) -> Iterator[tuple[K, V]]:
     value = resolve(key) if resolve is not None else overlay[key]
     if value is not None:
