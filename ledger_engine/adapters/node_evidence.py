@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from ledger_engine.adapters.gateway import CommandGateway, derived_command_id
 from ledger_engine.adapters.signatures import PEER_RESULT, RECEIPT, SignedDocument
 from ledger_engine.application.transition import CommandOutcome
-from ledger_engine.domain.schema.streaming import node_key
+from ledger_engine.domain.schema.streaming import Node, node_key
 from ledger_engine.domain.commands.streaming.nodes import key_in_force
 from ledger_engine.domain.commands.streaming.peer_fills import NormalisedPeerResult
 from ledger_engine.domain.commands.streaming.receipts import NormalisedReceipt
@@ -41,7 +41,7 @@ class NodeEvidenceAdapter:
 
     def _require_signed_in_force(self, signed: SignedDocument, node_id: str, version: int, at_ms: int) -> None:
         node = self.gateway.existing(STATE, node_key(node_id), f"node {node_id}")
-        entry = key_in_force(node.data, at_ms)
+        entry = key_in_force(node.data_as(Node), at_ms)
         if entry is None or entry["version"] != version:
             raise LedgerError(ErrorCode.KEY_NOT_VALID,
                               f"key version {version} of node {node_id} was not the one in force at {at_ms}")

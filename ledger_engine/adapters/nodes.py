@@ -12,7 +12,7 @@ from __future__ import annotations
 from ledger_engine.adapters.gateway import CommandGateway, derived_command_id, new_id
 from ledger_engine.adapters.signatures import KEY_ROTATION, NODE_ADMISSION, SignedDocument
 from ledger_engine.application.transition import CommandOutcome
-from ledger_engine.domain.schema.streaming import node_key
+from ledger_engine.domain.schema.streaming import Node, node_key
 from ledger_engine.domain.commands.streaming.nodes import (
     HealthObservation, KeyRotationRequest, NodeApplication, key_version,
 )
@@ -38,7 +38,7 @@ class NodeAdapter:
         signed = SignedDocument(KEY_ROTATION, body, signature)
         request = signed.parse(KeyRotationRequest)
         node = self.gateway.existing(STATE, node_key(request.node_id), f"node {request.node_id}")
-        signer = key_version(node.data, request.version - 1)
+        signer = key_version(node.data_as(Node), request.version - 1)
         if signer is None:
             raise LedgerError(ErrorCode.KEY_NOT_VALID,
                               f"node {request.node_id} has no key version {request.version - 1} to sign with")

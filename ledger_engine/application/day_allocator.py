@@ -32,7 +32,7 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Protocol
 
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.value_codec import decode_record
@@ -42,7 +42,9 @@ from ledger_engine.domain.changes import Rejected, require
 from ledger_engine.domain.commands.money.allocation import (
     POLICY_KEY, ListenerDayInputs, already_allocated, listener_day_inputs, require_slice_funded,
 )
-from ledger_engine.domain.schema.money_allocation import allocation_sentinel_key, budget_key, funding_sentinel_key
+from ledger_engine.domain.schema.money_allocation import (
+    Budget, allocation_sentinel_key, budget_key, funding_sentinel_key,
+)
 from ledger_engine.domain.schema.streaming import listener_day_key, period_key, rights_key
 from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode, LedgerError
@@ -58,6 +60,12 @@ WORKER_NICENESS = 10
 Address = tuple[str, str]  # (family, key)
 Job = tuple[int, list["_Candidate | Skipped"], dict[Address, "bytes | None"]]  # a day, a chunk, its shared records
 Part = tuple[ArtifactChunk, list["Skipped"]]  # a chunk split: its artifact lines, and its listener-days left out
+
+
+class RawReader(Protocol):
+    """What reading named listener-days takes: stored bytes by key (a ``PendingBatch``, or a replay's fold)."""
+
+    def get_raw(self, family: str, key: bytes) -> bytes | None: ...
 
 
 @dataclass(frozen=True)
@@ -141,7 +149,7 @@ class DayAllocator:
         except BrokenProcessPool:  # a worker died, during this build or before it: new workers, a new read
             return _joined(self._split_on_workers(_jobs(day, _read(store, day, self.chunk_size))))
 
-    def split_named(self, store: PendingBatch, named: list[tuple[int, list[str]]]
+    def split_named(self, store: RawReader, named: list[tuple[int, list[str]]]
                     ) -> list[tuple[bytes, DayTotals, list[Skipped]]]:
         """Each (day, listener IDs) of ``named`` split as a build splits its day, read from ``store`` now: the
         artifact bytes, totals and skipped listener-days of each, in order. Their chunks go to the workers
@@ -171,7 +179,7 @@ class DayAllocator:
 
     def _split_on_workers(self, jobs: Iterator[Job]) -> Iterator[Part]:
         """The chunks' results in order; a worker's death breaks the pool, which the next attempt replaces."""
-        pool, waiting = self._started_workers(), deque()
+        pool, waiting = self._started_workers(), deque[Future[Part]]()
         try:
             for day, chunk, needed in jobs:
                 waiting.append(pool.submit(_split_chunk, day, chunk, needed))
@@ -212,7 +220,7 @@ class DayAllocator:
 class DaySplitting:
     """A day read whole and being split on the workers (``DayAllocator.start``)."""
 
-    def __init__(self, allocator: DayAllocator, futures: list[Future]) -> None:
+    def __init__(self, allocator: DayAllocator, futures: list[Future[Part]]) -> None:
         self.allocator, self.futures = allocator, futures
 
     def parts(self) -> list[Part]:
@@ -257,7 +265,7 @@ def _read(store: PendingBatch, day: int, chunk_size: int
         yield chunk, _needed(chunk, shared)
 
 
-def _read_named(store: PendingBatch, day: int, listener_ids: list[str], chunk_size: int
+def _read_named(store: RawReader, day: int, listener_ids: list[str], chunk_size: int
                 ) -> Iterator[tuple[list[_Candidate | Skipped], dict[Address, bytes | None]]]:
     """Named listener-days of ``day`` in chunks, read as ``_read`` reads the day's."""
     shared: dict[Address, bytes | None] = {}
@@ -305,7 +313,9 @@ def _plan(view: "_StoredRecords", candidate: _Candidate, day: int) -> tuple[List
     lines = inputs.split()
     require(view.get(UNIQUE, allocation_sentinel_key(candidate.listener_id, day)) is None, ErrorCode.ALREADY_ALLOCATED,
             already_allocated(candidate.listener_id, day))
-    require_slice_funded(view.get(STATE, budget_key(candidate.budget_id)).data, candidate.budget_id, inputs.slice_amount)
+    budget = view.get(STATE, budget_key(candidate.budget_id))
+    assert budget is not None, "the plan read it"
+    require_slice_funded(budget.data_as(Budget), candidate.budget_id, inputs.slice_amount)
     return inputs, lines
 
 
@@ -326,6 +336,9 @@ class _StoredRecords:
             self.decoded[address] = decode_record(raw) if raw is not None else None
         return self.decoded[address]
 
+    def scan(self, family: str, prefix: str) -> Iterator[tuple[str, Record]]:
+        raise AssertionError(f"a split scans nothing; it scanned {family} {prefix!r}")
+
 
 def day_candidates(store: PendingBatch, day: int, shared: dict[Address, bytes | None]
                    ) -> Iterator[_Candidate | Skipped]:
@@ -335,7 +348,7 @@ def day_candidates(store: PendingBatch, day: int, shared: dict[Address, bytes | 
     return named_candidates(store, day, listeners, shared)
 
 
-def named_candidates(store: PendingBatch, day: int, listeners: list[str], shared: dict[Address, bytes | None]
+def named_candidates(store: RawReader, day: int, listeners: list[str], shared: dict[Address, bytes | None]
                      ) -> Iterator[_Candidate | Skipped]:
     """``day_candidates`` of the named listeners' days; one that does not exist is left out."""
     shared[(STATE, POLICY_KEY)] = _raw(store, POLICY_KEY)
@@ -346,7 +359,7 @@ def named_candidates(store: PendingBatch, day: int, listeners: list[str], shared
             yield _candidate(store, day, day_key, raw, shared, rights_addresses)
 
 
-class _RightsAddresses(dict):
+class _RightsAddresses(dict[tuple[str, int], Address]):
     """The address of each rights version the day's works name, its key built once: a day names each
     version in many listenings (the benchmark city's day, 20 versions in 200,000), and building a key for
     each listening was a third of the reading's CPU. Only the reading uses these; the workers build every
@@ -357,7 +370,7 @@ class _RightsAddresses(dict):
         return address
 
 
-def _candidate(store: PendingBatch, day: int, day_key: str, raw: bytes,
+def _candidate(store: RawReader, day: int, day_key: str, raw: bytes,
                shared: dict[Address, bytes | None], rights_addresses: _RightsAddresses) -> _Candidate | Skipped:
     listener_day = decode_record(raw).data
     listener_id, period_id = listener_day["listener_id"], listener_day["period_id"]
@@ -381,5 +394,5 @@ def _candidate(store: PendingBatch, day: int, day_key: str, raw: bytes,
     return _Candidate(listener_id, budget_id, records, tuple(reads))
 
 
-def _raw(store: PendingBatch, state_key: str) -> bytes | None:
+def _raw(store: RawReader, state_key: str) -> bytes | None:
     return store.get_raw(STATE, state_key.encode())

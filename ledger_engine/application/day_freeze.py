@@ -55,6 +55,7 @@ from ledger_engine.domain.commands.money.allocate_day import (
 )
 from ledger_engine.domain.commands.money.freeze import chunk_payload
 from ledger_engine.domain.day_lines import MAX_CHUNK_LISTENER_DAYS
+from ledger_engine.domain.schema.money_allocation import DayAllocation
 from ledger_engine.envelope import MAX_ENVELOPE_BYTES
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import key, seq20
@@ -116,7 +117,7 @@ class DayFreezer:
     chunk_size: int = MAX_CHUNK_LISTENER_DAYS
     on_progress: ProgressListener = field(default=lambda summary: None)
 
-    def run(self, request_id: str) -> dict[str, Any]:
+    def run(self, request_id: str) -> DayAllocation:
         """Allocate every day of the request not done yet, each day split while the one before it is frozen;
         the request's record once it is ``done``."""
         with _running_alone(self.owner, request_id):
@@ -129,11 +130,11 @@ class DayFreezer:
                 self._freeze_day(request_id, entry["day"], set(entry["chunks"]), split)
             return self._request(request_id)
 
-    def _request(self, request_id: str) -> dict[str, Any]:
+    def _request(self, request_id: str) -> DayAllocation:
         record = self.owner.get(STATE, day_allocation_key(request_id))
         if record is None:
             raise LedgerError(ErrorCode.NOT_FOUND, f"no day allocation {request_id}")
-        return record.data
+        return record.data_as(DayAllocation)
 
     def _read_ahead(self, day: int) -> ReadAhead:
         """At a command boundary: the day read whole and handed to the workers, and its chunks so far."""
@@ -307,7 +308,7 @@ def unfinished_requests(owner: LedgerOwner) -> list[str]:
 
 
 def run_requests(owner: LedgerOwner, evidence: Evidence, request_ids: list[str], *, workers: int | None = None,
-                 on_progress: ProgressListener = lambda summary: None) -> list[dict[str, Any]]:
+                 on_progress: ProgressListener = lambda summary: None) -> list[DayAllocation]:
     """Run each request to the end with a day allocator of its own; each request's record once done."""
     with DayAllocator(workers=workers) as allocator:
         freezer = DayFreezer(owner, evidence, allocator, on_progress=on_progress)

@@ -23,7 +23,7 @@ from ledger_engine.application import admission_clock
 from ledger_engine.application.admission_clock import AdmissionClock
 from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application.executor import SerialExecutor
-from ledger_engine.application.journal import GENESIS_HEAD, Head, encoded_delta
+from ledger_engine.application.journal import GENESIS_HEAD, DeltaRow, Head, encoded_delta
 from ledger_engine.application.journal_tree import build_from_journal, check_tree, is_kept, stored_root
 from ledger_engine.application.observers import GroupListener
 from ledger_engine.application.pending import PendingBatch
@@ -31,7 +31,9 @@ from ledger_engine.application.private_rows import require_private_key
 from ledger_engine.application.value_codec import decode_record, encode_record, encode_value
 from ledger_engine.application.transition import HEAD_KEY, CommandOutcome, stored_outcome
 from ledger_engine.domain.actors import LEDGER_OWNER
-from ledger_engine.domain.schema.dispatch_switch import PENDING_RESUME_SENTINEL, SWITCH_KEY, resume_key
+from ledger_engine.domain.schema.dispatch_switch import (
+    PENDING_RESUME_SENTINEL, SWITCH_KEY, DispatchSwitch, resume_key,
+)
 from ledger_engine.domain.view import Record
 from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
 from ledger_engine.genesis import genesis_hash, genesis_records
@@ -66,7 +68,11 @@ def read_head(store: RocksStore) -> Head:
 
 
 def read_genesis(store: RocksStore) -> dict[str, Any]:
-    return orjson.loads(store.get(META, GENESIS_KEY))["document"]
+    raw = store.get(META, GENESIS_KEY)
+    if raw is None:
+        raise LedgerError(ErrorCode.NOT_FOUND, f"no initialised ledger at {store.path}")
+    genesis: dict[str, Any] = orjson.loads(raw)["document"]
+    return genesis
 
 
 def initialise(store: RocksStore, genesis: dict[str, Any]) -> Head:
@@ -74,7 +80,8 @@ def initialise(store: RocksStore, genesis: dict[str, Any]) -> Head:
     if store.get(META, HEAD_KEY) is not None:
         raise LedgerError(ErrorCode.ALREADY_EXISTS, f"the ledger at {store.path} is already initialised")
     pending = PendingBatch(store)
-    rows = sorted((family, key, encode_record(1, data)) for family, key, data in genesis_records(genesis))
+    rows: list[DeltaRow] = sorted((family, key, encode_record(1, data))
+                                  for family, key, data in genesis_records(genesis))
     for index_key, value in IndexMaintainer().ops_for(rows, pending.get_raw):
         pending.put(INDEXES, index_key, value)
     for family, key, value in rows:
@@ -128,7 +135,8 @@ def read_reconciliation_owed(store: RocksStore) -> dict[str, Any] | None:
     """``{"reason", "at_ms"}`` while this copy owes a reconciliation, else None."""
     raw = store.get(META, RECONCILE_KEY)
     if raw is not None:
-        return orjson.loads(raw)
+        owed: dict[str, Any] = orjson.loads(raw)
+        return owed
     legacy = store.get(META, LEGACY_DISPATCH_KEY)
     if legacy is not None and not orjson.loads(legacy)["enabled"]:
         return {"reason": orjson.loads(legacy)["reason"], "at_ms": None}
@@ -154,9 +162,10 @@ def last_admitted_ms(store: RocksStore, head: Head) -> int:
     if raw is None:
         raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{JOURNAL}/{key}, the head's entry, is missing")
     try:
-        return orjson.loads(raw)["envelope"]["admitted_at_ms"]
+        admitted_at_ms: int = orjson.loads(raw)["envelope"]["admitted_at_ms"]
     except (orjson.JSONDecodeError, KeyError, TypeError):
         raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{JOURNAL}/{key} has no admission time") from None
+    return admitted_at_ms
 
 
 def check_for_owning(store: RocksStore) -> tuple[Head, int, JournalFrontier]:
@@ -195,7 +204,7 @@ class LedgerOwner:
         store.on_fault = self.executor.halt  # damaged storage met by any read stops admission
 
     @classmethod
-    def open(cls, data_dir: str | os.PathLike, *, genesis: dict[str, Any] | None = None,
+    def open(cls, data_dir: str | os.PathLike[str], *, genesis: dict[str, Any] | None = None,
              max_group: int = 64, clock: AdmissionClock | None = None) -> "LedgerOwner":
         """Open the ledger in ``data_dir``; with ``genesis``, a missing or empty directory is initialised.
 
@@ -236,7 +245,7 @@ class LedgerOwner:
             return None
         return stored_root(self.store, size)
 
-    def submit_async(self, document: Any) -> Future:
+    def submit_async(self, document: Any) -> Future[CommandOutcome]:
         return self.executor.submit(self._admit_or_log(document))
 
     def submit(self, document: Any) -> CommandOutcome:
@@ -248,7 +257,7 @@ class LedgerOwner:
         self._require_no_reconciliation_owed(command)
         return self.executor.execute_now(command)
 
-    def submit_all_admitted(self, commands: Sequence[AdmittedCommand]) -> list[Future]:
+    def submit_all_admitted(self, commands: Sequence[AdmittedCommand]) -> list[Future[CommandOutcome]]:
         """``submit_admitted`` for several commands at once, queued side by side in this order so they share group
         commits; each future holds its command's outcome or refusal. Refuses them all, queuing none, if one may
         not be submitted at all."""
@@ -319,7 +328,7 @@ class LedgerOwner:
 
     def scan(self, family: str, prefix: str = "", *, start: str | None = None,
              limit: int = 100) -> list[tuple[str, dict[str, Any]]]:
-        rows = []
+        rows: list[tuple[str, dict[str, Any]]] = []
         for key, raw in self.store.scan(family, prefix.encode(), start.encode() if start else None):
             if len(rows) >= limit:
                 break
@@ -335,14 +344,14 @@ class LedgerOwner:
         reconciliation. ``{"enabled", "reason", "paused_by", "since_ms", "switch", "reconciliation_owed",
         "resume_request"}``; ``paused_by`` names the actor whose pause holds (None otherwise)."""
         record = self.get(STATE, SWITCH_KEY)
-        switch = record.data if record is not None else None
+        switch = record.data_as(DispatchSwitch) if record is not None else None
         paused = switch is not None and switch["status"] == "paused"
         owed = self.reconciliation_owed
         sentinel = self.get(UNIQUE, PENDING_RESUME_SENTINEL)
         request = self.get(STATE, resume_key(sentinel.data["resume_id"])) if sentinel is not None else None
         return {"enabled": owed is None and not paused,
                 "reason": owed["reason"] if owed else switch["reason"] if switch else "never paused",
-                "paused_by": switch["changed_by"] if paused else None,
+                "paused_by": switch["changed_by"] if switch and paused else None,
                 "since_ms": switch["changed_at_ms"] if switch else None,
                 "switch": switch, "reconciliation_owed": owed,
                 "resume_request": request.data if request is not None else None}
@@ -351,7 +360,7 @@ class LedgerOwner:
         return read_genesis(self.store)
 
     # Work at a command boundary.
-    def at_boundary(self, function: Callable[[RocksStore], Any]) -> Any:
+    def at_boundary(self, function: Callable[[RocksStore], T]) -> T:
         return self.executor.call(function).result()
 
     def view(self) -> LedgerView:
@@ -367,10 +376,10 @@ class LedgerOwner:
         row = (PRIVATE_AUX, require_private_key(key).encode(), encode_value(value))
         self.at_boundary(lambda store: store.write([row]))
 
-    def checkpoint(self, destination: str | os.PathLike) -> None:
+    def checkpoint(self, destination: str | os.PathLike[str]) -> None:
         self.at_boundary(lambda store: store.checkpoint(destination))
 
-    def with_checkpoint(self, function: Callable[[RocksStore], Any]) -> Any:
+    def with_checkpoint(self, function: Callable[[RocksStore], T]) -> T:
         """Run ``function`` on a read-only copy taken at a command boundary; writes go on meanwhile."""
         scratch = Path(tempfile.mkdtemp(prefix="porto-checkpoint-"))
         try:

@@ -41,13 +41,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Protocol, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import orjson
 
 from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.adapters.files import open_regular_file
-from ledger_engine.application.day_allocator import DayAllocator, Skipped
+from ledger_engine.application.day_allocator import DayAllocator, RawReader, Skipped
 from ledger_engine.checkpoint.form import VerificationError
 from ledger_engine.domain.allocation_artifact import DayTotals, read_back
 from ledger_engine.domain.commands.money.corrections import FrozenListenerDay, quoted_line_bytes
@@ -72,17 +72,13 @@ Split = tuple[bytes, DayTotals, list[Skipped]]
 ChunkName = tuple[int, int, str]  # its day, number and hash, as a freeze sentinel's artifact names it
 
 
-class RawReader(Protocol):
-    def get_raw(self, family: str, key: bytes) -> bytes | None: ...
-
-
 @dataclass(frozen=True)
 class FrozenChunk:
     """An accepted ``FreezeDayChunk`` entry: its item (``journal.jsonl:17``), its payload as journalled and
     parsed (None when it does not parse: no chunk can be its split)."""
 
     item: str
-    payload: dict[str, Any]
+    payload: Any  # as journalled: a JSON object when ``parsed`` is not None, anything when it is
     parsed: FreezeDayChunkPayload | None
 
     def names(self) -> set[str]:
@@ -97,12 +93,13 @@ def frozen_chunk(item: str, entry: Any) -> FrozenChunk | None:
     envelope = accepted_envelope(entry, FREEZE)
     if envelope is None:
         return None
-    payload = envelope.get("payload")
+    payload: Any = envelope.get("payload")  # as journalled; parsing checks what it is
     try:
         parsed = spec_for(FREEZE).parse_payload(payload)
     except LedgerError:
-        parsed = None
-    return FrozenChunk(item, payload, parsed)  # type: ignore[arg-type]
+        return FrozenChunk(item, payload, None)
+    assert isinstance(parsed, FreezeDayChunkPayload), "the payload model FreezeDayChunk registers"
+    return FrozenChunk(item, payload, parsed)
 
 
 def accepted_envelope(entry: Any, command_type: str) -> dict[str, Any] | None:
@@ -200,7 +197,7 @@ class FrozenChunkCheck:
         named = [(chunk.parsed.day, [listener_day.listener_id for listener_day in chunk.parsed.listener_days])
                  for chunk in chunks if chunk.parsed is not None]
         self.listener_days += sum(len(listener_ids) for _, listener_ids in named)
-        return self.allocator.split_named(reader, named)  # type: ignore[arg-type]: it reads with get_raw alone
+        return self.allocator.split_named(reader, named)
 
     def _require_split(self, chunk: FrozenChunk, split: Split | None) -> None:
         if split is None:

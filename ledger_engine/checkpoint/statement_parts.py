@@ -23,8 +23,9 @@ from typing import Any
 import orjson
 
 from ledger_engine.adapters.evidence import EvidenceStore
+from ledger_engine.application.day_allocator import RawReader
 from ledger_engine.checkpoint.form import VerificationError
-from ledger_engine.checkpoint.frozen_chunks import RawReader, accepted_envelope
+from ledger_engine.checkpoint.frozen_chunks import accepted_envelope
 from ledger_engine.domain.day_lines import DAY_LINE_ID_PREFIX, is_day_line
 from ledger_engine.domain.schema.money_allocation import line_key
 from ledger_engine.errors import ErrorCode, LedgerError

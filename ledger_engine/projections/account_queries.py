@@ -39,7 +39,7 @@ class AccountRecord:
 
 def accounts(view: LedgerView, *, kind: str = "", status: str = "", role: str = "") -> list[AccountRecord]:
     """Accounts by account ID, those of ``kind``, in ``status`` and holding ``role`` where given."""
-    return [AccountRecord(record.data["account_id"], record.revision, record.data)
+    return [AccountRecord(record.data["account_id"], record.revision, record.data_as(Account))
             for _key, record in view.records(ACCOUNT_PREFIX)
             if (not kind or record.data["kind"] == kind) and (not status or record.data["status"] == status)
             and (not role or role in record.data["roles"])]
@@ -47,7 +47,7 @@ def accounts(view: LedgerView, *, kind: str = "", status: str = "", role: str = 
 
 def account(view: LedgerView, account_id: str) -> AccountRecord | None:
     record = view.record(account_key(account_id))
-    return AccountRecord(account_id, record.revision, record.data) if record else None
+    return AccountRecord(account_id, record.revision, record.data_as(Account)) if record else None
 
 
 def actor_roles(view: LedgerView, actor_id: str) -> list[str]:
@@ -63,7 +63,7 @@ def four_eyes(view: LedgerView) -> bool:
 
 def credentials(view: LedgerView, account_id: str) -> StaffCredentials | None:
     record = view.record(credentials_key(account_id))
-    return record.data if record else None
+    return record.data_as(StaffCredentials) if record else None
 
 
 def trusted_step_up_key(view: LedgerView) -> str | None:

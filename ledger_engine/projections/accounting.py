@@ -9,20 +9,19 @@ treasury's. None of these reads backs a money check: the rules read records.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 import orjson
 
 from ledger_engine.amounts import parse_amount
-from ledger_engine.application.owner import read_head
 from ledger_engine.domain.chart import artist_payable, operator_payable, reserved_payouts
 from ledger_engine.domain.postings import POSTED
-from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
 from ledger_engine.keys import seq20
 from ledger_engine.layout import DELTAS, EVENTS, INDEXES, JOURNAL, STATE
 from ledger_engine.projections.money import posting_prefix
 from ledger_engine.projections.money_queries import balance
-from ledger_engine.projections.view import ReadableStore
+from ledger_engine.projections.view import ReadableStore, head_sequence
 
 # The records a journal entry links to, by the prefix of their state key.
 RECORD_KINDS = {"payment_run": "run", "payment": "payment", "hold": "hold", "correction_request": "correction",
@@ -133,7 +132,7 @@ def entries_touching(store: ReadableStore, kind: str, record_id: str) -> list[in
     if not prefixes:
         raise LedgerError(ErrorCode.NOT_FOUND, f"no record kind {kind!r}")
     needles = [b'"column_family":"state","key":' + orjson.dumps(f"{prefix}/{record_id}") + b"," for prefix in prefixes]
-    head = read_head(store).sequence
+    head = head_sequence(store)
     first = max(1, head - BACK_LINK_SCAN + 1)
     return [int(raw_key) for raw_key, raw in store.scan(DELTAS, b"", seq20(first).encode())
             if any(needle in raw for needle in needles)]
@@ -157,7 +156,7 @@ def account_statement(store: ReadableStore, accounts: tuple[str, ...], asset: st
                       to_ms: int) -> Statement:
     """Postings to ``accounts`` admitted in ``[from_ms, to_ms)``, each with the running net credit of them all."""
     admitted = _admission_times(store)
-    opening, rows = 0, []
+    opening, rows = 0, list[StatementRow]()
     for posting in _merged_postings(store, accounts, asset):
         at_ms = admitted(posting.sequence)
         if at_ms >= to_ms:
@@ -172,8 +171,8 @@ def account_statement(store: ReadableStore, accounts: tuple[str, ...], asset: st
 
 def trial_balance(store: ReadableStore, *, at_sequence: int | None = None) -> TrialBalance:
     """Every account's debits and credits up to ``at_sequence`` (the head by default); each asset must balance."""
-    sequence = read_head(store).sequence if at_sequence is None else at_sequence
-    rows = []
+    sequence = head_sequence(store) if at_sequence is None else at_sequence
+    rows: list[TrialBalanceRow] = []
     for asset, account in posting_accounts(store):
         folded = balance(store, account, asset, at_sequence=sequence)
         if folded.postings:
@@ -208,12 +207,15 @@ def _account_postings(store: ReadableStore, account: str, asset: str) -> Iterato
                       parse_amount(posting["amount"]))
 
 
-def _admission_times(store: ReadableStore):
+def _admission_times(store: ReadableStore) -> Callable[[int], int]:
     cache: dict[int, int] = {}
 
     def admitted(sequence: int) -> int:
         if sequence not in cache:
-            entry = orjson.loads(store.get(JOURNAL, seq20(sequence).encode()))
-            cache[sequence] = entry["envelope"]["admitted_at_ms"]
+            entry_key = seq20(sequence)
+            raw = store.get(JOURNAL, entry_key.encode())
+            if raw is None:
+                raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{JOURNAL}/{entry_key}, a posting's entry, is missing")
+            cache[sequence] = orjson.loads(raw)["envelope"]["admitted_at_ms"]
         return cache[sequence]
     return admitted

@@ -12,7 +12,7 @@ from typing import Any
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.domain.commands.money.budgets import day_index, slice_for_day
-from ledger_engine.domain.schema.money_allocation import BUDGET_PREFIX, budget_key
+from ledger_engine.domain.schema.money_allocation import BUDGET_PREFIX, Budget, budget_key
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.keys import key
 from ledger_engine.projections.view import LedgerView
@@ -29,7 +29,7 @@ def budget_summaries(view: LedgerView) -> list[dict[str, Any]]:
 
 def recipient_totals(view: LedgerView) -> dict[str, dict[str, int]]:
     """Per recipient, the amounts of its allocation lines payable, reserved in approved runs and paid."""
-    totals: dict[str, Counter] = defaultdict(Counter)
+    totals: dict[str, Counter[str]] = defaultdict(Counter)
     for (recipient_id, _day, _line_id), line in view.entries(RECIPIENT_LINE_PREFIX):
         if line["status"] in OWED_STATUSES:
             totals[recipient_id][line["status"]] += parse_amount(line["amount"])
@@ -51,10 +51,11 @@ def listener_day_stake(view: LedgerView, listener_id: str, day: int) -> int | No
     the listener's period that covers the day, in minor units. None when no funded period covers it."""
     period_id = _period_covering(view, listener_id, day)
     funding = view.entry(key("budget_by_period", period_id)) if period_id else None
-    budget = view.record(budget_key(funding["budget_id"])) if funding else None
-    if budget is None or not 1 <= day_index(budget.data, day) <= budget.data["days"]:
+    record = view.record(budget_key(funding["budget_id"])) if funding else None
+    budget = record.data_as(Budget) if record is not None else None
+    if budget is None or not 1 <= day_index(budget, day) <= budget["days"]:
         return None
-    return slice_for_day(budget.data, day)
+    return slice_for_day(budget, day)
 
 
 def _period_covering(view: LedgerView, account_id: str, day: int) -> str | None:

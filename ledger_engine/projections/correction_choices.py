@@ -10,15 +10,16 @@ this backs a money check: ``RequestCorrection`` checks each line again.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
 from ledger_engine.domain.commands.money.corrections import is_reversible
 from ledger_engine.domain.schema.money_allocation import (
-    AllocationLine, allocation_sentinel_key, budget_key, budget_refund_key, correction_key, line_key,
+    AllocationLine, AllocationSentinel, Budget, Correction, allocation_sentinel_key, budget_key, budget_refund_key,
+    correction_key, line_key,
 )
-from ledger_engine.domain.schema.streaming import rights_key
+from ledger_engine.domain.schema.streaming import RightsVersion, Work, rights_key
+from ledger_engine.domain.view import shaped
 from ledger_engine.keys import key
 from ledger_engine.layout import UNIQUE
 from ledger_engine.projections.view import LedgerView
@@ -84,10 +85,11 @@ def active_works(view: LedgerView) -> list[ActiveWork]:
     """Every active work at its current rights version, with that version's splits, by work ID."""
     found = []
     for _key, record in view.records(WORK_PREFIX):
-        work = record.data
+        work = record.data_as(Work)
         if work["status"] != "active":
             continue
-        rights = view.require(rights_key(work["work_id"], work["rights_version"]), f"rights of {work['work_id']}")
+        rights = view.require(rights_key(work["work_id"], work["rights_version"]), f"rights of {work['work_id']}",
+                              RightsVersion)
         found.append(ActiveWork(work["work_id"], work["rights_version"], tuple(
             (share["recipient_id"], share["split_bps"]) for share in rights["recipients"])))
     return found
@@ -99,27 +101,29 @@ def node_operators(view: LedgerView) -> dict[str, str]:
 
 
 def _lines_by_day(view: LedgerView, budget_id: str) -> dict[tuple[str, int], list[AllocationLine]]:
-    budget = view.record(budget_key(budget_id))
-    if budget is None:
+    record = view.record(budget_key(budget_id))
+    if record is None:
         return {}
-    listener_id, first_day = budget.data["listener_id"], budget.data["first_day"]
+    budget = record.data_as(Budget)
+    listener_id, first_day = budget["listener_id"], budget["first_day"]
     line_ids: dict[tuple[str, int], list[str]] = {}
-    for day in range(first_day, first_day + budget.data["days"]):
+    for day in range(first_day, first_day + budget["days"]):
         allocation = _allocation(view, listener_id, day)
         if allocation is not None and allocation.get("budget_id") == budget_id:
             line_ids[(listener_id, day)] = list(allocation["line_ids"])
     for (correction_id,), _entry in view.entries(f"{CORRECTION_BY_BUDGET_PREFIX}/{budget_id}/"):
-        correction = view.require(correction_key(correction_id), f"correction {correction_id}")
+        correction = view.require(correction_key(correction_id), f"correction {correction_id}", Correction)
         if correction["listener_day"]:
             listener_day = (correction["listener_day"][0], correction["listener_day"][1])
             line_ids.setdefault(listener_day, []).extend(correction["replacements"])
-    return {listener_day: [view.require(line_key(line_id), f"allocation line {line_id}") for line_id in ids]
+    return {listener_day: [view.require(line_key(line_id), f"allocation line {line_id}", AllocationLine)
+                           for line_id in ids]
             for listener_day, ids in sorted(line_ids.items(), key=lambda item: (item[0][1], item[0][0]))}
 
 
-def _allocation(view: LedgerView, listener_id: str, day: int) -> dict[str, Any] | None:
+def _allocation(view: LedgerView, listener_id: str, day: int) -> AllocationSentinel | None:
     raw = view.get(UNIQUE, allocation_sentinel_key(listener_id, day).encode())
     if raw is None:
         return None
     value = orjson.loads(raw)
-    return value.get("data", value)
+    return shaped(value.get("data", value), AllocationSentinel)

@@ -23,10 +23,10 @@ def corrections(view: LedgerView, status: str) -> list[dict[str, Any]]:
 
 def request(view: LedgerView, correction_id: str) -> CorrectionRequest | None:
     record = view.record(correction_request_key(correction_id))
-    return record.data if record else None
+    return record.data_as(CorrectionRequest) if record else None
 
 
 def lines_now(view: LedgerView, correction: CorrectionRequest) -> list[AllocationLine]:
     """Each line the request reverses, as the ledger holds it now."""
-    return [view.require(line_key(line["line_id"]), f"allocation line {line['line_id']}")
+    return [view.require(line_key(line["line_id"]), f"allocation line {line['line_id']}", AllocationLine)
             for line in correction["reverses"]]

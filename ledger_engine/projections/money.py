@@ -26,13 +26,14 @@ from typing import Any, Iterable
 from ledger_engine.amounts import format_amount, format_total, parse_amount, parse_total
 from ledger_engine.domain.invariants import CONSERVATION_KEY, budget_terms, equation_mismatches
 from ledger_engine.domain.postings import POSTED
-from ledger_engine.domain.schema.money_allocation import BUDGET_PREFIX, CORRECTION_PREFIX, LINE_PREFIX
+from ledger_engine.domain.schema.money_allocation import BUDGET_PREFIX, CORRECTION_PREFIX, LINE_PREFIX, Budget
+from ledger_engine.domain.view import shaped
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import STATE
 from ledger_engine.projections import IndexEntry, IndexReader
 
 POINT_INTERVAL = 128
-EMPTY_CURSOR = {"debits": "0", "credits": "0", "postings": 0, "points": 0}
+EMPTY_CURSOR: dict[str, Any] = {"debits": "0", "credits": "0", "postings": 0, "points": 0}
 Position = tuple[int, int, int]
 
 
@@ -74,7 +75,7 @@ class MoneyProjection:
         if record_key.startswith(LINE_PREFIX):
             return _line_entries(data)
         if record_key.startswith(BUDGET_PREFIX):
-            return _budget_entries(record_key, data)
+            return _budget_entries(record_key, shaped(data, Budget))
         if record_key.startswith(REQUEST_PREFIX):
             return [(key("correction_request_by_status", data["status"], data["correction_id"]), {
                 "budget_id": data["budget_id"], "reason": data["reason"], "requested_by": data["requested_by"],
@@ -90,7 +91,9 @@ class MoneyProjection:
     def event_entries(self, sequence: int, index: int, event: dict[str, Any], read: IndexReader) -> Iterable[IndexEntry]:
         if event["type"] != POSTED:
             return ()
-        asset, entries, cursors = event["asset"], [], {}
+        asset = event["asset"]
+        entries: list[IndexEntry] = []
+        cursors: dict[str, dict[str, Any]] = {}
         for line_no, line in enumerate(event["lines"]):
             account = line["account"]
             cursor = cursors.get(account) or read(cursor_key(asset, account)) or EMPTY_CURSOR
@@ -127,14 +130,14 @@ def _line_entries(line: dict[str, Any]) -> list[IndexEntry]:
     return entries
 
 
-def _budget_entries(record_key: str, budget: dict[str, Any]) -> list[IndexEntry]:
+def _budget_entries(record_key: str, budget: Budget) -> list[IndexEntry]:
     amounts = budget_terms(budget)
     mismatches = equation_mismatches(record_key, budget, amounts)
     terms = {term: format_amount(amount) for term, amount in amounts.items()}
-    entries = [(key("budget_summary", budget["budget_id"]),
-                {"period_id": budget["period_id"], "listener_id": budget["listener_id"], **terms,
-                 "balanced": not mismatches}),
-               (key("budget_by_period", budget["period_id"]), {"budget_id": budget["budget_id"]})]
+    entries: list[IndexEntry] = [
+        (key("budget_summary", budget["budget_id"]),
+         {"period_id": budget["period_id"], "listener_id": budget["listener_id"], **terms, "balanced": not mismatches}),
+        (key("budget_by_period", budget["period_id"]), {"budget_id": budget["budget_id"]})]
     if mismatches:
         entries.append((key("budget_unbalanced", budget["budget_id"]), {"mismatches": [m.as_json() for m in mismatches]}))
     return entries

@@ -15,16 +15,16 @@ from typing import Any
 import orjson
 
 from ledger_engine.amounts import checked_sum, format_amount, format_total, parse_amount, parse_total
-from ledger_engine.application.owner import read_head
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.value_codec import decode_record
 from ledger_engine.domain.chart import budget_unallocated
 from ledger_engine.domain.commands.money.allocation import AllocationPlan, plan_listener_day
-from ledger_engine.domain.commands.money.lines import budget_key
 from ledger_engine.domain.invariants import Mismatch, budget_terms, equation_mismatches, ledger_mismatches
+from ledger_engine.domain.schema.money_allocation import Budget, budget_key
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import INDEXES, STATE
 from ledger_engine.projections.money import cursor_key, payable_prefix, point_key, posting_key, posting_prefix
+from ledger_engine.projections.view import ReadableStore, head_sequence
 from ledger_engine.storage.rocks import RocksStore
 
 
@@ -48,23 +48,23 @@ class Balance:
                 "net_credit": str(self.net_credit), "postings": self.postings}
 
 
-def balance(store: RocksStore, account: str, asset: str, *, at_sequence: int | None = None) -> Balance:
+def balance(store: ReadableStore, account: str, asset: str, *, at_sequence: int | None = None) -> Balance:
     """The closest cached point at or before the read sequence, plus the postings after it."""
     sequence = _read_sequence(store, at_sequence)
     return _fold(store, account, asset, sequence, _closest_point(store, account, asset, sequence))
 
 
-def folded_balance(store: RocksStore, account: str, asset: str, *, at_sequence: int | None = None) -> Balance:
+def folded_balance(store: ReadableStore, account: str, asset: str, *, at_sequence: int | None = None) -> Balance:
     """Every posting from the first, ignoring cached points."""
     return _fold(store, account, asset, _read_sequence(store, at_sequence), None)
 
 
-def budget_equation(store: RocksStore, budget_id: str) -> dict[str, Any]:
+def budget_equation(store: ReadableStore, budget_id: str) -> dict[str, Any]:
     """A budget's conservation terms, whether they balance, and its unallocated account as posted."""
     raw = store.get(STATE, budget_key(budget_id).encode())
     if raw is None:
         raise LedgerError(ErrorCode.NOT_FOUND, f"budget {budget_id} does not exist")
-    budget = decode_record(raw).data
+    budget = decode_record(raw).data_as(Budget)
     posted = balance(store, budget_unallocated(budget_id), budget["asset"])
     return {
         "budget_id": budget_id,
@@ -75,9 +75,9 @@ def budget_equation(store: RocksStore, budget_id: str) -> dict[str, Any]:
     }
 
 
-def payables(store: RocksStore, recipient_id: str) -> dict[str, Any]:
+def payables(store: ReadableStore, recipient_id: str) -> dict[str, Any]:
     """A recipient's payable allocation lines and their total."""
-    sequence = read_head(store).sequence
+    sequence = head_sequence(store)
     lines = [{"line_id": raw_key.decode().rsplit("/", 1)[1], **orjson.loads(raw)}
              for raw_key, raw in store.scan(INDEXES, payable_prefix(recipient_id).encode())]
     total = checked_sum(parse_amount(line["amount"]) for line in lines)
@@ -94,22 +94,23 @@ def allocation_plan(store: RocksStore, listener_id: str, day: int, budget_id: st
     return plan_listener_day(PendingBatch(store), listener_id, day, budget_id)
 
 
-def _read_sequence(store: RocksStore, at_sequence: int | None) -> int:
-    return read_head(store).sequence if at_sequence is None else at_sequence
+def _read_sequence(store: ReadableStore, at_sequence: int | None) -> int:
+    return head_sequence(store) if at_sequence is None else at_sequence
 
 
-def _index(store: RocksStore, index_key: str) -> dict[str, Any] | None:
+def _index(store: ReadableStore, index_key: str) -> dict[str, Any] | None:
     raw = store.get(INDEXES, index_key.encode())
     return orjson.loads(raw) if raw is not None else None
 
 
-def _closest_point(store: RocksStore, account: str, asset: str, sequence: int) -> dict[str, Any] | None:
+def _closest_point(store: ReadableStore, account: str, asset: str, sequence: int) -> dict[str, Any] | None:
     """Binary search over the account's numbered points for the last one at or before ``sequence``."""
     cursor = _index(store, cursor_key(asset, account))
     low, high, closest = 1, cursor["points"] if cursor else 0, None
     while low <= high:
         middle = (low + high) // 2
         point = _index(store, point_key(asset, account, middle))
+        assert point is not None, "the projection writes every point up to its cursor's count"
         if point["sequence"] <= sequence:
             closest, low = point, middle + 1
         else:
@@ -117,7 +118,7 @@ def _closest_point(store: RocksStore, account: str, asset: str, sequence: int) -
     return closest
 
 
-def _fold(store: RocksStore, account: str, asset: str, sequence: int, point: dict[str, Any] | None) -> Balance:
+def _fold(store: ReadableStore, account: str, asset: str, sequence: int, point: dict[str, Any] | None) -> Balance:
     totals = {"debit": 0, "credit": 0}
     postings, start = 0, None
     if point is not None:

@@ -23,14 +23,16 @@ from ledger_engine.domain.commands.money.payments import IN_FLIGHT
 from ledger_engine.domain.commands.money.payments import MACHINE as PAYMENT_MACHINE
 from ledger_engine.domain.commands.money.payout_runs import run_hash
 from ledger_engine.domain.commands.money.statements import covers
-from ledger_engine.domain.schema.money_allocation import line_key
+from ledger_engine.domain.schema.money_allocation import AllocationLine, line_key
 from ledger_engine.domain.schema.money_payouts import (
-    ATTEMPT_PREFIX, BATCH_PREFIX, STATEMENT_PREFIX, Batch, Payment, Recipient, RecipientUpdate, attempt_key, batch_key,
-    payment_key, recipient_key, run_key, statement_key, update_key,
+    ATTEMPT_PREFIX, BATCH_PREFIX, STATEMENT_PREFIX, Batch, Payment, PaymentAttempt, PayoutRun, PlannedPayment,
+    Recipient, RecipientUpdate, Statement, attempt_key, batch_key, payment_key, recipient_key, run_key, statement_key,
+    update_key,
 )
 from ledger_engine.domain.view import Record
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
+from ledger_engine.projections import picked
 from ledger_engine.projections.payouts import (
     payment_state_prefix, run_payments_prefix, run_status_prefix, update_status_prefix,
 )
@@ -129,7 +131,7 @@ def expected_run_revision(run_id: str, revision: int) -> dict[str, Any]:
 
 def run_detail(view: LedgerView, run_id: str) -> dict[str, Any]:
     """A run as frozen, each payment with its state and lines, totals by payment state, and the hash rechecked."""
-    run = view.require(run_key(run_id), f"payout run {run_id}")
+    run = view.require(run_key(run_id), f"payout run {run_id}", PayoutRun)
     payments = [_payment_detail(view, frozen) for frozen in run["frozen"]["payments"]]
     totals: dict[str, int] = Counter()
     for payment in payments:
@@ -153,13 +155,13 @@ def run_detail(view: LedgerView, run_id: str) -> dict[str, Any]:
     }
 
 
-def _payment_detail(view: LedgerView, frozen: dict[str, Any]) -> dict[str, Any]:
-    payment = view.require(payment_key(frozen["payment_id"]), f"payment {frozen['payment_id']}")
-    lines = [view.require(line_key(line_id), f"allocation line {line_id}") for line_id in frozen["line_ids"]]
+def _payment_detail(view: LedgerView, frozen: PlannedPayment) -> dict[str, Any]:
+    payment = view.require(payment_key(frozen["payment_id"]), f"payment {frozen['payment_id']}", Payment)
+    lines = [view.require(line_key(line_id), f"allocation line {line_id}", AllocationLine)
+             for line_id in frozen["line_ids"]]
     return {
-        **{name: payment[name] for name in ("payment_id", "recipient_id", "recipient_version", "payout_address",
-                                            "amount", "state", "effect_id", "attempt_ids", "paid_attempt_id",
-                                            "cancel_reason")},
+        **picked(payment, ("payment_id", "recipient_id", "recipient_version", "payout_address", "amount", "state",
+                           "effect_id", "attempt_ids", "paid_attempt_id", "cancel_reason")),
         "held_for": payment.get("held_for"),
         "superseded_by": payment.get("superseded_by"),
         "lines": [{name: line.get(name) for name in ("line_id", "role", "listener_id", "day", "budget_id", "amount",
@@ -195,7 +197,7 @@ def run_aggregates(view: LedgerView, run_ids: list[str]) -> dict[str, dict[str, 
     """Each listed run's aggregate state, folded from the ``run_payment`` projection."""
     aggregates = {}
     for run_id in run_ids:
-        run = view.require(run_key(run_id), f"payout run {run_id}")
+        run = view.require(run_key(run_id), f"payout run {run_id}", PayoutRun)
         payments = [(entry["state"], entry["cancel_reason"]) for _, entry in view.entries(run_payments_prefix(run_id))]
         aggregates[run_id] = aggregate_state(run["status"], payments)
     return aggregates
@@ -212,7 +214,7 @@ def payables(view: LedgerView) -> list[Payable]:
     statements, waiting = newest_confirmed_statements(view), waiting_lines(view)
     found = []
     for recipient_id in sorted(lines):
-        recipient: Recipient = view.require(recipient_key(recipient_id), f"recipient {recipient_id}")
+        recipient = view.require(recipient_key(recipient_id), f"recipient {recipient_id}", Recipient)
         line_ids = sorted(line_id for line_id, _ in lines[recipient_id])
         found.append(Payable(recipient_id, line_ids, checked_sum(amount for _, amount in lines[recipient_id]),
                              recipient["version"], recipient["payout_address"], statements.get(recipient_id),
@@ -229,7 +231,8 @@ def waiting_lines(view: LedgerView) -> dict[str, str]:
     """
     waiting: dict[str, str] = {}
     for listing in sorted(runs(view, "prepared"), key=lambda run: (run.prepared_at_ms, run.run_id)):
-        for payment in view.require(run_key(listing.run_id), f"payout run {listing.run_id}")["frozen"]["payments"]:
+        run = view.require(run_key(listing.run_id), f"payout run {listing.run_id}", PayoutRun)
+        for payment in run["frozen"]["payments"]:
             for line_id in payment["line_ids"]:
                 waiting.setdefault(line_id, listing.run_id)
     return waiting
@@ -250,10 +253,10 @@ def unpayable_lines(view: LedgerView, run_id: str) -> list[dict[str, Any]]:
     record = view.record(run_key(run_id))
     if record is None or record.data["status"] != "prepared":
         return []
-    run, found = record.data, []
+    run, found = record.data_as(PayoutRun), []
     for payment in run["frozen"]["payments"]:
         for line_id in payment["line_ids"]:
-            line = view.require(line_key(line_id), f"allocation line {line_id}")
+            line = view.require(line_key(line_id), f"allocation line {line_id}", AllocationLine)
             if line["status"] != "payable":
                 found.append({"line_id": line_id, "recipient_id": payment["recipient_id"], "status": line["status"]})
     return found
@@ -262,12 +265,12 @@ def unpayable_lines(view: LedgerView, run_id: str) -> list[dict[str, Any]]:
 def run_statements(view: LedgerView, run_id: str) -> dict[str, str]:
     """The statement each recipient of run ``run_id`` can be sent: the one its approval cited, or, before approval,
     the newest confirmed one (what an approval would cite). Recipients with none are left out."""
-    run = view.require(run_key(run_id), f"payout run {run_id}")
+    run = view.require(run_key(run_id), f"payout run {run_id}", PayoutRun)
     recipients = {payment["recipient_id"] for payment in run["frozen"]["payments"]}
     if run["approval"] is None:
         return {recipient: statement for recipient, statement in newest_confirmed_statements(view).items()
                 if recipient in recipients}
-    cited = (view.require(statement_key(statement_id), f"statement {statement_id}")
+    cited = (view.require(statement_key(statement_id), f"statement {statement_id}", Statement)
              for statement_id in run["approval"]["statement_ids"])
     return {statement["recipient_id"]: statement["statement_id"] for statement in cited}
 
@@ -276,7 +279,7 @@ def newest_confirmed_statements(view: LedgerView) -> dict[str, str]:
     """Each recipient's newest statement whose index batch is confirmed (statement IDs in key order)."""
     newest: dict[str, str] = {}
     for _key, record in view.records(STATEMENT_PREFIX):
-        statement = record.data
+        statement = record.data_as(Statement)
         batch = view.record(batch_key(statement["index_batch_id"]))
         if batch is not None and batch.data["state"] == "confirmed":
             newest[statement["recipient_id"]] = statement["statement_id"]
@@ -291,12 +294,12 @@ def covering_statements(view: LedgerView, run_id: str) -> Coverage:
     (statements.covers, the rule ApprovePayoutRun applies). Only the run's
     recipients' statements are read.
     """
-    run = view.require(run_key(run_id), f"payout run {run_id}")
+    run = view.require(run_key(run_id), f"payout run {run_id}", PayoutRun)
     candidates = _confirmed_candidates(view, {payment["recipient_id"] for payment in run["frozen"]["payments"]})
     cited, uncovered = set(), []
     for payment in run["frozen"]["payments"]:
         for line_id in payment["line_ids"]:
-            line = view.require(line_key(line_id), f"allocation line {line_id}")
+            line = view.require(line_key(line_id), f"allocation line {line_id}", AllocationLine)
             covering = [statement_id for statement_id, batch in candidates.get(payment["recipient_id"], [])
                         if covers(batch, line)]
             if covering:
@@ -309,19 +312,19 @@ def covering_statements(view: LedgerView, run_id: str) -> Coverage:
 def approval_citations(view: LedgerView, run_id: str) -> list[str]:
     """The statements an approval of ``run_id`` cites: its approval's own once it is approved (an approval
     posted again restates them), else those that cover it now (``covering_statements``)."""
-    approval = view.require(run_key(run_id), f"payout run {run_id}").get("approval")
+    approval = view.require(run_key(run_id), f"payout run {run_id}", PayoutRun).get("approval")
     return approval["statement_ids"] if approval else covering_statements(view, run_id).statement_ids
 
 
 def _confirmed_candidates(view: LedgerView, recipients: set[str]) -> dict[str, list[tuple[str, Batch]]]:
     candidates: dict[str, list[tuple[str, Batch]]] = {}
     for _key, record in view.records(STATEMENT_PREFIX):
-        statement = record.data
+        statement = record.data_as(Statement)
         if statement["recipient_id"] not in recipients:
             continue
-        index = view.require(batch_key(statement["index_batch_id"]), "statement index")
+        index = view.require(batch_key(statement["index_batch_id"]), "statement index", Batch)
         if index["state"] == "confirmed":
-            accounting = view.require(batch_key(statement["accounting_batch_id"]), "accounting batch")
+            accounting = view.require(batch_key(statement["accounting_batch_id"]), "accounting batch", Batch)
             candidates.setdefault(statement["recipient_id"], []).append((statement["statement_id"], accounting))
     return candidates
 
@@ -342,9 +345,9 @@ def overdue_payments(view: LedgerView, now_ms: int) -> int:
                if _last_attempt(view, payment_id)["expires_at_ms"] + OVERDUE_AFTER_MS < now_ms)
 
 
-def _last_attempt(view: LedgerView, payment_id: str) -> dict[str, Any]:
-    payment = view.require(payment_key(payment_id), f"payment {payment_id}")
-    return view.require(attempt_key(payment["attempt_ids"][-1]), "payment attempt")
+def _last_attempt(view: LedgerView, payment_id: str) -> PaymentAttempt:
+    payment = view.require(payment_key(payment_id), f"payment {payment_id}", Payment)
+    return view.require(attempt_key(payment["attempt_ids"][-1]), "payment attempt", PaymentAttempt)
 
 
 def payments(view: LedgerView, state: str, *, limit: int | None = None) -> Iterator[PaymentListing]:
@@ -367,13 +370,13 @@ def reconciliation_queue(view: LedgerView, *, limit: int = 100) -> list[Reconcil
 
 
 def _reconciliation_item(view: LedgerView, payment_id: str) -> ReconciliationItem:
-    payment = view.require(payment_key(payment_id), f"payment {payment_id}")
+    payment = view.require(payment_key(payment_id), f"payment {payment_id}", Payment)
     attempt = _last_attempt(view, payment_id)
     effect = view.effect(payment["effect_id"])
     return ReconciliationItem(
         payment_id=payment_id, state=payment["state"], recipient_id=payment["recipient_id"], amount=payment["amount"],
-        observe={name: attempt[name] for name in ("attempt_id", "transaction_hash", "sender_address",
-                                                  "sender_sequence", "expires_at_ms", "outcome")},
+        observe=picked(attempt, ("attempt_id", "transaction_hash", "sender_address", "sender_sequence",
+                                 "expires_at_ms", "outcome")),
         effect={"effect_id": effect["effect_id"], "status": effect["status"], "claim": effect["claim"]})
 
 
@@ -396,16 +399,16 @@ def outbox_backlog(view: LedgerView) -> dict[str, dict[str, int]]:
 
 def recipient(view: LedgerView, recipient_id: str) -> Recipient | None:
     record = view.record(recipient_key(recipient_id))
-    return record.data if record else None
+    return record.data_as(Recipient) if record else None
 
 
 def recipients(view: LedgerView) -> list[Recipient]:
-    return [record.data for _key, record in view.records(RECIPIENT_PREFIX)]
+    return [record.data_as(Recipient) for _key, record in view.records(RECIPIENT_PREFIX)]
 
 
 def recipient_update(view: LedgerView, recipient_id: str, update_id: str) -> RecipientUpdate | None:
     record = view.record(update_key(recipient_id, update_id))
-    return record.data if record else None
+    return record.data_as(RecipientUpdate) if record else None
 
 
 def payment_with_attempts(view: LedgerView, payment_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
@@ -413,7 +416,8 @@ def payment_with_attempts(view: LedgerView, payment_id: str) -> tuple[dict[str, 
     record = view.record(payment_key(payment_id))
     if record is None:
         return None, []
-    attempts = [view.record(attempt_key(attempt_id)) for attempt_id in record.data["attempt_ids"]]
+    attempts = [view.require_record(attempt_key(attempt_id), f"payment attempt {attempt_id}")
+                for attempt_id in record.data_as(Payment)["attempt_ids"]]
     return _with_revision(record), [_with_revision(attempt) for attempt in attempts]
 
 
@@ -457,13 +461,13 @@ def payment_search_rows(view: LedgerView, states: tuple[str, ...],
         for listing in payments(view, state):
             record = view.record(payment_key(listing.payment_id)) if keep(listing) else None
             if record is not None:
-                found.append(_search_row(view, record.data))
+                found.append(_search_row(view, record.data_as(Payment)))
     return found
 
 
 def _search_row(view: LedgerView, payment: Payment) -> dict[str, Any]:
-    attempts = [view.record(attempt_key(attempt_id)) for attempt_id in payment["attempt_ids"]]
-    attempts = [attempt.data for attempt in attempts if attempt is not None]
+    records = [view.record(attempt_key(attempt_id)) for attempt_id in payment["attempt_ids"]]
+    attempts = [record.data_as(PaymentAttempt) for record in records if record is not None]
     paid = next((attempt for attempt in attempts if attempt["attempt_id"] == payment.get("paid_attempt_id")), None)
     return {
         "payment_id": payment["payment_id"], "state": payment["state"], "run_id": payment["run_id"],

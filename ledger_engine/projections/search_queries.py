@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import chain
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ledger_engine.application.value_codec import decode_record
 from ledger_engine.domain.schema.money_allocation import CORRECTION_REQUEST_PREFIX
@@ -75,15 +75,16 @@ def _by_value(view: LedgerView, kinds: tuple[str, ...], matches: Callable[[str],
     if "payment" in kinds:
         for _key, attempt in view.records(ATTEMPT_PREFIX):
             if matches(attempt.data["transaction_hash"]):
-                payment = view.record(payment_key(attempt.data["payment_id"]))
-                yield _found("payment", attempt.data["payment_id"], BY_TRANSACTION_HASH, payment.data)
+                payment_id = attempt.data["payment_id"]
+                payment = view.require_record(payment_key(payment_id), f"payment {payment_id}")
+                yield _found("payment", payment_id, BY_TRANSACTION_HASH, payment.data)
     if "recipient" in kinds:
         for _key, recipient in view.records(RECIPIENT_PREFIX):
             if matches(recipient.data["payout_address"]):
                 yield _found("recipient", recipient.data["recipient_id"], BY_PAYOUT_ADDRESS, recipient.data)
 
 
-def _found(kind: str, record_id: str, matched: str, data: dict) -> FoundRecord:
+def _found(kind: str, record_id: str, matched: str, data: dict[str, Any]) -> FoundRecord:
     field = STATUS_FIELDS.get(kind)
     return FoundRecord(kind, record_id, matched, data[field] if field else "")
 

@@ -15,11 +15,11 @@ CHANGE_PREFIX = key("staff_change") + "/"
 
 def changes(view: LedgerView, status: str = "", account_id: str = "") -> list[StaffChange]:
     """Staff changes by change ID, those in ``status`` and about ``account_id`` where given."""
-    return [record.data for _key, record in view.records(CHANGE_PREFIX)
+    return [record.data_as(StaffChange) for _key, record in view.records(CHANGE_PREFIX)
             if (not status or record.data["status"] == status)
             and (not account_id or record.data["target"] == account_id)]
 
 
 def change(view: LedgerView, change_id: str) -> StaffChange | None:
     record = view.record(change_key(change_id))
-    return record.data if record else None
+    return record.data_as(StaffChange) if record else None

@@ -9,7 +9,7 @@ the live database; callers show the head sequence they read at (docs/adr/0002).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any, Callable, TypedDict
 
 import orjson
 
@@ -17,6 +17,7 @@ from ledger_engine.domain.schema.streaming import (
     Hold, ListenedWork, ListenerDay, Node, NodeHealth, Receipt, Session, hold_key, listener_day_key,
     node_health_key, node_key, receipt_key, session_key,
 )
+from ledger_engine.domain.view import Shape
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import INDEXES, STATE
 from ledger_engine.projections.budget_queries import listener_day_stake
@@ -71,10 +72,10 @@ def open_hold_counts(view: LedgerView) -> dict[str, int]:
 
 def session_evidence(view: LedgerView, session_id: str) -> SessionEvidence | None:
     """A session with its grants, receipts, decisions, holds and the nodes that served it."""
-    session: Session | None = _data(view, session_key(session_id))
+    session = _data(view, session_key(session_id), Session)
     if session is None:
         return None
-    evidence: dict[str, list] = {"grant": [], "receipt": [], "decision": [], "hold": []}
+    evidence: dict[str, list[dict[str, Any]]] = {"grant": [], "receipt": [], "decision": [], "hold": []}
     prefix = key("session_evidence", session_id) + "/"
     for (kind, item_id, *revision), value in view.entries(prefix, limit=MAX_SESSION_ENTRIES):
         entry = {"id": item_id, **value}
@@ -88,7 +89,7 @@ def session_evidence(view: LedgerView, session_id: str) -> SessionEvidence | Non
         "receipts": evidence["receipt"],
         "decisions": evidence["decision"],
         "holds": evidence["hold"],
-        "nodes": {node_id: _data(view, node_key(node_id)) for node_id in node_ids},
+        "nodes": {node_id: _data(view, node_key(node_id), Node) for node_id in node_ids},
     }
 
 
@@ -98,10 +99,11 @@ def hold_detail(view: LedgerView, hold_id: str) -> HoldDetail | None:
     record = view.record(hold_key(hold_id))
     if record is None:
         return None
-    hold: Hold = record.data
-    return {"hold": hold, "revision": record.revision, "at_stake": listener_day_stake(view, hold["listener_id"],
-                                                                                     hold["day"]),
-            "receipt": _data(view, receipt_key(hold["receipt_id"])), "evidence": session_evidence(view, hold["session_id"])}
+    hold = record.data_as(Hold)
+    return {"hold": hold, "revision": record.revision,
+            "at_stake": listener_day_stake(view, hold["listener_id"], hold["day"]),
+            "receipt": _data(view, receipt_key(hold["receipt_id"]), Receipt),
+            "evidence": session_evidence(view, hold["session_id"])}
 
 
 def hold_revision(view: LedgerView, hold_id: str) -> int | None:
@@ -121,28 +123,29 @@ def current_decision(view: LedgerView, receipt_id: str) -> dict[str, Any] | None
 
 def node_history(view: LedgerView, node_id: str, *, start: str | None = None, limit: int = 100) -> NodeHistory | None:
     """A node with its key versions, latest health and event history (admission, status, keys, health)."""
-    node: Node | None = _data(view, node_key(node_id))
+    node = _data(view, node_key(node_id), Node)
     if node is None:
         return None
     history = _page(view, key("node_history", node_id) + "/", start, limit, lambda _, event: event)
-    return {"node": node, "health": _data(view, node_health_key(node_id)), "history": history}
+    return {"node": node, "health": _data(view, node_health_key(node_id), NodeHealth), "history": history}
 
 
 def listener_day(view: LedgerView, listener_id: str, day: int) -> ListenerDay | None:
     """The closed record of a listener-day, or ``None`` while it is open."""
-    return _data(view, listener_day_key(listener_id, day))
+    return _data(view, listener_day_key(listener_id, day), ListenerDay)
 
 
 def eligible_duration_per_work(view: LedgerView, listener_id: str, day: int) -> list[ListenedWork]:
     """Eligible listened milliseconds per work and rights version of a closed listener-day."""
     prefix = key("listener_day_work", listener_id, seq20(day)) + "/"
-    return [{"work_id": work_id, "rights_version": int(version), **value}
+    return [{"work_id": work_id, "rights_version": int(version), "listened_ms": value["listened_ms"]}
             for (work_id, version), value in view.entries(prefix, limit=MAX_SESSION_ENTRIES)]
 
 
-def _page(view: LedgerView, prefix: str, start: str | None, limit: int, item) -> Page:
+def _page(view: LedgerView, prefix: str, start: str | None, limit: int,
+          item: Callable[[str, dict[str, Any]], dict[str, Any]]) -> Page:
     """Up to ``limit`` index entries under ``prefix`` from the key ``start`` on, and the key that follows them."""
-    rows = []
+    rows: list[tuple[str, dict[str, Any]]] = []
     for raw_key, raw in view.scan(INDEXES, prefix.encode(), start.encode() if start else None):
         if len(rows) > limit:
             break
@@ -151,9 +154,9 @@ def _page(view: LedgerView, prefix: str, start: str | None, limit: int, item) ->
     return Page([item(index_key, value) for index_key, value in rows[:limit]], following)
 
 
-def _data(view: LedgerView, record_key: str) -> Any:
+def _data(view: LedgerView, record_key: str, shape: type[Shape]) -> Shape | None:
     record = view.record(record_key)
-    return record.data if record else None
+    return record.data_as(shape) if record else None
 
 
 def _last(index_key: str) -> str:

@@ -8,13 +8,13 @@ data and the sequence it names belong together (docs/adr/0046).
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterator, Protocol, overload
 
 import orjson
 
 from ledger_engine.application.value_codec import decode_record
 from ledger_engine.application.transition import HEAD_KEY
-from ledger_engine.domain.view import Record
+from ledger_engine.domain.view import Record, Shape
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import INDEXES, META, OUTBOX, STATE
 
@@ -25,6 +25,15 @@ class ReadableStore(Protocol):
     def scan(self, family: str, prefix: bytes = b"", start: bytes | None = None) -> Iterator[tuple[bytes, bytes]]: ...
 
 
+def head_sequence(store: ReadableStore) -> int:
+    """The sequence of the last command ``store`` holds; NOT_FOUND before its genesis."""
+    raw = store.get(META, HEAD_KEY)
+    if raw is None:
+        raise LedgerError(ErrorCode.NOT_FOUND, "no initialised ledger")
+    sequence: int = orjson.loads(raw)["sequence"]
+    return sequence
+
+
 class LedgerView:
     """Point reads and prefix scans of state, the outbox and the indexes, at the sequence it was opened at."""
 
@@ -32,10 +41,7 @@ class LedgerView:
 
     def __init__(self, store: ReadableStore) -> None:
         self._store = store
-        raw = store.get(META, HEAD_KEY)
-        if raw is None:
-            raise LedgerError(ErrorCode.NOT_FOUND, "no initialised ledger")
-        self.sequence: int = orjson.loads(raw)["sequence"]
+        self.sequence = head_sequence(store)
 
     def get(self, family: str, key: bytes) -> bytes | None:
         """A raw value, for the selectors that read the journal, deltas and events (accounting, journal_queries)."""
@@ -48,12 +54,24 @@ class LedgerView:
         raw = self._store.get(STATE, key.encode())
         return decode_record(raw) if raw is not None else None
 
-    def require(self, key: str, what: str) -> dict[str, Any]:
-        """A state record's data, or NOT_FOUND naming ``what``."""
+    @overload
+    def require(self, key: str, what: str) -> dict[str, Any]: ...
+
+    @overload
+    def require(self, key: str, what: str, shape: type[Shape]) -> Shape: ...
+
+    def require(self, key: str, what: str, shape: type[Shape] | None = None) -> dict[str, Any] | Shape:
+        """A state record's data, as the record type ``shape`` its key stores where given; NOT_FOUND naming ``what``
+        when there is none."""
+        record = self.require_record(key, what)
+        return record.data if shape is None else record.data_as(shape)
+
+    def require_record(self, key: str, what: str) -> Record:
+        """A state record, or NOT_FOUND naming ``what``."""
         record = self.record(key)
         if record is None:
             raise LedgerError(ErrorCode.NOT_FOUND, f"{what} does not exist")
-        return record.data
+        return record
 
     def records(self, prefix: str, *, after: str | None = None) -> Iterator[tuple[str, Record]]:
         """State records under ``prefix`` in key order, those after the key ``after`` where given."""
@@ -72,6 +90,7 @@ class LedgerView:
         return decode_record(raw) if raw is not None else None
 
     def entry(self, key: str) -> dict[str, Any] | None:
+        """An index entry: the JSON object a projection wrote, of no record type."""
         raw = self._store.get(INDEXES, key.encode())
         return orjson.loads(raw) if raw is not None else None
 
