@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ledger_engine.canonical import COMMAND_DOMAIN, MAX_SAFE_INTEGER, canonical_bytes, sha256_hex
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.keys import IDENTIFIER_PATTERN
+from ledger_engine.keys import IDENTIFIER_PATTERN as IDENTIFIER_PATTERN  # the public name the edges validate IDs by
 
 # Pydantic searches patterns unanchored, so every pattern here carries ^ and $.
 MAX_ENVELOPE_BYTES = 1024 * 1024
@@ -71,7 +71,10 @@ def envelope_hash(canonical: bytes) -> str:
     return sha256_hex(COMMAND_DOMAIN.encode() + canonical)
 
 
-def pydantic_error_code(error: ValidationError, default: ErrorCode) -> tuple[ErrorCode, str]:
+Code = TypeVar("Code", bound=str)  # the default's code set: the ledger's, or an edge's own
+
+
+def pydantic_error_code(error: ValidationError, default: Code) -> tuple[ErrorCode | Code, str]:
     """Map the first validation problem to a stable code and a readable detail."""
     first = error.errors()[0]
     location = ".".join(str(part) for part in first["loc"]) or "(root)"

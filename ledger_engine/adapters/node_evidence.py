@@ -41,7 +41,7 @@ class NodeEvidenceAdapter:
 
     def _require_signed_in_force(self, signed: SignedDocument, node_id: str, version: int, at_ms: int) -> None:
         node = self.gateway.existing(STATE, node_key(node_id), f"node {node_id}")
-        entry = key_in_force(node.data_as(Node), at_ms)
+        entry = key_in_force(node.data_as(Node)["key_versions"], at_ms)
         if entry is None or entry["version"] != version:
             raise LedgerError(ErrorCode.KEY_NOT_VALID,
                               f"key version {version} of node {node_id} was not the one in force at {at_ms}")

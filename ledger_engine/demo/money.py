@@ -30,7 +30,7 @@ from ledger_engine.domain.allocation_policy import ARTIST, Listening, PlannedLin
 from ledger_engine.domain.commands.money.allocation import POLICY_KEY, ListenerDayInputs
 from ledger_engine.domain.commands.money.budgets import slice_for_day
 from ledger_engine.domain.commands.money.corrections import RequestCorrectionPayload, freeze_request, request_hash
-from ledger_engine.domain.schema.money_allocation import DayLineArtifact, budget_key
+from ledger_engine.domain.schema.money_allocation import BudgetTerms, DayLineArtifact, budget_key
 from ledger_engine.domain.schema.streaming import listener_day_key
 from ledger_engine.domain.commands.streaming.policy import day_of
 from ledger_engine.domain.ruleset import LONDON_1_POLICY
@@ -74,7 +74,8 @@ class _Budget:
     """The stage's copy of a budget's funding: enough to compute its day slices."""
 
     budget_id: str
-    record: dict[str, Any]
+    period_id: str
+    terms: BudgetTerms
 
 
 def build_money(builder: DemoBuilder, cast: Cast, *, days: int) -> None:
@@ -114,17 +115,17 @@ def _fund(builder: DemoBuilder, period: dict[str, Any], allocation: Allocation) 
                      "draws": [{"lot_id": lot_id, "amount": str(amount)}]}],
     }, actor=INGEST, evidence=[evidence])
     allocation.budget_revisions[budget_id] = 1
-    record = {"period_id": period["period_id"], "first_day": day_of(period["start_ms"]), "days": period["days"],
-              "lots": [{"lot_id": lot_id, "amount": str(amount), "version": 1}]}
-    return _Budget(budget_id, record)
+    terms: BudgetTerms = {"first_day": day_of(period["start_ms"]), "days": period["days"],
+                          "lots": [{"lot_id": lot_id, "amount": str(amount), "version": 1}]}
+    return _Budget(budget_id, period["period_id"], terms)
 
 
 def _add_to(builder: DemoBuilder, budget: _Budget, lot_id: str, allocation: Allocation) -> None:
     """A finance-approved addition of one listener-day's worth, drawn from an earlier lot."""
     builder.add("ImportFunding", {"budgets": [{
-        "budget_id": budget.budget_id, "period_id": budget.record["period_id"], "version": 2,
+        "budget_id": budget.budget_id, "period_id": budget.period_id, "version": 2,
         "draws": [{"lot_id": lot_id, "amount": str(USDC_PER_LISTENER_DAY)}]}]}, actor=ALLOCATOR)
-    budget.record["lots"].append({"lot_id": lot_id, "amount": str(USDC_PER_LISTENER_DAY), "version": 2})
+    budget.terms["lots"].append({"lot_id": lot_id, "amount": str(USDC_PER_LISTENER_DAY), "version": 2})
     allocation.budget_revisions[budget.budget_id] += 1
 
 
@@ -153,7 +154,7 @@ def _inputs(cast: Cast, budget: _Budget, closed: dict[str, Any], allocation: All
     revisions = {listener_day_key(closed["listener_id"], closed["day"]): 1, POLICY_KEY: 1,
                  budget_key(budget.budget_id): allocation.budget_revisions[budget.budget_id]}
     return ListenerDayInputs(closed["listener_id"], closed["day"], budget.budget_id,
-                             slice_for_day(budget.record, closed["day"]), listening, serving, POLICY, revisions)
+                             slice_for_day(budget.terms, closed["day"]), listening, serving, POLICY, revisions)
 
 
 def _day_to_freeze(closed_days: list[dict[str, Any]]) -> int | None:

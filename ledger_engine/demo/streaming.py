@@ -32,7 +32,7 @@ from ledger_engine.canonical import sha256_hex
 from ledger_engine.demo.builder import DAY_MS, DemoBuilder, fixture_address, fixture_digest
 from ledger_engine.demo.foundation import ADMIN, INGEST, Cast
 from ledger_engine.domain.schema.streaming import hold_key, listener_activity_key, node_key, work_key
-from ledger_engine.domain.commands.streaming.nodes import key_in_force
+from ledger_engine.domain.commands.streaming.nodes import KeyWindow, key_in_force
 from ledger_engine.layout import STATE
 
 COORDINATOR = "demo-coordinator"
@@ -127,7 +127,7 @@ class NodeView:
     node_id: str
     status: str = "pending"
     revision: int = 1
-    key_versions: list[dict[str, Any]] = field(default_factory=list)
+    key_versions: list[KeyWindow] = field(default_factory=list)
     observed_at_ms: int | None = None
 
     def add_key(self, valid_from_ms: int) -> None:
@@ -135,7 +135,7 @@ class NodeView:
                                   "valid_until_ms": None})
 
     def version_at(self, timestamp_ms: int) -> int:
-        in_force = key_in_force({"key_versions": self.key_versions}, timestamp_ms)
+        in_force = key_in_force(self.key_versions, timestamp_ms)
         assert in_force is not None, f"{self.node_id} signs only with a key in force"
         return in_force["version"]
 
@@ -279,9 +279,9 @@ class StreamingScenario:
     def rotate(self, node_id: str, *, valid_from_ms: int, compromised_since_ms: int | None = None) -> None:
         node = self.nodes[node_id]
         current = node.key_versions[-1]
-        request = {"node_id": node_id, "version": current["version"] + 1,
-                   "public_key": public_key_hex(node_signing_key(node_id, current["version"] + 1)),
-                   "valid_from_ms": valid_from_ms}
+        request: dict[str, Any] = {"node_id": node_id, "version": current["version"] + 1,
+                                   "public_key": public_key_hex(node_signing_key(node_id, current["version"] + 1)),
+                                   "valid_from_ms": valid_from_ms}
         if compromised_since_ms is None:
             signed = sign(node_signing_key(node_id, current["version"]), KEY_ROTATION, request)
             payload = {**request, "reason": "scheduled", "evidence_digest": sha256_hex(signed.evidence_bytes())}

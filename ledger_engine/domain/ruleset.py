@@ -6,7 +6,7 @@ names any other version is refused before admission: unknown rules fail closed.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal, TypedDict, get_args
 
 from ledger_engine.errors import ErrorCode, LedgerError
 
@@ -36,7 +36,15 @@ OWNER_ROLE = "ledger-owner"
 ASSETS = {"USDC": 6, "GBP": 2}
 
 # docs/spec/allocation-policy.md: the london-1 allocation policy, fixed in genesis.
-LONDON_1_POLICY = {
+class AllocationPolicyTerms(TypedDict):
+    """The allocation policy a ruleset's genesis records: the pools' basis points and how splits round."""
+
+    operator_pool_bps: int
+    porto_retained_bps: int
+    split_rounding: str
+
+
+LONDON_1_POLICY: AllocationPolicyTerms = {
     "operator_pool_bps": 1500,
     "porto_retained_bps": 1000,
     "split_rounding": "largest-remainder-canonical-id",

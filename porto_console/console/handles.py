@@ -22,7 +22,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.http import Http404
 
-from ledger_engine.keys import IDENTIFIER_PATTERN
+from ledger_engine.envelope import IDENTIFIER_PATTERN
 
 
 @lru_cache(maxsize=4)

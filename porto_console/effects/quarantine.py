@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from ledger_engine.keys import IDENTIFIER_PATTERN
+from ledger_engine.envelope import IDENTIFIER_PATTERN
 
 _EFFECT_ID = re.compile(IDENTIFIER_PATTERN)
 

@@ -37,9 +37,8 @@ from ledger_engine.adapters import command_answers
 from ledger_engine.adapters.command_answers import INTERNAL_API, Journalled
 from ledger_engine.adapters.gateway import CommandGateway, Unstored, require_not_owners
 from ledger_engine.application.transition import CommandOutcome
-from ledger_engine.envelope import UUID_PATTERN
+from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.keys import IDENTIFIER_PATTERN
 from ledger_engine.projections.effect_queries import expected_effect_revision
 from porto_console.effects.transactions import NotATransfer, TransferTerms, decode_transfer
 from porto_console.internal_api.errors import ApiCode, ApiError

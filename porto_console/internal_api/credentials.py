@@ -37,7 +37,7 @@ from ninja.security import HttpBearer
 from ledger_engine.domain.actors import LEDGER_OWNER, role_conflict
 from ledger_engine.domain.registry import registered_types, spec_for
 from ledger_engine.domain.ruleset import ROLES
-from ledger_engine.keys import IDENTIFIER_PATTERN
+from ledger_engine.envelope import IDENTIFIER_PATTERN
 from porto_console.internal_api.errors import ApiCode, ApiError
 from porto_console.internal_api.models import WorkerCredential
 

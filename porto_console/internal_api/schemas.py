@@ -10,8 +10,7 @@ from pydantic import ConfigDict, Field, field_validator
 from ledger_engine.canonical import MAX_SAFE_INTEGER
 from ledger_engine.domain.registry import registered_types
 from ledger_engine.domain.types import Digest
-from ledger_engine.envelope import UUID_PATTERN, ExpectedRevision
-from ledger_engine.keys import IDENTIFIER_PATTERN
+from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN, ExpectedRevision
 
 _COMPONENT = IDENTIFIER_PATTERN.removeprefix("^").removesuffix("$")
 EFFECT_CURSOR = f"^{_COMPONENT}/{_COMPONENT}$"  # "<kind>/<effect_id>" of the last effect on a page

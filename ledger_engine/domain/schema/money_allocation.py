@@ -54,6 +54,14 @@ class LotDrawRecord(TypedDict):
     version: int
 
 
+class BudgetTerms(TypedDict):
+    """What a budget's day slices are computed from: its period's days and its funding versions' lots."""
+
+    first_day: int
+    days: int
+    lots: list[LotDrawRecord]
+
+
 class Budget(TypedDict):
     budget_id: str
     period_id: str

@@ -25,8 +25,8 @@ from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.domain.actors import GUARDED_ROLES, STAFF_ROLES, WORKER_ROLES, role_conflict
 from ledger_engine.domain.commands.accounts import AccountKind
 from ledger_engine.domain.ruleset import ROLES
+from ledger_engine.envelope import IDENTIFIER_PATTERN
 from ledger_engine.errors import LedgerError
-from ledger_engine.keys import IDENTIFIER_PATTERN
 from porto_console.console import actions, commands
 from porto_console.console.commands import new_command_id
 from porto_console.console.forms import CommandForm

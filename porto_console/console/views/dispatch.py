@@ -17,7 +17,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from ledger_engine.domain.commands.dispatch_switch import DeclineReason
-from ledger_engine.keys import IDENTIFIER_PATTERN
+from ledger_engine.envelope import IDENTIFIER_PATTERN
 from porto_console.console import actions
 from porto_console.console.commands import CommandRequest
 from porto_console.console.forms import CommandForm, ReasonField, StepUpForm

@@ -38,7 +38,9 @@ from ledger_engine.domain.invariants import CONSERVATION_KEY, ledger_mismatches
 from ledger_engine.domain.postings import credit, debit, post
 from ledger_engine.domain.provenance import created
 from ledger_engine.domain.registry import Payload, RuleContext, command
-from ledger_engine.domain.schema.money_allocation import Budget, BudgetTerm, budget_key, funding_sentinel_key
+from ledger_engine.domain.schema.money_allocation import (
+    Budget, BudgetTerm, BudgetTerms, budget_key, funding_sentinel_key,
+)
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
@@ -133,7 +135,7 @@ def _addition_target(ctx: RuleContext, funding: BudgetFunding) -> Budget:
     return budget
 
 
-def version_amounts(budget: Budget) -> list[int]:
+def version_amounts(budget: BudgetTerms) -> list[int]:
     """What each funding version brought, in version order."""
     totals: dict[int, int] = {}
     for entry in budget["lots"]:
@@ -141,12 +143,12 @@ def version_amounts(budget: Budget) -> list[int]:
     return [totals[version] for version in sorted(totals)]
 
 
-def day_index(budget: Budget, day: int) -> int:
+def day_index(budget: BudgetTerms, day: int) -> int:
     """A UTC day number's position ``d`` in the budget's period, counting from 1."""
     return day - budget["first_day"] + 1
 
 
-def slice_for_day(budget: Budget, day: int) -> int:
+def slice_for_day(budget: BudgetTerms, day: int) -> int:
     index = day_index(budget, day)
     return checked_sum(day_slice(amount, index, budget["days"]) for amount in version_amounts(budget))
 

@@ -14,7 +14,7 @@ or key.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, Sequence, TypedDict, TypeVar
 
 from pydantic import Field, model_validator
 
@@ -131,14 +131,26 @@ def key_version(node: Node, version: int) -> KeyVersion | None:
     return next((item for item in node["key_versions"] if item["version"] == version), None)
 
 
-def key_valid_at(entry: KeyVersion, timestamp_ms: int) -> bool:
+class KeyWindow(TypedDict):
+    """When a key version is valid: from ``valid_from_ms``, until ``valid_until_ms`` (excluded) if it ended."""
+
+    version: int
+    valid_from_ms: int
+    valid_until_ms: int | None
+
+
+Window = TypeVar("Window", KeyVersion, KeyWindow)
+
+
+def key_valid_at(entry: KeyVersion | KeyWindow, timestamp_ms: int) -> bool:
     until = entry["valid_until_ms"]
     return entry["valid_from_ms"] <= timestamp_ms and (until is None or timestamp_ms < until)
 
 
-def key_in_force(node: Node, timestamp_ms: int) -> KeyVersion | None:
-    """The key version valid at ``timestamp_ms``; versions never overlap, so there is at most one."""
-    return next((entry for entry in node["key_versions"] if key_valid_at(entry, timestamp_ms)), None)
+def key_in_force(key_versions: Sequence[Window], timestamp_ms: int) -> Window | None:
+    """The key version of ``key_versions`` (a node's) valid at ``timestamp_ms``; versions never overlap, so there
+    is at most one."""
+    return next((entry for entry in key_versions if key_valid_at(entry, timestamp_ms)), None)
 
 
 def require_routable(ctx: RuleContext, node_id: str, rendition_id: str) -> None:
@@ -148,7 +160,7 @@ def require_routable(ctx: RuleContext, node_id: str, rendition_id: str) -> None:
     health = require_fresh_health(ctx, node_id)
     require(rendition_id in health["inventory"], ErrorCode.INVALID_REFERENCE,
             f"node {node_id} did not report holding rendition {rendition_id}")
-    require(key_in_force(node, ctx.now_ms) is not None, ErrorCode.KEY_NOT_VALID, f"node {node_id} has no key valid now")
+    require(key_in_force(node["key_versions"], ctx.now_ms) is not None, ErrorCode.KEY_NOT_VALID, f"node {node_id} has no key valid now")
 
 
 def require_fresh_health(ctx: RuleContext, node_id: str) -> NodeHealth:
@@ -226,7 +238,7 @@ def _require_ready(ctx: RuleContext, p: ChangeNodeStatusPayload, node: Node) -> 
         require(getattr(readiness, check), ErrorCode.INVALID_STATE, f"readiness check {check} has not passed")
     require_evidence(ctx, readiness.evidence_digest)
     require_fresh_health(ctx, p.node_id)
-    require(key_in_force(node, ctx.now_ms) is not None, ErrorCode.KEY_NOT_VALID,
+    require(key_in_force(node["key_versions"], ctx.now_ms) is not None, ErrorCode.KEY_NOT_VALID,
             f"node {p.node_id} has no key valid now")
     return shaped(readiness.model_dump(mode="json"), ReadinessChecks)
 
