@@ -29,6 +29,7 @@ from ledger_engine.domain.schema.money_payouts import (
     Recipient, RecipientUpdate, Statement, attempt_key, batch_key, payment_key, recipient_key, run_key, statement_key,
     update_key,
 )
+from ledger_engine.domain.schema.streaming import work_key
 from ledger_engine.domain.view import Record
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
@@ -164,10 +165,20 @@ def _payment_detail(view: LedgerView, frozen: PlannedPayment) -> dict[str, Any]:
                            "effect_id", "attempt_ids", "paid_attempt_id", "cancel_reason")),
         "held_for": payment.get("held_for"),
         "superseded_by": payment.get("superseded_by"),
-        "lines": [{name: line.get(name) for name in ("line_id", "role", "listener_id", "day", "budget_id", "amount",
-                                                     "status", "artifact")} for line in lines],
+        "lines": [_line_shown(view, line) for line in lines],
         "lines_total": format_amount(checked_sum(parse_amount(line["amount"]) for line in lines)),
     }
+
+
+def _line_shown(view: LedgerView, line: AllocationLine) -> dict[str, Any]:
+    """A run's line as its page lists it: what it is, and the work it pays for with the work's title if it has
+    one."""
+    shown: dict[str, Any] = {name: line.get(name) for name in ("line_id", "role", "listener_id", "day", "budget_id",
+                                                                "amount", "status", "artifact", "work_id")}
+    work = view.record(work_key(line["work_id"])) if line.get("work_id") else None
+    if work is not None and "title" in work.data:
+        shown["title"] = work.data["title"]
+    return shown
 
 
 def aggregate_state(status: str, payments: list[tuple[str, str | None]]) -> dict[str, Any]:

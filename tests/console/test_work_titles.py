@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from django.template.loader import render_to_string
 
-from ledger_engine.domain.commands.money.lines import line_key
 from ledger_engine.domain.schema.streaming import work_key
 from ledger_engine.layout import STATE
-from ledger_engine.projections import payout_queries
 from ledger_engine.projections.statement_index import confirmed_statement
 from porto_console.console.handles import seal
 from porto_console.ledger import gateway
@@ -53,24 +50,7 @@ def test_a_statements_page_lists_its_lines_with_each_works_title_beside_its_id(l
     assert listed.count("<tr>") == len(statement["lines"]) + 1  # its head, and every line
 
 
-@pytest.fixture
-def runs_name_works(monkeypatch):
-    """The run's selector as the page needs it: each line with its work and the work's title, read from the state
-    the run was read at (``payout_queries.run_detail`` does not carry them yet)."""
-    plain = payout_queries.run_detail
-
-    def with_works(view, run_id):
-        run = plain(view, run_id)
-        for line in (line for payment in run["payments"] for line in payment["lines"]):
-            work_id = view.require(line_key(line["line_id"]), line["line_id"]).get("work_id")
-            work = view.record(work_key(work_id)).data if work_id else {}
-            line.update({"work_id": work_id, **({"title": work["title"]} if "title" in work else {})})
-        return run
-
-    monkeypatch.setattr(payout_queries, "run_detail", with_works)
-
-
-def test_a_runs_page_shows_each_artist_lines_work_title_beside_its_id(ledger, client_as, runs_name_works):
+def test_a_runs_page_shows_each_artist_lines_work_title_beside_its_id(ledger, client_as):
     run = next(row["data"] for _, row in ledger.scan(STATE, "payment_run/", limit=100)
                if row["data"]["status"] == "approved")
     page = client_as("finance").get(f"/ledger/payouts/{seal('run', run['run_id'])}/").content.decode()
