@@ -64,7 +64,7 @@ FAST_SCRATCH ?= $(if $(wildcard /dev/shm/.),/dev/shm/porto-test-fast,$(CURDIR)/v
 PSQL := psql -h 127.0.0.1 -U postgres
 PEER_DATABASES := porto_bench_hordak porto_bench_eventsourcing
 
-.PHONY: setup setup-test setup-bench lock run test test-fast bench bench-databases clean
+.PHONY: setup setup-test setup-bench lock run test test-fast screenshots bench bench-databases clean
 
 setup: $(RUN_STAMP)
 
@@ -131,6 +131,12 @@ $(SSHD):
 # The proxy test runs the shipped deploy/nginx/porto-console.conf under Debian's nginx (a slow test: not in test-fast).
 $(NGINX):
 	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nginx
+
+# The README's screenshots, taken by the browser tests that walk the screens they show.
+screenshots: setup-test $(CHROMIUM) $(REDIS_SERVER)
+	PORTO_SCREENSHOTS=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q -m browser \
+	  tests/console/test_browser.py tests/console/test_readme_walk.py tests/console/test_verify_page.py \
+	  tests/console/test_accounting_browser.py
 
 bench: setup-bench $(REDIS_SERVER) bench-databases
 	$(BIN)/python -m benchmarks
