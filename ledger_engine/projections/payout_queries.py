@@ -133,7 +133,8 @@ def expected_run_revision(run_id: str, revision: int) -> dict[str, Any]:
 def run_detail(view: LedgerView, run_id: str) -> dict[str, Any]:
     """A run as frozen, each payment with its state and lines, totals by payment state, and the hash rechecked."""
     run = view.require(run_key(run_id), f"payout run {run_id}", PayoutRun)
-    payments = [_payment_detail(view, frozen) for frozen in run["frozen"]["payments"]]
+    titles = _WorkTitles(view)
+    payments = [_payment_detail(view, frozen, titles) for frozen in run["frozen"]["payments"]]
     totals: dict[str, int] = Counter()
     for payment in payments:
         totals[payment["state"]] += parse_amount(payment["amount"])
@@ -156,7 +157,7 @@ def run_detail(view: LedgerView, run_id: str) -> dict[str, Any]:
     }
 
 
-def _payment_detail(view: LedgerView, frozen: PlannedPayment) -> dict[str, Any]:
+def _payment_detail(view: LedgerView, frozen: PlannedPayment, titles: "_WorkTitles") -> dict[str, Any]:
     payment = view.require(payment_key(frozen["payment_id"]), f"payment {frozen['payment_id']}", Payment)
     lines = [view.require(line_key(line_id), f"allocation line {line_id}", AllocationLine)
              for line_id in frozen["line_ids"]]
@@ -165,19 +166,32 @@ def _payment_detail(view: LedgerView, frozen: PlannedPayment) -> dict[str, Any]:
                            "effect_id", "attempt_ids", "paid_attempt_id", "cancel_reason")),
         "held_for": payment.get("held_for"),
         "superseded_by": payment.get("superseded_by"),
-        "lines": [_line_shown(view, line) for line in lines],
+        "lines": [_line_shown(line, titles) for line in lines],
         "lines_total": format_amount(checked_sum(parse_amount(line["amount"]) for line in lines)),
     }
 
 
-def _line_shown(view: LedgerView, line: AllocationLine) -> dict[str, Any]:
+class _WorkTitles(dict[str, str | None]):
+    """Each work's display title (none if it has none), read once for a whole run."""
+
+    def __init__(self, view: LedgerView) -> None:
+        super().__init__()
+        self.view = view
+
+    def __missing__(self, work_id: str) -> str | None:
+        work = self.view.record(work_key(work_id))
+        title = self[work_id] = work.data.get("title") if work is not None else None
+        return title
+
+
+def _line_shown(line: AllocationLine, titles: _WorkTitles) -> dict[str, Any]:
     """A run's line as its page lists it: what it is, and the work it pays for with the work's title if it has
     one."""
     shown: dict[str, Any] = {name: line.get(name) for name in ("line_id", "role", "listener_id", "day", "budget_id",
                                                                 "amount", "status", "artifact", "work_id")}
-    work = view.record(work_key(line["work_id"])) if line.get("work_id") else None
-    if work is not None and "title" in work.data:
-        shown["title"] = work.data["title"]
+    title = titles[line["work_id"]] if line.get("work_id") else None
+    if title is not None:
+        shown["title"] = title
     return shown
 
 

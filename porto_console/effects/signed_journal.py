@@ -33,6 +33,7 @@ from typing import Any, Callable, ClassVar, Generic, Iterator, Protocol, Sequenc
 import orjson
 
 from ledger_engine.canonical import canonical_bytes, domain_hash
+from porto_console.effects.chain import Signed
 
 GENESIS = "0" * 64
 
@@ -60,30 +61,16 @@ class JournalConflict(Exception):
         return f"{self.code}: {self.args[1]}"
 
 
-class SignedRecord(Protocol):
+class SignedRecord(Signed, Protocol):
     """A journalled record: a frozen dataclass (its fields are what is hashed and written) of one signed transaction."""
 
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
-
-    @property
-    def transaction_hash(self) -> str: ...
-
-    @property
-    def sender(self) -> str: ...
-
-    @property
-    def sequence_number(self) -> int: ...
-
-    @property
-    def expiration_secs(self) -> int: ...
 
     @property
     def signed_bytes(self) -> bytes: ...
 
     @property
     def subject(self) -> str: ...
-
-    def payload_json(self) -> dict[str, Any]: ...
 
 
 R = TypeVar("R", bound=SignedRecord)

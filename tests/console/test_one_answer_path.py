@@ -7,9 +7,7 @@ from typing import Any
 
 import pytest
 
-from ledger_engine.adapters import gateway as gateway_module
 from ledger_engine.adapters.command_answers import CONSOLE, INTERNAL_API, Journalled
-from ledger_engine.application import admission, owner as owner_module
 from ledger_engine.errors import LedgerError
 from porto_console.console import commands as console_commands
 from porto_console.console.commands import CommandRequest
@@ -19,6 +17,7 @@ from porto_console.ledger import gateway
 from tests.conftest import GENESIS_ADMIN
 from tests.console.test_internal_api import COMMANDS, import_funding, ingest, ledger  # noqa: F401 (its fixtures)
 from tests.console.test_internal_api_batch import BATCH
+from tests.engine.test_gateway_admits_once import admissions  # noqa: F401 (its fixture)
 from tests.engine.test_readmission import account_request
 
 pytestmark = pytest.mark.django_db
@@ -79,20 +78,6 @@ class FromWorker:
 @pytest.fixture(params=["console", "internal-api"])
 def sender(request, ledger, ingest):  # noqa: F811 (the fixtures imported above)
     return FromConsole() if request.param == "console" else FromWorker(ingest)
-
-
-@pytest.fixture
-def admissions(monkeypatch, ledger):  # noqa: F811
-    """Every admission of an envelope from here on, by the gateway and by the owner alike."""
-    admitted: list[str] = []
-
-    def counted(document):
-        admitted.append(document["command_id"])
-        return admission.admit(document)
-
-    monkeypatch.setattr(gateway_module, "admit", counted)
-    monkeypatch.setattr(owner_module, "admit", counted)
-    return admitted
 
 
 def test_the_same_request_twice_is_journalled_once_and_answered_the_same(ledger, sender):  # noqa: F811

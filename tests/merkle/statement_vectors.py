@@ -333,20 +333,23 @@ def _malformed(made: Vectors) -> None:
             remove(("statement", "payment", "status")))
 
 
-def write() -> None:
-    made = vectors()
-    DIRECTORY.mkdir(parents=True, exist_ok=True)
-    for stale in DIRECTORY.glob("*.json"):
+def write(made: dict[str, tuple[bytes, dict[str, Any]]] | None = None, directory: Path = DIRECTORY) -> None:
+    """Commit a set of statement-file vectors (these by default) to ``directory``, with its ``expected.json``."""
+    made = vectors() if made is None else made
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.json"):
         stale.unlink()
     for name, (raw, _) in made.items():
-        (DIRECTORY / name).write_bytes(raw)
+        (directory / name).write_bytes(raw)
     expected = {name: verdict for name, (_, verdict) in sorted(made.items())}
-    EXPECTED.write_bytes(orjson.dumps(expected, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    (directory / EXPECTED.name).write_bytes(orjson.dumps(expected, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+                                            + b"\n")
 
 
-def committed() -> dict[str, tuple[bytes, dict[str, Any]]]:
-    expected = orjson.loads(EXPECTED.read_bytes())
-    return {name: ((DIRECTORY / name).read_bytes(), verdict) for name, verdict in expected.items()}
+def committed(directory: Path = DIRECTORY) -> dict[str, tuple[bytes, dict[str, Any]]]:
+    """The vectors committed in ``directory``: each file's bytes with the verdict ``expected.json`` gives it."""
+    expected = orjson.loads((directory / EXPECTED.name).read_bytes())
+    return {name: ((directory / name).read_bytes(), verdict) for name, verdict in expected.items()}
 
 
 def python_verdict(raw: bytes) -> dict[str, Any]:

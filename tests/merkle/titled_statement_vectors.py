@@ -13,15 +13,12 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ledger_engine.merkle.statement import StatementTree, statement_file_bytes
 from ledger_engine.projections.statement_index import statement_document
-from tests.merkle import checkpoint_keys
+from tests.merkle import checkpoint_keys, statement_vectors
 from tests.merkle.statement_vectors import ANCHOR, PERIOD, proof_id
 
 DIRECTORY = Path(__file__).resolve().parent / "vectors" / "titled_statements"
-EXPECTED = DIRECTORY / "expected.json"
 BATCH = {"batch_id": PERIOD["accounting_batch_id"], "window_start_ms": PERIOD["window_start_ms"],
          "window_end_ms": PERIOD["window_end_ms"]}
 DAY = 20_758  # 2026-11-01
@@ -66,19 +63,11 @@ def vectors() -> dict[str, tuple[bytes, dict[str, Any]]]:
 
 
 def write() -> None:
-    made = vectors()
-    DIRECTORY.mkdir(parents=True, exist_ok=True)
-    for stale in DIRECTORY.glob("*.json"):
-        stale.unlink()
-    for name, (raw, _) in made.items():
-        (DIRECTORY / name).write_bytes(raw)
-    expected = {name: verdict for name, (_, verdict) in sorted(made.items())}
-    EXPECTED.write_bytes(orjson.dumps(expected, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+    statement_vectors.write(vectors(), DIRECTORY)
 
 
 def committed() -> dict[str, tuple[bytes, dict[str, Any]]]:
-    expected = orjson.loads(EXPECTED.read_bytes())
-    return {name: ((DIRECTORY / name).read_bytes(), verdict) for name, verdict in expected.items()}
+    return statement_vectors.committed(DIRECTORY)
 
 
 if __name__ == "__main__":
