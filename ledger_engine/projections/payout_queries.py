@@ -301,14 +301,18 @@ def run_statements(view: LedgerView, run_id: str) -> dict[str, str]:
 
 
 def newest_confirmed_statements(view: LedgerView) -> dict[str, str]:
-    """Each recipient's newest statement whose index batch is confirmed (statement IDs in key order)."""
-    newest: dict[str, str] = {}
+    """Each recipient's newest statement whose index batch is confirmed: the one its latest index froze (statement
+    IDs are random, so their order says nothing of age)."""
+    newest: dict[str, Statement] = {}
     for _key, record in view.records(STATEMENT_PREFIX):
         statement = record.data_as(Statement)
         batch = view.record(batch_key(statement["index_batch_id"]))
-        if batch is not None and batch.data["state"] == "confirmed":
-            newest[statement["recipient_id"]] = statement["statement_id"]
-    return newest
+        if batch is None or batch.data["state"] != "confirmed":
+            continue
+        held = newest.get(statement["recipient_id"])
+        if held is None or statement["created"]["sequence"] > held["created"]["sequence"]:
+            newest[statement["recipient_id"]] = statement
+    return {recipient_id: statement["statement_id"] for recipient_id, statement in newest.items()}
 
 
 def covering_statements(view: LedgerView, run_id: str) -> Coverage:
