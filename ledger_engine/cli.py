@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import os
 import shutil
 import sys
 import queue
@@ -44,6 +43,7 @@ from ledger_engine.checkpoint.replay import replay_export
 from ledger_engine.checkpoint.verify import verify_export
 from ledger_engine.demo import demo_envelopes, demo_genesis
 from ledger_engine.demo.load import DEMO_SEED, load_demo
+from ledger_engine.environment import EnvironmentRefused, read_engine_environment
 from ledger_engine.errors import STORAGE_CODES, ErrorCode, LedgerError, StorageFault
 from ledger_engine.genesis import GENESIS_HASH_PATTERN, default_genesis, genesis_hash, validate_genesis
 from ledger_engine.merkle import verify_proof_document
@@ -73,9 +73,11 @@ def _require_data(args: argparse.Namespace) -> Path:
 def _trusted_genesis(args: argparse.Namespace) -> str | None:
     """``--genesis-hash``, else ``PORTO_GENESIS_HASH``: the genesis this deployment trusts, or None."""
     trusted: str | None = args.genesis_hash
-    if trusted is not None and not re.fullmatch(GENESIS_HASH_PATTERN, trusted):
-        raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, "--genesis-hash (PORTO_GENESIS_HASH) must be 64 lowercase "
-                                                        "hex digits, as init and head print it")
+    if trusted is None:
+        return read_engine_environment().genesis_hash
+    if not re.fullmatch(GENESIS_HASH_PATTERN, trusted):
+        raise LedgerError(ErrorCode.MALFORMED_ENVELOPE, "--genesis-hash must be 64 lowercase hex digits, as init "
+                                                        "and head print it")
     return trusted
 
 
@@ -307,9 +309,10 @@ def cmd_recover(args: argparse.Namespace) -> None:
 
 
 def _restic_password(password_file: str | None) -> str | None:
-    """``--password-file``, else ``RESTIC_PASSWORD``, else the file ``RESTIC_PASSWORD_FILE`` names, as restic reads them."""
-    named = password_file or (None if os.environ.get("RESTIC_PASSWORD") else os.environ.get("RESTIC_PASSWORD_FILE"))
-    return Path(named).read_text().strip() if named else os.environ.get("RESTIC_PASSWORD")
+    """``--password-file``, else ``RESTIC_PASSWORD`` or the file ``RESTIC_PASSWORD_FILE`` names (never both)."""
+    if password_file:
+        return Path(password_file).read_text().strip()
+    return read_engine_environment().restic_password.value()
 
 
 def cmd_rebuild_indexes(args: argparse.Namespace) -> None:
@@ -370,7 +373,7 @@ def cmd_demo_envelopes(args: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="porto-ledger", description=__doc__)
     parser.add_argument("--data", help="ledger data directory")
-    parser.add_argument("--genesis-hash", default=os.environ.get("PORTO_GENESIS_HASH"),
+    parser.add_argument("--genesis-hash",
                         help="the genesis hash this deployment trusts (default PORTO_GENESIS_HASH): verify, "
                              "verify-export, replay, restore and recover refuse history from any other genesis")
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -458,15 +461,21 @@ def main(argv: list[str] | None = None) -> int:
     except VerificationError as error:
         emit({"ok": False, "code": str(error.code), "item": error.item, "reason": error.reason})
         return 1
+    except EnvironmentRefused as refused:
+        return _report_failure(args, LedgerError(ErrorCode.MALFORMED_ENVELOPE, str(refused)))
     except LedgerError as error:
-        emit({"ok": False, **error.as_dict()})
-        if args.verb == "verify":
-            return 1  # verify answers "is this ledger good": any reason it is not is a failed verification
-        return EXIT_CODES.get(error.code, 2)
+        return _report_failure(args, error)
     except (OSError, FileExistsError) as error:
         emit({"ok": False, "code": "IO_ERROR", "detail": str(error)})
         return 2
     return status or 0
+
+
+def _report_failure(args: argparse.Namespace, error: LedgerError) -> int:
+    emit({"ok": False, **error.as_dict()})
+    if args.verb == "verify":
+        return 1  # verify answers "is this ledger good": any reason it is not is a failed verification
+    return EXIT_CODES.get(error.code, 2)
 
 
 if __name__ == "__main__":

@@ -12,15 +12,17 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Mapping
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from ledger_engine.environment import read_engine_environment
+
 MAX_BYTES = 16 * 1024 * 1024
 BACKUPS = 10
-ENVIRONMENT_VARIABLE = "PORTO_SECURITY_LOG"
 
 
 def default_path(data_dir: str | os.PathLike[str]) -> Path:
@@ -29,10 +31,9 @@ def default_path(data_dir: str | os.PathLike[str]) -> Path:
     return data.with_name(data.name + ".security.jsonl")
 
 
-def configured_path(data_dir: str | os.PathLike[str]) -> Path:
-    """``$PORTO_SECURITY_LOG`` when set, else ``default_path``."""
-    chosen = os.environ.get(ENVIRONMENT_VARIABLE)
-    return Path(chosen) if chosen else default_path(data_dir)
+def configured_path(data_dir: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> Path:
+    """``$PORTO_SECURITY_LOG`` (in ``environ``, or this process's environment) when set, else ``default_path``."""
+    return read_engine_environment(environ).security_log or default_path(data_dir)
 
 
 class SecurityLog:

@@ -12,16 +12,11 @@ submit`` or a caller of ``LedgerOwner.submit``.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-# Wider than the clock drift between processes on the owner's host that stamp envelopes, and the time an
-# envelope waits in the executor's queue; narrow enough that nothing dated inside it buys an attacker anything.
-MAX_ADMISSION_AHEAD_MS = 5_000
-SKEW_VARIABLE = "PORTO_ADMISSION_SKEW_MS"
-LARGEST_SKEW_MS = 60_000
+from ledger_engine.environment import ADMISSION_SKEW_MS, read_engine_environment
 
 
 def wall_clock_ms() -> int:
@@ -31,17 +26,13 @@ def wall_clock_ms() -> int:
 @dataclass(frozen=True)
 class AdmissionClock:
     now_ms: Callable[[], int] | None = None  # the wall clock, looked up when read
-    max_ahead_ms: int = MAX_ADMISSION_AHEAD_MS
+    max_ahead_ms: int = ADMISSION_SKEW_MS
 
     @classmethod
-    def configured(cls, environ: Mapping[str, str] = os.environ) -> "AdmissionClock":
-        """The wall clock, with the skew ``PORTO_ADMISSION_SKEW_MS`` sets (5 s when unset)."""
-        raw = environ.get(SKEW_VARIABLE, "").strip()
-        if not raw:
-            return cls()
-        if not raw.isdigit() or not 0 < int(raw) <= LARGEST_SKEW_MS:
-            raise ValueError(f"{SKEW_VARIABLE} must be a whole number of milliseconds from 1 to {LARGEST_SKEW_MS}")
-        return cls(max_ahead_ms=int(raw))
+    def configured(cls, environ: Mapping[str, str] | None = None) -> "AdmissionClock":
+        """The wall clock, with the skew ``PORTO_ADMISSION_SKEW_MS`` sets (5 s when unset) in ``environ``, or
+        in this process's environment; a malformed one is refused (``EnvironmentRefused``, a ValueError)."""
+        return cls(max_ahead_ms=read_engine_environment(environ).admission_skew_ms)
 
     def ceiling_ms(self) -> int:
         """No new command may be dated after this time."""
