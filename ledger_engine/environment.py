@@ -5,7 +5,9 @@ the process's variables (or the ones it is given) when the engine needs one; a v
 refuses the whole environment with a message naming each variable at fault (``EnvironmentRefused``). An
 empty variable counts as unset. A secret comes inline (``NAME``) or from the file ``NAME_FILE`` names, never
 both, and its file is read only when the secret is asked for. The console's environment
-(``porto_console/environment.py``) follows the same rules; the engine imports nothing from it.
+(``porto_console/environment.py``) is built from the same pieces: ``variable`` and ``secret`` fields on a
+``TypedEnvironment``, read by ``read_typed``; it takes the variables both read from ``EngineEnvironment``. The
+engine imports nothing from it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
@@ -31,7 +33,8 @@ LARGEST_ADMISSION_SKEW_MS = 60_000
 
 
 class EnvironmentRefused(ValueError):
-    """A variable the engine reads is malformed, or a secret is given both ways or cannot be read."""
+    """A variable is malformed, or missing where the work asked for needs it, or a secret is given both ways or
+    cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,8 @@ class Secret:
                                      f"{error.strerror}") from None
 
 
-def _refuse(message: str) -> PydanticCustomError:
+def refuse(message: str) -> PydanticCustomError:
+    """A field's refusal: its message follows the variable's name and value in ``EnvironmentRefused``."""
     return PydanticCustomError("environment", message)
 
 
@@ -65,13 +69,13 @@ def _admission_skew(given: Any) -> int:
     """Digits only, surrounding blanks aside: not ``5s``, not ``1e3``, not ``-5``."""
     text = given.strip() if isinstance(given, str) else str(given)
     if not re.fullmatch("[0-9]+", text) or not 0 < int(text) <= LARGEST_ADMISSION_SKEW_MS:
-        raise _refuse(f"must be a whole number of milliseconds from 1 to {LARGEST_ADMISSION_SKEW_MS}")
+        raise refuse(f"must be a whole number of milliseconds from 1 to {LARGEST_ADMISSION_SKEW_MS}")
     return int(text)
 
 
 def _genesis_hash(text: str) -> str:
     if not re.fullmatch(GENESIS_HASH_PATTERN, text):
-        raise _refuse("must be 64 lowercase hex digits, as `porto-ledger head` prints it")
+        raise refuse("must be 64 lowercase hex digits, as `porto-ledger head` prints it")
     return text
 
 
@@ -79,35 +83,22 @@ AdmissionSkew = Annotated[int, BeforeValidator(_admission_skew)]
 GenesisHash = Annotated[str, AfterValidator(_genesis_hash)]
 
 
-def variable(name: str, default: Any, description: str) -> Any:
-    """A field read from the variable ``name``."""
-    return Field(default=default, validation_alias=name, description=description)
+def variable(name: str, default: Any, description: str, **constraints: Any) -> Any:
+    """A field read from the variable ``name``; a callable default is worked out from the fields above it."""
+    given = {"default_factory": default} if callable(default) else {"default": default}
+    return Field(validation_alias=name, description=description, **given, **constraints)
 
 
 def secret(name: str, description: str) -> Any:
     return Field(default_factory=lambda: Secret(name), validation_alias=name, description=description)
 
 
-class EngineEnvironment(BaseSettings):
-    """The variables, typed, each with its default. Built by ``read_engine_environment``; never changed after."""
+class TypedEnvironment(BaseSettings):
+    """Variables as ``variable`` and ``secret`` fields, each typed with its default: read by ``read_typed`` from
+    the variables it is handed and nothing else, never changed after."""
 
     model_config = SettingsConfigDict(frozen=True, extra="ignore", case_sensitive=True,
                                       arbitrary_types_allowed=True)
-
-    admission_skew_ms: AdmissionSkew = variable(
-        "PORTO_ADMISSION_SKEW_MS", ADMISSION_SKEW_MS,
-        "how far ahead of the owner's clock a new command may be dated; more is ADMISSION_TIME_AHEAD "
-        "(docs/adr/0093)")
-    security_log: Path | None = variable(
-        "PORTO_SECURITY_LOG", None,
-        "the private security log's file; unset: <ledger directory>.security.jsonl beside the ledger")
-    genesis_hash: GenesisHash | None = variable(
-        "PORTO_GENESIS_HASH", None,
-        "porto-ledger's default --genesis-hash: the only genesis verify, verify-export, replay, restore and "
-        "recover accept history from")
-    restic_password: Secret = secret(
-        "RESTIC_PASSWORD", "the password of the restic repository porto-ledger recover reads, unless "
-                           "--password-file names one")
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
@@ -115,7 +106,7 @@ class EngineEnvironment(BaseSettings):
                                    dotenv_settings: PydanticBaseSettingsSource,
                                    file_secret_settings: PydanticBaseSettingsSource,
                                    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Only the variables ``read_engine_environment`` hands over: no .env file, nothing read behind its back."""
+        """Only the variables ``read_typed`` hands over: no .env file, nothing read behind its back."""
         return (init_settings,)
 
     @classmethod
@@ -137,6 +128,26 @@ class EngineEnvironment(BaseSettings):
         return paired
 
 
+class EngineEnvironment(TypedEnvironment):
+    """The engine's variables. Built by ``read_engine_environment``."""
+
+    admission_skew_ms: AdmissionSkew = variable(
+        "PORTO_ADMISSION_SKEW_MS", ADMISSION_SKEW_MS,
+        "how far ahead of the owner's clock a new command may be dated; more is ADMISSION_TIME_AHEAD "
+        "(docs/adr/0093)")
+    security_log: Path | None = variable(
+        "PORTO_SECURITY_LOG", None,
+        "the private security log's file; unset: <ledger directory>.security.jsonl beside the ledger")
+    # Read by the console too, which takes these two fields as they are.
+    genesis_hash: GenesisHash | None = variable(
+        "PORTO_GENESIS_HASH", None,
+        "the only genesis this deployment's ledger and backups may have; porto-ledger's default --genesis-hash "
+        "for verify, verify-export, replay, restore and recover")
+    restic_password: Secret = secret(
+        "RESTIC_PASSWORD", "the restic repository's password: backups are written with it, and porto-ledger "
+                           "recover reads with it unless --password-file names one")
+
+
 def _variable_of(info: FieldInfo) -> str:
     """The variable a field reads: ``variable`` and ``secret`` name it by its plain name."""
     assert isinstance(info.validation_alias, str), info
@@ -146,21 +157,31 @@ def _variable_of(info: FieldInfo) -> str:
 def _secret(name: str, inline: str | None, path: str | None) -> Secret:
     # Given both ways, which one counts is a guess (restic itself takes the file): refused rather than guessed.
     if inline and path:
-        raise _refuse(f"set {name} or {name}_FILE, not both")
+        raise refuse(f"set {name} or {name}_FILE, not both")
     return Secret(name, inline or None, Path(path) if path else None)
 
 
 def read_engine_environment(variables: Mapping[str, str] | None = None) -> EngineEnvironment:
     """The engine's environment, typed: ``variables``, or this process's own; ``EnvironmentRefused`` names
     what is wrong."""
+    return read_typed(EngineEnvironment, variables)
+
+
+Typed = TypeVar("Typed", bound=TypedEnvironment)
+
+
+def read_typed(kind: type[Typed], variables: Mapping[str, str] | None = None) -> Typed:
+    """``kind`` read from ``variables``, or from this process's own; ``EnvironmentRefused`` names each variable
+    at fault."""
     source = os.environ if variables is None else variables
     # Text, which each field parses into its type: not yet the types the constructor's signature names.
-    given: dict[str, Any] = {name: source[name] for name in EngineEnvironment.variables() if source.get(name)}
+    given: dict[str, Any] = {name: source[name] for name in kind.variables() if source.get(name)}
     try:
-        return EngineEnvironment(**given)
+        return kind(**given)
     except ValidationError as refused:
         raise EnvironmentRefused("the environment is refused: " + "; ".join(
-            _explained(error) for error in refused.errors(include_url=False))) from None
+            _explained(error) for error in refused.errors(include_url=False)
+            if error["type"] != "default_factory_not_called")) from None  # a default waiting on a refused one
 
 
 def _explained(error: Mapping[str, Any]) -> str:

@@ -5,71 +5,42 @@ variables (or the ones it is given) at start; a value that does not parse, such 
 or a chain nobody knows, refuses the whole environment with a message naming each variable at fault
 (``NotConfigured``). An empty variable counts as unset. Secrets come inline (``NAME``) or from the file
 ``NAME_FILE`` names, never both, and are read only by the process that asks for them. No Django here: the
-workers read this too (docs/adr/0096).
+workers read this too (docs/adr/0096). The fields, secrets and reading are the engine's
+(``ledger_engine/environment.py``), and so are the variables both read.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
-from pydantic_core import PydanticCustomError
-from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import BeforeValidator, Field, model_validator
 
-from ledger_engine.genesis import GENESIS_HASH_PATTERN
+from ledger_engine.environment import (
+    EngineEnvironment, EnvironmentRefused, GenesisHash, Secret, TypedEnvironment, read_typed, refuse, secret, variable,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 EMBEDDED_BROKER = "memory://"
 MAINNET_USDC_METADATA = "0xbae207659db88bea0cbead6da0ed00aac12edcdda169e591cd41c94180b46f3b"
 
 
-class NotConfigured(Exception):
-    """A setting the requested work needs is missing or malformed."""
-
-
-@dataclass(frozen=True)
-class Secret:
-    """A secret given inline (``NAME``) or in a file (``NAME_FILE``): read when asked for, never printed."""
-
-    variable: str
-    inline: str | None = field(default=None, repr=False)
-    path: Path | None = None
-
-    @property
-    def given(self) -> bool:
-        return bool(self.inline or self.path)
-
-    def value(self) -> str | None:
-        """The secret, or None when neither variable is set."""
-        if self.path is None:
-            return self.inline
-        try:
-            return self.path.read_text().strip()
-        except OSError as error:
-            raise NotConfigured(f"{self.variable}_FILE names {self.path}, which cannot be read: "
-                                f"{error.strerror}") from None
-
-
-def _refuse(message: str) -> PydanticCustomError:
-    return PydanticCustomError("environment", message)
+# A setting the requested work needs is missing or malformed: the engine's refusal under the console's name, since
+# the reading and the secrets are the engine's and raise it where the console's callers catch ``NotConfigured``.
+NotConfigured = EnvironmentRefused
 
 
 def _digits_only(text: Any) -> Any:
     if isinstance(text, str) and not text.isdigit():
-        raise _refuse("must be a whole number written in digits")
+        raise refuse("must be a whole number written in digits")
     return text
 
 
 def _zero_or_one(text: Any) -> Any:
     if isinstance(text, str):
         if text not in ("0", "1"):
-            raise _refuse("must be 1 (on) or 0 (off)")
+            raise refuse("must be 1 (on) or 0 (off)")
         return text == "1"
     return text
 
@@ -78,27 +49,15 @@ def _comma_separated(text: Any) -> Any:
     return tuple(item for item in text.split(",") if item) if isinstance(text, str) else text
 
 
-def _genesis_hash(text: str) -> str:
-    if not re.fullmatch(GENESIS_HASH_PATTERN, text):
-        raise _refuse("must be 64 lowercase hex digits, as `porto-ledger head` prints it")
-    return text
-
-
 WholeNumber = Annotated[int, BeforeValidator(_digits_only), Field(ge=0)]
 Switch = Annotated[bool, BeforeValidator(_zero_or_one)]
 Names = Annotated[tuple[str, ...], BeforeValidator(_comma_separated)]
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-GenesisHash = Annotated[str, AfterValidator(_genesis_hash)]
 
 
-def variable(name: str, default: Any, description: str, **constraints: Any) -> Any:
-    """A field read from the variable ``name``; a callable default is worked out from the fields above it."""
-    given = {"default_factory": default} if callable(default) else {"default": default}
-    return Field(validation_alias=name, description=description, **given, **constraints)
-
-
-def secret(name: str, description: str) -> Any:
-    return Field(default_factory=lambda: Secret(name), validation_alias=name, description=description)
+def engine_field(name: str) -> Any:
+    """A variable the engine reads too: its field as ``EngineEnvironment`` defines it, described there once."""
+    return EngineEnvironment.model_fields[name]
 
 
 def beside_the_data(name: str) -> Callable[[dict[str, Any]], Path]:
@@ -110,11 +69,8 @@ def under_var(*parts: str) -> Callable[[dict[str, Any]], Path]:
     return lambda above: above["var_dir"].joinpath(*parts)
 
 
-class Environment(BaseSettings):
-    """The variables, typed, each with its default. Built by ``read_environment``; never changed after."""
-
-    model_config = SettingsConfigDict(frozen=True, extra="ignore", case_sensitive=True,
-                                      arbitrary_types_allowed=True)
+class Environment(TypedEnvironment):
+    """The console's variables, its server's and the workers'. Built by ``read_environment``."""
 
     # Where things live.
     var_dir: Path = variable("PORTO_VAR_DIR", BASE_DIR / "var", "the host's working directory: database, logs, mail")
@@ -137,8 +93,7 @@ class Environment(BaseSettings):
     checkpoint_origin: str = variable("PORTO_CHECKPOINT_ORIGIN", "porto.example/statements",
                                       "the checkpoint key's origin, pinned on /verify/")
     metrics_token: Secret = secret("PORTO_METRICS_TOKEN", "the scraper's bearer token; without one /metrics is off")
-    genesis_hash: GenesisHash | None = variable("PORTO_GENESIS_HASH", None,
-                                                "the only genesis this deployment's ledger and backups may have")
+    genesis_hash: GenesisHash | None = engine_field("genesis_hash")
     allowed_hosts: Names = variable("DJANGO_ALLOWED_HOSTS", ("localhost", "127.0.0.1", "[::1]", "testserver"),
                                     "host names the console answers to, comma-separated")
     day_allocation_in_background: Switch = variable("PORTO_DAY_ALLOCATION_IN_BACKGROUND", True,
@@ -151,7 +106,7 @@ class Environment(BaseSettings):
     backup_staging_dir: Path = variable("PORTO_BACKUP_STAGING_DIR", beside_the_data("backup-staging"),
                                         "where a backup is put together before restic takes it")
     backup_sftp_command: str | None = variable("PORTO_BACKUP_SFTP_COMMAND", None, "restic's sftp.command")
-    backup_password: Secret = secret("RESTIC_PASSWORD", "the restic repository's password")
+    backup_password: Secret = engine_field("restic_password")
     backup_interval_secs: WholeNumber = variable("PORTO_BACKUP_INTERVAL_SECS", 240, "how often a backup is due")
     backup_tick_secs: Seconds = variable("PORTO_BACKUP_TICK_SECS", 30.0,
                                          "how often the owner and beat look whether a backup is due")
@@ -235,37 +190,10 @@ class Environment(BaseSettings):
     retry_backoff_max_secs: WholeNumber = variable("PORTO_RETRY_BACKOFF_MAX_SECS", 300,
                                                    "the longest wait between a task's retries")
 
-    @classmethod
-    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-                                   env_settings: PydanticBaseSettingsSource,
-                                   dotenv_settings: PydanticBaseSettingsSource,
-                                   file_secret_settings: PydanticBaseSettingsSource,
-                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Only the variables ``read_environment`` hands over: no .env file, nothing else read behind its back."""
-        return (init_settings,)
-
-    @classmethod
-    def secret_variables(cls) -> list[str]:
-        return [_variable_of(info) for info in cls.model_fields.values() if info.annotation is Secret]
-
-    @classmethod
-    def variables(cls) -> list[str]:
-        """Every variable read, a secret's ``NAME_FILE`` with it."""
-        plain = [_variable_of(info) for info in cls.model_fields.values()]
-        return plain + [f"{name}_FILE" for name in cls.secret_variables()]
-
-    @model_validator(mode="before")
-    @classmethod
-    def _pair_secrets_with_their_files(cls, variables: dict[str, Any]) -> dict[str, Any]:
-        paired = dict(variables)
-        for name in cls.secret_variables():
-            paired[name] = _secret(name, paired.get(name), paired.pop(f"{name}_FILE", None))
-        return paired
-
     @model_validator(mode="after")
     def _backups_outside_the_data(self) -> Environment:
         if self.backup_dir.resolve().is_relative_to(self.data_dir.resolve()):
-            raise _refuse(f"PORTO_BACKUP_DIR {self.backup_dir.resolve()} is inside the ledger data directory")
+            raise refuse(f"PORTO_BACKUP_DIR {self.backup_dir.resolve()} is inside the ledger data directory")
         return self
 
     @property
@@ -273,34 +201,6 @@ class Environment(BaseSettings):
         return self.celery_broker_url or EMBEDDED_BROKER
 
 
-def _variable_of(info: FieldInfo) -> str:
-    """The variable a field reads: ``variable`` and ``secret`` name it by its plain name."""
-    assert isinstance(info.validation_alias, str), info
-    return info.validation_alias
-
-
-def _secret(name: str, inline: str | None, path: str | None) -> Secret:
-    if inline and path:
-        raise _refuse(f"set {name} or {name}_FILE, not both")
-    return Secret(name, inline or None, Path(path) if path else None)
-
-
 def read_environment(variables: Mapping[str, str] | None = None) -> Environment:
     """The environment, typed: ``variables``, or this process's own; ``NotConfigured`` names what is wrong."""
-    source = os.environ if variables is None else variables
-    # Text, which each field parses into its type: not yet the types the constructor's signature names.
-    given: dict[str, Any] = {name: source[name] for name in Environment.variables() if source.get(name)}
-    try:
-        return Environment(**given)
-    except ValidationError as refused:
-        raise NotConfigured("the environment is refused: " + "; ".join(
-            _explained(error) for error in refused.errors(include_url=False)
-            if error["type"] != "default_factory_not_called")) from None  # a default waiting on a refused one
-
-
-def _explained(error: Mapping[str, Any]) -> str:
-    """One refusal, naming its variable; a secret's value is never repeated."""
-    if not error["loc"]:
-        return error["msg"]
-    name = str(error["loc"][0])
-    return f"{name}={error['input']!r}: {error['msg']}"
+    return read_typed(Environment, variables)

@@ -193,14 +193,16 @@ class LedgerOwner:
         if not store.synced:
             refuse_unless_allowed(store.path)
         head, floor, frontier = check_for_owning(store)  # everything refused here is refused before any write
+        clock = clock or AdmissionClock.configured()  # as is a malformed environment
+        security_log_path = configured_path(store.path)
         self.store = store
         self.writer_generation = advance_writer_generation(store, "opened read-write")
         self.reconciliation_owed = read_reconciliation_owed(store)  # changes only on a stopped ledger (``promote``)
         if not is_kept(store):
             frontier = build_from_journal(store, head)
-        self.security_log = SecurityLog(configured_path(store.path))
+        self.security_log = SecurityLog(security_log_path)
         self.executor = SerialExecutor(store, head, frontier, admitted_floor_ms=floor, max_group=max_group,
-                                       clock=clock or AdmissionClock.configured())
+                                       clock=clock)
         store.on_fault = self.executor.halt  # damaged storage met by any read stops admission
 
     @classmethod
@@ -212,6 +214,8 @@ class LedgerOwner:
         damaged one is refused with its storage code, untouched: the owner's checks run on the read-only
         open, before RocksDB opens the directory read-write.
         """
+        # Reads the engine's whole environment: a malformed one is refused before anything in data_dir is touched.
+        clock = clock or AdmissionClock.configured()
         store = RocksStore(data_dir, create=genesis is not None, check=_check_unless_initialising(genesis))
         try:
             if genesis is not None and store.get(META, HEAD_KEY) is None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from ledger_engine.environment import EngineEnvironment, read_engine_environment
 from porto_console.environment import Environment, NotConfigured, read_environment
 from tests.support.settings_module import settings_under
 
@@ -87,6 +88,19 @@ def test_every_variable_is_named_once_and_described():
     names = Environment.variables()
     assert len(names) == len(set(names))
     assert all(info.description for info in Environment.model_fields.values())
+
+
+def test_a_variable_the_engine_reads_too_is_the_engines_field_described_once():
+    engines = {info.validation_alias: info for info in EngineEnvironment.model_fields.values()}
+    shared = {info.validation_alias: info for info in Environment.model_fields.values()
+              if info.validation_alias in engines}
+    assert set(shared) == {"PORTO_GENESIS_HASH", "RESTIC_PASSWORD"}
+    assert all(info.description == engines[name].description for name, info in shared.items())
+
+
+def test_whoever_catches_not_configured_catches_the_engines_refusal_too():
+    with pytest.raises(NotConfigured, match="RESTIC_PASSWORD or RESTIC_PASSWORD_FILE, not both"):
+        read_engine_environment({"RESTIC_PASSWORD": "inline-password", "RESTIC_PASSWORD_FILE": "/run/password"})
 
 
 def test_no_other_module_reads_a_variable_the_environment_names():
