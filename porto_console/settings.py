@@ -84,6 +84,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "porto_console.console.context.ledger_label",
+                "porto_console.console.context.display_names",
             ],
         },
     },

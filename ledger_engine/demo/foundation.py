@@ -47,6 +47,18 @@ class Cast:
     closed_days: list[dict[str, Any]] = field(default_factory=list)  # listener-days, as CloseDay recorded them
 
 
+# The demo's artists and node operators by the public names they are paid under: invented, labelled as the demo's
+# like everything else it holds, one of them in a right-to-left script.
+DISPLAY_NAMES = {
+    "demo-artist-00": "Aurora Vale (demo)", "demo-artist-01": "Tiago Mar (demo)",
+    "demo-artist-02": "Inês Luar (demo)", "demo-artist-03": "The Quiet Ferries (demo)",
+    "demo-artist-04": "Kofi Mensah (demo)", "demo-artist-05": "Trio Saudade (demo)",
+    "demo-artist-06": "ليلى النيل (demo)", "demo-artist-07": "Lena Ostrova (demo)",
+    "demo-operator-00": "Alfama Edge Nodes (demo)", "demo-operator-01": "Tejo Streaming Co. (demo)",
+    "demo-operator-02": "Porto Ribeira Relay (demo)",
+}
+
+
 def staff_email(name: str) -> str:
     """A demo staff member's work email: the identity their account's digest is made of."""
     return f"{name}@demo.porto.invalid"
@@ -100,6 +112,8 @@ def _provision(builder: DemoBuilder, account_id: str, kind: str, roles: list[str
     payload = {"account_id": account_id, "kind": kind, **identity, "roles": sorted(roles)}
     if payout_address:
         payload["payout_address"] = payout_address
+    if account_id in DISPLAY_NAMES:
+        payload["display_name"] = DISPLAY_NAMES[account_id]
     builder.add("RegisterAccount", payload, actor=actor)
 
 

@@ -40,7 +40,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 from ledger_engine.canonical import canonical_bytes, sha256_hex
 
 from ledger_engine.demo.builder import DAY_MS, DemoBuilder, fixture_address, fixture_digest
-from ledger_engine.demo.foundation import Cast
+from ledger_engine.demo.foundation import DISPLAY_NAMES, Cast
 from ledger_engine.demo.money import Allocation, PayableLine, by_line_id
 from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash, successor_id
 from ledger_engine.domain.schema.money_payouts import PlannedPayment, run_key
@@ -276,7 +276,8 @@ def _line_at_freeze(line: PayableLine) -> dict[str, Any]:
 
 def _statements(stage: _Stage, allocation: Allocation, titles: dict[str, str]) -> dict[str, str]:
     """Anchor the allocation batch and a statement index over it; abandon a superseded draft of the index. Its
-    statements are the ones ``prepare_statement_index`` would build: a line of a titled work names the title."""
+    statements are the ones ``prepare_statement_index`` would build: a line of a titled work names the title, and
+    a named recipient's statement its display name."""
     batch_id, artifact_hash, anchor = stage.batch("allocation", len(allocation.payable))
     stage.anchor(batch_id, artifact_hash, anchor)
     draft_id, _, draft_anchor = stage.batch("statement_index", 0)
@@ -288,8 +289,8 @@ def _statements(stage: _Stage, allocation: Allocation, titles: dict[str, str]) -
              for recipient in sorted(stage.lines)}
     day_lines = [line for recipient_lines in lines.values() for line in recipient_lines if "artifact" in line]
     parts = commitments(lambda record_key: None, stage.builder.evidence.__getitem__, day_lines)
-    documents = [statement_document(stage.builder.new_id(), recipient, accounting, lines[recipient], parts, titles)
-                 for recipient in sorted(stage.lines)]
+    documents = [statement_document(stage.builder.new_id(), recipient, accounting, lines[recipient], parts, titles,
+                                    DISPLAY_NAMES.get(recipient)) for recipient in sorted(stage.lines)]
     statements = [{"statement_id": stage.builder.new_id(), "recipient_id": document["recipient_id"],
                    "accounting_batch_id": batch_id, "artifact_hash": sha256_hex(canonical_bytes(document)),
                    "public_proof_id": document["public_proof_id"],

@@ -30,7 +30,7 @@ from ledger_engine.adapters.signatures import (
 )
 from ledger_engine.canonical import sha256_hex
 from ledger_engine.demo.builder import DAY_MS, DemoBuilder, fixture_address, fixture_digest
-from ledger_engine.demo.foundation import ADMIN, INGEST, Cast
+from ledger_engine.demo.foundation import ADMIN, DISPLAY_NAMES, INGEST, Cast
 from ledger_engine.domain.schema.streaming import hold_key, listener_activity_key, node_key, work_key
 from ledger_engine.domain.commands.streaming.nodes import KeyWindow, key_in_force
 from ledger_engine.layout import STATE
@@ -193,7 +193,8 @@ class StreamingScenario:
             self.builder.add("RegisterAccount", {
                 "account_id": operator_id, "kind": "operator", "roles": [],
                 "identity_digest": fixture_digest("identity", operator_id),
-                "payout_address": fixture_address(operator_id)}, actor=ADMIN)
+                "payout_address": fixture_address(operator_id), "display_name": DISPLAY_NAMES[operator_id]},
+                actor=ADMIN)
 
     def billing(self) -> None:
         start, end = self.first_day * DAY_MS, (self.first_day + self.days) * DAY_MS

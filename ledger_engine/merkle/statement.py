@@ -11,6 +11,7 @@ statement is a JSON object with at least:
   periods;
 - ``recipient_id``, ``period`` (object), ``lines`` (array of objects),
   ``payment`` (object with a ``status`` string);
+- ``recipient_name`` when the recipient has a display name: a string;
 - every ``amount``, ``total`` or ``*_amount`` field, at any depth, a canonical
   u64 decimal string.
 
@@ -75,6 +76,7 @@ ANCHOR_FIELDS = ("chain", "transaction_hash", "ledger_version")
 # Required statement fields and their JSON types, checked in this order.
 STATEMENT_FIELDS = (("public_proof_id", "string"), ("recipient_id", "string"), ("period", "object"),
                     ("lines", "array"), ("payment", "object"))
+OPTIONAL_STATEMENT_FIELDS = (("recipient_name", "string"),)
 IDENTIFIER = r"[A-Za-z0-9._:@+=-]"
 PROOF_ID_PATTERN = f"^{IDENTIFIER}{{16,200}}$"
 RECIPIENT_PATTERN = f"^{IDENTIFIER}{{1,200}}$"
@@ -93,6 +95,7 @@ def verifier_format(key: VerifierKey | None = None) -> dict[str, Any]:
             "checks": list(CHECKS), "verifier_key": pinned, "max_note_chars": MAX_NOTE_CHARS,
             "max_depth": MAX_JSON_DEPTH,
             "anchor_fields": list(ANCHOR_FIELDS), "statement_fields": [list(f) for f in STATEMENT_FIELDS],
+            "optional_statement_fields": [list(f) for f in OPTIONAL_STATEMENT_FIELDS],
             "proof_id_pattern": PROOF_ID_PATTERN, "recipient_pattern": RECIPIENT_PATTERN,
             "amount_pattern": AMOUNT_PATTERN, "transaction_pattern": TRANSACTION_PATTERN,
             "max_chain_label": MAX_CHAIN_LABEL, "max_document_bytes": MAX_DOCUMENT_BYTES,
@@ -123,6 +126,9 @@ def check_statement(statement: Any) -> None:
     for name, json_type in STATEMENT_FIELDS:
         if type(statement.get(name)) is not _JSON_TYPES[json_type]:
             reject(Reason.INVALID_STATEMENT, f"statement.{name}", f"a statement has a {json_type} {name}")
+    for name, json_type in OPTIONAL_STATEMENT_FIELDS:
+        if name in statement and type(statement[name]) is not _JSON_TYPES[json_type]:
+            reject(Reason.INVALID_STATEMENT, f"statement.{name}", f"a statement's {name}, when given, is a {json_type}")
     _require_pattern(statement, "public_proof_id", PROOF_ID_PATTERN, "16 to 200 identifier characters")
     _require_pattern(statement, "recipient_id", RECIPIENT_PATTERN, "1 to 200 identifier characters")
     for position, line in enumerate(statement["lines"]):

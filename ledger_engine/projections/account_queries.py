@@ -8,14 +8,17 @@ command about an account states are made here too, for the same reason.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
+from ledger_engine.domain import actors
 from ledger_engine.domain.actors import four_eyes_governance
 from ledger_engine.domain.changes import Changes
 from ledger_engine.domain.schema.staff import Account, StaffCredentials, account_key, actor_key, credentials_key
 from ledger_engine.domain.step_up import VERIFIER_KEY
 from ledger_engine.domain.view import Record
+from ledger_engine.keys import IDENTIFIER_PATTERN
 from ledger_engine.layout import STATE
 from ledger_engine.projections.view import LedgerView
 
@@ -36,6 +39,10 @@ class AccountRecord:
     def active(self) -> bool:
         return self.data["status"] == "active"
 
+    @property
+    def display_name(self) -> str | None:
+        return self.data.get("display_name")
+
 
 def accounts(view: LedgerView, *, kind: str = "", status: str = "", role: str = "") -> list[AccountRecord]:
     """Accounts by account ID, those of ``kind``, in ``status`` and holding ``role`` where given."""
@@ -50,10 +57,29 @@ def account(view: LedgerView, account_id: str) -> AccountRecord | None:
     return AccountRecord(account_id, record.revision, record.data_as(Account)) if record else None
 
 
+def display_names(view: LedgerView, account_ids: Iterable[str]) -> dict[str, str]:
+    """The display name of each of these accounts that has one (an artist or operator may), by account ID; a
+    string that is no account ID has none."""
+    names = {}
+    for account_id in account_ids:
+        if not re.fullmatch(IDENTIFIER_PATTERN, account_id):
+            continue
+        record = view.record(account_key(account_id))
+        if record is not None and "display_name" in record.data:
+            names[account_id] = record.data["display_name"]
+    return names
+
+
 def actor_roles(view: LedgerView, actor_id: str) -> list[str]:
     """The roles the ledger checks for this actor (empty unless active)."""
     record = view.record(actor_key(actor_id))
     return record.data["roles"] if record and record.data["status"] == "active" else []
+
+
+def active_admins(view: LedgerView) -> list[str]:
+    """Every actor that may decide a staff change now, accounts and those genesis names alike: the rules' own
+    list, by actor ID."""
+    return actors.active_admins(Changes(base=_StateReads(view)))
 
 
 def four_eyes(view: LedgerView) -> bool:

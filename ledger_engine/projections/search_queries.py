@@ -1,9 +1,9 @@
-"""Records by what someone pastes: a run, payment, recipient, hold or correction ID, a transaction hash or a payout
-address, whole or in part.
+"""Records by what someone pastes: a run, payment, recipient, hold or correction ID, a transaction hash, a payout
+address or a recipient's display name, whole or in part.
 
 Each selector takes a ``LedgerView`` and the kinds its caller may open, and reads nothing of any other kind, so an
 answer never depends on a record its reader could not open. A whole ID is one point read; a whole transaction
-hash or payout address walks the attempts or the recipients; a fragment walks each kind's keys and decodes only
+hash, payout address or display name walks the attempts or the recipients; a fragment walks each kind's keys and decodes only
 the records it names.
 """
 
@@ -19,6 +19,7 @@ from ledger_engine.domain.schema.money_allocation import CORRECTION_REQUEST_PREF
 from ledger_engine.domain.schema.money_payouts import ATTEMPT_PREFIX, PAYMENT_PREFIX, RUN_PREFIX, payment_key
 from ledger_engine.keys import IDENTIFIER_PATTERN, key
 from ledger_engine.layout import STATE
+from ledger_engine.projections.account_queries import display_names
 from ledger_engine.projections.payout_queries import RECIPIENT_PREFIX
 from ledger_engine.projections.view import LedgerView
 
@@ -27,18 +28,20 @@ RECORD_PREFIXES = {"run": RUN_PREFIX, "payment": PAYMENT_PREFIX, "recipient": RE
                    "hold": key("hold") + "/", "correction": CORRECTION_REQUEST_PREFIX}
 STATUS_FIELDS = {"run": "status", "payment": "state", "hold": "status", "correction": "status"}  # a recipient has none
 BY_ID, BY_TRANSACTION_HASH, BY_PAYOUT_ADDRESS = "ID", "transaction hash", "payout address"
+BY_DISPLAY_NAME = "display name"
 
 
 @dataclass(frozen=True, slots=True)
 class FoundRecord:
     kind: str  # a key of RECORD_PREFIXES
     record_id: str
-    matched: str  # what the term matched: BY_ID, BY_TRANSACTION_HASH or BY_PAYOUT_ADDRESS
+    matched: str  # what the term matched: BY_ID, BY_TRANSACTION_HASH, BY_PAYOUT_ADDRESS or BY_DISPLAY_NAME
     status: str  # the record's own status or state; "" for a recipient
 
 
 def exact_matches(view: LedgerView, term: str, kinds: Iterable[str]) -> list[FoundRecord]:
-    """The records of ``kinds`` whose ID is ``term``, or whose transaction hash or payout address it is (any case)."""
+    """The records of ``kinds`` whose ID is ``term``, or whose transaction hash, payout address or display name it is
+    (any case)."""
     kinds, wanted = tuple(kinds), term.lower()
     by_id = [found for found in (_by_id(view, kind, term) for kind in kinds) if found is not None]
     if by_id:  # no ID is also a hash or an address: the walk over attempts and recipients is spared
@@ -47,8 +50,8 @@ def exact_matches(view: LedgerView, term: str, kinds: Iterable[str]) -> list[Fou
 
 
 def partial_matches(view: LedgerView, fragment: str, kinds: Iterable[str], limit: int) -> list[FoundRecord]:
-    """Up to ``limit`` records of ``kinds`` whose ID, transaction hash or payout address holds ``fragment`` (any
-    case): IDs first, kind by kind in ID order."""
+    """Up to ``limit`` records of ``kinds`` whose ID, transaction hash, payout address or display name holds
+    ``fragment`` (any case): IDs first, kind by kind in ID order."""
     kinds, wanted = tuple(kinds), fragment.lower()
     by_id = chain.from_iterable(_ids_holding(view, kind, wanted) for kind in kinds)
     return _first_of_each(chain(by_id, _by_value(view, kinds, lambda value: wanted in value.lower())), limit)
@@ -71,7 +74,7 @@ def _ids_holding(view: LedgerView, kind: str, wanted: str) -> Iterator[FoundReco
 
 
 def _by_value(view: LedgerView, kinds: tuple[str, ...], matches: Callable[[str], bool]) -> Iterator[FoundRecord]:
-    """Payments by any of their attempts' transaction hashes, recipients by their payout address."""
+    """Payments by any of their attempts' transaction hashes, recipients by their payout address or display name."""
     if "payment" in kinds:
         for _key, attempt in view.records(ATTEMPT_PREFIX):
             if matches(attempt.data["transaction_hash"]):
@@ -80,8 +83,11 @@ def _by_value(view: LedgerView, kinds: tuple[str, ...], matches: Callable[[str],
                 yield _found("payment", payment_id, BY_TRANSACTION_HASH, payment.data)
     if "recipient" in kinds:
         for _key, recipient in view.records(RECIPIENT_PREFIX):
+            recipient_id = recipient.data["recipient_id"]
             if matches(recipient.data["payout_address"]):
-                yield _found("recipient", recipient.data["recipient_id"], BY_PAYOUT_ADDRESS, recipient.data)
+                yield _found("recipient", recipient_id, BY_PAYOUT_ADDRESS, recipient.data)
+            elif any(matches(name) for name in display_names(view, [recipient_id]).values()):
+                yield _found("recipient", recipient_id, BY_DISPLAY_NAME, recipient.data)
 
 
 def _found(kind: str, record_id: str, matched: str, data: dict[str, Any]) -> FoundRecord:

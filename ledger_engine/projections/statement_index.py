@@ -9,7 +9,9 @@ and commits to its parts, the listener-days it is made of
 (``parts: {"count", "digest"}``), computed from the chunk's stored bytes: so
 the index reads the evidence store too. A line of a work imported with a
 display title names it (``title``, read from the work's record); every other
-line keeps the bytes it always had. Each statement gets a new random public
+line keeps the bytes it always had. A statement of a recipient with a display
+name names it (``recipient_name``, read from its account); others keep the
+bytes they always had. Each statement gets a new random public
 proof ID. The index artifact, the canonical JSON of every statement in
 public-proof-ID order, is the private bytes the envelope's evidence names; the
 freeze step carries each statement's leaf hash and the tree root, which the
@@ -44,7 +46,8 @@ from ledger_engine.layout import INDEXES, STATE
 from ledger_engine.merkle.day_line_parts import commitment
 from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
 from ledger_engine.projections.day_line_evidence import ReadEvidence, commitments, day_line_documents, state_reader
-from ledger_engine.projections.view import ReadableStore
+from ledger_engine.projections.account_queries import display_names
+from ledger_engine.projections.view import LedgerView, ReadableStore
 
 INDEX_ARTIFACT_VERSION = "porto:london:statement-index:v1"
 LINE_FIELDS = ("line_id", "day", "role", "amount", "status", "work_id", "node_id")
@@ -99,15 +102,17 @@ def work_titles(store: ReadableStore, lines: dict[str, list[dict[str, Any]]]) ->
 
 def statement_document(public_proof_id: str, recipient_id: str, batch: dict[str, Any],
                        lines: list[dict[str, Any]], parts: Mapping[str, dict[str, Any]] | None = None,
-                       titles: Mapping[str, str] | None = None) -> dict[str, Any]:
+                       titles: Mapping[str, str] | None = None, name: str | None = None) -> dict[str, Any]:
     """A recipient's statement for one accounting batch: the leaf of docs/merkle.md. ``parts`` holds each day
-    line's commitment to its parts, by line ID; ``titles`` each titled work's display title, by work ID."""
+    line's commitment to its parts, by line ID; ``titles`` each titled work's display title, by work ID;
+    ``name`` the recipient's display name, if it has one."""
     total = sum(parse_amount(line["amount"]) for line in lines)
     paid = sum(parse_amount(line["amount"]) for line in lines if line["status"] == "paid")
     status = "paid" if paid == total else "unpaid" if paid == 0 else "partly_paid"
     return {
         "public_proof_id": public_proof_id,
         "recipient_id": recipient_id,
+        **({"recipient_name": name} if name is not None else {}),  # unnamed recipients keep their bytes
         "period": {"accounting_batch_id": batch["batch_id"], "window_start_ms": batch["window_start_ms"],
                    "window_end_ms": batch["window_end_ms"]},
         "lines": [statement_line(line, parts or {}, titles or {}) for line in lines],
@@ -139,8 +144,9 @@ def prepare_statement_index(store: ReadableStore, index_batch_id: str, accountin
     lines = covered_lines(store, batch)
     _require(bool(lines), ErrorCode.INVALID_STATE, f"batch {accounting_batch_id} speaks for no recipient's lines")
     parts, titles = day_line_commitments(store, read_evidence, lines), work_titles(store, lines)
-    documents = [statement_document(new_proof_id(), recipient, batch, lines[recipient], parts, titles)
-                 for recipient in sorted(lines)]
+    names = display_names(LedgerView(store), lines)
+    documents = [statement_document(new_proof_id(), recipient, batch, lines[recipient], parts, titles,
+                                    names.get(recipient)) for recipient in sorted(lines)]
     tree = StatementTree.build(documents)
     artifact = index_artifact(index_batch_id, accounting_batch_id, tree)
     statements = sorted(({"statement_id": f"statement-{uuid.uuid4()}", "recipient_id": document["recipient_id"],

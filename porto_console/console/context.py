@@ -1,11 +1,29 @@
-"""Template context for every page: the ledger's genesis label, and whether it is demo data."""
+"""Template context for every page: the ledger's genesis label, whether it is demo data, and recipients' names."""
 
 from __future__ import annotations
 
 from ledger_engine.demo import DEMO_LABEL
+from ledger_engine.projections import account_queries
 from porto_console.ledger import owner
 
 
 def ledger_label(request) -> dict[str, object]:
     label = owner().genesis()["label"]
     return {"ledger_label": label, "demo_data": label == DEMO_LABEL}
+
+
+class DisplayNames:
+    """Recipients' display names, each read from the ledger the first time a page asks for it, then kept for
+    that page: a screen that names no recipient reads none."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, str | None] = {}
+
+    def of(self, account_id: str) -> str | None:
+        if account_id not in self._known:
+            self._known[account_id] = account_queries.display_names(owner().view(), [account_id]).get(account_id)
+        return self._known[account_id]
+
+
+def display_names(request) -> dict[str, object]:
+    return {"display_names": DisplayNames()}

@@ -141,16 +141,22 @@ def listed(kind: str, header: tuple[str, ...], cells: Callable[[Row], Iterable[A
 
 
 # Payments: what the payments screen lists.
-PAYMENT_HEADER = ("payment_id", "state", "run_id", "recipient_id", "recipient_version", "payout_address", "amount",
-                  "amount_minor_units", "asset", "prepared_at", "paid_at", "transaction_hash", "held_for")
+PAYMENT_HEADER = ("payment_id", "state", "run_id", "recipient_id", "recipient_name", "recipient_version",
+                  "payout_address", "amount", "amount_minor_units", "asset", "prepared_at", "paid_at",
+                  "transaction_hash", "held_for")
+NameOf = Callable[[str], str | None]  # a recipient's display name by its ID (context.DisplayNames.of)
 
 
-def payment_cells(row: Row) -> list[Any]:
-    held = row.get("held_for") or {}
-    return [row["payment_id"], human(row["state"]), row["run_id"], row["recipient_id"], row["recipient_version"],
-            row["payout_address"], *money(row["amount"], row["asset"]), row["asset"], iso_time(row["prepared_at_ms"]),
-            iso_time(row["paid_at_ms"]), row["transaction_hash"] or "",
-            "; ".join(f"{name}: {value}" for name, value in sorted(held.items()))]
+def payment_cells(name_of: NameOf) -> Callable[[Row], list[Any]]:
+    def cells(row: Row) -> list[Any]:
+        held = row.get("held_for") or {}
+        return [row["payment_id"], human(row["state"]), row["run_id"], row["recipient_id"],
+                name_of(row["recipient_id"]) or "", row["recipient_version"], row["payout_address"],
+                *money(row["amount"], row["asset"]), row["asset"], iso_time(row["prepared_at_ms"]),
+                iso_time(row["paid_at_ms"]), row["transaction_hash"] or "",
+                "; ".join(f"{name}: {value}" for name, value in sorted(held.items()))]
+
+    return cells
 
 
 # Payout runs: the runs screen's columns, with the asset the runs pay in.
@@ -164,25 +170,26 @@ def run_cells(asset: str) -> Callable[[Row], list[Any]]:
 
 
 # Payables: what each recipient could be paid in a run now.
-PAYABLE_HEADER = ("recipient_id", "amount", "amount_minor_units", "asset", "lines", "line_ids", "payout_address",
-                  "recipient_version", "statement_id", "waiting_run")
+PAYABLE_HEADER = ("recipient_id", "recipient_name", "amount", "amount_minor_units", "asset", "lines", "line_ids",
+                  "payout_address", "recipient_version", "statement_id", "waiting_run")
 
 
-def payable_cells(asset: str) -> Callable[[Row], list[Any]]:
+def payable_cells(asset: str, name_of: NameOf) -> Callable[[Row], list[Any]]:
     return lambda payable: [
-        payable.recipient_id, *money(payable.amount, asset), asset, Number(str(len(payable.line_ids))),
+        payable.recipient_id, name_of(payable.recipient_id) or "", *money(payable.amount, asset), asset,
+        Number(str(len(payable.line_ids))),
         " ".join(payable.line_ids), payable.payout_address, payable.version, payable.statement_id or "",
         payable.waiting_run or ""]
 
 
 # Payables per recipient: owed, reserved in approved runs, and paid.
-BALANCE_HEADER = ("recipient_id", "payable", "payable_minor_units", "reserved", "reserved_minor_units", "paid",
-                  "paid_minor_units", "asset")
+BALANCE_HEADER = ("recipient_id", "recipient_name", "payable", "payable_minor_units", "reserved",
+                  "reserved_minor_units", "paid", "paid_minor_units", "asset")
 
 
-def balance_cells(asset: str) -> Callable[[Row], list[Any]]:
-    return lambda row: [row["recipient_id"], *money(row["payable"], asset), *money(row["reserved"], asset),
-                        *money(row["paid"], asset), asset]
+def balance_cells(asset: str, name_of: NameOf) -> Callable[[Row], list[Any]]:
+    return lambda row: [row["recipient_id"], name_of(row["recipient_id"]) or "", *money(row["payable"], asset),
+                        *money(row["reserved"], asset), *money(row["paid"], asset), asset]
 
 
 # Budgets: each conservation equation's terms and totals.

@@ -203,6 +203,11 @@
         reject("INVALID_STATEMENT", "statement." + name, "a statement has a " + jsonType + " " + name);
       }
     }
+    for (const [name, jsonType] of FORMAT.optional_statement_fields) {
+      if (Object.hasOwn(statement, name) && !JSON_TYPES[jsonType](statement[name])) {
+        reject("INVALID_STATEMENT", "statement." + name, "a statement's " + name + ", when given, is a " + jsonType);
+      }
+    }
     if (!new RegExp(FORMAT.proof_id_pattern).test(statement.public_proof_id)) {
       reject("INVALID_STATEMENT", "statement.public_proof_id", "public_proof_id is 16 to 200 identifier characters");
     }
@@ -789,6 +794,15 @@
     return nodes;
   }
 
+  // The recipient's display name when the statement has one, isolated so a right-to-left name cannot reorder the
+  // ID beside it; then the ID, which is what the ledger pays.
+  function recipientNodes(statement) {
+    const id = statement.recipient_id + (statement.role ? " (" + statement.role + ")" : "");
+    if (typeof statement.recipient_name !== "string") return [document.createTextNode(id)];
+    return [Object.assign(document.createElement("bdi"), {textContent: statement.recipient_name}),
+      document.createTextNode(" (" + id + ")")];
+  }
+
   function showStatement(statement, verified, dayLines) {
     const section = document.getElementById("statement");
     section.hidden = !statement;
@@ -796,7 +810,7 @@
     const linked = new Map((dayLines || []).map((line) => [line.line_id, line.result]));
     const asset = statement.asset || "";
     text("statement-heading", verified ? "Your statement" : "The statement in this file (not verified)");
-    text("statement-recipient", statement.recipient_id + (statement.role ? " (" + statement.role + ")" : ""));
+    document.getElementById("statement-recipient").replaceChildren(...recipientNodes(statement));
     text("statement-proof-id", statement.public_proof_id);
     text("statement-period", periodText(statement.period));
     document.getElementById("statement-total").replaceChildren(

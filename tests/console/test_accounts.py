@@ -98,13 +98,31 @@ def test_a_link_used_to_guess_codes_dies(client_as, ledger, mailoutbox):
 
 
 @pytest.mark.parametrize("role", ["finance", "admin"])
-def test_with_two_admins_provisioning_neither_offers_nor_grants_finance_or_admin(client_as, ledger, role):
+def test_with_two_admins_ticking_finance_or_admin_provisions_without_it_and_requests_it_of_another_admin(
+        client_as, ledger, role):
     form = client_as("admin").get("/ledger/accounts/new/").content.decode()
-    assert f'value="{role}"' not in form and "request a staff change granting the role" in form
+    assert f'value="{role}"' in form and "requests a staff change granting it" in form
+    data = {"command_id": new_command_id(), "kind": "staff", "account_id": "ops-3", "identity": "ops3@porto.test",
+            "roles": ["ops", role], "payout_address": ""}
+    page = client_as("admin").post("/ledger/accounts/new/", data, follow=True).content.decode()
+    assert ledger.get(STATE, "actor/ops-3").data == {"roles": ["ops"], "status": "active"}
+    [change] = staff_changes.changes(ledger, account_id="ops-3")
+    assert (change["change"], change["status"], change["requested_by"]) == (
+        {"kind": "grant_role", "account_id": "ops-3", "role": role}, "pending", STAFF["admin"])
+    approvers = re.search(rf"Granting {role} to ops-3 is requested: another admin \(([^)]*)\) approves it", page)
+    assert approvers is not None and STAFF["admin2"] in approvers[1].split(", ")
+    assert STAFF["admin"] not in approvers[1].split(", ")  # the requester cannot approve their own request
     head = ledger.head()
-    page = provision(client_as("admin"), roles=[role]).content.decode()  # a forged post
-    assert f"Select a valid choice. {role} is not one of the available choices." in page
-    assert ledger.head() == head and not User.objects.filter(username="ops-3").exists()
+    client_as("admin").post("/ledger/accounts/new/", data, follow=True)  # the same form, answered again
+    assert ledger.head() == head and len(staff_changes.changes(ledger, account_id="ops-3")) == 1
+
+
+def test_with_two_admins_a_worker_ticked_for_finance_is_refused_and_nothing_is_filed(client_as, ledger):
+    head = ledger.head()
+    page = provision(client_as("admin"), kind="worker", account_id="ingest-9", identity="host|ingest-9",
+                     roles=["finance"]).content.decode()
+    assert "A worker account cannot hold finance." in page
+    assert ledger.head() == head and ledger.get(STATE, "account/ingest-9") is None
 
 
 @pytest.mark.parametrize("roles, status, offered", [

@@ -24,6 +24,7 @@ from tests.merkle import checkpoint_keys
 from tests.money_allocation.test_day_lines import ARTIST_A, CHUNK_BYTES, CHUNK_HASH, DAY, OPERATOR_X, freeze
 from tests.money_allocation.world import FINANCE
 from tests.money_payouts.test_statement_trees import anchor_root
+from tests.console.recipients import unnamed
 
 PAGES = ("/ledger/", "/ledger/payouts/", "/ledger/payouts/?status=all", "/ledger/payouts/prepare/",
          "/ledger/payouts/payments/", "/ledger/budgets/", "/ledger/budgets/payables/",
@@ -47,10 +48,10 @@ def paid_run(world, run_id: str = "run-9") -> str:
 
 def test_preparation_lists_each_recipients_day_lines_with_their_day_and_artifact(finance, frozen):
     page = finance[FINANCE].get("/ledger/payouts/prepare/").content.decode()
-    row = page.split("<td>artist-a</td>")[1].split("</tr>")[0]
+    row = page.split(f"<td>{unnamed('artist-a')}</td>")[1].split("</tr>")[0]
     assert "of which 1 day line:" in row and f"chunk 0, artifact <code title=\"{CHUNK_HASH}\">" in row
     assert f'title="day {DAY}"' in row
-    ordinary = page.split("<td>artist-c</td>")[1].split("</tr>")[0]  # allocated by AllocateListenerDay only
+    ordinary = page.split(f"<td>{unnamed('artist-c')}</td>")[1].split("</tr>")[0]  # by AllocateListenerDay only
     assert "day line" not in ordinary
 
 
@@ -74,7 +75,7 @@ def test_every_screen_that_counts_lines_answers_with_a_day_line_paid(finance, fr
         response = finance[FINANCE].get(path)
         assert response.status_code == 200, path
     payables = finance[FINANCE].get("/ledger/budgets/payables/").content.decode()
-    assert "<td>artist-a</td>" in payables
+    assert f"<td>{unnamed('artist-a')}</td>" in payables
 
 
 def test_the_budget_shows_its_frozen_term_on_the_holding_side(finance, frozen):

@@ -22,7 +22,7 @@ def listed(page: str) -> list[dict[str, str]]:
         titles = re.findall(r'title="([^"]+)"', row)
         cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.DOTALL)
         found.append({"payment_id": titles[0], "state": re.search(r'class="enum" title="(\w+)"', row).group(1),
-                      "recipient_id": cells[3], "amount": re.sub(r"<[^>]+>", "", cells[4]), "transaction_hash": titles[-1] if "0x" in titles[-1] else ""})
+                      "recipient_id": re.search(r'<code class="record-id">([^<]+)</code>', cells[3]).group(1), "amount": re.sub(r"<[^>]+>", "", cells[4]), "transaction_hash": titles[-1] if "0x" in titles[-1] else ""})
     return found
 
 

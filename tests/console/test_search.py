@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 
 import pytest
 from django.urls import reverse
 
+from ledger_engine.demo.foundation import DISPLAY_NAMES
 from ledger_engine.layout import STATE
 from porto_console.console.handles import seal
 from porto_console.console.services import record_search
@@ -42,7 +44,8 @@ def answer(page: str) -> str:
 
 def listed(page: str) -> list[tuple[str, str, str]]:
     """Each result row: its kind, its link and its record ID."""
-    return re.findall(r'<tr><td>([^<]+)</td><td><a href="([^"]+)"><code>([^<]+)</code></a>', answer(page))
+    return re.findall(r'<tr><td>([^<]+)</td><td><a href="([^"]+)">(?:<span class="recipient">)?'
+                      r'(?:<bdi class="display-name">[^<]*</bdi> )?<code[^>]*>([^<]+)</code>', answer(page))
 
 
 def test_a_pasted_run_id_opens_the_runs_page_with_a_303_and_the_id_nowhere_in_the_url(client_as, ledger, caplog):
@@ -89,6 +92,26 @@ def test_a_payout_address_opens_its_recipient(client_as, ledger):
     assert (response.status_code, response["Location"]) == (303, history_url("recipient", recipient_id))
 
 
+def test_a_recipients_whole_display_name_in_any_case_opens_its_recipient(client_as, ledger):
+    response = search(client_as("finance"), DISPLAY_NAMES["demo-artist-03"].upper())
+    assert (response.status_code, response["Location"]) == (303, history_url("recipient", "demo-artist-03"))
+
+
+def test_a_display_name_typed_decomposed_finds_the_name_stored_composed(client_as, ledger):
+    decomposed = unicodedata.normalize("NFD", DISPLAY_NAMES["demo-artist-02"])
+    assert decomposed != DISPLAY_NAMES["demo-artist-02"]
+    response = search(client_as("finance"), decomposed)
+    assert (response.status_code, response["Location"]) == (303, history_url("recipient", "demo-artist-02"))
+
+
+def test_part_of_a_display_name_lists_each_recipient_by_its_name(client_as, ledger):
+    response = search(client_as("finance"), "Tejo Stream")
+    page = response.content.decode()
+    assert listed(page) == [("Recipient", history_url("recipient", "demo-operator-01"), "demo-operator-01")]
+    assert f'<bdi class="display-name">{DISPLAY_NAMES["demo-operator-01"]}</bdi>' in page
+    assert "<td>display name</td>" in page
+
+
 def test_part_of_an_id_lists_every_record_it_is_part_of_with_its_kind_and_link(client_as, ledger):
     fragment = "ARTIST-0"
     expected = sorted(recipient for recipient in records(ledger, "recipient/") if fragment.lower() in recipient)
@@ -127,7 +150,7 @@ def test_a_term_too_short_to_look_inside_ids_says_how_long_it_must_be(client_as,
 
 
 @pytest.mark.parametrize("term, message", [
-    ("   ", "Type or paste an ID, a transaction hash or a payout address."),
+    ("   ", "Type or paste an ID, a transaction hash, a payout address or a recipient&#x27;s name."),
     ("x" * 201, "at most 200 characters"),
 ])
 def test_a_blank_or_overlong_term_is_refused_and_reads_nothing(client_as, ledger, term, message):

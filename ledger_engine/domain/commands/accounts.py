@@ -12,18 +12,24 @@ account or deactivate one holding a guarded role: those go through
 ``RequestStaffChange`` and another admin's ``DecideStaffChange``. Guarded roles
 belong to staff only, and never both on one account; adapter and worker roles
 (ingest, signer, ...) belong to worker accounts only, whoever provisions them.
+
+An artist or an operator may carry a display name: the public name it is paid
+and shown under (docs/adr/0098), never a legal identity, which stays outside
+the ledger. Like roles, it is restated by each registration of the account, so
+one that leaves it out removes it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal, Mapping
+from typing import Annotated, Any, Iterable, Literal, Mapping
 
-from pydantic import field_validator
+from pydantic import AfterValidator, field_validator, model_validator
 
 from ledger_engine.domain.actors import (
     GUARDED_ROLES, four_eyes_governance, require_no_role_conflict, require_not_owner, require_roles_fit_kind,
 )
 from ledger_engine.domain.changes import Changes, require
+from ledger_engine.domain.display_text import display_text
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.schema.money_payouts import recipient_key
 from ledger_engine.domain.schema.staff import Account, account_key, actor_key
@@ -33,6 +39,10 @@ from ledger_engine.keys import key
 from ledger_engine.layout import STATE
 
 AccountKind = Literal["staff", "worker", "listener", "artist", "operator"]
+RECIPIENT_KINDS = ("artist", "operator")
+MAX_DISPLAY_NAME_CHARS = 100
+valid_display_name = display_text("a display name", MAX_DISPLAY_NAME_CHARS)
+DisplayName = Annotated[str, AfterValidator(valid_display_name)]
 
 
 class RegisterAccountPayload(Payload):
@@ -43,6 +53,8 @@ class RegisterAccountPayload(Payload):
     roles: list[Role] = []
     status: Literal["active", "deactivated"] = "active"
     payout_address: ChainAddress | None = None
+    # The name a recipient is paid and shown under (a stage or trading name); absent: shown by its ID alone.
+    display_name: DisplayName | None = None
 
     @field_validator("roles")
     @classmethod
@@ -50,6 +62,12 @@ class RegisterAccountPayload(Payload):
         if list(roles) != sorted(set(roles)):
             raise ValueError("roles must be sorted and distinct")
         return roles
+
+    @model_validator(mode="after")
+    def _named_only_if_paid(self) -> "RegisterAccountPayload":
+        if self.display_name is not None and self.kind not in RECIPIENT_KINDS:
+            raise ValueError("only an artist or an operator has a display name")
+        return self
 
 
 @command("RegisterAccount", payload=RegisterAccountPayload, roles={"admin"})
@@ -90,8 +108,9 @@ def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> dict[str, A
 
     identity = {"identity_digest": p.identity_digest,
                 **({"identity_scheme": p.identity_scheme} if p.identity_scheme else {})}
-    put_account(changes, {"account_id": p.account_id, "kind": p.kind, **identity, "created_at_ms": created_at},
-                roles=p.roles, status=p.status, now_ms=ctx.now_ms)
+    named = {"display_name": p.display_name} if p.display_name is not None else {}
+    put_account(changes, {"account_id": p.account_id, "kind": p.kind, **identity, **named,
+                          "created_at_ms": created_at}, roles=p.roles, status=p.status, now_ms=ctx.now_ms)
     if p.payout_address is not None:
         _set_initial_recipient(ctx, p)
     changes.event(
@@ -109,7 +128,8 @@ def put_account(changes: Changes, account: Mapping[str, Any], *, roles: Iterable
                 now_ms: int) -> None:
     """Write an account with these roles and status; a staff or worker account's actor record follows it.
 
-    ``account`` gives the rest: an ``Account``, or a new one's ID, kind, identity and creation time."""
+    ``account`` gives the rest: an ``Account``, or a new one's ID, kind, identity, display name and creation
+    time."""
     assert status in ("active", "deactivated"), status
     roles = sorted(roles)
     changes.put_state(account_key(account["account_id"]), {
@@ -117,6 +137,7 @@ def put_account(changes: Changes, account: Mapping[str, Any], *, roles: Iterable
         "kind": account["kind"],
         "identity_digest": account["identity_digest"],
         **({"identity_scheme": account["identity_scheme"]} if "identity_scheme" in account else {}),
+        **({"display_name": account["display_name"]} if "display_name" in account else {}),
         "roles": roles,
         "status": status,
         "created_at_ms": account["created_at_ms"],
@@ -149,7 +170,7 @@ def _needs_second_admin(existing: Account | None, p: RegisterAccountPayload) -> 
 
 def _set_initial_recipient(ctx: RuleContext, p: RegisterAccountPayload) -> None:
     """A payout address is set once here; later changes go through UpdateRecipient."""
-    require(p.kind in ("artist", "operator"), ErrorCode.INVALID_STATE, "only artists and operators are paid")
+    require(p.kind in RECIPIENT_KINDS, ErrorCode.INVALID_STATE, "only artists and operators are paid")
     require(
         ctx.changes.get(STATE, recipient_key(p.account_id)) is None,
         ErrorCode.INVALID_STATE,

@@ -6,12 +6,12 @@ may be imported with a display title, which its record keeps only when given (do
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
 from ledger_engine.domain.changes import require, require_present
+from ledger_engine.domain.display_text import display_text
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.schema import streaming as schema
 from ledger_engine.domain.schema.money_payouts import recipient_key
@@ -24,24 +24,7 @@ from ledger_engine.layout import STATE
 
 TOTAL_BPS = 10_000
 MAX_TITLE_CHARS = 200
-# Unicode categories a title may not hold: control characters, line and paragraph separators, and unassigned code
-# points, whose normalisation a later Unicode version may change (a replay would then store other bytes).
-REFUSED_TITLE_CATEGORIES = frozenset({"Cc", "Zl", "Zp", "Cn"})
-
-
-def display_title(text: str) -> str:
-    """A work's title as it is stored and shown: NFC, 1 to 200 characters, no control character, and no
-    whitespace at either end. A ValueError says what is wrong (the payload is refused INVALID_PAYLOAD)."""
-    title = unicodedata.normalize("NFC", text)
-    if not 1 <= len(title) <= MAX_TITLE_CHARS:
-        raise ValueError(f"a title is 1 to {MAX_TITLE_CHARS} characters, not {len(title)}")
-    if title != title.strip():
-        raise ValueError("a title has no whitespace at its start or end")
-    refused = next((char for char in title if unicodedata.category(char) in REFUSED_TITLE_CATEGORIES), None)
-    if refused is not None:
-        raise ValueError(f"a title holds no control or unassigned character (U+{ord(refused):04X})")
-    return title
-
+display_title = display_text("a title", MAX_TITLE_CHARS)
 
 Title = Annotated[str, AfterValidator(display_title)]
 

@@ -14,6 +14,7 @@ class Account(TypedDict):
     kind: str
     identity_digest: str
     identity_scheme: NotRequired[Literal["hmac-sha256"]]  # absent: the unkeyed digest (domain/identity.py)
+    display_name: NotRequired[str]  # a recipient's public name; absent: shown by its ID
     roles: list[str]
     status: Status
     created_at_ms: int

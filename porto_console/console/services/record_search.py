@@ -1,12 +1,13 @@
 """The console's search: what someone pastes, turned into the records their roles open.
 
 Only the kinds of record the user's screens open are searched, so a record they could not open is never read for
-them and the answer says nothing of whether it exists. A whole ID, transaction hash or payout address is an exact
-match; only when nothing matches exactly is the term looked for inside IDs, hashes and addresses.
+them and the answer says nothing of whether it exists. A whole ID, transaction hash, payout address or recipient's
+display name is an exact match; only when nothing matches exactly is the term looked for inside them.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 from ledger_engine.application.owner import LedgerOwner
@@ -26,7 +27,7 @@ SHORTENED = "…"  # what a short ID copied from a list ends with (``short_hash`
 @dataclass(frozen=True)
 class Found:
     records: list[FoundRecord]
-    exact: bool  # the term is a whole ID, hash or address; otherwise a fragment of them
+    exact: bool  # the term is a whole ID, hash, address or name; otherwise a fragment of them
     more: bool = False  # a fragment matched more than MOST_LISTED records
     too_short: bool = False  # nothing matched exactly, and the term is too short to look for as a fragment
 
@@ -41,7 +42,9 @@ def searchable_kinds(roles: frozenset[str]) -> tuple[str, ...]:
 
 
 def cleaned(term: str) -> str:
-    return term.strip().removesuffix(SHORTENED).strip()
+    """The term as the ledger stores text (NFC: a display name typed decomposed still matches), without the
+    ellipsis a short ID copied from a list ends with."""
+    return unicodedata.normalize("NFC", term).strip().removesuffix(SHORTENED).strip()
 
 
 def search(ledger: LedgerOwner, term: str, roles: frozenset[str]) -> Found:

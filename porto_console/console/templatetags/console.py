@@ -42,6 +42,21 @@ def money(context, minor_units, asset: str = "USDC"):
     return format_html('<span class="money" title="{} minor units">{}</span>', value, formatted(value, asset))
 
 
+@register.simple_tag(takes_context=True)
+def recipient(context, recipient_id):
+    """A recipient by its display name, with its ID beside it (the ID is what the ledger pays), or by its ID
+    alone when it has none. The name is isolated (``<bdi>``) so a right-to-left name cannot reorder its
+    neighbours; ``Porto`` for a line that pays Porto itself (no recipient)."""
+    if not recipient_id:
+        return "Porto"
+    names = context.get("display_names")
+    name = names.of(recipient_id) if names is not None else None
+    if name is None:
+        return format_html('<span class="recipient"><code class="record-id">{}</code></span>', recipient_id)
+    return format_html('<span class="recipient"><bdi class="display-name">{}</bdi> '
+                       '<code class="record-id">{}</code></span>', name, recipient_id)
+
+
 @register.filter
 def short_hash(digest) -> str:
     return f"{digest[:12]}…" if digest else ""

@@ -11,6 +11,7 @@ or admin deactivated only by a staff change another admin approves.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import get_args
 
 from django import forms
@@ -23,7 +24,9 @@ from django.views.decorators.http import require_POST
 
 from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.domain.actors import GUARDED_ROLES, STAFF_ROLES, WORKER_ROLES, role_conflict
-from ledger_engine.domain.commands.accounts import AccountKind
+from ledger_engine.domain.commands.accounts import (
+    MAX_DISPLAY_NAME_CHARS, RECIPIENT_KINDS, AccountKind, valid_display_name,
+)
 from ledger_engine.domain.ruleset import ROLES
 from ledger_engine.envelope import IDENTIFIER_PATTERN
 from ledger_engine.errors import LedgerError
@@ -31,7 +34,7 @@ from porto_console.console import actions, commands
 from porto_console.console.commands import new_command_id
 from porto_console.console.forms import CommandForm
 from porto_console.console.handles import seal, unseal_id
-from porto_console.console.listing import DateRange, Listing, Search, by, text
+from porto_console.console.listing import DateRange, Listing, Search, by
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import actor_id, may_submit
 from porto_console.console.screens import ACCOUNTS
@@ -49,16 +52,18 @@ ROLE_CHOICES = [(role, role) for role in sorted(ROLES)]
 WORKER_ROLE_CHOICES = ("Adapter and worker roles (worker accounts only)", [(role, role) for role in sorted(WORKER_ROLES)])
 
 
-def roles_by_holder(four_eyes: bool) -> list:
-    """The roles a new account may be given here: once two admins are active, finance and admin are not."""
-    staff = sorted(STAFF_ROLES - GUARDED_ROLES) if four_eyes else sorted(STAFF_ROLES)
-    return [("Staff roles", [(role, role) for role in staff]), WORKER_ROLE_CHOICES]
+def roles_by_holder() -> list:
+    """The roles a new account may be given here, by who may hold them."""
+    return [("Staff roles", [(role, role) for role in sorted(STAFF_ROLES)]), WORKER_ROLE_CHOICES]
 
 
 STAFF_NAME = r"^[A-Za-z0-9.@+-]{1,150}$"  # a ledger identifier that is also a Django username
 GUARDED_NOTE = "Finance and admin are granted through a staff change that another admin approves."
-PROVISION_GUARDED_NOTE = ("Finance and admin are not offered here: provision the account, then, on its page, request "
-                          "a staff change granting the role; another admin approves it.")
+PROVISION_GUARDED_NOTE = ("Ticking finance or admin provisions the account without it and requests a staff change "
+                          "granting it, which another admin approves under Staff changes.")
+DISPLAY_NAME_HELP = ("Artists and operators: the public name they are paid and shown under (a stage or trading "
+                     "name), never a legal name; it is kept in the ledger's history. Leave it empty to show the "
+                     "account by its ID.")
 STAFF_ROLES_NOTE = (f"A person holds {', '.join(sorted(STAFF_ROLES))} only; adapter and worker roles go on worker "
                     "accounts.")
 # Why each pair of duties the ledger keeps apart (actors.CONFLICTING_ROLES) is never one account's.
@@ -88,13 +93,34 @@ class AccountKinds(forms.Form):
 
 
 ACCOUNT_LISTING = Listing(
-    searches=(Search("account", "Account ID", text("account_id")),),
+    searches=(Search("account", "Account ID or display name",
+                     lambda account: (account.account_id, account.display_name or "")),),
     dated=DateRange("updated", "Updated from", lambda account: account.data.get("updated_at_ms")),
     sorts={"account": by("account_id"), "kind": lambda account: account.data["kind"],
            "status": lambda account: account.data["status"],
            "updated": lambda account: account.data.get("updated_at_ms") or 0},
     default_sort="account", identity=by("account_id"), descending_first=frozenset({"updated"}))
 AccountFilter = ACCOUNT_LISTING.form_class(AccountKinds)
+
+
+def for_kinds(*kinds: str) -> dict[str, str]:
+    """The attribute that shows a field only for these account kinds (static/console/account_kind.js)."""
+    return {"data-for-kinds": " ".join(kinds)}
+
+
+def display_name_field() -> forms.CharField:
+    return forms.CharField(max_length=MAX_DISPLAY_NAME_CHARS, required=False, label="Display name",
+                           help_text=DISPLAY_NAME_HELP, widget=forms.TextInput(attrs=for_kinds(*RECIPIENT_KINDS)))
+
+
+def cleaned_display_name(text: str) -> str:
+    """The name as the ledger will store it (NFC), or the ledger's own reason for refusing it, on the field."""
+    if not text:
+        return ""
+    try:
+        return valid_display_name(text)
+    except ValueError as error:
+        raise forms.ValidationError(f"{str(error)[0].upper()}{str(error)[1:]}.") from None
 
 
 class ProvisionForm(CommandForm):
@@ -104,42 +130,55 @@ class ProvisionForm(CommandForm):
     identity = forms.CharField(max_length=200, label="Identity evidence",
                                help_text="Staff: work email, where their enrolment link goes. Others: the verified "
                                          "provider subject. The ledger keeps only its digest.")
-    roles = forms.MultipleChoiceField(choices=(), required=False, widget=forms.CheckboxSelectMultiple,
-                                      help_text=f"{STAFF_ROLES_NOTE} {DUTIES_NOTE}")
+    display_name = display_name_field()
+    roles = forms.MultipleChoiceField(choices=(), required=False, help_text=f"{STAFF_ROLES_NOTE} {DUTIES_NOTE}",
+                                      widget=forms.CheckboxSelectMultiple(attrs=for_kinds("staff", "worker")))
     payout_address = forms.RegexField(regex=r"^0x[0-9a-f]{64}$", required=False,
-                                      help_text="Artists and operators only: 0x and 64 hex digits.")
+                                      help_text="Artists and operators only: 0x and 64 hex digits.",
+                                      widget=forms.TextInput(attrs=for_kinds(*RECIPIENT_KINDS)))
 
     def __init__(self, *args, four_eyes: bool, **kwargs) -> None:
         kwargs.setdefault("initial", {}).setdefault("account_id", f"acct-{new_command_id()}")
         super().__init__(*args, **kwargs)
         self.four_eyes = four_eyes
-        self.fields["roles"].choices = roles_by_holder(four_eyes)
+        self.fields["roles"].choices = roles_by_holder()
         if four_eyes:
             self.fields["roles"].help_text = f"{STAFF_ROLES_NOTE} {PROVISION_GUARDED_NOTE} {DUTIES_NOTE}"
 
+    def clean_display_name(self) -> str:
+        return cleaned_display_name(self.cleaned_data["display_name"])
+
     def clean(self):
         data = super().clean()
-        if data.get("kind") in PERSON_KINDS:
+        kind = data.get("kind", "")
+        if kind in PERSON_KINDS:
             if not forms.RegexField(regex=STAFF_NAME).clean(data.get("account_id", "")):
                 self.add_error("account_id", "A staff account ID is a sign-in name: letters, digits and . @ + -")
             try:
                 forms.EmailField().clean(data.get("identity", ""))
             except forms.ValidationError:
                 self.add_error("identity", "A staff member's identity is their work email: the link goes there.")
-        kind = data.get("kind", "")
+        if kind not in RECIPIENT_KINDS:
+            if data.get("display_name"):
+                self.add_error("display_name", f"Only artists and operators have a display name, not a {kind}.")
+            if data.get("payout_address"):
+                self.add_error("payout_address", f"Only artists and operators are paid, not a {kind}.")
         held_elsewhere = sorted(set(data.get("roles", [])) - set(service.roles_for(kind)))
         if held_elsewhere:
             self.add_error("roles", f"A {kind} account cannot hold {', '.join(held_elsewhere)}."
                                     + (f" {STAFF_ROLES_NOTE}" if kind in PERSON_KINDS else ""))
-        elif self.four_eyes and service.guarded(data.get("roles", [])):
-            self.add_error("roles", GUARDED_NOTE)
         elif duties_error(data.get("roles", [])):
             self.add_error("roles", duties_error(data["roles"]))
         return data
 
+    def requested_roles(self) -> list[str]:
+        """The guarded roles ticked that go to a second admin as staff changes: every one once two admins govern."""
+        return service.guarded(self.cleaned_data["roles"]) if self.four_eyes else []
+
 
 class ChangeForm(CommandForm):
-    """The roles the account's kind may hold (less finance and admin once two admins are active) and its status."""
+    """The roles the account's kind may hold (less finance and admin once two admins are active), its status and,
+    for an artist or operator, its display name."""
 
     revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)  # the revision the admin saw
     roles = forms.MultipleChoiceField(choices=(), required=False, widget=forms.CheckboxSelectMultiple)
@@ -148,6 +187,8 @@ class ChangeForm(CommandForm):
     def __init__(self, *args, kind: str, four_eyes: bool, guarded: list[str], **kwargs) -> None:
         """``guarded``: the guarded roles of an active account whose deactivation needs a second admin."""
         super().__init__(*args, **kwargs)
+        if kind in RECIPIENT_KINDS:
+            self.fields["display_name"] = display_name_field()
         offered = [role for role in service.roles_for(kind) if not (four_eyes and role in GUARDED_ROLES)]
         self.fields["roles"].choices = [(role, role) for role in offered]
         if kind == "staff":
@@ -158,6 +199,9 @@ class ChangeForm(CommandForm):
             self.fields["roles"].help_text = (f"{self.fields['roles'].help_text} {GUARDED_NOTE} Reactivating, and "
                                               "deactivating an account holding either, take one too.").strip()
         self.guarded = guarded
+
+    def clean_display_name(self) -> str:
+        return cleaned_display_name(self.cleaned_data["display_name"])
 
     def clean(self):
         data = super().clean()
@@ -194,11 +238,12 @@ def account_new(request):
     read = read_at_boundary(service.four_eyes)
     form = ProvisionForm(request.POST or None, four_eyes=read.data)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
+        data, requested = form.cleaned_data, form.requested_roles()
         try:
             outcome = actions.run(request, data["command_id"], "RegisterAccount", lambda: service.provision(
-                account_id=data["account_id"], kind=data["kind"], identity=data["identity"], roles=data["roles"],
-                payout_address=data["payout_address"]))
+                account_id=data["account_id"], kind=data["kind"], identity=data["identity"],
+                roles=[role for role in data["roles"] if role not in requested],
+                payout_address=data["payout_address"], display_name=data["display_name"]))
         except actions.ActionRefused as error:
             form.add_error(None, str(error))
         else:
@@ -206,11 +251,35 @@ def account_new(request):
             if outcome.accepted:
                 if data["kind"] in PERSON_KINDS:
                     _new_staff_user(request, data)
+                _request_roles(request, data, requested)
                 return redirect(account_url(data["account_id"]))
             retry = {name: value for name, value in data.items() if name != "command_id"}
             form = ProvisionForm(initial=retry, four_eyes=read.data)  # that command ID is spent
     return render_screen(request, "console/account_new.html", "Provision an account", read, form=form,
                          four_eyes=read.data)
+
+
+def _request_roles(request, data: dict, roles: list[str]) -> None:
+    """A staff change granting each guarded role the new account was ticked for, under an ID derived from the
+    form's: a form answered again files none twice."""
+    account_id = data["account_id"]
+    for role in roles:
+        command_id = derived_command_id(f"grant-{role}", data["command_id"])
+        try:
+            outcome = actions.run(request, command_id, "RequestStaffChange",
+                                  partial(staff_changes.request, command_id, account_id, f"grant_role:{role}"))
+        except actions.ActionRefused as error:
+            messages.error(request, f"{account_id} is provisioned without {role}: requesting it was refused "
+                                    f"({error}). Request it again below.")
+            continue
+        actions.report(request, outcome, f"Granting {role} to {account_id} is requested: {_approvers(request)} "
+                                         "approves it under Staff changes")
+
+
+def _approvers(request) -> str:
+    """Who may approve a staff change the signed-in admin requested: any other active admin, by name."""
+    others = [admin for admin in read_at_boundary(service.active_admins).data if admin != actor_id(request.user)]
+    return f"another admin ({', '.join(others)})" if others else "another admin"
 
 
 def _new_staff_user(request, data: dict) -> None:
@@ -264,13 +333,15 @@ def account_detail(request, handle: str):
     user = User.objects.filter(username=account_id).first() if account.data["kind"] in PERSON_KINDS else None
     guarded = service.guarded(account.roles) if four_eyes and account.active else []
     form = ChangeForm(request.POST or None, kind=account.data["kind"], four_eyes=four_eyes, guarded=guarded,
-                      initial={"roles": account.roles, "active": account.active, "revision": account.revision})
+                      initial={"roles": account.roles, "active": account.active, "revision": account.revision,
+                               "display_name": account.display_name or ""})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         roles = sorted(set(data["roles"]) | set(service.guarded(account.roles) if four_eyes else ()))
         try:
             outcome = actions.run(request, data["command_id"], "RegisterAccount", lambda: service.change(
-                account, roles=roles, active=data["active"], seen_revision=data["revision"]))
+                account, roles=roles, active=data["active"], seen_revision=data["revision"],
+                display_name=data.get("display_name")))
         except actions.ActionRefused as error:
             form.add_error(None, str(error))
         else:

@@ -11,6 +11,7 @@ from porto_console.console.listing import DAY_MS, DateRange, Listing, Search, by
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.screens import BUDGETS
 from porto_console.console.services import budgets as service
+from porto_console.console.services.accounts import named
 from porto_console.console.views.common import render_screen
 from porto_console.ledger import read_at_boundary
 
@@ -58,8 +59,10 @@ def balances(request):
     filter_form = BalanceFilter(request.GET or None)
     query = filter_form.query()
     if exports.wanted(request):
-        listed = read_at_boundary(lambda ledger: BALANCE_LISTING.apply(service.recipient_balances(ledger), query))
-        return exports.table(exports.BALANCE_HEADER, exports.balance_cells(BUDGET_ASSET), listed.data,
+        listed = read_at_boundary(lambda ledger: named(
+            ledger, BALANCE_LISTING.apply(service.recipient_balances(ledger), query), lambda row: row["recipient_id"]))
+        rows, names = listed.data
+        return exports.table(exports.BALANCE_HEADER, exports.balance_cells(BUDGET_ASSET, names.get), rows,
                              exports.filename("payables-per-recipient", at=f"at-sequence-{listed.head.sequence}"))
     read = read_at_boundary(lambda ledger: paginate(BALANCE_LISTING.apply(service.recipient_balances(ledger), query),
                                                     page_number(request)))

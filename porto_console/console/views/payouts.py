@@ -22,6 +22,7 @@ from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import may_submit, require_command
 from porto_console.console.screens import PAYMENTS, PAYOUTS
 from porto_console.console.services import payment_search as search
+from porto_console.console.services.accounts import named
 from porto_console.console.services import payouts as service
 from porto_console.console.views.common import render_screen
 from porto_console.ledger import owner, read_at_boundary
@@ -91,8 +92,9 @@ def payment_list(request):
     filter_form = PaymentFilter(request.GET or None, initial={"state": search.DEFAULT_STATE})
     query, state = filter_form.query(), filter_form.choice("state", search.DEFAULT_STATE)
     if exports.wanted(request):
-        found = read_at_boundary(lambda ledger: search.search(ledger, state, query)).data
-        return exports.listed("payments", exports.PAYMENT_HEADER, exports.payment_cells, found, query)
+        found, names = read_at_boundary(lambda ledger: named(ledger, search.search(ledger, state, query),
+                                                             lambda row: row["recipient_id"])).data
+        return exports.listed("payments", exports.PAYMENT_HEADER, exports.payment_cells(names.get), found, query)
     read = read_at_boundary(lambda ledger: (
         paginate(search.search(ledger, state, query), page_number(request)),
         payout_queries.reconciliation_queue(ledger.view())))
@@ -103,10 +105,10 @@ def payment_list(request):
 
 def prepare(request):
     """The payables now, each recipient ticked unless approval could not cite a confirmed statement for it."""
-    read = read_at_boundary(service.payables)
-    payables = read.data
+    read = read_at_boundary(lambda ledger: named(ledger, service.payables(ledger), lambda row: row.recipient_id))
+    payables, names = read.data
     if request.method == "GET" and exports.wanted(request):
-        return exports.table(exports.PAYABLE_HEADER, exports.payable_cells(service.ASSET), payables,
+        return exports.table(exports.PAYABLE_HEADER, exports.payable_cells(service.ASSET, names.get), payables,
                              exports.filename("payables", at=f"at-sequence-{read.head.sequence}"))
     form = PrepareForm(request.POST or None, payables=payables)
     if request.method == "POST":

@@ -1,4 +1,5 @@
-"""Search (every console role): a pasted ID, transaction hash or payout address opens its record's page.
+"""Search (every console role): a pasted ID, transaction hash, payout address or recipient's name opens its record's
+page.
 
 The term is posted, never put in a URL, so neither the request log nor the browser's history holds it: one exact
 match is a 303 to the record's sealed-handle page; several, or fragments, are listed on the answer to the post;
@@ -28,8 +29,9 @@ MAX_TERM = 200
 
 class SearchForm(forms.Form):
     term = forms.CharField(max_length=MAX_TERM, label="Run, payment, recipient, hold or correction ID, "
-                                                      "transaction hash or payout address",
-                           error_messages={"required": "Type or paste an ID, a transaction hash or a payout address."})
+                                                      "transaction hash, payout address or recipient's name",
+                           error_messages={"required": "Type or paste an ID, a transaction hash, a payout address "
+                                                       "or a recipient's name."})
 
     def clean_term(self) -> str:
         term = service.cleaned(self.cleaned_data["term"])
