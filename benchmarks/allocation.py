@@ -39,7 +39,7 @@ from ledger_engine.domain.schema.streaming import listener_day_key
 from ledger_engine.domain.view import StateView
 from ledger_engine.genesis import default_genesis
 from ledger_engine.layout import STATE
-from ledger_engine.projections.money_queries import allocation_plan, conservation_report
+from ledger_engine.selectors.money_queries import allocation_plan, conservation_report
 from tests.conftest import EnvelopeFactory
 from tests.money_allocation.world import FINANCE, FIRST_DAY, INGEST, MoneyWorld, fixture_commands, funding
 from tests.support import payloads
@@ -117,7 +117,7 @@ class MoneyLedger:
             day_index, listener = divmod(position, self.listeners)
             day = FIRST_DAY + day_index
             if listener == 0:
-                self.lines_per_day = len(allocation_plan(self.owner.store, "listener-0", day, "budget-0").lines)
+                self.lines_per_day = len(allocation_plan(self.owner.view(), "listener-0", day, "budget-0").lines)
             revisions = {listener_day_key(f"listener-{listener}", day): 1, POLICY_KEY: 1,
                          budget_key(f"budget-{listener}"): 1 + day_index}
             envelopes.append(self.envelopes("AllocateListenerDay", {
@@ -165,7 +165,7 @@ def run(report: Report, workdir: Path) -> None:
             rates.append(per_round / elapsed)
         check_allocated(report, ledger, outcomes)
         lines = sum(len(o.result["data"]["line_ids"]) for o in outcomes)
-        mismatches = ledger.owner.at_boundary(conservation_report)
+        mismatches = ledger.owner.read(conservation_report)
         report.check(not mismatches, f"the full conservation check finds nothing after {len(outcomes)} allocations")
         plan_us, split_us = ledger.owner.at_boundary(lambda store: _policy_floor(PendingBatch(store), SAMPLE_LISTENERS))
     rate = sorted(rates)[len(rates) // 2]

@@ -17,7 +17,7 @@ from benchmarks.measure import seconds
 from benchmarks.report import Report
 from ledger_engine.domain.chart import PORTO_RETAINED, artist_payable, budget_unallocated
 from ledger_engine.projections.money import POINT_INTERVAL
-from ledger_engine.projections.money_queries import balance, folded_balance
+from ledger_engine.selectors.money_queries import balance, folded_balance
 
 LISTENERS, DAYS = 200, 30
 ACCOUNTS = {"porto": PORTO_RETAINED, "artist": artist_payable("artist-00"), "budget": budget_unallocated("budget-0")}
@@ -27,7 +27,7 @@ CACHED_READS, FOLDED_READS = 500, 20
 def run(report: Report, workdir: Path) -> None:
     with MoneyLedger.open(workdir / "ledger", LISTENERS, DAYS) as ledger:
         check_allocated(report, ledger, ledger.allocate_envelopes(ledger.next_allocations(LISTENERS * DAYS)))
-        store, head = ledger.owner.store, ledger.owner.head().sequence
+        store, head = ledger.owner.view(), ledger.owner.head().sequence
         for name, account in ACCOUNTS.items():
             for when, sequence in (("head", head), ("half", head // 2)):
                 cached = balance(store, account, "USDC", at_sequence=sequence)

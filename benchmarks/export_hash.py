@@ -8,7 +8,7 @@ from pathlib import Path
 from benchmarks.measure import Floor, interleaved, seconds
 from benchmarks.report import Report
 from benchmarks.workload import build_ledger, command_batch_bytes, registrations
-from ledger_engine.checkpoint.digest import logical_state_hash
+from ledger_engine.storage.digest import logical_state_hash
 from ledger_engine.checkpoint.export import JOURNAL_FILE, ROWS_FILE, export_store
 from ledger_engine.storage.rocks import RocksStore
 

@@ -32,7 +32,7 @@ from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.demo.builder import DemoBuilder
 from ledger_engine.demo.foundation import INGEST, build_foundation
 from ledger_engine.domain.chart import TREASURY
-from ledger_engine.projections.money_queries import balance
+from ledger_engine.selectors.money_queries import balance
 
 GROUP = 64
 MODE_NAMES = {1: "one per commit", GROUP: f"{GROUP} per commit"}
@@ -61,7 +61,7 @@ class EngineSide:
         prelude = list(self.builder.envelopes)
         check_committed(report, self.owner, submit_windowed(self.owner, prelude, depth=256), len(prelude))
         self.prelude = len(prelude)
-        self.treasury_before = balance(self.owner.store, TREASURY, "USDC").debits
+        self.treasury_before = balance(self.owner.view(), TREASURY, "USDC").debits
         self.outcomes: list[CommandOutcome] = []
         self.batches: dict[int, list[int]] = {}  # per commit -> bytes of each synchronous batch written
         self.recorded: dict[int, int] = {}  # per commit -> deposits recorded
@@ -92,7 +92,7 @@ class EngineSide:
 
     def check(self, report: Report, recorded: int) -> None:
         check_committed(report, self.owner, self.outcomes, self.prelude + recorded)
-        debited = balance(self.owner.store, TREASURY, "USDC").debits - self.treasury_before
+        debited = balance(self.owner.view(), TREASURY, "USDC").debits - self.treasury_before
         report.check(debited == total_amount(0, recorded),
                      f"engine: treasury debited {debited} micro-units, the sum of the {recorded} deposits")
 

@@ -28,14 +28,15 @@ from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application import day_freeze, journal_tree
 from ledger_engine.application.owner import (
-    LedgerOwner, check_for_owning, initialise, promote, read_genesis, read_head, read_reconciliation_owed,
+    LedgerOwner, check_for_owning, initialise, promote, read_genesis, read_reconciliation_owed,
 )
+from ledger_engine.storage.head import read_head
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.canonical import parse_json
 from ledger_engine.checkpoint import offsite
 from ledger_engine.checkpoint.backup import backup, restore
 from ledger_engine.checkpoint.offsite import ResticRepository
-from ledger_engine.checkpoint.digest import logical_state_hash
+from ledger_engine.storage.digest import logical_state_hash
 from ledger_engine.checkpoint.export import export_store
 from ledger_engine.checkpoint.form import METADATA_FILE, VerificationError
 from ledger_engine.checkpoint.integrity import verify_directory

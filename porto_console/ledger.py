@@ -22,11 +22,12 @@ from django.conf import settings
 
 from ledger_engine.adapters.gateway import CommandGateway, Queued
 from ledger_engine.application import day_freeze
-from ledger_engine.application.journal import Head
+from ledger_engine.storage.head import Head
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.errors import LedgerError
-from ledger_engine.projections import effect_queries
+from ledger_engine.selectors.view import LedgerView
+from ledger_engine.selectors import effect_queries
 from porto_console.effects import delivery
 from porto_console.operations.command_metrics import observe_commands
 
@@ -129,6 +130,12 @@ class LedgerRead(Generic[T]):
 
     head: Head
     data: T
+
+
+def read_view(read: Callable[[LedgerView], T]) -> LedgerRead[T]:
+    """``read`` on a view of the ledger between two commands, with the head it was read at: a selector, or a
+    service composing selectors."""
+    return owner().read(lambda view: LedgerRead(view.head, read(view)))
 
 
 def read_at_boundary(read: Callable[[LedgerOwner], T]) -> LedgerRead[T]:

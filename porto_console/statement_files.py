@@ -22,7 +22,7 @@ from ledger_engine.merkle.checkpoint import CheckpointSigner, VerifierKey
 from ledger_engine.merkle.document import encode_document
 from ledger_engine.merkle.parts_file import statement_day_lines
 from ledger_engine.merkle.statement import sign_statement_file, statement_file_bytes
-from ledger_engine.projections.statement_index import parts_file, statement_file
+from ledger_engine.selectors.statement_index import parts_file, statement_file
 from porto_console.environment import read_environment
 from porto_console.ledger import LedgerRead, gateway, owner, read_at_boundary
 

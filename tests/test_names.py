@@ -12,7 +12,7 @@ PACKAGES = ("ledger_engine", "porto_console")
 # The word, and the one module or package it names; what it meant elsewhere now has its own name.
 ONE_MEANING = {
     "keys": {"ledger_engine/keys.py"},  # canonical key encoding; the streaming record keys live in schema/streaming.py
-    "records": set(),  # stored-value encoding is application/value_codec.py; money record access is lifecycle.py
+    "records": set(),  # stored-value encoding is storage/value_codec.py; money record access is lifecycle.py
     "effects": {"porto_console/effects"},  # the workers that carry out effects; claims on effects are money/leases.py
     "dispatch": {"porto_console/console/views/dispatch.py"},  # the dispatch switch; sending messages is delivery.py
 }

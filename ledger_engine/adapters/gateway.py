@@ -41,7 +41,7 @@ from ledger_engine.adapters.envelope_store import EnvelopeStore
 from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.application.admission import AdmittedCommand, admit
 from ledger_engine.application.envelopes import build_envelope
-from ledger_engine.application.journal import Head
+from ledger_engine.storage.head import Head
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.canonical import canonical_bytes

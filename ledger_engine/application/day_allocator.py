@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Iterator, Protocol
 
 from ledger_engine.application.pending import PendingBatch
-from ledger_engine.application.value_codec import decode_record
+from ledger_engine.storage.value_codec import decode_record
 from ledger_engine.domain.allocation_artifact import ArtifactChunk, DayTotals, artifact_chunk
 from ledger_engine.domain.allocation_policy import PlannedLine
 from ledger_engine.domain.changes import Rejected, require

@@ -34,7 +34,7 @@ from typing import Any, Callable, Generic, Sequence, TypeVar
 
 from ledger_engine.application.admission import AdmittedCommand
 from ledger_engine.application.admission_clock import AdmissionClock
-from ledger_engine.application.journal import Head
+from ledger_engine.storage.head import Head
 from ledger_engine.application.journal_tree import BatchTree
 from ledger_engine.application.observers import CommandReport, GroupReport, Listeners
 from ledger_engine.application.pending import PendingBatch

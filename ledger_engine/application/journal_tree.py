@@ -24,7 +24,7 @@ from typing import Any, Callable, Protocol, TypeGuard
 
 import orjson
 
-from ledger_engine.application.journal import Head
+from ledger_engine.storage.head import Head
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
 from ledger_engine.keys import seq20

@@ -23,13 +23,13 @@ from ledger_engine.application import admission_clock
 from ledger_engine.application.admission_clock import AdmissionClock
 from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.application.executor import SerialExecutor
-from ledger_engine.application.journal import GENESIS_HEAD, DeltaRow, Head, encoded_delta
+from ledger_engine.application.journal import encoded_delta
 from ledger_engine.application.journal_tree import build_from_journal, check_tree, is_kept, stored_root
 from ledger_engine.application.observers import GroupListener
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.private_rows import require_private_key
-from ledger_engine.application.value_codec import decode_record, encode_record, encode_value
-from ledger_engine.application.transition import HEAD_KEY, CommandOutcome, stored_outcome
+from ledger_engine.storage.value_codec import decode_record, encode_record, encode_value
+from ledger_engine.application.transition import CommandOutcome, stored_outcome
 from ledger_engine.domain.actors import LEDGER_OWNER
 from ledger_engine.domain.schema.dispatch_switch import (
     PENDING_RESUME_SENTINEL, SWITCH_KEY, DispatchSwitch, resume_key,
@@ -41,9 +41,11 @@ from ledger_engine.keys import seq20
 from ledger_engine.layout import DELTAS, INDEXES, JOURNAL, META, PRIVATE_AUX, STATE, UNIQUE
 from ledger_engine.merkle.journal import JournalFrontier
 from ledger_engine.projections.maintenance import IndexMaintainer
-from ledger_engine.projections.view import LedgerView
+from ledger_engine.selectors.view import LedgerView
 from ledger_engine.security_log import SecurityLog, configured_path
+from ledger_engine.storage.head import GENESIS_HEAD, HEAD_KEY, Head, read_head
 from ledger_engine.storage.rocks import RocksStore
+from ledger_engine.storage.rows import DeltaRow
 from ledger_engine.storage.unsynced import refuse_unless_allowed
 
 T = TypeVar("T")
@@ -54,17 +56,6 @@ WRITER_KEY = b"writer"
 # Commands that would let this copy dispatch: refused while it owes a reconciliation.
 RESUME_COMMANDS = frozenset({"RequestDispatchResume", "DecideDispatchResume"})
 OWN_READMISSIONS = 8  # another thread's commands may be journalled first, at a later time, this many times running
-
-
-def read_head(store: RocksStore) -> Head:
-    raw = store.get(META, HEAD_KEY)
-    if raw is None:
-        raise LedgerError(ErrorCode.NOT_FOUND, f"no initialised ledger at {store.path}")
-    try:
-        value = orjson.loads(raw)
-        return Head(value["sequence"], value["entry_hash"])
-    except (orjson.JSONDecodeError, KeyError, TypeError):
-        raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{META}/{HEAD_KEY.decode()} is not a head") from None
 
 
 def read_genesis(store: RocksStore) -> dict[str, Any]:

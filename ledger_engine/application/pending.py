@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ledger_engine.application.value_codec import decode_record
+from ledger_engine.storage.value_codec import decode_record
 from ledger_engine.ordered import overlay_scan
 from ledger_engine.domain.view import Record
 from ledger_engine.storage.rocks import RocksStore, WriteOp

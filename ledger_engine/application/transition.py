@@ -14,9 +14,9 @@ from typing import Any
 import orjson
 
 from ledger_engine.application.admission import AdmittedCommand
-from ledger_engine.application.journal import DeltaRow, EncodedEntry, Head, encode_entry, encoded_delta
+from ledger_engine.application.journal import EncodedEntry, encode_entry, encoded_delta
 from ledger_engine.application.pending import PendingBatch
-from ledger_engine.application.value_codec import encode_built_record, encode_built_value, stored_value
+from ledger_engine.storage.value_codec import encode_built_record, encode_built_value, stored_value
 from ledger_engine.canonical import engine_bytes
 from ledger_engine.domain.actors import require_role
 from ledger_engine.domain.changes import Changes, Rejected, require
@@ -30,10 +30,11 @@ from ledger_engine.layout import (
     COMMAND_RESULT, DELTAS, EVENTS, INDEXES, JOURNAL, META, OUTBOX, RULE_WRITABLE_FAMILIES, STATE,
 )
 from ledger_engine.projections.maintenance import Built, Entries, IndexMaintainer
+from ledger_engine.storage.head import HEAD_KEY, Head
+from ledger_engine.storage.rows import DeltaRow
 
 MAX_STATE_WRITES = 10_000
 MAX_DELTA_BYTES = 16 * 1024 * 1024
-HEAD_KEY = b"head"
 
 
 @dataclass(frozen=True, slots=True)

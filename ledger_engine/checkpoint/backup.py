@@ -31,8 +31,9 @@ import orjson
 
 from ledger_engine.adapters.files import read_regular_file, replace_durably
 from ledger_engine.application.owner import (
-    WRITER_KEY, LedgerOwner, read_head, read_writer_generation, reconciliation_owed, writer_record,
+    WRITER_KEY, LedgerOwner, read_writer_generation, reconciliation_owed, writer_record,
 )
+from ledger_engine.storage.head import read_head
 from ledger_engine.application.private_rows import require_private_row
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.export import export_store

@@ -21,10 +21,11 @@ from typing import Any, Iterable
 
 import orjson
 
-from ledger_engine.application.journal import row_bytes
-from ledger_engine.application.owner import read_genesis, read_head
+from ledger_engine.storage.rows import row_bytes
+from ledger_engine.application.owner import read_genesis
+from ledger_engine.storage.head import read_head
 from ledger_engine.canonical import STATE_DOMAIN, canonical_bytes, canonical_string
-from ledger_engine.checkpoint.digest import logical_rows
+from ledger_engine.storage.digest import logical_rows
 from ledger_engine.checkpoint.form import (
     DELTAS_FILE, EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, METADATA_FILE, ROWS_FILE,
 )

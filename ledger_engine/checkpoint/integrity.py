@@ -27,7 +27,7 @@ from ledger_engine.adapters.files import replace_durably
 from ledger_engine.application.journal_tree import NODE_PREFIX, empty_tree, is_kept, stage_append
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.canonical import canonical_bytes
-from ledger_engine.checkpoint.digest import logical_rows
+from ledger_engine.storage.digest import logical_rows
 from ledger_engine.checkpoint.export import export_store
 from ledger_engine.checkpoint.form import VerificationError
 from ledger_engine.checkpoint.verify import require_trusted_genesis, verify_export

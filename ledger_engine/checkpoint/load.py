@@ -17,11 +17,10 @@ from typing import Any, Iterator
 
 import orjson
 
-from ledger_engine.application.journal import Head
+from ledger_engine.storage.head import HEAD_KEY, Head
 from ledger_engine.application.journal_tree import build_from_journal
 from ledger_engine.application.owner import GENESIS_KEY, reconciliation_owed
-from ledger_engine.application.value_codec import encode_value
-from ledger_engine.application.transition import HEAD_KEY
+from ledger_engine.storage.value_codec import encode_value
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.form import (
     DELTAS_FILE, EVENTS_FILE, GENESIS_FILE, JOURNAL_FILE, ROWS_FILE, VerificationError,

@@ -33,7 +33,7 @@ from typing import Any, Callable
 import orjson
 
 from ledger_engine.adapters.files import read_regular_file, replace_durably
-from ledger_engine.application.value_codec import decode_record
+from ledger_engine.storage.value_codec import decode_record
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.backup import MANIFEST, backup, restorer, verify_backup
 from ledger_engine.checkpoint.publish import publish, require_absent_or_empty, staged_beside

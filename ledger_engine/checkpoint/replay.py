@@ -34,11 +34,12 @@ import orjson
 
 from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.application.admission import admit
-from ledger_engine.application.journal import Head
+from ledger_engine.storage.head import Head
 from ledger_engine.application.journal_tree import BatchTree, open_tree, stored_root
 from ledger_engine.application.owner import (
-    WRITER_KEY, initialise, last_admitted_ms, read_head, read_writer_generation, reconciliation_owed, writer_record,
+    WRITER_KEY, initialise, last_admitted_ms, read_writer_generation, reconciliation_owed, writer_record,
 )
+from ledger_engine.storage.head import read_head
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.transition import execute
 from ledger_engine.checkpoint.export import (

@@ -32,7 +32,7 @@ import orjson
 from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.adapters.files import read_regular_file
 from ledger_engine.application.journal import recompute_entry_hash
-from ledger_engine.application.value_codec import encode_record, encode_value
+from ledger_engine.storage.value_codec import encode_record, encode_value
 from ledger_engine.canonical import DELTA_DOMAIN, STATE_DOMAIN, ZERO_HASH, engine_bytes, sha256_hex
 from ledger_engine.checkpoint.export import EXPORT_FORMAT, EXPORT_FORMAT_VERSION, JournalTreeFold
 from ledger_engine.checkpoint.fold import Address, DiskFold

@@ -47,7 +47,7 @@ from ledger_engine.domain.schema.money_payouts import PlannedPayment, run_key
 from ledger_engine.layout import OUTBOX, STATE
 from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
 from ledger_engine.projections.day_line_evidence import commitments
-from ledger_engine.projections.statement_index import index_artifact, statement_document
+from ledger_engine.selectors.statement_index import index_artifact, statement_document
 
 PREPARER, APPROVER, THIRD_APPROVER = "demo-finance-1", "demo-finance-2", "demo-finance-3"
 DISPATCHER, OBSERVER, COMMITTER = "demo-dispatcher", "demo-observer", "demo-committer"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ledger_engine.checkpoint.digest import logical_rows
+from ledger_engine.storage.digest import logical_rows
 from ledger_engine.layout import EVENTS, INDEXES
 from ledger_engine.projections.maintenance import IndexMaintainer
 from ledger_engine.storage.rocks import RocksStore

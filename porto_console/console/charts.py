@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.ruleset import ASSETS
-from ledger_engine.projections import overview_queries, payout_queries
+from ledger_engine.selectors import overview_queries, payout_queries
 from porto_console.console.labels import human
 
 DAY_MS = 86_400_000

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ledger_engine.demo import DEMO_LABEL
-from ledger_engine.projections import account_queries
+from ledger_engine.selectors import account_queries
 from porto_console.ledger import owner
 
 

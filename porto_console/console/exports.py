@@ -18,7 +18,7 @@ from django.http import FileResponse, StreamingHttpResponse
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.domain import chart
-from ledger_engine.projections import accounting as selectors
+from ledger_engine.selectors import accounting as selectors
 from porto_console.console.labels import human
 from porto_console.console.listing import ListQuery
 from porto_console.console.services import journal

@@ -22,7 +22,7 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.demo.builder import DEMO_IDENTITY_KEY, DEMO_STEP_UP_KEY
 from ledger_engine.genesis import genesis_hash
 from ledger_engine.merkle.checkpoint import DEMO_CHECKPOINT_SEED_HEX
-from ledger_engine.projections import account_queries
+from ledger_engine.selectors import account_queries
 from porto_console import statement_files
 from porto_console.console import stepup
 from porto_console.console.services.demo import is_demo, kept_demo_key

@@ -39,7 +39,7 @@ from ledger_engine.adapters.gateway import CommandGateway, Unstored, require_not
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.projections.effect_queries import expected_effect_revision
+from ledger_engine.selectors.effect_queries import expected_effect_revision
 from porto_console.effects.transactions import NotATransfer, TransferTerms, decode_transfer
 from porto_console.internal_api.errors import ApiCode, ApiError
 from porto_console.internal_api.models import WorkerCredential

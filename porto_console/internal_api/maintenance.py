@@ -11,7 +11,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Router
 
-from ledger_engine.projections import account_queries
+from ledger_engine.selectors import account_queries
 from porto_console.effects.backups import take_backup_if_due
 from porto_console.internal_api.errors import ApiCode, ApiError
 from porto_console.internal_api.models import WorkerCredential

@@ -18,7 +18,7 @@ from ninja import Path, Query, Router
 from ledger_engine.domain.registry import registered_types, spec_for
 from ledger_engine.envelope import IDENTIFIER_PATTERN
 from ledger_engine.errors import ErrorCode
-from ledger_engine.projections import effect_queries, payout_queries
+from ledger_engine.selectors import effect_queries, payout_queries
 from porto_console.internal_api.errors import ApiCode, ApiError
 from porto_console.internal_api.schemas import (
     EFFECT_CURSOR, ERROR_RESPONSES, AttemptPage, BatchPage, DispatchOut, EffectOut, EffectPage, HeadOut,

@@ -12,8 +12,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ledger_engine.errors import LedgerError
-from ledger_engine.projections.payout_queries import outbox_backlog, overdue_payments, payment_counts
-from porto_console.console.views.quarantine import quarantine
+from ledger_engine.selectors.payout_queries import outbox_backlog, overdue_payments, payment_counts
+from porto_console.console.services.quarantine import quarantine
 from porto_console import ledger
 from porto_console.ledger import read_at_boundary
 from porto_console.operations import health

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from ledger_engine.projections import accounting
+from ledger_engine.selectors import accounting
 from porto_console.console.handles import seal
 from porto_console.console.services.accounting import formatted
 

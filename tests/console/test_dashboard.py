@@ -46,7 +46,7 @@ def test_waiting_work_and_daily_charts_follow_the_ledger(finance, payouts_world)
 
 
 def test_a_payment_stuck_in_flight_past_its_expiry_shows_on_the_dashboard(finance, payouts_world, monkeypatch):
-    from ledger_engine.projections.payout_queries import OVERDUE_AFTER_MS
+    from ledger_engine.selectors.payout_queries import OVERDUE_AFTER_MS
     from porto_console.console.services import dashboard as dashboard_service
 
     expires_at_ms = payouts_world.leave_in_flight("run-stuck", "artist-a", "attempt-stuck")

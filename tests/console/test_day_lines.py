@@ -16,7 +16,7 @@ from django.test import Client
 
 from ledger_engine.layout import STATE
 from ledger_engine.merkle import check_statement_file
-from ledger_engine.projections.statement_index import prepare_statement_index
+from ledger_engine.selectors.statement_index import prepare_statement_index
 from porto_console.console.handles import seal
 from porto_console.internal_api import credentials
 from porto_console.ledger import gateway
@@ -104,8 +104,8 @@ def stated(frozen):
     frozen.anchor("allocation-batch-9", frozen.batch("allocation-batch-9", "allocation"))
     prepared = {"action": "prepare", "kind": "statement_index", "window_start_ms": 0, "window_end_ms": 10}
     assert frozen.submit("FreezeArtifact", {"batch_id": "index-9", "step": prepared}, actor=FINANCE).accepted
-    step, artifact = frozen.owner.at_boundary(lambda store: prepare_statement_index(
-        store, "index-9", "allocation-batch-9", "index-9-anchor", read_evidence=evidence.get))
+    step, artifact = frozen.owner.read(lambda view: prepare_statement_index(
+        view, "index-9", "allocation-batch-9", "index-9-anchor", read_evidence=evidence.get))
     evidence.put(artifact)
     assert frozen.submit("FreezeArtifact", {"batch_id": "index-9", "step": step}, actor=FINANCE,
                          evidence=[step["artifact_hash"]]).accepted

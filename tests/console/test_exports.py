@@ -13,7 +13,7 @@ from django.http import StreamingHttpResponse
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.domain.invariants import FUNDING_TERMS, HOLDING_TERMS
-from ledger_engine.projections import accounting as selectors
+from ledger_engine.selectors import accounting as selectors
 from porto_console.console import exports
 from porto_console.console.commands import new_command_id
 from porto_console.console.services import payouts as payout_service
@@ -150,7 +150,7 @@ def test_payables_per_recipient_export_matches_the_screen(finance, payouts_world
 
 
 def test_a_hostile_recipient_id_is_neutralised(finance, payouts_world, monkeypatch):
-    from ledger_engine.projections import payout_queries
+    from ledger_engine.selectors import payout_queries
     real = payout_queries.payables
 
     def hostile(view):

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from ledger_engine.projections import accounting, trial_replay
+from ledger_engine.selectors import accounting, trial_replay
 from porto_console.console.handles import seal
 
 NO_ROWS = re.compile(r"<td colspan")
@@ -168,20 +168,20 @@ def test_a_runs_page_shows_raw_minor_units_on_the_toggle(client_as, ledger):
 @pytest.mark.parametrize("fraction", [0.25, 0.5, 0.9, 1.0])
 def test_the_trial_balance_at_an_older_sequence_equals_a_replay_of_the_journal(ledger, fraction):
     sequence = max(1, int(ledger.head().sequence * fraction))
-    folded = accounting.trial_balance(ledger.store, at_sequence=sequence)
-    replayed = trial_replay.replayed_trial_balance(ledger.store, sequence)
+    folded = accounting.trial_balance(ledger.view(), at_sequence=sequence)
+    replayed = trial_replay.replayed_trial_balance(ledger.view(), sequence)
     assert folded.rows == replayed.rows and folded.totals == replayed.totals
-    assert trial_replay.compare(folded, ledger.store).agrees
+    assert trial_replay.compare(folded, ledger.view()).agrees
 
 
 def test_older_trial_balances_differ_from_the_heads_and_a_changed_figure_is_named(ledger):
-    head = accounting.trial_balance(ledger.store)
-    early = accounting.trial_balance(ledger.store, at_sequence=head.sequence // 4)
+    head = accounting.trial_balance(ledger.view())
+    early = accounting.trial_balance(ledger.view(), at_sequence=head.sequence // 4)
     assert early.totals != head.totals
     wrong = accounting.tally(early.sequence, [accounting.TrialBalanceRow(row.asset, row.account, row.debits + 1,
                                                                          row.credits + 1) if index == 0 else row
                                               for index, row in enumerate(early.rows)])
-    comparison = trial_replay.compare(wrong, ledger.store)
+    comparison = trial_replay.compare(wrong, ledger.view())
     assert not comparison.agrees and comparison.differences == [f"{early.rows[0].asset} {early.rows[0].account}"]
 
 
@@ -277,7 +277,7 @@ def journal_sequences(page: str) -> list[int]:
 
 
 def test_the_first_sequence_admitted_from_a_time_is_found_by_bisection_as_a_scan_finds_it(ledger):
-    from ledger_engine.projections import journal_queries
+    from ledger_engine.selectors import journal_queries
 
     view = ledger.view()
     times = [journal_queries.admitted_at_ms(view, sequence) for sequence in range(1, view.sequence + 1)]

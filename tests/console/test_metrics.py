@@ -9,7 +9,7 @@ from django.test import Client
 from ledger_engine.demo.builder import DEMO_STEP_UP_KEY
 from porto_console import ledger as console_ledger
 from porto_console.console import safety
-from porto_console.console.views.quarantine import quarantine
+from porto_console.console.services.quarantine import quarantine
 from porto_console.effects.backups import take_backup
 from tests.conftest import EnvelopeFactory
 from tests.console.operations import families, halt_with_a_disk_fault, samples
@@ -91,7 +91,7 @@ def test_payments_outbox_and_quarantine_follow_the_ledger(payouts_world, token):
 
 
 def test_a_payment_left_in_flight_past_its_expiry_is_counted_overdue(payouts_world, token, monkeypatch):
-    from ledger_engine.projections.payout_queries import OVERDUE_AFTER_MS
+    from ledger_engine.selectors.payout_queries import OVERDUE_AFTER_MS
     from porto_console.operations import health
 
     expires_at_ms = payouts_world.leave_in_flight("run-metrics", "artist-a", "attempt-stuck")

@@ -27,6 +27,7 @@ ALLOWED = {
     ("console/safety.py", "DEMO_STEP_UP_KEY"): "the demo's fixture signing key, not a ledger key",
     ("console/safety.py", "DEMO_IDENTITY_KEY"): "the demo's public identity-digest key, not a ledger key",
     ("ledger.py", "at_boundary"): "read_at_boundary hands a selector the head it read at",
+    ("ledger.py", "ledger_engine.storage.head"): "the head's value type, which each read pairs with its data",
 }
 
 

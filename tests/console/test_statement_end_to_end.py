@@ -29,7 +29,7 @@ from porto_console.effects.ledger_api import LedgerApi
 from porto_console.effects.signer import Signer
 from porto_console.internal_api.credentials import commands_for_role, issue
 from porto_console.ledger import gateway
-from ledger_engine.projections.statement_index import prepare_statement_index, statements_of_index
+from ledger_engine.selectors.statement_index import prepare_statement_index, statements_of_index
 from tests.console.test_browser import chromium, screenshots  # noqa: F401  (the project's browser fixtures)
 from tests.merkle import checkpoint_keys
 from tests.effects.conftest import COMMITTER_KEY, chain_server  # noqa: F401  (the SIMULATED chain on loopback)
@@ -82,8 +82,8 @@ def freeze_and_anchor(worker: CommitmentWorker, ledger, kind: str, window: dict,
     batch_id, anchor = f"e2e-{kind}-{uuid.uuid4().hex[:8]}", f"e2e-anchor-{uuid.uuid4().hex[:8]}"
     submit("FreezeArtifact", {"batch_id": batch_id, "step": {"action": "prepare", "kind": kind, **window}}, FINANCE)
     if kind == "statement_index":
-        step, artifact = ledger.at_boundary(lambda store: prepare_statement_index(
-            store, batch_id, accounting, anchor, read_evidence=gateway().evidence.get))
+        step, artifact = ledger.read(lambda view: prepare_statement_index(
+            view, batch_id, accounting, anchor, read_evidence=gateway().evidence.get))
     else:
         artifact = f"allocation artifact {batch_id}".encode()
         step = {"action": "freeze", "artifact_ref": f"{batch_id}-bytes", "count": 0, "anchor_effect_id": anchor}
@@ -107,7 +107,7 @@ def test_a_recipient_file_from_the_demo_allocation_verifies_on_the_command_line_
     assert ledger.journal_root_at(index["journal_tree"]["size"]) == index["journal_tree"]["root"]
 
     # Finance downloads one recipient's file from the console; the worker API serves the same bytes.
-    statement = next(s for s in statements_of_index(ledger.store, index["batch_id"])
+    statement = next(s for s in statements_of_index(ledger.view(), index["batch_id"])
                      if s["recipient_id"].startswith("demo-artist"))
     response = client_as("finance").get(f"/ledger/statements/{seal('statement', statement['statement_id'])}/file/")
     assert response.status_code == 200 and "attachment" in response["Content-Disposition"]
@@ -159,7 +159,7 @@ def test_statement_files_are_refused_to_credentials_that_do_not_anchor_statement
 def test_the_demo_statement_index_gives_every_recipient_a_file_to_download(ledger, client_as):
     index = next(row["data"] for _, row in ledger.scan(STATE, "batch/", limit=1_000)
                  if row["data"]["kind"] == "statement_index" and row["data"]["state"] == "confirmed")
-    statements = statements_of_index(ledger.store, index["batch_id"])
+    statements = statements_of_index(ledger.view(), index["batch_id"])
     assert statements and index["artifact"]["statement_root"]
     page = client_as("finance").get("/ledger/payouts/prepare/")
     assert page.status_code == 200 and b"Download statement file" in page.content

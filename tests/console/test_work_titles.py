@@ -9,7 +9,7 @@ from django.template.loader import render_to_string
 
 from ledger_engine.domain.schema.streaming import work_key
 from ledger_engine.layout import STATE
-from ledger_engine.projections.statement_index import confirmed_statement
+from ledger_engine.selectors.statement_index import confirmed_statement
 from porto_console.console.handles import seal
 from porto_console.ledger import gateway
 
@@ -22,7 +22,7 @@ def demo_statements(ledger) -> list[dict]:
     records = [row["data"] for _, row in ledger.scan(STATE, "statement/", limit=1_000)]
     found = []
     for record in records:
-        _, _, tree = ledger.at_boundary(lambda store: confirmed_statement(store, evidence.get, record["statement_id"]))
+        _, _, tree = ledger.read(lambda view: confirmed_statement(view, evidence.get, record["statement_id"]))
         statement = tree.statements[tree.index_of(record["public_proof_id"])]
         found.append({**statement, "statement_id": record["statement_id"]})
     return found

@@ -27,7 +27,7 @@ import redis
 from aptos_sdk.ed25519 import PrivateKey
 
 from ledger_engine.application.owner import LedgerOwner, check_for_owning, promote, read_reconciliation_owed
-from ledger_engine.application.value_codec import decode_record
+from ledger_engine.storage.value_codec import decode_record
 from ledger_engine.errors import StorageFault
 from ledger_engine.domain.commands.money.batches import batch_key
 from ledger_engine.domain.commands.money.payments import payment_key

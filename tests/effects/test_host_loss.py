@@ -28,7 +28,7 @@ from typing import Any, Iterator
 import pytest
 from aptos_sdk.ed25519 import PrivateKey
 
-from ledger_engine.application.owner import read_head
+from ledger_engine.storage.head import read_head
 from ledger_engine.checkpoint.offsite import referenced_evidence_of_ledger
 from ledger_engine.storage.rocks import RocksStore
 from porto_console.effects.signer import Signer

@@ -13,7 +13,7 @@ import pytest
 
 from ledger_engine.application.journal_tree import STORED_FROM_LEVEL, node_key, node_value
 from ledger_engine.application.owner import WRITER_KEY, LedgerOwner
-from ledger_engine.application.value_codec import encode_value
+from ledger_engine.storage.value_codec import encode_value
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.backup import MANIFEST, backup_owner, verify_backup
 from ledger_engine.checkpoint.export import JOURNAL_FILE, ROWS_FILE

@@ -7,7 +7,7 @@ import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger_engine.application.journal import canonical_rows
+from ledger_engine.storage.rows import canonical_rows
 from ledger_engine.canonical import MAX_SAFE_INTEGER, canonical_bytes
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import DELTA_FAMILIES

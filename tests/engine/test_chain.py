@@ -8,7 +8,7 @@ import orjson
 import pytest
 import rfc8785
 
-from ledger_engine.checkpoint.digest import logical_state_hash
+from ledger_engine.storage.digest import logical_state_hash
 from ledger_engine.checkpoint.export import JOURNAL_FILE, METADATA_FILE, ROWS_FILE
 from tests.support import cli, payloads, seed000
 from tests.support.store import changed_keys, owner_dump

@@ -15,7 +15,7 @@ from ledger_engine.domain.commands.accounts import MAX_DISPLAY_NAME_CHARS
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.merkle import verify_statement_file
 from ledger_engine.merkle.statement import check_statement_file, statement_file_bytes
-from ledger_engine.projections.statement_index import statement_document
+from ledger_engine.selectors.statement_index import statement_document
 from tests.engine.test_rules_accounts import change
 from tests.merkle import checkpoint_keys
 from tests.money_allocation.world import MoneyWorld, fixture_commands

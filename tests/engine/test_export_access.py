@@ -6,7 +6,7 @@ import hashlib
 
 import orjson
 
-from ledger_engine.application.owner import read_head
+from ledger_engine.storage.head import read_head
 from ledger_engine.checkpoint.export import METADATA_FILE
 from ledger_engine.keys import seq20
 from ledger_engine.layout import JOURNAL

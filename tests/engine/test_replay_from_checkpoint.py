@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.checkpoint.digest import logical_state_hash
+from ledger_engine.storage.digest import logical_state_hash
 from ledger_engine.checkpoint.export import export_store
 from ledger_engine.checkpoint.replay import replay_export
 from ledger_engine.checkpoint.verify import VerificationError

@@ -12,7 +12,7 @@ from typing import Callable
 import pytest
 
 from ledger_engine.application.journal_tree import BLOCK, STORED_FROM_LEVEL, node_key, node_value
-from ledger_engine.application.owner import read_head
+from ledger_engine.storage.head import read_head
 from ledger_engine.layout import META
 from ledger_engine.storage.rocks import RocksStore
 from tests.support import cli

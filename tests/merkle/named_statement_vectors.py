@@ -1,6 +1,6 @@
 """Statement-file vectors that name their recipients, in tests/merkle/vectors/named_statements/.
 
-The statements are the ledger's own leaves (``statement_document`` of projections/statement_index.py): a statement
+The statements are the ledger's own leaves (``statement_document`` of selectors/statement_index.py): a statement
 of a recipient with a display name carries ``recipient_name`` beside its ``recipient_id``, an unnamed recipient's
 does not. One name is markup, which a verifier must show as text; another is right to left, which it must isolate
 from the ID beside it. Both verifiers are tested against these files and ``expected.json`` with the test
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ledger_engine.merkle.statement import StatementTree, statement_file_bytes
-from ledger_engine.projections.statement_index import statement_document
+from ledger_engine.selectors.statement_index import statement_document
 from tests.merkle import checkpoint_keys, statement_vectors
 from tests.merkle.statement_vectors import ANCHOR, proof_id
 from tests.merkle.titled_statement_vectors import BATCH, line

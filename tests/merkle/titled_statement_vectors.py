@@ -1,6 +1,6 @@
 """Statement-file vectors whose lines name their works' titles, in tests/merkle/vectors/titled_statements/.
 
-The statements are the ledger's own leaves (``statement_document`` of projections/statement_index.py): a line of
+The statements are the ledger's own leaves (``statement_document`` of selectors/statement_index.py): a line of
 a titled work carries ``title`` beside its ``work_id``, a line of an untitled work and a node's line do not. One
 title is markup, which a verifier must show as text. Both verifiers are tested against these files and
 ``expected.json`` with the test checkpoint key pinned; ``python -m tests.merkle.titled_statement_vectors`` writes
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger_engine.merkle.statement import StatementTree, statement_file_bytes
-from ledger_engine.projections.statement_index import statement_document
+from ledger_engine.selectors.statement_index import statement_document
 from tests.merkle import checkpoint_keys, statement_vectors
 from tests.merkle.statement_vectors import ANCHOR, PERIOD, proof_id
 

@@ -22,7 +22,7 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.chart import CORRECTIONS, FUNDING_AVAILABLE, PORTO_RETAINED, SUBSCRIPTION_REFUNDS, TREASURY
 from ledger_engine.domain.postings import POSTED
 from ledger_engine.layout import EVENTS, STATE
-from ledger_engine.projections.money_queries import conservation_report
+from ledger_engine.selectors.money_queries import conservation_report
 
 
 def posted_net_credits(owner: LedgerOwner) -> dict[str, int]:
@@ -46,7 +46,7 @@ def records(owner: LedgerOwner, prefix: str) -> list[dict]:
 
 
 def conservation_problems(owner: LedgerOwner) -> list[str]:
-    problems = [f"checker: {m.subject} {m.check}: {m.detail}" for m in conservation_report(owner.store)]
+    problems = [f"checker: {m.subject} {m.check}: {m.detail}" for m in conservation_report(owner.view())]
     net = posted_net_credits(owner)
     lots, budgets, lines = records(owner, "lot/"), records(owner, "budget/"), records(owner, "allocation_line/")
     corrections = records(owner, "correction/")

@@ -10,7 +10,7 @@ import pytest
 from ledger_engine.domain.chart import PORTO_RETAINED, artist_payable, budget_unallocated
 from ledger_engine.layout import EVENTS
 from ledger_engine.projections.money import POINT_INTERVAL, cursor_key
-from ledger_engine.projections.money_queries import balance, budget_equation, folded_balance, payables
+from ledger_engine.selectors.money_queries import balance, budget_equation, folded_balance, payables
 from ledger_engine.projections.rebuild import indexes_digest, rebuild_indexes
 from tests.money_allocation.world import FIRST_DAY, MoneyWorld
 
@@ -58,19 +58,19 @@ def test_cached_points_are_appended_every_interval(busy: MoneyWorld):
 def test_a_read_equals_the_fold_from_scratch_at_every_sampled_sequence(busy: MoneyWorld, account):
     head = busy.owner.head().sequence
     for sequence in [*range(0, head, 37), head]:
-        cached = balance(busy.owner.store, account, "USDC", at_sequence=sequence)
-        scratch = folded_balance(busy.owner.store, account, "USDC", at_sequence=sequence)
+        cached = balance(busy.owner.view(), account, "USDC", at_sequence=sequence)
+        scratch = folded_balance(busy.owner.view(), account, "USDC", at_sequence=sequence)
         assert cached == scratch
         assert (cached.debits, cached.credits) == fold_events(busy, account, sequence)
-    assert balance(busy.owner.store, account, "USDC").sequence == head
+    assert balance(busy.owner.view(), account, "USDC").sequence == head
 
 
 def test_budget_and_payable_reads_agree_with_the_records(busy: MoneyWorld):
-    summary = budget_equation(busy.owner.store, "budget-3")
+    summary = budget_equation(busy.owner.view(), "budget-3")
     assert summary["mismatches"] == []
     assert summary["unallocated_posted"] == summary["terms"]["unallocated"] == "0"
-    owed = payables(busy.owner.store, "artist-a")
-    assert int(owed["total"]) == balance(busy.owner.store, artist_payable("artist-a"), "USDC").net_credit > 0
+    owed = payables(busy.owner.view(), "artist-a")
+    assert int(owed["total"]) == balance(busy.owner.view(), artist_payable("artist-a"), "USDC").net_credit > 0
     assert all(line["role"] == "artist" for line in owed["lines"])
 
 

@@ -10,8 +10,8 @@ from ledger_engine.domain.chart import FUNDING_AVAILABLE, budget_unallocated
 from ledger_engine.domain.invariants import command_mismatches, require_payouts_unblocked
 from ledger_engine.domain.postings import credit, debit, post
 from ledger_engine.errors import ErrorCode
-from ledger_engine.projections.money_queries import budget_equation
-from ledger_engine.projections.overview_queries import conservation_status
+from ledger_engine.selectors.money_queries import budget_equation
+from ledger_engine.selectors.overview_queries import conservation_status
 from tests.money_allocation.world import FIRST_DAY, LISTENER, MoneyWorld
 
 
@@ -56,7 +56,7 @@ def test_any_mismatch_blocks_payouts_until_a_clean_check(allocated: MoneyWorld, 
 
 def test_an_unbalanced_budget_shows_in_its_summary(allocated: MoneyWorld):
     forge(allocated, "budget/budget-1", paid="10001")
-    summary = budget_equation(allocated.owner.store, "budget-1")
+    summary = budget_equation(allocated.owner.view(), "budget-1")
     assert [m["check"] for m in summary["mismatches"]] == ["equation"]
     assert allocated.owner.store.get("indexes", b"budget_unbalanced/budget-1") is not None
 

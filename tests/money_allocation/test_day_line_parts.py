@@ -31,7 +31,7 @@ from ledger_engine.merkle.statement import (
     StatementTree, check_statement_file, sign_statement_file, statement_file_bytes, statement_leaf_hash,
 )
 from ledger_engine.projections.day_line_evidence import day_line_documents, state_reader
-from ledger_engine.projections.statement_index import (
+from ledger_engine.selectors.statement_index import (
     index_artifact, parts_file, prepare_statement_index, statement_document, statement_file, statements_of_index,
 )
 from tests.conftest import SUITE_WALL_CLOCK_MS
@@ -128,8 +128,8 @@ def index_statements(ledger: Ledger, number: int = 9, *, forge: Callable[[list[d
     payouts.anchor(accounting, payouts.batch(accounting, "allocation"))
     prepared = {"action": "prepare", "kind": "statement_index", "window_start_ms": 0, "window_end_ms": 10}
     assert payouts.submit("FreezeArtifact", {"batch_id": index_id, "step": prepared}, actor=FINANCE).accepted
-    step, artifact = ledger.owner.at_boundary(lambda store: prepare_statement_index(
-        store, index_id, accounting, f"{index_id}-anchor", read_evidence=ledger.evidence.get))
+    step, artifact = ledger.owner.read(lambda view: prepare_statement_index(
+        view, index_id, accounting, f"{index_id}-anchor", read_evidence=ledger.evidence.get))
     if forge is not None:
         step, artifact = forged_index(step, artifact, forge)
     ledger.evidence.put(artifact)
@@ -157,18 +157,18 @@ def forged_index(step: dict, artifact: bytes, forge: Callable[[list[dict]], None
 
 def files_of(ledger: Ledger, statement_id: str) -> tuple[bytes, dict[str, bytes]]:
     """A recipient's signed statement file, and the parts file of each of its day lines by line ID."""
-    def read(store):
-        document = statement_file(store, ledger.evidence.get, statement_id, CHAIN)
+    def read(view):
+        document = statement_file(view, ledger.evidence.get, statement_id, CHAIN)
         line_ids = [line["line_id"] for line in document["statement"]["lines"] if "parts" in line]
-        return document, {line_id: encode_document(parts_file(store, ledger.evidence.get, statement_id, line_id))
+        return document, {line_id: encode_document(parts_file(view, ledger.evidence.get, statement_id, line_id))
                           for line_id in line_ids}
 
-    document, parts = ledger.owner.at_boundary(read)
+    document, parts = ledger.owner.read(read)
     return statement_file_bytes(sign_statement_file(document, checkpoint_keys.signer())), parts
 
 
 def statement_ids(ledger: Ledger, index_id: str = "statement-index-9") -> dict[str, str]:
-    found = ledger.owner.at_boundary(lambda store: statements_of_index(store, index_id))
+    found = ledger.owner.read(lambda view: statements_of_index(view, index_id))
     return {statement["recipient_id"]: statement["statement_id"] for statement in found}
 
 

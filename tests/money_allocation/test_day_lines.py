@@ -21,7 +21,7 @@ from ledger_engine.domain.day_lines import day_line_id
 from ledger_engine.domain.invariants import HOLDING_TERMS, budget_terms, equation_mismatches
 from ledger_engine.errors import LedgerError
 from ledger_engine.merkle.day_line_parts import PARTS_DOMAIN, PARTS_VERSION
-from ledger_engine.projections.statement_index import LINE_FIELDS, prepare_statement_index
+from ledger_engine.selectors.statement_index import LINE_FIELDS, prepare_statement_index
 from tests.money_allocation.world import FINANCE, FIRST_DAY, LISTENER, MoneyWorld
 from tests.money_payouts.world import PayoutWorld
 from tests.support import cli
@@ -228,11 +228,10 @@ def test_a_statement_lists_the_day_lines_its_batch_speaks_for(payouts: PayoutWor
     prepared = {"action": "prepare", "kind": "statement_index", "window_start_ms": 0, "window_end_ms": 10}
     assert payouts.submit("FreezeArtifact", {"batch_id": "index-9", "step": prepared}, actor=FINANCE).accepted
     with pytest.raises(LedgerError) as refused:
-        payouts.owner.at_boundary(
-            lambda store: prepare_statement_index(store, "index-9", "allocation-batch-9", "index-9-anchor"))
+        payouts.owner.read(lambda view: prepare_statement_index(view, "index-9", "allocation-batch-9", "index-9-anchor"))
     assert refused.value.code == "INVALID_STATE" and "evidence store" in refused.value.detail
-    step, artifact = payouts.owner.at_boundary(lambda store: prepare_statement_index(
-        store, "index-9", "allocation-batch-9", "index-9-anchor", read_evidence={CHUNK_HASH: CHUNK_BYTES}.__getitem__))
+    step, artifact = payouts.owner.read(lambda view: prepare_statement_index(
+        view, "index-9", "allocation-batch-9", "index-9-anchor", read_evidence={CHUNK_HASH: CHUNK_BYTES}.__getitem__))
     statement = next(s for s in orjson.loads(artifact)["statements"] if s["recipient_id"] == "artist-a")
     parts = {"version": PARTS_VERSION, "day_line": {
         "line_id": ARTIST_A, "artifact": {"day": DAY, "chunk": 0, "hash": CHUNK_HASH}, "role": "artist",

@@ -26,7 +26,7 @@ from ledger_engine.domain.step_up import with_proof
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import STATE, UNIQUE
 from ledger_engine.merkle.day_line_parts import parts_total
-from ledger_engine.projections.statement_index import confirmed_statement, parts_file
+from ledger_engine.selectors.statement_index import confirmed_statement, parts_file
 
 APPROVER = "demo-finance-2"  # neither the preparer of the waiting run nor the approver of the address it pays
 
@@ -80,18 +80,18 @@ def test_every_statement_commits_to_its_day_lines_parts_as_the_chunk_holds_them(
                      if line["line_id"].startswith(DAY_LINE_ID_PREFIX) and line["recipient_id"] is not None}
         stated = 0
         for statement in records(owner, "statement/"):
-            for line in owner.at_boundary(lambda store: _statement_day_lines(store, evidence, statement)):
-                document = owner.at_boundary(
-                    lambda store: parts_file(store, evidence.get, statement["statement_id"], line["line_id"]))
+            for line in owner.read(lambda view: _statement_day_lines(view, evidence, statement)):
+                document = owner.read(
+                    lambda view: parts_file(view, evidence.get, statement["statement_id"], line["line_id"]))
                 assert document["day_line"]["recipient_id"] == statement["recipient_id"]
                 assert document["count"] > 0 and parts_total(document["parts"]) == int(line["amount"])
                 stated += 1
         assert stated == len(day_lines)  # every recipient's day line is in their statement
 
 
-def _statement_day_lines(store, evidence: EvidenceStore, statement: dict) -> list[dict]:
+def _statement_day_lines(view, evidence: EvidenceStore, statement: dict) -> list[dict]:
     """The day lines the statement lists, as its recipient reads them in the confirmed index."""
-    record, _, tree = confirmed_statement(store, evidence.get, statement["statement_id"])
+    record, _, tree = confirmed_statement(view, evidence.get, statement["statement_id"])
     document = tree.statements[tree.index_of(record["public_proof_id"])]
     return [line for line in document["lines"] if "parts" in line]
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
-from ledger_engine.projections.money_queries import allocation_plan
+from ledger_engine.selectors.money_queries import allocation_plan
 from tests.conftest import GENESIS_ADMIN, EnvelopeFactory
 from tests.support import payloads, step_up
 from tests.support.fixture_commands import fixture_commands  # noqa: F401  (tests import it from here)
@@ -116,7 +116,7 @@ class MoneyWorld:
 
     # Allocation.
     def plan(self, listener_id: str, day: int, budget_id: str):
-        return allocation_plan(self.owner.store, listener_id, day, budget_id)
+        return allocation_plan(self.owner.view(), listener_id, day, budget_id)
 
     def new_line_ids(self, count: int) -> list[str]:
         first = self.line_counter

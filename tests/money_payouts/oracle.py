@@ -15,12 +15,12 @@ import orjson
 from ledger_engine.domain.chart import PORTO_RETAINED, TREASURY
 from ledger_engine.domain.commands.money.payments import IN_FLIGHT, PAID_EVENT, RESERVED
 from ledger_engine.layout import EVENTS
-from ledger_engine.projections.money_queries import conservation_report
+from ledger_engine.selectors.money_queries import conservation_report
 from tests.money_allocation.oracle import posted_net_credits, records
 
 
 def payout_problems(owner) -> list[str]:
-    problems = [f"checker: {m.subject} {m.check}: {m.detail}" for m in conservation_report(owner.store)]
+    problems = [f"checker: {m.subject} {m.check}: {m.detail}" for m in conservation_report(owner.view())]
     lines = {line["line_id"]: line for line in records(owner, "allocation_line/")}
     payments = {payment["payment_id"]: payment for payment in records(owner, "payment/")}
     attempts = records(owner, "payment_attempt/")

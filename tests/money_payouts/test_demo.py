@@ -13,7 +13,7 @@ from ledger_engine.demo.foundation import build_foundation
 from ledger_engine.demo.money import Allocation, PayableLine
 from ledger_engine.demo.payouts import UNPAID, build_payouts
 from ledger_engine.layout import OUTBOX, STATE
-from ledger_engine.projections.money_queries import allocation_plan
+from ledger_engine.selectors.money_queries import allocation_plan
 from tests.money_allocation.world import FIRST_DAY, fixture_commands, funding
 from tests.money_payouts.oracle import payout_problems
 from tests.support import payloads
@@ -52,7 +52,7 @@ def allocated_lines(owner, envelopes, builder, cast, days: int) -> Allocation:
     assert owner.submit(envelopes("ImportFunding", deposit, actor="demo-ingest",
                                   evidence=[payloads.deposit_evidence(deposit)])).accepted
     for day in range(FIRST_DAY, FIRST_DAY + days):
-        plan = allocation_plan(owner.store, LISTENER, day, "budget-1")
+        plan = allocation_plan(owner.view(), LISTENER, day, "budget-1")
         assert owner.submit(envelopes("AllocateListenerDay", {
             "listener_id": LISTENER, "day": day, "budget_id": "budget-1",
             "line_ids": [f"line-{day}-{n}" for n in range(len(plan.lines))]},

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ledger_engine.domain.view import Record
-from ledger_engine.projections.payout_queries import newest_confirmed_statements
+from ledger_engine.selectors.payout_queries import newest_confirmed_statements
 
 
 class Statements:

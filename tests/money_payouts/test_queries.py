@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.projections import payout_queries as queries
+from ledger_engine.selectors import payout_queries as queries
 from ledger_engine.projections.payouts import PayoutsProjection
 from ledger_engine.projections.rebuild import indexes_digest, rebuild_indexes
 from tests.money_allocation.world import FINANCE, FINANCE_2

@@ -7,7 +7,7 @@ import pytest
 
 from ledger_engine.merkle import verify_statement_file
 from ledger_engine.merkle.statement import check_statement_file, sign_statement_file, statement_file_bytes
-from ledger_engine.projections.statement_index import (
+from ledger_engine.selectors.statement_index import (
     LINE_FIELDS, statement_document, statement_file, statements_of_index,
 )
 from tests.merkle import checkpoint_keys
@@ -37,10 +37,10 @@ def anchored_statements(world: PayoutWorld) -> list[dict]:
     step, artifact = prepare(world)
     assert freeze(world, step).accepted
     anchor_root(world, step)
-    statements = world.owner.at_boundary(lambda store: statements_of_index(store, "statement-index-9"))
+    statements = world.owner.read(lambda view: statements_of_index(view, "statement-index-9"))
     evidence = {step["artifact_hash"]: artifact}
-    return [sign_statement_file(world.owner.at_boundary(
-        lambda store: statement_file(store, evidence.__getitem__, statement["statement_id"], CHAIN)),
+    return [sign_statement_file(world.owner.read(
+        lambda view: statement_file(view, evidence.__getitem__, statement["statement_id"], CHAIN)),
         checkpoint_keys.signer()) for statement in statements]
 
 

@@ -10,7 +10,7 @@ from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import OUTBOX
 from ledger_engine.merkle import verify_statement_file
 from ledger_engine.merkle.statement import statement_file_bytes
-from ledger_engine.projections.statement_index import prepare_statement_index, statement_file, statements_of_index
+from ledger_engine.selectors.statement_index import prepare_statement_index, statement_file, statements_of_index
 from tests.money_payouts.world import COMMITTER, FINANCE, RECIPIENTS, PayoutWorld, digest, transaction_hash
 
 CHAIN = "simulated chain 4"
@@ -25,8 +25,7 @@ def accounted(payouts: PayoutWorld) -> PayoutWorld:
 def prepare(world: PayoutWorld, index_id: str = "statement-index-9") -> tuple[dict, bytes]:
     prepared = {"action": "prepare", "kind": "statement_index", "window_start_ms": 0, "window_end_ms": 10}
     assert world.submit("FreezeArtifact", {"batch_id": index_id, "step": prepared}, actor=FINANCE).accepted
-    return world.owner.at_boundary(
-        lambda store: prepare_statement_index(store, index_id, "allocation-batch-9", f"{index_id}-anchor"))
+    return world.owner.read(lambda view: prepare_statement_index(view, index_id, "allocation-batch-9", f"{index_id}-anchor"))
 
 
 def freeze(world: PayoutWorld, step: dict, index_id: str = "statement-index-9"):
@@ -52,12 +51,12 @@ def test_the_index_anchors_its_statement_root_and_every_recipient_gets_a_verifyi
     effect = accounted.owner.get(OUTBOX, "statement-index-9-anchor").data
     assert (effect["payload"]["artifact_hash"], effect["payload"]["count"]) == (step["statement_root"], len(RECIPIENTS))
     tx = anchor_root(accounted, step)
-    statements = accounted.owner.at_boundary(lambda store: statements_of_index(store, "statement-index-9"))
+    statements = accounted.owner.read(lambda view: statements_of_index(view, "statement-index-9"))
     assert sorted(s["recipient_id"] for s in statements) == sorted(RECIPIENTS)
     evidence = {step["artifact_hash"]: artifact}
     for statement in statements:
-        document = accounted.owner.at_boundary(
-            lambda store: statement_file(store, evidence.__getitem__, statement["statement_id"], CHAIN))
+        document = accounted.owner.read(
+            lambda view: statement_file(view, evidence.__getitem__, statement["statement_id"], CHAIN))
         verdict = verify_statement_file(statement_file_bytes(document))
         assert (verdict["recipient_id"], verdict["batch_root"], verdict["tree_size"]) == (
             statement["recipient_id"], step["statement_root"], len(RECIPIENTS))
@@ -94,9 +93,9 @@ def test_no_file_before_the_root_is_anchored_nor_for_an_index_without_a_tree(acc
     assert freeze(accounted, step).accepted
     statement_id = step["statements"][0]["statement_id"]
     with pytest.raises(LedgerError) as raised:
-        accounted.owner.at_boundary(lambda store: statement_file(store, {}.__getitem__, statement_id, CHAIN))
+        accounted.owner.read(lambda view: statement_file(view, {}.__getitem__, statement_id, CHAIN))
     assert raised.value.code == ErrorCode.INVALID_STATE and "not anchored" in raised.value.detail
     legacy = accounted.confirmed_statements()[0]
     with pytest.raises(LedgerError) as raised:
-        accounted.owner.at_boundary(lambda store: statement_file(store, {}.__getitem__, legacy, CHAIN))
+        accounted.owner.read(lambda view: statement_file(view, {}.__getitem__, legacy, CHAIN))
     assert raised.value.code == ErrorCode.INVALID_STATE and "without a statement tree" in raised.value.detail

@@ -236,7 +236,7 @@ class World:
 
 
 def _logical_rows(store) -> dict[tuple[str, bytes], bytes]:
-    from ledger_engine.checkpoint.digest import logical_rows
+    from ledger_engine.storage.digest import logical_rows
     return {(family, key.encode()): value for family, key, value in logical_rows(store)}
 
 

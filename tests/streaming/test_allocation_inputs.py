@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ledger_engine.domain.schema import streaming as schema
-from ledger_engine.projections.money_queries import allocation_plan
+from ledger_engine.selectors.money_queries import allocation_plan
 from tests.money_allocation.oracle import london_1_lines, recorded_lines
 from tests.streaming.conftest import ADMIN, DAY, INGEST, World
 from tests.support import payloads
@@ -25,7 +25,7 @@ def fund_period(world: World) -> None:
 
 
 def allocate(world: World, day: int):
-    plan = allocation_plan(world.owner.store, "listener-1", day, "budget-1")
+    plan = allocation_plan(world.owner.view(), "listener-1", day, "budget-1")
     return world.submit("AllocateListenerDay", {
         "listener_id": "listener-1", "day": day, "budget_id": "budget-1",
         "line_ids": [f"line-{day}-{n}" for n in range(len(plan.lines))]},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ledger_engine.adapters.signatures import public_key_hex
 from ledger_engine.domain.schema import streaming as schema
-from ledger_engine.projections import streaming_queries as queries
+from ledger_engine.selectors import streaming_queries as queries
 from ledger_engine.projections.rebuild import indexes_digest, rebuild_indexes
 from tests.streaming.conftest import DAY, OPS, node_key_for
 

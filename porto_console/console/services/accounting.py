@@ -1,6 +1,6 @@
 """Accounting screens' pieces: amounts in words and minor units, CSV files, dates as ledger milliseconds.
 
-Every read goes through ``ledger_engine.projections.accounting``; nothing here parses a key.
+Every read goes through ``ledger_engine.selectors.accounting``; nothing here parses a key.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Iterable
 
 from ledger_engine.domain.ruleset import ASSETS
-from ledger_engine.projections.accounting import Posting, Statement, TrialBalance
+from ledger_engine.selectors.accounting import Posting, Statement, TrialBalance
 
 DAY = timedelta(days=1)
 

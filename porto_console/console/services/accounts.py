@@ -12,8 +12,8 @@ from ledger_engine.domain.actors import GUARDED_ROLES, STAFF_ROLES
 from ledger_engine.domain.identity import keyed_identity
 from ledger_engine.domain.ruleset import ROLES
 from ledger_engine.domain.schema.money_payouts import Recipient
-from ledger_engine.projections import account_queries, payout_queries
-from ledger_engine.projections.account_queries import AccountRecord as Account
+from ledger_engine.selectors import account_queries, payout_queries
+from ledger_engine.selectors.account_queries import AccountRecord as Account
 from porto_console.console.commands import CommandRequest
 
 Row = TypeVar("Row")

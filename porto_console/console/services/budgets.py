@@ -7,7 +7,7 @@ from typing import Any
 from ledger_engine.amounts import checked_sum, parse_amount
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.invariants import FUNDING_TERMS, HOLDING_TERMS, OPTIONAL_TERMS
-from ledger_engine.projections import budget_queries
+from ledger_engine.selectors import budget_queries
 
 
 def budgets(ledger: LedgerOwner, *, balanced: str = "") -> list[dict[str, Any]]:

@@ -24,8 +24,8 @@ from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET
 from ledger_engine.domain.commands.money.corrections import DeclineReason, Reason
 from ledger_engine.domain.ruleset import ASSETS
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.projections import budget_queries, correction_choices, correction_queries, payout_queries
-from ledger_engine.projections.correction_choices import ActiveWork, LineChoice
+from ledger_engine.selectors import budget_queries, correction_choices, correction_queries, payout_queries
+from ledger_engine.selectors.correction_choices import ActiveWork, LineChoice
 from porto_console.console.commands import CommandRequest
 from porto_console.console.services.accounting import formatted
 

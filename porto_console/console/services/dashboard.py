@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.projections import overview_queries
+from ledger_engine.selectors import overview_queries
 from porto_console.console.services import staff_changes
 
 CHART_SERIES = overview_queries.DAILY_SERIES

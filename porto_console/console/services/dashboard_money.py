@@ -14,8 +14,8 @@ from typing import Callable
 from ledger_engine.amounts import parse_amount
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.ruleset import ASSETS
-from ledger_engine.projections import listing_queries, payout_queries
-from ledger_engine.projections.payout_queries import RunListing
+from ledger_engine.selectors import listing_queries, payout_queries
+from ledger_engine.selectors.payout_queries import RunListing
 from porto_console.console.charts import Chart, Series, day_label
 from porto_console.console.services.dashboard import now_ms  # the dashboard's one clock, which the view dates periods by
 from porto_console.console.services.payouts import ASSET

@@ -38,7 +38,7 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.domain.commands.profile_changes import FACTORS_FOR
 from ledger_engine.domain.identity import identity_matches
-from ledger_engine.projections import account_queries
+from ledger_engine.selectors import account_queries
 from porto_console.console import commands, proof_version
 from porto_console.console.commands import CommandRequest
 from porto_console.console.models import EnrolmentLink

@@ -14,7 +14,7 @@ from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.commands.streaming.holds import DecisionReason, HoldReason
 from ledger_engine.errors import ErrorCode
-from ledger_engine.projections import listing_queries, streaming_queries
+from ledger_engine.selectors import listing_queries, streaming_queries
 from porto_console.console.commands import CommandRequest, cited_note
 
 HOLD_REASONS = tuple(str(reason) for reason in HoldReason)

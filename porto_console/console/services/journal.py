@@ -14,7 +14,7 @@ from ledger_engine.application.journal import recompute_entry_hash
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.canonical import ZERO_HASH, canonical_bytes, sha256_hex
 from ledger_engine.errors import ErrorCode, StorageFault
-from ledger_engine.projections import journal_queries
+from ledger_engine.selectors import journal_queries
 from porto_console.console.listing import DAY_MS, day_number
 
 PAGE_ENTRIES = 50

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from ledger_engine.envelope import IDENTIFIER_PATTERN
-from ledger_engine.projections import account_queries
+from ledger_engine.selectors import account_queries
 from porto_console.console.commands import CommandRequest
 from porto_console.ledger import owner
 

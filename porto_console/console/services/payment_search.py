@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.projections import payout_queries
-from ledger_engine.projections.payout_queries import PaymentListing
+from ledger_engine.selectors import payout_queries
+from ledger_engine.selectors.payout_queries import PaymentListing
 from porto_console.console.listing import DateRange, Listing, ListQuery, Search, by, by_amount, text
 from porto_console.console.services.payouts import PAYMENT_STATES
 

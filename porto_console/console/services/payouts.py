@@ -19,8 +19,8 @@ from ledger_engine.canonical import canonical_bytes, sha256_hex
 from ledger_engine.domain.commands.money.payments import UNSIGNED
 from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash
 from ledger_engine.domain.schema.money_payouts import PlannedPayment
-from ledger_engine.projections import payout_queries
-from ledger_engine.projections.payout_queries import Payable, PaymentListing, RunListing
+from ledger_engine.selectors import payout_queries
+from ledger_engine.selectors.payout_queries import Payable, PaymentListing, RunListing
 from porto_console.console.commands import CommandRequest, StateMovedOn, cited_note
 from porto_console.ledger import gateway
 

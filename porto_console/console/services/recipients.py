@@ -14,8 +14,8 @@ from ledger_engine.canonical import sha256_hex
 from ledger_engine.domain.commands.money.recipient_updates import DeclineUpdate
 from ledger_engine.domain.schema.money_payouts import Recipient, RecipientUpdate
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.projections import payout_queries
-from ledger_engine.projections.payout_queries import UpdateListing
+from ledger_engine.selectors import payout_queries
+from ledger_engine.selectors.payout_queries import UpdateListing
 from porto_console.console.commands import CommandRequest
 from porto_console.ledger import gateway
 

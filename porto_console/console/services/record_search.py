@@ -11,8 +11,8 @@ import unicodedata
 from dataclasses import dataclass
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.projections import search_queries
-from ledger_engine.projections.search_queries import FoundRecord
+from ledger_engine.selectors import search_queries
+from ledger_engine.selectors.search_queries import FoundRecord
 from porto_console.console.screens import CORRECTIONS, HOLDS, PAYMENTS, PAYOUTS, RECIPIENTS
 
 # Each kind of record and the screen whose roles open it, in the order results are listed.

@@ -25,7 +25,7 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.actors import role_conflict
 from ledger_engine.domain.commands.staff_changes import CREDENTIAL_RESETS
 from ledger_engine.domain.schema.staff import StaffChange
-from ledger_engine.projections import account_queries, staff_queries
+from ledger_engine.selectors import account_queries, staff_queries
 from porto_console.console import commands, proof_version
 from porto_console.console.commands import CommandRequest
 from porto_console.console.models import AppliedStaffChange, EnrolmentLink

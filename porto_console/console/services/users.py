@@ -17,7 +17,7 @@ from django.contrib.auth.models import Group, User
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.projections import account_queries
+from ledger_engine.selectors import account_queries
 from porto_console.console import proof_version
 from porto_console.console.roles import CONSOLE_ROLES
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.projections import payout_queries
+from ledger_engine.selectors import payout_queries
 from porto_console.console.roles import ADMIN, FINANCE, OPS
 from porto_console.console.services import corrections, recipients, staff_changes
 

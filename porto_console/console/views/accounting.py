@@ -13,8 +13,8 @@ from django.views.decorators.http import require_POST
 
 from ledger_engine.domain.ruleset import ASSETS
 from ledger_engine.errors import LedgerError
-from ledger_engine.projections import accounting as selectors
-from ledger_engine.projections import trial_replay
+from ledger_engine.selectors import accounting as selectors
+from ledger_engine.selectors import trial_replay
 from porto_console.console import actions
 from porto_console.console.commands import CommandRequest
 from porto_console.console.forms import CommandForm

@@ -10,7 +10,7 @@ from porto_console.console.screens import DASHBOARD, SCREENS
 from porto_console.console.services import dashboard as service
 from porto_console.console.services import dashboard_money as money
 from porto_console.console.services import waiting
-from porto_console.console.views.quarantine import quarantine
+from porto_console.console.services.quarantine import quarantine
 from porto_console.effects import delivery
 from porto_console.console.views.common import render_screen
 from porto_console.console.views import dispatch

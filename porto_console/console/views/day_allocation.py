@@ -15,7 +15,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 
 from ledger_engine.domain.commands.money.allocate_day import MAX_REQUEST_DAYS
-from ledger_engine.projections import day_allocation_queries
+from ledger_engine.selectors import day_allocation_queries
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm
 from porto_console.console.handles import seal, unseal_id

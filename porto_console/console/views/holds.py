@@ -11,7 +11,7 @@ from django.views.decorators.http import require_POST
 
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET
 from ledger_engine.domain.commands.streaming.holds import REASONS_BY_DECISION, reason_fits
-from ledger_engine.projections.streaming_queries import HoldDetail
+from ledger_engine.selectors.streaming_queries import HoldDetail
 from porto_console.console import actions, exports
 from porto_console.console.forms import CommandForm, ReasonField, accept_posted_choices
 from porto_console.console.handles import seal, unseal_id

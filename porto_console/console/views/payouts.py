@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 
 from ledger_engine.domain.commands.money.payout_runs import CancelReason
 from ledger_engine.errors import LedgerError
-from ledger_engine.projections import payout_queries
+from ledger_engine.selectors import payout_queries
 from porto_console.console import actions, exports, stepup
 from porto_console.console.forms import CommandForm, ReasonField, StepUpForm, accept_posted_choices
 from porto_console.console.handles import seal, unseal_id

@@ -8,25 +8,22 @@ it pending or its claim has lapsed, and ``ClaimEffect`` decides who works it.
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.projections import effect_queries
+from ledger_engine.selectors import effect_queries
 from porto_console.console.handles import unseal_id
 from porto_console.console.listing import DateRange, Listing, Search, by, text
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import has_role
 from porto_console.console.screens import QUARANTINE, QUARANTINE_RETRY_ROLES
 from porto_console.console.views.common import render_screen
-from porto_console.effects import delivery, stores
-from porto_console.effects.journal_port import QuarantinePort
+from porto_console.console.services.quarantine import quarantine
+from porto_console.effects import delivery
 from porto_console.ledger import read_at_boundary
 
 HANDLE = "effect"
@@ -38,16 +35,6 @@ QUARANTINE_LISTING = Listing(
     sorts={"quarantined": by("quarantined_at_ms"), "kind": by("kind", ""), "retries": by("retries")},
     default_sort="quarantined", identity=by("effect_id", ""), descending_first=frozenset({"retries"}))
 QuarantineFilter = QUARANTINE_LISTING.form_class()
-
-
-def quarantine() -> QuarantinePort:
-    return _shared_quarantine(settings.QUARANTINE_DIR, settings.SIGNER_JOURNAL_URL)
-
-
-@functools.cache
-def _shared_quarantine(directory: Path, signer_journal_url: str | None) -> QuarantinePort:
-    """One instance per setting, so a PostgreSQL quarantine keeps its connections between requests."""
-    return stores.quarantine(directory, signer_journal_url)
 
 
 def quarantine_list(request):

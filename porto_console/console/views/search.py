@@ -12,7 +12,7 @@ from django import forms
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 
-from ledger_engine.projections.search_queries import FoundRecord
+from ledger_engine.selectors.search_queries import FoundRecord
 from porto_console.console.handles import seal
 from porto_console.console.roles import user_roles
 from porto_console.console.services import record_search as service

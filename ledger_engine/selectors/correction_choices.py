@@ -1,6 +1,6 @@
 """What a correction request chooses from: a budget's listener-days, their lines, the works, nodes and recipients.
 
-Each takes a ``LedgerView`` (projections/view.py). A budget's listener-day
+Each takes a ``LedgerView`` (selectors/view.py). A budget's listener-day
 lines are those its allocation wrote (the listener-day's allocation sentinel
 names them) and the replacements approved corrections wrote since (each
 ``correction/<id>`` names its listener-day); nothing scans every line. None of
@@ -22,7 +22,7 @@ from ledger_engine.domain.schema.streaming import RightsVersion, Work, rights_ke
 from ledger_engine.domain.view import shaped
 from ledger_engine.keys import key
 from ledger_engine.layout import UNIQUE
-from ledger_engine.projections.view import LedgerView
+from ledger_engine.selectors.view import LedgerView
 
 CORRECTION_BY_BUDGET_PREFIX = key("correction_by_budget")
 WORK_PREFIX = key("work") + "/"

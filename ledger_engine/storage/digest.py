@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ledger_engine.application.journal import rows_hash
+from ledger_engine.storage.rows import rows_hash
 from ledger_engine.canonical import STATE_DOMAIN
 from ledger_engine.layout import DIGEST_FAMILIES
 from ledger_engine.storage.rocks import RocksStore

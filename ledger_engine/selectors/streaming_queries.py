@@ -1,6 +1,6 @@
 """Streaming selectors for the review screens: holds, a session's evidence, a node's history, listener-days.
 
-Each takes a ``LedgerView`` (projections/view.py), as the other selectors do, and returns the schema's typed
+Each takes a ``LedgerView`` (selectors/view.py), as the other selectors do, and returns the schema's typed
 records (domain/schema/streaming.py); the index entries the review projections keep are returned as they are
 stored. Each list is a ``Page``: its items and the ``start`` of the next page, or ``None`` at the end. Scans read
 the live database; callers show the head sequence they read at (docs/adr/0002).
@@ -20,8 +20,8 @@ from ledger_engine.domain.schema.streaming import (
 from ledger_engine.domain.view import Shape
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import INDEXES, STATE
-from ledger_engine.projections.budget_queries import listener_day_stake
-from ledger_engine.projections.view import LedgerView
+from ledger_engine.selectors.budget_queries import listener_day_stake
+from ledger_engine.selectors.view import LedgerView
 
 # One session's evidence: a grant, a receipt and up to two decisions per chunk, and its holds.
 MAX_SESSION_ENTRIES = 20_000

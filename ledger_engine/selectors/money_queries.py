@@ -15,8 +15,7 @@ from typing import Any
 import orjson
 
 from ledger_engine.amounts import checked_sum, format_amount, format_total, parse_amount, parse_total
-from ledger_engine.application.pending import PendingBatch
-from ledger_engine.application.value_codec import decode_record
+from ledger_engine.storage.value_codec import decode_record
 from ledger_engine.domain.chart import budget_unallocated
 from ledger_engine.domain.commands.money.allocation import AllocationPlan, plan_listener_day
 from ledger_engine.domain.invariants import Mismatch, budget_terms, equation_mismatches, ledger_mismatches
@@ -24,8 +23,7 @@ from ledger_engine.domain.schema.money_allocation import Budget, budget_key
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import INDEXES, STATE
 from ledger_engine.projections.money import cursor_key, payable_prefix, point_key, posting_key, posting_prefix
-from ledger_engine.projections.view import ReadableStore, head_sequence
-from ledger_engine.storage.rocks import RocksStore
+from ledger_engine.selectors.view import LedgerView
 
 
 @dataclass(frozen=True)
@@ -48,24 +46,24 @@ class Balance:
                 "net_credit": str(self.net_credit), "postings": self.postings}
 
 
-def balance(store: ReadableStore, account: str, asset: str, *, at_sequence: int | None = None) -> Balance:
+def balance(view: LedgerView, account: str, asset: str, *, at_sequence: int | None = None) -> Balance:
     """The closest cached point at or before the read sequence, plus the postings after it."""
-    sequence = _read_sequence(store, at_sequence)
-    return _fold(store, account, asset, sequence, _closest_point(store, account, asset, sequence))
+    sequence = _read_sequence(view, at_sequence)
+    return _fold(view, account, asset, sequence, _closest_point(view, account, asset, sequence))
 
 
-def folded_balance(store: ReadableStore, account: str, asset: str, *, at_sequence: int | None = None) -> Balance:
+def folded_balance(view: LedgerView, account: str, asset: str, *, at_sequence: int | None = None) -> Balance:
     """Every posting from the first, ignoring cached points."""
-    return _fold(store, account, asset, _read_sequence(store, at_sequence), None)
+    return _fold(view, account, asset, _read_sequence(view, at_sequence), None)
 
 
-def budget_equation(store: ReadableStore, budget_id: str) -> dict[str, Any]:
+def budget_equation(view: LedgerView, budget_id: str) -> dict[str, Any]:
     """A budget's conservation terms, whether they balance, and its unallocated account as posted."""
-    raw = store.get(STATE, budget_key(budget_id).encode())
+    raw = view.get(STATE, budget_key(budget_id).encode())
     if raw is None:
         raise LedgerError(ErrorCode.NOT_FOUND, f"budget {budget_id} does not exist")
     budget = decode_record(raw).data_as(Budget)
-    posted = balance(store, budget_unallocated(budget_id), budget["asset"])
+    posted = balance(view, budget_unallocated(budget_id), budget["asset"])
     return {
         "budget_id": budget_id,
         "sequence": posted.sequence,
@@ -75,41 +73,41 @@ def budget_equation(store: ReadableStore, budget_id: str) -> dict[str, Any]:
     }
 
 
-def payables(store: ReadableStore, recipient_id: str) -> dict[str, Any]:
+def payables(view: LedgerView, recipient_id: str) -> dict[str, Any]:
     """A recipient's payable allocation lines and their total."""
-    sequence = head_sequence(store)
+    sequence = view.sequence
     lines = [{"line_id": raw_key.decode().rsplit("/", 1)[1], **orjson.loads(raw)}
-             for raw_key, raw in store.scan(INDEXES, payable_prefix(recipient_id).encode())]
+             for raw_key, raw in view.scan(INDEXES, payable_prefix(recipient_id).encode())]
     total = checked_sum(parse_amount(line["amount"]) for line in lines)
     return {"recipient_id": recipient_id, "sequence": sequence, "lines": lines, "total": format_amount(total)}
 
 
-def conservation_report(store: RocksStore) -> list[Mismatch]:
-    """The full conservation check, run on ``store`` as it is (a checkpoint, or at a command boundary)."""
-    return ledger_mismatches(PendingBatch(store))
+def conservation_report(view: LedgerView) -> list[Mismatch]:
+    """The full conservation check over ``view`` (of a checkpoint, or at a command boundary)."""
+    return ledger_mismatches(view.as_rules_read())
 
 
-def allocation_plan(store: RocksStore, listener_id: str, day: int, budget_id: str) -> AllocationPlan:
+def allocation_plan(view: LedgerView, listener_id: str, day: int, budget_id: str) -> AllocationPlan:
     """What AllocateListenerDay would do now: how many line IDs to supply, and the revisions to expect."""
-    return plan_listener_day(PendingBatch(store), listener_id, day, budget_id)
+    return plan_listener_day(view.as_rules_read(), listener_id, day, budget_id)
 
 
-def _read_sequence(store: ReadableStore, at_sequence: int | None) -> int:
-    return head_sequence(store) if at_sequence is None else at_sequence
+def _read_sequence(view: LedgerView, at_sequence: int | None) -> int:
+    return view.sequence if at_sequence is None else at_sequence
 
 
-def _index(store: ReadableStore, index_key: str) -> dict[str, Any] | None:
-    raw = store.get(INDEXES, index_key.encode())
+def _index(view: LedgerView, index_key: str) -> dict[str, Any] | None:
+    raw = view.get(INDEXES, index_key.encode())
     return orjson.loads(raw) if raw is not None else None
 
 
-def _closest_point(store: ReadableStore, account: str, asset: str, sequence: int) -> dict[str, Any] | None:
+def _closest_point(view: LedgerView, account: str, asset: str, sequence: int) -> dict[str, Any] | None:
     """Binary search over the account's numbered points for the last one at or before ``sequence``."""
-    cursor = _index(store, cursor_key(asset, account))
+    cursor = _index(view, cursor_key(asset, account))
     low, high, closest = 1, cursor["points"] if cursor else 0, None
     while low <= high:
         middle = (low + high) // 2
-        point = _index(store, point_key(asset, account, middle))
+        point = _index(view, point_key(asset, account, middle))
         assert point is not None, "the projection writes every point up to its cursor's count"
         if point["sequence"] <= sequence:
             closest, low = point, middle + 1
@@ -118,14 +116,14 @@ def _closest_point(store: ReadableStore, account: str, asset: str, sequence: int
     return closest
 
 
-def _fold(store: ReadableStore, account: str, asset: str, sequence: int, point: dict[str, Any] | None) -> Balance:
+def _fold(view: LedgerView, account: str, asset: str, sequence: int, point: dict[str, Any] | None) -> Balance:
     totals = {"debit": 0, "credit": 0}
     postings, start = 0, None
     if point is not None:
         totals = {"debit": parse_total(point["debits"]), "credit": parse_total(point["credits"])}
         postings = point["postings"]
         start = posting_key(asset, account, (point["sequence"], point["event"], point["line"])).encode()
-    for raw_key, raw in store.scan(INDEXES, posting_prefix(asset, account).encode(), start):
+    for raw_key, raw in view.scan(INDEXES, posting_prefix(asset, account).encode(), start):
         if raw_key == start:
             continue
         if int(raw_key.rsplit(b"/", 3)[1]) > sequence:

@@ -1,6 +1,6 @@
 """Staff change selectors: requests and decisions about staff accounts, by status and by account.
 
-Each takes a ``LedgerView`` (projections/view.py) and returns the typed
+Each takes a ``LedgerView`` (selectors/view.py) and returns the typed
 records of domain/schema/staff.py (docs/adr/0058).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ledger_engine.domain.schema.staff import StaffChange, change_key
 from ledger_engine.keys import key
-from ledger_engine.projections.view import LedgerView
+from ledger_engine.selectors.view import LedgerView
 
 CHANGE_PREFIX = key("staff_change") + "/"
 

@@ -1,6 +1,6 @@
 """Budget selectors: each budget's conservation terms, what each recipient is owed, and the budgets there are.
 
-Each takes a ``LedgerView`` (projections/view.py) and reads the money
+Each takes a ``LedgerView`` (selectors/view.py) and reads the money
 projections (projections/money.py); none backs a money check, and no caller
 takes their keys apart (docs/adr/0058).
 """
@@ -15,7 +15,7 @@ from ledger_engine.domain.commands.money.budgets import day_index, slice_for_day
 from ledger_engine.domain.schema.money_allocation import BUDGET_PREFIX, Budget, budget_key
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.keys import key
-from ledger_engine.projections.view import LedgerView
+from ledger_engine.selectors.view import LedgerView
 
 BUDGET_SUMMARY_PREFIX = key("budget_summary") + "/"
 RECIPIENT_LINE_PREFIX = key("recipient_line") + "/"

@@ -1,6 +1,6 @@
 """Account selectors: accounts and their actors, staff credentials, the step-up key the ledger trusts.
 
-Each takes a ``LedgerView`` (projections/view.py) and returns typed records
+Each takes a ``LedgerView`` (selectors/view.py) and returns typed records
 (domain/schema/staff.py); the console reads accounts through these alone and
 never builds an account key (docs/adr/0058). The expected revisions a
 command about an account states are made here too, for the same reason.
@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 from ledger_engine.domain import actors
 from ledger_engine.domain.actors import four_eyes_governance
 from ledger_engine.domain.changes import Changes
 from ledger_engine.domain.schema.staff import Account, StaffCredentials, account_key, actor_key, credentials_key
 from ledger_engine.domain.step_up import VERIFIER_KEY
-from ledger_engine.domain.view import Record
 from ledger_engine.keys import IDENTIFIER_PATTERN
 from ledger_engine.layout import STATE
-from ledger_engine.projections.view import LedgerView
+from ledger_engine.selectors.view import LedgerView
 
 ACCOUNT_PREFIX = "account/"
 
@@ -79,12 +78,12 @@ def actor_roles(view: LedgerView, actor_id: str) -> list[str]:
 def active_admins(view: LedgerView) -> list[str]:
     """Every actor that may decide a staff change now, accounts and those genesis names alike: the rules' own
     list, by actor ID."""
-    return actors.active_admins(Changes(base=_StateReads(view)))
+    return actors.active_admins(Changes(base=view.as_rules_read()))
 
 
 def four_eyes(view: LedgerView) -> bool:
     """Whether guarded staff changes need two admins now: the ledger's own rule, read at this boundary."""
-    return four_eyes_governance(Changes(base=_StateReads(view)))
+    return four_eyes_governance(Changes(base=view.as_rules_read()))
 
 
 def credentials(view: LedgerView, account_id: str) -> StaffCredentials | None:
@@ -101,22 +100,3 @@ def trusted_step_up_key(view: LedgerView) -> str | None:
 def expected_account_revision(account_id: str, revision: int | None) -> dict[str, Any]:
     """What a command about ``account_id`` expects of it: ``revision``, or None for an account not yet there."""
     return {"cf": STATE, "key": account_key(account_id), "revision": revision}
-
-
-class _StateReads:
-    """A view's state records as the rules read them (domain/view.py's ``StateView``)."""
-
-    def __init__(self, view: LedgerView) -> None:
-        self._view = view
-
-    def get(self, family: str, key: str) -> Record | None:
-        return self._view.record(_state_only(family, key))
-
-    def scan(self, family: str, prefix: str) -> Iterator[tuple[str, Record]]:
-        return self._view.records(_state_only(family, prefix))
-
-
-def _state_only(family: str, key: str) -> str:
-    if family != STATE:
-        raise ValueError(f"a rule read {family} through a view of state records")
-    return key

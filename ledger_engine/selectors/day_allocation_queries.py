@@ -6,7 +6,7 @@ from typing import Any
 
 from ledger_engine.domain.commands.money.allocate_day import day_allocation_key
 from ledger_engine.keys import key
-from ledger_engine.projections.view import LedgerView
+from ledger_engine.selectors.view import LedgerView
 
 REQUEST_PREFIX = key("day_allocation") + "/"
 

@@ -10,7 +10,7 @@ import orjson
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import seq20
 from ledger_engine.layout import EVENTS, JOURNAL
-from ledger_engine.projections.view import LedgerView
+from ledger_engine.selectors.view import LedgerView
 
 
 def entry_events(view: LedgerView, sequence: int) -> list[dict[str, Any]]:

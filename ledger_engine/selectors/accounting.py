@@ -20,8 +20,8 @@ from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
 from ledger_engine.keys import seq20
 from ledger_engine.layout import DELTAS, EVENTS, INDEXES, JOURNAL, STATE
 from ledger_engine.projections.money import posting_prefix
-from ledger_engine.projections.money_queries import balance
-from ledger_engine.projections.view import ReadableStore, head_sequence
+from ledger_engine.selectors.money_queries import balance
+from ledger_engine.selectors.view import LedgerView
 
 # The records a journal entry links to, by the prefix of their state key.
 RECORD_KINDS = {"payment_run": "run", "payment": "payment", "hold": "hold", "correction_request": "correction",
@@ -98,11 +98,11 @@ class TrialBalance:
     totals: dict[str, tuple[int, int]] = field(default_factory=dict)  # asset -> (debits, credits)
 
 
-def entry_postings(store: ReadableStore, sequence: int) -> list[Posting]:
+def entry_postings(view: LedgerView, sequence: int) -> list[Posting]:
     """Every posting line of the journal entry at ``sequence``, in event and line order."""
     postings = []
     prefix = (seq20(sequence) + "/").encode()
-    for event_index, (_, raw) in enumerate(store.scan(EVENTS, prefix)):
+    for event_index, (_, raw) in enumerate(view.scan(EVENTS, prefix)):
         event = orjson.loads(raw)
         if event["type"] != POSTED:
             continue
@@ -112,10 +112,10 @@ def entry_postings(store: ReadableStore, sequence: int) -> list[Posting]:
     return postings
 
 
-def entry_records(store: ReadableStore, sequence: int) -> list[TouchedRecord]:
+def entry_records(view: LedgerView, sequence: int) -> list[TouchedRecord]:
     """The runs, payments, holds, corrections, staff changes, recipient updates, recipients and budgets whose state
     records the entry at ``sequence`` wrote."""
-    raw = store.get(DELTAS, seq20(sequence).encode())
+    raw = view.get(DELTAS, seq20(sequence).encode())
     touched = []
     for row in orjson.loads(raw) if raw else ():
         if row["column_family"] != STATE:
@@ -126,22 +126,22 @@ def entry_records(store: ReadableStore, sequence: int) -> list[TouchedRecord]:
     return list(dict.fromkeys(touched))  # a correction's request and its result are one record here
 
 
-def entries_touching(store: ReadableStore, kind: str, record_id: str) -> list[int]:
+def entries_touching(view: LedgerView, kind: str, record_id: str) -> list[int]:
     """The sequences of the journal entries that wrote the record, oldest first (within the newest scan window)."""
     prefixes = [prefix for prefix, named in RECORD_KINDS.items() if named == kind]
     if not prefixes:
         raise LedgerError(ErrorCode.NOT_FOUND, f"no record kind {kind!r}")
     needles = [b'"column_family":"state","key":' + orjson.dumps(f"{prefix}/{record_id}") + b"," for prefix in prefixes]
-    head = head_sequence(store)
+    head = view.sequence
     first = max(1, head - BACK_LINK_SCAN + 1)
-    return [int(raw_key) for raw_key, raw in store.scan(DELTAS, b"", seq20(first).encode())
+    return [int(raw_key) for raw_key, raw in view.scan(DELTAS, b"", seq20(first).encode())
             if any(needle in raw for needle in needles)]
 
 
-def posting_accounts(store: ReadableStore) -> list[tuple[str, str]]:
+def posting_accounts(view: LedgerView) -> list[tuple[str, str]]:
     """Every ``(asset, account)`` that has been posted to, sorted."""
     found = []
-    for raw_key, _ in store.scan(INDEXES, CURSOR_PREFIX):
+    for raw_key, _ in view.scan(INDEXES, CURSOR_PREFIX):
         asset, _, account = raw_key[len(CURSOR_PREFIX):].decode().partition("/")
         found.append((asset, account))
     return found
@@ -152,12 +152,12 @@ def recipient_accounts(recipient_id: str) -> tuple[str, ...]:
     return artist_payable(recipient_id), operator_payable(recipient_id), reserved_payouts(recipient_id)
 
 
-def account_statement(store: ReadableStore, accounts: tuple[str, ...], asset: str, *, from_ms: int,
+def account_statement(view: LedgerView, accounts: tuple[str, ...], asset: str, *, from_ms: int,
                       to_ms: int) -> Statement:
     """Postings to ``accounts`` admitted in ``[from_ms, to_ms)``, each with the running net credit of them all."""
-    admitted = _admission_times(store)
+    admitted = _admission_times(view)
     opening, rows = 0, list[StatementRow]()
-    for posting in _merged_postings(store, accounts, asset):
+    for posting in _merged_postings(view, accounts, asset):
         at_ms = admitted(posting.sequence)
         if at_ms >= to_ms:
             break
@@ -169,12 +169,12 @@ def account_statement(store: ReadableStore, accounts: tuple[str, ...], asset: st
     return Statement(accounts, asset, from_ms, to_ms, opening, rows)
 
 
-def trial_balance(store: ReadableStore, *, at_sequence: int | None = None) -> TrialBalance:
+def trial_balance(view: LedgerView, *, at_sequence: int | None = None) -> TrialBalance:
     """Every account's debits and credits up to ``at_sequence`` (the head by default); each asset must balance."""
-    sequence = head_sequence(store) if at_sequence is None else at_sequence
+    sequence = view.sequence if at_sequence is None else at_sequence
     rows: list[TrialBalanceRow] = []
-    for asset, account in posting_accounts(store):
-        folded = balance(store, account, asset, at_sequence=sequence)
+    for asset, account in posting_accounts(view):
+        folded = balance(view, account, asset, at_sequence=sequence)
         if folded.postings:
             rows.append(TrialBalanceRow(asset, account, folded.debits, folded.credits))
     return tally(sequence, rows)
@@ -193,27 +193,27 @@ def tally(sequence: int, rows: list[TrialBalanceRow]) -> TrialBalance:
     return TrialBalance(sequence, rows, totals)
 
 
-def _merged_postings(store: ReadableStore, accounts: tuple[str, ...], asset: str) -> Iterator[Posting]:
+def _merged_postings(view: LedgerView, accounts: tuple[str, ...], asset: str) -> Iterator[Posting]:
     """The accounts' postings in journal order (sequence, event, line)."""
-    merged = [posting for account in accounts for posting in _account_postings(store, account, asset)]
+    merged = [posting for account in accounts for posting in _account_postings(view, account, asset)]
     return iter(sorted(merged, key=lambda posting: (posting.sequence, posting.event, posting.line)))
 
 
-def _account_postings(store: ReadableStore, account: str, asset: str) -> Iterator[Posting]:
-    for raw_key, raw in store.scan(INDEXES, posting_prefix(asset, account).encode()):
+def _account_postings(view: LedgerView, account: str, asset: str) -> Iterator[Posting]:
+    for raw_key, raw in view.scan(INDEXES, posting_prefix(asset, account).encode()):
         sequence, event, line = (int(part) for part in raw_key.rsplit(b"/", 3)[1:])
         posting = orjson.loads(raw)
         yield Posting(sequence, event, line, posting["journal"], asset, account, posting["side"],
                       parse_amount(posting["amount"]))
 
 
-def _admission_times(store: ReadableStore) -> Callable[[int], int]:
+def _admission_times(view: LedgerView) -> Callable[[int], int]:
     cache: dict[int, int] = {}
 
     def admitted(sequence: int) -> int:
         if sequence not in cache:
             entry_key = seq20(sequence)
-            raw = store.get(JOURNAL, entry_key.encode())
+            raw = view.get(JOURNAL, entry_key.encode())
             if raw is None:
                 raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"{JOURNAL}/{entry_key}, a posting's entry, is missing")
             cache[sequence] = orjson.loads(raw)["envelope"]["admitted_at_ms"]

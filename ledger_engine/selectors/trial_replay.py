@@ -16,8 +16,8 @@ from ledger_engine.amounts import parse_amount
 from ledger_engine.domain.postings import POSTED
 from ledger_engine.keys import seq20
 from ledger_engine.layout import EVENTS
-from ledger_engine.projections.accounting import TrialBalance, TrialBalanceRow, tally
-from ledger_engine.storage.rocks import RocksStore
+from ledger_engine.selectors.accounting import TrialBalance, TrialBalanceRow, tally
+from ledger_engine.selectors.view import LedgerView
 
 POSTED_MARK = orjson.dumps(POSTED)  # an event without it posts nothing, so it is not parsed
 
@@ -32,11 +32,11 @@ class Comparison:
         return not self.differences
 
 
-def replayed_trial_balance(store: RocksStore, at_sequence: int) -> TrialBalance:
+def replayed_trial_balance(view: LedgerView, at_sequence: int) -> TrialBalance:
     """Every account's debits and credits from the posting events of entries 1 to ``at_sequence``."""
     sides: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: {"debit": 0, "credit": 0})
     last_key = seq20(at_sequence).encode() + b"/\xff"
-    for raw_key, raw in store.scan(EVENTS, b""):
+    for raw_key, raw in view.scan(EVENTS, b""):
         if raw_key > last_key:
             break
         if POSTED_MARK not in raw:
@@ -50,9 +50,9 @@ def replayed_trial_balance(store: RocksStore, at_sequence: int) -> TrialBalance:
     return tally(at_sequence, rows)
 
 
-def compare(folded: TrialBalance, store: RocksStore) -> Comparison:
+def compare(folded: TrialBalance, view: LedgerView) -> Comparison:
     """``folded`` against the replay of the journal up to its sequence, account by account."""
-    replayed = replayed_trial_balance(store, folded.sequence)
+    replayed = replayed_trial_balance(view, folded.sequence)
     figures = {(row.asset, row.account): (row.debits, row.credits) for row in folded.rows}
     again = {(row.asset, row.account): (row.debits, row.credits) for row in replayed.rows}
     differences = [f"{asset} {account}" for asset, account in sorted(figures.keys() | again.keys())

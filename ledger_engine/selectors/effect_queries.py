@@ -1,6 +1,6 @@
 """Effect selectors: the outbox as workers and the console read it, by status and kind or one at a time.
 
-Each takes a ``LedgerView`` (projections/view.py); an effect is returned with
+Each takes a ``LedgerView`` (selectors/view.py); an effect is returned with
 the revision a claim names, as the internal API lists it. The expected
 revision a claim states is made here, so no caller builds an outbox key
 (docs/adr/0058).
@@ -12,7 +12,7 @@ from typing import Any
 
 from ledger_engine.keys import key
 from ledger_engine.layout import INDEXES, OUTBOX
-from ledger_engine.projections.view import LedgerView
+from ledger_engine.selectors.view import LedgerView
 
 
 def effect(view: LedgerView, effect_id: str) -> dict[str, Any] | None:

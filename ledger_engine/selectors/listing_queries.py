@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ledger_engine.projections.budget_queries import listener_day_stake
-from ledger_engine.projections.streaming_queries import open_holds
-from ledger_engine.projections.view import LedgerView
+from ledger_engine.selectors.budget_queries import listener_day_stake
+from ledger_engine.selectors.streaming_queries import open_holds
+from ledger_engine.selectors.view import LedgerView
 
 CHUNK = 500
 

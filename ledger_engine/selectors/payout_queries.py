@@ -1,6 +1,6 @@
 """Payout selectors: runs, payments, payables, statements an approval cites, reconciliation, updates, the outbox.
 
-Every selector takes a ``LedgerView`` (projections/view.py) and returns typed
+Every selector takes a ``LedgerView`` (selectors/view.py) and returns typed
 records; the console reads payouts through these alone (docs/adr/0046). Lists
 come from the payout projections (projections/payouts.py) and the
 effects-by-status index; details come from the records themselves. No read
@@ -37,7 +37,7 @@ from ledger_engine.projections import picked
 from ledger_engine.projections.payouts import (
     payment_state_prefix, run_payments_prefix, run_status_prefix, update_status_prefix,
 )
-from ledger_engine.projections.view import LedgerView
+from ledger_engine.selectors.view import LedgerView
 
 PAYABLE_LINE_PREFIX = key("payable_line") + "/"
 EFFECT_STATUS_PREFIX = key("effect_by_status") + "/"

@@ -46,22 +46,22 @@ from ledger_engine.layout import INDEXES, STATE
 from ledger_engine.merkle.day_line_parts import commitment
 from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
 from ledger_engine.projections.day_line_evidence import ReadEvidence, commitments, day_line_documents, state_reader
-from ledger_engine.projections.account_queries import display_names
-from ledger_engine.projections.view import LedgerView, ReadableStore
+from ledger_engine.selectors.account_queries import display_names
+from ledger_engine.selectors.view import LedgerView
 
 INDEX_ARTIFACT_VERSION = "porto:london:statement-index:v1"
 LINE_FIELDS = ("line_id", "day", "role", "amount", "status", "work_id", "node_id")
 
 
-def _state(store: ReadableStore, record_key: str) -> dict[str, Any] | None:
-    raw = store.get(STATE, record_key.encode())
+def _state(view: LedgerView, record_key: str) -> dict[str, Any] | None:
+    raw = view.get(STATE, record_key.encode())
     data: dict[str, Any] | None = orjson.loads(raw)["data"] if raw is not None else None
     return data
 
 
-def _required(store: ReadableStore, record_key: str, missing: str) -> dict[str, Any]:
+def _required(view: LedgerView, record_key: str, missing: str) -> dict[str, Any]:
     """The record at ``record_key``; ``NOT_FOUND`` (``missing`` says what) if there is none."""
-    data = _state(store, record_key)
+    data = _state(view, record_key)
     if data is None:
         raise LedgerError(ErrorCode.NOT_FOUND, missing)
     return data
@@ -72,31 +72,31 @@ def _require(condition: bool, code: ErrorCode, detail: str) -> None:
         raise LedgerError(code, detail)
 
 
-def accounting_batch(store: ReadableStore, batch_id: str) -> dict[str, Any]:
-    batch = _required(store, batch_key(batch_id), f"batch {batch_id} does not exist")
+def accounting_batch(view: LedgerView, batch_id: str) -> dict[str, Any]:
+    batch = _required(view, batch_key(batch_id), f"batch {batch_id} does not exist")
     _require(batch["kind"] in ACCOUNTING_KINDS and batch["artifact"] is not None, ErrorCode.INVALID_STATE,
              f"batch {batch_id} is not a frozen accounting batch")
     return batch
 
 
-def covered_lines(store: ReadableStore, batch: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def covered_lines(view: LedgerView, batch: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Each recipient's lines the batch speaks for, by recipient, in line-ID order."""
     by_recipient: dict[str, list[dict[str, Any]]] = {}
-    for raw_key, _ in store.scan(INDEXES, b"recipient_line/"):
+    for raw_key, _ in view.scan(INDEXES, b"recipient_line/"):
         recipient_id, day, line_id = raw_key.decode().split("/")[1:]
         if not batch["window_start_ms"] <= int(day) * DAY_MS < batch["window_end_ms"]:
             continue
-        line = _state(store, line_key(line_id))
+        line = _state(view, line_key(line_id))
         if line is not None and covers(shaped(batch, Batch), shaped(line, AllocationLine)):
             by_recipient.setdefault(recipient_id, []).append(line)
     return {recipient: sorted(lines, key=lambda line: line["line_id"]) for recipient, lines in by_recipient.items()}
 
 
-def work_titles(store: ReadableStore, lines: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+def work_titles(view: LedgerView, lines: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
     """The display title of each work the lines name that has one, by work ID."""
     work_ids = sorted({line["work_id"] for recipient_lines in lines.values() for line in recipient_lines
                        if line.get("work_id") is not None})
-    works = {work_id: _state(store, work_key(work_id)) or {} for work_id in work_ids}
+    works = {work_id: _state(view, work_key(work_id)) or {} for work_id in work_ids}
     return {work_id: work["title"] for work_id, work in works.items() if "title" in work}
 
 
@@ -134,17 +134,17 @@ def statement_line(line: dict[str, Any], parts: Mapping[str, dict[str, Any]], ti
     return fields
 
 
-def prepare_statement_index(store: ReadableStore, index_batch_id: str, accounting_batch_id: str,
+def prepare_statement_index(view: LedgerView, index_batch_id: str, accounting_batch_id: str,
                             anchor_effect_id: str, *, read_evidence: ReadEvidence | None = None,
                             new_proof_id: Callable[[], str] = lambda: secrets.token_hex(16)
                             ) -> tuple[dict[str, Any], bytes]:
     """The freeze step of a statement index over ``accounting_batch_id``, and the index artifact's bytes.
     ``read_evidence`` reads the chunks of the day lines it covers (an evidence store's ``get``)."""
-    batch = accounting_batch(store, accounting_batch_id)
-    lines = covered_lines(store, batch)
+    batch = accounting_batch(view, accounting_batch_id)
+    lines = covered_lines(view, batch)
     _require(bool(lines), ErrorCode.INVALID_STATE, f"batch {accounting_batch_id} speaks for no recipient's lines")
-    parts, titles = day_line_commitments(store, read_evidence, lines), work_titles(store, lines)
-    names = display_names(LedgerView(store), lines)
+    parts, titles = day_line_commitments(view, read_evidence, lines), work_titles(view, lines)
+    names = display_names(view, lines)
     documents = [statement_document(new_proof_id(), recipient, batch, lines[recipient], parts, titles,
                                     names.get(recipient)) for recipient in sorted(lines)]
     tree = StatementTree.build(documents)
@@ -161,7 +161,7 @@ def prepare_statement_index(store: ReadableStore, index_batch_id: str, accountin
     return step, artifact
 
 
-def day_line_commitments(store: ReadableStore, read_evidence: ReadEvidence | None,
+def day_line_commitments(view: LedgerView, read_evidence: ReadEvidence | None,
                          lines: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """Each covered day line's commitment to its parts, by line ID."""
     day_lines = [line for recipient_lines in lines.values() for line in recipient_lines if "artifact" in line]
@@ -170,7 +170,7 @@ def day_line_commitments(store: ReadableStore, read_evidence: ReadEvidence | Non
     if read_evidence is None:
         raise LedgerError(ErrorCode.INVALID_STATE, "the batch speaks for day lines: their parts are read from the "
                                                    "evidence store, which was not given")
-    return commitments(state_reader(store.get), read_evidence, day_lines)
+    return commitments(state_reader(view.get), read_evidence, day_lines)
 
 
 def index_artifact(index_batch_id: str, accounting_batch_id: str, tree: StatementTree) -> bytes:
@@ -180,35 +180,35 @@ def index_artifact(index_batch_id: str, accounting_batch_id: str, tree: Statemen
                             "root": tree.root})
 
 
-def statement_file(store: ReadableStore, read_evidence: ReadEvidence, statement_id: str,
+def statement_file(view: LedgerView, read_evidence: ReadEvidence, statement_id: str,
                    chain: str) -> dict[str, Any]:
     """The statement file of docs/merkle.md for one statement, once its index is confirmed on chain."""
-    statement, index, tree = confirmed_statement(store, read_evidence, statement_id)
+    statement, index, tree = confirmed_statement(view, read_evidence, statement_id)
     anchor = {"chain": chain, "transaction_hash": index["transaction_hash"], "ledger_version": index["ledger_version"]}
     return tree.statement_file(statement["public_proof_id"], anchor)
 
 
-def parts_file(store: ReadableStore, read_evidence: ReadEvidence, statement_id: str, line_id: str) -> dict[str, Any]:
+def parts_file(view: LedgerView, read_evidence: ReadEvidence, statement_id: str, line_id: str) -> dict[str, Any]:
     """The parts document of day line ``line_id`` of a statement whose index is confirmed: what its statement
     commits to, recomputed from the chunk's stored bytes and held to that commitment."""
-    record, _, tree = confirmed_statement(store, read_evidence, statement_id)
+    record, _, tree = confirmed_statement(view, read_evidence, statement_id)
     statement = tree.statements[tree.index_of(record["public_proof_id"])]
     stated = next((line for line in statement["lines"] if line["line_id"] == line_id and "parts" in line), None)
     if stated is None:
         raise LedgerError(ErrorCode.NOT_FOUND, f"statement {statement_id} lists no day line {line_id}")
-    line = _required(store, line_key(line_id), f"day line {line_id}, which statement {statement_id} lists, is missing")
-    [(_, document)] = day_line_documents(state_reader(store.get), read_evidence, [line])
+    line = _required(view, line_key(line_id), f"day line {line_id}, which statement {statement_id} lists, is missing")
+    [(_, document)] = day_line_documents(state_reader(view.get), read_evidence, [line])
     _require(commitment(document) == stated["parts"], ErrorCode.CONFLICTING_EVIDENCE,
              f"the parts of day line {line_id} are not the ones statement {statement_id} commits to")
     return document
 
 
-def confirmed_statement(store: ReadableStore, read_evidence: ReadEvidence, statement_id: str
+def confirmed_statement(view: LedgerView, read_evidence: ReadEvidence, statement_id: str
                         ) -> tuple[dict[str, Any], dict[str, Any], StatementTree]:
     """A statement's record, its index's batch record and the index's tree, rebuilt from the index artifact, once
     the index is confirmed on chain."""
-    statement = _required(store, statement_key(statement_id), f"statement {statement_id} does not exist")
-    index = _required(store, batch_key(statement["index_batch_id"]),
+    statement = _required(view, statement_key(statement_id), f"statement {statement_id} does not exist")
+    index = _required(view, batch_key(statement["index_batch_id"]),
                       f"statement index {statement['index_batch_id']} does not exist")
     root = (index["artifact"] or {}).get("statement_root")
     _require(root is not None, ErrorCode.INVALID_STATE,
@@ -222,7 +222,7 @@ def confirmed_statement(store: ReadableStore, read_evidence: ReadEvidence, state
     return statement, index, tree
 
 
-def statements_of_index(store: ReadableStore, index_batch_id: str) -> list[dict[str, Any]]:
+def statements_of_index(view: LedgerView, index_batch_id: str) -> list[dict[str, Any]]:
     """The statements a statement index recorded, in statement-ID order."""
-    found = (orjson.loads(raw)["data"] for _, raw in store.scan(STATE, b"statement/"))
+    found = (orjson.loads(raw)["data"] for _, raw in view.scan(STATE, b"statement/"))
     return [statement for statement in found if statement["index_batch_id"] == index_batch_id]

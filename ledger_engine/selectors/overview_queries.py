@@ -12,9 +12,9 @@ from typing import Any
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.keys import key
-from ledger_engine.projections.payout_queries import EFFECT_STATUS_PREFIX, overdue_payments, prepared_runs_by_approvability
+from ledger_engine.selectors.payout_queries import EFFECT_STATUS_PREFIX, overdue_payments, prepared_runs_by_approvability
 from ledger_engine.projections.payouts import payment_state_prefix, run_status_prefix, update_status_prefix
-from ledger_engine.projections.view import LedgerView
+from ledger_engine.selectors.view import LedgerView
 
 OPEN_HOLD_PREFIX = key("hold_open") + "/"
 RECIPIENT_LINE_PREFIX = key("recipient_line") + "/"

@@ -8,40 +8,27 @@ data and the sequence it names belong together (docs/adr/0046).
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Protocol, overload
+from typing import Any, Iterator, overload
 
 import orjson
 
-from ledger_engine.application.value_codec import decode_record
-from ledger_engine.application.transition import HEAD_KEY
 from ledger_engine.domain.view import Record, Shape
 from ledger_engine.errors import ErrorCode, LedgerError
-from ledger_engine.layout import INDEXES, META, OUTBOX, STATE
-
-
-class ReadableStore(Protocol):
-    def get(self, family: str, key: bytes) -> bytes | None: ...
-
-    def scan(self, family: str, prefix: bytes = b"", start: bytes | None = None) -> Iterator[tuple[bytes, bytes]]: ...
-
-
-def head_sequence(store: ReadableStore) -> int:
-    """The sequence of the last command ``store`` holds; NOT_FOUND before its genesis."""
-    raw = store.get(META, HEAD_KEY)
-    if raw is None:
-        raise LedgerError(ErrorCode.NOT_FOUND, "no initialised ledger")
-    sequence: int = orjson.loads(raw)["sequence"]
-    return sequence
+from ledger_engine.layout import INDEXES, OUTBOX, STATE
+from ledger_engine.storage.head import read_head
+from ledger_engine.storage.readable import ReadableStore
+from ledger_engine.storage.value_codec import decode_record
 
 
 class LedgerView:
     """Point reads and prefix scans of state, the outbox and the indexes, at the sequence it was opened at."""
 
-    __slots__ = ("_store", "sequence")
+    __slots__ = ("_store", "head", "sequence")
 
     def __init__(self, store: ReadableStore) -> None:
         self._store = store
-        self.sequence = head_sequence(store)
+        self.head = read_head(store)  # what the reads belong to, when the view is read between two commands
+        self.sequence = self.head.sequence
 
     def get(self, family: str, key: bytes) -> bytes | None:
         """A raw value, for the selectors that read the journal, deltas and events (accounting, journal_queries)."""
@@ -103,3 +90,25 @@ class LedgerView:
 
     def count(self, prefix: str) -> int:
         return sum(1 for _ in self._store.scan(INDEXES, prefix.encode()))
+
+    def as_rules_read(self) -> "RuleReads":
+        """This view as the rules read the ledger (``domain.view.StateView``), for a selector that asks a rule
+        what it would decide now."""
+        return RuleReads(self._store)
+
+
+class RuleReads:
+    """Records of any family as the rules read them (``domain.view.StateView``), read-only."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: ReadableStore) -> None:
+        self._store = store
+
+    def get(self, family: str, key: str) -> Record | None:
+        raw = self._store.get(family, key.encode())
+        return decode_record(raw) if raw is not None else None
+
+    def scan(self, family: str, prefix: str) -> Iterator[tuple[str, Record]]:
+        for raw_key, raw in self._store.scan(family, prefix.encode()):
+            yield raw_key.decode(), decode_record(raw)

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any, Callable, Iterable, Iterator
 
-from ledger_engine.application.value_codec import decode_record
+from ledger_engine.storage.value_codec import decode_record
 from ledger_engine.domain.schema.money_allocation import CORRECTION_REQUEST_PREFIX
 from ledger_engine.domain.schema.money_payouts import ATTEMPT_PREFIX, PAYMENT_PREFIX, RUN_PREFIX, payment_key
 from ledger_engine.keys import IDENTIFIER_PATTERN, key
 from ledger_engine.layout import STATE
-from ledger_engine.projections.account_queries import display_names
-from ledger_engine.projections.payout_queries import RECIPIENT_PREFIX
-from ledger_engine.projections.view import LedgerView
+from ledger_engine.selectors.account_queries import display_names
+from ledger_engine.selectors.payout_queries import RECIPIENT_PREFIX
+from ledger_engine.selectors.view import LedgerView
 
 # Each kind's records in state, in the order results are listed.
 RECORD_PREFIXES = {"run": RUN_PREFIX, "payment": PAYMENT_PREFIX, "recipient": RECIPIENT_PREFIX,

@@ -1,6 +1,6 @@
 """Correction selectors: requests by status, and one request beside the lines it names as they are now.
 
-Each takes a ``LedgerView`` (projections/view.py) and returns the typed
+Each takes a ``LedgerView`` (selectors/view.py) and returns the typed
 records of domain/schema/money_allocation.py (docs/adr/0058).
 """
 
@@ -12,7 +12,7 @@ from ledger_engine.domain.schema.money_allocation import (
     AllocationLine, CorrectionRequest, correction_request_key, line_key,
 )
 from ledger_engine.projections.money import correction_request_prefix
-from ledger_engine.projections.view import LedgerView
+from ledger_engine.selectors.view import LedgerView
 
 
 def corrections(view: LedgerView, status: str) -> list[dict[str, Any]]:
