@@ -195,12 +195,23 @@ class CommandGateway:
                  admitted_at_ms: int | None = None) -> dict[str, Any] | Unstored:
         """``envelope`` up to its storing: the stored envelope for this request, or a new one admitted and checked
         but not stored yet (``keep`` stores it), so a caller with many stores them side by side."""
+        stored = self.envelopes.load(command_id)
+        if stored is not None:
+            require_not_owners(command_type, actor_id)
+            request = _request(command_type=command_type, payload=payload, actor_id=actor_id, expected=expected,
+                               evidence=evidence)
+            return self._stored_for(stored, request, check)
+        return self.built(command_type, payload, actor_id=actor_id, command_id=command_id, expected=expected,
+                          evidence=evidence, check=check, admitted_at_ms=admitted_at_ms)
+
+    def built(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str,
+              expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = (),
+              check: Callable[[dict[str, Any]], None] | None = None, admitted_at_ms: int | None = None) -> Unstored:
+        """A new envelope for ``command_id``, admitted and checked but not stored (``keep`` stores it), for a caller
+        that has looked for one stored under that ID already (``command_answers``)."""
         require_not_owners(command_type, actor_id)
         request = _request(command_type=command_type, payload=payload, actor_id=actor_id, expected=expected,
                            evidence=evidence)
-        stored = self.envelopes.load(command_id)
-        if stored is not None:
-            return self._stored_for(stored, request, check)
         built = _build(command_id, request, admitted_at_ms=admitted_at_ms or self.now_ms())
         command = admit(built)  # bad input is refused before anything is stored
         missing = next((digest for digest in built["evidence_hashes"] if digest not in self.evidence), None)

@@ -6,7 +6,6 @@ from typing import Callable
 
 from django.contrib import messages
 
-from ledger_engine.adapters.gateway import journalled_envelope
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.domain.registry import spec_for
 from ledger_engine.errors import LedgerError
@@ -34,18 +33,18 @@ def run(request, command_id: str, command_type: str, build: Callable[[], Command
     code. A command ID the ledger already answered gets that answer back, and
     nothing is verified or submitted again, but only for the same request:
     another request under that ID is ``COMMAND_ID_CONFLICT``, so a view never
-    acts on a re-posted form the ledger did not judge (docs/adr/0079).
+    acts on a re-posted form the ledger did not judge (docs/adr/0079). The one
+    answer path (``commands.submit``) looks the ID up; only a build refused
+    because the state moved on looks it up here, to give the answer that moved it.
     """
     require_command(request, command_type)
     actor = actor_id(request.user)
-    journalled = commands.journalled_id(actor, command_id)
     try:
-        answered = owner().resolve(journalled)
-        if answered is not None:
-            return _same_answer(answered, actor, build)
-        command = build()
+        command = _built(actor, command_id, build)
+        if isinstance(command, CommandOutcome):
+            return command
         assert command.command_type == command_type, (command.command_type, command_type)
-        prove = _prover(request, journalled, command, step_up_token)
+        prove = _prover(request, commands.journalled_id(actor, command_id), command, step_up_token)
         return commands.submit(actor, command_id, command, prove=prove)
     except stepup.StepUpFailed as error:
         raise ActionRefused(str(error)) from None
@@ -58,19 +57,17 @@ def refusal(error: LedgerError) -> str:
     return f"The ledger refused the command: {error.code} ({error.detail})"
 
 
-def _same_answer(answered: CommandOutcome, actor: str, build: Callable[[], CommandRequest]) -> CommandOutcome:
-    """The ledger's answer to this form, if the form asks again for what was answered.
-
-    A build refused because the state moved on since the form was shown
-    (``StateMovedOn``) gets the answer: the answered command moved it, and such
-    a view acts on nothing but the form's ID.
-    """
+def _built(actor: str, command_id: str, build: Callable[[], CommandRequest]) -> CommandRequest | CommandOutcome:
+    """The form's command, or, when the state moved on since the form was shown (``StateMovedOn``), the ledger's
+    answer to this form if it has one: the answered command moved it, and such a view acts on nothing but the
+    form's ID."""
     try:
-        command = build()
+        return build()
     except commands.StateMovedOn:
+        answered = owner().resolve(commands.journalled_id(actor, command_id))
+        if answered is None:
+            raise
         return answered
-    commands.require_same_request(journalled_envelope(owner(), answered), actor, command)
-    return answered
 
 
 def needs_step_up(command: CommandRequest) -> bool:

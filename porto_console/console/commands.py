@@ -96,10 +96,10 @@ def asked(actor_id: str, request: CommandRequest) -> command_answers.Request:
 
 
 def _new(admission: CommandGateway, actor_id: str, command_id: str, request: CommandRequest,
-         prove: Callable[[dict[str, Any]], dict[str, Any]] | None) -> dict[str, Any] | Unstored:
+         prove: Callable[[dict[str, Any]], dict[str, Any]] | None) -> Unstored:
     """A new envelope for the form, admitted, its evidence stored and, for an approval, its payload proved."""
     for data in request.evidence:
         admission.evidence.put(data)
     payload = prove(request.payload) if prove else request.payload
-    return admission.admitted(request.command_type, payload, actor_id=actor_id, command_id=command_id,
+    return admission.built(request.command_type, payload, actor_id=actor_id, command_id=command_id,
                               expected=request.expected_revisions, evidence=request.evidence_hashes)
