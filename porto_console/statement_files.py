@@ -24,7 +24,7 @@ from ledger_engine.merkle.parts_file import statement_day_lines
 from ledger_engine.merkle.statement import sign_statement_file, statement_file_bytes
 from ledger_engine.selectors.statement_index import parts_file, statement_file
 from porto_console.environment import read_environment
-from porto_console.ledger import LedgerRead, gateway, owner, read_at_boundary
+from porto_console.ledger import LedgerRead, gateway, read_view
 
 
 def chain_label() -> str:
@@ -51,7 +51,7 @@ def pinned_verifier_key() -> VerifierKey | None:
 def statement_file_for(statement_id: str) -> tuple[str, bytes]:
     """The file's name and bytes; LedgerError (NOT_FOUND, INVALID_STATE) when the statement has none yet."""
     evidence = gateway().evidence
-    document = owner().read(lambda view: statement_file(view, evidence.get, statement_id, chain_label()))
+    document = read_view(lambda view: statement_file(view, evidence.get, statement_id, chain_label())).data
     signed = sign_statement_file(document, checkpoint_signer())
     return f"statement-{signed['statement']['public_proof_id']}.json", statement_file_bytes(signed)
 
@@ -60,8 +60,7 @@ def statement_read(statement_id: str) -> LedgerRead[dict[str, Any]]:
     """The statement its file holds (its lines, day lines with their commitments) and the head it was read at;
     LedgerError as for the file."""
     evidence = gateway().evidence
-    return read_at_boundary(lambda ledger: statement_file(ledger.view(), evidence.get, statement_id,
-                                                          chain_label())["statement"])
+    return read_view(lambda view: statement_file(view, evidence.get, statement_id, chain_label())["statement"])
 
 
 def day_lines_of(statement: dict[str, Any]) -> list[dict[str, Any]]:
@@ -73,5 +72,5 @@ def parts_file_for(statement_id: str, line_id: str) -> tuple[str, bytes]:
     """The parts file of one day line of the statement: its name and bytes; LedgerError (NOT_FOUND,
     INVALID_STATE, CONFLICTING_EVIDENCE) when there is none to hand out."""
     evidence = gateway().evidence
-    document = owner().read(lambda view: parts_file(view, evidence.get, statement_id, line_id))
+    document = read_view(lambda view: parts_file(view, evidence.get, statement_id, line_id)).data
     return f"day-line-parts-{line_id}.json", encode_document(document)

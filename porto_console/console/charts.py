@@ -14,9 +14,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
-from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.ruleset import ASSETS
 from ledger_engine.selectors import overview_queries, payout_queries
+from ledger_engine.selectors.view import LedgerView
 from porto_console.console.labels import human
 
 DAY_MS = 86_400_000
@@ -69,18 +69,18 @@ def money_per_day(daily: dict[str, dict[int, int]], asset: str = "USDC") -> Char
                  unit=asset, places=ASSETS[asset])
 
 
-def holds_by_age(ledger: LedgerOwner, now_ms: int | None = None) -> Chart:
+def holds_by_age(view: LedgerView, now_ms: int | None = None) -> Chart:
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     buckets: Counter = Counter()
-    for raised_at_ms in overview_queries.open_hold_raised_times(ledger.view()):
+    for raised_at_ms in overview_queries.open_hold_raised_times(view):
         waited = max(now_ms - raised_at_ms, 0)
         buckets[next(label for label, below in HOLD_AGES if below is None or waited < below)] += 1
     labels = [label for label, _ in HOLD_AGES]
     return Chart("chart-holds", "Open holds by age", "bar", "Waiting", labels, [Series("Open holds", [buckets[label] for label in labels])])
 
 
-def payments_by_state(ledger: LedgerOwner) -> Chart:
-    counted = payout_queries.payment_counts(ledger.view())
+def payments_by_state(view: LedgerView) -> Chart:
+    counted = payout_queries.payment_counts(view)
     shown = [state for state, number in counted.items() if number]
     return Chart("chart-payments", "Payments by state", "doughnut", "State", [human(state) for state in shown],
                  [Series("Payments", [counted[state] for state in shown])])

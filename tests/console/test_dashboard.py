@@ -131,16 +131,18 @@ def _waiting(page: str, key: str) -> int:
 
 
 def test_waiting_for_me_counts_only_what_someone_else_made(client_as, ledger):
-    from porto_console.console.services import payouts, recipients, staff_changes
+    from ledger_engine.selectors import payout_queries
+    from porto_console.console.services import staff_changes
     from tests.console.conftest import STAFF
-    prepared = list(payouts.runs(ledger, "prepared"))
+    prepared = ledger.read(lambda view: list(payout_queries.runs(view, "prepared")))
     assert any(run.prepared_by == STAFF["finance"] for run in prepared), "the demo's waiting run"
     for name in ("finance", "finance2"):
         page = client_as(name).get("/ledger/").content.decode()
         expected = sum(1 for run in prepared if run.prepared_by != STAFF[name])
         assert _waiting(page, "runs") == expected
         assert _waiting(page, "recipient-updates") == sum(
-            1 for update in recipients.updates(ledger, "pending") if update.requested_by != STAFF[name])
+            1 for update in ledger.read(lambda view: list(payout_queries.recipient_updates(view, "pending")))
+            if update.requested_by != STAFF[name])
     preparer_sees = _waiting(client_as("finance").get("/ledger/").content.decode(), "runs")
     assert preparer_sees == _waiting(client_as("finance2").get("/ledger/").content.decode(), "runs") - 1
     ops = client_as("ops").get("/ledger/").content.decode()

@@ -14,6 +14,7 @@ from django.http import StreamingHttpResponse
 from ledger_engine.amounts import parse_amount
 from ledger_engine.domain.invariants import FUNDING_TERMS, HOLDING_TERMS
 from ledger_engine.selectors import accounting as selectors
+from ledger_engine.selectors import payout_queries
 from porto_console.console import exports
 from porto_console.console.commands import new_command_id
 from porto_console.console.services import payouts as payout_service
@@ -122,7 +123,7 @@ def test_the_payments_export_selects_what_the_screen_selects_on_every_page(finan
 def test_the_runs_export_lists_the_runs_with_their_totals(finance, payouts_world, paid_world):
     response = finance[FINANCE].get("/ledger/payouts/", {"status": "all", "format": "csv"})
     rows = table(response)
-    listed = read_at_boundary(lambda ledger: list(payout_service.runs_in(ledger, "all"))).data
+    listed = payouts_world.owner.read(lambda view: list(payout_service.runs_in(view, "all")))
     assert [row["run_id"] for row in rows] == [run.run_id for run in RUN_LISTING.apply(listed, RUN_LISTING.default_query())]
     row = next(row for row in rows if row["run_id"] == paid_world)
     run = payouts_world.state(f"payment_run/{paid_world}")
@@ -135,7 +136,7 @@ def test_the_runs_export_lists_the_runs_with_their_totals(finance, payouts_world
 def test_the_payables_export_is_what_each_recipient_is_owed_now(finance, payouts_world):
     response = finance[FINANCE].get("/ledger/payouts/prepare/", {"format": "csv"})
     rows = table(response)
-    payables = read_at_boundary(payout_service.payables).data
+    payables = payouts_world.owner.read(payout_queries.payables)
     assert [(row["recipient_id"], row["amount_minor_units"], row["line_ids"]) for row in rows] == [
         (p.recipient_id, str(p.amount), " ".join(p.line_ids)) for p in payables]
     assert response["Content-Disposition"].endswith(

@@ -15,6 +15,7 @@ from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.layout import OUTBOX, STATE
+from ledger_engine.selectors import payout_queries
 from porto_console.console.commands import journalled_id, new_command_id
 from porto_console.console.handles import seal
 from porto_console.console.services import payouts as service
@@ -33,6 +34,11 @@ def prepare(client: Client) -> str:
     response = client.post("/ledger/payouts/prepare/", {**fields, "recipients": recipients})
     assert response.status_code == 302
     return service.run_id_for(fields["command_id"])
+
+
+def confirmed_statements(payouts_world) -> list[str]:
+    """Each recipient's newest confirmed statement, as an approval cites them."""
+    return sorted(payouts_world.owner.read(payout_queries.newest_confirmed_statements).values())
 
 
 def run_page(client: Client, run_id: str) -> str:
@@ -129,7 +135,7 @@ def test_lines_in_a_waiting_run_are_marked_and_left_out_of_a_new_run(finance, pa
 def test_a_run_whose_lines_another_run_paid_first_says_so_and_keeps_the_approvers_code(finance, payouts_world):
     first, second = "run-first", "run-second"
     assert payouts_world.prepare(first).accepted and payouts_world.prepare(second).accepted  # as before the check
-    statements = sorted(service.confirmed_statements(payouts_world.owner).values())
+    statements = confirmed_statements(payouts_world)
     assert payouts_world.approve(second, statements).accepted
     page = run_page(finance[FINANCE_2], first)
     assert "This run can never be approved: some of its lines are no longer payable" in page
@@ -160,7 +166,7 @@ def test_a_reposted_preparation_gets_its_answer_though_its_payables_are_paid_sin
     recipients = re.findall(r'name="recipients" value="([^"]+)"[^>]*checked', page)
     client.post("/ledger/payouts/prepare/", {**fields, "recipients": recipients})
     run_id = service.run_id_for(fields["command_id"])
-    payouts_world.approve(run_id, sorted(service.confirmed_statements(payouts_world.owner).values()), actor=FINANCE_2)
+    payouts_world.approve(run_id, confirmed_statements(payouts_world), actor=FINANCE_2)
     head = payouts_world.owner.head()
     again = client.post("/ledger/payouts/prepare/", {**fields, "recipients": recipients}, follow=True)
     assert payouts_world.owner.head() == head
@@ -200,7 +206,7 @@ def test_a_run_is_refused_if_the_payables_changed_after_the_form_was_shown(finan
     page = client.get("/ledger/payouts/prepare/").content.decode()
     fields = dict(re.findall(r'name="(command_id|seen_payables)" value="([^"]+)"', page))
     payouts_world.approve(payouts_world.state(f"payment_run/{prepare(finance[FINANCE_2])}")["run_id"],
-                  sorted(service.confirmed_statements(payouts_world.owner).values()), actor=FINANCE)
+                  confirmed_statements(payouts_world), actor=FINANCE)
     head = payouts_world.owner.head()
     response = client.post("/ledger/payouts/prepare/", {**fields, "recipients": list(RECIPIENTS)}, follow=True)
     assert "The payables changed since the form was shown" in response.content.decode()
@@ -276,7 +282,8 @@ def test_a_stored_approval_dated_ahead_is_refused_and_moves_no_clock(finance, pa
     """An admission tree restored from a backup could hold this approval's envelope dated years ahead."""
     run_id = prepare(finance[FINANCE])
     command_id = new_command_id()
-    request = service.approve(payouts_world.owner, run_id, payouts_world.state(f"payment_run/{run_id}")["run_hash"])
+    request = service.approve(run_id, payouts_world.state(f"payment_run/{run_id}")["run_hash"],
+                              payouts_world.owner.read(lambda view: payout_queries.approval_citations(view, run_id)))
     admission = console_gateway()
     admission.envelopes.store(build_envelope(
         request.command_type, request.payload, command_id=journalled_id(FINANCE_2, command_id), actor_id=FINANCE_2,

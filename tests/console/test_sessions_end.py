@@ -7,9 +7,9 @@ from django.test import Client
 from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from ledger_engine.selectors import payout_queries
 from porto_console.console.commands import new_command_id
 from porto_console.console.handles import seal
-from porto_console.console.services import recipients
 from porto_console.console.services.users import issue_credentials
 from tests.console.conftest import STAFF, enrolment_link
 from tests.console.test_staff_changes import approve, request_change
@@ -43,7 +43,7 @@ def signed_out(client: Client) -> bool:
 
 def address_change(client: Client, ledger):
     """Request a payout address change, as the finding's session did."""
-    recipient = recipients.recipients(ledger)[0]["recipient_id"]
+    recipient = ledger.read(payout_queries.recipients)[0]["recipient_id"]
     return client.post("/ledger/recipients/request/", {
         "command_id": new_command_id(), "recipient_id": recipient, "payout_address": NEW_ADDRESS,
         "evidence": "a message signed by the new address"})

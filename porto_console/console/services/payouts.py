@@ -14,13 +14,13 @@ from dataclasses import asdict, replace
 from typing import Any, Iterator
 
 from ledger_engine.amounts import checked_sum, format_amount
-from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.canonical import canonical_bytes, sha256_hex
 from ledger_engine.domain.commands.money.payments import UNSIGNED
 from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash
 from ledger_engine.domain.schema.money_payouts import PlannedPayment
 from ledger_engine.selectors import payout_queries
-from ledger_engine.selectors.payout_queries import Payable, PaymentListing, RunListing
+from ledger_engine.selectors.payout_queries import Payable, RunListing
+from ledger_engine.selectors.view import LedgerView
 from porto_console.console.commands import CommandRequest, StateMovedOn, cited_note
 from porto_console.ledger import gateway
 
@@ -35,16 +35,6 @@ PAYMENT_STATES = ("prepared", "approved", "held", "signed", "submitted", "uncert
 
 class PlanChanged(StateMovedOn):
     """The payables differ from what the form showed."""
-
-
-def payables(ledger: LedgerOwner) -> list[Payable]:
-    """Every recipient with payable allocation lines, by recipient ID."""
-    return payout_queries.payables(ledger.view())
-
-
-def confirmed_statements(ledger: LedgerOwner) -> dict[str, str]:
-    """Each recipient's newest statement whose index batch is confirmed."""
-    return payout_queries.newest_confirmed_statements(ledger.view())
 
 
 def derived_id(command_id: str, *parts: str) -> str:
@@ -78,9 +68,9 @@ def payables_digest(shown: list[Payable]) -> str:
     return sha256_hex(canonical_bytes([asdict(payable) for payable in shown]))
 
 
-def prepare(ledger: LedgerOwner, command_id: str, recipient_ids: list[str], seen_payables: str) -> CommandRequest:
-    """PreparePayoutRun for the chosen recipients, if the payables are still what the form showed."""
-    current = ledger.read(payout_queries.payables)
+def prepare(current: list[Payable], command_id: str, recipient_ids: list[str], seen_payables: str) -> CommandRequest:
+    """PreparePayoutRun for the chosen recipients, if the payables now (``current``) are still what the form
+    showed."""
     if payables_digest(current) != seen_payables:
         raise PlanChanged("The payables changed since the form was shown; review them again.")
     chosen = [payable for payable in current if payable.recipient_id in recipient_ids]
@@ -91,9 +81,9 @@ def prepare(ledger: LedgerOwner, command_id: str, recipient_ids: list[str], seen
     return CommandRequest("PreparePayoutRun", plan(command_id, chosen))
 
 
-def approve(ledger: LedgerOwner, run_id: str, seen_hash: str) -> CommandRequest:
-    """ApprovePayoutRun restating the hash the approver saw, citing confirmed statements covering every line."""
-    cited = ledger.read(lambda view: payout_queries.approval_citations(view, run_id))
+def approve(run_id: str, seen_hash: str, cited: list[str]) -> CommandRequest:
+    """ApprovePayoutRun restating the hash the approver saw, citing the confirmed statements that cover every line
+    (``payout_queries.approval_citations``)."""
     return CommandRequest("ApprovePayoutRun", {"run_id": run_id, "run_hash": seen_hash, "statement_ids": cited})
 
 
@@ -105,39 +95,21 @@ def cancel(run_id: str, reason: str, seen_revision: int, note: str = "") -> Comm
                           expected_revisions=[payout_queries.expected_run_revision(run_id, seen_revision)])
 
 
-def run_revision(ledger: LedgerOwner, run_id: str) -> int | None:
-    return payout_queries.run_revision(ledger.view(), run_id)
-
-
 def cancel_note(run: dict[str, Any]) -> str:
     """The canceller's note, read back from evidence; empty when there is none."""
     digest = (run.get("tombstone") or {}).get("note_digest")
     return gateway().evidence.get(digest).decode() if digest else ""
 
 
-def runs_in(ledger: LedgerOwner, choice: str) -> Iterator[RunListing]:
+def runs_in(view: LedgerView, choice: str) -> Iterator[RunListing]:
     """Runs of one status, or of the statuses a choice names (``open``: still cancellable; ``all``)."""
     for status in {OPEN: OPEN_STATUSES, ALL: RUN_STATUSES}.get(choice, (choice,)):
-        yield from runs(ledger, status)
+        yield from payout_queries.runs(view, status)
 
 
-def runs(ledger: LedgerOwner, status: str) -> Iterator[RunListing]:
-    return payout_queries.runs(ledger.view(), status)
-
-
-def payments(ledger: LedgerOwner, state: str) -> Iterator[PaymentListing]:
-    return payout_queries.payments(ledger.view(), state)
-
-
-def missing_statements(ledger: LedgerOwner, run_id: str) -> list[str]:
-    """Each line of the run no confirmed statement covers yet, as ``recipient: line``."""
-    return [f"{recipient_id}: {line_id}"
-            for recipient_id, line_id in payout_queries.covering_statements(ledger.view(), run_id).uncovered]
-
-
-def with_aggregates(ledger: LedgerOwner, page):
+def with_aggregates(view: LedgerView, page):
     """A page of runs, each with its true aggregate state (what became of its payments)."""
-    aggregates = payout_queries.run_aggregates(ledger.view(), [run.run_id for run in page.items])
+    aggregates = payout_queries.run_aggregates(view, [run.run_id for run in page.items])
     return replace(page, items=[replace(run, aggregate=aggregates[run.run_id]) for run in page.items])
 
 

@@ -7,15 +7,14 @@ so a retried form requests nothing twice.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, get_args
+from typing import Any, get_args
 
-from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.canonical import sha256_hex
 from ledger_engine.domain.commands.money.recipient_updates import DeclineUpdate
-from ledger_engine.domain.schema.money_payouts import Recipient, RecipientUpdate
+from ledger_engine.domain.schema.money_payouts import RecipientUpdate
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.selectors import payout_queries
-from ledger_engine.selectors.payout_queries import UpdateListing
+from ledger_engine.selectors.view import LedgerView
 from porto_console.console.commands import CommandRequest
 from porto_console.ledger import gateway
 
@@ -23,17 +22,13 @@ UPDATE_STATUSES = ("pending", "approved", "declined")
 DECLINE_REASONS = get_args(DeclineUpdate.model_fields["reason"].annotation)
 
 
-def recipients(ledger: LedgerOwner) -> list[Recipient]:
-    return payout_queries.recipients(ledger.view())
+def recipient_ids(view: LedgerView) -> list[str]:
+    """The recipients a change can be requested for, by ID."""
+    return sorted(recipient["recipient_id"] for recipient in payout_queries.recipients(view))
 
 
-def updates(ledger: LedgerOwner, status: str) -> Iterator[UpdateListing]:
-    return payout_queries.recipient_updates(ledger.view(), status)
-
-
-def update(ledger: LedgerOwner, recipient_id: str, update_id: str) -> dict[str, Any] | None:
+def update(view: LedgerView, recipient_id: str, update_id: str) -> dict[str, Any] | None:
     """The update with its evidence bytes (as text) and the recipient as it is now."""
-    view = ledger.view()
     data = payout_queries.recipient_update(view, recipient_id, update_id)
     if data is None:
         return None
@@ -42,9 +37,8 @@ def update(ledger: LedgerOwner, recipient_id: str, update_id: str) -> dict[str, 
     return {"update": data, "evidence": evidence, "recipient": payout_queries.recipient(view, recipient_id)}
 
 
-def request_update(ledger: LedgerOwner, command_id: str, recipient_id: str, payout_address: str,
+def request_update(view: LedgerView, command_id: str, recipient_id: str, payout_address: str,
                    evidence: str) -> CommandRequest:
-    view = ledger.view()
     recorded = payout_queries.recipient_update(view, recipient_id, update_id_for(command_id))
     current = payout_queries.recipient(view, recipient_id)
     # This form's own request, recorded already, keeps the version it named; the recipient may be past it.
@@ -55,23 +49,23 @@ def request_update(ledger: LedgerOwner, command_id: str, recipient_id: str, payo
                  "evidence_digest": sha256_hex(evidence.encode())}}, evidence=(evidence.encode(),))
 
 
-def approve(ledger: LedgerOwner, recipient_id: str, update_id: str) -> CommandRequest:
+def approve(view: LedgerView, recipient_id: str, update_id: str) -> CommandRequest:
     """Approval restates the requested version and address, the ones shown side by side."""
-    data = _existing(ledger, recipient_id, update_id)
+    data = _existing(view, recipient_id, update_id)
     return CommandRequest("UpdateRecipient", {
         "update_id": data["update_id"], "recipient_id": data["recipient_id"],
         "step": {"action": "approve", "version": data["version"], "payout_address": data["payout_address"]}})
 
 
-def decline(ledger: LedgerOwner, recipient_id: str, update_id: str, reason: str) -> CommandRequest:
-    data = _existing(ledger, recipient_id, update_id)
+def decline(view: LedgerView, recipient_id: str, update_id: str, reason: str) -> CommandRequest:
+    data = _existing(view, recipient_id, update_id)
     return CommandRequest("UpdateRecipient", {
         "update_id": data["update_id"], "recipient_id": data["recipient_id"],
         "step": {"action": "decline", "reason": reason}})
 
 
-def _existing(ledger: LedgerOwner, recipient_id: str, update_id: str) -> RecipientUpdate:
-    data = payout_queries.recipient_update(ledger.view(), recipient_id, update_id)
+def _existing(view: LedgerView, recipient_id: str, update_id: str) -> RecipientUpdate:
+    data = payout_queries.recipient_update(view, recipient_id, update_id)
     if data is None:
         raise LedgerError(ErrorCode.NOT_FOUND, f"recipient update {update_id} does not exist")
     return data

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.selectors import payout_queries
+from ledger_engine.selectors import correction_queries, payout_queries, staff_queries
+from ledger_engine.selectors.view import LedgerView
 from porto_console.console.roles import ADMIN, FINANCE, OPS
-from porto_console.console.services import corrections, recipients, staff_changes
 
 
 @dataclass(frozen=True)
@@ -23,28 +22,29 @@ class Waiting:
     query: str = ""
 
 
-def waiting_for(ledger: LedgerOwner, actor: str, roles: frozenset[str], *, open_holds: int,
+def waiting_for(view: LedgerView, actor: str, roles: frozenset[str], *, open_holds: int,
                 quarantined: int) -> list[Waiting]:
     found: list[Waiting] = []
     if FINANCE in roles:
-        approvable, stale = payout_queries.prepared_runs_by_approvability(ledger.view())
+        approvable, stale = payout_queries.prepared_runs_by_approvability(view)
         found += [
             Waiting("runs", "Runs to approve (prepared by someone else)",
                     _others(approvable, "prepared_by", actor), "console-payouts", "?status=prepared"),
             Waiting("stale-runs", "Runs to cancel (another run paid their lines first)", len(stale),
                     "console-payouts", "?status=prepared"),
             Waiting("corrections", "Corrections awaiting your check",
-                    _others(corrections.corrections(ledger, "requested"), "requested_by", actor),
+                    _others(correction_queries.corrections(view, "requested"), "requested_by", actor),
                     "console-corrections"),
             Waiting("recipient-updates", "Recipient updates awaiting your check",
-                    _others(recipients.updates(ledger, "pending"), "requested_by", actor), "console-recipients"),
+                    _others(payout_queries.recipient_updates(view, "pending"), "requested_by", actor),
+                    "console-recipients"),
         ]
     if OPS in roles:
         found += [Waiting("holds", "Open holds to decide", open_holds, "console-holds"),
                   Waiting("quarantine", "Quarantined effects", quarantined, "console-quarantine")]
     if ADMIN in roles:
         found.append(Waiting("staff-changes", "Staff changes awaiting a second admin",
-                             _others(staff_changes.changes(ledger, "pending"), "requested_by", actor),
+                             _others(staff_queries.changes(view, "pending"), "requested_by", actor),
                              "console-staff-changes"))
     return found
 

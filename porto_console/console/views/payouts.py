@@ -13,7 +13,9 @@ from django.views.decorators.http import require_POST
 
 from ledger_engine.domain.commands.money.payout_runs import CancelReason
 from ledger_engine.errors import LedgerError
-from ledger_engine.selectors import payout_queries
+from ledger_engine.selectors import account_queries, payout_queries
+from ledger_engine.selectors.payout_queries import Payable
+from ledger_engine.selectors.view import LedgerView
 from porto_console.console import actions, exports, stepup
 from porto_console.console.forms import CommandForm, ReasonField, StepUpForm, accept_posted_choices
 from porto_console.console.handles import seal, unseal_id
@@ -22,10 +24,9 @@ from porto_console.console.paging import page_number, paginate
 from porto_console.console.roles import may_submit, require_command
 from porto_console.console.screens import PAYMENTS, PAYOUTS
 from porto_console.console.services import payment_search as search
-from porto_console.console.services.accounts import named
 from porto_console.console.services import payouts as service
 from porto_console.console.views.common import render_screen
-from porto_console.ledger import owner, read_at_boundary
+from porto_console.ledger import read_view
 
 HANDLE = "run"
 SHA256 = r"^[0-9a-f]{64}$"
@@ -58,7 +59,7 @@ class PrepareForm(CommandForm):
     recipients = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
     seen_payables = forms.RegexField(regex=SHA256, widget=forms.HiddenInput)  # what the preparer was shown
 
-    def __init__(self, *args, payables: list[service.Payable], **kwargs) -> None:
+    def __init__(self, *args, payables: list[Payable], **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["recipients"].choices = [(payable.recipient_id, payable.recipient_id) for payable in payables]
         accept_posted_choices(self, "recipients")
@@ -79,10 +80,10 @@ def run_list(request):
     filter_form = RunFilter(request.GET or None, initial={"status": service.OPEN})
     query, status = filter_form.query(), filter_form.choice("status", service.OPEN)
     if exports.wanted(request):
-        runs = read_at_boundary(lambda ledger: RUN_LISTING.apply(service.runs_in(ledger, status), query)).data
+        runs = read_view(lambda view: RUN_LISTING.apply(service.runs_in(view, status), query)).data
         return exports.listed("payout-runs", exports.RUN_HEADER, exports.run_cells(service.ASSET), runs, query)
-    read = read_at_boundary(lambda ledger: service.with_aggregates(
-        ledger, paginate(RUN_LISTING.apply(service.runs_in(ledger, status), query), page_number(request))))
+    read = read_view(lambda view: service.with_aggregates(
+        view, paginate(RUN_LISTING.apply(service.runs_in(view, status), query), page_number(request))))
     return render_screen(request, "console/payout_runs.html", PAYOUTS.title, read, page=read.data, status=status,
                          query=query, filter_form=filter_form,
                          may_prepare=may_submit(request.user, "PreparePayoutRun"))
@@ -92,20 +93,18 @@ def payment_list(request):
     filter_form = PaymentFilter(request.GET or None, initial={"state": search.DEFAULT_STATE})
     query, state = filter_form.query(), filter_form.choice("state", search.DEFAULT_STATE)
     if exports.wanted(request):
-        found, names = read_at_boundary(lambda ledger: named(ledger, search.search(ledger, state, query),
-                                                             lambda row: row["recipient_id"])).data
+        found, names = read_view(lambda view: search.found_and_names(view, state, query)).data
         return exports.listed("payments", exports.PAYMENT_HEADER, exports.payment_cells(names.get), found, query)
-    read = read_at_boundary(lambda ledger: (
-        paginate(search.search(ledger, state, query), page_number(request)),
-        payout_queries.reconciliation_queue(ledger.view())))
-    page, reconciliation = read.data
+    read = read_view(lambda view: search.found_and_queue(view, state, query))
+    found, reconciliation = read.data
+    page = paginate(found, page_number(request))
     return render_screen(request, "console/payments.html", PAYMENTS.title, read, page=page, query=query,
                          state=state, filter_form=filter_form, reconciliation=reconciliation)
 
 
 def prepare(request):
     """The payables now, each recipient ticked unless approval could not cite a confirmed statement for it."""
-    read = read_at_boundary(lambda ledger: named(ledger, service.payables(ledger), lambda row: row.recipient_id))
+    read = read_view(_payables_and_names)
     payables, names = read.data
     if request.method == "GET" and exports.wanted(request):
         return exports.table(exports.PAYABLE_HEADER, exports.payable_cells(service.ASSET, names.get), payables,
@@ -118,7 +117,7 @@ def prepare(request):
         data = form.cleaned_data
         try:
             outcome = actions.run(request, data["command_id"], "PreparePayoutRun", lambda: service.prepare(
-                owner(), data["command_id"], data["recipients"], data["seen_payables"]))
+                read_view(payout_queries.payables).data, data["command_id"], data["recipients"], data["seen_payables"]))
         except (actions.ActionRefused, service.PlanChanged) as error:
             messages.error(request, str(error))
             return redirect("admin:console-payout-prepare")
@@ -137,10 +136,16 @@ def prepare(request):
                          total=service.total(payables), asset=service.ASSET)
 
 
+def _payables_and_names(view: LedgerView) -> tuple[list[Payable], dict[str, str]]:
+    """The payables now, and the display names of their recipients."""
+    payables = payout_queries.payables(view)
+    return payables, account_queries.display_names(view, {payable.recipient_id for payable in payables})
+
+
 def run_detail(request, handle: str):
     run_id = unseal_id(HANDLE, handle)
     try:
-        read = read_at_boundary(lambda ledger: _run_view(ledger, run_id))
+        read = read_view(lambda view: _run_view(view, run_id))
     except LedgerError:
         raise Http404("no such payout run") from None
     run = read.data["run"]
@@ -152,15 +157,16 @@ def run_detail(request, handle: str):
                          cancel_blockers=_cancel_blockers(request, run))
 
 
-def _run_view(ledger, run_id: str) -> dict:
-    run = payout_queries.run_detail(ledger.view(), run_id)
-    statements = payout_queries.run_statements(ledger.view(), run_id)
+def _run_view(view: LedgerView, run_id: str) -> dict:
+    run = payout_queries.run_detail(view, run_id)
+    statements = payout_queries.run_statements(view, run_id)
     for payment in run["payments"]:  # what finance can send each recipient again, before or after approval
         statement = statements.get(payment["recipient_id"])
         payment["statement_file"] = statement_file_url(statement) if statement else None
-    return {"run": run, "revision": service.run_revision(ledger, run_id),
-            "missing_statements": service.missing_statements(ledger, run_id),
-            "unpayable": payout_queries.unpayable_lines(ledger.view(), run_id)}
+    uncovered = payout_queries.covering_statements(view, run_id).uncovered
+    return {"run": run, "revision": payout_queries.run_revision(view, run_id),
+            "missing_statements": [f"{recipient_id}: {line_id}" for recipient_id, line_id in uncovered],
+            "unpayable": payout_queries.unpayable_lines(view, run_id)}
 
 
 def _approve_blockers(request, view: dict) -> list[str]:
@@ -194,12 +200,12 @@ def unpayable_blocker(unpayable: list[dict]) -> str:
 @require_POST
 def approve(request, handle: str):
     run_id = unseal_id(HANDLE, handle)
-    unpayable = read_at_boundary(lambda ledger: payout_queries.unpayable_lines(ledger.view(), run_id)).data
+    unpayable = read_view(lambda view: payout_queries.unpayable_lines(view, run_id)).data
     if unpayable:  # refused before the code is checked: the approver keeps it, and nothing is journalled
         messages.error(request, unpayable_blocker(unpayable))
         return redirect(run_url(run_id))
     actions.run_form(request, ApproveForm(request.POST), "ApprovePayoutRun", lambda data: service.approve(
-        owner(), run_id, data["seen_hash"]),
+        run_id, data["seen_hash"], read_view(lambda view: payout_queries.approval_citations(view, run_id)).data),
         done="Payout run approved; its payments are queued for signing",
         invalid="Enter the 6-digit code from your authenticator.")
     return redirect(run_url(run_id))
@@ -229,7 +235,7 @@ def statement_file_url(statement_id: str) -> str:
 
 def _confirm_cancel(request, run_id: str, form: CancelForm):
     try:
-        read = read_at_boundary(lambda ledger: payout_queries.run_detail(ledger.view(), run_id))
+        read = read_view(lambda view: payout_queries.run_detail(view, run_id))
     except LedgerError:
         raise Http404("no such payout run") from None
     run = read.data

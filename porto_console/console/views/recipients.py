@@ -8,6 +8,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from ledger_engine.selectors import payout_queries
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, StepUpForm
 from porto_console.console.handles import seal, unseal_ids
@@ -17,7 +18,7 @@ from porto_console.console.roles import may_submit
 from porto_console.console.screens import RECIPIENTS
 from porto_console.console.services import recipients as service
 from porto_console.console.views.common import render_screen
-from porto_console.ledger import owner, read_at_boundary
+from porto_console.ledger import read_view
 
 HANDLE = "recipient-update"
 
@@ -57,21 +58,22 @@ class DeclineForm(CommandForm):
 def update_list(request):
     filter_form = UpdateFilter(request.GET or None)
     query, status = filter_form.query(), filter_form.choice("status", "pending")
-    read = read_at_boundary(lambda ledger: paginate(UPDATE_LISTING.apply(service.updates(ledger, status), query),
-                                                    page_number(request)))
+    read = read_view(lambda view: paginate(UPDATE_LISTING.apply(payout_queries.recipient_updates(view, status), query),
+                                           page_number(request)))
     return render_screen(request, "console/recipient_updates.html", RECIPIENTS.title, read, page=read.data,
                          status=status, query=query, filter_form=filter_form,
                          may_request=may_submit(request.user, "UpdateRecipient"))
 
 
 def request_update(request):
-    read = read_at_boundary(lambda ledger: sorted(r["recipient_id"] for r in service.recipients(ledger)))
+    read = read_view(service.recipient_ids)
     form = RequestForm(request.POST or None, recipient_ids=read.data)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            outcome = actions.run(request, data["command_id"], "UpdateRecipient", lambda: service.request_update(
-                owner(), data["command_id"], data["recipient_id"], data["payout_address"], data["evidence"]))
+            outcome = actions.run(request, data["command_id"], "UpdateRecipient", lambda: read_view(
+                lambda view: service.request_update(view, data["command_id"], data["recipient_id"],
+                                                    data["payout_address"], data["evidence"])).data)
         except actions.ActionRefused as error:
             form.add_error(None, str(error))
         else:
@@ -85,7 +87,7 @@ def request_update(request):
 
 def update_detail(request, handle: str):
     recipient_id, update_id = unseal_ids(HANDLE, handle, 2)
-    read = read_at_boundary(lambda ledger: service.update(ledger, recipient_id, update_id))
+    read = read_view(lambda view: service.update(view, recipient_id, update_id))
     if read.data is None:
         raise Http404("no such recipient update")
     return render_screen(request, "console/recipient_update.html", f"Address change for {recipient_id}", read,
@@ -102,7 +104,8 @@ def _blockers(request, update: dict) -> list[str]:
 def approve(request, handle: str):
     recipient_id, update_id = unseal_ids(HANDLE, handle, 2)
     actions.run_form(request, StepUpForm(request.POST), "UpdateRecipient",
-                     lambda data: service.approve(owner(), recipient_id, update_id), done="Address change approved",
+                     lambda data: read_view(lambda view: service.approve(view, recipient_id, update_id)).data,
+                     done="Address change approved",
                      invalid="Enter the 6-digit code from your authenticator.")
     return redirect(update_url(recipient_id, update_id))
 
@@ -111,7 +114,8 @@ def approve(request, handle: str):
 def decline(request, handle: str):
     recipient_id, update_id = unseal_ids(HANDLE, handle, 2)
     actions.run_form(request, DeclineForm(request.POST), "UpdateRecipient",
-                     lambda data: service.decline(owner(), recipient_id, update_id, data["reason"]),
+                     lambda data: read_view(
+                         lambda view: service.decline(view, recipient_id, update_id, data["reason"])).data,
                      done="Address change declined", invalid="Choose a reason for declining.")
     return redirect(update_url(recipient_id, update_id))
 
