@@ -19,6 +19,7 @@ from django.http import FileResponse, StreamingHttpResponse
 from ledger_engine.amounts import parse_amount
 from ledger_engine.domain import chart
 from ledger_engine.selectors import accounting as selectors
+from ledger_engine.selectors.view import LedgerView
 from porto_console.console.labels import human
 from porto_console.console.listing import ListQuery
 from porto_console.console.services import journal
@@ -229,19 +230,18 @@ def recipient_of(account: str) -> str:
     return next((account[len(prefix):] for prefix in RECIPIENT_ACCOUNTS if account.startswith(prefix)), "")
 
 
-def journal_lines(ledger, first: int, last: int, filters: dict[str, Any]) -> Iterator[str]:
+def journal_lines(view: LedgerView, first: int, last: int, filters: dict[str, Any]) -> Iterator[str]:
     """The CSV of the entries ``first`` to ``last`` the journal screen's ``filters`` select, oldest first."""
-    view = ledger.view()
-    rows = (row for summary in journal_summaries(ledger, first, last, filters)
+    rows = (row for summary in journal_summaries(view, first, last, filters)
             for row in journal_cells(summary, selectors.entry_postings(view, summary["sequence"])))
     return lines(JOURNAL_HEADER, rows)
 
 
-def journal_summaries(ledger, first: int, last: int, filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def journal_summaries(view: LedgerView, first: int, last: int, filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Window after window of the screen's own selection, so the file holds just what the screen lists."""
     after = first - 1
     while True:
-        found = journal.window(ledger, last, after=after or None, oldest_first=True, **filters)
+        found = journal.window(view, last, after=after or None, oldest_first=True, **filters)
         yield from found.entries
         if found.next_cursor is None:
             return
