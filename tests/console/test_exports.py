@@ -14,17 +14,15 @@ from django.http import StreamingHttpResponse
 from ledger_engine.amounts import parse_amount
 from ledger_engine.domain.invariants import FUNDING_TERMS, HOLDING_TERMS
 from ledger_engine.selectors import accounting as selectors
-from ledger_engine.selectors import payout_queries
+from ledger_engine.selectors import listing_queries, payout_queries
 from porto_console.console import exports
 from porto_console.console.commands import new_command_id
 from porto_console.console.services import payouts as payout_service
 from porto_console.console.services import budgets as budget_service
-from porto_console.console.services import holds as hold_service
 from porto_console.console.services import journal as journal_service
 from porto_console.console.views.budgets import _budgets
 from porto_console.console.views.holds import HOLD_LISTING
 from porto_console.console.views.payouts import RUN_LISTING
-from porto_console.ledger import read_at_boundary
 from tests.console.test_payouts import a_signed_payment
 from tests.money_allocation.world import FINANCE
 
@@ -145,7 +143,7 @@ def test_the_payables_export_is_what_each_recipient_is_owed_now(finance, payouts
 
 def test_payables_per_recipient_export_matches_the_screen(finance, payouts_world):
     rows = table(finance[FINANCE].get("/ledger/budgets/payables/", {"format": "csv"}))
-    balances = read_at_boundary(budget_service.recipient_balances).data
+    balances = payouts_world.owner.read(budget_service.recipient_balances)
     assert [(r["recipient_id"], r["payable_minor_units"], r["reserved_minor_units"], r["paid_minor_units"])
             for r in rows] == [(b["recipient_id"], b["payable"], b["reserved"], b["paid"]) for b in balances]
 
@@ -178,7 +176,7 @@ def test_the_budgets_export_holds_each_equation_and_selects_by_period(client_as,
     assert header(client.get("/ledger/budgets/", {"format": "csv"})) == list(
         exports.budget_header(FUNDING_TERMS, HOLDING_TERMS))
     rows = table(response)
-    budgets = read_at_boundary(lambda owner: {b["budget_id"]: b for b in budget_service.budgets(owner)}).data
+    budgets = ledger.read(lambda view: {b["budget_id"]: b for b in budget_service.budgets(view)})
     assert rows and sorted(row["budget_id"] for row in rows) == sorted(budgets)
     for row in rows:
         budget = budgets[row["budget_id"]]
@@ -197,8 +195,8 @@ def test_the_budgets_export_holds_each_equation_and_selects_by_period(client_as,
 def test_the_holds_export_is_the_open_queue_the_filters_select(client_as, ledger):
     client = client_as("ops")
     rows = table(client.get("/ledger/holds/", {"format": "csv"}))
-    expected = read_at_boundary(lambda owner: HOLD_LISTING.apply(hold_service.every_open(owner, ""),
-                                                                 HOLD_LISTING.default_query())).data
+    expected = ledger.read(lambda view: HOLD_LISTING.apply(listing_queries.every_open_hold(view),
+                                                           HOLD_LISTING.default_query()))
     assert [row["hold_id"] for row in rows] == [hold["hold_id"] for hold in expected]
     assert [row["raised_at"] for row in rows] == [iso(hold["raised_at_ms"]) for hold in expected]
     assert expected, "the demo ledger has open holds"

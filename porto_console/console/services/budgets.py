@@ -5,17 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from ledger_engine.amounts import checked_sum, parse_amount
-from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.invariants import FUNDING_TERMS, HOLDING_TERMS, OPTIONAL_TERMS
-from ledger_engine.selectors import budget_queries
+from ledger_engine.selectors import account_queries, budget_queries
+from ledger_engine.selectors.view import LedgerView
 
 
-def budgets(ledger: LedgerOwner, *, balanced: str = "") -> list[dict[str, Any]]:
+def budgets(view: LedgerView, *, balanced: str = "") -> list[dict[str, Any]]:
     """Budgets with both sides of
     ``funded + additions == unallocated + outstanding + paid + refunds_reversals + frozen``;
     ``frozen`` is shown only where a freeze moved something into it. Each carries its period's first UTC day, which
     the screen's date range selects by."""
-    view = ledger.view()
     first_days = budget_queries.budget_first_days(view)
     return [{**_equation(summary), "first_day": first_days.get(summary["budget_id"])}
             for summary in budget_queries.budget_summaries(view)
@@ -32,7 +31,12 @@ def _equation(summary: dict[str, Any]) -> dict[str, Any]:
             "holding_total": str(checked_sum(parse_amount(terms[term]) for term in HOLDING_TERMS))}
 
 
-def recipient_balances(ledger: LedgerOwner) -> list[dict[str, Any]]:
+def recipient_balances(view: LedgerView) -> list[dict[str, Any]]:
     """Per recipient: allocation lines payable, reserved in approved runs, and paid; by recipient ID."""
     return [{"recipient_id": recipient_id, **{column: str(amount) for column, amount in totals.items()}}
-            for recipient_id, totals in budget_queries.recipient_totals(ledger.view()).items()]
+            for recipient_id, totals in budget_queries.recipient_totals(view).items()]
+
+
+def recipient_names(view: LedgerView, balances: list[dict[str, Any]]) -> dict[str, str]:
+    """The display name of each recipient of ``balances`` that has one, for the export that names them."""
+    return account_queries.display_names(view, {row["recipient_id"] for row in balances})

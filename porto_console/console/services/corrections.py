@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from ledger_engine.amounts import U64_MAX, format_amount
-from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.allocation_policy import split_by_rights
 from ledger_engine.domain.commands.money.allocation import MAX_LINES
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET
@@ -26,6 +25,7 @@ from ledger_engine.domain.ruleset import ASSETS
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.selectors import budget_queries, correction_choices, correction_queries, payout_queries
 from ledger_engine.selectors.correction_choices import ActiveWork, LineChoice
+from ledger_engine.selectors.view import LedgerView
 from porto_console.console.commands import CommandRequest
 from porto_console.console.services.accounting import formatted
 
@@ -38,17 +38,8 @@ def correction_id_for(command_id: str) -> str:
     return f"correction-{command_id}"
 
 
-def budget_ids(ledger: LedgerOwner) -> list[str]:
-    return budget_queries.budget_ids(ledger.view())
-
-
-def corrections(ledger: LedgerOwner, status: str) -> list[dict[str, Any]]:
-    return correction_queries.corrections(ledger.view(), status)
-
-
-def correction(ledger: LedgerOwner, correction_id: str) -> dict[str, Any] | None:
+def correction(view: LedgerView, correction_id: str) -> dict[str, Any] | None:
     """The request as frozen, and each line it names as it is now."""
-    view = ledger.view()
     request = correction_queries.request(view, correction_id)
     if request is None:
         return None
@@ -70,8 +61,8 @@ def approve(correction_id: str, seen_hash: str) -> CommandRequest:
                                                "action": "approve"})
 
 
-def decline(ledger: LedgerOwner, correction_id: str, reason: str) -> CommandRequest:
-    request = correction_queries.request(ledger.view(), correction_id)
+def decline(view: LedgerView, correction_id: str, reason: str) -> CommandRequest:
+    request = correction_queries.request(view, correction_id)
     if request is None:
         raise LedgerError(ErrorCode.NOT_FOUND, f"correction {correction_id} does not exist")
     return CommandRequest("DecideCorrection", {"correction_id": correction_id,
@@ -105,8 +96,7 @@ class Choices:
         return next(choice for choice in self.lines if choice.line["line_id"] == line_id)
 
 
-def choices(ledger: LedgerOwner, budget_id: str | None, listener_day: tuple[str, int] | None) -> Choices:
-    view = ledger.view()
+def choices(view: LedgerView, budget_id: str | None, listener_day: tuple[str, int] | None) -> Choices:
     budget_ids = budget_queries.budget_ids(view)
     chosen = budget_id if budget_id in budget_ids else None
     days = correction_choices.correctable_days(view, chosen) if chosen else []

@@ -6,9 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ledger_engine.application.owner import LedgerOwner
-from ledger_engine.selectors import overview_queries
-from porto_console.console.services import staff_changes
+from ledger_engine.selectors import overview_queries, staff_queries
+from ledger_engine.selectors.view import LedgerView
 
 CHART_SERIES = overview_queries.DAILY_SERIES
 
@@ -35,8 +34,7 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def figures(ledger: LedgerOwner) -> Figures:
-    view = ledger.view()
+def figures(view: LedgerView) -> Figures:
     waiting = overview_queries.waiting(view, now_ms())
     return Figures(
         conservation=overview_queries.conservation_status(view),
@@ -46,7 +44,7 @@ def figures(ledger: LedgerOwner) -> Figures:
         recipient_updates_awaiting_approval=waiting.recipient_updates_awaiting_approval,
         uncertain_payments=waiting.uncertain_payments,
         overdue_payments=waiting.overdue_payments,
-        staff_changes_awaiting_decision=sum(1 for _ in staff_changes.changes(ledger, "pending")),
+        staff_changes_awaiting_decision=len(staff_queries.changes(view, "pending")),
         outbox_backlog=waiting.outbox_backlog,
         daily=overview_queries.daily_amounts(view),
     )

@@ -12,10 +12,10 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Callable
 
 from ledger_engine.amounts import parse_amount
-from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.ruleset import ASSETS
 from ledger_engine.selectors import listing_queries, payout_queries
 from ledger_engine.selectors.payout_queries import RunListing
+from ledger_engine.selectors.view import LedgerView
 from porto_console.console.charts import Chart, Series, day_label
 from porto_console.console.services.dashboard import now_ms  # the dashboard's one clock, which the view dates periods by
 from porto_console.console.services.payouts import ASSET
@@ -99,16 +99,16 @@ class PaidTrend:
         return abs(self.change)
 
 
-def paid_trend(ledger: LedgerOwner, chosen: Period) -> PaidTrend:
-    paid, last_paid_ms = paid_per_day(ledger)
+def paid_trend(view: LedgerView, chosen: Period) -> PaidTrend:
+    paid, last_paid_ms = paid_per_day(view)
     before = sum(amount for day, amount in paid.items() if chosen.before_first <= day <= chosen.before_last)
     return PaidTrend(chosen, [(day, paid[day]) for day in chosen.days], before, last_paid_ms)
 
 
-def paid_per_day(ledger: LedgerOwner) -> tuple[Counter, int | None]:
+def paid_per_day(view: LedgerView) -> tuple[Counter, int | None]:
     """What the chain confirmed paid, by UTC day, in the payout asset; and when the newest payment was confirmed."""
     paid: Counter = Counter()
-    rows = payout_queries.payment_search_rows(ledger.view(), (PAID,), lambda _listing: True)
+    rows = payout_queries.payment_search_rows(view, (PAID,), lambda _listing: True)
     confirmed = [row for row in rows if row["asset"] == ASSET and row["paid_at_ms"] is not None]
     for row in confirmed:
         paid[utc_day(row["paid_at_ms"])] += parse_amount(row["amount"])
@@ -129,8 +129,7 @@ class MoneyWaiting:
     holds_unfunded: int  # open holds on a listener-day no budget funds
 
 
-def money_waiting(ledger: LedgerOwner) -> MoneyWaiting:
-    view = ledger.view()
+def money_waiting(view: LedgerView) -> MoneyWaiting:
     approvable, stale = payout_queries.prepared_runs_by_approvability(view)
     stakes: dict[tuple[str, int], int] = {}
     unfunded = 0

@@ -10,9 +10,9 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.selectors import search_queries
 from ledger_engine.selectors.search_queries import FoundRecord
+from ledger_engine.selectors.view import LedgerView
 from porto_console.console.screens import CORRECTIONS, HOLDS, PAYMENTS, PAYOUTS, RECIPIENTS
 
 # Each kind of record and the screen whose roles open it, in the order results are listed.
@@ -47,9 +47,9 @@ def cleaned(term: str) -> str:
     return unicodedata.normalize("NFC", term).strip().removesuffix(SHORTENED).strip()
 
 
-def search(ledger: LedgerOwner, term: str, roles: frozenset[str]) -> Found:
+def search(view: LedgerView, term: str, roles: frozenset[str]) -> Found:
     """The records of the kinds ``roles`` open that ``term`` names whole, or else holds as a fragment."""
-    kinds, view = searchable_kinds(roles), ledger.view()
+    kinds = searchable_kinds(roles)
     exact = search_queries.exact_matches(view, term, kinds)
     if exact or not kinds:
         return Found(exact, exact=True)

@@ -21,9 +21,9 @@ from porto_console.console.forms import CommandForm
 from porto_console.console.handles import seal, unseal_ids
 from porto_console.console.screens import DASHBOARD
 from porto_console.console.services import accounting as service
-from porto_console.console.services.journal import journalled
+from porto_console.console.services import journal
 from porto_console.console.views.common import render_screen
-from porto_console.ledger import read_at_boundary
+from porto_console.ledger import read_view
 
 CONSERVATION_COMMAND = "CheckConservation"
 RECORD_HANDLES = {"run": "run", "hold": "hold", "payment": "payment", "correction": "correction",
@@ -57,11 +57,9 @@ class StatementForm(forms.Form):
         return data
 
 
-def entry_reads(view, sequence: int) -> tuple[list, list]:
-    """A journal entry's postings, and the runs, payments and holds it wrote with their handles."""
-    touched = [(record, seal(RECORD_HANDLES[record.kind], record.record_id))
-               for record in selectors.entry_records(view, sequence)]
-    return selectors.entry_postings(view, sequence), touched
+def sealed(records: list[selectors.TouchedRecord]) -> list[tuple[selectors.TouchedRecord, str]]:
+    """The runs, payments and holds a journal entry wrote, each with the handle its page opens by."""
+    return [(record, seal(RECORD_HANDLES[record.kind], record.record_id)) for record in records]
 
 
 def postings_download(postings: list, sequence: int) -> HttpResponse:
@@ -79,9 +77,9 @@ def trial_balance(request):
     wanted = form.cleaned_data["sequence"] if form.is_valid() else None
     replay = form.is_valid() and form.cleaned_data["replay"]
     try:
-        read = read_at_boundary(lambda ledger: _trial_balance(ledger, wanted, replay))
+        read = read_view(lambda view: _trial_balance(view, wanted, replay))
     except LedgerError as error:
-        return render_screen(request, "console/trial_balance.html", "Trial balance", read_at_boundary(lambda _: None),
+        return render_screen(request, "console/trial_balance.html", "Trial balance", read_view(lambda _: None),
                              form=form, trial=None, problem=f"{error.code}: {error.detail}")
     trial, comparison = read.data
     if request.GET.get("format") == "csv":
@@ -90,19 +88,19 @@ def trial_balance(request):
                          totals=sorted(trial.totals.items()), comparison=comparison)
 
 
-def _trial_balance(ledger, wanted: int | None, replay: bool):
+def _trial_balance(view, wanted: int | None, replay: bool):
     """The trial balance at ``wanted`` (the head if later or unset), and its replay check when asked for."""
-    trial = selectors.trial_balance(ledger.view(), at_sequence=min(wanted, ledger.head().sequence) if wanted else None)
-    return trial, trial_replay.compare(trial, ledger.view()) if replay else None
+    trial = selectors.trial_balance(view, at_sequence=min(wanted, view.sequence) if wanted else None)
+    return trial, trial_replay.compare(trial, view) if replay else None
 
 
 def statement(request):
-    accounts = read_at_boundary(lambda ledger: selectors.posting_accounts(ledger.view())).data
+    accounts = read_view(selectors.posting_accounts).data
     form = StatementForm(request.GET or None, accounts=sorted({account for _, account in accounts}))
     chosen = _statement_accounts(form)
     from_ms, to_ms = service.range_ms(*_days(form)) if chosen else (0, 0)
-    read = read_at_boundary(lambda ledger: selectors.account_statement(
-        ledger.view(), chosen, form.cleaned_data["asset"], from_ms=from_ms, to_ms=to_ms) if chosen else None)
+    read = read_view(lambda view: selectors.account_statement(
+        view, chosen, form.cleaned_data["asset"], from_ms=from_ms, to_ms=to_ms) if chosen else None)
     if read.data is not None and request.GET.get("format") == "csv":
         return _csv(service.statement_csv(read.data), "statement.csv")
     return render_screen(request, "console/statement.html", "Account statement", read, form=form,
@@ -127,9 +125,7 @@ def record_history(request, kind: str, handle: str):
     if kind not in RECORD_HANDLES:
         raise Http404("no such record kind")
     record_id = "/".join(unseal_ids(RECORD_HANDLES[kind], handle, selectors.RECORD_ID_PARTS.get(kind, 1)))
-    read = read_at_boundary(lambda ledger: [
-        (sequence, journalled(ledger, sequence)["envelope"])
-        for sequence in selectors.entries_touching(ledger.view(), kind, record_id)])
+    read = read_view(lambda view: journal.record_entries(view, kind, record_id))
     return render_screen(request, "console/record_history.html", f"Journal entries of {kind} {record_id}", read,
                          kind=kind, record_id=record_id, entries=read.data)
 

@@ -11,9 +11,8 @@ from porto_console.console.listing import DAY_MS, DateRange, Listing, Search, by
 from porto_console.console.paging import page_number, paginate
 from porto_console.console.screens import BUDGETS
 from porto_console.console.services import budgets as service
-from porto_console.console.services.accounts import named
 from porto_console.console.views.common import render_screen
-from porto_console.ledger import read_at_boundary
+from porto_console.ledger import read_view
 
 
 class BudgetBalance(forms.Form):
@@ -42,29 +41,34 @@ def budget_list(request):
     filter_form = BudgetFilter(request.GET or None)
     query, filters = filter_form.query(), filter_form.filters()
     if exports.wanted(request):
-        found = read_at_boundary(lambda ledger: _budgets(ledger, filters, query)).data
+        found = read_view(lambda view: _budgets(view, filters, query)).data
         return exports.listed("budgets", exports.budget_header(FUNDING_TERMS, HOLDING_TERMS),
                               exports.budget_cells((*FUNDING_TERMS, *HOLDING_TERMS), BUDGET_ASSET), found, query)
-    read = read_at_boundary(lambda ledger: paginate(_budgets(ledger, filters, query), page_number(request)))
+    read = read_view(lambda view: paginate(_budgets(view, filters, query), page_number(request)))
     return render_screen(request, "console/budgets.html", BUDGETS.title, read, page=read.data, query=query,
                          filter_form=filter_form)
 
 
-def _budgets(ledger, filters: dict, query) -> list[dict]:
+def _budgets(view, filters: dict, query) -> list[dict]:
     """The budgets matching the filters and ``query``."""
-    return BUDGET_LISTING.apply(service.budgets(ledger, **filters), query)
+    return BUDGET_LISTING.apply(service.budgets(view, **filters), query)
 
 
 def balances(request):
     filter_form = BalanceFilter(request.GET or None)
     query = filter_form.query()
     if exports.wanted(request):
-        listed = read_at_boundary(lambda ledger: named(
-            ledger, BALANCE_LISTING.apply(service.recipient_balances(ledger), query), lambda row: row["recipient_id"]))
+        listed = read_view(lambda view: _named_balances(view, query))
         rows, names = listed.data
         return exports.table(exports.BALANCE_HEADER, exports.balance_cells(BUDGET_ASSET, names.get), rows,
                              exports.filename("payables-per-recipient", at=f"at-sequence-{listed.head.sequence}"))
-    read = read_at_boundary(lambda ledger: paginate(BALANCE_LISTING.apply(service.recipient_balances(ledger), query),
-                                                    page_number(request)))
+    read = read_view(lambda view: paginate(BALANCE_LISTING.apply(service.recipient_balances(view), query),
+                                           page_number(request)))
     return render_screen(request, "console/balances.html", "Payables per recipient", read, page=read.data,
                          query=query, filter_form=filter_form)
+
+
+def _named_balances(view, query) -> tuple[list[dict], dict[str, str]]:
+    """The balances matching ``query``, and their recipients' display names, read in one view."""
+    rows = BALANCE_LISTING.apply(service.recipient_balances(view), query)
+    return rows, service.recipient_names(view, rows)

@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from ledger_engine.amounts import format_amount, parse_amount
+from ledger_engine.selectors import correction_queries
 from porto_console.console import actions, labels
 from porto_console.console.commands import new_command_id
 from porto_console.console.forms import CommandForm, StepUpForm
@@ -19,7 +20,7 @@ from porto_console.console.roles import may_submit
 from porto_console.console.screens import CORRECTIONS
 from porto_console.console.services import corrections as service
 from porto_console.console.views.common import render_screen
-from porto_console.ledger import owner, read_at_boundary
+from porto_console.ledger import read_view
 
 HANDLE = "correction"
 SHA256 = r"^[0-9a-f]{64}$"
@@ -150,8 +151,8 @@ class DeclineForm(CommandForm):
 def correction_list(request):
     filter_form = CorrectionFilter(request.GET or None)
     query, status = filter_form.query(), filter_form.choice("status", "requested")
-    read = read_at_boundary(lambda ledger: paginate(
-        CORRECTION_LISTING.apply(service.corrections(ledger, status), query), page_number(request)))
+    read = read_view(lambda view: paginate(
+        CORRECTION_LISTING.apply(correction_queries.corrections(view, status), query), page_number(request)))
     return render_screen(request, "console/corrections.html", CORRECTIONS.title, read, page=read.data,
                          status=status, query=query, filter_form=filter_form,
                          may_request=may_submit(request.user, "RequestCorrection"))
@@ -161,7 +162,7 @@ def request_correction(request):
     """Choose a budget's listener-day and its lines, enter replacement rows in USDC, review, then submit."""
     source = request.POST if request.method == "POST" else request.GET
     budget_id, listener_day = source.get("budget_id") or source.get("budget"), parse_listener_day(source)
-    read = read_at_boundary(lambda ledger: service.choices(ledger, budget_id, listener_day))
+    read = read_view(lambda view: service.choices(view, budget_id, listener_day))
     choices, action = read.data, request.POST.get("action")
     if request.method != "POST" or not choices.lines:
         form = RequestForm(choices=choices, initial={"budget_id": budget_id,
@@ -288,7 +289,7 @@ def _review_page(request, read, form: RequestForm, rows):
 
 def correction_detail(request, handle: str):
     correction_id = unseal_id(HANDLE, handle)
-    read = read_at_boundary(lambda ledger: service.correction(ledger, correction_id))
+    read = read_view(lambda view: service.correction(view, correction_id))
     if read.data is None:
         raise Http404("no such correction")
     correction = read.data["correction"]
@@ -312,7 +313,7 @@ def approve(request, handle: str):
 def decline(request, handle: str):
     correction_id = unseal_id(HANDLE, handle)
     actions.run_form(request, DeclineForm(request.POST), "DecideCorrection",
-                     lambda data: service.decline(owner(), correction_id, data["reason"]),
+                     lambda data: read_view(lambda view: service.decline(view, correction_id, data["reason"])).data,
                      done="Correction declined", invalid="Choose a reason for declining.")
     return redirect(correction_url(correction_id))
 

@@ -16,20 +16,19 @@ from porto_console.console.views.common import render_screen
 from porto_console.console.views import dispatch
 from ledger_engine.checkpoint.integrity import last_verification
 from porto_console.effects.backups import newest_good_backup
-from porto_console.ledger import owner, read_at_boundary
+from porto_console.ledger import owner, read_view
 
 
 def dashboard(request):
     today = money.utc_day(money.now_ms())
     period = money.period(request.GET.get("period"), today)
-    read = read_at_boundary(lambda ledger: (service.figures(ledger), charts.holds_by_age(ledger),
-                                            charts.payments_by_state(ledger), money.paid_trend(ledger, period),
-                                            money.money_waiting(ledger)))
+    read = read_view(lambda view: (service.figures(view), charts.holds_by_age(view), charts.payments_by_state(view),
+                                   money.paid_trend(view, period), money.money_waiting(view)))
     figures, holds_chart, payments_chart, paid, held_back = read.data
     roles = user_roles(request.user)
     quarantined = len(delivery.quarantined(quarantine())) if OPS in roles else 0
-    queue = read_at_boundary(lambda ledger: waiting.waiting_for(
-        ledger, actor_id(request.user), roles, open_holds=figures.open_holds, quarantined=quarantined)).data
+    queue = read_view(lambda view: waiting.waiting_for(
+        view, actor_id(request.user), roles, open_holds=figures.open_holds, quarantined=quarantined)).data
     dispatch_state = owner().dispatch_state()
     return render_screen(request, "console/dashboard.html", DASHBOARD.title, read, figures=figures,
                          charts=[money.paid_chart(paid), charts.money_per_day(figures.daily), holds_chart,

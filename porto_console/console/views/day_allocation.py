@@ -23,7 +23,7 @@ from porto_console.console.roles import may_submit
 from porto_console.console.screens import DAY_ALLOCATION
 from porto_console.console.services import day_allocation as service
 from porto_console.console.views.common import render_screen
-from porto_console.ledger import owner, read_at_boundary
+from porto_console.ledger import owner, read_view
 
 HANDLE = "day-allocation"
 
@@ -58,7 +58,7 @@ def request_list(request):
             if outcome.accepted:
                 service.start(owner(), request_id)
                 return redirect(request_url(request_id))
-    read = read_at_boundary(lambda ledger: day_allocation_queries.day_allocations(ledger.view()))
+    read = read_view(day_allocation_queries.day_allocations)
     return render_screen(request, "console/day_allocation.html", DAY_ALLOCATION.title, read, form=form,
                          rows=[(item, seal(HANDLE, item["request_id"])) for item in read.data],
                          may_request=may_submit(request.user, "AllocateDay"))
@@ -66,7 +66,7 @@ def request_list(request):
 
 def request_detail(request, handle: str):
     request_id = unseal_id(HANDLE, handle)
-    read = read_at_boundary(lambda ledger: day_allocation_queries.day_allocation(ledger.view(), request_id))
+    read = read_view(lambda view: day_allocation_queries.day_allocation(view, request_id))
     if read.data is None:
         raise Http404("no such day allocation")
     return render_screen(request, "console/day_allocation_request.html", f"Day allocation {request_id}", read,

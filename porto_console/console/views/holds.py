@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET
 from ledger_engine.domain.commands.streaming.holds import REASONS_BY_DECISION, reason_fits
+from ledger_engine.selectors import listing_queries, streaming_queries
 from ledger_engine.selectors.streaming_queries import HoldDetail
 from porto_console.console import actions, exports
 from porto_console.console.forms import CommandForm, ReasonField, accept_posted_choices
@@ -22,7 +23,7 @@ from porto_console.console.roles import may_submit
 from porto_console.console.screens import HOLDS
 from porto_console.console.services import holds as service
 from porto_console.console.views.common import render_screen
-from porto_console.ledger import owner, read_at_boundary
+from porto_console.ledger import read_view
 
 HANDLE = "hold"
 
@@ -78,11 +79,11 @@ def hold_queue(request):
     filter_form = HoldFilter(request.GET or None)
     query, reason = filter_form.query(), filter_form.choice("reason", "")
     if exports.wanted(request):
-        found = read_at_boundary(lambda ledger: HOLD_LISTING.apply(service.every_open(ledger, reason), query)).data
+        found = read_view(lambda view: HOLD_LISTING.apply(_open_holds(view, reason), query)).data
         return exports.listed("holds", exports.HOLD_HEADER, exports.hold_cells(BUDGET_ASSET), found, query)
-    read = read_at_boundary(lambda ledger: (
-        paginate(HOLD_LISTING.apply(service.every_open(ledger, reason), query), page_number(request)),
-        service.counts(ledger)))
+    read = read_view(lambda view: (
+        paginate(HOLD_LISTING.apply(_open_holds(view, reason), query), page_number(request)),
+        streaming_queries.open_hold_counts(view)))
     page, counts = read.data
     return render_screen(request, "console/holds.html", HOLDS.title, read, holds=page.items, page=page,
                          counts=counts, reason=reason, query=query, filter_form=filter_form,
@@ -90,9 +91,14 @@ def hold_queue(request):
                          may_decide=may_submit(request.user, "DecideHold"))
 
 
+def _open_holds(view, reason: str):
+    """The open queue, oldest first, of every reason or of ``reason``; the screen searches, sorts and pages it."""
+    return listing_queries.every_open_hold(view, reason=reason or None)
+
+
 def hold_detail(request, handle: str):
     hold_id = unseal_id(HANDLE, handle)
-    read = read_at_boundary(lambda ledger: service.detail(ledger, hold_id))
+    read = read_view(lambda view: streaming_queries.hold_detail(view, hold_id))
     if read.data is None:
         raise Http404("no such hold")
     form = DecideForm(request.POST or None, initial={"revision": read.data["revision"]})
@@ -145,7 +151,8 @@ def hold_bulk(request):
 
 def _confirm_bulk(request, data: dict):
     """Each ticked hold with what will happen to it, or why it will be refused; nothing is submitted yet."""
-    read = read_at_boundary(lambda ledger: [(hold_id, service.detail(ledger, hold_id)) for hold_id in data["holds"]])
+    read = read_view(lambda view: [(hold_id, streaming_queries.hold_detail(view, hold_id))
+                                   for hold_id in data["holds"]])
     plan = [{"hold_id": hold_id, "hold": found["hold"] if found else None,
              "refusal": _bulk_refusal(found, data["hold_reason"])} for hold_id, found in read.data]
     confirm = BulkForm(initial={**data, "confirmed": True})
@@ -168,7 +175,7 @@ def _bulk_refusal(found: HoldDetail | None, hold_reason: str) -> str:
 
 def _bulk_decision(hold_id: str, data: dict):
     """The hold must still carry the bulk form's reason; the decision is taken on its current revision."""
-    hold = service.detail(owner(), hold_id)
+    hold = read_view(lambda view: streaming_queries.hold_detail(view, hold_id)).data
     if hold is None or data["hold_reason"] not in hold["hold"]["reasons"]:
         raise actions.ActionRefused(f"the hold is not one of the {data['hold_reason']} holds")
     return service.decide(hold_id, data["decision"], data["reason"], hold["revision"])

@@ -18,7 +18,7 @@ from porto_console.console.screens import JOURNAL
 from porto_console.console.services import journal as service
 from porto_console.console.views import accounting
 from porto_console.console.views.common import render_screen
-from porto_console.ledger import owner, read_at_boundary
+from porto_console.ledger import owner, read_view
 
 EXPORT_COMMAND = "RecordExportAccess"
 EXPORT_TYPES = {"json": ("application/x-ndjson", "jsonl"), "csv": ("text/csv", "csv")}
@@ -77,9 +77,9 @@ class ExportForm(CommandForm, RangeForm):
 def journal(request, *, verify_form=None, check=None):
     filter_form = JournalFilter(request.GET or None)
     query, filters = filter_form.query(), filter_form.filters()
-    read = read_at_boundary(lambda ledger: service.window(
-        ledger, ledger.head().sequence, before=_cursor(request, "before"), after=_cursor(request, "after"), **filters, first_day=query.first, last_day=query.last,
-        oldest_first=not query.descending))
+    read = read_view(lambda view: service.window(
+        view, view.sequence, before=_cursor(request, "before"), after=_cursor(request, "after"), **filters,
+        first_day=query.first, last_day=query.last, oldest_first=not query.descending))
     head = read.head.sequence
     return render_screen(
         request, "console/journal.html", JOURNAL.title, read, window=read.data, filter_form=filter_form, query=query,
@@ -113,18 +113,18 @@ def lookup(request):
 
 
 def entry(request, sequence: int):
-    read = read_at_boundary(lambda ledger: (ledger.journal_entry(sequence), service.entry_events(ledger, sequence),
-                                            *accounting.entry_reads(ledger.view(), sequence)))
-    found, events, postings, touched = read.data
-    if found is None:
+    read = read_view(lambda view: service.entry_reads(view, sequence))
+    reads = read.data
+    if reads is None:
         raise Http404("no journal entry at that sequence")
     if request.GET.get("format") == "csv":
-        return accounting.postings_download(postings, sequence)
+        return accounting.postings_download(reads.postings, sequence)
+    found = reads.entry
     return render_screen(request, "console/journal_entry.html", f"Journal entry {sequence}", read, entry=found,
-                         postings=postings, touched=touched,
-                         summary=service.summary(found), events=[service.pretty(event) for event in events], envelope=service.pretty(found["envelope"]),
-                         result=service.pretty(found["result"]),
-                         recomputed_ok=service.verify_range(owner(), sequence, sequence).ok)
+                         postings=reads.postings, touched=accounting.sealed(reads.touched),
+                         summary=service.summary(found), events=[service.pretty(event) for event in reads.events],
+                         envelope=service.pretty(found["envelope"]), result=service.pretty(found["result"]),
+                         recomputed_ok=reads.recomputed_ok)
 
 
 @require_POST
@@ -132,7 +132,8 @@ def verify(request):
     form = RangeForm(request.POST, head=owner().head().sequence)
     if not form.is_valid():
         return journal(request, verify_form=form)
-    check = service.verify_range(owner(), form.cleaned_data["first"], form.cleaned_data["last"])
+    first, last = form.cleaned_data["first"], form.cleaned_data["last"]
+    check = read_view(lambda view: service.verify_range(view, first, last)).data
     return journal(request, verify_form=form, check=check)
 
 
@@ -144,7 +145,7 @@ def export(request):
         messages.error(request, "Export refused: " + " ".join(form.non_field_errors() or ["check the range"]))
         return redirect("admin:console-journal")
     data = form.cleaned_data
-    content = service.export_bytes(owner(), data["first"], data["last"], data["file_format"])
+    content = read_view(lambda view: service.export_bytes(view, data["first"], data["last"], data["file_format"])).data
     if not _recorded(request, data["command_id"], data["file_format"], data["first"], data["last"],
                      service.export_digest(content)):
         return redirect("admin:console-journal")
@@ -167,14 +168,13 @@ def export_csv(request):
         return redirect("admin:console-journal")
     query, command_id = form.query(), form.cleaned_data["command_id"]
     filters = {name: value for name, value in form.filters().items() if name != "command_id"}
-    ledger = owner()
-    first, last = service.admitted_span(ledger, ledger.head().sequence, query.first, query.last)
+    first, last = read_view(lambda view: service.admitted_span(view, view.sequence, query.first, query.last)).data
     refusal = _csv_refusal(first, last)
     if refusal:
         messages.error(request, f"Export refused: {refusal}")
         return redirect("admin:console-journal")
 
-    spool, digest = exports.spooled(exports.journal_lines(ledger, first, last, filters))
+    spool, digest = read_view(lambda view: exports.spooled(exports.journal_lines(view, first, last, filters))).data
     if not _recorded(request, command_id, "csv", first, last, digest):
         spool.close()
         return redirect("admin:console-journal")

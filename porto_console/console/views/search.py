@@ -21,7 +21,7 @@ from porto_console.console.views.common import render_screen
 from porto_console.console.views.corrections import correction_url
 from porto_console.console.views.holds import hold_url
 from porto_console.console.views.payouts import run_url
-from porto_console.ledger import LedgerRead, read_at_boundary
+from porto_console.ledger import LedgerRead, read_view
 
 TITLE = "Find a record"
 MAX_TERM = 200
@@ -42,12 +42,12 @@ class SearchForm(forms.Form):
 
 def search(request):
     if request.method != "POST":  # a term in the query string is never read: it would sit in the request log
-        return _page(request, SearchForm(), None, read_at_boundary(lambda _ledger: None))
+        return _page(request, SearchForm(), None, read_view(lambda _view: None))
     form = SearchForm(request.POST)
     if not form.is_valid():
-        return _page(request, form, None, read_at_boundary(lambda _ledger: None), status=400)
+        return _page(request, form, None, read_view(lambda _view: None), status=400)
     roles = user_roles(request.user)
-    read = read_at_boundary(lambda ledger: service.search(ledger, form.cleaned_data["term"], roles))
+    read = read_view(lambda view: service.search(view, form.cleaned_data["term"], roles))
     if read.data.single is not None:
         return HttpResponseRedirect(record_url(read.data.single), status=303)
     return _page(request, form, read.data, read)
