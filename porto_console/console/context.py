@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ledger_engine.demo import DEMO_LABEL
 from ledger_engine.selectors import account_queries
-from porto_console.ledger import owner
+from porto_console.ledger import owner, read_view
 
 
 def ledger_label(request) -> dict[str, object]:
@@ -21,7 +21,8 @@ class DisplayNames:
 
     def of(self, account_id: str) -> str | None:
         if account_id not in self._known:
-            self._known[account_id] = account_queries.display_names(owner().view(), [account_id]).get(account_id)
+            names = read_view(lambda view: account_queries.display_names(view, [account_id])).data
+            self._known[account_id] = names.get(account_id)
         return self._known[account_id]
 
 

@@ -67,8 +67,8 @@ def launch(*, host: str, port: int, out: TextIO = sys.stdout) -> int:
         if made:
             print(f"DEMO DATA console: using {', '.join(made)}", file=out)
         if demo.is_demo(ledger):
-            _print_users(demo.demo_users(ledger), out)
-        staff_changes.apply_approved(ledger)
+            _print_users(demo.demo_users(), out)
+        staff_changes.apply_approved()
         listening = server.bind(StaticFilesHandler(get_wsgi_application()), host=host, port=port)
         print(f"serving the console at http://{host}:{port}/ (one waitress process; Ctrl-C stops it)", file=out,
               flush=True)

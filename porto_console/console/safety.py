@@ -78,7 +78,7 @@ def _step_up_problems(ledger: LedgerOwner) -> list[str]:
         return [str(error)]
     if ours is None:
         return ["PORTO_STEP_UP_KEY is not set: nobody could approve anything"]
-    trusted = account_queries.trusted_step_up_key(ledger.view())
+    trusted = ledger.read(account_queries.trusted_step_up_key)
     if trusted is not None and trusted != ours:
         return [f"the ledger trusts step-up key {trusted}, not this console's {ours}: "
                 "approvals would all be refused"]

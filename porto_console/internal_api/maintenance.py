@@ -16,7 +16,7 @@ from porto_console.effects.backups import take_backup_if_due
 from porto_console.internal_api.errors import ApiCode, ApiError
 from porto_console.internal_api.models import WorkerCredential
 from porto_console.internal_api.schemas import ERROR_RESPONSES, BackupOut, ErrorOut
-from porto_console.ledger import gateway, owner
+from porto_console.ledger import gateway, owner, read_view
 
 router = Router(tags=["maintenance"])
 
@@ -25,7 +25,7 @@ MAINTENANCE_ROLE = "maintenance"
 
 def require_role(credential: WorkerCredential, role: str) -> None:
     """The credential's ledger actor is active and holds ``role``: the ledger's roles, not the credential's."""
-    if role not in account_queries.actor_roles(owner().view(), credential.actor_id):
+    if role not in read_view(lambda view: account_queries.actor_roles(view, credential.actor_id)).data:
         raise ApiError(ApiCode.COMMAND_NOT_ALLOWED, f"worker {credential.name} acts as {credential.actor_id}, "
                                                     f"which does not hold the {role} role")
 

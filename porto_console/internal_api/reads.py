@@ -24,7 +24,7 @@ from porto_console.internal_api.schemas import (
     EFFECT_CURSOR, ERROR_RESPONSES, AttemptPage, BatchPage, DispatchOut, EffectOut, EffectPage, HeadOut,
     JournalTreeOut, PaymentOut,
 )
-from porto_console.ledger import owner, read_at_boundary
+from porto_console.ledger import owner, read_view
 from porto_console.statement_files import parts_file_for, statement_file_for
 
 router = Router(tags=["reads"])
@@ -81,8 +81,7 @@ def list_effects(request: HttpRequest,
                  cursor: str | None = Query(None, pattern=EFFECT_CURSOR),
                  limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:
     require_effect_worker(request)
-    read = read_at_boundary(lambda ledger: effect_queries.effects(ledger.view(), status, kind, cursor=cursor,
-                                                                  limit=limit))
+    read = read_view(lambda view: effect_queries.effects(view, status, kind, cursor=cursor, limit=limit))
     page, next_cursor = read.data
     return {"sequence": read.head.sequence, "effects": page, "next_cursor": next_cursor}
 
@@ -91,7 +90,7 @@ def list_effects(request: HttpRequest,
             description="One outbox effect with its revision and claim, as the effects list shows it.")
 def read_effect(request: HttpRequest, effect_id: str = Path(..., pattern=IDENTIFIER_PATTERN)) -> dict[str, Any]:
     require_effect_worker(request)
-    found = read_at_boundary(lambda ledger: effect_queries.effect(ledger.view(), effect_id)).data
+    found = read_view(lambda view: effect_queries.effect(view, effect_id)).data
     if found is None:
         raise ApiError(ErrorCode.NOT_FOUND, f"no effect {effect_id}")
     return found
@@ -101,7 +100,7 @@ def read_effect(request: HttpRequest, effect_id: str = Path(..., pattern=IDENTIF
             description="The payment and its signed attempts, read at one ledger sequence.")
 def read_payment(request: HttpRequest, payment_id: str = Path(..., pattern=IDENTIFIER_PATTERN)) -> dict[str, Any]:
     require_effect_worker(request)
-    read = read_at_boundary(lambda ledger: payout_queries.payment_with_attempts(ledger.view(), payment_id))
+    read = read_view(lambda view: payout_queries.payment_with_attempts(view, payment_id))
     payment, attempts = read.data
     if payment is None:
         raise ApiError(ErrorCode.NOT_FOUND, f"no payment {payment_id}")
@@ -117,8 +116,7 @@ def list_in_flight_attempts(request: HttpRequest,
                             cursor: str | None = Query(None, pattern=IDENTIFIER_PATTERN),
                             limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:
     require_effect_worker(request)
-    read = read_at_boundary(lambda ledger: payout_queries.in_flight_attempts(ledger.view(), cursor=cursor,
-                                                                             limit=limit))
+    read = read_view(lambda view: payout_queries.in_flight_attempts(view, cursor=cursor, limit=limit))
     attempts, next_cursor = read.data
     return {"sequence": read.head.sequence, "attempts": attempts, "next_cursor": next_cursor}
 
@@ -132,8 +130,7 @@ def list_in_flight_batches(request: HttpRequest,
                            cursor: str | None = Query(None, pattern=IDENTIFIER_PATTERN),
                            limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:
     require_effect_worker(request)
-    read = read_at_boundary(lambda ledger: payout_queries.in_flight_batches(ledger.view(), cursor=cursor,
-                                                                            limit=limit))
+    read = read_view(lambda view: payout_queries.in_flight_batches(view, cursor=cursor, limit=limit))
     batches, next_cursor = read.data
     return {"sequence": read.head.sequence, "batches": batches, "next_cursor": next_cursor}
 

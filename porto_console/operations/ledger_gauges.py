@@ -2,7 +2,7 @@
 
 Halted, head, dispatch and backup come from the health probe, who paused dispatch from the owner; the outbox
 backlog, payments by state and payments overdue in flight are index scans read between two commands
-(``read_at_boundary``), skipped while the ledger is halted, since its store
+(``read_view``), skipped while the ledger is halted, since its store
 is then not to be trusted; quarantine size counts the quarantine's entries.
 """
 
@@ -15,7 +15,7 @@ from ledger_engine.errors import LedgerError
 from ledger_engine.selectors.payout_queries import outbox_backlog, overdue_payments, payment_counts
 from porto_console.console.services.quarantine import quarantine
 from porto_console import ledger
-from porto_console.ledger import read_at_boundary
+from porto_console.ledger import read_view
 from porto_console.operations import health
 
 # Why dispatch is paused: a person's journalled PauseDispatch, or a restored ledger not yet promoted.
@@ -71,8 +71,8 @@ def _dispatch_pause():
 
 def _projection_gauges():
     try:
-        read = read_at_boundary(lambda owner: (outbox_backlog(owner.view()), payment_counts(owner.view()),
-                                               overdue_payments(owner.view(), health.now_ms())))
+        read = read_view(lambda view: (outbox_backlog(view), payment_counts(view),
+                                       overdue_payments(view, health.now_ms())))
     except LedgerError:  # halted since the probe: the other families still go out
         return
     backlog, payments, overdue = read.data

@@ -22,7 +22,7 @@ def var_dir(settings, tmp_path):
 
 
 def test_the_first_start_makes_every_demo_sign_in_and_remembers_it_for_the_host_alone(ledger, db):
-    issued = {sign_in.username: sign_in for sign_in in demo_users(ledger)}
+    issued = {sign_in.username: sign_in for sign_in in demo_users()}
     assert set(issued) == DEMO_STAFF
     assert User.objects.get(username="demo-finance-2").check_password(issued["demo-finance-2"].password)
     assert issued["demo-finance-2"].totp_secret and issued["demo-finance-2"].otpauth_url.startswith("otpauth://")
@@ -30,9 +30,9 @@ def test_the_first_start_makes_every_demo_sign_in_and_remembers_it_for_the_host_
 
 
 def test_a_restart_resets_no_password_and_no_authenticator(ledger, db):
-    first = {sign_in.username: sign_in for sign_in in demo_users(ledger)}
+    first = {sign_in.username: sign_in for sign_in in demo_users()}
     devices = set(TOTPDevice.objects.values_list("pk", flat=True))
-    assert demo_users(ledger) == []
+    assert demo_users() == []
     user = User.objects.get(username="demo-finance-1")
     assert user.check_password(first["demo-finance-1"].password)
     assert set(TOTPDevice.objects.values_list("pk", flat=True)) == devices
@@ -42,19 +42,19 @@ def test_a_restart_resets_no_password_and_no_authenticator(ledger, db):
 
 
 def test_a_password_its_owner_changed_survives_a_restart_and_is_not_shown(ledger, db):
-    demo_users(ledger)
+    demo_users()
     user = User.objects.get(username="demo-ops-1")
     user.set_password("the owner's own passphrase")
     user.save()
-    assert demo_users(ledger) == []
+    assert demo_users() == []
     assert User.objects.get(username="demo-ops-1").check_password("the owner's own passphrase")
     assert {sign_in.username: sign_in.password for sign_in in demo_sign_ins()}["demo-ops-1"] is None
 
 
 def test_a_provisioned_account_gets_no_demo_sign_in_on_any_start(client_as, ledger, mailoutbox):
     provision(client_as("admin"))  # ops-3, pending its owner's enrolment
-    demo_users(ledger)
-    demo_users(ledger)
+    demo_users()
+    demo_users()
     user = User.objects.get(username="ops-3")
     assert not user.has_usable_password()
     assert not TOTPDevice.objects.filter(user=user).exists()
@@ -62,7 +62,7 @@ def test_a_provisioned_account_gets_no_demo_sign_in_on_any_start(client_as, ledg
 
 
 def test_demo_credentials_prints_what_the_first_start_printed(ledger, db, capsys):
-    issued = {sign_in.username: sign_in for sign_in in demo_users(ledger)}
+    issued = {sign_in.username: sign_in for sign_in in demo_users()}
     call_command("demo_credentials")
     printed = capsys.readouterr().out
     assert f"password {issued['demo-finance-2'].password}" in printed

@@ -126,10 +126,10 @@ def test_an_approval_the_console_did_not_finish_is_finished_later(admins, users,
     assert ledger.get(STATE, f"actor/{STAFF['auditor']}").data["roles"] == ["auditor", "finance"]
     assert "finance" not in users["auditor"].groups.values_list("name", flat=True)
     monkeypatch.undo()
-    assert change_id in staff_changes.apply_approved(ledger)  # what the launcher runs at every start
+    assert change_id in staff_changes.apply_approved()  # what the launcher runs at every start
     assert sorted(users["auditor"].groups.values_list("name", flat=True)) == ["auditor", "finance"]
     assert AppliedStaffChange.objects.filter(change_id=change_id).exists()
-    assert change_id not in staff_changes.apply_approved(ledger)
+    assert change_id not in staff_changes.apply_approved()
 
 
 def test_a_declined_change_changes_nothing(admins, users, ledger):

@@ -2,51 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.actors import GUARDED_ROLES, STAFF_ROLES
 from ledger_engine.domain.identity import keyed_identity
 from ledger_engine.domain.ruleset import ROLES
 from ledger_engine.domain.schema.money_payouts import Recipient
-from ledger_engine.selectors import account_queries, payout_queries
+from ledger_engine.domain.schema.staff import StaffChange
+from ledger_engine.selectors import account_queries, payout_queries, staff_queries
 from ledger_engine.selectors.account_queries import AccountRecord as Account
+from ledger_engine.selectors.view import LedgerView
 from porto_console.console.commands import CommandRequest
 
-Row = TypeVar("Row")
 
-def accounts(ledger: LedgerOwner, *, kind: str = "", status: str = "", role: str = "") -> list[Account]:
-    return account_queries.accounts(ledger.view(), kind=kind, status=status, role=role)
+@dataclass(frozen=True, slots=True)
+class AccountPage:
+    """What an account's page shows of the ledger."""
 
-
-def account(ledger: LedgerOwner, account_id: str) -> Account | None:
-    return account_queries.account(ledger.view(), account_id)
-
-
-def recipient(ledger: LedgerOwner, account_id: str) -> Recipient | None:
-    return payout_queries.recipient(ledger.view(), account_id)
+    account: Account | None
+    recipient: Recipient | None
+    actor_roles: list[str]  # the roles the ledger checks for this actor (empty unless active)
+    four_eyes: bool  # whether guarded staff changes need two admins now
+    staff_changes: list[StaffChange]
 
 
-def named(ledger: LedgerOwner, rows: list[Row], recipient_of: Callable[[Row], str]) -> tuple[list[Row], dict[str, str]]:
-    """``rows`` and the display names of the recipients they name, read at the same boundary (for an export)."""
-    return rows, account_queries.display_names(ledger.view(), {recipient_of(row) for row in rows})
-
-
-def actor_roles(ledger: LedgerOwner, account_id: str) -> list[str]:
-    """The roles the ledger checks for this actor (empty unless active)."""
-    return account_queries.actor_roles(ledger.view(), account_id)
-
-
-def active_admins(ledger: LedgerOwner) -> list[str]:
-    return account_queries.active_admins(ledger.view())
-
-
-def four_eyes(ledger: LedgerOwner) -> bool:
-    """Whether guarded staff changes need two admins now: the ledger's own rule, read at this moment."""
-    return account_queries.four_eyes(ledger.view())
+def account_page(view: LedgerView, account_id: str) -> AccountPage:
+    return AccountPage(account=account_queries.account(view, account_id),
+                       recipient=payout_queries.recipient(view, account_id),
+                       actor_roles=account_queries.actor_roles(view, account_id),
+                       four_eyes=account_queries.four_eyes(view),
+                       staff_changes=staff_queries.changes(view, account_id=account_id))
 
 
 def guarded(roles) -> list[str]:

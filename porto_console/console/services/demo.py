@@ -25,9 +25,10 @@ from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.demo import DEMO_LABEL
 from ledger_engine.demo.foundation import STAFF, staff_email
 from ledger_engine.demo.load import DEMO_SEED, load_demo
+from ledger_engine.selectors import account_queries
 from porto_console.console.roles import CONSOLE_ROLES
-from porto_console.console.services.accounts import accounts
 from porto_console.console.services.users import ensure_groups, has_enrolled, issue_credentials, sync_user
+from porto_console.ledger import read_view
 
 CREDENTIALS_FILE = "demo-credentials.json"
 KEYS_FILE = "demo-keys.json"
@@ -56,14 +57,15 @@ def load_scenario(ledger: LedgerOwner, seed: int = DEMO_SEED, *, evidence: Evide
     return load_demo(ledger, evidence, seed)
 
 
-def demo_users(ledger: LedgerOwner) -> list[DemoSignIn]:
+def demo_users() -> list[DemoSignIn]:
     """Give each active demo staff account without a sign-in a console user with new credentials.
 
     Returns only the credentials made now: on a restart, nobody who already
     has a password or an authenticator is touched.
     """
+    staff = read_view(lambda view: account_queries.accounts(view, kind="staff", status="active")).data
     issued, groups = [], ensure_groups()
-    for account in accounts(ledger, kind="staff", status="active"):
+    for account in staff:
         roles = [role for role in account.roles if role in CONSOLE_ROLES]
         if account.account_id not in STAFF or not roles:
             continue

@@ -34,16 +34,17 @@ from django.utils import timezone
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.adapters.gateway import derived_command_id
-from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.domain.commands.profile_changes import FACTORS_FOR
 from ledger_engine.domain.identity import identity_matches
 from ledger_engine.selectors import account_queries
+from ledger_engine.selectors.view import LedgerView
 from porto_console.console import commands, proof_version
 from porto_console.console.commands import CommandRequest
 from porto_console.console.models import EnrolmentLink
 from porto_console.console.services.accounts import identity_key
 from porto_console.console.services.users import has_enrolled
+from porto_console.ledger import read_view
 
 BOTH = FACTORS_FOR[None]
 log = logging.getLogger("porto.console.enrolment")
@@ -73,15 +74,20 @@ def link_request(account_id: str, link_id: str) -> CommandRequest:
                                                   "link_id": link_id})
 
 
-def pending_factors(ledger: LedgerOwner, account_id: str) -> list[str]:
+def pending_factors(view: LedgerView, account_id: str) -> list[str]:
     """What the owner's next enrolment sets: both for a new account, else the factor that was reset."""
-    credentials = account_queries.credentials(ledger.view(), account_id)
+    credentials = account_queries.credentials(view, account_id)
     return FACTORS_FOR[credentials["reset"] if credentials else None]
 
 
-def require_not_enrolled(ledger: LedgerOwner, user: User) -> None:
+def _recorded_link(view: LedgerView, account_id: str) -> str | None:
+    """The enrolment link the ledger last recorded as sent to the account, if any."""
+    return (account_queries.credentials(view, account_id) or {}).get("link_id")
+
+
+def require_not_enrolled(user: User) -> None:
     """One admin sends a link only to someone who has not set credentials, or whose reset two admins approved."""
-    credentials = account_queries.credentials(ledger.view(), user.username)
+    credentials = read_view(lambda view: account_queries.credentials(view, user.username)).data
     pending = credentials is not None and credentials["status"] == "pending"
     enrolled = (credentials is not None and credentials["status"] == "enrolled") or (credentials is None
                                                                                      and has_enrolled(user))
@@ -90,15 +96,15 @@ def require_not_enrolled(ledger: LedgerOwner, user: User) -> None:
                                "second admin approves")
 
 
-def require_deliverable(ledger: LedgerOwner, user: User) -> None:
+def require_deliverable(user: User) -> None:
     """The link goes only to the address the ledger's identity digest was made of."""
-    account = account_queries.account(ledger.view(), user.username)
+    account = read_view(lambda view: account_queries.account(view, user.username)).data
     if account is None or not user.email or not identity_matches(account.data, "staff", user.email, identity_key()):
         raise EnrolmentRefused(f"{user.username}'s email on file is not the identity their ledger account was "
                                "provisioned with, so no enrolment link can be sent")
 
 
-def create_link(ledger: LedgerOwner, user: User, link_id: str, *, issued_by: str) -> EnrolmentLink:
+def create_link(user: User, link_id: str, *, issued_by: str) -> EnrolmentLink:
     """Once the ledger accepted the link's record: replace any open link, store this one, email it.
 
     Only the link the ledger names now is made: two links sent at once are recorded one after the
@@ -111,13 +117,14 @@ def create_link(ledger: LedgerOwner, user: User, link_id: str, *, issued_by: str
         if existing is not None:  # a retried form: the link exists, was mailed, and stays open
             assert existing.user_id == user.pk, f"link {link_id} is another user's"
             return existing
-        named = (account_queries.credentials(ledger.view(), user.username) or {}).get("link_id")
+        named, factors = read_view(lambda view: (_recorded_link(view, user.username),
+                                                  pending_factors(view, user.username))).data
         if named != link_id:
             raise EnrolmentRefused(f"a newer enrolment link for {user.username} was recorded meanwhile "
                                    f"({named}); that one is the link sent")
         EnrolmentLink.objects.filter(user=user, used_at=None, revoked_at=None).update(revoked_at=timezone.now())
         link, created = EnrolmentLink.objects.get_or_create(link_id=link_id, defaults={
-            "user": user, "token_sha256": _digest(token), "factors": pending_factors(ledger, user.username),
+            "user": user, "token_sha256": _digest(token), "factors": factors,
             "issued_by": issued_by, "expires_at": expires_at})
         if not created:  # the same retry, at the same moment: the other one mails it
             return link
@@ -173,12 +180,12 @@ def claimed_link(link_id: str, claim: str) -> EnrolmentLink | None:
     return link if link is not None and link.open and claimed(link, claim) else None
 
 
-def status(ledger: LedgerOwner, user: User | None) -> EnrolmentStatus:
+def status(user: User | None) -> EnrolmentStatus:
     """What the account's page tells an admin: never the link, only where it went, whether it is still open
     and when a link of theirs was last opened a second time."""
     if user is None:
         return EnrolmentStatus("no console user")
-    credentials = account_queries.credentials(ledger.view(), user.username)
+    credentials = read_view(lambda view: account_queries.credentials(view, user.username)).data
     refused = _latest_refused_open(user)
     if credentials is not None and credentials["status"] == "enrolled":
         return EnrolmentStatus("enrolled", refused_open_at=refused)

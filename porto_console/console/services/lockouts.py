@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 from ledger_engine.envelope import IDENTIFIER_PATTERN
 from ledger_engine.selectors import account_queries
 from porto_console.console.commands import CommandRequest
-from porto_console.ledger import owner
+from porto_console.ledger import read_view
 
 HANDLE = "lockout"
 DIGEST_DOMAIN = "porto:console:lockout:v1\n"
@@ -37,9 +37,13 @@ def clearance(command_id: str, attempt: AccessAttempt) -> CommandRequest:
     payload = {"clearance_id": f"lockout-{command_id}", "username_digest": _digest("username", username),
                "address_digest": _digest("address", attempt.ip_address or ""),
                "failures": attempt.failures_since_start}
-    if re.fullmatch(IDENTIFIER_PATTERN, username) and account_queries.account(owner().view(), username) is not None:
+    if re.fullmatch(IDENTIFIER_PATTERN, username) and _is_account(username):
         payload["account_id"] = username
     return CommandRequest("RecordLockoutCleared", payload)
+
+
+def _is_account(username: str) -> bool:
+    return read_view(lambda view: account_queries.account(view, username)).data is not None
 
 
 def clear(attempt: AccessAttempt) -> None:

@@ -21,7 +21,6 @@ from django.utils import timezone
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.adapters.gateway import derived_command_id
-from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.domain.actors import role_conflict
 from ledger_engine.domain.commands.staff_changes import CREDENTIAL_RESETS
 from ledger_engine.domain.schema.staff import StaffChange
@@ -31,6 +30,7 @@ from porto_console.console.commands import CommandRequest
 from porto_console.console.models import AppliedStaffChange, EnrolmentLink
 from porto_console.console.services import enrolment
 from porto_console.console.services.users import sync_from_ledger
+from porto_console.ledger import read_view
 
 STATUSES = ("pending", "approved", "declined", "expired")
 # What an admin may ask for on a staff account's page, as (kind, role) with a label.
@@ -84,14 +84,6 @@ def decide(change_id: str, decision: str, reason: str | None = None) -> CommandR
     return CommandRequest("DecideStaffChange", payload)
 
 
-def changes(ledger: LedgerOwner, status: str = "", account_id: str = "") -> list[StaffChange]:
-    return staff_queries.changes(ledger.view(), status, account_id)
-
-
-def change(ledger: LedgerOwner, change_id: str) -> StaffChange | None:
-    return staff_queries.change(ledger.view(), change_id)
-
-
 def describe(record: StaffChange) -> str:
     change = record["change"]
     if change["kind"] == "set_step_up_verifier":
@@ -102,22 +94,22 @@ def describe(record: StaffChange) -> str:
     return REQUESTS.get(choice, choice.replace("_", " ")).split(" (")[0] + f" of {change['account_id']}"
 
 
-def apply_approved(ledger: LedgerOwner) -> list[str]:
+def apply_approved() -> list[str]:
     """Carry out, in Django, every approved change not yet carried out; returns their IDs."""
     applied = []
     done = set(AppliedStaffChange.objects.values_list("change_id", flat=True))
-    for record in changes(ledger, "approved"):
+    for record in read_view(lambda view: staff_queries.changes(view, "approved")).data:
         if record["change"]["kind"] in ("set_step_up_verifier", "set_payer_address"):
             continue  # nothing in Django: the ledger holds it (a new step-up key also needs a console restart)
         if record["change_id"] not in done:
-            _apply(ledger, record)
+            _apply(record)
             applied.append(record["change_id"])
         if record["change"]["kind"] in CREDENTIAL_RESETS:
-            _send_reset_link(ledger, record)
+            _send_reset_link(record)
     return applied
 
 
-def _apply(ledger: LedgerOwner, record: StaffChange) -> None:
+def _apply(record: StaffChange) -> None:
     kind, account_id = record["change"]["kind"], record["change"]["account_id"]
     with transaction.atomic():
         _, created = AppliedStaffChange.objects.get_or_create(change_id=record["change_id"])
@@ -135,20 +127,20 @@ def _apply(ledger: LedgerOwner, record: StaffChange) -> None:
             EnrolmentLink.objects.filter(user=user, used_at=None, revoked_at=None).update(revoked_at=timezone.now())
             proof_version.end_sessions(user)
         else:  # a role removed or a deactivation ends the user's sessions there
-            sync_from_ledger(ledger, account_id)
+            sync_from_ledger(account_id)
 
 
-def _send_reset_link(ledger: LedgerOwner, record: StaffChange) -> None:
+def _send_reset_link(record: StaffChange) -> None:
     """The owner's link for an approved reset, recorded as the deciding admin's, once."""
     account_id = record["change"]["account_id"]
-    credentials = account_queries.credentials(ledger.view(), account_id)
+    credentials = read_view(lambda view: account_queries.credentials(view, account_id)).data
     user = User.objects.filter(username=account_id).first()
     waiting = credentials is not None and credentials["status"] == "pending" \
         and credentials["staff_change_id"] == record["change_id"]
     link_id = enrolment.link_id_for(record["change_id"])
     if user is None or not waiting or EnrolmentLink.objects.filter(link_id=link_id).exists():
         return
-    enrolment.require_deliverable(ledger, user)
+    enrolment.require_deliverable(user)
     decision = record["decision"]
     assert decision is not None, record["change_id"]  # the ledger records an approved change with its decision
     decider = decision["decided_by"]
@@ -157,6 +149,6 @@ def _send_reset_link(ledger: LedgerOwner, record: StaffChange) -> None:
     if not outcome.accepted:
         return
     try:
-        enrolment.create_link(ledger, user, link_id, issued_by=decider)
+        enrolment.create_link(user, link_id, issued_by=decider)
     except enrolment.EnrolmentRefused:
         return  # an admin sent a newer link since this one was recorded: that one is the owner's

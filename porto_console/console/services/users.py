@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from django.contrib.auth.models import Group, User
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.selectors import account_queries
 from porto_console.console import proof_version
 from porto_console.console.roles import CONSOLE_ROLES
+from porto_console.ledger import read_view
 
 
 @dataclass(frozen=True)
@@ -65,9 +65,9 @@ def sync_user(account_id: str, *, roles: list[str], active: bool, email: str = "
     return user, created
 
 
-def sync_from_ledger(ledger: LedgerOwner, account_id: str) -> User | None:
+def sync_from_ledger(account_id: str) -> User | None:
     """Bring an existing console user's groups and status to what the ledger now says of its account."""
-    account = account_queries.account(ledger.view(), account_id)
+    account = read_view(lambda view: account_queries.account(view, account_id)).data
     if account is None or not User.objects.filter(username=account_id).exists():
         return None
     return sync_user(account_id, roles=account.roles, active=account.active)[0]

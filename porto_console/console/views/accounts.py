@@ -28,8 +28,10 @@ from ledger_engine.domain.commands.accounts import (
     MAX_DISPLAY_NAME_CHARS, RECIPIENT_KINDS, AccountKind, valid_display_name,
 )
 from ledger_engine.domain.ruleset import ROLES
+from ledger_engine.domain.schema.staff import StaffChange
 from ledger_engine.envelope import IDENTIFIER_PATTERN
 from ledger_engine.errors import LedgerError
+from ledger_engine.selectors import account_queries
 from porto_console.console import actions, commands
 from porto_console.console.commands import new_command_id
 from porto_console.console.forms import CommandForm
@@ -43,7 +45,7 @@ from porto_console.console.services import enrolment
 from porto_console.console.services import staff_changes
 from porto_console.console.services.users import has_enrolled, sync_from_ledger, sync_user
 from porto_console.console.views.common import render_screen
-from porto_console.ledger import owner, read_at_boundary
+from porto_console.ledger import read_view
 
 HANDLE = "account"
 KINDS = get_args(AccountKind)
@@ -226,8 +228,8 @@ class StaffRequestForm(CommandForm):
 def account_list(request):
     filter_form = AccountFilter(request.GET or None)
     query, filters = filter_form.query(), filter_form.filters()
-    read = read_at_boundary(lambda ledger: paginate(ACCOUNT_LISTING.apply(service.accounts(ledger, **filters), query),
-                                                    page_number(request)))
+    read = read_view(lambda view: paginate(ACCOUNT_LISTING.apply(account_queries.accounts(view, **filters), query),
+                                           page_number(request)))
     rows = [(account, seal(HANDLE, account.account_id)) for account in read.data.items]
     return render_screen(request, "console/accounts.html", ACCOUNTS.title, read, page=read.data, rows=rows,
                          query=query, filter_form=filter_form,
@@ -235,7 +237,7 @@ def account_list(request):
 
 
 def account_new(request):
-    read = read_at_boundary(service.four_eyes)
+    read = read_view(account_queries.four_eyes)
     form = ProvisionForm(request.POST or None, four_eyes=read.data)
     if request.method == "POST" and form.is_valid():
         data, requested = form.cleaned_data, form.requested_roles()
@@ -278,7 +280,7 @@ def _request_roles(request, data: dict, roles: list[str]) -> None:
 
 def _approvers(request) -> str:
     """Who may approve a staff change the signed-in admin requested: any other active admin, by name."""
-    others = [admin for admin in read_at_boundary(service.active_admins).data if admin != actor_id(request.user)]
+    others = [admin for admin in read_view(account_queries.active_admins).data if admin != actor_id(request.user)]
     return f"another admin ({', '.join(others)})" if others else "another admin"
 
 
@@ -288,7 +290,7 @@ def _new_staff_user(request, data: dict) -> None:
     The user gets the roles and status the ledger holds now, not the form's: a provisioning form
     answered again after the account changed must not bring back what the change took away.
     """
-    account = service.account(owner(), data["account_id"])
+    account = read_view(lambda view: account_queries.account(view, data["account_id"])).data
     assert account is not None, data["account_id"]  # registered by the accepted command this follows
     user, _ = sync_user(account.account_id, roles=account.roles, active=account.active,
                         email=data["identity"].strip().lower())
@@ -298,10 +300,9 @@ def _new_staff_user(request, data: dict) -> None:
 
 
 def _send_link(request, user: User, command_id: str) -> None:
-    ledger = owner()
     try:
-        enrolment.require_not_enrolled(ledger, user)
-        enrolment.require_deliverable(ledger, user)
+        enrolment.require_not_enrolled(user)
+        enrolment.require_deliverable(user)
         # The link's ID is the sender's own, as the command's is: another admin's form ID names another link.
         link_id = enrolment.link_id_for(commands.journalled_id(actor_id(request.user), command_id))
         outcome = commands.submit(actor_id(request.user), command_id, enrolment.link_request(user.username, link_id))
@@ -315,7 +316,7 @@ def _send_link(request, user: User, command_id: str) -> None:
         actions.report(request, outcome, "")
         return
     try:
-        link = enrolment.create_link(ledger, user, link_id, issued_by=actor_id(request.user))
+        link = enrolment.create_link(user, link_id, issued_by=actor_id(request.user))
     except enrolment.EnrolmentRefused as error:  # another admin's link was recorded after this one
         messages.info(request, str(error))
         return
@@ -325,11 +326,10 @@ def _send_link(request, user: User, command_id: str) -> None:
 
 def account_detail(request, handle: str):
     account_id = unseal_id(HANDLE, handle)
-    read = read_at_boundary(lambda ledger: _detail(ledger, account_id))
-    account = read.data["account"]
+    read = read_view(lambda view: service.account_page(view, account_id))
+    account, four_eyes = read.data.account, read.data.four_eyes
     if account is None:
         raise Http404("no such account")
-    four_eyes = read.data["four_eyes"]
     user = User.objects.filter(username=account_id).first() if account.data["kind"] in PERSON_KINDS else None
     guarded = service.guarded(account.roles) if four_eyes and account.active else []
     form = ChangeForm(request.POST or None, kind=account.data["kind"], four_eyes=four_eyes, guarded=guarded,
@@ -347,28 +347,27 @@ def account_detail(request, handle: str):
         else:
             actions.report(request, outcome, f"Account {account_id} changed")
             if outcome.accepted:  # as the ledger holds the account now, whichever command this answer was
-                sync_from_ledger(owner(), account_id)
+                sync_from_ledger(account_id)
             return redirect(account_url(account_id))
     return render_screen(request, "console/account_detail.html", f"Account {account_id}", read, form=form,
-                         **read.data, handle=handle, own_account=account_id == actor_id(request.user),
+                         account=account, recipient=read.data.recipient, actor_roles=read.data.actor_roles,
+                         four_eyes=four_eyes, staff_changes=_listed(read.data.staff_changes), handle=handle,
+                         own_account=account_id == actor_id(request.user),
                          may_change=may_submit(request.user, "RegisterAccount"), console_user=user,
-                         enrolment=enrolment.status(owner(), user) if user else None,
+                         enrolment=enrolment.status(user) if user else None,
                          request_form=StaffRequestForm(account=account), link_form=CommandForm())
 
 
-def _detail(ledger, account_id: str) -> dict:
-    """What the ledger says of the account, read at one boundary (Django's side is read apart from it)."""
-    return {"account": service.account(ledger, account_id), "recipient": service.recipient(ledger, account_id),
-            "actor_roles": service.actor_roles(ledger, account_id), "four_eyes": service.four_eyes(ledger),
-            "staff_changes": [{**change, "handle": seal("staff-change", change["change_id"]),
-                               "description": staff_changes.describe(change)}
-                              for change in staff_changes.changes(ledger, account_id=account_id)]}
+def _listed(changes: list[StaffChange]) -> list[dict]:
+    """The account's staff changes as its page lists them: each with its handle and what it asks for."""
+    return [{**change, "handle": seal("staff-change", change["change_id"]),
+             "description": staff_changes.describe(change)} for change in changes]
 
 
 @require_POST
 def request_change(request, handle: str):
     account_id = unseal_id(HANDLE, handle)
-    account = read_at_boundary(lambda ledger: service.account(ledger, account_id)).data
+    account = read_view(lambda view: account_queries.account(view, account_id)).data
     if account is None:
         raise Http404("no such account")
     actions.run_form(request, StaffRequestForm(request.POST, account=account), "RequestStaffChange",

@@ -14,8 +14,8 @@ from django.contrib import messages
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.selectors import effect_queries
+from ledger_engine.selectors.view import LedgerView
 from porto_console.console.handles import unseal_id
 from porto_console.console.listing import DateRange, Listing, Search, by, text
 from porto_console.console.paging import page_number, paginate
@@ -24,7 +24,7 @@ from porto_console.console.screens import QUARANTINE, QUARANTINE_RETRY_ROLES
 from porto_console.console.views.common import render_screen
 from porto_console.console.services.quarantine import quarantine
 from porto_console.effects import delivery
-from porto_console.ledger import read_at_boundary
+from porto_console.ledger import read_view
 
 HANDLE = "effect"
 QUARANTINE_LISTING = Listing(
@@ -41,7 +41,7 @@ def quarantine_list(request):
     """Every parked effect is read, so "retry all" counts them all whatever the search shows."""
     filter_form = QuarantineFilter(request.GET or None)
     query = filter_form.query()
-    read = read_at_boundary(_entries_with_ledger_status)
+    read = read_view(_entries_with_ledger_status)
     page = paginate(QUARANTINE_LISTING.apply(read.data, query), page_number(request))
     return render_screen(request, "console/quarantine.html", QUARANTINE.title, read, entries=page.items, page=page,
                          parked=len(read.data), query=query, filter_form=filter_form,
@@ -72,9 +72,7 @@ def retry_many(request):
     return redirect(f"admin:{QUARANTINE.url_name}")
 
 
-def _entries_with_ledger_status(ledger: LedgerOwner) -> list[dict[str, Any]]:
-    view = ledger.view()
-
+def _entries_with_ledger_status(view: LedgerView) -> list[dict[str, Any]]:
     def status(effect_id: str | None) -> str:
         if effect_id is None:
             return "unknown: the entry names no effect"

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_POST
 from ledger_engine.domain.commands.staff_changes import DeclineReason
 from ledger_engine.domain.schema.staff import StaffChange
 from ledger_engine.errors import LedgerError
+from ledger_engine.selectors import staff_queries
 from porto_console.console import actions
 from porto_console.console.forms import CommandForm, StepUpForm
 from porto_console.console.handles import seal, unseal_id
@@ -33,7 +34,7 @@ from porto_console.console.screens import LOCKOUTS, STAFF_CHANGES
 from porto_console.console.services import enrolment, lockouts
 from porto_console.console.services import staff_changes as service
 from porto_console.console.views.common import render_screen
-from porto_console.ledger import owner, read_at_boundary
+from porto_console.ledger import read_view
 
 HANDLE = "staff-change"
 
@@ -58,8 +59,8 @@ class DeclineForm(CommandForm):
 def change_list(request):
     filter_form = ChangeFilter(request.GET or None, initial={"status": "pending"})
     query, status = filter_form.query(), filter_form.choice("status", "pending")
-    read = read_at_boundary(lambda ledger: paginate(CHANGE_LISTING.apply(service.changes(ledger, status), query),
-                                                    page_number(request)))
+    read = read_view(lambda view: paginate(CHANGE_LISTING.apply(staff_queries.changes(view, status), query),
+                                           page_number(request)))
     rows = [(change, seal(HANDLE, change["change_id"]), service.describe(change)) for change in read.data.items]
     return render_screen(request, "console/staff_changes.html", STAFF_CHANGES.title, read, page=read.data, rows=rows,
                          status=status, query=query, filter_form=filter_form)
@@ -67,7 +68,7 @@ def change_list(request):
 
 def change_detail(request, handle: str):
     change_id = unseal_id(HANDLE, handle)
-    read = read_at_boundary(lambda ledger: service.change(ledger, change_id))
+    read = read_view(lambda view: staff_queries.change(view, change_id))
     change = read.data
     if change is None:
         raise Http404("no such staff change")
@@ -105,7 +106,7 @@ def approve(request, handle: str):
 def _carry_out(request) -> None:
     """The Django side of every approved change (this one, and any a crash left unfinished)."""
     try:
-        service.apply_approved(owner())
+        service.apply_approved()
     except (enrolment.EnrolmentRefused, LedgerError) as error:
         messages.error(request, f"Approved in the ledger, but not yet carried out here: {error}")
 
@@ -138,7 +139,7 @@ LockoutFilter = LOCKOUT_LISTING.form_class()
 def lockout_list(request):
     filter_form = LockoutFilter(request.GET or None)
     query = filter_form.query()
-    read = read_at_boundary(lambda ledger: None)
+    read = read_view(lambda view: None)  # the head the lockouts are shown at
     attempts = paginate(LOCKOUT_LISTING.apply(lockouts.locked(), query), page_number(request))
     # A form (a command ID) of its own on each row: clearing one lockout leaves the others' forms unspent.
     rows = [(attempt, seal(lockouts.HANDLE, str(attempt.pk)), CommandForm()) for attempt in attempts.items]
