@@ -131,8 +131,7 @@ def _waiting(page: str, key: str) -> int:
 
 
 def test_waiting_for_me_counts_only_what_someone_else_made(client_as, ledger):
-    from ledger_engine.selectors import payout_queries
-    from porto_console.console.services import staff_changes
+    from ledger_engine.selectors import payout_queries, staff_queries
     from tests.console.conftest import STAFF
     prepared = ledger.read(lambda view: list(payout_queries.runs(view, "prepared")))
     assert any(run.prepared_by == STAFF["finance"] for run in prepared), "the demo's waiting run"
@@ -150,5 +149,6 @@ def test_waiting_for_me_counts_only_what_someone_else_made(client_as, ledger):
     assert _waiting(ops, "quarantine") == 0 and 'id="waiting-runs"' not in ops
     admin = client_as("admin").get("/ledger/").content.decode()
     assert _waiting(admin, "staff-changes") == sum(
-        1 for change in staff_changes.changes(ledger, "pending") if change["requested_by"] != STAFF["admin"])
+        1 for change in ledger.read(lambda view: staff_queries.changes(view, "pending"))
+        if change["requested_by"] != STAFF["admin"])
     assert 'id="waiting' not in client_as("auditor").get("/ledger/").content.decode()
