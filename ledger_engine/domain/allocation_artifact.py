@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Iterable, NamedTuple
+from typing import Iterable, NamedTuple
 
 import orjson
 
@@ -33,6 +33,7 @@ from ledger_engine.canonical import engine_bytes
 from ledger_engine.domain.allocation_policy import PlannedLine
 from ledger_engine.domain.commands.money.allocation import ListenerDayInputs, planned_fields
 from ledger_engine.domain.schema.money_allocation import budget_key
+from ledger_engine.open_json import Unvalidated
 
 RecipientKey = tuple[str, str | None]  # (role, recipient ID); Porto's retained share has no recipient
 
@@ -62,7 +63,7 @@ class ArtifactChunk(NamedTuple):
 
     content: bytes
     totals: DayTotals
-    listener_days: list[dict[str, Any]]  # per line: listener_id, budget_id, amount (its slice), revisions
+    listener_days: list[Unvalidated]  # per line: listener_id, budget_id, amount (its slice), revisions
 
 
 def artifact_chunk(planned: Iterable[tuple[ListenerDayInputs, list[PlannedLine]]]) -> ArtifactChunk:
@@ -82,7 +83,7 @@ def artifact_chunk(planned: Iterable[tuple[ListenerDayInputs, list[PlannedLine]]
     return ArtifactChunk(b"".join(encoded), totals, listener_days)
 
 
-def listener_day_named(listener_id: str, budget_id: str, amount: str, revisions: dict[str, int]) -> dict[str, Any]:
+def listener_day_named(listener_id: str, budget_id: str, amount: str, revisions: dict[str, int]) -> Unvalidated:
     """What a freeze names of an artifact line's listener-day: the fields its line and the payload share."""
     return {"listener_id": listener_id, "budget_id": budget_id, "amount": amount, "revisions": revisions}
 

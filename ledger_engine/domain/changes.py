@@ -12,6 +12,7 @@ from typing import Any, Iterator, Mapping, TypeVar
 from ledger_engine.domain.view import Record, StateView
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import OUTBOX, STATE, UNIQUE
+from ledger_engine.open_json import JournalEvent, RecordData
 from ledger_engine.ordered import overlay_scan
 
 
@@ -45,7 +46,7 @@ class EffectIntent:
 
     effect_id: str
     kind: str
-    payload: dict[str, Any]
+    payload: RecordData
 
 
 @dataclass
@@ -53,8 +54,8 @@ class Changes:
     """Pending writes of one command, readable back through ``view`` as it goes."""
 
     base: StateView
-    writes: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)
+    writes: dict[tuple[str, str], RecordData | None] = field(default_factory=dict)
+    events: list[JournalEvent] = field(default_factory=list)
     effects: list[EffectIntent] = field(default_factory=list)
 
     # Reading: a rule sees its own earlier writes.
@@ -77,7 +78,7 @@ class Changes:
     def put_state(self, key: str, data: Mapping[str, Any]) -> None:
         self.writes[(STATE, key)] = _json_object(data)
 
-    def claim_unique(self, key: str, owner: dict[str, Any], code: ErrorCode, detail: str) -> None:
+    def claim_unique(self, key: str, owner: RecordData, code: ErrorCode, detail: str) -> None:
         """Take a uniqueness sentinel, rejecting with ``code`` if it is taken."""
         require(self.get(UNIQUE, key) is None, code, detail)
         self.writes[(UNIQUE, key)] = owner
@@ -92,11 +93,11 @@ class Changes:
     def event(self, event_type: str, **fields: Any) -> None:
         self.events.append({"type": event_type, **fields})
 
-    def effect(self, effect_id: str, kind: str, payload: dict[str, Any]) -> None:
+    def effect(self, effect_id: str, kind: str, payload: RecordData) -> None:
         self.effects.append(EffectIntent(effect_id, kind, payload))
 
 
-def _json_object(data: Mapping[str, Any]) -> dict[str, Any]:
+def _json_object(data: Mapping[str, Any]) -> RecordData:
     """A record type (a TypedDict) is a dict at run time, and only a dict is encoded as a JSON object."""
     assert isinstance(data, dict), type(data)
     return data

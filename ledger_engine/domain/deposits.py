@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal, Mapping, TypedDict, get_args
 from pydantic import Field
 
 from ledger_engine.keys import key
+from ledger_engine.open_json import RecordData
 
 DepositChain = Literal["aptos", "aptos-testnet", "simulated"]
 CHAINS = frozenset(get_args(DepositChain))
@@ -47,7 +48,7 @@ def canonical_transaction_hash(spelled: str) -> str:
     return "0x" + digits.lower()
 
 
-def canonical_deposit(deposit: Mapping[str, Any]) -> dict[str, Any]:
+def canonical_deposit(deposit: Mapping[str, Any]) -> RecordData:
     """The deposit as the ledger records it: canonical hash, integer index."""
     return {**deposit, "transaction_hash": canonical_transaction_hash(deposit["transaction_hash"])}
 

@@ -20,10 +20,10 @@ are staged, each gets one ``audit`` object, the same way for every rule:
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from ledger_engine.canonical import engine_bytes
 from ledger_engine.envelope import CommandEnvelope
+from ledger_engine.open_json import JournalEvent
 
 PAYLOAD_DOMAIN = "porto:london:payload:v1\n"
 LEDGER_TARGET = "ledger/ledger"
@@ -83,7 +83,7 @@ def payload_digest(envelope: CommandEnvelope) -> str:
     return hashlib.sha256(PAYLOAD_DOMAIN.encode() + engine_bytes(envelope.payload)).hexdigest()
 
 
-def with_audit(event: dict[str, Any], envelope: CommandEnvelope, digest: str) -> dict[str, Any]:
+def with_audit(event: JournalEvent, envelope: CommandEnvelope, digest: str) -> JournalEvent:
     """``event`` with its ``audit`` object; a rule never sets one itself."""
     assert "audit" not in event, event["type"]
     reason = event.get("reason")
@@ -96,7 +96,7 @@ def with_audit(event: dict[str, Any], envelope: CommandEnvelope, digest: str) ->
     }}
 
 
-def event_target(event: dict[str, Any]) -> str:
+def event_target(event: JournalEvent) -> str:
     kind, field = TARGETS.get(event["type"], (None, None))
     if field is not None and isinstance(event.get(field), str):
         return f"{kind}/{event[field]}"

@@ -91,6 +91,7 @@ from ledger_engine.domain.schema.money_allocation import (
 from ledger_engine.domain.view import Shape, StateView, shaped
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE, UNIQUE
+from ledger_engine.open_json import JournalEvent
 
 CONSERVATION_KEY = "conservation"
 FUNDING_TERMS: tuple[BudgetTerm, ...] = ("funded", "additions")
@@ -241,7 +242,7 @@ class _Movements:
         self.lots_gave += parse_amount(after["allocated"]) - (parse_amount(before["allocated"]) if before else 0)
         self.mismatches += _lot_bound(subject, after)
 
-    def postings(self, events: Iterable[dict[str, Any]]) -> None:
+    def postings(self, events: Iterable[JournalEvent]) -> None:
         """Net credits to each ``budget_unallocated:<budget>`` account."""
         for event in events:
             if event["type"] != POSTED:

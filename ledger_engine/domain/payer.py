@@ -15,18 +15,18 @@ before the ledger kept one, and must replay as it was written.
 
 from __future__ import annotations
 
-from typing import Any
 
 from ledger_engine.domain.changes import Changes, require
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import RecordData
 
 PAYER_KEY = key("payer")
 ADDRESS_PATTERN = r"^0x[0-9a-f]{64}$"
 
 
-def payer_record(payer_address: str) -> dict[str, Any]:
+def payer_record(payer_address: str) -> RecordData:
     return {"payer_address": payer_address}
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from ledger_engine.amounts import U64_MAX, format_amount, parse_amount
 from ledger_engine.domain.changes import Changes
 from ledger_engine.domain.ruleset import ASSETS
 from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.open_json import JournalEvent
 
 POSTED = "Posted"
 
@@ -41,7 +42,7 @@ def post(changes: Changes, *, journal: str, asset: str, lines: list[Line]) -> No
         changes.event(POSTED, **event)
 
 
-def assert_balanced(event: dict[str, Any]) -> None:
+def assert_balanced(event: JournalEvent) -> None:
     """Invariant: debits equal credits, in a known asset, within u64."""
     if event["asset"] not in ASSETS:
         raise LedgerError(ErrorCode.INVARIANT_VIOLATION, f"unknown asset {event['asset']!r}")

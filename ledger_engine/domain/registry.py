@@ -12,6 +12,7 @@ from ledger_engine.domain.changes import Changes
 from ledger_engine.domain.ruleset import OWNER_ROLE
 from ledger_engine.envelope import CommandEnvelope, pydantic_error_code
 from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.open_json import CommandResult, Unvalidated
 
 
 class Payload(BaseModel):
@@ -45,7 +46,7 @@ class RuleContext:
         return any(item.cf == family and item.key == key for item in self.envelope.expected_revisions)
 
 
-Rule = Callable[[RuleContext, Any], dict[str, Any]]
+Rule = Callable[[RuleContext, Any], CommandResult]
 # A rule as its module declares it, with its own payload model: registering it leaves its type as it was.
 RuleT = TypeVar("RuleT", bound=Rule)
 # Which payloads of a command type a person approves with a fresh second factor (ledger_engine.domain.step_up).
@@ -71,7 +72,7 @@ class CommandSpec:
         """Some payload of this type needs a person's step-up proof, so no worker may ever submit it."""
         return self.step_up is not None
 
-    def parse_payload(self, document: dict[str, Any]) -> Payload:
+    def parse_payload(self, document: Unvalidated) -> Payload:
         if self.step_up is not None:
             document = self._without_valid_proof(document)
         try:
@@ -83,7 +84,7 @@ class CommandSpec:
         return self.step_up is not None and self.step_up(payload)
 
     @staticmethod
-    def _without_valid_proof(document: dict[str, Any]) -> dict[str, Any]:
+    def _without_valid_proof(document: Unvalidated) -> Unvalidated:
         """A proof field must be well formed; the rest is the command's own payload."""
         if not isinstance(document, dict) or step_up_proofs.PROOF_FIELD not in document:
             return document
@@ -132,7 +133,7 @@ def _guarded(rule: Rule, needs: StepUp | None) -> Rule:
     if needs is None:
         return rule
 
-    def guarded(ctx: RuleContext, payload: Any) -> dict[str, Any]:
+    def guarded(ctx: RuleContext, payload: Any) -> CommandResult:
         if needs(payload) or step_up_proofs.PROOF_FIELD in ctx.envelope.payload:
             step_up_proofs.require_proof(ctx)
         return rule(ctx, payload)

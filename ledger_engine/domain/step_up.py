@@ -23,7 +23,7 @@ A command type declares in the registry which of its payloads need a proof
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -35,6 +35,7 @@ from ledger_engine.domain.changes import require, require_present
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import RecordData, Unvalidated
 
 if TYPE_CHECKING:
     from ledger_engine.domain.registry import RuleContext
@@ -56,11 +57,11 @@ class StepUpProof(BaseModel):
     signature: str = Field(pattern=r"^[0-9a-f]{128}$")
 
 
-def without_proof(payload: dict[str, Any]) -> dict[str, Any]:
+def without_proof(payload: Unvalidated) -> Unvalidated:
     return {name: value for name, value in payload.items() if name != PROOF_FIELD}
 
 
-def proof_message(*, command_id: str, command_type: str, actor_id: str, payload: dict[str, Any],
+def proof_message(*, command_id: str, command_type: str, actor_id: str, payload: Unvalidated,
                   issued_at_ms: int) -> bytes:
     """The exact bytes a proof signs, for this command's payload (with or without a proof in it)."""
     document = {"command_id": command_id, "command_type": command_type, "actor_id": actor_id,
@@ -70,15 +71,15 @@ def proof_message(*, command_id: str, command_type: str, actor_id: str, payload:
 
 
 def sign(private_key: Ed25519PrivateKey, *, command_id: str, command_type: str, actor_id: str,
-         payload: dict[str, Any], issued_at_ms: int) -> dict[str, Any]:
+         payload: Unvalidated, issued_at_ms: int) -> Unvalidated:
     """The issuer's side: a proof for this command. Only a step-up service that verified a code calls it."""
     message = proof_message(command_id=command_id, command_type=command_type, actor_id=actor_id, payload=payload,
                             issued_at_ms=issued_at_ms)
     return {"issued_at_ms": issued_at_ms, "signature": private_key.sign(message).hex()}
 
 
-def with_proof(envelope: dict[str, Any], private_key: Ed25519PrivateKey, *,
-               issued_at_ms: int | None = None) -> dict[str, Any]:
+def with_proof(envelope: Unvalidated, private_key: Ed25519PrivateKey, *,
+               issued_at_ms: int | None = None) -> Unvalidated:
     """``envelope`` with a proof in its payload, issued at admission unless stated."""
     issued = envelope["admitted_at_ms"] if issued_at_ms is None else issued_at_ms
     proof = sign(private_key, command_id=envelope["command_id"], command_type=envelope["command_type"],
@@ -90,7 +91,7 @@ def public_key_hex(private_key: Ed25519PrivateKey) -> str:
     return private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
 
 
-def verifier_record(public_key: str) -> dict[str, Any]:
+def verifier_record(public_key: str) -> RecordData:
     return {"public_key": public_key}
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Protocol, TypeVar, cast
 
+from ledger_engine.open_json import RecordData
+
 # A record type of ledger_engine/domain/schema: a TypedDict, read and written as a JSON object.
 Shape = TypeVar("Shape", bound=Mapping[str, Any])
 
@@ -14,14 +16,14 @@ class Record:
     """A logical record with the revision the ledger gave it."""
 
     revision: int
-    data: dict[str, Any]
+    data: RecordData
 
     def data_as(self, shape: type[Shape]) -> Shape:
         """The data as the record type ``shape`` (``shaped``)."""
         return shaped(self.data, shape)
 
 
-def shaped(data: dict[str, Any], shape: type[Shape]) -> Shape:
+def shaped(data: RecordData, shape: type[Shape]) -> Shape:
     """``data`` as the record type its key stores: the ledger wrote it in that shape, so nothing is checked."""
     return cast(Shape, data)
 

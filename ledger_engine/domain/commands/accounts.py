@@ -37,6 +37,7 @@ from ledger_engine.domain.types import ChainAddress, Digest, Identifier, Role
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult
 
 AccountKind = Literal["staff", "worker", "listener", "artist", "operator"]
 RECIPIENT_KINDS = ("artist", "operator")
@@ -71,7 +72,7 @@ class RegisterAccountPayload(Payload):
 
 
 @command("RegisterAccount", payload=RegisterAccountPayload, roles={"admin"})
-def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> dict[str, Any]:
+def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> CommandResult:
     changes = ctx.changes
     existing = changes.get(STATE, account_key(p.account_id))
     require(p.account_id != ctx.actor_id, ErrorCode.FOUR_EYES_REQUIRED, "an admin cannot change their own account")

@@ -5,7 +5,7 @@ See docs/spec/engine-and-journal.md §9 and docs/spec/domain-model-and-state-mac
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -14,6 +14,7 @@ from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
+from ledger_engine.open_json import CommandResult
 
 
 class RecordExportAccessPayload(Payload):
@@ -25,7 +26,7 @@ class RecordExportAccessPayload(Payload):
 
 
 @command("RecordExportAccess", payload=RecordExportAccessPayload, roles={"auditor"})
-def record_export_access(ctx: RuleContext, p: RecordExportAccessPayload) -> dict[str, Any]:
+def record_export_access(ctx: RuleContext, p: RecordExportAccessPayload) -> CommandResult:
     require(p.first_sequence <= p.last_sequence < ctx.sequence, ErrorCode.INVALID_REFERENCE,
             f"an export covers committed sequences only: {p.first_sequence}..{p.last_sequence}")
     ctx.changes.claim_unique(key("export", p.export_id), {"actor_id": ctx.actor_id},

@@ -6,7 +6,7 @@ may be imported with a display title, which its record keeps only when given (do
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -21,6 +21,7 @@ from ledger_engine.domain.view import shaped, with_fields
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult
 
 TOTAL_BPS = 10_000
 MAX_TITLE_CHARS = 200
@@ -70,7 +71,7 @@ class ImportCataloguePayload(Payload):
 
 
 @command("ImportCatalogue", payload=ImportCataloguePayload, roles={"ingest"})
-def import_catalogue(ctx: RuleContext, p: ImportCataloguePayload) -> dict[str, Any]:
+def import_catalogue(ctx: RuleContext, p: ImportCataloguePayload) -> CommandResult:
     changes = ctx.changes
     changes.claim_unique(key("catalogue_import", p.import_id), {"sequence": ctx.sequence},
                          ErrorCode.ALREADY_EXISTS, f"catalogue import {p.import_id} was already applied")
@@ -123,7 +124,7 @@ class ActivateWorkPayload(Payload):
 
 
 @command("ActivateWork", payload=ActivateWorkPayload, roles={"ingest"})
-def activate_work(ctx: RuleContext, p: ActivateWorkPayload) -> dict[str, Any]:
+def activate_work(ctx: RuleContext, p: ActivateWorkPayload) -> CommandResult:
     changes = ctx.changes
     work = require_present(changes.get(STATE, work_key(p.work_id)), ErrorCode.NOT_FOUND,
                            f"work {p.work_id} does not exist")

@@ -20,7 +20,7 @@ docs/adr/0091). Resuming never promotes the writer generation.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -34,6 +34,7 @@ from ledger_engine.domain.schema.dispatch_switch import (
 from ledger_engine.domain.types import Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE, UNIQUE
+from ledger_engine.open_json import CommandResult, RecordData
 
 # A resume is judged against the situation it was asked in, which does not keep for long.
 RESUME_TTL_MS = 86_400_000
@@ -74,7 +75,7 @@ def is_paused(changes: Changes) -> bool:
 
 
 @command("PauseDispatch", payload=PauseDispatchPayload, roles=DISPATCH_PAUSERS, step_up=True)
-def pause_dispatch(ctx: RuleContext, p: PauseDispatchPayload) -> dict[str, Any]:
+def pause_dispatch(ctx: RuleContext, p: PauseDispatchPayload) -> CommandResult:
     require(not is_paused(ctx.changes), ErrorCode.INVALID_STATE, "dispatch is already paused")
     ctx.changes.put_state(SWITCH_KEY, {"status": "paused", "reason": p.reason, "changed_by": ctx.actor_id,
                                        "changed_at_ms": ctx.now_ms, "requested_by": None, "resume_id": None})
@@ -83,7 +84,7 @@ def pause_dispatch(ctx: RuleContext, p: PauseDispatchPayload) -> dict[str, Any]:
 
 
 @command("RequestDispatchResume", payload=RequestDispatchResumePayload, roles=DISPATCH_PAUSERS)
-def request_dispatch_resume(ctx: RuleContext, p: RequestDispatchResumePayload) -> dict[str, Any]:
+def request_dispatch_resume(ctx: RuleContext, p: RequestDispatchResumePayload) -> CommandResult:
     changes = ctx.changes
     require(changes.get(STATE, resume_key(p.resume_id)) is None, ErrorCode.ALREADY_EXISTS,
             f"dispatch resume {p.resume_id} already exists")
@@ -102,7 +103,7 @@ def request_dispatch_resume(ctx: RuleContext, p: RequestDispatchResumePayload) -
 
 @command("DecideDispatchResume", payload=DecideDispatchResumePayload, roles={ADMIN},
          step_up=lambda p: p.decision == "approve")
-def decide_dispatch_resume(ctx: RuleContext, p: DecideDispatchResumePayload) -> dict[str, Any]:
+def decide_dispatch_resume(ctx: RuleContext, p: DecideDispatchResumePayload) -> CommandResult:
     changes = ctx.changes
     request = load(changes, resume_key(p.resume_id), f"dispatch resume {p.resume_id}", DispatchResume)
     require(request["status"] == "pending", ErrorCode.INVALID_STATE,
@@ -137,6 +138,6 @@ def _expire_stale_request(ctx: RuleContext) -> None:
         ctx.changes.event("DispatchResumeExpired", resume_id=stale["resume_id"])
 
 
-def _close(ctx: RuleContext, request: DispatchResume, status: str, decision: dict[str, Any] | None) -> None:
+def _close(ctx: RuleContext, request: DispatchResume, status: str, decision: RecordData | None) -> None:
     ctx.changes.put_state(resume_key(request["resume_id"]), {**request, "status": status, "decision": decision})
     ctx.changes.release_unique(PENDING_RESUME_SENTINEL)

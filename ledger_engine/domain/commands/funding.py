@@ -9,7 +9,7 @@ each fund one lot, whatever spelling of the transaction hash names it
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -29,6 +29,7 @@ from ledger_engine.domain.schema.money_allocation import Lot, lot_key
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult
 
 
 class DepositObservation(Payload):
@@ -62,7 +63,7 @@ class ImportFundingPayload(Payload):
 
 
 @command("ImportFunding", payload=ImportFundingPayload, roles={"ingest", "finance"}, cites_evidence=True)
-def import_funding(ctx: RuleContext, p: ImportFundingPayload) -> dict[str, Any]:
+def import_funding(ctx: RuleContext, p: ImportFundingPayload) -> CommandResult:
     changes = ctx.changes
     if p.lot_id is not None:
         _import_lot(ctx, p)

@@ -16,7 +16,7 @@ enrolled credentials is a reset, which takes two admins.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -29,6 +29,7 @@ from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult
 
 Factor = Literal["authenticator", "password"]
 # What a completed enrolment must set: a new account both factors, a reset the factor it replaced.
@@ -60,7 +61,7 @@ class RecordLockoutClearedPayload(Payload):
 
 
 @command("RecordProfileChange", payload=RecordProfileChangePayload, roles={ANY_STAFF})
-def record_profile_change(ctx: RuleContext, p: RecordProfileChangePayload) -> dict[str, Any]:
+def record_profile_change(ctx: RuleContext, p: RecordProfileChangePayload) -> CommandResult:
     account = load(ctx.changes, account_key(p.account_id), f"account {p.account_id}", Account)
     require(account["kind"] == "staff", ErrorCode.INVALID_STATE, "profile changes are for staff accounts")
     current = ctx.changes.get(STATE, credentials_key(p.account_id))
@@ -105,7 +106,7 @@ def _complete(ctx: RuleContext, p: RecordProfileChangePayload, credentials: Staf
 
 
 @command("RecordLockoutCleared", payload=RecordLockoutClearedPayload, roles={ADMIN})
-def record_lockout_cleared(ctx: RuleContext, p: RecordLockoutClearedPayload) -> dict[str, Any]:
+def record_lockout_cleared(ctx: RuleContext, p: RecordLockoutClearedPayload) -> CommandResult:
     """A sign-in lockout an admin lifted; the username and address stay out of the ledger, as digests."""
     ctx.changes.claim_unique(key("lockout_clearance", p.clearance_id), {"actor_id": ctx.actor_id},
                              ErrorCode.ALREADY_EXISTS, f"lockout clearance {p.clearance_id} is already recorded")

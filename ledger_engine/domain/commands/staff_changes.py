@@ -18,7 +18,7 @@ Each account (and the verifier key, and the payer) has at most one pending chang
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -35,6 +35,7 @@ from ledger_engine.domain.step_up import PUBLIC_KEY_PATTERN, VERIFIER_KEY, verif
 from ledger_engine.domain.types import Identifier, Role
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE, UNIQUE
+from ledger_engine.open_json import CommandResult, RecordData
 
 REQUEST_TTL_MS = 7 * 86_400_000
 VERIFIER_TARGET = "step_up_verifier"
@@ -108,7 +109,7 @@ class DecideStaffChangePayload(Payload):
         return self
 
 
-def target_of(change: dict[str, Any]) -> str:
+def target_of(change: RecordData) -> str:
     if change["kind"] == "set_payer_address":
         return PAYER_TARGET
     target: str = change.get("account_id", VERIFIER_TARGET)
@@ -116,7 +117,7 @@ def target_of(change: dict[str, Any]) -> str:
 
 
 @command("RequestStaffChange", payload=RequestStaffChangePayload, roles={"admin"})
-def request_staff_change(ctx: RuleContext, p: RequestStaffChangePayload) -> dict[str, Any]:
+def request_staff_change(ctx: RuleContext, p: RequestStaffChangePayload) -> CommandResult:
     changes = ctx.changes
     change = p.change.model_dump(mode="json")
     target = target_of(change)
@@ -139,7 +140,7 @@ def request_staff_change(ctx: RuleContext, p: RequestStaffChangePayload) -> dict
 
 @command("DecideStaffChange", payload=DecideStaffChangePayload, roles={"admin"},
          step_up=lambda p: p.decision == "approve")
-def decide_staff_change(ctx: RuleContext, p: DecideStaffChangePayload) -> dict[str, Any]:
+def decide_staff_change(ctx: RuleContext, p: DecideStaffChangePayload) -> CommandResult:
     changes = ctx.changes
     record = load(changes, change_key(p.change_id), f"staff change {p.change_id}", StaffChange)
     require(record["status"] == "pending", ErrorCode.INVALID_STATE, f"staff change {p.change_id} is {record['status']}")
@@ -160,7 +161,7 @@ def decide_staff_change(ctx: RuleContext, p: DecideStaffChangePayload) -> dict[s
     return {"change_id": p.change_id, "status": status}
 
 
-def _require_applicable(changes: Changes, change: dict[str, Any]) -> None:
+def _require_applicable(changes: Changes, change: RecordData) -> None:
     """The change makes sense against the ledger now: at request and again at approval."""
     if change["kind"] == "set_step_up_verifier":
         current = changes.get(STATE, VERIFIER_KEY)
@@ -240,6 +241,6 @@ def _expire_stale_request(ctx: RuleContext, target: str) -> None:
         ctx.changes.event("StaffChangeExpired", change_id=stale["change_id"], target=target)
 
 
-def _close(ctx: RuleContext, record: StaffChange, status: str, decision: dict[str, Any] | None) -> None:
+def _close(ctx: RuleContext, record: StaffChange, status: str, decision: RecordData | None) -> None:
     ctx.changes.put_state(change_key(record["change_id"]), {**record, "status": status, "decision": decision})
     ctx.changes.release_unique(pending_change_sentinel(record["target"]))

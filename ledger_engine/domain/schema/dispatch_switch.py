@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 from ledger_engine.keys import key
+from ledger_engine.open_json import RecordData
 
 SWITCH_KEY = key("dispatch_switch")
 PENDING_RESUME_SENTINEL = key("dispatch_resume_pending")
@@ -28,7 +29,7 @@ class DispatchResume(TypedDict):
     requested_by: str
     requested_at_ms: int
     expires_at_ms: int
-    decision: dict[str, Any] | None  # decided_by, decided_at_ms, reason (a decline's code)
+    decision: RecordData | None  # decided_by, decided_at_ms, reason (a decline's code)
 
 
 def resume_key(resume_id: str) -> str:

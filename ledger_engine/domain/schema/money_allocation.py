@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict
 
 from ledger_engine.keys import key, seq20
+from ledger_engine.open_json import RecordData
 
 LineRole = Literal["artist", "operator", "porto"]
 LineStatus = Literal["payable", "reserved", "paid", "reversed"]
@@ -136,7 +137,7 @@ class Correction(TypedDict):
     # budget's ``frozen`` (its ``reversed``), the chunk, and each recipient's part taken out of its day line.
     unfrozen: NotRequired[str]
     artifact: NotRequired[DayLineArtifact]
-    parts: NotRequired[list[dict[str, Any]]]  # {"role", "recipient_id", "amount", "line_id", "remainder_id"}
+    parts: NotRequired[list[RecordData]]  # {"role", "recipient_id", "amount", "line_id", "remainder_id"}
 
 
 class JournalEntry(TypedDict):
@@ -154,19 +155,19 @@ class CorrectionRequest(TypedDict, total=False):
     budget_id: str
     reason: str
     listener_day: list[Any] | None  # [listener_id, day]
-    reverses: list[dict[str, Any]]  # each reversed line as frozen, by ``line_id``
-    replacements: list[dict[str, Any]]  # each as its payload gave it (corrections.Replacement)
+    reverses: list[RecordData]  # each reversed line as frozen, by ``line_id``
+    replacements: list[RecordData]  # each as its payload gave it (corrections.Replacement)
     remainder_to: Literal["unallocated", "refund"]
     refund_unallocated: str
     amounts: dict[str, str]  # reversed, replaced, released, refunded, refunded_unallocated
     entries: list[JournalEntry]  # the balancing journal approval posts
-    frozen_listener_day: dict[str, Any]  # a frozen listener-day's, as its payload quoted it
+    frozen_listener_day: RecordData  # a frozen listener-day's, as its payload quoted it
     parts: list[dict[str, str]]  # a frozen listener-day's: line_id, amount
     request_hash: str
     status: Literal["requested", "approved", "declined"]
     requested_by: str
     requested_at_ms: int
-    decision: dict[str, Any] | None
+    decision: RecordData | None
     correlation_id: str
     created: Created
 

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from ledger_engine.domain.schema.money_allocation import Created
 from ledger_engine.keys import key
+from ledger_engine.open_json import RecordData
 
 PaymentState = Literal["prepared", "approved", "held", "signed", "submitted", "uncertain", "failed", "confirmed",
                        "cancelled"]
@@ -67,7 +68,7 @@ class PayoutRun(TypedDict):
     prepared_at_ms: int
     approval: RunApproval | None
     tombstone: RunTombstone | None
-    supersedes: dict[str, Any] | None
+    supersedes: RecordData | None
     correlation_id: str
     created: Created
 
@@ -132,7 +133,7 @@ class RecipientUpdate(TypedDict):
     evidence_digest: str
     requested_by: str
     requested_at_ms: int
-    decision: dict[str, Any] | None
+    decision: RecordData | None
 
 
 class Artifact(TypedDict):
@@ -158,7 +159,7 @@ class Batch(TypedDict):
     anchor_effect_id: str | None
     transaction_hash: str | None
     ledger_version: int | None
-    abandoned: dict[str, Any] | None
+    abandoned: RecordData | None
 
 
 class Statement(TypedDict):
@@ -183,13 +184,13 @@ class Effect(TypedDict):
 
     effect_id: str
     kind: str
-    payload: dict[str, Any]
+    payload: RecordData
     status: EffectStatus
     command_id: str
     created_sequence: int
     claim: Claim | None
     attempts: int
-    result: dict[str, Any] | None
+    result: RecordData | None
 
 
 def run_key(run_id: str) -> str:

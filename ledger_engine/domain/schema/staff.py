@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from ledger_engine.keys import key
+from ledger_engine.open_json import RecordData
 
 Status = Literal["active", "deactivated"]
 
@@ -30,13 +31,13 @@ class Actor(TypedDict):
 
 class StaffChange(TypedDict):
     change_id: str
-    change: dict[str, Any]  # its kind and target
+    change: RecordData  # its kind and target
     target: str
     status: Literal["pending", "approved", "declined", "expired"]
     requested_by: str
     requested_at_ms: int
     expires_at_ms: int
-    decision: dict[str, Any] | None
+    decision: RecordData | None
 
 
 class StaffCredentials(TypedDict, total=False):

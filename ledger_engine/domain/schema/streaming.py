@@ -8,9 +8,10 @@ uniqueness sentinels are ``unique/<name>/...``.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 from ledger_engine.keys import key, seq20
+from ledger_engine.open_json import RecordData
 
 
 Disposition = Literal["accepted", "partial", "held", "late", "rejected"]
@@ -295,7 +296,7 @@ class Hold(TypedDict):
     raised_at_ms: int
     raised_sequence: int
     decision_revision: int
-    decision: dict[str, Any] | None
+    decision: RecordData | None
 
 
 class PeerFill(TypedDict):

@@ -34,6 +34,7 @@ from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult
 
 MAX_REQUEST_DAYS = 31
 MAX_PROGRESS_CHUNKS = 256
@@ -60,7 +61,7 @@ class AllocateDayPayload(Payload):
 
 
 @command("AllocateDay", payload=AllocateDayPayload, roles={"finance"})
-def allocate_day(ctx: RuleContext, p: AllocateDayPayload) -> dict[str, Any]:
+def allocate_day(ctx: RuleContext, p: AllocateDayPayload) -> CommandResult:
     record_key = day_allocation_key(p.request_id)
     require(ctx.changes.get(STATE, record_key) is None, ErrorCode.ALREADY_EXISTS,
             f"day allocation {p.request_id} was already requested")
@@ -96,7 +97,7 @@ class RecordDayAllocationProgressPayload(Payload):
 
 
 @command("RecordDayAllocationProgress", payload=RecordDayAllocationProgressPayload, roles={OWNER_ROLE})
-def record_day_allocation_progress(ctx: RuleContext, p: RecordDayAllocationProgressPayload) -> dict[str, Any]:
+def record_day_allocation_progress(ctx: RuleContext, p: RecordDayAllocationProgressPayload) -> CommandResult:
     changes = ctx.changes
     found = require_present(changes.get(STATE, day_allocation_key(p.request_id)), ErrorCode.NOT_FOUND,
                             f"no day allocation {p.request_id}")
@@ -147,7 +148,7 @@ def _with_refusals(refused: list[DayAllocationRefusal],
     return [named[item] for item in sorted(named)]
 
 
-def _summary(request: DayAllocation) -> dict[str, Any]:
+def _summary(request: DayAllocation) -> CommandResult:
     fields: Mapping[str, Any] = request
     return {name: fields[name] for name in ("request_id", "status", "listener_days_split", "listener_days_frozen",
                                              "chunks_frozen", "amount")} | {"refused": len(request["refused"])}

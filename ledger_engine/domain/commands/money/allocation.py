@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import Field, field_validator
 
@@ -46,6 +45,7 @@ from ledger_engine.domain.view import StateView
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult, RecordData, Unvalidated
 
 MAX_LINES = 4096
 POLICY_KEY = key("ruleset", RULESET_VERSION)
@@ -59,7 +59,7 @@ class AllocationPlan:
     lines: list[PlannedLine]
     revisions: dict[str, int]  # state key -> revision
 
-    def expected_revisions(self) -> list[dict[str, Any]]:
+    def expected_revisions(self) -> list[Unvalidated]:
         return [{"cf": STATE, "key": state_key, "revision": revision}
                 for state_key, revision in sorted(self.revisions.items())]
 
@@ -87,7 +87,7 @@ class AllocatableDay:
 
     listener_day: ListenerDay
     budget: Budget
-    policy: dict[str, Any]
+    policy: RecordData
     slice_amount: int
     revisions: dict[str, int]  # state key -> revision: the listener-day's, the budget's and the policy's
 
@@ -164,7 +164,7 @@ class AllocateListenerDayPayload(Payload):
 
 
 @command("AllocateListenerDay", payload=AllocateListenerDayPayload, roles={"finance"})
-def allocate_listener_day(ctx: RuleContext, p: AllocateListenerDayPayload) -> dict[str, Any]:
+def allocate_listener_day(ctx: RuleContext, p: AllocateListenerDayPayload) -> CommandResult:
     changes = ctx.changes
     plan = plan_listener_day(changes, p.listener_id, p.day, p.budget_id)
     for state_key in sorted(plan.revisions):
@@ -238,9 +238,9 @@ def write_line(changes: Changes, line_id: str, planned: PlannedLine, *, listener
     changes.put_state(line_key(line_id), line)
 
 
-def planned_fields(planned: PlannedLine) -> dict[str, Any]:
+def planned_fields(planned: PlannedLine) -> RecordData:
     """A planned line as stored: role, recipient and amount, then what it was earned by (a work's rights or a node)."""
-    fields: dict[str, Any] = {"role": planned.role, "recipient_id": planned.recipient_id,
+    fields: RecordData = {"role": planned.role, "recipient_id": planned.recipient_id,
                               "amount": format_amount(planned.amount)}
     if planned.role == ARTIST:
         fields.update(work_id=planned.work_id, rights_version=planned.rights_version)

@@ -37,7 +37,7 @@ executor checks the root against its tree before the rule runs
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -52,6 +52,7 @@ from ledger_engine.domain.types import Count, Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
 from ledger_engine.merkle.frontier import Frontier
+from ledger_engine.open_json import CommandResult
 
 MAX_STATEMENTS = 5_000
 
@@ -121,7 +122,7 @@ class RecordCommitmentObservationPayload(Payload):
 
 
 @command("FreezeArtifact", payload=FreezeArtifactPayload, roles={"finance"}, cites_evidence=True)
-def freeze_artifact(ctx: RuleContext, p: FreezeArtifactPayload) -> dict[str, Any]:
+def freeze_artifact(ctx: RuleContext, p: FreezeArtifactPayload) -> CommandResult:
     if isinstance(p.step, PrepareBatch):
         return _prepare(ctx, p.batch_id, p.step)
     batch = batches.load_batch(ctx.changes, p.batch_id)
@@ -130,7 +131,7 @@ def freeze_artifact(ctx: RuleContext, p: FreezeArtifactPayload) -> dict[str, Any
     return _abandon(ctx, batch, p.step)
 
 
-def _prepare(ctx: RuleContext, batch_id: str, step: PrepareBatch) -> dict[str, Any]:
+def _prepare(ctx: RuleContext, batch_id: str, step: PrepareBatch) -> CommandResult:
     changes = ctx.changes
     require(changes.get(STATE, batch_key(batch_id)) is None, ErrorCode.ALREADY_EXISTS,
             f"batch {batch_id} already exists; a batch ID is never reused")
@@ -154,7 +155,7 @@ def _prepare(ctx: RuleContext, batch_id: str, step: PrepareBatch) -> dict[str, A
     return {"batch_id": batch_id, "state": "preparing"}
 
 
-def _freeze(ctx: RuleContext, batch: Batch, step: FreezeBatch) -> dict[str, Any]:
+def _freeze(ctx: RuleContext, batch: Batch, step: FreezeBatch) -> CommandResult:
     changes = ctx.changes
     require(step.artifact_hash in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
             "the artifact hash must be listed in the envelope's evidence_hashes")
@@ -191,7 +192,7 @@ def statement_tree_root(statements: list[Statement]) -> str:
     return frontier.root().hex()
 
 
-def _abandon(ctx: RuleContext, batch: Batch, step: AbandonBatch) -> dict[str, Any]:
+def _abandon(ctx: RuleContext, batch: Batch, step: AbandonBatch) -> CommandResult:
     changes = ctx.changes
     if batch["anchor_effect_id"] is not None:
         anchor = outbox.load_effect(changes, batch["anchor_effect_id"])
@@ -203,7 +204,7 @@ def _abandon(ctx: RuleContext, batch: Batch, step: AbandonBatch) -> dict[str, An
     return {"batch_id": batch["batch_id"], "state": "abandoned"}
 
 
-def complete_anchor(ctx: RuleContext, effect: Effect, outcome: str, transaction_hash: str | None) -> dict[str, Any]:
+def complete_anchor(ctx: RuleContext, effect: Effect, outcome: str, transaction_hash: str | None) -> CommandResult:
     """The committer's report on submitting the batch's commitment."""
     changes = ctx.changes
     batch = batches.load_batch(changes, effect["payload"]["batch_id"])
@@ -220,7 +221,7 @@ def complete_anchor(ctx: RuleContext, effect: Effect, outcome: str, transaction_
 
 @command("RecordCommitmentObservation", payload=RecordCommitmentObservationPayload, roles={"observer"},
          cites_evidence=True)
-def record_commitment_observation(ctx: RuleContext, p: RecordCommitmentObservationPayload) -> dict[str, Any]:
+def record_commitment_observation(ctx: RuleContext, p: RecordCommitmentObservationPayload) -> CommandResult:
     changes = ctx.changes
     outbox.require_worker_of(ctx, outbox.BATCH_ANCHOR, "a commitment's chain observation")
     require(p.evidence_digest in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,

@@ -75,7 +75,7 @@ attempt that fails meanwhile leaves its payment held (recipient_updates.py).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -98,6 +98,7 @@ from ledger_engine.domain.view import shaped
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult
 
 TransactionHash = Annotated[str, Field(pattern=r"^0x[0-9a-f]{64}$")]
 FINAL = ("confirmed", "failed", "expired")
@@ -162,7 +163,7 @@ def load_attempt(changes: Changes, attempt_id: str) -> PaymentAttempt:
 
 
 @command("RecordSignedAttempt", payload=RecordSignedAttemptPayload, roles={"signer"}, cites_evidence=True)
-def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> dict[str, Any]:
+def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> CommandResult:
     changes = ctx.changes
     payment = payments.load_payment(changes, p.payment_id)
     require_no_pending_update(changes, payment["recipient_id"])
@@ -180,7 +181,7 @@ def record_signed_attempt(ctx: RuleContext, p: RecordSignedAttemptPayload) -> di
 
 
 @command("RecordLandedAttempt", payload=RecordLandedAttemptPayload, roles={"observer"}, cites_evidence=True)
-def record_landed_attempt(ctx: RuleContext, p: RecordLandedAttemptPayload) -> dict[str, Any]:
+def record_landed_attempt(ctx: RuleContext, p: RecordLandedAttemptPayload) -> CommandResult:
     """An attempt the chain committed but the ledger never recorded, with that observation (see the module)."""
     changes = ctx.changes
     outbox.require_worker_of(ctx, outbox.PAYMENT_TRANSFER, "a landed transfer")
@@ -290,7 +291,7 @@ def _record_attempt(ctx: RuleContext, payment: Payment, p: SignedTransfer,
 
 
 @command("RecordTransferObservation", payload=RecordTransferObservationPayload, roles={"observer"}, cites_evidence=True)
-def record_transfer_observation(ctx: RuleContext, p: RecordTransferObservationPayload) -> dict[str, Any]:
+def record_transfer_observation(ctx: RuleContext, p: RecordTransferObservationPayload) -> CommandResult:
     changes = ctx.changes
     outbox.require_worker_of(ctx, outbox.PAYMENT_TRANSFER, "a payment's chain observation")
     _require_evidence(ctx, p.evidence_digest, "the observation's evidence digest")
@@ -362,7 +363,7 @@ def _apply_to_payment(ctx: RuleContext, payment: Payment, attempt: PaymentAttemp
         place_unsigned(ctx, failed)
 
 
-def complete_transfer(ctx: RuleContext, effect: Effect, outcome: str, transaction_hash: str | None) -> dict[str, Any]:
+def complete_transfer(ctx: RuleContext, effect: Effect, outcome: str, transaction_hash: str | None) -> CommandResult:
     """The dispatcher's report on broadcasting the payment's current attempt."""
     changes = ctx.changes
     payment = payments.load_payment(changes, effect["payload"]["payment_id"])

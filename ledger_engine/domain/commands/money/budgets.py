@@ -22,7 +22,7 @@ records its verdict, which blocks or unblocks payouts.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field, field_validator
 
@@ -44,6 +44,7 @@ from ledger_engine.domain.schema.money_allocation import (
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult
 
 BUDGET_ASSET = "USDC"
 MISMATCHES_KEPT = 100
@@ -73,7 +74,7 @@ def load_budget(changes: Changes, budget_id: str) -> Budget:
     return load(changes, budget_key(budget_id), f"budget {budget_id}", Budget)
 
 
-def fund_budget(ctx: RuleContext, funding: BudgetFunding) -> dict[str, Any]:
+def fund_budget(ctx: RuleContext, funding: BudgetFunding) -> CommandResult:
     """Create or add to a period's budget; the caller has taken ``funding.draws`` from their lots."""
     changes = ctx.changes
     period = load(changes, period_key(funding.period_id), f"period {funding.period_id}", Period)
@@ -158,7 +159,7 @@ class CheckConservationPayload(Payload):
 
 
 @command("CheckConservation", payload=CheckConservationPayload, roles={"finance", "ops", "maintenance", "auditor"})
-def check_conservation(ctx: RuleContext, p: CheckConservationPayload) -> dict[str, Any]:
+def check_conservation(ctx: RuleContext, p: CheckConservationPayload) -> CommandResult:
     """Check every budget, lot, line and correction; any mismatch blocks payouts until a clean check."""
     mismatches = ledger_mismatches(ctx.changes)
     status = "blocked" if mismatches else "clear"

@@ -91,6 +91,7 @@ from ledger_engine.domain.schema.money_payouts import recipient_key
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE, UNIQUE
+from ledger_engine.open_json import CommandResult, RecordData, Unvalidated
 
 REQUEST_HASH_DOMAIN = "porto:london:correction-request:v1\n"
 
@@ -152,7 +153,7 @@ class FrozenListenerDay(Payload):
         return f"listener-day {self.listener_id}/{self.day}"
 
 
-def quoted_line_bytes(quoted: dict[str, Any]) -> bytes:
+def quoted_line_bytes(quoted: Unvalidated) -> bytes:
     """The artifact line a ``frozen_listener_day`` quotes, as its chunk holds it: one of the chunk's lines."""
     listener_day = FrozenListenerDay.model_validate(quoted)
     return engine_bytes({
@@ -210,7 +211,7 @@ class DecideCorrectionPayload(Payload):
 request_key = correction_request_key
 
 
-def request_hash(frozen: dict[str, Any]) -> str:
+def request_hash(frozen: RecordData) -> str:
     return domain_hash(REQUEST_HASH_DOMAIN, frozen)
 
 
@@ -228,7 +229,7 @@ class Reversal:
 
 
 @command("RequestCorrection", payload=RequestCorrectionPayload, roles={"finance"}, cites_evidence=True)
-def request_correction(ctx: RuleContext, p: RequestCorrectionPayload) -> dict[str, Any]:
+def request_correction(ctx: RuleContext, p: RequestCorrectionPayload) -> CommandResult:
     changes = ctx.changes
     for record_key in (request_key(p.correction_id), correction_key(p.correction_id)):
         require(changes.get(STATE, record_key) is None, ErrorCode.ALREADY_EXISTS,
@@ -254,7 +255,7 @@ def request_correction(ctx: RuleContext, p: RequestCorrectionPayload) -> dict[st
 
 @command("DecideCorrection", payload=DecideCorrectionPayload, roles={"finance"},
          step_up=lambda p: p.action == "approve")
-def decide_correction(ctx: RuleContext, p: DecideCorrectionPayload) -> dict[str, Any]:
+def decide_correction(ctx: RuleContext, p: DecideCorrectionPayload) -> CommandResult:
     changes = ctx.changes
     request = load(changes, request_key(p.correction_id), f"correction request {p.correction_id}", CorrectionRequest)
     require(request["status"] == "requested", ErrorCode.INVALID_STATE,
@@ -283,7 +284,7 @@ def _whole(lines: Sequence[Mapping[str, Any]]) -> list[PlannedLine]:
     return [PlannedLine(line["role"], line["recipient_id"], parse_amount(line["amount"])) for line in lines]
 
 
-def _frozen_request(changes: Changes, p: RequestCorrectionPayload, reversal: Reversal) -> dict[str, Any]:
+def _frozen_request(changes: Changes, p: RequestCorrectionPayload, reversal: Reversal) -> RecordData:
     """Everything the correction will do, checked against the ledger now: what the decider approves."""
     listener_days = {(line["listener_id"], line["day"]) for line in reversal.lines if not is_day_line(line)}
     require(len(listener_days) <= 1, ErrorCode.INVALID_REFERENCE, "a correction reverses lines of one listener-day")
@@ -309,7 +310,7 @@ def _require_nothing_back_into_a_refunded_budget(changes: Changes, p: RequestCor
 
 
 def freeze_request(p: RequestCorrectionPayload, reversed_lines: Sequence[Mapping[str, Any]],
-                   taken: list[PlannedLine] | None = None) -> dict[str, Any]:
+                   taken: list[PlannedLine] | None = None) -> RecordData:
     """The request as frozen and hashed: its lines, amounts and balancing entries (a pure function of its inputs).
     ``taken`` is what it takes from each reversed line: the whole line unless a frozen listener-day's part."""
     old = _whole(reversed_lines) if taken is None else taken
@@ -492,7 +493,7 @@ def _entries(budget_id: str, old: list[PlannedLine], new: list[PlannedLine], amo
 
 
 
-def _post(ctx: RuleContext, request: CorrectionRequest) -> dict[str, Any]:
+def _post(ctx: RuleContext, request: CorrectionRequest) -> CommandResult:
     """Approval: the request, checked again against the ledger as it is now, posted once."""
     changes = ctx.changes
     correction_id, budget_id = request["correction_id"], request["budget_id"]
@@ -552,7 +553,7 @@ def _requested_payload(request: CorrectionRequest) -> RequestCorrectionPayload:
     return RequestCorrectionPayload.model_validate(fields)
 
 
-def _unfreeze(ctx: RuleContext, quoted: FrozenListenerDay, correction_id: str, reversal: Reversal) -> dict[str, Any]:
+def _unfreeze(ctx: RuleContext, quoted: FrozenListenerDay, correction_id: str, reversal: Reversal) -> CommandResult:
     """A frozen listener-day taken out of its freeze: a remainder day line for what is left of each day line it
     was in, its sentinel ``unique/unfrozen/...``, and the correction record's fields the full check reads."""
     artifact, parts = quoted.artifact(), []
@@ -586,7 +587,7 @@ def _move_terms(changes: Changes, budget_id: str, payload: RequestCorrectionPayl
     move_budget(changes, budget_id, "unallocated", "refunds_reversals", amounts["refunded_unallocated"])
 
 
-def _decline(ctx: RuleContext, request: CorrectionRequest, reason: DeclineReason | None) -> dict[str, Any]:
+def _decline(ctx: RuleContext, request: CorrectionRequest, reason: DeclineReason | None) -> CommandResult:
     for reversed_line in request["reverses"]:
         line = load_line(ctx.changes, reversed_line["line_id"])
         assert line.get("pending_correction") == request["correction_id"], line

@@ -42,7 +42,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Annotated, Iterable, Iterator, Sequence
 
 from pydantic import Field, model_validator
 
@@ -70,6 +70,7 @@ from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.domain.view import Record, StateView
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult, RecordData, Unvalidated
 
 if TYPE_CHECKING:  # the artifact module imports the allocation rule, so this package, which imports this module
     from ledger_engine.domain.allocation_artifact import ArtifactChunk
@@ -133,7 +134,7 @@ def recipient_order(role: str, recipient_id: str | None) -> tuple[str, str]:
     return role, recipient_id or ""
 
 
-def chunk_payload(request_id: str, day: int, chunk: int, artifact: ArtifactChunk) -> dict[str, Any]:
+def chunk_payload(request_id: str, day: int, chunk: int, artifact: ArtifactChunk) -> Unvalidated:
     """The ``FreezeDayChunk`` payload of one run of a day's artifact lines (``allocation_artifact``): its
     listener-days as its lines name them, its totals in the payload's order."""
     totals = artifact.totals
@@ -160,7 +161,7 @@ class FrozenSlice:
 
 
 @command("FreezeDayChunk", payload=FreezeDayChunkPayload, roles={OWNER_ROLE}, cites_evidence=True)
-def freeze_day_chunk(ctx: RuleContext, p: FreezeDayChunkPayload) -> dict[str, Any]:
+def freeze_day_chunk(ctx: RuleContext, p: FreezeDayChunkPayload) -> CommandResult:
     changes = ctx.changes
     require(p.hash in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
             "the chunk's hash must be listed in the envelope's evidence_hashes: its bytes are stored first")
@@ -241,7 +242,7 @@ def _first_difference(stated: dict[str, int], computed: dict[str, int]) -> str:
 
 def freeze_chunk(changes: Changes, artifact: DayLineArtifact, slices: Sequence[FrozenSlice],
                  lines: Sequence[PlannedLine], *, journal: str, created_by: Created,
-                 chunk_record: dict[str, Any]) -> list[str]:
+                 chunk_record: RecordData) -> list[str]:
     """A chunk's effects, whoever checked it: each listener-day's sentinel claimed (naming the chunk) and its slice
     moved from ``unallocated`` to ``frozen``, one day line per (role, recipient) of ``lines`` with its derived ID,
     the postings, and the chunk's record (its ``chunk_record`` fields, its totals and listener-day count).

@@ -23,7 +23,7 @@ kind's to interpret.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal
+from typing import Callable, Literal
 
 from pydantic import model_validator
 
@@ -37,10 +37,11 @@ from ledger_engine.domain.schema.money_payouts import Claim, Effect
 from ledger_engine.domain.types import Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import OUTBOX
+from ledger_engine.open_json import CommandResult
 
 MAX_LEASE_MS = 60 * 60 * 1000
 WORKER_ROLES = {kind.role for kind in outbox.KINDS.values()}
-COMPLETIONS: dict[str, Callable[[RuleContext, Effect, str, str | None], dict[str, Any]]] = {
+COMPLETIONS: dict[str, Callable[[RuleContext, Effect, str, str | None], CommandResult]] = {
     outbox.PAYMENT_TRANSFER.name: complete_transfer,
     outbox.BATCH_ANCHOR.name: complete_anchor,
 }
@@ -64,7 +65,7 @@ class CompleteEffectPayload(Payload):
 
 
 @command("ClaimEffect", payload=ClaimEffectPayload, roles=WORKER_ROLES)
-def claim_effect(ctx: RuleContext, p: ClaimEffectPayload) -> dict[str, Any]:
+def claim_effect(ctx: RuleContext, p: ClaimEffectPayload) -> CommandResult:
     changes = ctx.changes
     effect, kind = _effect_for_worker(ctx, p.effect_id, "claiming")
     require(effect["status"] in outbox.OPEN, ErrorCode.INVALID_STATE, f"effect {p.effect_id} is {effect['status']}")
@@ -105,7 +106,7 @@ def _require_nothing_in_flight(changes: Changes, effect: Effect) -> None:
 
 
 @command("CompleteEffect", payload=CompleteEffectPayload, roles=WORKER_ROLES, cites_evidence=True)
-def complete_effect(ctx: RuleContext, p: CompleteEffectPayload) -> dict[str, Any]:
+def complete_effect(ctx: RuleContext, p: CompleteEffectPayload) -> CommandResult:
     changes = ctx.changes
     effect, kind = _effect_for_worker(ctx, p.effect_id, "completing")
     outbox.require_live_claim(effect, ctx.actor_id, ctx.now_ms)

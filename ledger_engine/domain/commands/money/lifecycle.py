@@ -9,6 +9,7 @@ from ledger_engine.domain.changes import Changes, require, require_present
 from ledger_engine.domain.view import Shape, with_fields
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import JournalEvent
 
 
 def load(changes: Changes, record_key: str, what: str, shape: type[Shape], family: str = STATE) -> Shape:
@@ -28,7 +29,7 @@ class StateMachine:
         return state in self.transitions[current]
 
     def move(self, changes: Changes, record_key: str, record: Shape, state: str, *,
-             subject: dict[str, Any], **fields: Any) -> Shape:
+             subject: JournalEvent, **fields: Any) -> Shape:
         """Write the record in ``state`` with ``fields``; the event carries ``subject`` and both states."""
         current = record["state"]
         require(self.allows(current, state), ErrorCode.INVALID_STATE, f"{record_key} is {current}; it cannot become {state}")

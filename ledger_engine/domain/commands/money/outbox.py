@@ -20,7 +20,6 @@ command may do.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ledger_engine.domain.actors import actor_roles
 from ledger_engine.domain.changes import Changes, require
@@ -29,6 +28,7 @@ from ledger_engine.domain.registry import RuleContext
 from ledger_engine.domain.schema.money_payouts import Claim, Effect
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import OUTBOX
+from ledger_engine.open_json import RecordData
 
 PENDING, CLAIMED, DONE, CANCELLED = "pending", "claimed", "done", "cancelled"
 OPEN = (PENDING, CLAIMED)
@@ -82,14 +82,14 @@ def put_claim(changes: Changes, effect: Effect, claim: Claim, *, renewal: bool) 
     changes.put_outbox(effect["effect_id"], {**effect, "status": CLAIMED, "claim": claim, "attempts": attempts})
 
 
-def finish(changes: Changes, effect_id: str, result: dict[str, Any]) -> None:
+def finish(changes: Changes, effect_id: str, result: RecordData) -> None:
     """Mark an open effect done; one already closed keeps its first result."""
     effect = load_effect(changes, effect_id)
     if effect["status"] in OPEN:
         changes.put_outbox(effect_id, {**effect, "status": DONE, "claim": None, "result": result})
 
 
-def reopen(changes: Changes, effect_id: str, result: dict[str, Any]) -> None:
+def reopen(changes: Changes, effect_id: str, result: RecordData) -> None:
     """Make the effect claimable again, with the same payload: a retry, or a claim handed back."""
     effect = load_effect(changes, effect_id)
     changes.put_outbox(effect_id, {**effect, "status": PENDING, "claim": None, "result": result})

@@ -49,6 +49,7 @@ from ledger_engine.domain.view import shaped
 from ledger_engine.domain.types import Count, Digest, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import OUTBOX, STATE
+from ledger_engine.open_json import CommandResult, RecordData, Unvalidated
 
 RUN_HASH_DOMAIN = "porto:london:payout-run:v1\n"
 SUCCESSOR_DOMAIN = "porto:london:successor-id:v1\n"
@@ -131,7 +132,7 @@ def run_payments(changes: Changes, run: PayoutRun) -> list[Payment]:
 
 
 @command("PreparePayoutRun", payload=PreparePayoutRunPayload, roles={"finance"})
-def prepare_payout_run(ctx: RuleContext, p: PreparePayoutRunPayload) -> dict[str, Any]:
+def prepare_payout_run(ctx: RuleContext, p: PreparePayoutRunPayload) -> CommandResult:
     frozen = frozen_run(p.run_id, p.asset, [_frozen_payment(ctx.changes, plan.model_dump(mode="json"))
                                             for plan in p.payments])
     digest = create_run(ctx, frozen, prepared_by=ctx.actor_id, correlation_id=f"payout_run:{p.run_id}")
@@ -141,7 +142,7 @@ def prepare_payout_run(ctx: RuleContext, p: PreparePayoutRunPayload) -> dict[str
 
 
 def create_run(ctx: RuleContext, frozen: FrozenRun, *, prepared_by: str, correlation_id: str,
-               supersedes: dict[str, Any] | None = None) -> str:
+               supersedes: RecordData | None = None) -> str:
     """A prepared run of ``frozen`` payments over payable lines; returns its hash."""
     changes, run_id = ctx.changes, frozen["run_id"]
     require(changes.get(STATE, run_key(run_id)) is None, ErrorCode.ALREADY_EXISTS, f"payout run {run_id} already exists")
@@ -170,7 +171,7 @@ def create_run(ctx: RuleContext, frozen: FrozenRun, *, prepared_by: str, correla
     return digest
 
 
-def _frozen_payment(changes: Changes, plan: dict[str, Any]) -> PlannedPayment:
+def _frozen_payment(changes: Changes, plan: Unvalidated) -> PlannedPayment:
     """A plan as the run freezes it: the recipient's stated version, and that version's address."""
     recipient = load_recipient(changes, plan["recipient_id"])
     require(recipient["version"] == plan["recipient_version"], ErrorCode.STALE_REVISION,
@@ -232,7 +233,7 @@ def _inherited_preparers(run: PayoutRun) -> list[str]:
 
 
 @command("ApprovePayoutRun", payload=ApprovePayoutRunPayload, roles={"finance"}, step_up=True)
-def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> dict[str, Any]:
+def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> CommandResult:
     changes = ctx.changes
     run = load_run(changes, p.run_id)
     require(run["status"] == "prepared", ErrorCode.INVALID_STATE, f"payout run {p.run_id} is {run['status']}")
@@ -260,7 +261,7 @@ def approve_payout_run(ctx: RuleContext, p: ApprovePayoutRunPayload) -> dict[str
 
 
 @command("CancelPayoutRun", payload=CancelPayoutRunPayload, roles={"finance"})
-def cancel_payout_run(ctx: RuleContext, p: CancelPayoutRunPayload) -> dict[str, Any]:
+def cancel_payout_run(ctx: RuleContext, p: CancelPayoutRunPayload) -> CommandResult:
     changes = ctx.changes
     require(ctx.states_revision_of(STATE, run_key(p.run_id)), ErrorCode.STALE_REVISION,
             "cancelling a payout run needs its expected revision")
@@ -277,7 +278,7 @@ def cancel_payout_run(ctx: RuleContext, p: CancelPayoutRunPayload) -> dict[str, 
     return {"run_id": p.run_id, "cancelled_payment_ids": [payment["payment_id"] for payment in cancellable]}
 
 
-def _transfer(payment: Payment) -> dict[str, Any]:
+def _transfer(payment: Payment) -> RecordData:
     """What the transfer effect of ``payment`` carries: its ``TRANSFER_FIELDS``."""
     fields: Mapping[str, Any] = payment
     return {field: fields[field] for field in TRANSFER_FIELDS}

@@ -41,6 +41,7 @@ from ledger_engine.domain.view import with_fields
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult
 
 HOLDABLE = ("approved", "failed")
 MOVED_REASON = "recipient_updated"
@@ -72,7 +73,7 @@ class UpdateRecipientPayload(Payload):
 
 @command("UpdateRecipient", payload=UpdateRecipientPayload, roles={"finance"}, cites_evidence=True,
          step_up=lambda p: isinstance(p.step, ApproveUpdate))
-def update_recipient(ctx: RuleContext, p: UpdateRecipientPayload) -> dict[str, Any]:
+def update_recipient(ctx: RuleContext, p: UpdateRecipientPayload) -> CommandResult:
     if isinstance(p.step, RequestUpdate):
         return _request(ctx, p, p.step)
     update = _pending(ctx, p)
@@ -81,7 +82,7 @@ def update_recipient(ctx: RuleContext, p: UpdateRecipientPayload) -> dict[str, A
     return _decline(ctx, update, p.step)
 
 
-def _request(ctx: RuleContext, p: UpdateRecipientPayload, step: RequestUpdate) -> dict[str, Any]:
+def _request(ctx: RuleContext, p: UpdateRecipientPayload, step: RequestUpdate) -> CommandResult:
     changes = ctx.changes
     recipient = load_recipient(changes, p.recipient_id)
     require(step.evidence_digest in ctx.envelope.evidence_hashes, ErrorCode.INVALID_REFERENCE,
@@ -127,7 +128,7 @@ def _pending(ctx: RuleContext, p: UpdateRecipientPayload) -> RecipientUpdate:
     return update
 
 
-def _approve(ctx: RuleContext, update: RecipientUpdate, step: ApproveUpdate) -> dict[str, Any]:
+def _approve(ctx: RuleContext, update: RecipientUpdate, step: ApproveUpdate) -> CommandResult:
     changes = ctx.changes
     require_other_actor(ctx, update["requested_by"], "requested this recipient update")
     require((step.version, step.payout_address) == (update["version"], update["payout_address"]),
@@ -184,7 +185,7 @@ def place_unsigned(ctx: RuleContext, payment: Payment) -> None:
                                                                   recipient["version"]))
 
 
-def _decline(ctx: RuleContext, update: RecipientUpdate, step: DeclineUpdate) -> dict[str, Any]:
+def _decline(ctx: RuleContext, update: RecipientUpdate, step: DeclineUpdate) -> CommandResult:
     changes = ctx.changes
     _decide(ctx, update, "declined", reason=step.reason)
     resumed = [payment for payment in list(payments.payments_of_recipient(changes, update["recipient_id"]))

@@ -8,7 +8,6 @@ reversed into refunds when it is refunded; GBP never shares a journal with USDC.
 
 from __future__ import annotations
 
-from typing import Any
 
 from pydantic import model_validator
 
@@ -27,6 +26,7 @@ from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import UNIQUE
+from ledger_engine.open_json import CommandResult
 
 class PeriodTerms(Payload):
     """What the provider sold: whole UTC days and the amounts, in pence."""
@@ -56,7 +56,7 @@ class ApplyBillingObservationPayload(Payload):
 
 
 @command("ApplyBillingObservation", payload=ApplyBillingObservationPayload, roles={"ingest"}, cites_evidence=True)
-def apply_billing_observation(ctx: RuleContext, p: ApplyBillingObservationPayload) -> dict[str, Any]:
+def apply_billing_observation(ctx: RuleContext, p: ApplyBillingObservationPayload) -> CommandResult:
     require_evidence(ctx, p.evidence_digest)
     ctx.changes.claim_unique(billing_event_sentinel(p.provider, p.event_id),
                              {"period_id": p.period_id, "kind": p.kind}, ErrorCode.DUPLICATE_EVIDENCE,

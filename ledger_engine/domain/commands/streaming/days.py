@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
 
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.streaming.checks import (
@@ -29,6 +28,7 @@ from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult
 
 
 class CloseDayPayload(Payload):
@@ -53,7 +53,7 @@ class _CountedSession:
 
 
 @command("CloseDay", payload=CloseDayPayload, roles={"coordinator", "ops"})
-def close_day(ctx: RuleContext, p: CloseDayPayload) -> dict[str, Any]:
+def close_day(ctx: RuleContext, p: CloseDayPayload) -> CommandResult:
     activity_key = listener_activity_key(p.listener_id, p.day)
     require_stated_revision(ctx, activity_key, "closing a listener-day")
     require(ctx.changes.get(STATE, listener_day_key(p.listener_id, p.day)) is None, ErrorCode.DAY_CLOSED,

@@ -11,7 +11,7 @@ against its latest recorded health at admission time.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping
+from typing import Literal, Mapping
 
 from pydantic import Field, model_validator
 
@@ -29,6 +29,7 @@ from ledger_engine.domain.schema.streaming import Grant
 from ledger_engine.domain.types import Count, Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult
 
 GrantPurpose = Literal["playback", "peer_fill"]
 
@@ -60,7 +61,7 @@ class ConsumeGrantPayload(Payload):
 
 
 @command("IssueGrant", payload=IssueGrantPayload, roles={"coordinator"})
-def issue_grant(ctx: RuleContext, p: IssueGrantPayload) -> dict[str, Any]:
+def issue_grant(ctx: RuleContext, p: IssueGrantPayload) -> CommandResult:
     require_absent(ctx, grant_key(p.grant_id), f"grant {p.grant_id}")
     _advance_coordinator(ctx, p.coordinator_sequence)
     ctx.changes.claim_unique(nonce_sentinel(p.nonce_hash), {"grant_id": p.grant_id}, ErrorCode.NONCE_REUSED,
@@ -98,7 +99,7 @@ def issue_grant(ctx: RuleContext, p: IssueGrantPayload) -> dict[str, Any]:
 
 
 @command("ConsumeGrant", payload=ConsumeGrantPayload, roles={"coordinator"})
-def consume_grant(ctx: RuleContext, p: ConsumeGrantPayload) -> dict[str, Any]:
+def consume_grant(ctx: RuleContext, p: ConsumeGrantPayload) -> CommandResult:
     grant = existing(ctx, grant_key(p.grant_id), f"grant {p.grant_id}", Grant)
     require(grant["state"] == "issued", ErrorCode.ALREADY_CONSUMED, f"grant {p.grant_id} was already consumed")
     require(p.nonce_hash == grant["nonce_hash"], ErrorCode.INVALID_REFERENCE,

@@ -10,7 +10,7 @@ revision to the receipt.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal
 
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.streaming.checks import existing, require_stated_revision
@@ -20,6 +20,7 @@ from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.schema.streaming import Disposition, Hold, Receipt, Session
 from ledger_engine.domain.types import Digest, Identifier
 from ledger_engine.errors import ErrorCode
+from ledger_engine.open_json import CommandResult
 
 
 class HoldReason(StrEnum):
@@ -87,7 +88,7 @@ def raise_hold(ctx: RuleContext, receipt: Receipt, session: Session, reasons: li
 
 
 @command("DecideHold", payload=DecideHoldPayload, roles={"ops"})
-def decide_hold(ctx: RuleContext, p: DecideHoldPayload) -> dict[str, Any]:
+def decide_hold(ctx: RuleContext, p: DecideHoldPayload) -> CommandResult:
     require_stated_revision(ctx, hold_key(p.hold_id), "deciding a hold")
     require(reason_fits(p.decision, p.reason), ErrorCode.HOLD_REASON_MISMATCH,
             f"{p.reason} is not a reason to {p.decision} a hold; fitting: {', '.join(REASONS_BY_DECISION[p.decision])}")

@@ -14,7 +14,7 @@ or key.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Sequence, TypedDict, TypeVar
+from typing import Literal, Sequence, TypedDict, TypeVar
 
 from pydantic import Field, model_validator
 
@@ -35,6 +35,7 @@ from ledger_engine.domain.types import Digest, Identifier, TimestampMs
 from ledger_engine.domain.view import shaped
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult
 
 TRANSITIONS: dict[NodeStatus, tuple[NodeStatus, ...]] = {
     "pending": ("active", "retired"),
@@ -174,7 +175,7 @@ def require_fresh_health(ctx: RuleContext, node_id: str) -> NodeHealth:
 
 
 @command("AdmitNode", payload=AdmitNodePayload, roles={"ingest", "ops"}, cites_evidence=True)
-def admit_node(ctx: RuleContext, p: AdmitNodePayload) -> dict[str, Any]:
+def admit_node(ctx: RuleContext, p: AdmitNodePayload) -> CommandResult:
     require_evidence(ctx, p.evidence_digest)
     require_absent(ctx, node_key(p.node_id), f"node {p.node_id}")
     require_account(ctx, p.operator_id, "operator")
@@ -207,7 +208,7 @@ def admit_node(ctx: RuleContext, p: AdmitNodePayload) -> dict[str, Any]:
 
 
 @command("ChangeNodeStatus", payload=ChangeNodeStatusPayload, roles={"ops"}, cites_evidence=True)
-def change_node_status(ctx: RuleContext, p: ChangeNodeStatusPayload) -> dict[str, Any]:
+def change_node_status(ctx: RuleContext, p: ChangeNodeStatusPayload) -> CommandResult:
     require_stated_revision(ctx, node_key(p.node_id), "changing a node's status")
     node = existing(ctx, node_key(p.node_id), f"node {p.node_id}", Node)
     require(p.status in TRANSITIONS[node["status"]], ErrorCode.INVALID_STATE,
@@ -244,7 +245,7 @@ def _require_ready(ctx: RuleContext, p: ChangeNodeStatusPayload, node: Node) -> 
 
 
 @command("RotateNodeKey", payload=RotateNodeKeyPayload, roles={"ingest", "ops"}, cites_evidence=True)
-def rotate_node_key(ctx: RuleContext, p: RotateNodeKeyPayload) -> dict[str, Any]:
+def rotate_node_key(ctx: RuleContext, p: RotateNodeKeyPayload) -> CommandResult:
     require_stated_revision(ctx, node_key(p.node_id), "rotating a node key")
     require_evidence(ctx, p.evidence_digest)
     node = existing(ctx, node_key(p.node_id), f"node {p.node_id}", Node)
@@ -273,7 +274,7 @@ def rotate_node_key(ctx: RuleContext, p: RotateNodeKeyPayload) -> dict[str, Any]
 
 
 @command("RecordNodeHealth", payload=RecordNodeHealthPayload, roles={"ingest"})
-def record_node_health(ctx: RuleContext, p: RecordNodeHealthPayload) -> dict[str, Any]:
+def record_node_health(ctx: RuleContext, p: RecordNodeHealthPayload) -> CommandResult:
     node = existing(ctx, node_key(p.node_id), f"node {p.node_id}", Node)
     require(node["status"] != "retired", ErrorCode.NODE_NOT_ACTIVE, f"node {p.node_id} is retired")
     require(p.observed_at_ms <= ctx.now_ms, ErrorCode.INVALID_TIME, "a health observation cannot be from the future")

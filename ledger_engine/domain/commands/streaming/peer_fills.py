@@ -9,7 +9,7 @@ depends on it.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -23,6 +23,7 @@ from ledger_engine.domain.commands.streaming.receipts import claimed_chunk
 from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Count, Digest, Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode
+from ledger_engine.open_json import CommandResult
 
 FillOutcome = Literal["verified", "hash_mismatch", "incomplete"]
 
@@ -48,7 +49,7 @@ class RecordPeerResultPayload(Payload):
 
 
 @command("RecordPeerResult", payload=RecordPeerResultPayload, roles={"ingest"}, cites_evidence=True)
-def record_peer_result(ctx: RuleContext, p: RecordPeerResultPayload) -> dict[str, Any]:
+def record_peer_result(ctx: RuleContext, p: RecordPeerResultPayload) -> CommandResult:
     r = p.result
     body_hash = new_evidence_hash(ctx, peer_fill_key(r.result_id), r, p.evidence_digest, f"peer result {r.result_id}")
     grant = require_receiptable(ctx, r.grant_id, "peer_fill", node_id=r.source_node_id,

@@ -11,7 +11,6 @@ node but not for listening time), or held for every ``HoldReason`` it trips.
 
 from __future__ import annotations
 
-from typing import Any
 
 from pydantic import Field
 
@@ -31,6 +30,7 @@ from ledger_engine.domain.types import Count, Digest, Identifier, TimestampMs
 from ledger_engine.domain.view import shaped
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult
 
 
 class NormalisedReceipt(Payload):
@@ -62,7 +62,7 @@ def claimed_chunk(ctx: RuleContext, rendition_id: str, index: int, size: int) ->
 
 
 @command("RecordReceipt", payload=RecordReceiptPayload, roles={"ingest"}, cites_evidence=True)
-def record_receipt(ctx: RuleContext, p: RecordReceiptPayload) -> dict[str, Any]:
+def record_receipt(ctx: RuleContext, p: RecordReceiptPayload) -> CommandResult:
     r = p.receipt
     body_hash = new_evidence_hash(ctx, receipt_key(r.receipt_id), r, p.evidence_digest, f"receipt {r.receipt_id}")
     grant = require_receiptable(ctx, r.grant_id, "playback", session_id=r.session_id, node_id=r.node_id,

@@ -10,7 +10,7 @@ overlapping sessions and whose revision ``CloseDay`` names.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -27,6 +27,7 @@ from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.types import Identifier
 from ledger_engine.errors import ErrorCode
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import CommandResult
 
 CloseReason = Literal["completed", "stopped", "expired"]
 
@@ -64,7 +65,7 @@ def require_open_session(ctx: RuleContext, session_id: str) -> Session:
 
 
 @command("OpenSession", payload=OpenSessionPayload, roles={"coordinator"})
-def open_session(ctx: RuleContext, p: OpenSessionPayload) -> dict[str, Any]:
+def open_session(ctx: RuleContext, p: OpenSessionPayload) -> CommandResult:
     require_absent(ctx, session_key(p.session_id), f"session {p.session_id}")
     require_account(ctx, p.account_id, "listener")
     require_entitled(ctx, p.account_id, p.period_id)
@@ -107,7 +108,7 @@ def open_session(ctx: RuleContext, p: OpenSessionPayload) -> dict[str, Any]:
 
 
 @command("CloseSession", payload=CloseSessionPayload, roles={"coordinator"})
-def close_session(ctx: RuleContext, p: CloseSessionPayload) -> dict[str, Any]:
+def close_session(ctx: RuleContext, p: CloseSessionPayload) -> CommandResult:
     session = require_open_session(ctx, p.session_id)
     lease_over = ctx.now_ms >= session["expires_at_ms"]
     require(lease_over == (p.reason == "expired"), ErrorCode.EXPIRED if lease_over else ErrorCode.INVALID_TIME,

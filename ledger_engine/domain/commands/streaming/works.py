@@ -7,7 +7,6 @@ brings it back, as it does for an imported work.
 
 from __future__ import annotations
 
-from typing import Any
 
 from ledger_engine.domain.changes import require
 from ledger_engine.domain.commands.streaming.checks import existing, require_evidence, require_stated_revision
@@ -15,6 +14,7 @@ from ledger_engine.domain.registry import Payload, RuleContext, command
 from ledger_engine.domain.schema.streaming import Work, WithdrawalReason, work_key
 from ledger_engine.domain.types import Digest, Identifier
 from ledger_engine.errors import ErrorCode
+from ledger_engine.open_json import CommandResult
 
 class DisableWorkPayload(Payload):
     work_id: Identifier
@@ -23,7 +23,7 @@ class DisableWorkPayload(Payload):
 
 
 @command("DisableWork", payload=DisableWorkPayload, roles={"ingest"}, cites_evidence=True)
-def disable_work(ctx: RuleContext, p: DisableWorkPayload) -> dict[str, Any]:
+def disable_work(ctx: RuleContext, p: DisableWorkPayload) -> CommandResult:
     require_stated_revision(ctx, work_key(p.work_id), "withdrawing a work")
     require_evidence(ctx, p.evidence_digest)
     work = existing(ctx, work_key(p.work_id), f"work {p.work_id}", Work)
