@@ -29,6 +29,7 @@ import orjson
 
 from ledger_engine.amounts import checked_sum, parse_amount
 from ledger_engine.canonical import domain_hash
+from ledger_engine.open_json import Document
 
 PARTS_VERSION = "porto:london:day-line-parts:v1"
 PARTS_DOMAIN = PARTS_VERSION + "\n"
@@ -49,32 +50,32 @@ class ChunkParts:
     """
 
     def __init__(self, content: bytes) -> None:
-        self._by_recipient: dict[RecipientKey, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+        self._by_recipient: dict[RecipientKey, list[tuple[str, Document]]] = defaultdict(list)
         for position, encoded in enumerate(content.splitlines()):
             listener_day = orjson.loads(encoded)
             for key, lines in _lines_by_recipient(listener_day["lines"]).items():
                 self._by_recipient[key].append((listener_day["listener_id"], {"position": position, "lines": lines}))
 
-    def of(self, role: str, recipient_id: str | None, taken_out: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    def of(self, role: str, recipient_id: str | None, taken_out: frozenset[str] = frozenset()) -> list[Document]:
         """The parts of (role, recipient) in position order, without the listener-days ``taken_out`` names."""
         return [part for listener_id, part in self._by_recipient.get((role, recipient_id), ())
                 if listener_id not in taken_out]
 
 
-def _lines_by_recipient(lines: Iterable[Mapping[str, Any]]) -> dict[RecipientKey, list[dict[str, Any]]]:
-    grouped: dict[RecipientKey, list[dict[str, Any]]] = defaultdict(list)
+def _lines_by_recipient(lines: Iterable[Mapping[str, Any]]) -> dict[RecipientKey, list[Document]]:
+    grouped: dict[RecipientKey, list[Document]] = defaultdict(list)
     for line in lines:
         grouped[(line["role"], line["recipient_id"])].append(part_line(line))
     return grouped
 
 
-def part_line(line: Mapping[str, Any]) -> dict[str, Any]:
+def part_line(line: Mapping[str, Any]) -> Document:
     """An artifact line as its recipient sees it: what earned it (work or node) and its amount."""
     reference = REFERENCE_BY_ROLE[line["role"]]
     return {"amount": line["amount"]} if reference is None else {reference: line[reference], "amount": line["amount"]}
 
 
-def parts_document(day_line: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
+def parts_document(day_line: Mapping[str, Any], parts: list[Document]) -> Document:
     """The parts document of ``day_line`` (an allocation line record, or a statement's day line with its recipient)."""
     return {"version": PARTS_VERSION, "day_line": {name: day_line[name] for name in DAY_LINE_FIELDS},
             "count": len(parts), "parts": parts}
@@ -84,7 +85,7 @@ def parts_digest(document: Mapping[str, Any]) -> str:
     return domain_hash(PARTS_DOMAIN, document)
 
 
-def commitment(document: Mapping[str, Any]) -> dict[str, Any]:
+def commitment(document: Mapping[str, Any]) -> Document:
     """What a statement line of the day line carries: ``{"count", "digest"}``."""
     return {"count": document["count"], "digest": parts_digest(document)}
 

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from ledger_engine.canonical import MAX_JSON_DEPTH, MAX_SAFE_INTEGER, canonical_bytes
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.merkle.tree import ProofError
+from ledger_engine.open_json import Document
 
 MAX_DOCUMENT_BYTES = 1 << 20
 HEX_HASH = re.compile(r"[0-9a-f]{64}")
@@ -81,7 +82,7 @@ def rejected_proof(error: ProofError, fields: dict[str, str]) -> ProofRejected:
     return ProofRejected(reason, fields[reason], error.detail)
 
 
-def read_document(raw: bytes | dict[str, Any], max_bytes: int = MAX_DOCUMENT_BYTES) -> dict[str, Any]:
+def read_document(raw: bytes | Document, max_bytes: int = MAX_DOCUMENT_BYTES) -> Document:
     """The document as a JSON object, from its exact bytes (at most ``max_bytes``) or from a value already parsed."""
     if isinstance(raw, (bytes, bytearray)):
         value = _parse(bytes(raw), max_bytes)
@@ -182,7 +183,7 @@ def join(field: str, name: str) -> str:
     return f"{field}.{name}" if field else name
 
 
-def require_version(document: dict[str, Any], known: tuple[str, ...]) -> str:
+def require_version(document: Document, known: tuple[str, ...]) -> str:
     if "version" not in document:
         reject(Reason.MALFORMED, "version", "the document has no version")
     version = document["version"]
@@ -191,7 +192,7 @@ def require_version(document: dict[str, Any], known: tuple[str, ...]) -> str:
     return version
 
 
-def require_fields(document: dict[str, Any], fields: tuple[str, ...], where: str = "") -> None:
+def require_fields(document: Document, fields: tuple[str, ...], where: str = "") -> None:
     """Exactly these fields: the first missing one (in the listed order), else the first unknown one."""
     for name in fields:
         if name not in document:
@@ -200,25 +201,25 @@ def require_fields(document: dict[str, Any], fields: tuple[str, ...], where: str
         reject(Reason.MALFORMED, join(where, name), "an unknown field")
 
 
-def read_object(document: dict[str, Any], name: str, where: str = "") -> dict[str, Any]:
+def read_object(document: Document, name: str, where: str = "") -> Document:
     value = document[name]
     if type(value) is not dict:
         reject(Reason.MALFORMED, join(where, name), "not a JSON object")
     return value
 
 
-def read_count(document: dict[str, Any], name: str, minimum: int, where: str = "") -> int:
+def read_count(document: Document, name: str, minimum: int, where: str = "") -> int:
     value = document[name]
     if type(value) is not int or value < minimum:
         reject(Reason.MALFORMED, join(where, name), f"not an integer of at least {minimum}")
     return value
 
 
-def read_hash(document: dict[str, Any], name: str, where: str = "") -> bytes:
+def read_hash(document: Document, name: str, where: str = "") -> bytes:
     return _hash(document[name], join(where, name))
 
 
-def read_hashes(document: dict[str, Any], name: str) -> list[bytes]:
+def read_hashes(document: Document, name: str) -> list[bytes]:
     values = document[name]
     if type(values) is not list:
         reject(Reason.MALFORMED, name, "not an array of hashes")
@@ -236,6 +237,6 @@ def is_amount(value: Any) -> bool:
     return type(value) is str and re.fullmatch(AMOUNT_PATTERN, value) is not None and int(value) <= U64_MAX
 
 
-def encode_document(document: dict[str, Any]) -> bytes:
+def encode_document(document: Document) -> bytes:
     """A document's file bytes: its canonical JSON and a newline."""
     return canonical_bytes(document) + b"\n"

@@ -28,6 +28,7 @@ from typing import Any, Generic, NamedTuple, Self, Sequence, TypeVar
 from ledger_engine.merkle.tree import (
     EMPTY_ROOT, HASH_BYTES, NodeReader, fold_right, node_hash, perfect_pieces, perfect_root,
 )
+from ledger_engine.open_json import Document
 
 MAX_SIZE = 2**53 - 1  # sizes travel as JSON safe integers
 _HEX_HASH = re.compile(r"[0-9a-f]{64}")
@@ -80,7 +81,7 @@ class Frontier:
     def root(self) -> bytes:
         return fold_right(self.hashes) if self.hashes else EMPTY_ROOT
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> Document:
         return {"size": self.size, "hashes": [h.hex() for h in self.hashes]}
 
     @classmethod

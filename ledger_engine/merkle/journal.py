@@ -15,7 +15,7 @@ batch, a verified checkpoint).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from ledger_engine.merkle import tree
 from ledger_engine.merkle.document import (
@@ -23,6 +23,7 @@ from ledger_engine.merkle.document import (
 )
 from ledger_engine.merkle.frontier import BlockFrontier, MemoryNodes
 from ledger_engine.merkle.tree import NodeReader
+from ledger_engine.open_json import Document, Report
 
 INCLUSION_VERSION = "porto:london:journal-inclusion:v1"
 CONSISTENCY_VERSION = "porto:london:journal-consistency:v1"
@@ -53,7 +54,7 @@ def journal_nodes(entry_hashes: Sequence[str]) -> MemoryNodes:
     return MemoryNodes.from_leaf_hashes([journal_leaf_hash(h) for h in entry_hashes])
 
 
-def inclusion_document(nodes: NodeReader, entry_hash: str, sequence: int, tree_size: int) -> dict[str, Any]:
+def inclusion_document(nodes: NodeReader, entry_hash: str, sequence: int, tree_size: int) -> Document:
     """Entry ``sequence`` (whose hash is ``entry_hash``) is in the journal tree of ``tree_size`` entries."""
     assert 1 <= sequence <= tree_size, (sequence, tree_size)
     assert nodes(0, sequence - 1) == journal_leaf_hash(entry_hash), "the entry hash is not the stored leaf"
@@ -67,7 +68,7 @@ def inclusion_document(nodes: NodeReader, entry_hash: str, sequence: int, tree_s
     }
 
 
-def consistency_document(nodes: NodeReader, first_size: int, second_size: int) -> dict[str, Any]:
+def consistency_document(nodes: NodeReader, first_size: int, second_size: int) -> Document:
     """The journal tree of ``first_size`` entries is a prefix of the one of ``second_size``."""
     return {
         "version": CONSISTENCY_VERSION,
@@ -79,7 +80,7 @@ def consistency_document(nodes: NodeReader, first_size: int, second_size: int) -
     }
 
 
-def prove_inclusion(entry_hashes: Sequence[str], sequence: int, at: int | None = None) -> dict[str, Any]:
+def prove_inclusion(entry_hashes: Sequence[str], sequence: int, at: int | None = None) -> Document:
     """``prove-inclusion SEQUENCE [--at N]`` over entry hashes 1..n listed in order (n is the default N)."""
     tree_size = len(entry_hashes) if at is None else at
     if not 1 <= sequence <= tree_size <= len(entry_hashes):
@@ -88,7 +89,7 @@ def prove_inclusion(entry_hashes: Sequence[str], sequence: int, at: int | None =
     return inclusion_document(journal_nodes(entry_hashes[:tree_size]), entry_hashes[sequence - 1], sequence, tree_size)
 
 
-def prove_consistency(entry_hashes: Sequence[str], first_size: int, second_size: int) -> dict[str, Any]:
+def prove_consistency(entry_hashes: Sequence[str], first_size: int, second_size: int) -> Document:
     """``prove-consistency M N`` over entry hashes 1..n listed in order."""
     if not 0 <= first_size <= second_size <= len(entry_hashes):
         reject(Reason.SIZE_ORDER, "first_size",
@@ -96,7 +97,7 @@ def prove_consistency(entry_hashes: Sequence[str], first_size: int, second_size:
     return consistency_document(journal_nodes(entry_hashes[:second_size]), first_size, second_size)
 
 
-def verify_proof_document(raw: bytes | dict[str, Any]) -> dict[str, Any]:
+def verify_proof_document(raw: bytes | Document) -> Report:
     """Check a journal inclusion or consistency document; the verdict, or ProofRejected naming what failed."""
     document = read_document(raw)
     version = require_version(document, (INCLUSION_VERSION, CONSISTENCY_VERSION))
@@ -105,7 +106,7 @@ def verify_proof_document(raw: bytes | dict[str, Any]) -> dict[str, Any]:
     return _verify_consistency(document)
 
 
-def _verify_inclusion(document: dict[str, Any]) -> dict[str, Any]:
+def _verify_inclusion(document: Document) -> Report:
     require_fields(document, INCLUSION_FIELDS)
     sequence = read_count(document, "sequence", 1)
     entry_hash = read_hash(document, "entry_hash")
@@ -122,7 +123,7 @@ def _verify_inclusion(document: dict[str, Any]) -> dict[str, Any]:
             "trust": "the root must equal one you hold from an anchored batch or a verified checkpoint"}
 
 
-def _verify_consistency(document: dict[str, Any]) -> dict[str, Any]:
+def _verify_consistency(document: Document) -> Report:
     require_fields(document, CONSISTENCY_FIELDS)
     first_size = read_count(document, "first_size", 0)
     first_root = read_hash(document, "first_root")

@@ -31,6 +31,7 @@ from ledger_engine.merkle.document import (
     FAILED, HEX_HASH, NOT_MADE, PASSED, ProofRejected, Reason, is_amount, join, read_count, read_document, read_hash,
     read_object, reject, require_fields, require_version,
 )
+from ledger_engine.open_json import Document, Report
 
 MAX_PARTS_BYTES = 16 << 20  # a day line of 2,500 listener-days, each with several works, fits many times over
 COMMITMENT_FIELDS = ("count", "digest")
@@ -38,7 +39,7 @@ COMMITMENT_FIELDS = ("count", "digest")
 
 # The statement's side: each day line names its chunk and commits to its parts.
 
-def check_day_lines(statement: dict[str, Any]) -> None:
+def check_day_lines(statement: Document) -> None:
     """Each statement line naming a chunk or parts names both, well formed, under a line ID of its own."""
     seen: set[str] = set()
     for position, line in enumerate(statement["lines"]):
@@ -52,7 +53,7 @@ def check_day_lines(statement: dict[str, Any]) -> None:
         _check_commitment(line, where)
 
 
-def _check_artifact(line: dict[str, Any], where: str) -> None:
+def _check_artifact(line: Document, where: str) -> None:
     artifact: Any = line.get("artifact")  # the statement's JSON, its shape checked here
     _statement_shape(type(artifact) is dict and sorted(artifact) == sorted(ARTIFACT_FIELDS), join(where, "artifact"),
                      "a day line's artifact is its chunk's day, number and hash")
@@ -62,7 +63,7 @@ def _check_artifact(line: dict[str, Any], where: str) -> None:
     _statement_shape(_is_hash(artifact["hash"]), join(where, "artifact.hash"), "the chunk's hash is 64 lowercase hex")
 
 
-def _check_commitment(line: dict[str, Any], where: str) -> None:
+def _check_commitment(line: Document, where: str) -> None:
     parts: Any = line.get("parts")  # the statement's JSON, its shape checked here
     _statement_shape(type(parts) is dict and sorted(parts) == sorted(COMMITMENT_FIELDS), join(where, "parts"),
                      "a day line commits to its parts' count and digest")
@@ -80,14 +81,14 @@ def _is_hash(value: Any) -> bool:
     return type(value) is str and HEX_HASH.fullmatch(value) is not None
 
 
-def statement_day_lines(statement: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def statement_day_lines(statement: Document) -> dict[str, Document]:
     """The statement's day lines (those committing to parts), by line ID, in statement order."""
     return {line["line_id"]: line for line in statement["lines"] if "parts" in line}
 
 
 # The parts file's side.
 
-def read_parts_file(raw: bytes | dict[str, Any]) -> dict[str, Any]:
+def read_parts_file(raw: bytes | Document) -> Document:
     """A parts file's document, each field checked for its shape in the documented order."""
     document = read_document(raw, MAX_PARTS_BYTES)
     require_version(document, (PARTS_VERSION,))
@@ -98,7 +99,7 @@ def read_parts_file(raw: bytes | dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def _read_day_line(document: dict[str, Any]) -> str:
+def _read_day_line(document: Document) -> str:
     day_line = read_object(document, "day_line")
     require_fields(day_line, DAY_LINE_FIELDS, "day_line")
     _read_text(day_line, "line_id", "day_line")
@@ -115,7 +116,7 @@ def _read_day_line(document: dict[str, Any]) -> str:
     return day_line["role"]
 
 
-def _read_parts(document: dict[str, Any], role: str) -> None:
+def _read_parts(document: Document, role: str) -> None:
     if type(document["parts"]) is not list:
         reject(Reason.MALFORMED, "parts", "not an array of parts")
     reference = REFERENCE_BY_ROLE[role]
@@ -132,7 +133,7 @@ def _read_parts(document: dict[str, Any], role: str) -> None:
         _read_part_lines(part, line_fields, where)
 
 
-def _read_part_lines(part: dict[str, Any], fields: tuple[str, ...], where: str) -> None:
+def _read_part_lines(part: Document, fields: tuple[str, ...], where: str) -> None:
     lines = part["lines"]
     if type(lines) is not list or not lines:
         reject(Reason.MALFORMED, join(where, "lines"), "a part has at least one line")
@@ -146,19 +147,19 @@ def _read_part_lines(part: dict[str, Any], fields: tuple[str, ...], where: str) 
         _read_amount(line, "amount", inner)
 
 
-def _read_text(document: dict[str, Any], name: str, where: str) -> None:
+def _read_text(document: Document, name: str, where: str) -> None:
     if type(document[name]) is not str or not document[name]:
         reject(Reason.MALFORMED, join(where, name), "not a non-empty string")
 
 
-def _read_amount(document: dict[str, Any], name: str, where: str) -> None:
+def _read_amount(document: Document, name: str, where: str) -> None:
     if not is_amount(document[name]):
         reject(Reason.MALFORMED, join(where, name), "an amount is a canonical unsigned 64-bit decimal string")
 
 
 # The link: a parts file against the statement.
 
-def check_parts_file(raw: bytes | dict[str, Any], statement: dict[str, Any]) -> str:
+def check_parts_file(raw: bytes | Document, statement: Document) -> str:
     """The ID of the statement's day line ``raw`` is the parts of; ProofRejected naming the first check that fails."""
     document = read_parts_file(raw)
     line = _named_day_line(document, statement)
@@ -172,7 +173,7 @@ def check_parts_file(raw: bytes | dict[str, Any], statement: dict[str, Any]) -> 
     return line_id
 
 
-def _named_day_line(document: dict[str, Any], statement: dict[str, Any]) -> dict[str, Any]:
+def _named_day_line(document: Document, statement: Document) -> Document:
     line_id = document["day_line"]["line_id"]
     line = statement_day_lines(statement).get(line_id)
     if line is None:
@@ -180,7 +181,7 @@ def _named_day_line(document: dict[str, Any], statement: dict[str, Any]) -> dict
     return line
 
 
-def _require_same_day_line(day_line: dict[str, Any], line: dict[str, Any], recipient_id: str) -> None:
+def _require_same_day_line(day_line: Document, line: Document, recipient_id: str) -> None:
     for name in ("artifact", "role", "amount"):
         if day_line[name] != line.get(name):
             reject(Reason.PARTS_DAY_LINE_MISMATCH, join("day_line", name),
@@ -190,7 +191,7 @@ def _require_same_day_line(day_line: dict[str, Any], line: dict[str, Any], recip
                f"the day line pays {day_line['recipient_id']}, not the statement's recipient {recipient_id}")
 
 
-def _require_counted(document: dict[str, Any], committed: int) -> None:
+def _require_counted(document: Document, committed: int) -> None:
     if document["count"] != committed:
         reject(Reason.PARTS_COUNT_MISMATCH, "count", f"the file counts {document['count']} parts; the statement "
                                                      f"commits to {committed}")
@@ -199,7 +200,7 @@ def _require_counted(document: dict[str, Any], committed: int) -> None:
                                                      f"commits to {committed}")
 
 
-def _require_sum(document: dict[str, Any], amount: str) -> None:
+def _require_sum(document: Document, amount: str) -> None:
     total = sum(int(line["amount"]) for part in document["parts"] for line in part["lines"])
     if total != int(amount):
         reject(Reason.PARTS_SUM_MISMATCH, "parts", f"the parts sum to {total}, not to the day line's {amount}")
@@ -207,7 +208,7 @@ def _require_sum(document: dict[str, Any], amount: str) -> None:
 
 # Every file given, and every day line of the statement.
 
-def check_parts_files(statement: dict[str, Any], files: Sequence[bytes]) -> dict[str, list[dict[str, Any]]]:
+def check_parts_files(statement: Document, files: Sequence[bytes]) -> dict[str, list[Report]]:
     """Each file's outcome (in the order given) and each day line's: passed when a file given for it passed."""
     outcomes = [_file_outcome(number, raw, statement) for number, raw in enumerate(files)]
     by_line: dict[str, str] = {}
@@ -219,7 +220,7 @@ def check_parts_files(statement: dict[str, Any], files: Sequence[bytes]) -> dict
     return {"parts_files": outcomes, "day_lines": day_lines}
 
 
-def _file_outcome(number: int, raw: bytes, statement: dict[str, Any]) -> dict[str, Any]:
+def _file_outcome(number: int, raw: bytes, statement: Document) -> Report:
     try:
         line_id = check_parts_file(raw, statement)
     except ProofRejected as error:
@@ -229,7 +230,7 @@ def _file_outcome(number: int, raw: bytes, statement: dict[str, Any]) -> dict[st
             "detail": f"the parts of day line {line_id}: count, sum and digest as the statement commits to"}
 
 
-def _named_line_id(raw: bytes, statement: dict[str, Any]) -> str | None:
+def _named_line_id(raw: bytes, statement: Document) -> str | None:
     """The statement's day line a refused file names, when it reads that far."""
     try:
         line_id = read_parts_file(raw)["day_line"]["line_id"]

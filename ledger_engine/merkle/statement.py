@@ -55,6 +55,7 @@ from ledger_engine.merkle.document import (
 )
 from ledger_engine.merkle.frontier import MemoryNodes
 from ledger_engine.merkle.parts_file import MAX_PARTS_BYTES, check_day_lines, check_parts_files
+from ledger_engine.open_json import Document, Report
 
 FILE_VERSION = "porto:london:statement-file:v2"
 UNSIGNED_FILE_VERSION = "porto:london:statement-file:v1"
@@ -86,7 +87,7 @@ MAX_CHAIN_LABEL = 200
 _JSON_TYPES = {"string": str, "object": dict, "array": list}
 
 
-def verifier_format(key: VerifierKey | None = None) -> dict[str, Any]:
+def verifier_format(key: VerifierKey | None = None) -> Document:
     """Everything a second verifier needs to encode and check exactly as this one does, and the pinned key."""
     pinned = None if key is None else {"name": key.name, "key_hash": key.key_hash.hex(),
                                        "public_key": key.public_key.hex(), "encoded": key.encoded()}
@@ -102,20 +103,20 @@ def verifier_format(key: VerifierKey | None = None) -> dict[str, Any]:
             "optional_checks": list(OPTIONAL_CHECKS), "parts": parts_format()}
 
 
-def parts_format() -> dict[str, Any]:
+def parts_format() -> Document:
     """The parts file's format, as ``verifier_format`` hands it to a second verifier."""
     return {"version": PARTS_VERSION, "domain": PARTS_DOMAIN, "file_fields": list(PARTS_FILE_FIELDS),
             "day_line_fields": list(DAY_LINE_FIELDS), "artifact_fields": list(ARTIFACT_FIELDS),
             "part_fields": list(PART_FIELDS), "reference_by_role": REFERENCE_BY_ROLE, "max_bytes": MAX_PARTS_BYTES}
 
 
-def statement_leaf(statement: dict[str, Any]) -> bytes:
+def statement_leaf(statement: Document) -> bytes:
     """The leaf data of a statement: the domain, then the statement's canonical JSON."""
     check_statement(statement)
     return LEAF_DOMAIN.encode() + canonical_bytes(statement)
 
 
-def statement_leaf_hash(statement: dict[str, Any]) -> bytes:
+def statement_leaf_hash(statement: Document) -> bytes:
     return tree.leaf_hash(statement_leaf(statement))
 
 
@@ -140,7 +141,7 @@ def check_statement(statement: Any) -> None:
     check_day_lines(statement)
 
 
-def _require_pattern(statement: dict[str, Any], name: str, pattern: str, what: str) -> None:
+def _require_pattern(statement: Document, name: str, pattern: str, what: str) -> None:
     if not re.fullmatch(pattern, statement[name]):
         reject(Reason.INVALID_STATEMENT, f"statement.{name}", f"{name} is {what}")
 
@@ -165,11 +166,11 @@ def _check_amounts(value: Any, field: str) -> None:
 class StatementTree:
     """One batch's statements in public-proof-ID order, and their tree."""
 
-    statements: tuple[dict[str, Any], ...]
+    statements: tuple[Document, ...]
     nodes: MemoryNodes
 
     @classmethod
-    def build(cls, statements: Sequence[dict[str, Any]]) -> "StatementTree":
+    def build(cls, statements: Sequence[Document]) -> "StatementTree":
         for statement in statements:
             check_statement(statement)
         ordered = tuple(sorted(statements, key=lambda s: s["public_proof_id"]))
@@ -195,8 +196,8 @@ class StatementTree:
                 return index
         raise KeyError(public_proof_id)
 
-    def statement_file(self, public_proof_id: str, anchor: dict[str, Any],
-                       signer: CheckpointSigner | None = None) -> dict[str, Any]:
+    def statement_file(self, public_proof_id: str, anchor: Document,
+                       signer: CheckpointSigner | None = None) -> Document:
         """The file one recipient receives once the root is anchored by ``anchor``'s transaction, signed by
         ``signer`` (without one, the unsigned version 1 body the console signs as it hands the file out)."""
         index = self.index_of(public_proof_id)
@@ -216,7 +217,7 @@ class StatementTree:
         return document
 
 
-def sign_statement_file(document: dict[str, Any], signer: CheckpointSigner) -> dict[str, Any]:
+def sign_statement_file(document: Document, signer: CheckpointSigner) -> Document:
     """A version 1 file as version 2: the same fields and the checkpoint of its root and size, signed."""
     require_version(document, (UNSIGNED_FILE_VERSION,))
     checkpoint = Checkpoint(signer.name, document["tree_size"], bytes.fromhex(document["batch_root"]))
@@ -225,13 +226,13 @@ def sign_statement_file(document: dict[str, Any], signer: CheckpointSigner) -> d
     return signed
 
 
-def statement_file_bytes(document: dict[str, Any]) -> bytes:
+def statement_file_bytes(document: Document) -> bytes:
     """The bytes to hand a recipient: canonical JSON and a newline."""
     return encode_document(document)
 
 
-def verify_statement_file(raw: bytes | dict[str, Any], key: VerifierKey | None = None,
-                          parts_files: Sequence[bytes] = ()) -> dict[str, Any]:
+def verify_statement_file(raw: bytes | Document, key: VerifierKey | None = None,
+                          parts_files: Sequence[bytes] = ()) -> Report:
     """``check_statement_file``'s verdict; ProofRejected naming the first check that failed."""
     verdict = check_statement_file(raw, key, parts_files)
     if verdict["verdict"] == REFUSED:
@@ -239,8 +240,8 @@ def verify_statement_file(raw: bytes | dict[str, Any], key: VerifierKey | None =
     return verdict
 
 
-def check_statement_file(raw: bytes | dict[str, Any], key: VerifierKey | None = None,
-                         parts_files: Sequence[bytes] = ()) -> dict[str, Any]:
+def check_statement_file(raw: bytes | Document, key: VerifierKey | None = None,
+                         parts_files: Sequence[bytes] = ()) -> Report:
     """Every check in ``CHECKS`` order, each passed, failed or not made, and the verdict.
 
     "verified" needs every check passed but the optional ones: above all the checkpoint's signature by
@@ -250,7 +251,7 @@ def check_statement_file(raw: bytes | dict[str, Any], key: VerifierKey | None = 
     "not verified".
     """
     checks: list[dict[str, str]] = []
-    linked: dict[str, list[dict[str, Any]]] = {"parts_files": [], "day_lines": []}
+    linked: dict[str, list[Report]] = {"parts_files": [], "day_lines": []}
     try:
         verdict = _run_checks(raw, key, checks, parts_files, linked)
     except ProofRejected as error:
@@ -264,8 +265,8 @@ def check_statement_file(raw: bytes | dict[str, Any], key: VerifierKey | None = 
     return {"ok": not unmade, **outcome, **verdict, "checks": checks, **linked}
 
 
-def _run_checks(raw: bytes | dict[str, Any], key: VerifierKey | None, checks: list[dict[str, str]],
-                parts_files: Sequence[bytes], linked: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def _run_checks(raw: bytes | Document, key: VerifierKey | None, checks: list[dict[str, str]],
+                parts_files: Sequence[bytes], linked: dict[str, list[Report]]) -> Report:
     document, checkpoint = _read_file(raw)
     _passed(checks, f"canonical JSON, version {document['version']}, every field present and well formed")
     statement, leaf_hash = document["statement"], bytes.fromhex(document["leaf_hash"])
@@ -299,7 +300,7 @@ def _passed(checks: list[dict[str, str]], detail: str) -> None:
     _record(checks, PASSED, "", detail)
 
 
-def _check_checkpoint(document: dict[str, Any], checkpoint: Checkpoint | None, key: VerifierKey | None,
+def _check_checkpoint(document: Document, checkpoint: Checkpoint | None, key: VerifierKey | None,
                       checks: list[dict[str, str]]) -> None:
     if checkpoint is None:
         for _ in ("checkpoint", "signature"):
@@ -317,8 +318,8 @@ def _check_checkpoint(document: dict[str, Any], checkpoint: Checkpoint | None, k
     _passed(checks, f"signed by the pinned key {key.name} ({key.key_hash.hex()})")
 
 
-def _check_parts(statement: dict[str, Any], parts_files: Sequence[bytes], checks: list[dict[str, str]],
-                 linked: dict[str, list[dict[str, Any]]]) -> None:
+def _check_parts(statement: Document, parts_files: Sequence[bytes], checks: list[dict[str, str]],
+                 linked: dict[str, list[Report]]) -> None:
     """Each parts file against the statement's day lines; the first refused one fails the check."""
     linked.update(check_parts_files(statement, parts_files))
     refused = next((outcome for outcome in linked["parts_files"] if outcome["result"] == FAILED), None)
@@ -338,7 +339,7 @@ def _check_parts(statement: dict[str, Any], parts_files: Sequence[bytes], checks
                         "lists, the parts the statement commits to")
 
 
-def _read_file(raw: bytes | dict[str, Any]) -> tuple[dict[str, Any], Checkpoint | None]:
+def _read_file(raw: bytes | Document) -> tuple[Document, Checkpoint | None]:
     """The file's fields, each checked for its shape in the documented order, and its checkpoint if it has one."""
     document = read_document(raw)
     version = require_version(document, (FILE_VERSION, UNSIGNED_FILE_VERSION))
@@ -355,7 +356,7 @@ def _read_file(raw: bytes | dict[str, Any]) -> tuple[dict[str, Any], Checkpoint 
     return document, checkpoint
 
 
-def _read_anchor(document: dict[str, Any]) -> dict[str, Any]:
+def _read_anchor(document: Document) -> Document:
     anchor = read_object(document, "anchor")
     require_fields(anchor, ANCHOR_FIELDS, "anchor")
     chain = anchor["chain"]
@@ -367,7 +368,7 @@ def _read_anchor(document: dict[str, Any]) -> dict[str, Any]:
     return anchor
 
 
-def check_by_hand(document: dict[str, Any]) -> str:
+def check_by_hand(document: Document) -> str:
     """What the recipient checks on the chain itself, which no offline verifier can reach."""
     anchor = document["anchor"]
     return (f"On {anchor['chain']}, transaction {anchor['transaction_hash']} (version {anchor['ledger_version']}) "

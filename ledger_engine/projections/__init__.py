@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
-IndexEntry = tuple[str, dict[str, Any]]
-IndexReader = Callable[[str], dict[str, Any] | None]
+from ledger_engine.open_json import IndexValue, JournalEvent, JsonObject, RecordData
+
+IndexEntry = tuple[str, IndexValue]
+IndexReader = Callable[[str], IndexValue | None]
 # In ``record_kinds``: every record of the family, whatever its key.
 ANY_KIND = "*"
 
 
-def picked(record: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+def picked(record: Mapping[str, Any], fields: tuple[str, ...]) -> JsonObject:
     """The named fields of ``record``, each of which it has."""
     return {field: record[field] for field in fields}
 
@@ -30,10 +32,10 @@ class Projection(Protocol):
     def event_types(self) -> frozenset[str] | None:
         """The event types it indexes (None: every event); the commit path asks it about no others."""
 
-    def record_entries(self, family: str, key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
+    def record_entries(self, family: str, key: str, data: RecordData) -> Iterable[IndexEntry]:
         """Entries for one current record; a pure function of its key and data."""
 
-    def event_entries(self, sequence: int, index: int, event: dict[str, Any], read: IndexReader) -> Iterable[IndexEntry]:
+    def event_entries(self, sequence: int, index: int, event: JournalEvent, read: IndexReader) -> Iterable[IndexEntry]:
         """Entries for one event, seen in sequence order; ``read`` sees earlier entries."""
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from typing import Any, Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import orjson
 
@@ -24,22 +24,23 @@ from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.domain.schema.money_allocation import correction_key, line_key
 from ledger_engine.layout import STATE
 from ledger_engine.merkle.day_line_parts import ChunkParts, commitment, parts_document, parts_total
+from ledger_engine.open_json import Document, RecordData
 
-StateReader = Callable[[str], dict[str, Any] | None]  # a state record's data by its key
+StateReader = Callable[[str], RecordData | None]  # a state record's data by its key
 ReadEvidence = Callable[[str], bytes]  # evidence bytes by their SHA-256
 
 
 def state_reader(get_raw: Callable[[str, bytes], bytes | None]) -> StateReader:
     """Records' data through a raw reader: a store's ``get``, a pending batch's or a fold's ``get_raw``."""
 
-    def read(record_key: str) -> dict[str, Any] | None:
+    def read(record_key: str) -> RecordData | None:
         raw = get_raw(STATE, record_key.encode())
         return None if raw is None else orjson.loads(raw)["data"]
 
     return read
 
 
-def taken_out(read: StateReader, line: dict[str, Any]) -> frozenset[str]:
+def taken_out(read: StateReader, line: RecordData) -> frozenset[str]:
     """The listeners whose days the corrections of ``line``'s chain took out of its chunk's freeze."""
     listeners = set()
     while line["correction_id"] is not None:
@@ -48,7 +49,7 @@ def taken_out(read: StateReader, line: dict[str, Any]) -> frozenset[str]:
     return frozenset(listeners)
 
 
-def _required(read: StateReader, record_key: str) -> dict[str, Any]:
+def _required(read: StateReader, record_key: str) -> RecordData:
     record = read(record_key)
     if record is None:
         raise LedgerError(ErrorCode.NOT_FOUND, f"{record_key}, which a day line's correction chain names, is missing")
@@ -56,9 +57,9 @@ def _required(read: StateReader, record_key: str) -> dict[str, Any]:
 
 
 def day_line_documents(read: StateReader, read_evidence: ReadEvidence,
-                       lines: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+                       lines: Iterable[RecordData]) -> Iterator[tuple[RecordData, Document]]:
     """Each day line of ``lines`` with its parts document, chunk by chunk."""
-    by_chunk: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_chunk: dict[str, list[RecordData]] = defaultdict(list)
     for line in lines:
         by_chunk[line["artifact"]["hash"]].append(line)
     for digest, chunk_lines in sorted(by_chunk.items()):
@@ -77,7 +78,7 @@ def chunk_bytes(read_evidence: ReadEvidence, digest: str) -> bytes:
     return content
 
 
-def _require_total(document: dict[str, Any]) -> None:
+def _require_total(document: Document) -> None:
     """A day line is the sum of its parts; anything else is a chunk or a chain that is not the one frozen."""
     day_line, total = document["day_line"], parts_total(document["parts"])
     if total != parse_amount(day_line["amount"]):
@@ -87,6 +88,6 @@ def _require_total(document: dict[str, Any]) -> None:
 
 
 def commitments(read: StateReader, read_evidence: ReadEvidence,
-                lines: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+                lines: Iterable[RecordData]) -> dict[str, Document]:
     """Each day line's commitment to its parts (``{"count", "digest"}``), by line ID."""
     return {line["line_id"]: commitment(document) for line, document in day_line_documents(read, read_evidence, lines)}

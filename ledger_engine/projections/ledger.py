@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import OUTBOX, STATE
+from ledger_engine.open_json import JournalEvent, RecordData
 from ledger_engine.projections import ANY_KIND, IndexEntry, IndexReader
 
 
@@ -13,7 +14,7 @@ class LedgerProjection:
     record_kinds = frozenset({(STATE, "actor"), (OUTBOX, ANY_KIND)})
     event_types = None
 
-    def record_entries(self, family: str, record_key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
+    def record_entries(self, family: str, record_key: str, data: RecordData) -> Iterable[IndexEntry]:
         if family == STATE and record_key.startswith("actor/"):
             actor_id = record_key.split("/", 1)[1]
             for role in data["roles"]:
@@ -21,5 +22,5 @@ class LedgerProjection:
         elif family == OUTBOX:
             yield key("effect_by_status", data["status"], data["kind"], data["effect_id"]), {}
 
-    def event_entries(self, sequence: int, index: int, event: dict[str, Any], read: IndexReader) -> Iterable[IndexEntry]:
+    def event_entries(self, sequence: int, index: int, event: JournalEvent, read: IndexReader) -> Iterable[IndexEntry]:
         yield key("event_by_type", event["type"], seq20(sequence), seq20(index)), {}

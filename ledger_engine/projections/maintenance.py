@@ -9,17 +9,18 @@ maintained indexes also proves the declarations complete (docs/adr/0054).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 import orjson
 
 from ledger_engine.canonical import engine_bytes
 from ledger_engine.layout import DIGEST_FAMILIES, EVENTS, INDEXES, REVISIONED_FAMILIES
+from ledger_engine.open_json import IndexValue, JournalEvent, RecordData
 from ledger_engine.projections import ANY_KIND, IndexEntry, IndexReader, Projection, all_projections
 
 RawGet = Callable[[str, bytes], bytes | None]
 # The engine's own decoded values of rows it just built: (family, key) -> record data or event.
-Built = dict[tuple[str, str], dict[str, Any]]
+Built = dict[tuple[str, str], RecordData | JournalEvent]
 Entries = dict[bytes, bytes]
 
 
@@ -46,10 +47,10 @@ class IndexMaintainer:
         return found
 
     def _record_entries(self, projections: Iterable[Projection], family: str, key: str,
-                        data: dict[str, Any]) -> Entries:
+                        data: RecordData) -> Entries:
         return _encode(e for p in projections for e in p.record_entries(family, key, data))
 
-    def _event_entries(self, projections: Iterable[Projection], key: str, event: dict[str, Any],
+    def _event_entries(self, projections: Iterable[Projection], key: str, event: JournalEvent,
                        read: IndexReader) -> Entries:
         first, second = key.split("/")
         sequence, index = int(first), int(second)
@@ -70,7 +71,7 @@ class IndexMaintainer:
         changes: dict[bytes, bytes | None] = {}
         seen: dict[tuple[str, str], Entries] = {}  # into ``current`` only once every row is done
 
-        def read(index_key: str) -> dict[str, Any] | None:
+        def read(index_key: str) -> IndexValue | None:
             encoded = index_key.encode()
             raw = changes[encoded] if encoded in changes else get_raw(INDEXES, encoded)
             return orjson.loads(raw) if raw is not None else None
@@ -115,7 +116,7 @@ class IndexMaintainer:
             if family in DIGEST_FAMILIES and family in REVISIONED_FAMILIES and raw is not None:
                 entries.update(self._record_entries(self.projections, family, key, orjson.loads(raw)["data"]))
 
-        def read(index_key: str) -> dict[str, Any] | None:
+        def read(index_key: str) -> IndexValue | None:
             raw = entries.get(index_key.encode())
             return orjson.loads(raw) if raw is not None else None
 

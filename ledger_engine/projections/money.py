@@ -21,19 +21,22 @@ check: the rules read records, never indexes.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 from ledger_engine.amounts import format_amount, format_total, parse_amount, parse_total
 from ledger_engine.domain.invariants import CONSERVATION_KEY, budget_terms, equation_mismatches
 from ledger_engine.domain.postings import POSTED
-from ledger_engine.domain.schema.money_allocation import BUDGET_PREFIX, CORRECTION_PREFIX, LINE_PREFIX, Budget
+from ledger_engine.domain.schema.money_allocation import (
+    BUDGET_PREFIX, CORRECTION_PREFIX, LINE_PREFIX, Budget, JournalEntry,
+)
 from ledger_engine.domain.view import shaped
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import IndexValue, JournalEvent, RecordData
 from ledger_engine.projections import IndexEntry, IndexReader
 
 POINT_INTERVAL = 128
-EMPTY_CURSOR: dict[str, Any] = {"debits": "0", "credits": "0", "postings": 0, "points": 0}
+EMPTY_CURSOR: IndexValue = {"debits": "0", "credits": "0", "postings": 0, "points": 0}
 Position = tuple[int, int, int]
 
 
@@ -69,7 +72,7 @@ class MoneyProjection:
         LINE_PREFIX, BUDGET_PREFIX, REQUEST_PREFIX, CORRECTION_PREFIX, CONSERVATION_KEY))
     event_types = frozenset({POSTED})
 
-    def record_entries(self, family: str, record_key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
+    def record_entries(self, family: str, record_key: str, data: RecordData) -> Iterable[IndexEntry]:
         if family != STATE:
             return ()
         if record_key.startswith(LINE_PREFIX):
@@ -88,12 +91,12 @@ class MoneyProjection:
                 "status", "check_id", "checked_at_sequence", "mismatch_count")})]
         return ()
 
-    def event_entries(self, sequence: int, index: int, event: dict[str, Any], read: IndexReader) -> Iterable[IndexEntry]:
+    def event_entries(self, sequence: int, index: int, event: JournalEvent, read: IndexReader) -> Iterable[IndexEntry]:
         if event["type"] != POSTED:
             return ()
         asset = event["asset"]
         entries: list[IndexEntry] = []
-        cursors: dict[str, dict[str, Any]] = {}
+        cursors: dict[str, IndexValue] = {}
         for line_no, line in enumerate(event["lines"]):
             account = line["account"]
             cursor = cursors.get(account) or read(cursor_key(asset, account)) or EMPTY_CURSOR
@@ -111,13 +114,13 @@ class MoneyProjection:
         return entries
 
 
-def _advance(cursor: dict[str, Any], line: dict[str, Any]) -> dict[str, Any]:
+def _advance(cursor: IndexValue, line: JournalEntry) -> IndexValue:
     side = "debits" if line["side"] == "debit" else "credits"
     return {**cursor, side: format_total(parse_total(cursor[side]) + parse_amount(line["amount"])),
             "postings": cursor["postings"] + 1}
 
 
-def _line_entries(line: dict[str, Any]) -> list[IndexEntry]:
+def _line_entries(line: RecordData) -> list[IndexEntry]:
     if line["recipient_id"] is None:
         return []
     summary = {"amount": line["amount"], "role": line["role"], "budget_id": line["budget_id"], "day": line["day"]}

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
+from ledger_engine.open_json import Report
 from ledger_engine.storage.digest import logical_rows
 from ledger_engine.layout import EVENTS, INDEXES
 from ledger_engine.projections.maintenance import IndexMaintainer
 from ledger_engine.storage.rocks import RocksStore
 
 
-def rebuild_indexes(store: RocksStore) -> dict[str, Any]:
+def rebuild_indexes(store: RocksStore) -> Report:
     """Replace every index entry with freshly derived ones, in one atomic batch."""
     entries = IndexMaintainer().rebuild(
         logical_rows(store), ((key.decode(), value) for key, value in store.scan(EVENTS))
@@ -21,7 +21,7 @@ def rebuild_indexes(store: RocksStore) -> dict[str, Any]:
     return indexes_digest(store)
 
 
-def indexes_digest(store: RocksStore) -> dict[str, Any]:
+def indexes_digest(store: RocksStore) -> Report:
     """A hash over every index key and value, to compare two index families byte for byte."""
     digest = hashlib.sha256()
     count = 0

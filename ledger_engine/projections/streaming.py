@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable
 from ledger_engine.domain.schema.streaming import Decision, Grant, Hold, ListenerDay, Node, Period, Receipt, Session
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import JournalEvent, RecordData
 from ledger_engine.projections import IndexEntry, IndexReader, picked
 
 NODE_EVENTS = ("NodeAdmitted", "NodeStatusChanged", "NodeKeyRotated", "NodeHealthRecorded")
@@ -101,13 +102,13 @@ class StreamingProjection:
     record_kinds = frozenset((STATE, kind) for kind in _RECORD_ENTRIES)
     event_types = frozenset({*NODE_EVENTS, "ReceiptDecided", "HoldRaised", "HoldDecided"})
 
-    def record_entries(self, family: str, record_key: str, data: dict[str, Any]) -> Iterable[IndexEntry]:
+    def record_entries(self, family: str, record_key: str, data: RecordData) -> Iterable[IndexEntry]:
         if family != STATE:
             return ()
         entries = _RECORD_ENTRIES.get(record_key.split("/", 1)[0])
         return entries(data) if entries else ()
 
-    def event_entries(self, sequence: int, index: int, event: dict[str, Any],
+    def event_entries(self, sequence: int, index: int, event: JournalEvent,
                       read: IndexReader) -> Iterable[IndexEntry]:
         kind = event["type"]
         if kind in NODE_EVENTS:

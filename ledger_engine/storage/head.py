@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
 from ledger_engine.canonical import ZERO_HASH
 from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
 from ledger_engine.layout import META
+from ledger_engine.open_json import Document
 from ledger_engine.storage.readable import ReadableStore
 
 HEAD_KEY = b"head"
@@ -20,7 +20,7 @@ class Head:
     sequence: int
     entry_hash: str
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> Document:
         return {"sequence": self.sequence, "entry_hash": self.entry_hash}
 
 
