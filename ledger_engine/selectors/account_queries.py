@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Iterable
 
 from ledger_engine.domain import actors
 from ledger_engine.domain.actors import four_eyes_governance
@@ -19,6 +19,7 @@ from ledger_engine.domain.schema.staff import Account, StaffCredentials, account
 from ledger_engine.domain.step_up import VERIFIER_KEY
 from ledger_engine.keys import IDENTIFIER_PATTERN
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import Unvalidated
 from ledger_engine.selectors.view import LedgerView
 
 ACCOUNT_PREFIX = "account/"
@@ -97,6 +98,6 @@ def trusted_step_up_key(view: LedgerView) -> str | None:
     return record.data["public_key"] if record else None
 
 
-def expected_account_revision(account_id: str, revision: int | None) -> dict[str, Any]:
+def expected_account_revision(account_id: str, revision: int | None) -> Unvalidated:
     """What a command about ``account_id`` expects of it: ``revision``, or None for an account not yet there."""
     return {"cf": STATE, "key": account_key(account_id), "revision": revision}

@@ -8,13 +8,13 @@ takes their keys apart (docs/adr/0058).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.domain.commands.money.budgets import day_index, slice_for_day
 from ledger_engine.domain.schema.money_allocation import BUDGET_PREFIX, Budget, budget_key
 from ledger_engine.domain.commands.streaming.policy import DAY_MS
 from ledger_engine.keys import key
+from ledger_engine.open_json import IndexValue
 from ledger_engine.selectors.view import LedgerView
 
 BUDGET_SUMMARY_PREFIX = key("budget_summary") + "/"
@@ -22,7 +22,7 @@ RECIPIENT_LINE_PREFIX = key("recipient_line") + "/"
 OWED_STATUSES = ("payable", "reserved", "paid")
 
 
-def budget_summaries(view: LedgerView) -> list[dict[str, Any]]:
+def budget_summaries(view: LedgerView) -> list[IndexValue]:
     """Each budget's ``budget_id``, period, listener, conservation terms and whether they balance; by budget ID."""
     return [{"budget_id": budget_id, **summary} for (budget_id,), summary in view.entries(BUDGET_SUMMARY_PREFIX)]
 

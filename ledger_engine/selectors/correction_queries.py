@@ -6,16 +6,16 @@ records of domain/schema/money_allocation.py (docs/adr/0058).
 
 from __future__ import annotations
 
-from typing import Any
 
 from ledger_engine.domain.schema.money_allocation import (
     AllocationLine, CorrectionRequest, correction_request_key, line_key,
 )
+from ledger_engine.open_json import IndexValue
 from ledger_engine.projections.money import correction_request_prefix
 from ledger_engine.selectors.view import LedgerView
 
 
-def corrections(view: LedgerView, status: str) -> list[dict[str, Any]]:
+def corrections(view: LedgerView, status: str) -> list[IndexValue]:
     """Requests in ``status`` by correction ID, each as the status index lists it."""
     return [{"correction_id": correction_id, "status": status, **entry}
             for (correction_id,), entry in view.entries(correction_request_prefix(status))]

@@ -8,21 +8,21 @@ revision a claim states is made here, so no caller builds an outbox key
 
 from __future__ import annotations
 
-from typing import Any
 
 from ledger_engine.keys import key
 from ledger_engine.layout import INDEXES, OUTBOX
+from ledger_engine.open_json import RecordData, Unvalidated
 from ledger_engine.selectors.view import LedgerView
 
 
-def effect(view: LedgerView, effect_id: str) -> dict[str, Any] | None:
+def effect(view: LedgerView, effect_id: str) -> RecordData | None:
     """The effect with its ``revision``, or None."""
     record = view.effect_record(effect_id)
     return {**record.data, "revision": record.revision} if record else None
 
 
 def effects(view: LedgerView, status: str, kind: str | None = None, *, cursor: str | None = None,
-            limit: int = 50) -> tuple[list[dict[str, Any]], str | None]:
+            limit: int = 50) -> tuple[list[RecordData], str | None]:
     """Effects in ``status`` (of ``kind``) in (kind, effect ID) order after ``cursor`` ("<kind>/<effect ID>").
 
     Returns the page and the cursor of its last effect when more follow.
@@ -39,13 +39,13 @@ def effects(view: LedgerView, status: str, kind: str | None = None, *, cursor: s
     return page, names[limit - 1] if len(names) > limit else None
 
 
-def _listed(view: LedgerView, effect_id: str) -> dict[str, Any]:
+def _listed(view: LedgerView, effect_id: str) -> RecordData:
     """An effect the status index lists, which the outbox holds at the same boundary."""
     found = effect(view, effect_id)
     assert found is not None, f"effect {effect_id} is indexed but not in the outbox"
     return found
 
 
-def expected_effect_revision(effect_id: str, revision: int) -> dict[str, Any]:
+def expected_effect_revision(effect_id: str, revision: int) -> Unvalidated:
     """What a command about ``effect_id`` (a claim, say) expects of it."""
     return {"cf": OUTBOX, "key": effect_id, "revision": revision}

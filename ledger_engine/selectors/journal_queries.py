@@ -3,17 +3,17 @@ a span of admission times starts in the journal (docs/adr/0059)."""
 
 from __future__ import annotations
 
-from typing import Any
 
 import orjson
 
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import seq20
 from ledger_engine.layout import EVENTS, JOURNAL
+from ledger_engine.open_json import JournalEvent
 from ledger_engine.selectors.view import LedgerView
 
 
-def entry_events(view: LedgerView, sequence: int) -> list[dict[str, Any]]:
+def entry_events(view: LedgerView, sequence: int) -> list[JournalEvent]:
     """The events journal entry ``sequence`` emitted, in the order it emitted them."""
     return [orjson.loads(raw) for _key, raw in view.scan(EVENTS, (seq20(sequence) + "/").encode())]
 

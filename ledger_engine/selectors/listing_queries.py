@@ -6,8 +6,9 @@ chunk; the caller filters, sorts and counts what it yields.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Iterator
 
+from ledger_engine.open_json import IndexValue
 from ledger_engine.selectors.budget_queries import listener_day_stake
 from ledger_engine.selectors.streaming_queries import open_holds
 from ledger_engine.selectors.view import LedgerView
@@ -15,7 +16,7 @@ from ledger_engine.selectors.view import LedgerView
 CHUNK = 500
 
 
-def every_open_hold(view: LedgerView, *, reason: str | None = None) -> Iterator[dict[str, Any]]:
+def every_open_hold(view: LedgerView, *, reason: str | None = None) -> Iterator[IndexValue]:
     """Every open hold, oldest first, with the money its listener-day waits to allocate (``at_stake``, minor
     units, None without a budget); all of them or those carrying ``reason``."""
     stakes: dict[tuple[str, int], int | None] = {}  # a listener-day's holds (one a node) share its stake

@@ -10,11 +10,11 @@ the conservation checker read records.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
 from ledger_engine.amounts import checked_sum, format_amount, format_total, parse_amount, parse_total
+from ledger_engine.open_json import IndexValue, Report
 from ledger_engine.storage.value_codec import decode_record
 from ledger_engine.domain.chart import budget_unallocated
 from ledger_engine.domain.commands.money.allocation import AllocationPlan, plan_listener_day
@@ -40,7 +40,7 @@ class Balance:
         """Credits less debits: what a payable, reserve or funding account holds (treasury shows it negated)."""
         return self.credits - self.debits
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> Report:
         return {"account": self.account, "asset": self.asset, "sequence": self.sequence,
                 "debits": format_total(self.debits), "credits": format_total(self.credits),
                 "net_credit": str(self.net_credit), "postings": self.postings}
@@ -57,7 +57,7 @@ def folded_balance(view: LedgerView, account: str, asset: str, *, at_sequence: i
     return _fold(view, account, asset, _read_sequence(view, at_sequence), None)
 
 
-def budget_equation(view: LedgerView, budget_id: str) -> dict[str, Any]:
+def budget_equation(view: LedgerView, budget_id: str) -> Report:
     """A budget's conservation terms, whether they balance, and its unallocated account as posted."""
     raw = view.get(STATE, budget_key(budget_id).encode())
     if raw is None:
@@ -73,7 +73,7 @@ def budget_equation(view: LedgerView, budget_id: str) -> dict[str, Any]:
     }
 
 
-def payables(view: LedgerView, recipient_id: str) -> dict[str, Any]:
+def payables(view: LedgerView, recipient_id: str) -> Report:
     """A recipient's payable allocation lines and their total."""
     sequence = view.sequence
     lines = [{"line_id": raw_key.decode().rsplit("/", 1)[1], **orjson.loads(raw)}
@@ -96,12 +96,12 @@ def _read_sequence(view: LedgerView, at_sequence: int | None) -> int:
     return view.sequence if at_sequence is None else at_sequence
 
 
-def _index(view: LedgerView, index_key: str) -> dict[str, Any] | None:
+def _index(view: LedgerView, index_key: str) -> IndexValue | None:
     raw = view.get(INDEXES, index_key.encode())
     return orjson.loads(raw) if raw is not None else None
 
 
-def _closest_point(view: LedgerView, account: str, asset: str, sequence: int) -> dict[str, Any] | None:
+def _closest_point(view: LedgerView, account: str, asset: str, sequence: int) -> IndexValue | None:
     """Binary search over the account's numbered points for the last one at or before ``sequence``."""
     cursor = _index(view, cursor_key(asset, account))
     low, high, closest = 1, cursor["points"] if cursor else 0, None
@@ -116,7 +116,7 @@ def _closest_point(view: LedgerView, account: str, asset: str, sequence: int) ->
     return closest
 
 
-def _fold(view: LedgerView, account: str, asset: str, sequence: int, point: dict[str, Any] | None) -> Balance:
+def _fold(view: LedgerView, account: str, asset: str, sequence: int, point: IndexValue | None) -> Balance:
     totals = {"debit": 0, "credit": 0}
     postings, start = 0, None
     if point is not None:

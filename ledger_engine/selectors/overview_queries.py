@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.keys import key
+from ledger_engine.open_json import IndexValue
 from ledger_engine.selectors.payout_queries import EFFECT_STATUS_PREFIX, overdue_payments, prepared_runs_by_approvability
 from ledger_engine.projections.payouts import payment_state_prefix, run_status_prefix, update_status_prefix
 from ledger_engine.selectors.view import LedgerView
@@ -34,7 +34,7 @@ class Waiting:
     outbox_backlog: int
 
 
-def conservation_status(view: LedgerView) -> dict[str, Any] | None:
+def conservation_status(view: LedgerView) -> IndexValue | None:
     """The last full conservation check's verdict; ``blocked`` means payouts are blocked; None before the first."""
     return view.entry(key("conservation_status"))
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from ledger_engine.amounts import checked_sum, format_amount, parse_amount
 from ledger_engine.domain.commands.money.payments import IN_FLIGHT
@@ -33,6 +33,7 @@ from ledger_engine.domain.schema.streaming import work_key
 from ledger_engine.domain.view import Record
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import RecordData, Report, Unvalidated
 from ledger_engine.projections import picked
 from ledger_engine.projections.payouts import (
     payment_state_prefix, run_payments_prefix, run_status_prefix, update_status_prefix,
@@ -56,7 +57,7 @@ class RunListing:
     payments: int
     prepared_by: str
     prepared_at_ms: int
-    aggregate: dict[str, Any] | None = None
+    aggregate: Report | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +93,7 @@ class Payable:
     payout_address: str
     statement_id: str | None  # the newest statement in a confirmed index batch, which approval cites
     # Its day lines among ``line_ids`` (no budget, docs/adr/0073): each ``{"line_id", "day", "artifact"}``.
-    day_lines: list[dict[str, Any]] = field(default_factory=list)
+    day_lines: list[Report] = field(default_factory=list)
     # A prepared run already paying some of these lines: approving both cannot work, so a new run leaves them out.
     waiting_run: str | None = None
 
@@ -111,8 +112,8 @@ class ReconciliationItem:
     state: str
     recipient_id: str
     amount: str
-    observe: dict[str, Any]  # what an observer must look up
-    effect: dict[str, Any]
+    observe: Report  # what an observer must look up
+    effect: Report
 
 
 def runs(view: LedgerView, status: str, *, limit: int | None = None) -> Iterator[RunListing]:
@@ -125,12 +126,12 @@ def run_revision(view: LedgerView, run_id: str) -> int | None:
     return record.revision if record else None
 
 
-def expected_run_revision(run_id: str, revision: int) -> dict[str, Any]:
+def expected_run_revision(run_id: str, revision: int) -> Unvalidated:
     """The expected revision a command about run ``run_id`` states, as the envelope carries it."""
     return {"cf": STATE, "key": run_key(run_id), "revision": revision}
 
 
-def run_detail(view: LedgerView, run_id: str) -> dict[str, Any]:
+def run_detail(view: LedgerView, run_id: str) -> Report:
     """A run as frozen, each payment with its state and lines, totals by payment state, and the hash rechecked."""
     run = view.require(run_key(run_id), f"payout run {run_id}", PayoutRun)
     titles = _WorkTitles(view)
@@ -157,7 +158,7 @@ def run_detail(view: LedgerView, run_id: str) -> dict[str, Any]:
     }
 
 
-def _payment_detail(view: LedgerView, frozen: PlannedPayment, titles: "_WorkTitles") -> dict[str, Any]:
+def _payment_detail(view: LedgerView, frozen: PlannedPayment, titles: "_WorkTitles") -> Report:
     payment = view.require(payment_key(frozen["payment_id"]), f"payment {frozen['payment_id']}", Payment)
     lines = [view.require(line_key(line_id), f"allocation line {line_id}", AllocationLine)
              for line_id in frozen["line_ids"]]
@@ -184,10 +185,10 @@ class _WorkTitles(dict[str, str | None]):
         return title
 
 
-def _line_shown(line: AllocationLine, titles: _WorkTitles) -> dict[str, Any]:
+def _line_shown(line: AllocationLine, titles: _WorkTitles) -> Report:
     """A run's line as its page lists it: what it is, and the work it pays for with the work's title if it has
     one."""
-    shown: dict[str, Any] = {name: line.get(name) for name in ("line_id", "role", "listener_id", "day", "budget_id",
+    shown: Report = {name: line.get(name) for name in ("line_id", "role", "listener_id", "day", "budget_id",
                                                                 "amount", "status", "artifact", "work_id")}
     title = titles[line["work_id"]] if line.get("work_id") else None
     if title is not None:
@@ -195,7 +196,7 @@ def _line_shown(line: AllocationLine, titles: _WorkTitles) -> dict[str, Any]:
     return shown
 
 
-def aggregate_state(status: str, payments: list[tuple[str, str | None]]) -> dict[str, Any]:
+def aggregate_state(status: str, payments: list[tuple[str, str | None]]) -> Report:
     """What a run amounts to: its status together with what became of its payments ``(state, cancel_reason)``."""
     states = Counter(state for state, _ in payments)
     confirmed, cancelled, total = states["confirmed"], states["cancelled"], len(payments)
@@ -218,7 +219,7 @@ def aggregate_state(status: str, payments: list[tuple[str, str | None]]) -> dict
     return {"state": state, "payments_by_state": dict(sorted(states.items())), "summary": summary}
 
 
-def run_aggregates(view: LedgerView, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+def run_aggregates(view: LedgerView, run_ids: list[str]) -> dict[str, Report]:
     """Each listed run's aggregate state, folded from the ``run_payment`` projection."""
     aggregates = {}
     for run_id in run_ids:
@@ -231,7 +232,7 @@ def run_aggregates(view: LedgerView, run_ids: list[str]) -> dict[str, dict[str, 
 def payables(view: LedgerView) -> list[Payable]:
     """Every recipient with payable allocation lines, by recipient ID."""
     lines: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    day_lines: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    day_lines: dict[str, list[Report]] = defaultdict(list)
     for (recipient_id, line_id), line in view.entries(PAYABLE_LINE_PREFIX):
         lines[recipient_id].append((line_id, parse_amount(line["amount"])))
         if "artifact" in line:
@@ -272,7 +273,7 @@ def prepared_runs_by_approvability(view: LedgerView) -> tuple[list[RunListing], 
     return approvable, stale
 
 
-def unpayable_lines(view: LedgerView, run_id: str) -> list[dict[str, Any]]:
+def unpayable_lines(view: LedgerView, run_id: str) -> list[Report]:
     """The lines of prepared run ``run_id`` that are no longer payable (another run reserved or paid them, or a
     correction reversed them): while there is one, the run can never be approved. None for any other run."""
     record = view.record(run_key(run_id))
@@ -440,7 +441,7 @@ def recipient_update(view: LedgerView, recipient_id: str, update_id: str) -> Rec
     return record.data_as(RecipientUpdate) if record else None
 
 
-def payment_with_attempts(view: LedgerView, payment_id: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+def payment_with_attempts(view: LedgerView, payment_id: str) -> tuple[RecordData | None, list[RecordData]]:
     """The payment and its signed attempts, each with its revision; ``(None, [])`` when there is no such payment."""
     record = view.record(payment_key(payment_id))
     if record is None:
@@ -451,22 +452,22 @@ def payment_with_attempts(view: LedgerView, payment_id: str) -> tuple[dict[str, 
 
 
 def in_flight_attempts(view: LedgerView, *, cursor: str | None = None,
-                       limit: int = 50) -> tuple[list[dict[str, Any]], str | None]:
+                       limit: int = 50) -> tuple[list[RecordData], str | None]:
     """Attempts that may still land, in attempt ID order after ``cursor``, and the next cursor."""
     return _page(view, ATTEMPT_PREFIX, "attempt_id", cursor, limit,
                  lambda attempt: attempt["outcome"] in IN_FLIGHT_OUTCOMES)
 
 
 def in_flight_batches(view: LedgerView, *, cursor: str | None = None,
-                      limit: int = 50) -> tuple[list[dict[str, Any]], str | None]:
+                      limit: int = 50) -> tuple[list[RecordData], str | None]:
     """Batches whose anchor was broadcast and not yet observed, in batch ID order after ``cursor``."""
     return _page(view, BATCH_PREFIX, "batch_id", cursor, limit,
                  lambda batch: batch["state"] in IN_FLIGHT_BATCH_STATES and batch["transaction_hash"] is not None)
 
 
 def _page(view: LedgerView, prefix: str, id_field: str, cursor: str | None, limit: int,
-          wanted: Callable[[dict[str, Any]], bool]) -> tuple[list[dict[str, Any]], str | None]:
-    found: list[dict[str, Any]] = []
+          wanted: Callable[[RecordData], bool]) -> tuple[list[RecordData], str | None]:
+    found: list[RecordData] = []
     for _key, record in view.records(prefix, after=prefix + cursor if cursor else None):
         if wanted(record.data):
             if len(found) == limit:
@@ -475,12 +476,12 @@ def _page(view: LedgerView, prefix: str, id_field: str, cursor: str | None, limi
     return found, None
 
 
-def _with_revision(record: Record) -> dict[str, Any]:
+def _with_revision(record: Record) -> RecordData:
     return {**record.data, "revision": record.revision}
 
 
 def payment_search_rows(view: LedgerView, states: tuple[str, ...],
-                        keep: Callable[[PaymentListing], bool]) -> list[dict[str, Any]]:
+                        keep: Callable[[PaymentListing], bool]) -> list[Report]:
     """Each payment in ``states`` whose listing ``keep`` accepts, with its newest transaction hash and paid time.
 
     ``keep`` sees only the state index's listing, so it rules payments out before their records are read.
@@ -494,7 +495,7 @@ def payment_search_rows(view: LedgerView, states: tuple[str, ...],
     return found
 
 
-def _search_row(view: LedgerView, payment: Payment) -> dict[str, Any]:
+def _search_row(view: LedgerView, payment: Payment) -> Report:
     records = [view.record(attempt_key(attempt_id)) for attempt_id in payment["attempt_ids"]]
     attempts = [record.data_as(PaymentAttempt) for record in records if record is not None]
     paid = next((attempt for attempt in attempts if attempt["attempt_id"] == payment.get("paid_attempt_id")), None)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any, Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
+from ledger_engine.open_json import RecordData
 from ledger_engine.storage.value_codec import decode_record
 from ledger_engine.domain.schema.money_allocation import CORRECTION_REQUEST_PREFIX
 from ledger_engine.domain.schema.money_payouts import ATTEMPT_PREFIX, PAYMENT_PREFIX, RUN_PREFIX, payment_key
@@ -90,7 +91,7 @@ def _by_value(view: LedgerView, kinds: tuple[str, ...], matches: Callable[[str],
                 yield _found("recipient", recipient_id, BY_DISPLAY_NAME, recipient.data)
 
 
-def _found(kind: str, record_id: str, matched: str, data: dict[str, Any]) -> FoundRecord:
+def _found(kind: str, record_id: str, matched: str, data: RecordData) -> FoundRecord:
     field = STATUS_FIELDS.get(kind)
     return FoundRecord(kind, record_id, matched, data[field] if field else "")
 

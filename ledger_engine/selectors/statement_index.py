@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 import orjson
 
@@ -45,6 +45,7 @@ from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import INDEXES, STATE
 from ledger_engine.merkle.day_line_parts import commitment
 from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
+from ledger_engine.open_json import Document, RecordData, Unvalidated
 from ledger_engine.projections.day_line_evidence import ReadEvidence, commitments, day_line_documents, state_reader
 from ledger_engine.selectors.account_queries import display_names
 from ledger_engine.selectors.view import LedgerView
@@ -53,13 +54,13 @@ INDEX_ARTIFACT_VERSION = "porto:london:statement-index:v1"
 LINE_FIELDS = ("line_id", "day", "role", "amount", "status", "work_id", "node_id")
 
 
-def _state(view: LedgerView, record_key: str) -> dict[str, Any] | None:
+def _state(view: LedgerView, record_key: str) -> RecordData | None:
     raw = view.get(STATE, record_key.encode())
-    data: dict[str, Any] | None = orjson.loads(raw)["data"] if raw is not None else None
+    data: RecordData | None = orjson.loads(raw)["data"] if raw is not None else None
     return data
 
 
-def _required(view: LedgerView, record_key: str, missing: str) -> dict[str, Any]:
+def _required(view: LedgerView, record_key: str, missing: str) -> RecordData:
     """The record at ``record_key``; ``NOT_FOUND`` (``missing`` says what) if there is none."""
     data = _state(view, record_key)
     if data is None:
@@ -72,16 +73,16 @@ def _require(condition: bool, code: ErrorCode, detail: str) -> None:
         raise LedgerError(code, detail)
 
 
-def accounting_batch(view: LedgerView, batch_id: str) -> dict[str, Any]:
+def accounting_batch(view: LedgerView, batch_id: str) -> RecordData:
     batch = _required(view, batch_key(batch_id), f"batch {batch_id} does not exist")
     _require(batch["kind"] in ACCOUNTING_KINDS and batch["artifact"] is not None, ErrorCode.INVALID_STATE,
              f"batch {batch_id} is not a frozen accounting batch")
     return batch
 
 
-def covered_lines(view: LedgerView, batch: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def covered_lines(view: LedgerView, batch: RecordData) -> dict[str, list[RecordData]]:
     """Each recipient's lines the batch speaks for, by recipient, in line-ID order."""
-    by_recipient: dict[str, list[dict[str, Any]]] = {}
+    by_recipient: dict[str, list[RecordData]] = {}
     for raw_key, _ in view.scan(INDEXES, b"recipient_line/"):
         recipient_id, day, line_id = raw_key.decode().split("/")[1:]
         if not batch["window_start_ms"] <= int(day) * DAY_MS < batch["window_end_ms"]:
@@ -92,7 +93,7 @@ def covered_lines(view: LedgerView, batch: dict[str, Any]) -> dict[str, list[dic
     return {recipient: sorted(lines, key=lambda line: line["line_id"]) for recipient, lines in by_recipient.items()}
 
 
-def work_titles(view: LedgerView, lines: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+def work_titles(view: LedgerView, lines: dict[str, list[RecordData]]) -> dict[str, str]:
     """The display title of each work the lines name that has one, by work ID."""
     work_ids = sorted({line["work_id"] for recipient_lines in lines.values() for line in recipient_lines
                        if line.get("work_id") is not None})
@@ -100,9 +101,9 @@ def work_titles(view: LedgerView, lines: dict[str, list[dict[str, Any]]]) -> dic
     return {work_id: work["title"] for work_id, work in works.items() if "title" in work}
 
 
-def statement_document(public_proof_id: str, recipient_id: str, batch: dict[str, Any],
-                       lines: list[dict[str, Any]], parts: Mapping[str, dict[str, Any]] | None = None,
-                       titles: Mapping[str, str] | None = None, name: str | None = None) -> dict[str, Any]:
+def statement_document(public_proof_id: str, recipient_id: str, batch: RecordData,
+                       lines: list[RecordData], parts: Mapping[str, Document] | None = None,
+                       titles: Mapping[str, str] | None = None, name: str | None = None) -> Document:
     """A recipient's statement for one accounting batch: the leaf of docs/merkle.md. ``parts`` holds each day
     line's commitment to its parts, by line ID; ``titles`` each titled work's display title, by work ID;
     ``name`` the recipient's display name, if it has one."""
@@ -121,8 +122,8 @@ def statement_document(public_proof_id: str, recipient_id: str, batch: dict[str,
     }
 
 
-def statement_line(line: dict[str, Any], parts: Mapping[str, dict[str, Any]], titles: Mapping[str, str]
-                   ) -> dict[str, Any]:
+def statement_line(line: RecordData, parts: Mapping[str, Document], titles: Mapping[str, str]
+                   ) -> Document:
     """A line as its statement lists it; a day line with its chunk and its commitment to its parts, a line of a
     titled work with the work's title."""
     fields = {name: line[name] for name in LINE_FIELDS if line.get(name) is not None}
@@ -137,7 +138,7 @@ def statement_line(line: dict[str, Any], parts: Mapping[str, dict[str, Any]], ti
 def prepare_statement_index(view: LedgerView, index_batch_id: str, accounting_batch_id: str,
                             anchor_effect_id: str, *, read_evidence: ReadEvidence | None = None,
                             new_proof_id: Callable[[], str] = lambda: secrets.token_hex(16)
-                            ) -> tuple[dict[str, Any], bytes]:
+                            ) -> tuple[Unvalidated, bytes]:
     """The freeze step of a statement index over ``accounting_batch_id``, and the index artifact's bytes.
     ``read_evidence`` reads the chunks of the day lines it covers (an evidence store's ``get``)."""
     batch = accounting_batch(view, accounting_batch_id)
@@ -162,7 +163,7 @@ def prepare_statement_index(view: LedgerView, index_batch_id: str, accounting_ba
 
 
 def day_line_commitments(view: LedgerView, read_evidence: ReadEvidence | None,
-                         lines: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+                         lines: dict[str, list[RecordData]]) -> dict[str, Document]:
     """Each covered day line's commitment to its parts, by line ID."""
     day_lines = [line for recipient_lines in lines.values() for line in recipient_lines if "artifact" in line]
     if not day_lines:
@@ -181,14 +182,14 @@ def index_artifact(index_batch_id: str, accounting_batch_id: str, tree: Statemen
 
 
 def statement_file(view: LedgerView, read_evidence: ReadEvidence, statement_id: str,
-                   chain: str) -> dict[str, Any]:
+                   chain: str) -> Document:
     """The statement file of docs/merkle.md for one statement, once its index is confirmed on chain."""
     statement, index, tree = confirmed_statement(view, read_evidence, statement_id)
     anchor = {"chain": chain, "transaction_hash": index["transaction_hash"], "ledger_version": index["ledger_version"]}
     return tree.statement_file(statement["public_proof_id"], anchor)
 
 
-def parts_file(view: LedgerView, read_evidence: ReadEvidence, statement_id: str, line_id: str) -> dict[str, Any]:
+def parts_file(view: LedgerView, read_evidence: ReadEvidence, statement_id: str, line_id: str) -> Document:
     """The parts document of day line ``line_id`` of a statement whose index is confirmed: what its statement
     commits to, recomputed from the chunk's stored bytes and held to that commitment."""
     record, _, tree = confirmed_statement(view, read_evidence, statement_id)
@@ -204,7 +205,7 @@ def parts_file(view: LedgerView, read_evidence: ReadEvidence, statement_id: str,
 
 
 def confirmed_statement(view: LedgerView, read_evidence: ReadEvidence, statement_id: str
-                        ) -> tuple[dict[str, Any], dict[str, Any], StatementTree]:
+                        ) -> tuple[RecordData, RecordData, StatementTree]:
     """A statement's record, its index's batch record and the index's tree, rebuilt from the index artifact, once
     the index is confirmed on chain."""
     statement = _required(view, statement_key(statement_id), f"statement {statement_id} does not exist")
@@ -222,7 +223,7 @@ def confirmed_statement(view: LedgerView, read_evidence: ReadEvidence, statement
     return statement, index, tree
 
 
-def statements_of_index(view: LedgerView, index_batch_id: str) -> list[dict[str, Any]]:
+def statements_of_index(view: LedgerView, index_batch_id: str) -> list[RecordData]:
     """The statements a statement index recorded, in statement-ID order."""
     found = (orjson.loads(raw)["data"] for _, raw in view.scan(STATE, b"statement/"))
     return [statement for statement in found if statement["index_batch_id"] == index_batch_id]

@@ -9,7 +9,7 @@ the live database; callers show the head sequence they read at (docs/adr/0002).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, TypedDict
+from typing import Callable, TypedDict
 
 import orjson
 
@@ -20,6 +20,7 @@ from ledger_engine.domain.schema.streaming import (
 from ledger_engine.domain.view import Shape
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import INDEXES, STATE
+from ledger_engine.open_json import IndexValue, Unvalidated
 from ledger_engine.selectors.budget_queries import listener_day_stake
 from ledger_engine.selectors.view import LedgerView
 
@@ -29,7 +30,7 @@ MAX_SESSION_ENTRIES = 20_000
 
 @dataclass(frozen=True)
 class Page:
-    items: list[dict[str, Any]]
+    items: list[IndexValue]
     next_start: str | None
 
 
@@ -37,10 +38,10 @@ class SessionEvidence(TypedDict):
     """A session and the review entries of its grants, receipts, decisions and holds, with its serving nodes."""
 
     session: Session
-    grants: list[dict[str, Any]]
-    receipts: list[dict[str, Any]]
-    decisions: list[dict[str, Any]]
-    holds: list[dict[str, Any]]
+    grants: list[IndexValue]
+    receipts: list[IndexValue]
+    decisions: list[IndexValue]
+    holds: list[IndexValue]
     nodes: dict[str, Node | None]
 
 
@@ -75,7 +76,7 @@ def session_evidence(view: LedgerView, session_id: str) -> SessionEvidence | Non
     session = _data(view, session_key(session_id), Session)
     if session is None:
         return None
-    evidence: dict[str, list[dict[str, Any]]] = {"grant": [], "receipt": [], "decision": [], "hold": []}
+    evidence: dict[str, list[IndexValue]] = {"grant": [], "receipt": [], "decision": [], "hold": []}
     prefix = key("session_evidence", session_id) + "/"
     for (kind, item_id, *revision), value in view.entries(prefix, limit=MAX_SESSION_ENTRIES):
         entry = {"id": item_id, **value}
@@ -111,12 +112,12 @@ def hold_revision(view: LedgerView, hold_id: str) -> int | None:
     return record.revision if record else None
 
 
-def expected_hold_revision(hold_id: str, revision: int) -> dict[str, Any]:
+def expected_hold_revision(hold_id: str, revision: int) -> Unvalidated:
     """What a decision on ``hold_id`` expects of it: the revision its reviewer saw."""
     return {"cf": STATE, "key": hold_key(hold_id), "revision": revision}
 
 
-def current_decision(view: LedgerView, receipt_id: str) -> dict[str, Any] | None:
+def current_decision(view: LedgerView, receipt_id: str) -> IndexValue | None:
     """The receipt's latest decision as the projection keeps it: revision, disposition, reasons, sequence."""
     return view.entry(key("decision_current", receipt_id))
 
@@ -143,9 +144,9 @@ def eligible_duration_per_work(view: LedgerView, listener_id: str, day: int) -> 
 
 
 def _page(view: LedgerView, prefix: str, start: str | None, limit: int,
-          item: Callable[[str, dict[str, Any]], dict[str, Any]]) -> Page:
+          item: Callable[[str, IndexValue], IndexValue]) -> Page:
     """Up to ``limit`` index entries under ``prefix`` from the key ``start`` on, and the key that follows them."""
-    rows: list[tuple[str, dict[str, Any]]] = []
+    rows: list[tuple[str, IndexValue]] = []
     for raw_key, raw in view.scan(INDEXES, prefix.encode(), start.encode() if start else None):
         if len(rows) > limit:
             break

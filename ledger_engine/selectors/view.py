@@ -8,13 +8,15 @@ data and the sequence it names belong together (docs/adr/0046).
 
 from __future__ import annotations
 
-from typing import Any, Iterator, overload
+from typing import Iterator, overload
 
 import orjson
 
+from ledger_engine.domain.schema.money_payouts import Effect
 from ledger_engine.domain.view import Record, Shape
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import INDEXES, OUTBOX, STATE
+from ledger_engine.open_json import IndexValue, RecordData
 from ledger_engine.storage.head import read_head
 from ledger_engine.storage.readable import ReadableStore
 from ledger_engine.storage.value_codec import decode_record
@@ -42,12 +44,12 @@ class LedgerView:
         return decode_record(raw) if raw is not None else None
 
     @overload
-    def require(self, key: str, what: str) -> dict[str, Any]: ...
+    def require(self, key: str, what: str) -> RecordData: ...
 
     @overload
     def require(self, key: str, what: str, shape: type[Shape]) -> Shape: ...
 
-    def require(self, key: str, what: str, shape: type[Shape] | None = None) -> dict[str, Any] | Shape:
+    def require(self, key: str, what: str, shape: type[Shape] | None = None) -> RecordData | Shape:
         """A state record's data, as the record type ``shape`` its key stores where given; NOT_FOUND naming ``what``
         when there is none."""
         record = self.require_record(key, what)
@@ -66,22 +68,22 @@ class LedgerView:
         for raw_key, raw in self._store.scan(STATE, prefix.encode(), start):
             yield raw_key.decode(), decode_record(raw)
 
-    def effect(self, effect_id: str) -> dict[str, Any]:
+    def effect(self, effect_id: str) -> Effect:
         found = self.effect_record(effect_id)
         if found is None:
             raise LedgerError(ErrorCode.NOT_FOUND, f"effect {effect_id} does not exist")
-        return found.data
+        return found.data_as(Effect)
 
     def effect_record(self, effect_id: str) -> Record | None:
         raw = self._store.get(OUTBOX, effect_id.encode())
         return decode_record(raw) if raw is not None else None
 
-    def entry(self, key: str) -> dict[str, Any] | None:
+    def entry(self, key: str) -> IndexValue | None:
         """An index entry: the JSON object a projection wrote, of no record type."""
         raw = self._store.get(INDEXES, key.encode())
         return orjson.loads(raw) if raw is not None else None
 
-    def entries(self, prefix: str, limit: int | None = None) -> Iterator[tuple[list[str], dict[str, Any]]]:
+    def entries(self, prefix: str, limit: int | None = None) -> Iterator[tuple[list[str], IndexValue]]:
         """Index entries under ``prefix`` in key order, each with the key's components after the prefix."""
         for number, (raw_key, raw) in enumerate(self._store.scan(INDEXES, prefix.encode())):
             if limit is not None and number >= limit:
