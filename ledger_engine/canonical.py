@@ -25,6 +25,7 @@ import orjson
 import rfc8785
 
 from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.open_json import JsonObject
 
 MAX_SAFE_INTEGER = 2**53 - 1
 
@@ -128,7 +129,7 @@ def require_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
-def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> JsonObject:
     names = [name for name, _ in pairs]
     if len(set(names)) != len(names):
         duplicate = next(name for name in names if names.count(name) > 1)

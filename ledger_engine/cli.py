@@ -30,6 +30,7 @@ from ledger_engine.application import day_freeze, journal_tree
 from ledger_engine.application.owner import (
     LedgerOwner, check_for_owning, initialise, promote, read_genesis, read_reconciliation_owed,
 )
+from ledger_engine.open_json import Document, Report
 from ledger_engine.storage.head import read_head
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.canonical import parse_json
@@ -56,7 +57,7 @@ from ledger_engine.storage.rocks import RocksStore
 
 SUBMIT_WINDOW = 256
 # One submitted line: its command ID, and the future of its outcome or the refusal it already got.
-Submitted = tuple[str | None, "Future[CommandOutcome] | dict[str, Any]"]
+Submitted = tuple[str | None, "Future[CommandOutcome] | Report"]
 
 
 def emit(value: Any, stream: TextIO | None = None) -> None:
@@ -194,7 +195,7 @@ def _command_id(document: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _answer(pending: Submitted) -> dict[str, Any]:
+def _answer(pending: Submitted) -> Report:
     command_id, answer = pending
     if isinstance(answer, dict):
         return {"command_id": command_id, **answer}
@@ -359,7 +360,7 @@ def cmd_prove_consistency(args: argparse.Namespace) -> None:
     _emit_document(document)
 
 
-def _emit_document(document: dict[str, Any]) -> None:
+def _emit_document(document: Document) -> None:
     """A proof document in its canonical bytes, so the printed file is exactly what verify-proof reads."""
     sys.stdout.buffer.write(encode_document(document))
     sys.stdout.flush()

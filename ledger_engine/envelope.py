@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ledger_engine.canonical import COMMAND_DOMAIN, MAX_SAFE_INTEGER, canonical_bytes, sha256_hex
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import IDENTIFIER_PATTERN as IDENTIFIER_PATTERN  # the public name the edges validate IDs by
+from ledger_engine.open_json import Unvalidated
 
 # Pydantic searches patterns unanchored, so every pattern here carries ^ and $.
 MAX_ENVELOPE_BYTES = 1024 * 1024
@@ -46,7 +47,7 @@ class CommandEnvelope(BaseModel):
     admitted_at_ms: int = Field(ge=0, le=MAX_SAFE_INTEGER)
     ruleset_version: str = Field(pattern=IDENTIFIER_PATTERN)
     expected_revisions: list[ExpectedRevision]
-    payload: dict[str, Any]
+    payload: Unvalidated
     evidence_hashes: list[str]
 
     @field_validator("expected_revisions")

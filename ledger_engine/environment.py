@@ -25,6 +25,7 @@ from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from ledger_engine.genesis import GENESIS_HASH_PATTERN
+from ledger_engine.open_json import Unvalidated
 
 # Wider than the clock drift between processes on the owner's host that stamp envelopes, and the time an
 # envelope waits in the executor's queue; narrow enough that nothing dated inside it buys an attacker anything.
@@ -121,7 +122,7 @@ class TypedEnvironment(BaseSettings):
 
     @model_validator(mode="before")
     @classmethod
-    def _pair_secrets_with_their_files(cls, variables: dict[str, Any]) -> dict[str, Any]:
+    def _pair_secrets_with_their_files(cls, variables: Unvalidated) -> Unvalidated:
         paired = dict(variables)
         for name in cls.secret_variables():
             paired[name] = _secret(name, paired.get(name), paired.pop(f"{name}_FILE", None))
@@ -175,7 +176,7 @@ def read_typed(kind: type[Typed], variables: Mapping[str, str] | None = None) ->
     at fault."""
     source = os.environ if variables is None else variables
     # Text, which each field parses into its type: not yet the types the constructor's signature names.
-    given: dict[str, Any] = {name: source[name] for name in kind.variables() if source.get(name)}
+    given: Unvalidated = {name: source[name] for name in kind.variables() if source.get(name)}
     try:
         return kind(**given)
     except ValidationError as refused:

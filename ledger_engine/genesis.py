@@ -17,13 +17,14 @@ from ledger_engine.domain.ruleset import ASSETS, LONDON_1_POLICY, RULESET_VERSIO
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import key
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import Document, RecordData
 
 GENESIS_SCHEMA = 1
 GENESIS_HASH_PATTERN = "[0-9a-f]{64}"
 
 
 def default_genesis(*, admin_actor_id: str = "genesis-admin", label: str = "porto london ledger",
-                    step_up_public_key: str | None = None, payer_address: str | None = None) -> dict[str, Any]:
+                    step_up_public_key: str | None = None, payer_address: str | None = None) -> Document:
     """A genesis with one bootstrap administrator, who provisions everyone else.
 
     ``step_up_public_key`` is the verifier of the console's step-up proofs; without
@@ -47,11 +48,11 @@ def default_genesis(*, admin_actor_id: str = "genesis-admin", label: str = "port
     return document
 
 
-def genesis_hash(document: dict[str, Any]) -> str:
+def genesis_hash(document: Document) -> str:
     return domain_hash(GENESIS_DOMAIN, document)
 
 
-def genesis_records(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+def genesis_records(document: Document) -> list[tuple[str, str, RecordData]]:
     """The logical records genesis creates, each at revision 1."""
     validate_genesis(document)
     records = [(STATE, key("ruleset", document["ruleset_version"]), {

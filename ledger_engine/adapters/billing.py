@@ -9,7 +9,7 @@ same command ID and so to the stored envelope and its original outcome.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -21,6 +21,7 @@ from ledger_engine.domain.schema.streaming import provider_period_sentinel
 from ledger_engine.domain.types import Identifier, TimestampMs
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import UNIQUE
+from ledger_engine.open_json import Unvalidated
 
 KINDS = {
     "period.opened": "period_opened",
@@ -76,7 +77,7 @@ class BillingAdapter:
             "payload": self._payload(provider, event, digest),
         })
 
-    def _payload(self, provider: str, event: ProviderEvent, digest: str) -> dict[str, Any]:
+    def _payload(self, provider: str, event: ProviderEvent, digest: str) -> Unvalidated:
         kind = KINDS[event.type]
         payload = {"provider": provider, "event_id": event.id, "kind": kind, "occurred_at_ms": event.created_ms,
                    "provider_period_id": event.period.id, "account_id": event.client_reference,

@@ -21,16 +21,17 @@ credential, dispatch and signed-bytes checks (``check``, which refuses a new and
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from ledger_engine.adapters.gateway import CommandGateway, Ledger, Unstored, derived_command_id, journalled_envelope
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.domain.step_up import without_proof
 from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.open_json import Unvalidated
 
-Check = Callable[[dict[str, Any]], None]
-New = Callable[[str], dict[str, Any] | Unstored]
+Check = Callable[[Unvalidated], None]
+New = Callable[[str], Unvalidated | Unstored]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +60,8 @@ class Request:
 
     actor_id: str
     command_type: str
-    payload: dict[str, Any]
-    expected_revisions: Sequence[dict[str, Any]] = ()
+    payload: Unvalidated
+    expected_revisions: Sequence[Unvalidated] = ()
     evidence_hashes: Sequence[str] = ()
 
 
@@ -69,7 +70,7 @@ class Journalled:
     """A request's command as the ledger journalled it: its outcome and the envelope the owner admitted."""
 
     outcome: CommandOutcome
-    envelope: dict[str, Any]
+    envelope: Unvalidated
 
 
 def answer(admission: CommandGateway, edge: Edge, sent_id: str, request: Request, *, new: New,
@@ -82,7 +83,7 @@ def answer(admission: CommandGateway, edge: Edge, sent_id: str, request: Request
 
 
 def prepare(admission: CommandGateway, edge: Edge, sent_id: str, request: Request, *, new: New,
-            check: Check | None = None) -> Journalled | dict[str, Any] | Unstored:
+            check: Check | None = None) -> Journalled | Unvalidated | Unstored:
     """The request's journalled command, or else the envelope to submit for it: the one stored under its ID, or a
     ``new`` one built for that ID (admitted and checked, for ``admission.keep`` to store)."""
     command_id = edge.journalled_id(request.actor_id, sent_id)
@@ -104,7 +105,7 @@ def journalled_for(ledger: Ledger, edge: Edge, command_id: str, request: Request
 
 
 def stored_for(admission: CommandGateway, edge: Edge, command_id: str, request: Request,
-               check: Check | None) -> dict[str, Any] | None:
+               check: Check | None) -> Unvalidated | None:
     """The envelope stored under ``command_id``, if any, provided it is ``request``'s, not dated ahead, and passes
     the edge's ``check``."""
     stored = admission.envelopes.load(command_id)
@@ -117,7 +118,7 @@ def stored_for(admission: CommandGateway, edge: Edge, command_id: str, request: 
     return stored
 
 
-def submit(admission: CommandGateway, envelope: dict[str, Any]) -> CommandOutcome:
+def submit(admission: CommandGateway, envelope: Unvalidated) -> CommandOutcome:
     """``admission.submit`` for a stored envelope, its answer ``answered``.
 
     An answer lost to a halted ledger is found by command ID: as this submit's own answer (not a duplicate) unless
@@ -131,20 +132,22 @@ def submit(admission: CommandGateway, envelope: dict[str, Any]) -> CommandOutcom
         if resolved is None:
             raise
         outcome = replace(resolved, duplicate=False) if resolved.sequence > head_before else resolved
-    return answered(admission, outcome)
+    return answered(admission, outcome, submitted=envelope)
 
 
-def answered(admission: CommandGateway, outcome: CommandOutcome) -> CommandOutcome:
+def answered(admission: CommandGateway, outcome: CommandOutcome, *, submitted: Unvalidated | None = None
+             ) -> CommandOutcome:
     """``outcome``, unless the ledger journalled another envelope under its command ID than the one stored for it
-    (and so checked against the request)."""
+    (and so checked against the request). The envelope just ``submitted`` is the stored one unless the gateway
+    re-admitted it meanwhile, so the store is read again only when the journalled one is not it."""
     journalled = journalled_envelope(admission.ledger, outcome)
-    if journalled != admission.envelopes.load(outcome.command_id):
+    if journalled != submitted and journalled != admission.envelopes.load(outcome.command_id):
         raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
                           f"command {outcome.command_id} was journalled for another request")
     return outcome
 
 
-def require_same_request(edge: Edge, held: dict[str, Any], request: Request) -> None:
+def require_same_request(edge: Edge, held: Unvalidated, request: Request) -> None:
     """``COMMAND_ID_CONFLICT`` where the envelope journalled or stored under a request's ID asks for another thing.
 
     Compared: the actor, the command type, the payload (a step-up proof aside: it authorises the command, it is not
@@ -156,7 +159,7 @@ def require_same_request(edge: Edge, held: dict[str, Any], request: Request) -> 
                           f"command {held['command_id']} was already used for another request")
 
 
-def _terms(edge: Edge, asked: dict[str, Any]) -> bytes:
+def _terms(edge: Edge, asked: Unvalidated) -> bytes:
     """What ``require_same_request`` compares of an envelope or a request, in the order an envelope keeps it."""
     terms = {"actor_id": asked["actor_id"], "command_type": asked["command_type"],
              "payload": without_proof(asked["payload"]), "evidence_hashes": sorted(set(asked["evidence_hashes"]))}

@@ -41,6 +41,7 @@ from ledger_engine.adapters.envelope_store import EnvelopeStore
 from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.application.admission import AdmittedCommand, admit
 from ledger_engine.application.envelopes import build_envelope
+from ledger_engine.open_json import Document, Unvalidated
 from ledger_engine.storage.head import Head
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
@@ -73,7 +74,7 @@ class Ledger(Protocol):
 
     def get(self, family: str, key: str) -> Record | None: ...
 
-    def journal_entry(self, sequence: int) -> dict[str, Any] | None: ...
+    def journal_entry(self, sequence: int) -> Document | None: ...
 
     def head(self) -> Head: ...
 
@@ -83,7 +84,7 @@ class Queued:
     """Envelopes handed to the owner together (``CommandGateway.queue_all``): each one's future, or None where it
     is left to be submitted on its own."""
 
-    envelopes: Sequence[dict[str, Any]]
+    envelopes: Sequence[Unvalidated]
     futures: list[Future[CommandOutcome] | None]
 
 
@@ -117,12 +118,12 @@ class Together:
     """A turn of ``CommandGateway.admitting_together``: its admission time, and its queueing in turn."""
 
     def __init__(self, turns: Turns, turn: int, admitted_at_ms: int,
-                 queue_all: Callable[[Sequence[dict[str, Any]]], Queued]) -> None:
+                 queue_all: Callable[[Sequence[Unvalidated]], Queued]) -> None:
         self.admitted_at_ms = admitted_at_ms
         self._turns, self._turn, self._queue_all = turns, turn, queue_all
         self._passed = False
 
-    def queue(self, envelopes: Sequence[dict[str, Any]]) -> Queued:
+    def queue(self, envelopes: Sequence[Unvalidated]) -> Queued:
         """``CommandGateway.queue_all`` once every earlier turn has queued; this turn has then passed."""
         assert not self._passed, "a turn queues once"
         self._passed = True
@@ -141,10 +142,10 @@ class Together:
 class Unstored:
     """An envelope built, admitted and checked for a request, not stored yet (``CommandGateway.keep`` stores it)."""
 
-    envelope: dict[str, Any]
+    envelope: Unvalidated
     command: AdmittedCommand
-    request: dict[str, Any]
-    check: Callable[[dict[str, Any]], None] | None
+    request: Unvalidated
+    check: Callable[[Unvalidated], None] | None
 
 
 def wall_clock_ms() -> int:
@@ -173,12 +174,12 @@ class CommandGateway:
         self._readmitting = threading.Lock()
         self._ordering = threading.Lock()
         self._turns = Turns()
-        self._admitted: dict[str, tuple[dict[str, Any], AdmittedCommand]] = {}
+        self._admitted: dict[str, tuple[Unvalidated, AdmittedCommand]] = {}
 
-    def envelope(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str,
-                 expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = (),
-                 check: Callable[[dict[str, Any]], None] | None = None,
-                 admitted_at_ms: int | None = None) -> dict[str, Any]:
+    def envelope(self, command_type: str, payload: Unvalidated, *, actor_id: str, command_id: str,
+                 expected: Iterable[Unvalidated] = (), evidence: Iterable[str] = (),
+                 check: Callable[[Unvalidated], None] | None = None,
+                 admitted_at_ms: int | None = None) -> Unvalidated:
         """The stored envelope for this request, building and storing it the first time.
 
         ``check`` is the caller's own refusal of an admitted envelope (it raises): it runs before the envelope is
@@ -189,10 +190,10 @@ class CommandGateway:
                                        expected=expected, evidence=evidence, check=check,
                                        admitted_at_ms=admitted_at_ms))
 
-    def admitted(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str,
-                 expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = (),
-                 check: Callable[[dict[str, Any]], None] | None = None,
-                 admitted_at_ms: int | None = None) -> dict[str, Any] | Unstored:
+    def admitted(self, command_type: str, payload: Unvalidated, *, actor_id: str, command_id: str,
+                 expected: Iterable[Unvalidated] = (), evidence: Iterable[str] = (),
+                 check: Callable[[Unvalidated], None] | None = None,
+                 admitted_at_ms: int | None = None) -> Unvalidated | Unstored:
         """``envelope`` up to its storing: the stored envelope for this request, or a new one admitted and checked
         but not stored yet (``keep`` stores it), so a caller with many stores them side by side."""
         stored = self.envelopes.load(command_id)
@@ -204,9 +205,9 @@ class CommandGateway:
         return self.built(command_type, payload, actor_id=actor_id, command_id=command_id, expected=expected,
                           evidence=evidence, check=check, admitted_at_ms=admitted_at_ms)
 
-    def built(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str,
-              expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = (),
-              check: Callable[[dict[str, Any]], None] | None = None, admitted_at_ms: int | None = None) -> Unstored:
+    def built(self, command_type: str, payload: Unvalidated, *, actor_id: str, command_id: str,
+              expected: Iterable[Unvalidated] = (), evidence: Iterable[str] = (),
+              check: Callable[[Unvalidated], None] | None = None, admitted_at_ms: int | None = None) -> Unstored:
         """A new envelope for ``command_id``, admitted and checked but not stored (``keep`` stores it), for a caller
         that has looked for one stored under that ID already (``command_answers``)."""
         require_not_owners(command_type, actor_id)
@@ -222,7 +223,7 @@ class CommandGateway:
             check(built)
         return Unstored(built, command, request, check)
 
-    def keep(self, admitted: dict[str, Any] | Unstored) -> dict[str, Any]:
+    def keep(self, admitted: Unvalidated | Unstored) -> Unvalidated:
         """The stored envelope: ``admitted`` stored unless another request stored one for its ID first."""
         if not isinstance(admitted, Unstored):
             return admitted
@@ -232,8 +233,8 @@ class CommandGateway:
         self._remember(stored, admitted.command)
         return stored
 
-    def _stored_for(self, stored: dict[str, Any], request: dict[str, Any],
-                    check: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
+    def _stored_for(self, stored: Unvalidated, request: Unvalidated,
+                    check: Callable[[Unvalidated], None] | None) -> Unvalidated:
         """The envelope stored under a command ID, if it was stored for this very request."""
         again = _build(stored["command_id"], request, admitted_at_ms=stored["admitted_at_ms"],
                        ruleset_version=stored["ruleset_version"])
@@ -245,14 +246,14 @@ class CommandGateway:
             check(stored)
         return stored
 
-    def require_not_ahead(self, stored: dict[str, Any]) -> None:
+    def require_not_ahead(self, stored: Unvalidated) -> None:
         """A stored envelope admitted later than this clock allows was not admitted here (docs/adr/0078)."""
         latest = self.now_ms() + MAX_STORED_AHEAD_MS
         if stored["admitted_at_ms"] > latest:
             raise LedgerError(ErrorCode.COMMAND_ID_CONFLICT,
                               f"command {stored['command_id']} was stored with an admission time after {latest}")
 
-    def submit(self, envelope: dict[str, Any]) -> CommandOutcome:
+    def submit(self, envelope: Unvalidated) -> CommandOutcome:
         """The ledger's outcome for ``envelope``: recorded already (a lost response), or now.
 
         The ledger itself answers an exact duplicate with the original outcome and
@@ -261,7 +262,7 @@ class CommandGateway:
         """
         return self._submit_readmitting(envelope)
 
-    def submit_all(self, envelopes: Sequence[dict[str, Any]]) -> list[CommandOutcome | LedgerError]:
+    def submit_all(self, envelopes: Sequence[Unvalidated]) -> list[CommandOutcome | LedgerError]:
         """``submit`` for several envelopes at once: each answered with its outcome, or the error ``submit`` would
         have raised for it alone (``queue_all``, then ``answers``)."""
         return self.answers(self.queue_all(envelopes))
@@ -279,7 +280,7 @@ class CommandGateway:
         finally:
             together.pass_turn()
 
-    def queue_all(self, envelopes: Sequence[dict[str, Any]]) -> Queued:
+    def queue_all(self, envelopes: Sequence[Unvalidated]) -> Queued:
         """Hand the owner the envelopes this gateway has just admitted, side by side, earliest admission first, so
         they share group commits; the others are left to ``answers``, which waits for every one."""
         queued = Queued(envelopes, [None] * len(envelopes))
@@ -302,7 +303,7 @@ class CommandGateway:
         on its own, as ``submit`` does."""
         return [self._answer(envelope, future) for envelope, future in zip(queued.envelopes, queued.futures)]
 
-    def _answer(self, envelope: dict[str, Any], future: Future[CommandOutcome] | None) -> CommandOutcome | LedgerError:
+    def _answer(self, envelope: Unvalidated, future: Future[CommandOutcome] | None) -> CommandOutcome | LedgerError:
         if future is not None:
             try:
                 return future.result()
@@ -314,7 +315,7 @@ class CommandGateway:
         except LedgerError as error:
             return error
 
-    def _submit_readmitting(self, envelope: dict[str, Any]) -> CommandOutcome:
+    def _submit_readmitting(self, envelope: Unvalidated) -> CommandOutcome:
         for _ in range(MAX_READMISSIONS):
             try:
                 return self._submit_once(envelope)
@@ -327,7 +328,7 @@ class CommandGateway:
                     raise
         return self._submit_once(envelope)
 
-    def _submit_once(self, envelope: dict[str, Any]) -> CommandOutcome:
+    def _submit_once(self, envelope: Unvalidated) -> CommandOutcome:
         """Hand an envelope this gateway admitted to the owner as the admitted command, not to be admitted again.
 
         Only a ``LedgerOwner`` itself takes admitted commands: a ledger that wraps one sees every envelope.
@@ -339,12 +340,12 @@ class CommandGateway:
             return self.ledger.submit_admitted(command)
         return self.ledger.submit(envelope)
 
-    def _remember(self, envelope: dict[str, Any], command: AdmittedCommand) -> None:
+    def _remember(self, envelope: Unvalidated, command: AdmittedCommand) -> None:
         if len(self._admitted) >= MAX_REMEMBERED_ADMISSIONS:
             self._admitted.clear()
         self._admitted[envelope["command_id"]] = (envelope, command)
 
-    def _take_admitted(self, envelope: dict[str, Any]) -> AdmittedCommand | None:
+    def _take_admitted(self, envelope: Unvalidated) -> AdmittedCommand | None:
         """The command admitted from this very envelope object; an envelope loaded or rebuilt since is admitted anew."""
         command_id = envelope.get("command_id")
         remembered = self._admitted.get(command_id) if isinstance(command_id, str) else None
@@ -353,12 +354,12 @@ class CommandGateway:
         self._admitted.pop(envelope["command_id"], None)
         return remembered[1]
 
-    def _readmitted(self, envelope: dict[str, Any]) -> dict[str, Any] | None:
+    def _readmitted(self, envelope: Unvalidated) -> Unvalidated | None:
         """The stored envelope, if another thread re-admitted this command ID since ``envelope`` was loaded."""
         stored = self.envelopes.load(envelope["command_id"])
         return stored if stored is not None and canonical_bytes(stored) != canonical_bytes(envelope) else None
 
-    def _readmit(self, refused: dict[str, Any]) -> dict[str, Any]:
+    def _readmit(self, refused: Unvalidated) -> Unvalidated:
         """A fresh admission time for an envelope the ledger never journalled; the stored copy is replaced.
 
         The ledger answers duplicates before it checks time, so a refusal for time proves it holds no
@@ -375,12 +376,12 @@ class CommandGateway:
             self._remember(fresh, command)
             return fresh
 
-    def execute(self, command_type: str, payload: dict[str, Any], *, actor_id: str, command_id: str | None = None,
-                expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = ()) -> CommandOutcome:
+    def execute(self, command_type: str, payload: Unvalidated, *, actor_id: str, command_id: str | None = None,
+                expected: Iterable[Unvalidated] = (), evidence: Iterable[str] = ()) -> CommandOutcome:
         return self.submit(self.envelope(command_type, payload, actor_id=actor_id, command_id=command_id or new_id(),
                                          expected=expected, evidence=evidence))
 
-    def execute_once(self, command_id: str, request: Callable[[], dict[str, Any]], *,
+    def execute_once(self, command_id: str, request: Callable[[], Unvalidated], *,
                      minted: Iterable[str] = ()) -> CommandOutcome:
         """For a command ID derived from its input: a redelivered input gets the first delivery's command.
 
@@ -417,11 +418,11 @@ class CommandGateway:
             return self._last_ms
 
 
-def journalled_envelope(ledger: Ledger, outcome: CommandOutcome) -> dict[str, Any]:
+def journalled_envelope(ledger: Ledger, outcome: CommandOutcome) -> Unvalidated:
     """The envelope the ledger journalled for ``outcome``, which it answered from its journal."""
     entry = ledger.journal_entry(outcome.sequence)
     assert entry is not None, f"the ledger answered {outcome.command_id} at {outcome.sequence}, past its journal"
-    envelope: dict[str, Any] = entry["envelope"]
+    envelope: Unvalidated = entry["envelope"]
     return envelope
 
 
@@ -437,24 +438,24 @@ def require_not_owners(command_type: Any, actor_id: Any) -> None:
         raise LedgerError(ErrorCode.OWNER_ONLY, f"only the ledger's owner submits {command_type}, in its own process")
 
 
-def _request(*, command_type: str, payload: dict[str, Any], actor_id: str, expected: Iterable[dict[str, Any]] = (),
-             evidence: Iterable[str] = ()) -> dict[str, Any]:
+def _request(*, command_type: str, payload: Unvalidated, actor_id: str, expected: Iterable[Unvalidated] = (),
+             evidence: Iterable[str] = ()) -> Unvalidated:
     """``execute``'s keyword arguments as the request an envelope is built from."""
     return {"command_type": command_type, "payload": payload, "actor_id": actor_id,
             "expected_revisions": list(expected), "evidence_hashes": list(evidence)}
 
 
-def _build(command_id: str, request: dict[str, Any], **admission: Any) -> dict[str, Any]:
+def _build(command_id: str, request: Unvalidated, **admission: Any) -> Unvalidated:
     return build_envelope(request["command_type"], request["payload"], command_id=command_id,
                           actor_id=request["actor_id"], expected_revisions=request["expected_revisions"],
                           evidence_hashes=request["evidence_hashes"], **admission)
 
 
-def _require_same_input(stored: dict[str, Any], request: dict[str, Any], minted: frozenset[str]) -> None:
+def _require_same_input(stored: Unvalidated, request: Unvalidated, minted: frozenset[str]) -> None:
     rebuilt = _build(stored["command_id"], request, admitted_at_ms=stored["admitted_at_ms"],
                      ruleset_version=stored["ruleset_version"])
 
-    def identity(envelope: dict[str, Any]) -> dict[str, Any]:
+    def identity(envelope: Unvalidated) -> Unvalidated:
         payload = envelope["payload"]
         return {**envelope, "payload": {key: None if key in minted else value for key, value in payload.items()}}
 
@@ -463,7 +464,7 @@ def _require_same_input(stored: dict[str, Any], request: dict[str, Any], minted:
                           f"command {stored['command_id']} was stored for another input")
 
 
-def _require_same_author(journalled: dict[str, Any], request: dict[str, Any]) -> None:
+def _require_same_author(journalled: Unvalidated, request: Unvalidated) -> None:
     """The journalled command under an input's ID is this input's kind of command, by this input's actor.
 
     Its other terms may differ from what the request builds now (the revisions it expected have moved

@@ -13,13 +13,13 @@ from __future__ import annotations
 import hashlib
 import secrets
 import threading
-from typing import Any
 
 from ledger_engine.adapters.gateway import CommandGateway, derived_command_id, new_id
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.domain.schema.streaming import coordinator_key, grant_key
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import Report
 
 
 def nonce_hash(nonce: bytes) -> str:
@@ -37,7 +37,7 @@ class GrantAdapter:
 
     def issue(self, *, node_id: str, rendition_id: str, chunk_index: int, ttl_ms: int,
               session_id: str | None = None, destination_node_id: str | None = None
-              ) -> tuple[CommandOutcome, dict[str, Any]]:
+              ) -> tuple[CommandOutcome, Report]:
         nonce = secrets.token_bytes(32)
         grant_id = new_id()
         with self._issuing:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from ledger_engine.canonical import canonical_bytes, parse_json
 from ledger_engine.envelope import pydantic_error_code
 from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.open_json import JsonObject
 
 RECEIPT = "porto:london:receipt:v1\n"
 PEER_RESULT = "porto:london:peer-result:v1\n"
@@ -67,7 +68,7 @@ class SignedDocument:
             raise LedgerError(ErrorCode.SIGNATURE_INVALID, f"the signature is not {signer}'s")
 
 
-def sign(private_key: Ed25519PrivateKey, domain: str, body: dict[str, Any]) -> SignedDocument:
+def sign(private_key: Ed25519PrivateKey, domain: str, body: JsonObject) -> SignedDocument:
     """The signer's side, as nodes, providers, tests and the demo use it."""
     raw = canonical_bytes(body)
     return SignedDocument(domain, raw, private_key.sign(domain.encode() + raw))

@@ -40,7 +40,7 @@ import threading
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Callable, Iterator, Protocol, Sequence
 
 import orjson
 
@@ -60,6 +60,7 @@ from ledger_engine.envelope import MAX_ENVELOPE_BYTES
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import key, seq20
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import Report, Unvalidated
 from ledger_engine.storage.rocks import RocksStore
 
 log = logging.getLogger("porto.day_freeze")
@@ -68,7 +69,7 @@ MAX_SPLITS = 4  # splits of one day: the first, and the re-splits of chunks refu
 # Refusals that say what the chunk was split from has changed: its listener-days are read and split again.
 SPLIT_AGAIN = frozenset({ErrorCode.STALE_REVISION, ErrorCode.ALREADY_EXISTS, ErrorCode.ALREADY_ALLOCATED})
 ENVELOPE_ROOM = 4_096  # the envelope's own fields around a chunk's payload, with room to spare
-ProgressListener = Callable[[dict[str, Any]], None]
+ProgressListener = Callable[[Report], None]
 
 
 class Evidence(Protocol):
@@ -200,7 +201,7 @@ class DayFreezer:
         return stale
 
     def _chunks(self, request_id: str, day: int, split: DaySplit, held: dict[str, Skipped]
-                ) -> Iterator[tuple[ArtifactChunk, dict[str, Any]]]:
+                ) -> Iterator[tuple[ArtifactChunk, Unvalidated]]:
         """The split's lines in runs of at most ``chunk_size``, numbered from the day's next chunk, each with its
         payload; a run whose command would pass the envelope bound is halved until it fits, and a listener-day
         whose command alone would not fit is held."""
@@ -219,7 +220,7 @@ class DayFreezer:
                 held[listener_id] = Skipped(listener_id, str(ErrorCode.COMMAND_TOO_LARGE),
                                             f"its chunk's command alone is over the {MAX_ENVELOPE_BYTES}-byte bound")
 
-    def _freeze_chunk(self, run: ArtifactChunk, payload: dict[str, Any]) -> CommandOutcome:
+    def _freeze_chunk(self, run: ArtifactChunk, payload: Unvalidated) -> CommandOutcome:
         self.evidence.put(run.content)  # before the command that cites it
         return self.owner.submit_own("FreezeDayChunk", payload, evidence_hashes=[payload["hash"]])
 
@@ -240,7 +241,7 @@ class DayFreezer:
 
 
 def progress_payload(request_id: str, day: int, *, split: int = 0, chunks: Sequence[int] = (),
-                     refused: Sequence[Skipped] = (), day_done: bool = False) -> dict[str, Any]:
+                     refused: Sequence[Skipped] = (), day_done: bool = False) -> Unvalidated:
     """A ``RecordDayAllocationProgress`` payload; each held listener-day's detail cut to the rule's bound."""
     return {"request_id": request_id, "day": day, "listener_days_split": split, "chunks": list(chunks),
             "refused": [{"listener_id": entry.listener_id, "code": entry.code, "detail": entry.detail[:500]}

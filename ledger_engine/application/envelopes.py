@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 from ledger_engine.domain.ruleset import RULESET_VERSION
 from ledger_engine.envelope import ENVELOPE_SCHEMA_VERSION
+from ledger_engine.open_json import Unvalidated
 
 
 def build_envelope(
     command_type: str,
-    payload: dict[str, Any],
+    payload: Unvalidated,
     *,
     command_id: str,
     actor_id: str,
     admitted_at_ms: int,
-    expected_revisions: Iterable[dict[str, Any]] = (),
+    expected_revisions: Iterable[Unvalidated] = (),
     evidence_hashes: Iterable[str] = (),
     ruleset_version: str = RULESET_VERSION,
-) -> dict[str, Any]:
+) -> Unvalidated:
     return {
         "schema_version": ENVELOPE_SCHEMA_VERSION,
         "command_id": command_id,

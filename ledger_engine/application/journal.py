@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Iterable
 
 from ledger_engine.canonical import DELTA_DOMAIN, JOURNAL_DOMAIN, canonical_string, engine_bytes
+from ledger_engine.open_json import CommandResult, Document
 from ledger_engine.storage.rows import DeltaRow, canonical_rows
 
 
@@ -22,7 +23,7 @@ class EncodedEntry:
     stored: bytes
 
 
-def encode_entry(*, sequence: int, previous: str, envelope: bytes, outcome: str, result: dict[str, Any],
+def encode_entry(*, sequence: int, previous: str, envelope: bytes, outcome: str, result: CommandResult,
                  delta: str) -> EncodedEntry:
     """The journal entry, hashed and encoded without re-encoding the already canonical envelope.
 
@@ -38,7 +39,7 @@ def encode_entry(*, sequence: int, previous: str, envelope: bytes, outcome: str,
     return EncodedEntry(entry_hash, head + b',"entry_hash":' + canonical_string(entry_hash) + tail)
 
 
-def recompute_entry_hash(entry: dict[str, Any]) -> str:
+def recompute_entry_hash(entry: Document) -> str:
     """The hash of an entry read from a journal line ``canonical_bytes`` checked: its parts need no second walk."""
     body = {name: entry[name] for name in
             ("sequence", "previous_entry_hash", "envelope", "outcome", "result", "delta_hash")}

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import re
 from itertools import islice
-from typing import Any, Callable, Protocol, TypeGuard
+from typing import Callable, Protocol, TypeGuard
 
 import orjson
 
+from ledger_engine.open_json import Document
 from ledger_engine.storage.head import Head
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.errors import ErrorCode, LedgerError, StorageFault
@@ -268,7 +269,7 @@ def stored_root(store: RocksStore, size: int) -> str:
     return tree.root_at(StoredNodes(store.get), size).hex()
 
 
-def prove_inclusion(store: RocksStore, head: Head, sequence: int, at: int | None = None) -> dict[str, Any]:
+def prove_inclusion(store: RocksStore, head: Head, sequence: int, at: int | None = None) -> Document:
     """``prove-inclusion``: entry ``sequence`` in the tree of ``at`` (default: every) entries, from stored nodes."""
     size = head.sequence if at is None else at
     if not 1 <= sequence <= size <= head.sequence:
@@ -280,7 +281,7 @@ def prove_inclusion(store: RocksStore, head: Head, sequence: int, at: int | None
     return inclusion_document(_reader(store, head), orjson.loads(entry)["entry_hash"], sequence, size)
 
 
-def prove_consistency(store: RocksStore, head: Head, first: int, second: int) -> dict[str, Any]:
+def prove_consistency(store: RocksStore, head: Head, first: int, second: int) -> Document:
     """``prove-consistency``: the tree of ``first`` entries is a prefix of the one of ``second``."""
     if not 0 <= first <= second <= head.sequence:
         raise LedgerError(ErrorCode.NOT_FOUND, f"no proof from {first} to {second} entries "

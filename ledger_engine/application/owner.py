@@ -28,6 +28,7 @@ from ledger_engine.application.journal_tree import build_from_journal, check_tre
 from ledger_engine.application.observers import GroupListener
 from ledger_engine.application.pending import PendingBatch
 from ledger_engine.application.private_rows import require_private_key
+from ledger_engine.open_json import Document, JsonObject, RecordData, Report, Unvalidated
 from ledger_engine.storage.value_codec import decode_record, encode_record, encode_value
 from ledger_engine.application.transition import CommandOutcome, stored_outcome
 from ledger_engine.domain.actors import LEDGER_OWNER
@@ -58,15 +59,15 @@ RESUME_COMMANDS = frozenset({"RequestDispatchResume", "DecideDispatchResume"})
 OWN_READMISSIONS = 8  # another thread's commands may be journalled first, at a later time, this many times running
 
 
-def read_genesis(store: RocksStore) -> dict[str, Any]:
+def read_genesis(store: RocksStore) -> Document:
     raw = store.get(META, GENESIS_KEY)
     if raw is None:
         raise LedgerError(ErrorCode.NOT_FOUND, f"no initialised ledger at {store.path}")
-    genesis: dict[str, Any] = orjson.loads(raw)["document"]
+    genesis: Document = orjson.loads(raw)["document"]
     return genesis
 
 
-def initialise(store: RocksStore, genesis: dict[str, Any]) -> Head:
+def initialise(store: RocksStore, genesis: Document) -> Head:
     """Write genesis at sequence 0 into an empty database."""
     if store.get(META, HEAD_KEY) is not None:
         raise LedgerError(ErrorCode.ALREADY_EXISTS, f"the ledger at {store.path} is already initialised")
@@ -122,11 +123,11 @@ def reconciliation_owed(reason: str) -> tuple[str, bytes, bytes]:
     return META, RECONCILE_KEY, encode_value({"reason": reason, "at_ms": time.time_ns() // 1_000_000})
 
 
-def read_reconciliation_owed(store: RocksStore) -> dict[str, Any] | None:
+def read_reconciliation_owed(store: RocksStore) -> RecordData | None:
     """``{"reason", "at_ms"}`` while this copy owes a reconciliation, else None."""
     raw = store.get(META, RECONCILE_KEY)
     if raw is not None:
-        owed: dict[str, Any] = orjson.loads(raw)
+        owed: RecordData = orjson.loads(raw)
         return owed
     legacy = store.get(META, LEGACY_DISPATCH_KEY)
     if legacy is not None and not orjson.loads(legacy)["enabled"]:
@@ -169,7 +170,7 @@ def check_for_owning(store: RocksStore) -> tuple[Head, int, JournalFrontier]:
     return head, floor, check_tree(store, head)
 
 
-def _check_unless_initialising(genesis: dict[str, Any] | None) -> Callable[[RocksStore], None]:
+def _check_unless_initialising(genesis: Document | None) -> Callable[[RocksStore], None]:
     def check(store: RocksStore) -> None:
         if genesis is None or store.get(META, HEAD_KEY) is not None:
             check_for_owning(store)
@@ -197,7 +198,7 @@ class LedgerOwner:
         store.on_fault = self.executor.halt  # damaged storage met by any read stops admission
 
     @classmethod
-    def open(cls, data_dir: str | os.PathLike[str], *, genesis: dict[str, Any] | None = None,
+    def open(cls, data_dir: str | os.PathLike[str], *, genesis: Document | None = None,
              max_group: int = 64, clock: AdmissionClock | None = None) -> "LedgerOwner":
         """Open the ledger in ``data_dir``; with ``genesis``, a missing or empty directory is initialised.
 
@@ -229,7 +230,7 @@ class LedgerOwner:
         self._require_no_reconciliation_owed(command)
         return command
 
-    def journal_tree(self) -> dict[str, Any]:
+    def journal_tree(self) -> Report:
         """``{"size", "root"}`` of the journal tree at the last durable group."""
         frontier = self.executor.frontier
         return {"size": frontier.size, "root": frontier.root().hex()}
@@ -260,7 +261,7 @@ class LedgerOwner:
             self._require_no_reconciliation_owed(command)
         return self.executor.submit_all(commands)
 
-    def submit_own(self, command_type: str, payload: dict[str, Any], *,
+    def submit_own(self, command_type: str, payload: Unvalidated, *,
                    evidence_hashes: Iterable[str] = ()) -> CommandOutcome:
         """Submit as the ledger's own actor (``actors.LEDGER_OWNER``), in this process: what only the owner builds
         (a frozen chunk of a day and its request's progress, docs/adr/0073). Dated by the owner's clock, never before
@@ -274,7 +275,7 @@ class LedgerOwner:
                     raise
         return self.submit(self._own_envelope(command_type, payload, hashes))
 
-    def _own_envelope(self, command_type: str, payload: dict[str, Any], hashes: tuple[str, ...]) -> dict[str, Any]:
+    def _own_envelope(self, command_type: str, payload: Unvalidated, hashes: tuple[str, ...]) -> Unvalidated:
         now_ms = (self.executor.clock.now_ms or admission_clock.wall_clock_ms)()
         return build_envelope(command_type, payload, command_id=str(uuid.uuid4()), actor_id=LEDGER_OWNER,
                               admitted_at_ms=max(now_ms, self.admission_floor_ms()), evidence_hashes=hashes)
@@ -322,19 +323,19 @@ class LedgerOwner:
         return decode_record(raw) if raw is not None else None
 
     def scan(self, family: str, prefix: str = "", *, start: str | None = None,
-             limit: int = 100) -> list[tuple[str, dict[str, Any]]]:
-        rows: list[tuple[str, dict[str, Any]]] = []
+             limit: int = 100) -> list[tuple[str, JsonObject]]:
+        rows: list[tuple[str, JsonObject]] = []
         for key, raw in self.store.scan(family, prefix.encode(), start.encode() if start else None):
             if len(rows) >= limit:
                 break
             rows.append((key.decode(), orjson.loads(raw)))
         return rows
 
-    def journal_entry(self, sequence: int) -> dict[str, Any] | None:
+    def journal_entry(self, sequence: int) -> Document | None:
         raw = self.store.get(JOURNAL, seq20(sequence).encode())
         return orjson.loads(raw) if raw is not None else None
 
-    def dispatch_state(self) -> dict[str, Any]:
+    def dispatch_state(self) -> Report:
         """Whether workers may carry out effects, and why: the journalled switch, unless this copy owes a
         reconciliation. ``{"enabled", "reason", "paused_by", "since_ms", "switch", "reconciliation_owed",
         "resume_request"}``; ``paused_by`` names the actor whose pause holds (None otherwise)."""
@@ -351,7 +352,7 @@ class LedgerOwner:
                 "switch": switch, "reconciliation_owed": owed,
                 "resume_request": request.data if request is not None else None}
 
-    def genesis(self) -> dict[str, Any]:
+    def genesis(self) -> Document:
         return read_genesis(self.store)
 
     # Work at a command boundary.
@@ -366,7 +367,7 @@ class LedgerOwner:
         """``selector`` on a view between two commands (never call it from inside ``at_boundary``)."""
         return self.at_boundary(lambda store: selector(LedgerView(store)))
 
-    def put_private(self, key: str, value: dict[str, Any]) -> None:
+    def put_private(self, key: str, value: RecordData) -> None:
         """Private auxiliary data (identity mappings): outside the logical state and its digest."""
         row = (PRIVATE_AUX, require_private_key(key).encode(), encode_value(value))
         self.at_boundary(lambda store: store.write([row]))

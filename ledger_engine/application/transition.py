@@ -9,13 +9,13 @@ batch. It writes nothing to disk; the executor does, once per group.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
 from ledger_engine.application.admission import AdmittedCommand
 from ledger_engine.application.journal import EncodedEntry, encode_entry, encoded_delta
 from ledger_engine.application.pending import PendingBatch
+from ledger_engine.open_json import CommandResult, RecordData, Report
 from ledger_engine.storage.value_codec import encode_built_record, encode_built_value, stored_value
 from ledger_engine.canonical import engine_bytes
 from ledger_engine.domain.actors import require_role
@@ -44,7 +44,7 @@ class CommandOutcome:
     command_id: str
     sequence: int
     outcome: str
-    result: dict[str, Any]
+    result: CommandResult
     entry_hash: str
     duplicate: bool = False
     # Outbox intents this execution created, for the owner to announce to workers; not journalled,
@@ -60,7 +60,7 @@ class CommandOutcome:
     def accepted(self) -> bool:
         return self.outcome == "accepted"
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> Report:
         return {
             "command_id": self.command_id,
             "sequence": self.sequence,
@@ -72,7 +72,7 @@ class CommandOutcome:
         }
 
 
-def stored_outcome(pending: PendingBatch, command_id: str, duplicate: bool) -> tuple[dict[str, Any], CommandOutcome] | None:
+def stored_outcome(pending: PendingBatch, command_id: str, duplicate: bool) -> tuple[RecordData, CommandOutcome] | None:
     raw = pending.get_raw(COMMAND_RESULT, command_id.encode())
     if raw is None:
         return None
@@ -135,7 +135,7 @@ def execute(command: AdmittedCommand, pending: PendingBatch, head: Head, indexes
 
 
 def _accepted_rows(command: AdmittedCommand, pending: PendingBatch,
-                   sequence: int) -> tuple[list[DeltaRow], Built, dict[str, Any]]:
+                   sequence: int) -> tuple[list[DeltaRow], Built, CommandResult]:
     """The rule's changes as delta rows, their values as built (for index upkeep), and the rule's result data."""
     changes = Changes(base=pending)
     ctx = RuleContext(command.envelope, sequence, changes)
@@ -190,8 +190,8 @@ def _check_expected_revisions(changes: Changes, command: AdmittedCommand) -> Non
                 f"{expected.cf}/{expected.key}: expected revision {expected.revision}, found {actual}")
 
 
-def _with_result(command: AdmittedCommand, sequence: int, outcome: str, result: dict[str, Any],
-                 rows: list[DeltaRow]) -> tuple[list[DeltaRow], str, dict[str, Any], tuple[str, bytes]]:
+def _with_result(command: AdmittedCommand, sequence: int, outcome: str, result: CommandResult,
+                 rows: list[DeltaRow]) -> tuple[list[DeltaRow], str, CommandResult, tuple[str, bytes]]:
     """Add the command result row, sort, hash; an oversized delta becomes a rejection."""
     stored = encode_built_value({"envelope_hash": command.envelope_hash, "sequence": sequence,
                            "outcome": outcome, "result": result})
