@@ -33,6 +33,7 @@ from ledger_engine.adapters.files import read_regular_file, replace_durably
 from ledger_engine.application.owner import (
     WRITER_KEY, LedgerOwner, read_writer_generation, reconciliation_owed, writer_record,
 )
+from ledger_engine.open_json import Document, Report
 from ledger_engine.storage.head import read_head
 from ledger_engine.application.private_rows import require_private_row
 from ledger_engine.canonical import canonical_bytes
@@ -51,7 +52,7 @@ MANIFEST = "MANIFEST.json"
 
 
 def backup(take_checkpoint: Callable[[Path], None], data_dir: Path,
-           destination: str | os.PathLike[str]) -> dict[str, Any]:
+           destination: str | os.PathLike[str]) -> Document:
     """Back up into ``destination`` via ``take_checkpoint`` (a live owner's or a stopped store's)."""
     dest = Path(destination).resolve()
     if dest.is_relative_to(Path(data_dir).resolve()):
@@ -95,7 +96,7 @@ def _unshare_files(directory: Path) -> None:
             os.replace(copy, path)
 
 
-def backup_owner(owner: LedgerOwner, destination: str | os.PathLike[str]) -> dict[str, Any]:
+def backup_owner(owner: LedgerOwner, destination: str | os.PathLike[str]) -> Document:
     return backup(owner.checkpoint, owner.store.path, destination)
 
 
@@ -105,12 +106,12 @@ MANIFEST_FIELDS = {"created_at_ms": int, "sequence": int, "entry_hash": str, "lo
                    "db_files": dict}
 
 
-def verify_backup(source: str | os.PathLike[str], *, trusted_genesis: str | None = None) -> dict[str, Any]:
+def verify_backup(source: str | os.PathLike[str], *, trusted_genesis: str | None = None) -> Document:
     return _verified_backup(source, trusted_genesis)[0]
 
 
 def _verified_backup(source: str | os.PathLike[str],
-                     trusted_genesis: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+                     trusted_genesis: str | None) -> tuple[Document, Document]:
     """The manifest of the backup at ``source`` and the metadata of its export, both verified.
 
     The database is later required to export as this export does, so checking the export's
@@ -138,7 +139,7 @@ def _verified_backup(source: str | os.PathLike[str],
     return manifest, exported
 
 
-def _require_manifest_matches(manifest: dict[str, Any], metadata: dict[str, Any]) -> None:
+def _require_manifest_matches(manifest: Document, metadata: Document) -> None:
     """The manifest names the head, state digest and journal root of the verified export beside it."""
     if (metadata["sequence"], metadata["last_entry_hash"], metadata["logical_state_hash"]) != (
         manifest["sequence"], manifest["entry_hash"], manifest["logical_state_hash"]
@@ -149,7 +150,7 @@ def _require_manifest_matches(manifest: dict[str, Any], metadata: dict[str, Any]
 
 
 def restore(source: str | os.PathLike[str], data_dir: str | os.PathLike[str], *,
-            trusted_genesis: str | None = None) -> dict[str, Any]:
+            trusted_genesis: str | None = None) -> Report:
     """Restore a verified backup into an absent or empty ``data_dir``, all or nothing, dispatch disabled.
 
     The ledger published is the one the rules rebuild from the backup's export, never the backed-up
@@ -160,7 +161,7 @@ def restore(source: str | os.PathLike[str], data_dir: str | os.PathLike[str], *,
                          doing="restoring")
 
 
-def restorer(source: str | os.PathLike[str], *, trusted_genesis: str | None = None) -> Callable[[Path], dict[str, Any]]:
+def restorer(source: str | os.PathLike[str], *, trusted_genesis: str | None = None) -> Callable[[Path], Report]:
     """Verify the backup at ``source`` now; the function returned rebuilds it into a staging directory.
 
     For a caller that publishes the restored ledger itself, after what must stand before it (recovery's
@@ -168,7 +169,7 @@ def restorer(source: str | os.PathLike[str], *, trusted_genesis: str | None = No
     """
     manifest, exported = _verified_backup(source, trusted_genesis)
 
-    def build(staging: Path) -> dict[str, Any]:
+    def build(staging: Path) -> Report:
         rebuild_export(Path(source) / "export", staging, trusted_genesis=trusted_genesis)
         backed_up = _backed_up_extras(Path(source) / "db", staging.parent)
         return _prepare_restored(staging, manifest, exported, backed_up)
@@ -215,8 +216,8 @@ def _require_generation(generation: Any, item: str) -> int:
     return generation
 
 
-def _prepare_restored(staging: Path, manifest: dict[str, Any], exported: dict[str, Any],
-                      backed_up: BackedUp) -> dict[str, Any]:
+def _prepare_restored(staging: Path, manifest: Document, exported: Document,
+                      backed_up: BackedUp) -> Report:
     """One batch: dispatch off, the next writer generation and the private rows; then verify against the backup."""
     with RocksStore(staging) as store:
         head = read_head(store)
@@ -233,7 +234,7 @@ def _prepare_restored(staging: Path, manifest: dict[str, Any], exported: dict[st
             "dispatch_enabled": False, "writer_generation": generation}
 
 
-def _verified_database(store: RocksStore) -> dict[str, Any]:
+def _verified_database(store: RocksStore) -> Document:
     """The metadata of the restored database's export, once the database passes ``verify`` whole.
 
     The manifest's file hashes are unsigned: whoever can write the backup can rewrite them, so the
@@ -245,8 +246,8 @@ def _verified_database(store: RocksStore) -> dict[str, Any]:
         raise VerificationError("db", f"the backed-up database does not verify: {error.detail}") from None
 
 
-def _require_restored_is_exported(staging: Path, restored: dict[str, Any], manifest: dict[str, Any],
-                                  exported: dict[str, Any]) -> None:
+def _require_restored_is_exported(staging: Path, restored: Document, manifest: Document,
+                                  exported: Document) -> None:
     """The restored database exports, file for file, as the backup's verified export, at the manifest's head."""
     if (restored["sequence"], restored["last_entry_hash"], restored["logical_state_hash"]) != (
         manifest["sequence"], manifest["entry_hash"], manifest["logical_state_hash"]

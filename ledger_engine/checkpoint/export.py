@@ -17,10 +17,11 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 import orjson
 
+from ledger_engine.open_json import Document
 from ledger_engine.storage.rows import row_bytes
 from ledger_engine.application.owner import read_genesis
 from ledger_engine.storage.head import read_head
@@ -59,14 +60,14 @@ class HashedWriter:
         self.bytes += len(data)
         self.lines += 1
 
-    def close(self) -> dict[str, Any]:
+    def close(self) -> Document:
         self._file.flush()
         os.fsync(self._file.fileno())
         self._file.close()
         return {"sha256": self.sha256.hexdigest(), "bytes": self.bytes, "lines": self.lines}
 
 
-def _write_file(path: Path, lines: Iterable[bytes]) -> dict[str, Any]:
+def _write_file(path: Path, lines: Iterable[bytes]) -> Document:
     writer = HashedWriter(path)
     for line in lines:
         writer.write_line(line)
@@ -97,7 +98,7 @@ class JournalTreeFold:
     def add(self, entry_hash: str) -> None:
         self.frontier, _ = self.frontier.append(journal_leaf_hash(entry_hash))
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> Document:
         """``{"size": n, "root": hex}``: the Merkle root over entry hashes 1..n (docs/merkle.md)."""
         return {"size": self.frontier.size, "root": self.frontier.root().hex()}
 
@@ -141,7 +142,7 @@ def journal_lines(store: RocksStore, fold: JournalTreeFold) -> Iterable[bytes]:
         yield value
 
 
-def export_store(store: RocksStore, destination: str | os.PathLike[str]) -> dict[str, Any]:
+def export_store(store: RocksStore, destination: str | os.PathLike[str]) -> Document:
     """Export ``store`` into ``destination`` (created, must be empty); returns the metadata."""
     out = Path(destination)
     out.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,7 @@ import orjson
 from ledger_engine.adapters.files import open_regular_file
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.open_json import Document
 
 ROWS_FILE = "state_rows.jsonl"
 JOURNAL_FILE = "journal.jsonl"
@@ -69,7 +70,7 @@ def file_digest(path: Path) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def verify_file_hashes(root: Path, metadata: dict[str, Any]) -> None:
+def verify_file_hashes(root: Path, metadata: Document) -> None:
     for name in REQUIRED_FILES:
         expected = metadata["files"].get(name) if isinstance(metadata["files"], dict) else None
         if not isinstance(expected, dict):
@@ -113,7 +114,7 @@ def _require_hashed_as(entry: Any, name: str, digest: str, size: int) -> None:
         raise VerificationError(name, "file hash does not match metadata")
 
 
-def check_form(root: Path, metadata: dict[str, Any]) -> None:
+def check_form(root: Path, metadata: Document) -> None:
     """Raise ``VerificationError`` for the first file unlike its hash in ``metadata``, else for the first line
     that is not canonical JSON."""
     verify_file_hashes(root, metadata)
@@ -148,7 +149,7 @@ class FormCheck:
     cannot start or does not answer, the form is checked here too: slower, never skipped.
     """
 
-    def __init__(self, root: Path, metadata: dict[str, Any]) -> None:
+    def __init__(self, root: Path, metadata: Document) -> None:
         self._root, self._metadata, self._started = root, metadata, time.monotonic()
         self._child = _start_child(root, metadata) if _line_bytes(metadata) >= PARALLEL_FROM_BYTES else None
         self.in_child = self._child is not None
@@ -196,12 +197,12 @@ class _Silence(Enum):
 _NO_VERDICT: Final = _Silence.NO_VERDICT
 
 
-def _entry(metadata: dict[str, Any], name: str) -> Any:
+def _entry(metadata: Document, name: str) -> Any:
     files = metadata.get("files")
     return files.get(name) if isinstance(files, dict) else None
 
 
-def _line_bytes(metadata: dict[str, Any]) -> int:
+def _line_bytes(metadata: Document) -> int:
     entries = [_entry(metadata, name) for name in LINE_FILES]
     return sum(entry["bytes"] for entry in entries if isinstance(entry, dict) and type(entry.get("bytes")) is int)
 
@@ -211,7 +212,7 @@ def _child_command() -> list[str]:
     return [sys.executable, "-P", "-m", __name__]
 
 
-def _start_child(root: Path, metadata: dict[str, Any]) -> subprocess.Popen[bytes] | None:
+def _start_child(root: Path, metadata: Document) -> subprocess.Popen[bytes] | None:
     try:
         files = orjson.dumps(metadata["files"]).decode()
     except (TypeError, orjson.JSONEncodeError):

@@ -57,6 +57,7 @@ from ledger_engine.domain.schema.money_allocation import budget_key
 from ledger_engine.domain.schema.streaming import listener_day_key
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import STATE, UNIQUE
+from ledger_engine.open_json import Unvalidated
 
 FREEZE = "FreezeDayChunk"
 CORRECTION = "RequestCorrection"
@@ -102,7 +103,7 @@ def frozen_chunk(item: str, entry: Any) -> FrozenChunk | None:
     return FrozenChunk(item, payload, parsed)
 
 
-def accepted_envelope(entry: Any, command_type: str) -> dict[str, Any] | None:
+def accepted_envelope(entry: Any, command_type: str) -> Unvalidated | None:
     """The envelope of a journal entry recording an accepted ``command_type``."""
     envelope = entry.get("envelope") if isinstance(entry, dict) else None
     accepted = isinstance(envelope, dict) and envelope.get("command_type") == command_type

@@ -18,7 +18,6 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -27,6 +26,7 @@ from ledger_engine.adapters.files import replace_durably
 from ledger_engine.application.journal_tree import NODE_PREFIX, empty_tree, is_kept, stage_append
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.canonical import canonical_bytes
+from ledger_engine.open_json import Document, Report
 from ledger_engine.storage.digest import logical_rows
 from ledger_engine.checkpoint.export import export_store
 from ledger_engine.checkpoint.form import VerificationError
@@ -39,14 +39,14 @@ from ledger_engine.storage.rocks import RocksStore
 VERIFIED_FILE = "PORTO-VERIFIED.json"
 
 
-def verify_store(store: RocksStore, evidence: EvidenceStore | None = None) -> dict[str, Any]:
+def verify_store(store: RocksStore, evidence: EvidenceStore | None = None) -> Report:
     """Verify a quiescent (stopped, or checkpointed) store, against ``evidence`` where given; raises naming the
     first bad item."""
     return verify_store_exporting(store, evidence)[0]
 
 
 def verify_store_exporting(store: RocksStore, evidence: EvidenceStore | None = None
-                           ) -> tuple[dict[str, Any], dict[str, Any]]:
+                           ) -> tuple[Report, Document]:
     """``verify_store``'s report, and the metadata (file hashes included) of the export it verified."""
     keys = {family: sum(1 for _ in store.scan(family)) for family in ALL_FAMILIES}
     scratch = Path(tempfile.mkdtemp(prefix="porto-verify-"))
@@ -103,7 +103,7 @@ def _verify_indexes(store: RocksStore) -> None:
 
 
 def verify_directory(data_dir: str | os.PathLike[str], *, trusted_genesis: str | None = None,
-                     evidence: EvidenceStore | None = None) -> dict[str, Any]:
+                     evidence: EvidenceStore | None = None) -> Report:
     """``porto-ledger verify``: a stopped ledger, opened read-only; the outcome is recorded beside it."""
     try:
         with RocksStore(data_dir, read_only=True, stopped=True) as store:
@@ -116,7 +116,7 @@ def verify_directory(data_dir: str | os.PathLike[str], *, trusted_genesis: str |
     return report
 
 
-def verify_owner(owner: LedgerOwner) -> dict[str, Any]:
+def verify_owner(owner: LedgerOwner) -> Report:
     """Verify a live owner's ledger on a checkpoint taken at a command boundary; damage halts admission."""
     try:
         report = owner.with_checkpoint(verify_store)
@@ -128,7 +128,7 @@ def verify_owner(owner: LedgerOwner) -> dict[str, Any]:
     return report
 
 
-def record_verification(data_dir: str | os.PathLike[str], *, report: dict[str, Any] | None = None,
+def record_verification(data_dir: str | os.PathLike[str], *, report: Report | None = None,
                         failure: LedgerError | None = None) -> None:
     """When verify last ran, at which head, and what it found: a file beside the database files,
     never a write into a database that may be damaged."""
@@ -142,9 +142,9 @@ def record_verification(data_dir: str | os.PathLike[str], *, report: dict[str, A
                     canonical_bytes({"at_ms": time.time_ns() // 1_000_000, **found}) + b"\n")
 
 
-def last_verification(data_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+def last_verification(data_dir: str | os.PathLike[str]) -> Report | None:
     try:
-        recorded: dict[str, Any] = orjson.loads((Path(data_dir) / VERIFIED_FILE).read_bytes())
+        recorded: Report = orjson.loads((Path(data_dir) / VERIFIED_FILE).read_bytes())
     except (FileNotFoundError, orjson.JSONDecodeError):
         return None
     return recorded

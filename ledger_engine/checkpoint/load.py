@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import orjson
 
+from ledger_engine.open_json import Document
 from ledger_engine.storage.head import HEAD_KEY, Head
 from ledger_engine.application.journal_tree import build_from_journal
 from ledger_engine.application.owner import GENESIS_KEY, reconciliation_owed
@@ -71,7 +72,7 @@ def _history_ops(root: Path) -> Iterator[WriteOp]:
             yield JOURNAL, seq20(orjson.loads(entry)["sequence"]).encode(), entry
 
 
-def _read_lines(path: Path) -> Iterator[dict[str, Any]]:
+def _read_lines(path: Path) -> Iterator[Document]:
     with open(path, "rb") as handle:
         for line in handle:
             yield orjson.loads(line)

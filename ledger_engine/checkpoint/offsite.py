@@ -28,11 +28,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import orjson
 
 from ledger_engine.adapters.files import read_regular_file, replace_durably
+from ledger_engine.open_json import Document, JsonObject, Report
 from ledger_engine.storage.value_codec import decode_record
 from ledger_engine.canonical import canonical_bytes
 from ledger_engine.checkpoint.backup import MANIFEST, backup, restorer, verify_backup
@@ -67,7 +68,7 @@ class RepositoryFailed(LedgerError):
 # Staging and verifying a backup directory.
 
 def stage_backup(take_checkpoint: Callable[[Path], None], data_dir: Path, admission_dir: Path,
-                 stage: Path) -> dict[str, Any]:
+                 stage: Path) -> Report:
     """A verified staged backup in the empty or absent ``stage``; returns its summary (``verify_staged``).
 
     ``backup`` has verified the ledger part before writing its manifest; the admission part is verified here.
@@ -82,13 +83,13 @@ def stage_backup(take_checkpoint: Callable[[Path], None], data_dir: Path, admiss
     return _summary(manifest, _verify_admission(stage))
 
 
-def verify_staged(stage: str | os.PathLike[str], *, trusted_genesis: str | None = None) -> dict[str, Any]:
+def verify_staged(stage: str | os.PathLike[str], *, trusted_genesis: str | None = None) -> Report:
     """The ledger backup verifies, every admission file matches its hash, and evidence files match their names."""
     stage = Path(stage)
     return _summary(verify_backup(stage / LEDGER, trusted_genesis=trusted_genesis), _verify_admission(stage))
 
 
-def _verify_admission(stage: Path) -> dict[str, Any]:
+def _verify_admission(stage: Path) -> Report:
     """Every admission file matches its hash in the admission manifest, and evidence files match their names."""
     admission = _admission_manifest(stage)
     actual = hash_tree(stage / ADMISSION)
@@ -97,7 +98,7 @@ def _verify_admission(stage: Path) -> dict[str, Any]:
             "evidence_missing": admission["evidence_missing"]}
 
 
-def _admission_manifest(stage: Path) -> dict[str, Any]:
+def _admission_manifest(stage: Path) -> Document:
     try:
         manifest = orjson.loads(read_regular_file(stage / ADMISSION_MANIFEST))
     except (OSError, orjson.JSONDecodeError):
@@ -106,7 +107,7 @@ def _admission_manifest(stage: Path) -> dict[str, Any]:
                           {"files": dict, "evidence_referenced": int, "evidence_missing": list})
 
 
-def _require_admission_files(actual: dict[str, dict[str, Any]], admission: dict[str, Any]) -> None:
+def _require_admission_files(actual: dict[str, Document], admission: Document) -> None:
     for name in sorted(set(actual) | set(admission["files"])):
         if actual.get(name) != admission["files"].get(name):
             raise VerificationError(f"{ADMISSION}/{name}", "admission file missing, unexpected or changed")
@@ -115,7 +116,7 @@ def _require_admission_files(actual: dict[str, dict[str, Any]], admission: dict[
             raise VerificationError(f"{ADMISSION}/{name}", "evidence does not match its digest")
 
 
-def _summary(manifest: dict[str, Any], admission: dict[str, Any]) -> dict[str, Any]:
+def _summary(manifest: Document, admission: Report) -> Report:
     return {"sequence": manifest["sequence"], "entry_hash": manifest["entry_hash"],
             "logical_state_hash": manifest["logical_state_hash"], "created_at_ms": manifest["created_at_ms"],
             **admission}
@@ -131,7 +132,7 @@ def referenced_evidence(export_dir: Path) -> set[str]:
     return found
 
 
-def _copy_tree(source: Path, destination: Path) -> dict[str, dict[str, Any]]:
+def _copy_tree(source: Path, destination: Path) -> dict[str, Document]:
     destination.mkdir(parents=True, exist_ok=True)
     if source.exists():
         shutil.copytree(source, destination, dirs_exist_ok=True,
@@ -213,14 +214,14 @@ class ResticRepository:
     def check(self) -> None:
         self.run("check")
 
-    def snapshots(self, tag: str) -> list[dict[str, Any]]:
+    def snapshots(self, tag: str) -> list[JsonObject]:
         """Snapshots carrying ``tag``, oldest first."""
         return orjson.loads(self.run("snapshots", "--json", "--tag", tag, lock=False) or "[]") or []
 
     def mark_verified(self, snapshot_id: str) -> None:
         self.run("tag", "--add", VERIFIED_TAG, snapshot_id)
 
-    def restore_snapshot(self, snapshot: dict[str, Any], scratch: Path) -> Path:
+    def restore_snapshot(self, snapshot: JsonObject, scratch: Path) -> Path:
         """Restore ``snapshot`` under ``scratch``, re-reading every restored file; the staged directory's path."""
         self.run("restore", snapshot["id"], "--target", str(scratch), "--verify", lock=False)
         # Resolved after the restore, so neither the listing nor a restored symlink leads out of scratch.
@@ -230,7 +231,7 @@ class ResticRepository:
         return staged
 
 
-def snapshot_facts(snapshot: dict[str, Any]) -> dict[str, Any] | None:
+def snapshot_facts(snapshot: JsonObject) -> Report | None:
     """The sequence and creation time a Porto snapshot's tags carry; None when they carry no such pair."""
     tags = snapshot.get("tags") or []
     sequences = [tag.removeprefix(SEQUENCE_TAG) for tag in tags if tag.startswith(SEQUENCE_TAG)]
@@ -244,7 +245,7 @@ def snapshot_facts(snapshot: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def verified_snapshots(repository: ResticRepository, *, now_ms: int | None = None
-                       ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+                       ) -> list[tuple[JsonObject, Report]]:
     """Each ``porto-verified`` snapshot that carries Porto's tags, with its facts, oldest first.
 
     A snapshot dated more than ``FUTURE_SKEW_MS`` ahead of this host's clock is not believed: as the
@@ -257,7 +258,7 @@ def verified_snapshots(repository: ResticRepository, *, now_ms: int | None = Non
                   key=lambda pair: (pair[1]["created_at_ms"], pair[1]["sequence"]))
 
 
-def upload_and_verify(repository: ResticRepository, stage: Path, summary: dict[str, Any]) -> dict[str, Any]:
+def upload_and_verify(repository: ResticRepository, stage: Path, summary: Report) -> Report:
     """Upload a verified staged backup; it counts once the repository checks and its restored copy verifies."""
     repository.ensure_initialised()
     tags = [BACKUP_TAG, f"{SEQUENCE_TAG}{summary['sequence']}", f"{CREATED_TAG}{summary['created_at_ms']}"]
@@ -272,7 +273,7 @@ def upload_and_verify(repository: ResticRepository, stage: Path, summary: dict[s
     return {**summary, "snapshot": snapshot_id}
 
 
-def newest_verified(repository: ResticRepository) -> dict[str, Any] | None:
+def newest_verified(repository: ResticRepository) -> Report | None:
     if not repository.initialised():
         return None
     snapshots = verified_snapshots(repository)
@@ -283,7 +284,7 @@ def newest_verified(repository: ResticRepository) -> dict[str, Any] | None:
 
 def recover(data_dir: str | os.PathLike[str], admission_dir: str | os.PathLike[str], *,
             repository: ResticRepository | None = None, backup_dir: str | os.PathLike[str] | None = None,
-            trusted_genesis: str | None = None) -> dict[str, Any]:
+            trusted_genesis: str | None = None) -> Report:
     """Restore the newest good backup: the ledger (dispatch disabled) and its admission stores, both all or nothing.
 
     From the repository's newest ``porto-verified`` snapshot, or from the newest staged backup under
@@ -340,7 +341,7 @@ def _publish_admission(stage: Path, admission_dir: Path) -> None:
 
 
 def _fetch_newest(scratch: Path, repository: ResticRepository | None, backup_dir: str | os.PathLike[str] | None,
-                  trusted_genesis: str | None) -> tuple[Path, dict[str, Any] | None]:
+                  trusted_genesis: str | None) -> tuple[Path, Report | None]:
     if repository is not None:
         snapshots = verified_snapshots(repository)
         if not snapshots:
@@ -385,8 +386,8 @@ def payments_by_state(data_dir: str | os.PathLike[str]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def recovery_report(restored: dict[str, Any], data_dir: str | os.PathLike[str], *, last_known_sequence: int | None,
-                    now_ms: int) -> dict[str, Any]:
+def recovery_report(restored: Report, data_dir: str | os.PathLike[str], *, last_known_sequence: int | None,
+                    now_ms: int) -> Report:
     """What a person needs after a recovery: what came back, what was lost, what is still in flight."""
     in_flight = payments_by_state(data_dir)
     return {**restored, "evidence_missing_count": len(restored["evidence_missing"]),

@@ -28,12 +28,13 @@ from __future__ import annotations
 import os
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 import orjson
 
 from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.application.admission import admit
+from ledger_engine.open_json import Document, Report
 from ledger_engine.storage.head import Head
 from ledger_engine.application.journal_tree import BatchTree, open_tree, stored_root
 from ledger_engine.application.owner import (
@@ -65,7 +66,7 @@ CHUNK = 64
 
 def replay_export(export_dir: str | os.PathLike[str], data_dir: str | os.PathLike[str], *,
                   checkpoint_dir: str | os.PathLike[str] | None = None,
-                  trusted_genesis: str | None = None, evidence: EvidenceStore | None = None) -> dict[str, Any]:
+                  trusted_genesis: str | None = None, evidence: EvidenceStore | None = None) -> Report:
     """Rebuild ``export_dir``'s ledger from its genesis, or from an earlier verified checkpoint of it.
 
     With ``trusted_genesis`` that genesis must be the one the deployment trusts (``require_trusted_genesis``);
@@ -79,7 +80,7 @@ def replay_export(export_dir: str | os.PathLike[str], data_dir: str | os.PathLik
 
 def rebuild_export(export_dir: str | os.PathLike[str], staging: Path, *,
                    checkpoint_dir: str | os.PathLike[str] | None = None, trusted_genesis: str | None = None,
-                   evidence: EvidenceStore | None = None) -> dict[str, Any]:
+                   evidence: EvidenceStore | None = None) -> Report:
     """Rebuild ``export_dir``'s ledger in ``staging``, a directory its caller publishes or throws away.
 
     Hashes prove only that a history is whole; whoever writes one can recompute them after adding an
@@ -93,8 +94,8 @@ def rebuild_export(export_dir: str | os.PathLike[str], staging: Path, *,
         return _rebuild(root, staging, metadata, genesis, checkpoint_dir, check)
 
 
-def _rebuild(root: Path, staging: Path, metadata: dict[str, Any], genesis: dict[str, Any],
-             checkpoint_dir: str | os.PathLike[str] | None, check: FrozenChunkCheck) -> dict[str, Any]:
+def _rebuild(root: Path, staging: Path, metadata: Document, genesis: Document,
+             checkpoint_dir: str | os.PathLike[str] | None, check: FrozenChunkCheck) -> Report:
     start = 0 if checkpoint_dir is None else _load_earlier_checkpoint(checkpoint_dir, staging, metadata, root)
     with RocksStore(staging, create=True, staging=True) as store:
         if start == 0:
@@ -111,7 +112,7 @@ def _disable_dispatch(store: RocksStore) -> None:
 
 
 def _load_earlier_checkpoint(checkpoint_dir: str | os.PathLike[str], data_dir: str | os.PathLike[str],
-                             metadata: dict[str, Any], root: Path) -> int:
+                             metadata: Document, root: Path) -> int:
     """Load a checkpoint whose head lies on ``root``'s journal; returns its sequence."""
     checkpoint = verify_export(checkpoint_dir)
     if checkpoint["genesis_hash"] != metadata["genesis_hash"] or checkpoint["sequence"] > metadata["sequence"]:
@@ -167,7 +168,7 @@ def _apply_journal(store: RocksStore, journal_path: Path, head: Head, *, after: 
     return head
 
 
-def _journal_entry(number: int, line: bytes) -> dict[str, Any]:
+def _journal_entry(number: int, line: bytes) -> Document:
     try:
         entry = orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -178,7 +179,7 @@ def _journal_entry(number: int, line: bytes) -> dict[str, Any]:
 
 
 def _replay_one(chunk: _Chunk, indexes: IndexMaintainer, head: Head, floor: int, number: int,
-                entry: dict[str, Any]) -> tuple[Head, int]:
+                entry: Document) -> tuple[Head, int]:
     """Apply one journalled envelope after ``head``; it must make exactly the recorded entry."""
     item = f"{JOURNAL_FILE}:{number}"
     try:
@@ -198,7 +199,7 @@ def _replay_one(chunk: _Chunk, indexes: IndexMaintainer, head: Head, floor: int,
     return head, command.envelope.admitted_at_ms
 
 
-def _compare_with_export(store: RocksStore, root: Path, metadata: dict[str, Any], head: Head) -> dict[str, Any]:
+def _compare_with_export(store: RocksStore, root: Path, metadata: Document, head: Head) -> Report:
     """The rebuilt ledger must export to the very bytes of ``root``, whose file hashes were checked."""
     if (head.sequence, head.entry_hash) != (metadata["sequence"], metadata["last_entry_hash"]):
         raise VerificationError(JOURNAL_FILE, "journal does not end at the exported head")

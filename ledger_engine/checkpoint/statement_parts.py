@@ -30,6 +30,7 @@ from ledger_engine.domain.day_lines import DAY_LINE_ID_PREFIX, is_day_line
 from ledger_engine.domain.schema.money_allocation import line_key
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import Document
 from ledger_engine.projections.day_line_evidence import ReadEvidence, StateReader, commitments, state_reader
 
 FREEZE_ARTIFACT = "FreezeArtifact"
@@ -70,7 +71,7 @@ def statement_index_hash(entry: Any) -> str | None:
     return step.get("artifact_hash")
 
 
-def _stored_statements(evidence: EvidenceStore, item: str, digest: str) -> list[dict[str, Any]] | None:
+def _stored_statements(evidence: EvidenceStore, item: str, digest: str) -> list[Document] | None:
     """The statements of the index artifact stored under ``digest``; None when the store does not hold it."""
     try:
         artifact = orjson.loads(evidence.get(digest))
@@ -92,8 +93,8 @@ def _has_lines(statement: Any) -> bool:
                                            for line in lines)
 
 
-def _expected_links(read: StateReader, read_evidence: ReadEvidence, statements: list[dict[str, Any]]
-                    ) -> dict[str, dict[str, Any]]:
+def _expected_links(read: StateReader, read_evidence: ReadEvidence, statements: list[Document]
+                    ) -> dict[str, Document]:
     """What each statement line that is a day line must carry, by line ID: its artifact and recomputed commitment.
     Only IDs a day line can have are read: ``verify``'s fold keeps no other line."""
     day_lines = {}
@@ -106,7 +107,7 @@ def _expected_links(read: StateReader, read_evidence: ReadEvidence, statements: 
             for line_id, record in day_lines.items()}
 
 
-def _require_linked(item: str, statement: dict[str, Any], line: dict[str, Any], expected: dict[str, Any]) -> None:
+def _require_linked(item: str, statement: Document, line: Document, expected: Document) -> None:
     found = {name: line[name] for name in LINKED if name in line}
     if found != expected:
         raise refused(item, f"statement {statement.get('public_proof_id')} links line {line['line_id']} to "

@@ -32,6 +32,7 @@ import orjson
 from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.adapters.files import read_regular_file
 from ledger_engine.application.journal import recompute_entry_hash
+from ledger_engine.open_json import Document
 from ledger_engine.storage.value_codec import encode_record, encode_value
 from ledger_engine.canonical import DELTA_DOMAIN, STATE_DOMAIN, ZERO_HASH, engine_bytes, sha256_hex
 from ledger_engine.checkpoint.export import EXPORT_FORMAT, EXPORT_FORMAT_VERSION, JournalTreeFold
@@ -54,7 +55,7 @@ METADATA_FIELDS = ("sequence", "last_entry_hash", "logical_state_hash", "genesis
 ENTRY_FIELDS = ("sequence", "previous_entry_hash", "envelope", "outcome", "result", "delta_hash", "entry_hash")
 ROW_FIELDS = {"column_family", "key", "value"}
 
-def hash_tree(root: Path) -> dict[str, dict[str, Any]]:
+def hash_tree(root: Path) -> dict[str, Document]:
     """Every file under ``root`` (none when it is absent) by its relative path: its SHA-256 and size.
 
     A tree that is hashed to be trusted later holds plain files and directories only: a symbolic
@@ -73,7 +74,7 @@ def hash_tree(root: Path) -> dict[str, dict[str, Any]]:
     return files
 
 
-def require_fields(document: Any, item: str, fields: dict[str, type]) -> dict[str, Any]:
+def require_fields(document: Any, item: str, fields: dict[str, type]) -> Document:
     """``document`` as a JSON object holding each of ``fields`` with its type (a bool is no int), or a
     ``VerificationError`` naming the first that it lacks: a manifest of the wrong shape is a damaged one."""
     if not isinstance(document, dict):
@@ -85,7 +86,7 @@ def require_fields(document: Any, item: str, fields: dict[str, type]) -> dict[st
     return document
 
 
-def read_metadata(directory: str | os.PathLike[str]) -> dict[str, Any]:
+def read_metadata(directory: str | os.PathLike[str]) -> Document:
     path = Path(directory) / METADATA_FILE
     try:
         metadata = orjson.loads(read_regular_file(path))
@@ -102,7 +103,7 @@ def read_metadata(directory: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def verify_export(directory: str | os.PathLike[str], *, trusted_genesis: str | None = None,
-                  evidence: EvidenceStore | None = None) -> dict[str, Any]:
+                  evidence: EvidenceStore | None = None) -> Document:
     """Verify everything; returns the metadata, or raises ``VerificationError`` naming the first bad item.
 
     With ``trusted_genesis``, the export must also start from that genesis (``require_trusted_genesis``); with
@@ -120,8 +121,8 @@ def verify_export(directory: str | os.PathLike[str], *, trusted_genesis: str | N
     return verified
 
 
-def _verify_content(root: Path, metadata: dict[str, Any], trusted_genesis: str | None,
-                    lines: Lines, evidence: EvidenceStore | None) -> dict[str, Any]:
+def _verify_content(root: Path, metadata: Document, trusted_genesis: str | None,
+                    lines: Lines, evidence: EvidenceStore | None) -> Document:
     genesis = verify_genesis(root, metadata, trusted_genesis)
     quoted = quoted_lines(root / JOURNAL_FILE)
     with DiskFold.scratch() as folded, FrozenChunkCheck(evidence=evidence, quoted=quoted) as check:
@@ -131,7 +132,7 @@ def _verify_content(root: Path, metadata: dict[str, Any], trusted_genesis: str |
     return {**metadata, "journal_tree": _verify_journal_tree(metadata, journal_tree)}
 
 
-def _verify_journal_tree(metadata: dict[str, Any], computed: dict[str, Any]) -> dict[str, Any]:
+def _verify_journal_tree(metadata: Document, computed: Document) -> Document:
     """The root the export claims must be the one its verified journal makes.
 
     Exports written before the journal tree lack the claim; they verify, and the
@@ -144,10 +145,10 @@ def _verify_journal_tree(metadata: dict[str, Any], computed: dict[str, Any]) -> 
     return computed
 
 
-def verify_genesis(root: Path, metadata: dict[str, Any], trusted_genesis: str | None = None) -> dict[str, Any]:
+def verify_genesis(root: Path, metadata: Document, trusted_genesis: str | None = None) -> Document:
     require_trusted_genesis(metadata["genesis_hash"], trusted_genesis, GENESIS_FILE)
     try:
-        document: dict[str, Any] = orjson.loads(read_regular_file(root / GENESIS_FILE))
+        document: Document = orjson.loads(read_regular_file(root / GENESIS_FILE))
         matches = genesis_hash(document) == metadata["genesis_hash"]
         validate_genesis(document)  # so replay and the walk below can start from its records
     except (OSError, orjson.JSONDecodeError, LedgerError, TypeError) as error:
@@ -172,8 +173,8 @@ def require_trusted_genesis(found: str, trusted: str | None, item: str) -> None:
                                       f"({trusted})")
 
 
-def _verify_history(metadata: dict[str, Any], genesis: dict[str, Any], folded: DiskFold,
-                    lines: Lines, check: FrozenChunkCheck) -> dict[str, Any]:
+def _verify_history(metadata: Document, genesis: Document, folded: DiskFold,
+                    lines: Lines, check: FrozenChunkCheck) -> Document:
     """Walk the journal and the deltas in step: chain, delta hashes, ties, frozen chunks, the fold, and the
     journal tree."""
     journal_tree = JournalTreeFold()
@@ -212,7 +213,7 @@ def _require(condition: bool, item: str, reason: str) -> None:
         raise VerificationError(item, reason)
 
 
-def _entry(line: tuple[str, bytes, Any] | None, sequence: int) -> tuple[str, bytes, dict[str, Any]]:
+def _entry(line: tuple[str, bytes, Any] | None, sequence: int) -> tuple[str, bytes, Document]:
     if line is None:
         raise VerificationError(JOURNAL_FILE, f"ends before sequence {sequence}, which deltas.jsonl has")
     item, raw, entry = line
@@ -223,7 +224,7 @@ def _entry(line: tuple[str, bytes, Any] | None, sequence: int) -> tuple[str, byt
     return item, raw, entry
 
 
-def _delta_at(line: tuple[str, bytes, Any] | None, sequence: int, name: str) -> tuple[str, list[dict[str, Any]]]:
+def _delta_at(line: tuple[str, bytes, Any] | None, sequence: int, name: str) -> tuple[str, list[Document]]:
     if line is None:
         raise VerificationError(name, f"has no delta for sequence {sequence}")
     item, _, value = line
@@ -239,17 +240,17 @@ def _delta_at(line: tuple[str, bytes, Any] | None, sequence: int, name: str) -> 
     return item, rows
 
 
-def _delta_hash(rows: list[dict[str, Any]]) -> str:
+def _delta_hash(rows: list[Document]) -> str:
     return sha256_hex(DELTA_DOMAIN.encode() + engine_bytes(rows))
 
 
-def _genesis_delta(genesis: dict[str, Any]) -> list[dict[str, Any]]:
+def _genesis_delta(genesis: Document) -> list[Document]:
     rows = sorted((family, key, data) for family, key, data in genesis_records(genesis))
     return [{"column_family": family, "key": key, "value": orjson.loads(encode_record(1, data))}
             for family, key, data in rows]
 
 
-def _require_tied(delta: tuple[str, list[dict[str, Any]]], entry: dict[str, Any], entry_item: str,
+def _require_tied(delta: tuple[str, list[Document]], entry: Document, entry_item: str,
                   sequence: int) -> None:
     """A delta belongs to its entry: the entry's command result, and events of its own sequence only.
 
@@ -268,7 +269,7 @@ def _require_tied(delta: tuple[str, list[dict[str, Any]]], entry: dict[str, Any]
                  for row in rows if row["column_family"] == EVENTS), delta_item, "an event of another sequence")
 
 
-def _fold(delta: tuple[str, list[dict[str, Any]]], folded: DiskFold) -> None:
+def _fold(delta: tuple[str, list[Document]], folded: DiskFold) -> None:
     item, rows = delta
     for row in rows:
         address = (row["column_family"], row["key"])
@@ -279,7 +280,7 @@ def _fold(delta: tuple[str, list[dict[str, Any]]], folded: DiskFold) -> None:
             folded.keep(address, value)
 
 
-def _verify_state_rows(root: Path, metadata: dict[str, Any], folded: DiskFold, lines: Lines) -> None:
+def _verify_state_rows(root: Path, metadata: Document, folded: DiskFold, lines: Lines) -> None:
     matched = 0
     digest = hashlib.sha256(STATE_DOMAIN.encode() + b"[")
     previous: tuple[bytes, bytes] | None = None
@@ -319,7 +320,7 @@ def _verify_events(root: Path, folded: DiskFold, lines: Lines) -> None:
 
 
 def _first_missing(folded: Callable[[], Iterator[Address]], matched: int, path: Path,
-                   address_of: Callable[[dict[str, Any]], Address]) -> Address | None:
+                   address_of: Callable[[Document], Address]) -> Address | None:
     """The first folded address ``path`` lacks, given that each of its ``matched`` lines was found in the fold:
     only when the fold holds more is the file read again, in step with the fold (both are in export order)."""
     if sum(1 for _ in folded()) == matched:

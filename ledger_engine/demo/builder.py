@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import random
 import uuid
-from typing import Any, Iterable
+from typing import Iterable
 
 from ledger_engine.adapters.signatures import key_from_seed
 from ledger_engine.application.envelopes import build_envelope
 from ledger_engine.domain.step_up import public_key_hex, with_proof
+from ledger_engine.open_json import Unvalidated
 
 # 2026-10-01T00:00:00Z: the demo period starts here, whatever today is.
 DEMO_EPOCH_MS = 1_790_812_800_000
@@ -38,7 +39,7 @@ class DemoBuilder:
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
         self.clock_ms = DEMO_EPOCH_MS
-        self.envelopes: list[dict[str, Any]] = []
+        self.envelopes: list[Unvalidated] = []
         # Evidence bytes the scenario names and a loader stores (the statement index's artifact), by SHA-256.
         self.evidence: dict[str, bytes] = {}
 
@@ -52,9 +53,9 @@ class DemoBuilder:
     def advance_to(self, timestamp_ms: int) -> None:
         self.clock_ms = max(self.clock_ms, timestamp_ms)
 
-    def add(self, command_type: str, payload: dict[str, Any], *, actor: str,
-            expected: Iterable[dict[str, Any]] = (), evidence: Iterable[str] = (),
-            step_up: bool = False) -> dict[str, Any]:
+    def add(self, command_type: str, payload: Unvalidated, *, actor: str,
+            expected: Iterable[Unvalidated] = (), evidence: Iterable[str] = (),
+            step_up: bool = False) -> Unvalidated:
         """Append one envelope; ``step_up`` approves it with a proof from the demo's fixture step-up key."""
         envelope = build_envelope(command_type, payload, command_id=self.new_id(), actor_id=actor,
                                   admitted_at_ms=self.tick(), expected_revisions=expected,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ledger_engine.demo.builder import DEMO_IDENTITY_KEY, DemoBuilder, fixture_address, fixture_digest
 from ledger_engine.domain.actors import GUARDED_ROLES
 from ledger_engine.domain.identity import keyed_identity
+from ledger_engine.domain.schema.streaming import ListenerDay, Period
+from ledger_engine.open_json import Unvalidated
 
 GENESIS_ADMIN = "genesis-admin"
 ADMIN = "demo-admin"
@@ -40,11 +41,11 @@ class Cast:
 
     artists: list[str] = field(default_factory=list)
     listeners: list[str] = field(default_factory=list)
-    works: list[dict[str, Any]] = field(default_factory=list)
+    works: list[Unvalidated] = field(default_factory=list)
     lots: list[str] = field(default_factory=list)
-    rights: dict[str, dict[str, Any]] = field(default_factory=dict)  # work -> {"version", "recipients"}
-    periods: list[dict[str, Any]] = field(default_factory=list)  # cleared subscription periods, as recorded
-    closed_days: list[dict[str, Any]] = field(default_factory=list)  # listener-days, as CloseDay recorded them
+    rights: dict[str, Unvalidated] = field(default_factory=dict)  # work -> {"version", "recipients"}
+    periods: list[Period] = field(default_factory=list)  # cleared subscription periods, as recorded
+    closed_days: list[ListenerDay] = field(default_factory=list)  # listener-days, as CloseDay recorded them
 
 
 # The demo's artists and node operators by the public names they are paid under: invented, labelled as the demo's
@@ -123,7 +124,7 @@ def work_title(number: int) -> str:
 
 
 def _catalogue(builder: DemoBuilder, cast: Cast) -> None:
-    works: list[dict[str, Any]] = []
+    works: list[Unvalidated] = []
     for number in range(WORKS):
         work_id = f"demo-work-{number:03d}"
         duration = 120_000 + builder.rng.randrange(0, 180_000, 1_000)

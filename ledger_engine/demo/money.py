@@ -20,7 +20,6 @@ go to the payout stage (``build_payouts``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ledger_engine.application.day_allocator import Skipped, unfunded
 from ledger_engine.demo.builder import DemoBuilder, fixture_digest
@@ -31,11 +30,12 @@ from ledger_engine.domain.commands.money.allocation import POLICY_KEY, ListenerD
 from ledger_engine.domain.commands.money.budgets import slice_for_day
 from ledger_engine.domain.commands.money.corrections import RequestCorrectionPayload, freeze_request, request_hash
 from ledger_engine.domain.schema.money_allocation import BudgetTerms, DayLineArtifact, budget_key
-from ledger_engine.domain.schema.streaming import listener_day_key
+from ledger_engine.domain.schema.streaming import ListenedWork, ListenerDay, Period, listener_day_key
 from ledger_engine.domain.commands.streaming.policy import day_of
 from ledger_engine.domain.ruleset import LONDON_1_POLICY
 from ledger_engine.errors import LedgerError
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import Unvalidated
 
 ALLOCATOR = "demo-finance-1"
 APPROVER = "demo-finance-2"
@@ -102,7 +102,7 @@ def build_money(builder: DemoBuilder, cast: Cast, *, days: int) -> None:
     build_payouts(builder, cast, allocation)
 
 
-def _fund(builder: DemoBuilder, period: dict[str, Any], allocation: Allocation) -> _Budget:
+def _fund(builder: DemoBuilder, period: Period, allocation: Allocation) -> _Budget:
     """The period's converted revenue arrives as a deposit that funds its budget in the same command."""
     budget_id, lot_id = builder.new_id(), f"demo-period-lot-{period['period_id']}"
     amount = period["days"] * USDC_PER_LISTENER_DAY
@@ -129,7 +129,7 @@ def _add_to(builder: DemoBuilder, budget: _Budget, lot_id: str, allocation: Allo
     allocation.budget_revisions[budget.budget_id] += 1
 
 
-def _allocate(builder: DemoBuilder, cast: Cast, budget: _Budget, closed: dict[str, Any],
+def _allocate(builder: DemoBuilder, cast: Cast, budget: _Budget, closed: ListenerDay,
               allocation: Allocation) -> None:
     if not sum(work["listened_ms"] for work in closed["works"]):
         return  # no eligible listening: the day's slice stays unallocated
@@ -146,7 +146,7 @@ def _allocate(builder: DemoBuilder, cast: Cast, budget: _Budget, closed: dict[st
                             for line_id, line in zip(line_ids, lines) if line.recipient_id is None]
 
 
-def _inputs(cast: Cast, budget: _Budget, closed: dict[str, Any], allocation: Allocation) -> ListenerDayInputs:
+def _inputs(cast: Cast, budget: _Budget, closed: ListenerDay, allocation: Allocation) -> ListenerDayInputs:
     """What the ledger's split of a closed listener-day reads, as the ledger will hold it then."""
     listening = tuple(Listening(w["work_id"], w["rights_version"], w["listened_ms"], _splits(cast, w))
                       for w in closed["works"])
@@ -157,14 +157,14 @@ def _inputs(cast: Cast, budget: _Budget, closed: dict[str, Any], allocation: All
                              slice_for_day(budget.terms, closed["day"]), listening, serving, POLICY, revisions)
 
 
-def _day_to_freeze(closed_days: list[dict[str, Any]]) -> int | None:
+def _day_to_freeze(closed_days: list[ListenerDay]) -> int | None:
     """The last closed day, when there is another before it: the earlier days are allocated listener-day by
     listener-day, the last one by a frozen artifact."""
     days = sorted({closed["day"] for closed in closed_days})
     return days[-1] if len(days) > 1 else None
 
 
-def _freeze(builder: DemoBuilder, cast: Cast, budgets: dict[str, _Budget], closed_days: list[dict[str, Any]],
+def _freeze(builder: DemoBuilder, cast: Cast, budgets: dict[str, _Budget], closed_days: list[ListenerDay],
             allocation: Allocation) -> None:
     """The day's listener-days split as the day allocator splits them, in listener-day key order, and frozen."""
     planned, refused = [], []
@@ -188,18 +188,18 @@ def _freeze(builder: DemoBuilder, cast: Cast, budgets: dict[str, _Budget], close
                            for line in frozen.lines if line.recipient_id is not None]
 
 
-def _splits(cast: Cast, work: dict[str, Any]) -> tuple[tuple[str, int], ...]:
+def _splits(cast: Cast, work: ListenedWork) -> tuple[tuple[str, int], ...]:
     rights = cast.rights[work["work_id"]]
     assert rights["version"] == work["rights_version"], work
     return tuple((r["recipient_id"], r["split_bps"]) for r in rights["recipients"])
 
 
-def _payable(line_id: str, line: PlannedLine, budget_id: str, closed: dict[str, Any]) -> PayableLine:
+def _payable(line_id: str, line: PlannedLine, budget_id: str, closed: ListenerDay) -> PayableLine:
     return PayableLine(line_id, line.recipient_id, line.role, line.amount, budget_id, closed["listener_id"],
                        closed["day"], work_id=line.work_id, rights_version=line.rights_version, node_id=line.node_id)
 
 
-def _refund(builder: DemoBuilder, period: dict[str, Any], budgets: dict[str, _Budget], allocation: Allocation) -> None:
+def _refund(builder: DemoBuilder, period: Period, budgets: dict[str, _Budget], allocation: Allocation) -> None:
     """The provider refunds a period after its days were allocated: the rest of its budget leaves it."""
     event_id = f"demo-refund-{period['period_id']}"
     evidence = fixture_digest(event_id, "billing-event")
@@ -256,7 +256,7 @@ def _request_a_review_of_porto_share(builder: DemoBuilder, allocation: Allocatio
                        "reverses": [line.line_id], "remainder_to": remainder_to}, [line], decide=False)
 
 
-def _correct(builder: DemoBuilder, payload: dict[str, Any], reversed_lines: list[PayableLine], *, decide: bool) -> None:
+def _correct(builder: DemoBuilder, payload: Unvalidated, reversed_lines: list[PayableLine], *, decide: bool) -> None:
     """RequestCorrection by demo-finance-1; with ``decide``, its approval by demo-finance-2, restating the hash."""
     builder.add("RequestCorrection", payload, actor=ALLOCATOR)
     if not decide:

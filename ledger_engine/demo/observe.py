@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.demo.foundation import Cast
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import Document, Unvalidated
 
 EVERYTHING = 2**62
 
 
-def observe_streaming(cast: Cast, envelopes: list[dict[str, Any]], genesis: dict[str, Any]) -> None:
+def observe_streaming(cast: Cast, envelopes: list[Unvalidated], genesis: Document) -> None:
     """Fill ``cast.periods`` (cleared ones) and ``cast.closed_days`` from a scratch run of ``envelopes``."""
     with tempfile.TemporaryDirectory(prefix="porto-demo-") as scratch:
         with LedgerOwner.open(Path(scratch) / "ledger", genesis=genesis, max_group=256) as owner:

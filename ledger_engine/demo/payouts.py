@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from ledger_engine.canonical import canonical_bytes, sha256_hex
 
@@ -46,6 +46,7 @@ from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash
 from ledger_engine.domain.schema.money_payouts import PlannedPayment, run_key
 from ledger_engine.layout import OUTBOX, STATE
 from ledger_engine.merkle.statement import StatementTree, statement_leaf_hash
+from ledger_engine.open_json import RecordData, Unvalidated
 from ledger_engine.projections.day_line_evidence import commitments
 from ledger_engine.selectors.statement_index import index_artifact, statement_document
 
@@ -86,8 +87,8 @@ class _Stage:
         self.sequences = itertools.count()  # the treasury's sender sequence numbers
         self.ledger_versions = itertools.count(1_000)  # the fixture chain's transaction versions
 
-    def add(self, command_type: str, payload: dict[str, Any], *, actor: str, effect: str | None = None,
-            evidence: Sequence[str] = (), expected: Sequence[dict[str, Any]] = (), step_up: bool = False) -> None:
+    def add(self, command_type: str, payload: Unvalidated, *, actor: str, effect: str | None = None,
+            evidence: Sequence[str] = (), expected: Sequence[Unvalidated] = (), step_up: bool = False) -> None:
         if effect is not None:
             expected = [{"cf": OUTBOX, "key": effect, "revision": self.effect_revisions[effect]}]
         self.builder.add(command_type, payload, actor=actor, evidence=evidence, expected=expected, step_up=step_up)
@@ -107,7 +108,7 @@ class _Stage:
         self.effect_written(effect_id)
 
     # Batches.
-    def batch(self, kind: str, count: int, statements: Sequence[dict[str, Any]] = (), *,
+    def batch(self, kind: str, count: int, statements: Sequence[Unvalidated] = (), *,
               tree_of: Callable[[str], tuple[bytes, str]] | None = None) -> tuple[str, str, str]:
         """Prepare and freeze a batch; returns its ID, the hash its commitment anchors and its anchor effect ID.
 
@@ -264,7 +265,7 @@ def build_payouts(builder: DemoBuilder, cast: Cast, allocation: Allocation) -> N
         stage.prepare({waiting: stage.lines[waiting]})
 
 
-def _line_at_freeze(line: PayableLine) -> dict[str, Any]:
+def _line_at_freeze(line: PayableLine) -> RecordData:
     """A payable line's record as the statement index reads it when frozen (before any payout); a day line's with
     its chunk, and no correction in its chain."""
     fields = {"line_id": line.line_id, "day": line.day, "role": line.role, "amount": str(line.amount),

@@ -34,6 +34,7 @@ from ledger_engine.demo.foundation import ADMIN, DISPLAY_NAMES, INGEST, Cast
 from ledger_engine.domain.schema.streaming import hold_key, listener_activity_key, node_key, work_key
 from ledger_engine.domain.commands.streaming.nodes import KeyWindow, key_in_force
 from ledger_engine.layout import STATE
+from ledger_engine.open_json import Unvalidated
 
 COORDINATOR = "demo-coordinator"
 OPS = "demo-ops-1"
@@ -87,7 +88,7 @@ class Session:
     session_id: str
     listener_id: str
     day: int
-    work: dict[str, Any]
+    work: Unvalidated
 
     @property
     def rendition_id(self) -> str:
@@ -156,7 +157,7 @@ class StreamingScenario:
         self.activity_revisions: dict[tuple[str, int], int] = {}
         self.holds: list[Hold] = []
         self.late_receipts: dict[int, list[Grant]] = {}
-        self.opening_events: dict[str, dict[str, Any]] = {}
+        self.opening_events: dict[str, Unvalidated] = {}
         self.awaiting_review = False
 
     def listener(self, number: int) -> str:
@@ -209,7 +210,7 @@ class StreamingScenario:
                                  evidence=[cleared["evidence_digest"]])
 
     def billing_payload(self, listener_id: str, provider_type: str,
-                        terms: dict[str, Any] | None = None) -> dict[str, Any]:
+                        terms: Unvalidated | None = None) -> Unvalidated:
         """The normalised observation of a provider event, and the digest of that event as signed."""
         event_id = f"{listener_id}-{provider_type}"
         provider_event = {"id": event_id, "type": provider_type, "created_ms": self.builder.clock_ms,
@@ -262,7 +263,7 @@ class StreamingScenario:
 
     def change_status(self, node_id: str, status: str, reason: str) -> None:
         node = self.nodes[node_id]
-        payload: dict[str, Any] = {"node_id": node_id, "status": status, "reason": reason}
+        payload: Unvalidated = {"node_id": node_id, "status": status, "reason": reason}
         evidence = []
         if status == "active":
             digest = fixture_digest(node_id, "readiness", node.revision)
@@ -274,13 +275,13 @@ class StreamingScenario:
         node.status = status
         node.revision += 1
 
-    def node_revision(self, node: NodeView) -> dict[str, Any]:
+    def node_revision(self, node: NodeView) -> Unvalidated:
         return {"cf": STATE, "key": node_key(node.node_id), "revision": node.revision}
 
     def rotate(self, node_id: str, *, valid_from_ms: int, compromised_since_ms: int | None = None) -> None:
         node = self.nodes[node_id]
         current = node.key_versions[-1]
-        request: dict[str, Any] = {"node_id": node_id, "version": current["version"] + 1,
+        request: Unvalidated = {"node_id": node_id, "version": current["version"] + 1,
                                    "public_key": public_key_hex(node_signing_key(node_id, current["version"] + 1)),
                                    "valid_from_ms": valid_from_ms}
         if compromised_since_ms is None:
@@ -307,7 +308,7 @@ class StreamingScenario:
                 and node.key_versions[-1]["valid_from_ms"] <= self.builder.clock_ms]
 
     # Sessions, grants and receipts.
-    def open_session(self, listener_id: str, work: dict[str, Any]) -> Session:
+    def open_session(self, listener_id: str, work: Unvalidated) -> Session:
         session_id = self.builder.new_id()
         envelope = self.builder.add("OpenSession", {
             "session_id": session_id, "account_id": listener_id, "period_id": period_id_of(listener_id),
@@ -375,11 +376,11 @@ class StreamingScenario:
         self.receipt(grant, **receipt_options)
         return grant
 
-    def chunk_count(self, work: dict[str, Any]) -> int:
+    def chunk_count(self, work: Unvalidated) -> int:
         duration_ms: int = work["duration_ms"]
         return -(-duration_ms // CHUNK_MS)
 
-    def pick_work(self, number: int) -> dict[str, Any]:
+    def pick_work(self, number: int) -> Unvalidated:
         return self.cast.works[number % len(self.cast.works)]
 
     # Day 0: one scenario per hold reason, and the deliberate rejections that fit there.
