@@ -5,8 +5,10 @@ second server process against the same data directory fails at start with
 ``LEDGER_ALREADY_OWNED``. Every command of this process (console forms and the
 internal API alike) goes through ``gateway()``, which stores its envelope
 before submitting it and, after commit, announces the effects it created to the
-workers. Every read that a screen shows goes through ``read_at_boundary``,
-which pairs the data with the head it was read at.
+workers. Every read that a screen shows goes through ``read_view``: a selector,
+or a service composing selectors, on a ``LedgerView`` between two commands,
+paired with the head it was read at. ``read_settled`` reads off the command
+thread what needs no boundary.
 """
 
 from __future__ import annotations
@@ -138,11 +140,8 @@ def read_view(read: Callable[[LedgerView], T]) -> LedgerRead[T]:
     return owner().read(lambda view: LedgerRead(view.head, read(view)))
 
 
-def read_at_boundary(read: Callable[[LedgerOwner], T]) -> LedgerRead[T]:
-    """Run ``read`` between two commands, so the data and the head belong together.
-
-    Scans read the live database (docs/adr/0002); on the executor thread no
-    command can commit while they run.
-    """
-    ledger = owner()
-    return ledger.at_boundary(lambda _store: LedgerRead(ledger.head(), read(ledger)))
+def read_settled(read: Callable[[LedgerView], T]) -> T:
+    """``read`` on a view of the live store, off the command thread, for what needs no boundary: what no later
+    command changes (journal entries and what each wrote, up to the view's head), or a single point read. A long
+    read (a range check, an export) so never holds up the commands behind it."""
+    return read(owner().view())

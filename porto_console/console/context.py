@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ledger_engine.demo import DEMO_LABEL
 from ledger_engine.selectors import account_queries
-from porto_console.ledger import owner, read_view
+from porto_console.ledger import owner, read_settled
 
 
 def ledger_label(request) -> dict[str, object]:
@@ -21,7 +21,7 @@ class DisplayNames:
 
     def of(self, account_id: str) -> str | None:
         if account_id not in self._known:
-            names = read_view(lambda view: account_queries.display_names(view, [account_id])).data
+            names = read_settled(lambda view: account_queries.display_names(view, [account_id]))
             self._known[account_id] = names.get(account_id)
         return self._known[account_id]
 

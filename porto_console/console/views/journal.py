@@ -18,7 +18,7 @@ from porto_console.console.screens import JOURNAL
 from porto_console.console.services import journal as service
 from porto_console.console.views import accounting
 from porto_console.console.views.common import render_screen
-from porto_console.ledger import owner, read_view
+from porto_console.ledger import owner, read_settled, read_view
 
 EXPORT_COMMAND = "RecordExportAccess"
 EXPORT_TYPES = {"json": ("application/x-ndjson", "jsonl"), "csv": ("text/csv", "csv")}
@@ -133,7 +133,7 @@ def verify(request):
     if not form.is_valid():
         return journal(request, verify_form=form)
     first, last = form.cleaned_data["first"], form.cleaned_data["last"]
-    check = read_view(lambda view: service.verify_range(view, first, last)).data
+    check = read_settled(lambda view: service.verify_range(view, first, last))
     return journal(request, verify_form=form, check=check)
 
 
@@ -145,7 +145,7 @@ def export(request):
         messages.error(request, "Export refused: " + " ".join(form.non_field_errors() or ["check the range"]))
         return redirect("admin:console-journal")
     data = form.cleaned_data
-    content = read_view(lambda view: service.export_bytes(view, data["first"], data["last"], data["file_format"])).data
+    content = read_settled(lambda view: service.export_bytes(view, data["first"], data["last"], data["file_format"]))
     if not _recorded(request, data["command_id"], data["file_format"], data["first"], data["last"],
                      service.export_digest(content)):
         return redirect("admin:console-journal")
@@ -168,13 +168,13 @@ def export_csv(request):
         return redirect("admin:console-journal")
     query, command_id = form.query(), form.cleaned_data["command_id"]
     filters = {name: value for name, value in form.filters().items() if name != "command_id"}
-    first, last = read_view(lambda view: service.admitted_span(view, view.sequence, query.first, query.last)).data
+    first, last = read_settled(lambda view: service.admitted_span(view, view.sequence, query.first, query.last))
     refusal = _csv_refusal(first, last)
     if refusal:
         messages.error(request, f"Export refused: {refusal}")
         return redirect("admin:console-journal")
 
-    spool, digest = read_view(lambda view: exports.spooled(exports.journal_lines(view, first, last, filters))).data
+    spool, digest = read_settled(lambda view: exports.spooled(exports.journal_lines(view, first, last, filters)))
     if not _recorded(request, command_id, "csv", first, last, digest):
         spool.close()
         return redirect("admin:console-journal")
