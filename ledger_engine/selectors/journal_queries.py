@@ -1,16 +1,24 @@
-"""Journal selectors: what a journal entry emitted, for the auditor's view of one entry (docs/adr/0058), and where
-a span of admission times starts in the journal (docs/adr/0059)."""
+"""Journal selectors: one entry as stored and what it emitted, for the auditor's view of one entry (docs/adr/0058),
+and where a span of admission times starts in the journal (docs/adr/0059)."""
 
 from __future__ import annotations
-
 
 import orjson
 
 from ledger_engine.errors import ErrorCode, LedgerError
 from ledger_engine.keys import seq20
 from ledger_engine.layout import EVENTS, JOURNAL
-from ledger_engine.open_json import JournalEvent
+from ledger_engine.open_json import Document, JournalEvent
 from ledger_engine.selectors.view import LedgerView
+
+
+def entry(view: LedgerView, sequence: int) -> Document | None:
+    """The journal entry at ``sequence`` as the ledger stored it, or None where the journal holds none."""
+    raw = view.get(JOURNAL, seq20(sequence).encode())
+    if raw is None:
+        return None
+    found: Document = orjson.loads(raw)
+    return found
 
 
 def entry_events(view: LedgerView, sequence: int) -> list[JournalEvent]:
@@ -19,10 +27,10 @@ def entry_events(view: LedgerView, sequence: int) -> list[JournalEvent]:
 
 
 def admitted_at_ms(view: LedgerView, sequence: int) -> int:
-    raw = view.get(JOURNAL, seq20(sequence).encode())
-    if raw is None:
+    found = entry(view, sequence)
+    if found is None:
         raise LedgerError(ErrorCode.NOT_FOUND, f"journal entry {sequence} does not exist")
-    admitted: int = orjson.loads(raw)["envelope"]["admitted_at_ms"]
+    admitted: int = found["envelope"]["admitted_at_ms"]
     return admitted
 
 

@@ -109,9 +109,12 @@ def code_from_secret(secret: str) -> str:
     return f"{TOTP(b32decode(secret)).token():06d}"
 
 
-def provision_staff(page: Page, account_id: str, email: str, roles: tuple[str, ...] = ()) -> None:
-    """An admin's page fills in and submits the provisioning form for one staff member."""
-    page.goto("/ledger/accounts/new/")
+def provision_staff(page: Page, account_id: str, email: str, roles: tuple[str, ...] = (), *, fresh: bool = True
+                    ) -> None:
+    """An admin's page fills in and submits the provisioning form for one staff member: on a new form, or on the
+    one already open (``fresh=False``) with whatever was typed into it before."""
+    if fresh:
+        page.goto("/ledger/accounts/new/")
     page.select_option("#id_kind", "staff")
     page.fill("#id_account_id", account_id)
     page.fill("#id_identity", email)

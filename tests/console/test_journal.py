@@ -6,7 +6,7 @@ import hashlib
 import re
 
 from ledger_engine.adapters.gateway import derived_command_id
-from ledger_engine.selectors import journal_entries
+from ledger_engine.selectors import journal_queries
 from porto_console.console.commands import journalled_id, new_command_id
 
 
@@ -44,9 +44,9 @@ def test_an_entry_shows_envelope_outcome_and_hashes_and_verifies(client_as, ledg
 
 def test_an_entry_is_read_through_a_view_as_the_journal_stored_it(ledger):
     head = ledger.head().sequence
-    assert ledger.read(lambda view: journal_entries.entry(view, 5)) == ledger.journal_entry(5)
-    assert ledger.read(lambda view: journal_entries.entry(view, head)) == ledger.journal_entry(head)
-    assert ledger.read(lambda view: journal_entries.entry(view, head + 1)) is None
+    assert ledger.read(lambda view: journal_queries.entry(view, 5)) == ledger.journal_entry(5)
+    assert ledger.read(lambda view: journal_queries.entry(view, head)) == ledger.journal_entry(head)
+    assert ledger.read(lambda view: journal_queries.entry(view, head + 1)) is None
 
 
 def test_a_command_id_finds_its_entry_through_a_post(client_as, ledger):
@@ -63,7 +63,7 @@ def test_verifying_a_range_recomputes_every_entry(client_as, ledger):
 
 
 def test_verifying_finds_an_entry_that_does_not_match_its_hash(client_as, ledger, monkeypatch):
-    original = journal_entries.entry
+    original = journal_queries.entry
 
     def tampered(view, sequence):
         entry = original(view, sequence)
@@ -71,7 +71,7 @@ def test_verifying_finds_an_entry_that_does_not_match_its_hash(client_as, ledger
             entry["envelope"]["payload"] = {**entry["envelope"]["payload"], "roles": ["admin"]}
         return entry
 
-    monkeypatch.setattr(journal_entries, "entry", tampered)
+    monkeypatch.setattr(journal_queries, "entry", tampered)
     page = client_as("auditor").post("/ledger/journal/verify/", {"first": "3", "last": "20"}).content.decode()
     assert "Chain broken after 6 good entries: sequence 9: entry hash does not match its contents" in page
 

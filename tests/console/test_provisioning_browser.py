@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from ledger_engine.layout import STATE
 from ledger_engine.selectors import staff_queries
-from tests.console.browser import browse, chromium, new_page, staff  # noqa: F401  (fixtures)
+from tests.console.browser import browse, chromium, new_page, provision_staff, staff  # noqa: F401  (fixtures)
 from tests.console.conftest import STAFF
 from tests.console.test_accessibility import serious_violations
 
@@ -52,23 +52,14 @@ def test_a_name_typed_for_staff_is_not_sent_once_the_kind_hides_it(browse, ledge
     page.goto("/ledger/accounts/new/")
     page.select_option("select[name=kind]", "artist")
     page.fill("input[name=display_name]", "Left Behind")
-    page.select_option("select[name=kind]", "staff")
-    page.fill("input[name=account_id]", "ops-7")
-    page.fill("input[name=identity]", "ops7@porto.test")
-    page.check("input[name=roles][value=ops]")
-    page.click("input[value=Provision]")
+    provision_staff(page, "ops-7", "ops7@porto.test", roles=("ops",), fresh=False)
     expect(page.locator(".messagelist")).to_contain_text("Account ops-7 provisioned")
     assert "display_name" not in ledger.get(STATE, "account/ops-7").data
 
 
 def test_ticking_finance_provisions_without_it_and_asks_another_admin(browse, ledger):
     page = browse("admin")
-    page.goto("/ledger/accounts/new/")
-    page.select_option("select[name=kind]", "staff")
-    page.fill("input[name=account_id]", "fin-9")
-    page.fill("input[name=identity]", "fin9@porto.test")
-    page.check("input[name=roles][value=finance]")
-    page.click("input[value=Provision]")
+    provision_staff(page, "fin-9", "fin9@porto.test", roles=("finance",))
     expect(page.locator(".messagelist")).to_contain_text("Granting finance to fin-9 is requested: another admin (")
     assert ledger.get(STATE, "actor/fin-9").data["roles"] == []
     [change] = ledger.read(lambda view: staff_queries.changes(view, account_id="fin-9"))

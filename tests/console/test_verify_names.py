@@ -17,15 +17,17 @@ from tests.console.test_verify_page import VERIFY, choose_bytes, verifier  # noq
 from tests.console.test_work_titles import demo_statements
 from tests.merkle.named_statement_vectors import MARKUP_NAME, RIGHT_TO_LEFT_NAME, committed
 from tests.merkle.statement_vectors import python_verdict
+from tests.merkle.test_statement_vector_sets import SETS
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 pytestmark = pytest.mark.browser
 
 
-def test_the_page_and_the_python_verifier_agree_on_every_named_vector(verifier):  # noqa: F811
-    vectors = committed()
-    assert len(vectors) == 7
+@pytest.mark.parametrize("label", sorted(SETS))
+def test_the_page_and_the_python_verifier_agree_on_every_vector_of_each_set(verifier, label):  # noqa: F811
+    vectors = SETS[label].committed()
+    assert len(vectors) == {"named": 7, "titled": 4}[label]
     for name, (raw, expected) in vectors.items():
         assert verifier.evaluate(VERIFY, list(raw)) == expected, name
         assert python_verdict(raw) == expected, name

@@ -1,30 +1,17 @@
 """Statement files that name their recipients verify as any other; a name changed, dropped or added does not, and a
-name that is not a string is no statement."""
+name that is not a string is no statement (each file's verdict: test_statement_vector_sets.py)."""
 
 from __future__ import annotations
 
 import orjson
-import pytest
 
-from tests.merkle.named_statement_vectors import DIRECTORY, MARKUP_NAME, RIGHT_TO_LEFT_NAME, committed, vectors
-from tests.merkle.statement_vectors import python_verdict
+from tests.merkle.named_statement_vectors import MARKUP_NAME, RIGHT_TO_LEFT_NAME, committed
 
 COMMITTED = committed()
 
 
 def statement_of(name: str) -> dict:
     return orjson.loads(COMMITTED[name][0])["statement"]
-
-
-def test_the_committed_named_vectors_are_the_ones_this_module_makes():
-    assert vectors() == COMMITTED
-    assert sorted(path.name for path in DIRECTORY.glob("*.json") if path.name != "expected.json") == sorted(COMMITTED)
-
-
-@pytest.mark.parametrize("name", sorted(COMMITTED))
-def test_the_python_verifier_reaches_the_expected_verdict(name):
-    raw, expected = COMMITTED[name]
-    assert python_verdict(raw) == expected
 
 
 def test_the_valid_files_name_their_recipients_and_the_neighbour_is_not_named():

@@ -13,7 +13,7 @@ import orjson
 from ledger_engine.application.journal import recompute_entry_hash
 from ledger_engine.canonical import ZERO_HASH, canonical_bytes, sha256_hex
 from ledger_engine.errors import ErrorCode, StorageFault
-from ledger_engine.selectors import accounting, journal_entries, journal_queries
+from ledger_engine.selectors import accounting, journal_queries
 from ledger_engine.selectors.accounting import Posting, TouchedRecord
 from ledger_engine.selectors.view import LedgerView
 from porto_console.console.listing import DAY_MS, day_number
@@ -87,7 +87,7 @@ def admitted_span(view: LedgerView, head: int, first_day: date | None, last_day:
 
 def journalled(view: LedgerView, sequence: int) -> dict[str, Any]:
     """The entry at ``sequence``, which the caller read from at or below the head: missing, the store lost it."""
-    entry = journal_entries.entry(view, sequence)
+    entry = journal_queries.entry(view, sequence)
     if entry is None:
         raise StorageFault(ErrorCode.STORAGE_CORRUPT, f"journal entry {sequence}, at or below the head, is missing")
     return entry
@@ -107,7 +107,7 @@ class EntryReads:
 
 def entry_reads(view: LedgerView, sequence: int) -> EntryReads | None:
     """The entry at ``sequence`` with what it did, or None beyond the head."""
-    entry = journal_entries.entry(view, sequence)
+    entry = journal_queries.entry(view, sequence)
     if entry is None:
         return None
     return EntryReads(entry, journal_queries.entry_events(view, sequence), accounting.entry_postings(view, sequence),
