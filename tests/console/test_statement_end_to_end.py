@@ -17,6 +17,7 @@ import orjson
 import pytest
 from playwright.sync_api import expect
 
+from ledger_engine.demo.foundation import DISPLAY_NAMES
 from ledger_engine.layout import STATE
 from ledger_engine.merkle import verify_statement_file
 from ledger_engine.merkle.statement import FILE_VERSION
@@ -143,7 +144,8 @@ def test_a_recipient_file_from_the_demo_allocation_verifies_on_the_command_line_
     for step_name in ("file", "leaf", "root", "checkpoint", "signature"):
         expect(page.locator(f"#step-{step_name}")).to_have_attribute("data-state", "passed")
     expect(page.locator("#step-anchor")).to_contain_text(index["transaction_hash"])
-    expect(page.locator("#statement-recipient")).to_have_text(statement["recipient_id"])
+    recipient_id = statement["recipient_id"]  # the demo names each recipient: its name, then its ID
+    expect(page.locator("#statement-recipient")).to_have_text(f"{DISPLAY_NAMES[recipient_id]} ({recipient_id})")
     assert all(url.startswith(live_server.url) and "/internal/" not in url for url in requests)
     context.close()
 
