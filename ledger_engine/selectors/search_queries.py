@@ -40,22 +40,25 @@ class FoundRecord:
     status: str  # the record's own status or state; "" for a recipient
 
 
-def exact_matches(view: LedgerView, term: str, kinds: Iterable[str]) -> list[FoundRecord]:
-    """The records of ``kinds`` whose ID is ``term``, or whose transaction hash, payout address or display name it is
-    (any case)."""
-    kinds, wanted = tuple(kinds), term.lower()
+def exact_matches(view: LedgerView, term: str, kinds: Iterable[str], limit: int | None = None, *,
+                  names: bool = True) -> list[FoundRecord]:
+    """Up to ``limit`` records of ``kinds`` whose ID is ``term``, or whose transaction hash, payout address or (with
+    ``names``) display name it is, in any case (Unicode's case folding: STRASSE is Straße)."""
+    kinds, wanted = tuple(kinds), term.casefold()
     by_id = [found for found in (_by_id(view, kind, term) for kind in kinds) if found is not None]
     if by_id:  # no ID is also a hash or an address: the walk over attempts and recipients is spared
         return by_id
-    return _first_of_each(_by_value(view, kinds, lambda value: value.lower() == wanted))
+    return _first_of_each(_by_value(view, kinds, lambda value: value.casefold() == wanted, names), limit)
 
 
-def partial_matches(view: LedgerView, fragment: str, kinds: Iterable[str], limit: int) -> list[FoundRecord]:
-    """Up to ``limit`` records of ``kinds`` whose ID, transaction hash, payout address or display name holds
-    ``fragment`` (any case): IDs first, kind by kind in ID order."""
-    kinds, wanted = tuple(kinds), fragment.lower()
+def partial_matches(view: LedgerView, fragment: str, kinds: Iterable[str], limit: int, *,
+                    names: bool = True) -> list[FoundRecord]:
+    """Up to ``limit`` records of ``kinds`` whose ID, transaction hash, payout address or (with ``names``) display
+    name holds ``fragment`` (any case): IDs first, kind by kind in ID order."""
+    kinds, wanted = tuple(kinds), fragment.casefold()
     by_id = chain.from_iterable(_ids_holding(view, kind, wanted) for kind in kinds)
-    return _first_of_each(chain(by_id, _by_value(view, kinds, lambda value: wanted in value.lower())), limit)
+    return _first_of_each(chain(by_id, _by_value(view, kinds, lambda value: wanted in value.casefold(), names)),
+                          limit)
 
 
 def _by_id(view: LedgerView, kind: str, record_id: str) -> FoundRecord | None:
@@ -66,16 +69,18 @@ def _by_id(view: LedgerView, kind: str, record_id: str) -> FoundRecord | None:
 
 
 def _ids_holding(view: LedgerView, kind: str, wanted: str) -> Iterator[FoundRecord]:
-    """The kind's records whose ID holds ``wanted`` (lower case), decoding only those."""
+    """The kind's records whose ID holds ``wanted`` (case folded), decoding only those."""
     prefix = RECORD_PREFIXES[kind]
     for raw_key, raw in view.scan(STATE, prefix.encode()):
         record_id = raw_key.decode()[len(prefix):]
-        if wanted in record_id.lower():
+        if wanted in record_id.casefold():
             yield _found(kind, record_id, BY_ID, decode_record(raw).data)
 
 
-def _by_value(view: LedgerView, kinds: tuple[str, ...], matches: Callable[[str], bool]) -> Iterator[FoundRecord]:
-    """Payments by any of their attempts' transaction hashes, recipients by their payout address or display name."""
+def _by_value(view: LedgerView, kinds: tuple[str, ...], matches: Callable[[str], bool],
+              names: bool) -> Iterator[FoundRecord]:
+    """Payments by any of their attempts' transaction hashes, recipients by their payout address or (with ``names``)
+    display name."""
     if "payment" in kinds:
         for _key, attempt in view.records(ATTEMPT_PREFIX):
             if matches(attempt.data["transaction_hash"]):
@@ -87,7 +92,7 @@ def _by_value(view: LedgerView, kinds: tuple[str, ...], matches: Callable[[str],
             recipient_id = recipient.data["recipient_id"]
             if matches(recipient.data["payout_address"]):
                 yield _found("recipient", recipient_id, BY_PAYOUT_ADDRESS, recipient.data)
-            elif any(matches(name) for name in display_names(view, [recipient_id]).values()):
+            elif names and any(matches(name) for name in display_names(view, [recipient_id]).values()):
                 yield _found("recipient", recipient_id, BY_DISPLAY_NAME, recipient.data)
 
 

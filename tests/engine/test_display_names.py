@@ -37,12 +37,19 @@ BAD_NAMES = {
     "line separator": "Aurora\u2028Vale",
     "unassigned code point": "Aurora Vale\u0378",
     "not a string": 15,
+    # An export is plain text: an open override there reverses the amounts beside the name.
+    "right-to-left override": "Fado \u202eoC",
+    "right-to-left isolate": "\u2067Fado\u2069",
+    "zero-width space": "Aurora\u200b Vale",
+    "soft hyphen alone": "\u00ad",
+    "five combining marks on one letter": "Z\u0363\u0364\u0365\u0366\u0367ed",
 }
 GOOD_NAMES = {
     "longest": "x" * MAX_DISPLAY_NAME_CHARS,
     "right to left": RIGHT_TO_LEFT,
-    # A directional override is allowed: every screen isolates a name, so it cannot reorder what stands beside it.
-    "right-to-left override": "Fado \u202eoC",
+    "right-to-left mark": "Fado\u200f",
+    "zero-width joiner of an emoji": "DJ \U0001f469\u200d\U0001f3a4",
+    "four combining marks on one letter": "Z\u0363\u0364\u0365\u0366ed",
 }
 
 
@@ -86,6 +93,28 @@ def test_renaming_needs_the_expected_revision(owner, envelopes):
     assert_rejected(owner, change(envelopes, "art-1", kind="artist", revision=None, display_name="Someone Else"),
                     "STALE_REVISION")
     assert account(owner, "art-1")["display_name"] == "Aurora Vale"
+
+
+@pytest.mark.parametrize("taken", ["Aurora Vale", "AURORA VALE", "\uff21\uff55\uff52\uff4f\uff52\uff41 Vale"],
+                         ids=["same", "other case", "full width"])
+def test_no_two_recipients_share_a_name_however_cased_or_composed(owner, envelopes, taken):
+    assert_accepted(owner, register(envelopes, "art-1", display_name="Aurora Vale"))
+    assert_rejected(owner, register(envelopes, "art-2", display_name=taken), "ALREADY_EXISTS")
+    assert owner.get("state", "account/art-2") is None
+
+
+def test_a_rename_frees_the_old_name_for_another_recipient(owner, envelopes):
+    assert_accepted(owner, register(envelopes, "art-1", display_name="Aurora Vale"))
+    assert_accepted(owner, change(envelopes, "art-1", kind="artist", revision=1, display_name="AURORA VALE"))
+    assert_accepted(owner, change(envelopes, "art-1", kind="artist", revision=2, display_name="Aurora V."))
+    assert_accepted(owner, register(envelopes, "art-2", display_name="Aurora Vale"))
+    assert account(owner, "art-2")["display_name"] == "Aurora Vale"
+
+
+def test_a_name_is_never_another_accounts_id(owner, envelopes):
+    assert_accepted(owner, register(envelopes, "art-1"))
+    assert_rejected(owner, register(envelopes, "art-2", display_name="art-1"), "ALREADY_EXISTS")
+    assert_accepted(owner, register(envelopes, "art-3", display_name="art-3"))  # its own ID misleads nobody
 
 
 @pytest.mark.parametrize("kind, roles", [("staff", ["finance"]), ("worker", ["ingest"]), ("listener", [])])

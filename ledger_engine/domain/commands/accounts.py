@@ -16,11 +16,16 @@ belong to staff only, and never both on one account; adapter and worker roles
 An artist or an operator may carry a display name: the public name it is paid
 and shown under (docs/adr/0098), never a legal identity, which stays outside
 the ledger. Like roles, it is restated by each registration of the account, so
-one that leaves it out removes it.
+one that leaves it out removes it. No two recipients share a name, however
+cased or composed (a uniqueness sentinel of the name's NFKC case fold), and no
+name is another account's ID.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
+import unicodedata
 from typing import Annotated, Any, Iterable, Literal, Mapping
 
 from pydantic import AfterValidator, field_validator, model_validator
@@ -35,8 +40,8 @@ from ledger_engine.domain.schema.money_payouts import recipient_key
 from ledger_engine.domain.schema.staff import Account, account_key, actor_key
 from ledger_engine.domain.types import ChainAddress, Digest, Identifier, Role
 from ledger_engine.errors import ErrorCode
-from ledger_engine.keys import key
-from ledger_engine.layout import STATE
+from ledger_engine.keys import IDENTIFIER_PATTERN, key
+from ledger_engine.layout import STATE, UNIQUE
 from ledger_engine.open_json import CommandResult
 
 AccountKind = Literal["staff", "worker", "listener", "artist", "operator"]
@@ -109,6 +114,7 @@ def register_account(ctx: RuleContext, p: RegisterAccountPayload) -> CommandResu
 
     identity = {"identity_digest": p.identity_digest,
                 **({"identity_scheme": p.identity_scheme} if p.identity_scheme else {})}
+    _claim_display_name(changes, p, existing.data_as(Account) if existing else None)
     named = {"display_name": p.display_name} if p.display_name is not None else {}
     put_account(changes, {"account_id": p.account_id, "kind": p.kind, **identity, **named,
                           "created_at_ms": created_at}, roles=p.roles, status=p.status, now_ms=ctx.now_ms)
@@ -167,6 +173,36 @@ def _needs_second_admin(existing: Account | None, p: RegisterAccountPayload) -> 
         return (f"deactivating an account holding {', '.join(guarded)} needs a second admin: "
                 "request it as a staff change")
     return None
+
+
+def display_name_key(name: str) -> str:
+    """The sentinel of a display name as people tell names apart: compatibility forms and case folded together."""
+    comparable = unicodedata.normalize("NFKC", name).casefold()
+    return key("display_name", hashlib.sha256(comparable.encode()).hexdigest())
+
+
+def _claim_display_name(changes: Changes, p: RegisterAccountPayload, before: Account | None) -> None:
+    """One recipient a name, the one it was shown under, however it is cased or composed; and no name that is
+    another account's ID. A rename frees the old name."""
+    old = before.get("display_name") if before else None
+    if old is not None:
+        changes.release_unique(display_name_key(old))
+    if p.display_name is None:
+        return
+    require(p.display_name == p.account_id or not _is_an_account(changes, p.display_name), ErrorCode.ALREADY_EXISTS,
+            f"{p.display_name!r} is another account's ID: a display name never is")
+    holder = changes.get(UNIQUE, display_name_key(p.display_name))
+    require(holder is None, ErrorCode.ALREADY_EXISTS,
+            f"{holder.data['account_id'] if holder else ''} is shown as {p.display_name!r} already: "
+            "each recipient's name tells it apart")
+    changes.claim_unique(display_name_key(p.display_name), {"account_id": p.account_id}, ErrorCode.ALREADY_EXISTS,
+                         "a recipient is shown under this name already")
+
+
+def _is_an_account(changes: Changes, text: str) -> bool:
+    if not re.fullmatch(IDENTIFIER_PATTERN, text):
+        return False
+    return changes.get(STATE, account_key(text)) is not None or changes.get(STATE, actor_key(text)) is not None
 
 
 def _set_initial_recipient(ctx: RuleContext, p: RegisterAccountPayload) -> None:

@@ -17,7 +17,7 @@ from porto_console.console.services.payouts import PAYMENT_STATES
 DEFAULT_STATE = "approved"
 ANY_STATE = "all"
 LISTING = Listing(
-    searches=(Search("recipient", "Recipient", text("recipient_id")),
+    searches=(Search("recipient", "Recipient ID", text("recipient_id")),
               Search("payment", "Payment ID", text("payment_id")),
               Search("run", "Run ID", text("run_id")),
               Search("transaction_hash", "Transaction hash", lambda row: row["transaction_hashes"])),

@@ -11,7 +11,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from ledger_engine.selectors import search_queries
-from ledger_engine.selectors.search_queries import FoundRecord
+from ledger_engine.selectors.search_queries import BY_DISPLAY_NAME, FoundRecord
 from ledger_engine.selectors.view import LedgerView
 from porto_console.console.screens import CORRECTIONS, HOLDS, PAYMENTS, PAYOUTS, RECIPIENTS
 
@@ -28,7 +28,7 @@ SHORTENED = "…"  # what a short ID copied from a list ends with (``short_hash`
 class Found:
     records: list[FoundRecord]
     exact: bool  # the term is a whole ID, hash, address or name; otherwise a fragment of them
-    more: bool = False  # a fragment matched more than MOST_LISTED records
+    more: bool = False  # the term matched more than MOST_LISTED records
     too_short: bool = False  # nothing matched exactly, and the term is too short to look for as a fragment
 
     @property
@@ -42,18 +42,32 @@ def searchable_kinds(roles: frozenset[str]) -> tuple[str, ...]:
 
 
 def cleaned(term: str) -> str:
-    """The term as the ledger stores text (NFC: a display name typed decomposed still matches), without the
-    ellipsis a short ID copied from a list ends with."""
-    return unicodedata.normalize("NFC", term).strip().removesuffix(SHORTENED).strip()
+    """The term as the ledger stores text (NFC: a display name typed decomposed still matches)."""
+    return unicodedata.normalize("NFC", term).strip()
+
+
+def without_ellipsis(term: str) -> str:
+    return term.removesuffix(SHORTENED).strip()
 
 
 def search(view: LedgerView, term: str, roles: frozenset[str]) -> Found:
-    """The records of the kinds ``roles`` open that ``term`` names whole, or else holds as a fragment."""
-    kinds = searchable_kinds(roles)
-    exact = search_queries.exact_matches(view, term, kinds)
-    if exact or not kinds:
-        return Found(exact, exact=True)
+    """The records of the kinds ``roles`` open that ``term`` names whole, or else holds as a fragment.
+
+    A term ending with the ellipsis was copied from a list, so it is part of an ID and never a name. A whole
+    display name opens its recipient only when no ID the user can open holds the term: a name never takes a
+    pasted ID away from its record."""
+    kinds, copied, term = searchable_kinds(roles), term.endswith(SHORTENED), without_ellipsis(term)
+    exact = search_queries.exact_matches(view, term, kinds, MOST_LISTED + 1, names=not copied)
+    if not kinds or (exact and any(record.matched != BY_DISPLAY_NAME for record in exact)):
+        return _listed(exact, exact=True)
+    if exact:
+        holding = search_queries.partial_matches(view, term, kinds, MOST_LISTED + 1, names=False)
+        return _listed(exact, exact=True) if not holding else _listed([*holding, *exact], exact=False)
     if len(term) < MIN_FRAGMENT:
         return Found([], exact=False, too_short=True)
-    partial = search_queries.partial_matches(view, term, kinds, MOST_LISTED + 1)
-    return Found(partial[:MOST_LISTED], exact=False, more=len(partial) > MOST_LISTED)
+    return _listed(search_queries.partial_matches(view, term, kinds, MOST_LISTED + 1, names=not copied), exact=False)
+
+
+def _listed(records: list[FoundRecord], *, exact: bool) -> Found:
+    """At most MOST_LISTED of ``records``, saying whether there were more."""
+    return Found(records[:MOST_LISTED], exact=exact, more=len(records) > MOST_LISTED)

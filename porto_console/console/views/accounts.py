@@ -31,7 +31,7 @@ from ledger_engine.domain.ruleset import ROLES
 from ledger_engine.domain.schema.staff import StaffChange
 from ledger_engine.envelope import IDENTIFIER_PATTERN
 from ledger_engine.errors import LedgerError
-from ledger_engine.selectors import account_queries
+from ledger_engine.selectors import account_queries, staff_queries
 from porto_console.console import actions, commands
 from porto_console.console.commands import new_command_id
 from porto_console.console.forms import CommandForm
@@ -274,14 +274,27 @@ def _request_roles(request, data: dict, roles: list[str]) -> None:
             messages.error(request, f"{account_id} is provisioned without {role}: requesting it was refused "
                                     f"({error}). Request it again below.")
             continue
-        actions.report(request, outcome, f"Granting {role} to {account_id} is requested: {_approvers(request)} "
-                                         "approves it under Staff changes")
+        actions.report(request, outcome, _requested(request, role, account_id, staff_changes.change_id_for(command_id),
+                                                    answered_before=outcome.duplicate))
+
+
+def _requested(request, role: str, account_id: str, change_id: str, *, answered_before: bool) -> str:
+    """What became of the staff change granting ``role``: awaiting another admin, or, for a form answered before,
+    decided meanwhile."""
+    change = read_view(lambda view: staff_queries.change(view, change_id)).data
+    if answered_before and change is not None and change["status"] != "pending":
+        decided_by = (change.get("decision") or {}).get("decided_by")
+        return (f"Granting {role} to {account_id} was requested, and is {change['status']}"
+                + (f" by {decided_by}" if decided_by else ""))
+    return f"Granting {role} to {account_id} is requested: {_approvers(request)} approves it under Staff changes"
 
 
 def _approvers(request) -> str:
-    """Who may approve a staff change the signed-in admin requested: any other active admin, by name."""
-    others = [admin for admin in read_view(account_queries.active_admins).data if admin != actor_id(request.user)]
-    return f"another admin ({', '.join(others)})" if others else "another admin"
+    """Who may approve a staff change the signed-in admin requested: every other active admin who signs in to the
+    console (a staff account), by name."""
+    admins = read_view(lambda view: account_queries.accounts(view, kind="staff", status="active", role="admin")).data
+    others = [admin.account_id for admin in admins if admin.account_id != actor_id(request.user)]
+    return f"another admin ({', '.join(others)})" if others else "another admin, once one is provisioned,"
 
 
 def _new_staff_user(request, data: dict) -> None:

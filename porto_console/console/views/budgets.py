@@ -30,7 +30,7 @@ BUDGET_LISTING = Listing(
     default_sort="budget", identity=by("budget_id"), descending_first=frozenset({"funding", "holding"}))
 BudgetFilter = BUDGET_LISTING.form_class(BudgetBalance)
 BALANCE_LISTING = Listing(
-    searches=(Search("recipient", "Recipient", text("recipient_id")),),
+    searches=(Search("recipient", "Recipient ID", text("recipient_id")),),
     sorts={"recipient": by("recipient_id"), "payable": by_amount("payable"), "reserved": by_amount("reserved"),
            "paid": by_amount("paid")},
     default_sort="recipient", identity=by("recipient_id"), descending_first=frozenset({"payable", "reserved", "paid"}))

@@ -28,7 +28,7 @@ class UpdateStatuses(forms.Form):
 
 
 UPDATE_LISTING = Listing(
-    searches=(Search("recipient", "Recipient", text("recipient_id")),
+    searches=(Search("recipient", "Recipient ID", text("recipient_id")),
               Search("address", "Address", lambda row: (row.old_address or "", row.payout_address)),
               Search("requested_by", "Requested by", text("requested_by"))),
     dated=REQUESTED,

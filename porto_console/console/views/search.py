@@ -35,7 +35,7 @@ class SearchForm(forms.Form):
 
     def clean_term(self) -> str:
         term = service.cleaned(self.cleaned_data["term"])
-        if not term:
+        if not service.without_ellipsis(term):
             raise forms.ValidationError(self.fields["term"].error_messages["required"], code="required")
         return term
 
