@@ -1,7 +1,7 @@
 """Recipients' display names and the provisioning form, attacked: an admin who renames recipients to markup,
 formulas, directional overrides, invisible characters, another recipient's name or another account's ID; a finance
 user who searches by name and exports what they see; an admin who ticks guarded roles, forges fields and posts the
-provisioning form again. Each test says what must hold; where it does not yet, its docstring says what gives way."""
+provisioning form again. Each test says what must hold."""
 
 from __future__ import annotations
 
@@ -172,12 +172,8 @@ def test_the_leak_check_sees_an_open_override_and_not_a_closed_one():
 
 @pytest.mark.parametrize("export", sorted(EXPORTS))
 def test_a_names_directional_override_never_reorders_the_amounts_beside_it_in_an_export(client_as, ledger, export):
-    """BREAKS: display_text.py allows U+202A-U+202E and U+2066-U+2069 (the docstring: "screens isolate such text").
-    Screens do (``<bdi>``), but an export is plain text: a name ending in an open RLO reverses the rest of its CSV
-    row in an editor or a terminal, so ``12.500000`` reads ``000005.21``. Right-to-left names need at most the marks
-    LRM, RLM and ALM (U+200E, U+200F, U+061C), which reorder nothing beyond neutrals; the fix is to refuse the
-    embedding, override and isolate controls in ``display_text`` (or, second best, to close them in
-    ``exports.safe``)."""
+    """An export is plain text, so a name's open directional override would reverse the amounts beside it in a
+    CSV row: display text refuses the embeddings, overrides and isolates (right-to-left names need only the marks)."""
     rename_all(client_as("admin"), ledger, lambda recipient_id: f"Fado {recipient_id} \u202eoC")
     path, params = EXPORTS[export]
     text = csv_text(client_as("finance").get(path, params))
@@ -200,12 +196,9 @@ INVISIBLE = {
 
 @pytest.mark.parametrize("name", INVISIBLE.values(), ids=list(INVISIBLE))
 def test_a_name_that_differs_from_another_only_by_what_nobody_sees_is_refused(client_as, ledger, name):
-    """BREAKS: display_text.py refuses control (Cc), separator and unassigned characters, but every format
-    character (Cf) but the directional ones is just as invisible: ZERO WIDTH SPACE, WORD JOINER, BYTE ORDER MARK,
-    SOFT HYPHEN and the TAG block. One admin alone can so show demo-artist-01 on every screen exactly as Aurora Vale
-    is shown, which no exact search or uniqueness check of the text can tell apart, or give a recipient a name
-    that shows as nothing. Fix: refuse category Cf in ``display_text`` except ZWNJ and ZWJ (U+200C, U+200D, which
-    scripts and emoji need) and the marks LRM, RLM, ALM."""
+    """A name that differs from another only by what nobody sees (a zero-width space, a word joiner, a byte order
+    mark, a soft hyphen, a tag), or shows as nothing, is refused: display text allows no invisible format
+    character but the joiners and the directional marks."""
     before = account(ledger, "demo-artist-01")["display_name"]
     rename(client_as("admin"), ledger, "demo-artist-01", name)
     assert account(ledger, "demo-artist-01")["display_name"] == before
@@ -218,32 +211,23 @@ def comparable(name: str) -> str:
 @pytest.mark.parametrize("name", [DISPLAY_NAMES["demo-artist-00"], DISPLAY_NAMES["demo-artist-00"].upper()],
                          ids=["the same", "in other case"])
 def test_no_two_recipients_are_shown_under_one_name(client_as, ledger, name):
-    """BREAKS: the ledger and the form accept a rename of demo-artist-01 to Aurora Vale's name, by one admin alone
-    (no staff change, however many admins govern). A name exists so that people tell recipients apart
-    (docs/adr/0098) and act on that: finance picks the recipient of an address change (whose evidence names the
-    person) by the name it is shown under. Fix: ``register_account`` claims a unique index key of the name's
-    NFKC casefold (``changes.claim_unique``, released on a rename, as the identity digest is claimed), so the
-    second registration is ALREADY_EXISTS and the form says which recipient has the name."""
+    """A name tells one recipient apart: a second recipient is refused another's name, however cased or composed
+    (a uniqueness sentinel of the name's NFKC case fold)."""
     rename(client_as("admin"), ledger, "demo-artist-01", name)
     names = {rid: comparable(account(ledger, rid).get("display_name", "")) for rid in RECIPIENT_IDS}
     assert [rid for rid, held in names.items() if held == comparable(name)] == ["demo-artist-00"]
 
 
 def test_a_recipient_is_never_named_after_another_accounts_id(client_as, ledger):
-    """BREAKS: demo-artist-01 renamed "demo-artist-00" is shown ``demo-artist-00 demo-artist-01`` on every screen
-    and exported with ``recipient_name`` demo-artist-00: a confused reader (or a spreadsheet filter on the value)
-    takes it for the other recipient. Fix: ``register_account`` refuses a display name that is another
-    account's ID (one point read, only when the name matches the identifier pattern)."""
+    """A recipient is never named after another account's ID, which a reader or a spreadsheet filter would take
+    for that account."""
     rename(client_as("admin"), ledger, "demo-artist-01", "demo-artist-00")
     assert account(ledger, "demo-artist-01")["display_name"] == DISPLAY_NAMES["demo-artist-01"]
 
 
 def test_a_name_cannot_stack_marks_that_paint_over_the_rows_around_it(client_as, ledger):
-    """BREAKS: a name of one letter and sixty combining marks (NFC keeps them: nothing composes) is one line of
-    "visible" characters, so display_text accepts it; a browser draws the marks stacked far above and below the
-    line, over the amounts and IDs of the rows beside it on the payments, prepare and run screens. Fix: refuse a
-    run of more than a few combining marks (categories Mn, Me) on one base in ``display_text`` (names need at
-    most three or four; Unicode's stream-safe format already caps a run at 30)."""
+    """A name of one letter and sixty combining marks, which a browser paints over the rows around it, is
+    refused: at most four combining marks on a letter."""
     stacked = "Z" + "\u0363\u0364\u0365\u0366\u0367\u0368" * 10 + "ed"  # no precomposed form: NFC keeps them
     assert unicodedata.normalize("NFC", stacked) == stacked and len(stacked) <= 100
     rename(client_as("admin"), ledger, "demo-artist-01", stacked)
@@ -253,10 +237,7 @@ def test_a_name_cannot_stack_marks_that_paint_over_the_rows_around_it(client_as,
 # The search, by name.
 
 def test_a_name_in_any_case_means_unicode_case_not_only_lower_case(client_as, ledger):
-    """BREAKS: search_queries compares ``term.lower()`` with ``value.lower()``; "any case" for names needs
-    ``casefold()``, or STRASSE never finds Straße (nor "fin" a name written with the ligature ﬁ). Fix: casefold
-    both sides in ``exact_matches`` and ``partial_matches`` (IDs, hashes and addresses are ASCII, so they match
-    as before)."""
+    """"Any case" is Unicode's case folding: STRASSE finds Straße."""
     assert rename(client_as("admin"), ledger, "demo-artist-07", "Straße Nord").status_code == 200
     assert account(ledger, "demo-artist-07")["display_name"] == "Straße Nord"
     whole = search(client_as("finance"), "STRASSE NORD")
@@ -268,13 +249,8 @@ def test_a_name_in_any_case_means_unicode_case_not_only_lower_case(client_as, le
 @pytest.mark.parametrize("pasted", [lambda run_id: run_id[:8], lambda run_id: f"{run_id[:12]}…"],
                          ids=["part of a run ID", "a short ID copied from a list"])
 def test_a_name_never_takes_a_pasted_part_of_an_id_away_from_its_record(client_as, ledger, pasted):
-    """BREAKS: a whole display name is an exact match, and an exact match is opened at once, before any ID is
-    looked for as a fragment. One admin renames a recipient to the short form of a run's ID as lists show it
-    (``short_hash``: twelve characters and an ellipsis, which the search strips); finance pastes it from the runs
-    list, and the search opens the recipient's page instead of listing the run. Fix: in
-    ``record_search.search``, a term that ended with the ellipsis is looked for among IDs only; and an exact
-    match by display name alone is opened only if the term is part of no ID the user can open (else both are
-    listed)."""
+    """A name never takes a pasted ID away from its record: a term copied from a list (its ellipsis) is looked for
+    among IDs only, and a whole name opens its recipient only when no ID holds the term."""
     run_id = next(iter(records(ledger, "payment_run/")))
     term = pasted(run_id)
     rename(client_as("admin"), ledger, "demo-artist-05", term.removesuffix("…"))  # refused or not, the run is found
@@ -287,11 +263,8 @@ SHARED_ADDRESS = "0x" + "5a" * 32
 
 
 def test_an_exact_answer_is_listed_no_longer_than_a_fragments(client_as, ledger, monkeypatch):
-    """BREAKS: a fragment's answer stops at MOST_LISTED and says so, but an exact term is listed whole: a payout
-    address (or, while names may repeat, a name) that many recipients share lists every one of them, each with a
-    point read of its name, on the command thread. Fix: ``exact_matches`` takes the same limit
-    (``_first_of_each(..., limit)``), the service asks for MOST_LISTED + 1 and sets ``more``, and the page says
-    "the first N" for an exact answer too."""
+    """An exact answer is listed no longer than a fragment's: a payout address many recipients share lists the
+    first MOST_LISTED and says so."""
     admin = client_as("admin")
     for number in range(3):
         provision(admin, kind="artist", account_id=f"acct-shared-{number}", identity=f"provider|shared-{number}",
@@ -335,11 +308,7 @@ def test_a_name_finds_nothing_for_a_role_that_opens_no_recipient(client_as, ledg
 @pytest.mark.parametrize("path", ["/ledger/payouts/payments/?state=all&recipient=Aurora+Vale",
                                   "/ledger/budgets/payables/?recipient=Aurora+Vale"], ids=["payments", "balances"])
 def test_a_screens_recipient_filter_finds_the_name_the_screen_shows_or_asks_for_the_id(client_as, ledger, path):
-    """BREAKS: the payments and balances screens show each recipient by its name first, and their filter is
-    labelled "Recipient"; a finance user types the name they read there and is told "No payments match" (or
-    "Nothing allocated matches"), as if Aurora Vale had no payments. The filter matches recipient IDs only. Fix:
-    match the display name too, as the accounts list's "Account ID or display name" does, or at least label the
-    field "Recipient ID" (payment_search.LISTING, budgets.BALANCE_LISTING, and recipients.UPDATE_LISTING alike)."""
+    """A screen's recipient filter either finds the name the screen shows or says it wants the ID."""
     page = client_as("finance").get(path).content.decode()
     finds_by_name = named(DISPLAY_NAMES["demo-artist-00"], "demo-artist-00") in page
     asks_for_the_id = re.search(r"<label>Recipient ID <input[^>]*name=\"recipient\"", page) is not None
@@ -355,11 +324,8 @@ def approvers_named(page: str, role: str, account_id: str) -> list[str]:
 
 
 def test_the_message_names_as_approvers_only_admins_who_can_sign_in_to_approve(client_as, ledger):
-    """BREAKS: ``_approvers`` lists every active admin actor, the one genesis names included; genesis-admin has no
-    account and no console user (docs/adr/0015), so "another admin (demo-admin-2, genesis-admin) approves it under
-    Staff changes" names someone who cannot. Fix: list the active staff accounts holding admin
-    (``account_queries.accounts(view, kind="staff", role="admin", status="active")``) other than the requester,
-    and say so plainly when there is none."""
+    """The approvers a provisioning message names are admins who sign in to the console; genesis-admin, with no
+    console user, is not one."""
     assert GENESIS_ADMIN in ledger.read(account_queries.active_admins)
     assert not User.objects.filter(username=GENESIS_ADMIN).exists()
     page = provision(client_as("admin"), roles=["ops", "finance"]).content.decode()
@@ -428,10 +394,8 @@ def test_a_provisioning_form_posted_again_with_other_guarded_roles_grants_nothin
 
 def test_a_provisioning_form_posted_again_after_the_request_was_declined_does_not_say_it_awaits_approval(
         client_as, ledger):
-    """BREAKS: ``_request_roles`` reports a replayed RequestStaffChange with the words of a new one, "Granting
-    finance to ops-3 is requested: another admin (...) approves it under Staff changes", though the change was
-    declined meanwhile and nobody can approve it any more. Fix: for a duplicate answer, read the change
-    (``staff_queries``) and say its status: "was requested, and was declined by demo-admin-2"."""
+    """A provisioning form answered again after its staff change was declined says so, rather than that it awaits
+    approval."""
     client, command_id = client_as("admin"), new_command_id()
     provision(client, command_id=command_id, roles=["ops", "finance"])
     [change] = changes_of(ledger, "ops-3")
