@@ -64,13 +64,10 @@ def vectors() -> dict[str, tuple[bytes, dict[str, Any]]]:
     return made
 
 
-def write() -> None:
-    statement_vectors.write(vectors(), DIRECTORY)
-
-
 def committed() -> dict[str, tuple[bytes, dict[str, Any]]]:
+    """The files as committed, each with its expected verdict (``python -m`` this module writes them again)."""
     return statement_vectors.committed(DIRECTORY)
 
 
 if __name__ == "__main__":
-    write()
+    statement_vectors.write(vectors(), DIRECTORY)
