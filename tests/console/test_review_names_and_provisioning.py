@@ -404,3 +404,12 @@ def test_a_provisioning_form_posted_again_after_the_request_was_declined_does_no
     assert declined.accepted and changes_of(ledger, "ops-3")[0]["status"] == "declined"
     page = provision(client, command_id=command_id, roles=["ops", "finance"]).content.decode()
     assert "approves it under Staff changes" not in page and "declined" in page
+
+
+def test_the_prepare_screens_box_for_a_recipient_is_labelled_with_its_name_and_id(client_as, ledger):
+    page = client_as("finance").get("/ledger/payouts/prepare/").content.decode()
+    labels = re.findall(r'class="visually-hidden">Pay ([^<]+)</label>', page)
+    assert labels and all(re.fullmatch(r".+ \((demo-(artist|operator)-\d\d)\)", label) for label in labels)
+    assert {re.search(r"\((demo-[a-z]+-\d\d)\)$", label)[1]: label.rsplit(" (", 1)[0] for label in labels} == {
+        recipient_id: escape(DISPLAY_NAMES[recipient_id]) for recipient_id in
+        (re.search(r"\((demo-[a-z]+-\d\d)\)$", label)[1] for label in labels)}

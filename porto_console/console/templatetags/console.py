@@ -57,6 +57,14 @@ def recipient(context, recipient_id):
                        '<code class="record-id">{}</code></span>', name, recipient_id)
 
 
+@register.simple_tag(takes_context=True)
+def recipient_label(context, recipient_id) -> str:
+    """A recipient as plain text, for a label a screen reader reads: ``name (ID)``, or the ID alone."""
+    names = context.get("display_names")
+    name = names.of(recipient_id) if names is not None and recipient_id else None
+    return f"{name} ({recipient_id})" if name else str(recipient_id or "Porto")
+
+
 @register.filter
 def short_hash(digest) -> str:
     return f"{digest[:12]}…" if digest else ""
