@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from ledger_engine.open_json import Document, JsonObject
 from porto_console.effects.chain import ChainTransaction, ChainUncertain, LedgerState, SubmitRefused
 from porto_console.effects.simulated_chain import LABEL as SIMULATED
 
@@ -118,15 +119,15 @@ class AptosRestClient:
                 f"{self.label}: the node {'is' if labelled else 'is not'} the SIMULATED chain")
         return response
 
-    def _ok(self, response: httpx.Response) -> dict[str, Any]:
+    def _ok(self, response: httpx.Response) -> Document:
         if response.status_code >= 400:
             raise ChainUncertain(f"{self.label}: {response.request.url.path} answered {response.status_code}")
         return response.json()
 
 
-def _transaction(body: dict[str, Any]) -> ChainTransaction:
+def _transaction(body: Document) -> ChainTransaction:
     sequence = str(body.get("sequence_number"))
-    stated: dict[str, Any] = {"sender": body.get("sender"), "payload": body.get("payload"),
+    stated: JsonObject = {"sender": body.get("sender"), "payload": body.get("payload"),
                               "sequence_number": int(sequence) if sequence.isdigit() else None}
     if body["type"] == "pending_transaction":
         return ChainTransaction(body["hash"], False, False, "pending", None, None, **stated)
@@ -134,7 +135,7 @@ def _transaction(body: dict[str, Any]) -> ChainTransaction:
                             int(body["version"]), int(body["timestamp"]), **stated)
 
 
-def _json_or_empty(response: httpx.Response) -> dict[str, Any]:
+def _json_or_empty(response: httpx.Response) -> Document:
     try:
         body = response.json()
     except ValueError:

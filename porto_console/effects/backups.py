@@ -24,13 +24,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.checkpoint.offsite import ResticRepository, newest_verified, stage_backup, upload_and_verify
 from ledger_engine.errors import LedgerError
+from ledger_engine.open_json import Report
 
 log = logging.getLogger("porto.effects.backups")
 
@@ -38,7 +38,7 @@ STALE_AFTER_MS = 5 * 60 * 1000
 NEWEST_CACHE_SECS = 15.0  # the dashboard asks often; the repository may be across the network
 
 _taking = threading.RLock()  # one backup at a time in this process, and its due check with it
-_newest: dict[str, tuple[float, dict[str, Any] | None]] = {}
+_newest: dict[str, tuple[float, Report | None]] = {}
 
 
 def configured_repository(location: str | os.PathLike | None = None) -> ResticRepository:
@@ -53,7 +53,7 @@ def backup_password() -> str:
 
 
 def take_backup(owner: LedgerOwner, admission_dir: str | os.PathLike,
-                repository: ResticRepository | None = None) -> dict[str, Any]:
+                repository: ResticRepository | None = None) -> Report:
     """A backup that counts, of the live ledger and ``admission_dir``; returns its sequence, time and snapshot."""
     repository = repository or configured_repository()
     staging_root = Path(settings.BACKUP_STAGING_DIR)
@@ -72,7 +72,7 @@ def take_backup(owner: LedgerOwner, admission_dir: str | os.PathLike,
 
 
 def take_backup_if_due(owner: LedgerOwner, admission_dir: str | os.PathLike,
-                       repository: ResticRepository | None = None) -> dict[str, Any]:
+                       repository: ResticRepository | None = None) -> Report:
     """Take one now if the newest good backup is missing or older than the interval; what the newest is then.
 
     While another thread is taking one, a caller that can be told about a good backup is not kept waiting:
@@ -96,7 +96,7 @@ def take_backup_if_due(owner: LedgerOwner, admission_dir: str | os.PathLike,
 
 
 def newest_good_backup(repository: ResticRepository | str | os.PathLike | None = None, *, now_ms: int | None = None,
-                       fresh: bool = False) -> dict[str, Any] | None:
+                       fresh: bool = False) -> Report | None:
     """What the console shows: the newest verified snapshot's sequence, age, and whether it is stale."""
     if not isinstance(repository, ResticRepository):
         repository = configured_repository(repository)
@@ -121,7 +121,7 @@ def _clear(staging_root: Path) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
-def _facts(taken: dict[str, Any]) -> dict[str, Any]:
+def _facts(taken: Report) -> Report:
     return {"snapshot": taken["snapshot"], "sequence": taken["sequence"], "created_at_ms": taken["created_at_ms"]}
 
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Callable, Iterable, Protocol
+from typing import Callable, Iterable, Protocol
 
+from ledger_engine.open_json import Document
 from porto_console.effects.refusals import Refused
 from porto_console.effects.transactions import long_address, same_call
 
@@ -59,7 +60,7 @@ class ChainTransaction:
     # What the node says the transaction is; compared with what was signed before the answer counts.
     sender: str | None = None
     sequence_number: int | None = None
-    payload: dict[str, Any] | None = None
+    payload: Document | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +147,7 @@ class Signed(Protocol):
     @property
     def expiration_secs(self) -> int: ...
 
-    def payload_json(self) -> dict[str, Any]:
+    def payload_json(self) -> Document:
         """Its entry-function call as a node shows it in JSON."""
 
 

@@ -23,11 +23,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import orjson
 
 from ledger_engine.adapters.files import SharedSync
+from ledger_engine.open_json import JsonObject
 from porto_console.effects.transactions import SignedTransfer, Terms, decode_transfer
 
 FORMAT = "porto-simulated-chain-state/v2"
@@ -38,7 +39,7 @@ class Controls:
     """What tests set on the chain; nothing a real node has."""
 
     offset_us: int = 0
-    faults: list[dict[str, Any]] = field(default_factory=list)
+    faults: list[JsonObject] = field(default_factory=list)
     held: list[str] = field(default_factory=list)
     transfers_before_hold: int | None = None
     mempool: dict[str, dict[str, str]] = field(default_factory=dict)  # sender -> sequence -> signed bytes (hex)

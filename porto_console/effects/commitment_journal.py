@@ -8,8 +8,8 @@ independent record of every commitment ever signed (see ``signed_journal``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from ledger_engine.open_json import Document
 from porto_console.effects.signed_journal import SignedBytes, SignedJournal
 from porto_console.effects.transactions import CommitmentTerms, SignedTransfer, commitment_payload
 
@@ -44,7 +44,7 @@ class SignedCommitmentRecord(SignedBytes):
     def subject(self) -> str:
         return self.batch_id
 
-    def payload_json(self) -> dict[str, Any]:
+    def payload_json(self) -> Document:
         return commitment_payload(self.sender, self.artifact_hash, self.count, self.journal_root, self.journal_size)
 
 

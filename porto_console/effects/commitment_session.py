@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
+from ledger_engine.open_json import RecordData
 from porto_console.effects.chain import Fate, Observation
 from porto_console.effects.commitment_journal import SignedCommitmentJournal, SignedCommitmentRecord
 from porto_console.effects.effect_worker import (
@@ -50,7 +50,7 @@ class CommitmentWorker(EffectWorker):
     journal: SignedCommitmentJournal
 
 
-def carry_out(worker: CommitmentWorker, effect: dict[str, Any]) -> str:
+def carry_out(worker: CommitmentWorker, effect: RecordData) -> str:
     """Drive one claimable ``batch.anchor`` effect as far as it goes now; returns what happened."""
     claimed = claim(worker, effect)
     if not claimed.accepted:
@@ -74,7 +74,7 @@ def _follow_last(worker: CommitmentWorker, batch_id: str, why: str) -> str:
     return f"{why}; {follow(worker, signed[-1])}" if signed else why
 
 
-def _signed_commitment(worker: CommitmentWorker, effect: dict[str, Any]) -> SignedCommitmentRecord:
+def _signed_commitment(worker: CommitmentWorker, effect: RecordData) -> SignedCommitmentRecord:
     """The batch's last signed commitment while it could still land, else a new one."""
     payload, config = effect["payload"], worker.config
     chain_now_secs = worker.chain.ledger_state().timestamp_us // 1_000_000

@@ -20,6 +20,7 @@ import functools
 import logging
 from typing import Any, Callable, Iterable
 
+from ledger_engine.open_json import RecordData, Report
 from porto_console.effects.celery_app import COMMITMENTS, PAYERS, PAYMENTS, app, queued_mark_secs
 from porto_console.effects.ledger_api import LedgerApi
 from porto_console.effects.journal_port import QuarantinePort
@@ -52,7 +53,7 @@ def payer_subject(task_name: str, sender: str) -> str:
 JOURNAL_SUBJECT = "journal"
 
 
-def send(effect: dict[str, Any]) -> bool:
+def send(effect: RecordData) -> bool:
     """Queue one effect for the workers of its kind, unless a message for it is already waiting; True if sent.
 
     Payments go to ``payments``, batch anchors to ``commitments``.
@@ -70,7 +71,7 @@ def send(effect: dict[str, Any]) -> bool:
     return True
 
 
-def send_payments(effects: Iterable[dict[str, Any]], countdown: float = 0) -> int:
+def send_payments(effects: Iterable[RecordData], countdown: float = 0) -> int:
     """Queue the payment effects no message waits for yet, ``PAYMENT_BATCH`` to a message; how many were queued."""
     from porto_console.effects.tasks import payment
 
@@ -80,7 +81,7 @@ def send_payments(effects: Iterable[dict[str, Any]], countdown: float = 0) -> in
     return len(fresh)
 
 
-def announce(effects: Iterable[dict[str, Any]]) -> None:
+def announce(effects: Iterable[RecordData]) -> None:
     """The owner's hook after an acknowledged command that created or reopened effects."""
     effects = list(effects)
     send_payments([effect for effect in effects if effect["kind"] == PAYMENT])
@@ -151,7 +152,7 @@ def _follow_again(sender: str) -> str:
     return f"follow-again:{sender}"
 
 
-def observe_batch(batch: dict[str, Any]) -> bool:
+def observe_batch(batch: RecordData) -> bool:
     """Queue one look at an in-flight anchor on chain; the next sweep sends another if it is still in flight."""
     from porto_console.effects.tasks import follow_commitment
 
@@ -178,7 +179,7 @@ def sweep(api: LedgerApi, quarantine: QuarantinePort) -> int:
     return _send_claimable(api, quarantine) + _observe_in_flight(api, quarantine) + check_journal()
 
 
-def lapsed(effect: dict[str, Any], now_ms: int) -> bool:
+def lapsed(effect: RecordData, now_ms: int) -> bool:
     """Unclaimed, or its claim has lapsed: anyone may claim it."""
     return effect["claim"] is None or effect["claim"]["expires_at_ms"] <= now_ms
 
@@ -200,7 +201,7 @@ def _observe_in_flight(api: LedgerApi, quarantine: QuarantinePort) -> int:
             + _observe_each(api.in_flight_batches(), "anchor_effect_id", observe_batch, quarantine))
 
 
-def _observe_each(items: Iterable[dict[str, Any]], effect_field: str, look: Callable[[dict[str, Any]], bool],
+def _observe_each(items: Iterable[RecordData], effect_field: str, look: Callable[[RecordData], bool],
                   quarantine: QuarantinePort) -> int:
     """Queue ``look`` for every item whose effect is not quarantined; returns how many."""
     sent = 0
@@ -210,7 +211,7 @@ def _observe_each(items: Iterable[dict[str, Any]], effect_field: str, look: Call
     return sent
 
 
-def quarantined(quarantine: QuarantinePort) -> list[dict[str, Any]]:
+def quarantined(quarantine: QuarantinePort) -> list[Report]:
     """What the console shows: every quarantined effect with its reason, oldest first."""
     return quarantine.entries()
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ledger_engine.canonical import canonical_bytes
+from ledger_engine.open_json import RecordData, Unvalidated
 from porto_console.effects.chain import ChainClient, ChainUncertain, Fate, Observation, SubmitRefused, observe
 from porto_console.effects.config import EffectsConfig, NotConfigured
 from porto_console.effects.ledger_api import Answer, Command, LedgerApi, LedgerRefused, Outcome, command_id_for
@@ -75,11 +76,11 @@ class EffectWorker:
             raise NotConfigured("no worker actor: set PORTO_WORKER_ID")
         return self.config.worker_id
 
-    def command_of(self, command_type: str, payload: dict[str, Any], *parts: str, **extra: Any) -> Command:
+    def command_of(self, command_type: str, payload: Unvalidated, *parts: str, **extra: Any) -> Command:
         """The command, named by this worker, its type and ``parts`` (what it is about)."""
         return Command(command_type, payload, command_id_for(self.worker_id, command_type, *parts), **extra)
 
-    def command(self, command_type: str, payload: dict[str, Any], *parts: str, **extra: Any) -> Outcome:
+    def command(self, command_type: str, payload: Unvalidated, *parts: str, **extra: Any) -> Outcome:
         command = self.command_of(command_type, payload, *parts, **extra)
         return self.api.submit(command_type, payload, command_id=command.command_id, **extra)
 
@@ -87,14 +88,14 @@ class EffectWorker:
         return self.api.submit_all(commands, evidence)
 
 
-def claim(worker: EffectWorker, effect: dict[str, Any]) -> Outcome:
+def claim(worker: EffectWorker, effect: RecordData) -> Outcome:
     """A fresh lease on the effect at the revision the message names (``claim_command``)."""
     command = claim_command(worker, effect, worker.api.ledger_now_ms() + worker.config.claim_ttl_ms)
     return worker.api.submit(command.command_type, command.payload, command_id=command.command_id,
                              expected_revisions=list(command.expected_revisions))
 
 
-def claim_command(worker: EffectWorker, effect: dict[str, Any], expires_at_ms: int) -> Command:
+def claim_command(worker: EffectWorker, effect: RecordData, expires_at_ms: int) -> Command:
     """``ClaimEffect`` at the effect's listed revision, until ``expires_at_ms`` on the ledger's clock.
 
     Each delivery asks for its own lease, so a duplicate delivery after the
@@ -185,7 +186,7 @@ def watch(worker: EffectWorker, record: SignedRecord, *, may_rebroadcast: Callab
         delay = min(delay * 2, MAX_POLL_SECS)
 
 
-def chain_reading(worker: EffectWorker, seen: Observation) -> dict[str, Any]:
+def chain_reading(worker: EffectWorker, seen: Observation) -> Unvalidated:
     """The chain evidence, stored with the ledger owner first, and the version and time it speaks for."""
     return reading_of(seen, worker.api.store_evidence(evidence_of(worker, seen)))
 
@@ -195,7 +196,7 @@ def evidence_of(worker: EffectWorker, seen: Observation) -> bytes:
     return canonical_bytes(seen.evidence(worker.chain.label))
 
 
-def reading_of(seen: Observation, digest: str) -> dict[str, Any]:
+def reading_of(seen: Observation, digest: str) -> Unvalidated:
     """The version and time the evidence (stored under ``digest``) speaks for.
 
     Everything here is a function of the evidence, so an observation

@@ -19,8 +19,9 @@ once.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Protocol, Sequence, TypeVar
+from typing import Callable, Iterator, Protocol, Sequence, TypeVar
 
+from ledger_engine.open_json import Report
 from porto_console.effects.signed_journal import (
     SEQUENCE_LIVE, TRANSACTION_JOURNALLED, JournalConflict, JournalCorrupt, SignedRecord, SignRequest,
 )
@@ -65,10 +66,10 @@ class QuarantinePort(Protocol):
     """Effects parked for an operator, shared by the workers and the console."""
 
     def add(self, effect_id: str, kind: str, reason: str, retries: int, *,
-            cause: str = "refused rule") -> dict[str, Any]: ...
+            cause: str = "refused rule") -> Report: ...
 
     def contains(self, effect_id: str) -> bool: ...
 
-    def entries(self) -> list[dict[str, Any]]: ...
+    def entries(self) -> list[Report]: ...
 
-    def release(self, effect_id: str) -> dict[str, Any] | None: ...
+    def release(self, effect_id: str) -> Report | None: ...

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
+from ledger_engine.open_json import Report
 from porto_console.effects.chain import ChainContradiction, Fate
 from porto_console.effects.effect_worker import broadcast, look_up
 from porto_console.effects.payment_journal import SignedPaymentRecord
@@ -61,7 +61,7 @@ class JournalReport:
     released: int = 0
     problems: list[dict[str, str]] = field(default_factory=list)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> Report:
         return {"checked": self.checked, "observed": dict(sorted(self.observed.items())),
                 "rebroadcast": self.rebroadcast, "recorded_landed": self.recorded_landed,
                 "stranded": self.stranded, "released": self.released, "problems": self.problems}

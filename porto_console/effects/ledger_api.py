@@ -24,6 +24,7 @@ from typing import Any, Iterator, Sequence
 
 import httpx
 
+from ledger_engine.open_json import CommandResult, JsonObject, RecordData, Report, Unvalidated
 from porto_console.effects.config import EffectsConfig, NotConfigured
 from porto_console.effects.refusals import Refused
 
@@ -50,7 +51,7 @@ class Outcome:
     sequence: int
     outcome: str
     code: str
-    result: dict[str, Any]
+    result: CommandResult
     duplicate: bool
 
     @property
@@ -63,12 +64,12 @@ class Command:
     """One typed command as a worker sends it."""
 
     command_type: str
-    payload: dict[str, Any]
+    payload: Unvalidated
     command_id: str
-    expected_revisions: Sequence[dict[str, Any]] = field(default=())
+    expected_revisions: Sequence[Unvalidated] = field(default=())
     evidence_hashes: Sequence[str] = field(default=())
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> Unvalidated:
         return {"command_id": self.command_id, "command_type": self.command_type, "payload": self.payload,
                 "expected_revisions": sorted(self.expected_revisions, key=lambda item: (item["cf"], item["key"])),
                 "evidence_hashes": sorted(set(self.evidence_hashes))}
@@ -107,8 +108,8 @@ class LedgerApi:
     def close(self) -> None:
         self._http.close()
 
-    def submit(self, command_type: str, payload: dict[str, Any], *, command_id: str,
-               expected_revisions: Sequence[dict[str, Any]] = (), evidence_hashes: Sequence[str] = ()) -> Outcome:
+    def submit(self, command_type: str, payload: Unvalidated, *, command_id: str,
+               expected_revisions: Sequence[Unvalidated] = (), evidence_hashes: Sequence[str] = ()) -> Outcome:
         command = Command(command_type, payload, command_id, expected_revisions, evidence_hashes)
         return _outcome(self._call("POST", "/commands", json=command.body()))
 
@@ -153,45 +154,45 @@ class LedgerApi:
                 return None
             raise
 
-    def take_backup(self) -> dict[str, Any]:
+    def take_backup(self) -> Report:
         """Have the owner take a backup that counts if one is due; returns the newest good backup."""
         return self._call("POST", "/maintenance/backups")
 
-    def head(self) -> dict[str, Any]:
+    def head(self) -> Report:
         return self._call("GET", "/head")
 
-    def journal_tree(self) -> dict[str, Any]:
+    def journal_tree(self) -> Report:
         """``{"size", "root"}``: the journal's Merkle tree at the last durable commit, which commitments anchor."""
         return self._call("GET", "/journal-tree")
 
-    def dispatch(self) -> dict[str, Any]:
+    def dispatch(self) -> Report:
         """``{"enabled", "reason"}``: workers start no effect while dispatch is disabled."""
         return self._call("GET", "/dispatch")
 
-    def payment(self, payment_id: str) -> dict[str, Any]:
+    def payment(self, payment_id: str) -> RecordData:
         """``{"sequence", "payment", "attempts"}``: the payment and every attempt recorded for it."""
         return self._call("GET", f"/payments/{payment_id}")
 
-    def effect(self, effect_id: str) -> dict[str, Any]:
+    def effect(self, effect_id: str) -> RecordData:
         """One outbox effect with its revision and claim, as ``effects`` lists it."""
         return self._call("GET", f"/effects/{effect_id}")
 
-    def effects(self, status: str, kind: str | None = None) -> Iterator[dict[str, Any]]:
+    def effects(self, status: str, kind: str | None = None) -> Iterator[RecordData]:
         """Every effect with ``status`` (and ``kind``), page by page."""
-        params: dict[str, Any] = {"status": status}
+        params: JsonObject = {"status": status}
         if kind:
             params["kind"] = kind
         return self._pages("/effects", "effects", params)
 
-    def in_flight_attempts(self) -> Iterator[dict[str, Any]]:
+    def in_flight_attempts(self) -> Iterator[RecordData]:
         """Every payment attempt whose outcome is pending or submitted, page by page."""
         return self._pages("/attempts", "attempts", {})
 
-    def in_flight_batches(self) -> Iterator[dict[str, Any]]:
+    def in_flight_batches(self) -> Iterator[RecordData]:
         """Every artifact batch whose anchor is submitted or uncertain, page by page."""
         return self._pages("/batches", "batches", {})
 
-    def _pages(self, path: str, items: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def _pages(self, path: str, items: str, params: JsonObject) -> Iterator[RecordData]:
         params = {**params, "limit": 200}
         while True:
             page = self._call("GET", path, params=params)
@@ -200,7 +201,7 @@ class LedgerApi:
                 return
             params["cursor"] = page["next_cursor"]
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+    def _call(self, method: str, path: str, **kwargs: Any) -> JsonObject:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as error:
@@ -221,7 +222,7 @@ class LedgerApi:
                 self._ledger_ms_at = (int(stated), time.monotonic())
 
 
-def _answer(result: dict[str, Any]) -> Answer:
+def _answer(result: Report) -> Answer:
     if result["status"] == 200:
         return _outcome(result["outcome"])
     error = result["error"]
@@ -232,7 +233,7 @@ def _answer(result: dict[str, Any]) -> Answer:
     return LedgerRefused(error["code"], error["detail"])
 
 
-def _outcome(body: dict[str, Any]) -> Outcome:
+def _outcome(body: Report) -> Outcome:
     return Outcome(**{name: body[name] for name in Outcome.__slots__})
 
 

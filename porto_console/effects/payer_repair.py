@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
+from ledger_engine.open_json import RecordData
 from porto_console.effects import payment_session
 from porto_console.effects.effect_worker import Transient, broadcast
 from porto_console.effects.ledger_api import LedgerUnreachable
@@ -105,7 +105,7 @@ def _latest_live(worker: PaymentWorker, sender: str, sequence: int,
 
 
 def _holes(worker: PaymentWorker, sender: str, sequence: int, latest: dict[int, SignedPaymentRecord],
-           in_flight: dict[str, Any]) -> list[SignedPaymentRecord]:
+           in_flight: dict[str, RecordData]) -> list[SignedPaymentRecord]:
     """For each sequence below the highest live one with no live transaction: the last one signed there, when the
     ledger does not hold it in flight and it is still its payment's last."""
     expired = []
@@ -143,7 +143,7 @@ def _carry_out_again(worker: PaymentWorker, records: list[SignedPaymentRecord], 
     report.carried_out += len(claimable)
 
 
-def _broadcast_again(worker: PaymentWorker, sequence: int, chain_secs: int, in_flight: dict[str, Any],
+def _broadcast_again(worker: PaymentWorker, sequence: int, chain_secs: int, in_flight: dict[str, RecordData],
                      report: RepairReport) -> None:
     """Every recorded, unexpired attempt from ``sequence`` up that the chain does not hold, lowest first."""
     recorded = sorted((record for record in map(worker.journal.by_hash, in_flight) if record is not None

@@ -10,8 +10,9 @@ reconcile compares with the chain and a restored ledger (see
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
+from ledger_engine.open_json import Document
 from porto_console.effects.journal_port import JournalPort
 from porto_console.effects.signed_journal import JournalCorrupt, SignedBytes, SignedJournal, SignRequest
 from porto_console.effects.transactions import SignedTransfer, TransferTerms, transfer_payload
@@ -47,7 +48,7 @@ class SignedPaymentRecord(SignedBytes):
     def subject(self) -> str:
         return self.payment_id
 
-    def payload_json(self) -> dict[str, Any]:
+    def payload_json(self) -> Document:
         return transfer_payload(self.asset_metadata, self.recipient, self.amount)
 
 

@@ -52,6 +52,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from ledger_engine.open_json import RecordData, Unvalidated
 from porto_console.effects.chain import Fate, Observation
 from porto_console.effects.effect_worker import (
     EffectWorker, Poison, Transient, broadcast, claim_command, complete_command, evidence_of, look_up,
@@ -89,7 +90,7 @@ class PaymentWorker(EffectWorker):
     ask_for_journal_check: Callable[[], object] = lambda: None
     ask_to_follow: Callable[[str], object] = lambda sender: None
     ask_to_repair: Callable[[str, float], object] = lambda sender, delay_secs: None
-    ask_to_send: Callable[[list[dict[str, Any]], float], object] = lambda effects, delay_secs: None
+    ask_to_send: Callable[[list[RecordData], float], object] = lambda effects, delay_secs: None
     park: Callable[[str, Exception], object] = lambda effect_id, error: None
 
     @property
@@ -97,7 +98,7 @@ class PaymentWorker(EffectWorker):
         actor, _ = self.config.require_observer()
         return actor
 
-    def observation_of(self, command_type: str, payload: dict[str, Any], *parts: str, **extra: Any) -> Command:
+    def observation_of(self, command_type: str, payload: Unvalidated, *parts: str, **extra: Any) -> Command:
         """An observation command, named by the observer's actor, its type and ``parts``."""
         return Command(command_type, payload, command_id_for(self.observer_id, command_type, *parts), **extra)
 
@@ -108,7 +109,7 @@ class PaymentWorker(EffectWorker):
 
 @dataclass(frozen=True, slots=True)
 class Claimed:
-    effect: dict[str, Any]  # as listed, at the revision the claim named
+    effect: RecordData  # as listed, at the revision the claim named
     revision: int  # the effect's revision once claimed: the one its report names
     expires_at_ms: int
     renewal: bool  # this worker held the lease already: its last run may have recorded the attempt
@@ -147,7 +148,7 @@ class BatchReport:
         return ", ".join(f"{count} {what}" for what, count in sorted(counts.items())) or "nothing to do"
 
 
-def carry_out(worker: PaymentWorker, effects: Sequence[dict[str, Any]]) -> str:
+def carry_out(worker: PaymentWorker, effects: Sequence[RecordData]) -> str:
     """Drive a batch of ``payment.transfer`` effects as far as they go now; returns what happened.
 
     Raises ``Transient`` after the rest of the batch has moved when some payment must be tried again.
@@ -169,7 +170,7 @@ def carry_out(worker: PaymentWorker, effects: Sequence[dict[str, Any]]) -> str:
     return report.summary()
 
 
-def _pays_usdc(worker: PaymentWorker, effect: dict[str, Any]) -> bool:
+def _pays_usdc(worker: PaymentWorker, effect: RecordData) -> bool:
     payload = effect["payload"]
     if payload["asset"] == USDC:
         return True
@@ -179,7 +180,7 @@ def _pays_usdc(worker: PaymentWorker, effect: dict[str, Any]) -> bool:
 
 
 # 1. Claims.
-def claim_all(worker: PaymentWorker, effects: Sequence[dict[str, Any]], report: BatchReport) -> list[Claimed]:
+def claim_all(worker: PaymentWorker, effects: Sequence[RecordData], report: BatchReport) -> list[Claimed]:
     """A lease on every effect that can be claimed now; one stale because the message is old is read again."""
     claims, stale = _claim(worker, effects, report)
     if stale:
@@ -188,8 +189,8 @@ def claim_all(worker: PaymentWorker, effects: Sequence[dict[str, Any]], report: 
     return claims
 
 
-def _claim(worker: PaymentWorker, effects: Sequence[dict[str, Any]],
-           report: BatchReport) -> tuple[list[Claimed], list[dict[str, Any]]]:
+def _claim(worker: PaymentWorker, effects: Sequence[RecordData],
+           report: BatchReport) -> tuple[list[Claimed], list[RecordData]]:
     expires_at_ms = worker.api.ledger_now_ms() + worker.config.claim_ttl_ms
     answers = worker.submit_all([claim_command(worker, effect, expires_at_ms) for effect in effects])
     claims, stale = [], []
@@ -231,7 +232,7 @@ def sign_all(worker: PaymentWorker, claims: Sequence[Claimed], report: BatchRepo
     return chain_now_secs * 1000, kept
 
 
-def _signing(worker: PaymentWorker, payload: dict[str, Any], chain_now_secs: int) -> Callable[[int], Any]:
+def _signing(worker: PaymentWorker, payload: RecordData, chain_now_secs: int) -> Callable[[int], Any]:
     config = worker.config
 
     def sign(sequence: int):
@@ -309,17 +310,17 @@ def _after_refused_attempt(worker: PaymentWorker, attempt: Outcome, item: Signed
         report.note(effect_id, "parked: the ledger refused its attempt")
 
 
-def ledger_attempt(worker: PaymentWorker, record: SignedPaymentRecord) -> dict[str, Any] | None:
+def ledger_attempt(worker: PaymentWorker, record: SignedPaymentRecord) -> RecordData | None:
     """The ledger's attempt for ``record``'s transaction, whoever recorded it, or None."""
     attempts = worker.api.payment(record.payment_id)["attempts"]
     return next((attempt for attempt in attempts if attempt["transaction_hash"] == record.transaction_hash), None)
 
 
-def _attempt_payload(record: SignedPaymentRecord, claimed_by: str) -> dict[str, Any]:
+def _attempt_payload(record: SignedPaymentRecord, claimed_by: str) -> Unvalidated:
     return {**_transfer_payload(record), "claimed_by": claimed_by}
 
 
-def _transfer_payload(record: SignedPaymentRecord) -> dict[str, Any]:
+def _transfer_payload(record: SignedPaymentRecord) -> Unvalidated:
     """What the signed bytes say, as the ledger records an attempt."""
     return {
         "payment_id": record.payment_id,

@@ -9,11 +9,10 @@ atomic rename does.
 
 from __future__ import annotations
 
-from typing import Any
-
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from ledger_engine.open_json import Report
 from porto_console.effects.pg_schema import QUARANTINE_TABLE, Database
 from porto_console.effects.quarantine import checked_effect_id, new_entry, readable_entry
 
@@ -25,7 +24,7 @@ class PostgresQuarantine:
         self.database = Database(url)
 
     def add(self, effect_id: str, kind: str, reason: str, retries: int, *,
-            cause: str = "refused rule") -> dict[str, Any]:
+            cause: str = "refused rule") -> Report:
         entry = new_entry(checked_effect_id(effect_id), kind, reason, retries, cause)
         with self.database.transaction() as connection:
             connection.execute(
@@ -40,14 +39,14 @@ class PostgresQuarantine:
             return connection.execute(sql.SQL("SELECT 1 FROM {} WHERE effect_id = %s").format(TABLE),
                                       (checked_effect_id(effect_id),)).fetchone() is not None
 
-    def entries(self) -> list[dict[str, Any]]:
+    def entries(self) -> list[Report]:
         """Every quarantined effect, oldest first."""
         with self.database.transaction() as connection:
             rows = connection.execute(sql.SQL("SELECT effect_id, entry FROM {} ORDER BY quarantined_at_ms, effect_id")
                                       .format(TABLE)).fetchall()
         return [readable_entry(entry, effect_id) for effect_id, entry in rows]
 
-    def release(self, effect_id: str) -> dict[str, Any] | None:
+    def release(self, effect_id: str) -> Report | None:
         """Take an effect out of quarantine; returns its entry, or None if it was not there."""
         with self.database.transaction() as connection:
             row = connection.execute(sql.SQL("DELETE FROM {} WHERE effect_id = %s RETURNING entry").format(TABLE),

@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from ledger_engine.envelope import IDENTIFIER_PATTERN
+from ledger_engine.open_json import Report
 
 _EFFECT_ID = re.compile(IDENTIFIER_PATTERN)
 
@@ -44,7 +45,7 @@ ENTRY_FIELDS = {"effect_id": str, "kind": str, "reason": str, "retries": int, "q
 DAMAGED = "damaged entry"
 
 
-def readable_entry(stored: Any, name: str) -> dict[str, Any]:
+def readable_entry(stored: Any, name: str) -> Report:
     """``stored`` (an entry's bytes or decoded value) as an entry, or a damaged entry saying why it is not one."""
     try:
         entry = orjson.loads(stored) if isinstance(stored, (bytes, str)) else stored
@@ -54,7 +55,7 @@ def readable_entry(stored: Any, name: str) -> dict[str, Any]:
     return entry if problem is None else damaged_entry(name, problem)
 
 
-def damaged_entry(name: str, why: str) -> dict[str, Any]:
+def damaged_entry(name: str, why: str) -> Report:
     """An entry nobody can read: listed first, retried under the effect ID its name holds, if it holds one."""
     return {"effect_id": name if _EFFECT_ID.fullmatch(name) else None, "kind": DAMAGED, "cause": DAMAGED,
             "reason": f"{name}: {why}"[:2000], "retries": 0, "quarantined_at_ms": 0, "damaged": True}
@@ -71,7 +72,7 @@ def _shape_problem(entry: Any, name: str) -> str | None:
     return None
 
 
-def new_entry(effect_id: str, kind: str, reason: str, retries: int, cause: str) -> dict[str, Any]:
+def new_entry(effect_id: str, kind: str, reason: str, retries: int, cause: str) -> Report:
     return {"effect_id": effect_id, "kind": kind, "cause": cause[:200], "reason": reason[:2000],
             "retries": retries, "quarantined_at_ms": time.time_ns() // 1_000_000}
 
@@ -83,7 +84,7 @@ class Quarantine:
         self.directory = Path(directory)
 
     def add(self, effect_id: str, kind: str, reason: str, retries: int, *,
-            cause: str = "refused rule") -> dict[str, Any]:
+            cause: str = "refused rule") -> Report:
         entry = new_entry(checked_effect_id(effect_id), kind, reason, retries, cause)
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self._path(effect_id)
@@ -95,14 +96,14 @@ class Quarantine:
     def contains(self, effect_id: str) -> bool:
         return self._path(effect_id).exists()
 
-    def entries(self) -> list[dict[str, Any]]:
+    def entries(self) -> list[Report]:
         """Every quarantined effect, oldest first."""
         if not self.directory.exists():
             return []
         found = [self._read(path) for path in self.directory.glob("*.json")]
         return sorted(found, key=lambda entry: (entry["quarantined_at_ms"], entry["effect_id"] or ""))
 
-    def release(self, effect_id: str) -> dict[str, Any] | None:
+    def release(self, effect_id: str) -> Report | None:
         """Take an effect out of quarantine; returns its entry, or None if it was not there."""
         path = self._path(effect_id)
         try:
@@ -113,7 +114,7 @@ class Quarantine:
         return readable_entry(stored, path.stem)
 
     @staticmethod
-    def _read(path: Path) -> dict[str, Any]:
+    def _read(path: Path) -> Report:
         try:
             return readable_entry(path.read_bytes(), path.stem)
         except OSError as error:

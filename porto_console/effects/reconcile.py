@@ -34,10 +34,10 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 
+from ledger_engine import open_json
 from porto_console.effects.chain import ChainContradiction, Fate
 from porto_console.effects.effect_worker import look_up
 from porto_console.effects.payment_journal import SignedPaymentRecord
@@ -51,13 +51,13 @@ class Report:
     checked: int = 0
     observed: dict[str, int] = field(default_factory=dict)
     recorded_attempts: int = 0
-    discrepancies: list[dict[str, Any]] = field(default_factory=list)
+    discrepancies: list[open_json.Report] = field(default_factory=list)
 
     @property
     def safe_to_resume(self) -> bool:
         return not self.discrepancies
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> open_json.Report:
         return {"checked": self.checked, "observed": dict(sorted(self.observed.items())),
                 "recorded_attempts": self.recorded_attempts, "discrepancies": self.discrepancies,
                 "safe_to_resume": self.safe_to_resume}

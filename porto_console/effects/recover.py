@@ -25,13 +25,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 from django.conf import settings
 
 from ledger_engine.checkpoint import offsite
 from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.open_json import Report
 from porto_console.effects.backups import configured_repository
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ CONSOLE_START_SECS = 120
 RECONCILE_AGAIN_SECS = 5.0
 
 
-def recover(*, last_known_sequence: int | None, wait_secs: float, restored: bool = False) -> dict[str, Any]:
+def recover(*, last_known_sequence: int | None, wait_secs: float, restored: bool = False) -> Report:
     """The whole recovery; ``restored`` skips step 1 when ``porto-ledger recover`` already ran."""
     data_dir, admission_dir = settings.LEDGER_DATA_DIR, settings.ADMISSION_DIR
     facts = None if restored else offsite.recover(data_dir, admission_dir, repository=_repository_to_recover_from(),
@@ -94,7 +94,7 @@ def _start_console(port: int) -> subprocess.Popen:
     raise RuntimeError("the console did not start serving")
 
 
-def _reconcile_until_settled(api_url: str, wait_secs: float) -> tuple[int, dict[str, Any]]:
+def _reconcile_until_settled(api_url: str, wait_secs: float) -> tuple[int, Report]:
     deadline, runs = time.monotonic() + wait_secs, 0
     while True:
         runs += 1
@@ -104,7 +104,7 @@ def _reconcile_until_settled(api_url: str, wait_secs: float) -> tuple[int, dict[
         time.sleep(RECONCILE_AGAIN_SECS)
 
 
-def _reconcile_once(api_url: str) -> dict[str, Any]:
+def _reconcile_once(api_url: str) -> Report:
     """One run of reconcile in the workers' environment: no Django settings, the recovering console's API."""
     env = {name: value for name, value in os.environ.items() if name not in ("DJANGO_SETTINGS_MODULE", "DATA_DIR")}
     done = subprocess.run([sys.executable, "-m", "porto_console.effects.reconcile"], cwd=ROOT,

@@ -37,8 +37,9 @@ from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
+from ledger_engine.open_json import Document
 from porto_console.effects import chain_state
 from porto_console.effects.chain_state import CommitRecord as Committed
 from porto_console.effects.refusals import Refused
@@ -245,7 +246,7 @@ class SimulatedChain:
         with self._lock:
             return self._balances.get((asset_metadata, address), 0)
 
-    def ledger_info(self) -> dict[str, Any]:
+    def ledger_info(self) -> Document:
         with self._answering():
             self._execute_ready()
             return {"chain_id": self.chain_id, "ledger_version": str(self._version),
@@ -257,7 +258,7 @@ class SimulatedChain:
             account = self._accounts.get(address)
             return account.sequence_number if account else None
 
-    def lookup(self, transaction_hash: str) -> dict[str, Any] | None:
+    def lookup(self, transaction_hash: str) -> Document | None:
         with self._answering():
             self._execute_ready()
             committed = self._committed.get(transaction_hash)
@@ -266,7 +267,7 @@ class SimulatedChain:
             pending = self._pending(transaction_hash)
             return _pending_json(pending) if pending else None
 
-    def account_transactions(self, address: str, start: int, limit: int) -> list[dict[str, Any]] | None:
+    def account_transactions(self, address: str, start: int, limit: int) -> list[Document] | None:
         """The sender's committed transactions from sequence ``start``, at most ``limit``; None for no account."""
         with self._answering():
             self._execute_ready()
@@ -275,15 +276,15 @@ class SimulatedChain:
                 return None
             return [_committed_json(committed) for committed in account.committed[start:start + limit]]
 
-    def transfers(self) -> list[dict[str, Any]]:
+    def transfers(self) -> list[Document]:
         """Every committed transfer in version order, successful or not."""
         return self._committed_in_order(commitments=False)
 
-    def anchors(self) -> list[dict[str, Any]]:
+    def anchors(self) -> list[Document]:
         """Every committed commitment in version order: what was anchored, and by which transaction."""
         return self._committed_in_order(commitments=True)
 
-    def _committed_in_order(self, *, commitments: bool) -> list[dict[str, Any]]:
+    def _committed_in_order(self, *, commitments: bool) -> list[Document]:
         with self._answering():
             self._execute_ready()
             return [_committed_json(c) for c in sorted(self._committed.values(), key=lambda c: c.version)
@@ -405,7 +406,7 @@ class SimulatedChain:
                 self._log = None
 
 
-def _transfer_json(transfer: SignedTransfer[Terms]) -> dict[str, Any]:
+def _transfer_json(transfer: SignedTransfer[Terms]) -> Document:
     terms = transfer.terms
     return {
         "hash": transfer.transaction_hash,
@@ -417,11 +418,11 @@ def _transfer_json(transfer: SignedTransfer[Terms]) -> dict[str, Any]:
     }
 
 
-def _pending_json(transfer: SignedTransfer[Terms]) -> dict[str, Any]:
+def _pending_json(transfer: SignedTransfer[Terms]) -> Document:
     return {"type": "pending_transaction", **_transfer_json(transfer)}
 
 
-def _committed_json(committed: Committed) -> dict[str, Any]:
+def _committed_json(committed: Committed) -> Document:
     return {
         "type": "user_transaction",
         **_transfer_json(committed.transfer),

@@ -33,6 +33,7 @@ from typing import Any
 
 import orjson
 
+from ledger_engine.open_json import Document, JsonObject, Report
 from porto_console.effects.simulated_chain import LABEL, MEMPOOL_IS_FULL, Fault, SimulatedChain, SubmissionRefused
 
 BCS_CONTENT_TYPE = "application/x.aptos.signed_transaction+bcs"
@@ -48,7 +49,7 @@ log = logging.getLogger("porto.simulated_chain")
 class _Handler(BaseHTTPRequestHandler):
     server: "SimulatedChainServer"
     protocol_version = "HTTP/1.1"
-    _read_at: dict[str, Any] | None = None  # the ledger info a /v1 read is answered at
+    _read_at: Document | None = None  # the ledger info a /v1 read is answered at
     disable_nagle_algorithm = True  # headers and body go out in separate writes; do not wait on delayed ACKs
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -113,7 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(404, "not_found", f"no route {self.path}")
         return self._json(200, answer)
 
-    def _control(self, path: str, request: dict[str, Any]) -> dict[str, Any] | None:
+    def _control(self, path: str, request: JsonObject) -> Report | None:
         if path == "/simulated/fund":
             self.chain.fund(request["asset"], request["address"], _u64(request["amount"]))
         elif path == "/simulated/faults":
@@ -150,7 +151,7 @@ class _Handler(BaseHTTPRequestHandler):
         assert submission.transfer is not None  # only a submission lost to a timeout fault has none
         return self._json(202, {"type": "pending_transaction", "hash": submission.transfer.transaction_hash})
 
-    def _json(self, status: int, value: dict[str, Any] | list[dict[str, Any]]) -> None:
+    def _json(self, status: int, value: Document | list[Document]) -> None:
         data = orjson.dumps({**value, "chain": LABEL} if isinstance(value, dict) else value)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

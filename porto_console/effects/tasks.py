@@ -36,6 +36,7 @@ import psycopg
 from celery import Task
 from celery.signals import celeryd_after_setup, worker_ready
 
+from ledger_engine.open_json import RecordData, Report
 from porto_console.effects import (
     commitment_session, delivery, journal_reconcile, payer_follow, payer_repair, payment_session, stores,
 )
@@ -178,7 +179,7 @@ def dispatch_disabled() -> bool:
 
 
 @app.task(bind=True, base=EffectTask, name="porto.effects.payment", queue=PAYMENTS)
-def payment(self: Task, effects: list[dict[str, Any]]) -> str:
+def payment(self: Task, effects: list[RecordData]) -> str:
     """Carry out a batch of payments (``payment_session``): claimed, signed, recorded, broadcast, reported."""
     return payment_session.carry_out(payment_worker(), effects)
 
@@ -215,7 +216,7 @@ def repair_payer(self: Task, sender: str) -> str:
 
 
 @app.task(bind=True, base=EffectTask, name="porto.effects.commitment", queue=COMMITMENTS)
-def commitment(self: Task, effect: dict[str, Any]) -> str:
+def commitment(self: Task, effect: RecordData) -> str:
     return _carry_out(effect, lambda: commitment_session.carry_out(commitment_worker(), effect), follow_commitment)
 
 
@@ -227,7 +228,7 @@ def follow_commitment(self: Task, transaction_hash: str, again: bool = True, eff
                    follow_commitment)
 
 
-def _carry_out(effect: dict[str, Any], carry_out: Callable[[], str], follow_task: Task) -> str:
+def _carry_out(effect: RecordData, carry_out: Callable[[], str], follow_task: Task) -> str:
     """Work one effect; a transaction the chain has not settled yet is handed to ``follow_task``."""
     if dispatch_disabled():
         return "dispatch disabled"
@@ -267,7 +268,7 @@ def _follow(transaction_hash: str, again: bool, effect_id: str | None, worker: C
 
 
 @app.task(name="porto.effects.backup", autoretry_for=(LedgerUnreachable,), max_retries=3, retry_backoff=True)
-def backup() -> dict[str, Any]:
+def backup() -> Report:
     """Beat's backup tick: the owner takes one if the newest good backup is older than the interval."""
     return ledger_api().take_backup()
 
@@ -279,7 +280,7 @@ def sweep() -> int:
 
 
 @app.task(bind=True, base=EffectTask, name="porto.effects.reconcile_journal", queue=PAYMENTS)
-def reconcile_journal(self: Task) -> dict[str, Any]:
+def reconcile_journal(self: Task) -> Report:
     """The signer's own journal against the ledger and the chain (``journal_reconcile``); its report."""
     if dispatch_disabled():
         return {"dispatch": "disabled"}

@@ -27,6 +27,8 @@ from aptos_sdk.transactions import (
 )
 from aptos_sdk.type_tag import StructTag, TypeTag
 
+from ledger_engine.open_json import Document
+
 TRANSFER_MODULE = "0x1::primary_fungible_store"
 TRANSFER_FUNCTION = "transfer"
 METADATA_TYPE = "0x1::fungible_asset::Metadata"
@@ -66,7 +68,7 @@ class TransferTerms:
             ],
         )
 
-    def payload_json(self) -> dict[str, Any]:
+    def payload_json(self) -> Document:
         return transfer_payload(self.asset_metadata, self.recipient, self.amount)
 
 
@@ -105,7 +107,7 @@ class CommitmentTerms:
             ],
         )
 
-    def payload_json(self) -> dict[str, Any]:
+    def payload_json(self) -> Document:
         return commitment_payload(self.sender, self.artifact_hash, self.count, self.journal_root, self.journal_size)
 
 
@@ -113,14 +115,14 @@ Terms = TransferTerms | CommitmentTerms
 TermsT = TypeVar("TermsT", bound=Terms)
 
 
-def transfer_payload(asset_metadata: str, recipient: str, amount: int | str) -> dict[str, Any]:
+def transfer_payload(asset_metadata: str, recipient: str, amount: int | str) -> Document:
     """A transfer's call as an Aptos node shows it in JSON."""
     return {"type": "entry_function_payload", "function": f"{TRANSFER_MODULE}::{TRANSFER_FUNCTION}",
             "type_arguments": [METADATA_TYPE], "arguments": [{"inner": asset_metadata}, recipient, str(amount)]}
 
 
 def commitment_payload(sender: str, artifact_hash: str, count: int, journal_root: str | None,
-                       journal_size: int | None) -> dict[str, Any]:
+                       journal_size: int | None) -> Document:
     """A commitment's call as an Aptos node shows it in JSON (without the journal tree when it named none)."""
     arguments = ["0x" + artifact_hash, str(count)]
     if journal_root is not None:
@@ -137,7 +139,7 @@ def long_address(text: str) -> str:
     return "0x" + text[2:].lower().zfill(64) if _HEX.fullmatch(text) else text
 
 
-def same_call(shown: dict[str, Any] | None, signed: dict[str, Any]) -> bool:
+def same_call(shown: Document | None, signed: Document) -> bool:
     """Whether a node's JSON payload is the signed call: the same function, type arguments and arguments."""
     if not isinstance(shown, dict):
         return False
@@ -179,7 +181,7 @@ class SignedTransfer(Generic[TermsT]):
     def expiration_secs(self) -> int:
         return self.terms.expiration_secs
 
-    def payload_json(self) -> dict[str, Any]:
+    def payload_json(self) -> Document:
         return self.terms.payload_json()
 
 
