@@ -20,6 +20,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from ledger_engine.environment import (
     EngineEnvironment, EnvironmentRefused, GenesisHash, Secret, TypedEnvironment, read_typed, refuse, secret, variable,
 )
+from ledger_engine.open_json import Unvalidated
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 EMBEDDED_BROKER = "memory://"
@@ -60,12 +61,12 @@ def engine_field(name: str) -> Any:
     return EngineEnvironment.model_fields[name]
 
 
-def beside_the_data(name: str) -> Callable[[dict[str, Any]], Path]:
+def beside_the_data(name: str) -> Callable[[Unvalidated], Path]:
     """A default next to the ledger's data directory, never inside it."""
     return lambda above: above["data_dir"].parent / name
 
 
-def under_var(*parts: str) -> Callable[[dict[str, Any]], Path]:
+def under_var(*parts: str) -> Callable[[Unvalidated], Path]:
     return lambda above: above["var_dir"].joinpath(*parts)
 
 

@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Generic, TypeVar
+from typing import Callable, Generic, TypeVar
 
 from django.conf import settings
 
@@ -28,6 +28,7 @@ from ledger_engine.storage.head import Head
 from ledger_engine.application.owner import LedgerOwner
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.errors import LedgerError
+from ledger_engine.open_json import Document, Unvalidated
 from ledger_engine.selectors.view import LedgerView
 from ledger_engine.selectors import effect_queries
 from porto_console.effects import delivery
@@ -43,7 +44,7 @@ _gateway: AnnouncingGateway | None = None
 _opened_at_ms = 0
 
 
-def open_owner(data_dir: Path | None = None, *, genesis: dict[str, Any] | None = None) -> LedgerOwner:
+def open_owner(data_dir: Path | None = None, *, genesis: Document | None = None) -> LedgerOwner:
     """Open this process's owner; fails with LEDGER_ALREADY_OWNED if another process holds it.
 
     The gateway's store lives beside an explicitly given ledger directory, or at
@@ -72,7 +73,7 @@ class AnnouncingGateway(CommandGateway):
 
     ledger: LedgerOwner
 
-    def submit(self, envelope: dict[str, Any]) -> CommandOutcome:
+    def submit(self, envelope: Unvalidated) -> CommandOutcome:
         outcome = super().submit(envelope)
         self._announce_created(outcome)
         return outcome

@@ -12,8 +12,6 @@ the recipient can check both on ``/verify/``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
@@ -22,6 +20,7 @@ from ledger_engine.merkle.checkpoint import CheckpointSigner, VerifierKey
 from ledger_engine.merkle.document import encode_document
 from ledger_engine.merkle.parts_file import statement_day_lines
 from ledger_engine.merkle.statement import sign_statement_file, statement_file_bytes
+from ledger_engine.open_json import Document
 from ledger_engine.selectors.statement_index import parts_file, statement_file
 from porto_console.environment import read_environment
 from porto_console.ledger import LedgerRead, gateway, read_view
@@ -56,14 +55,14 @@ def statement_file_for(statement_id: str) -> tuple[str, bytes]:
     return f"statement-{signed['statement']['public_proof_id']}.json", statement_file_bytes(signed)
 
 
-def statement_read(statement_id: str) -> LedgerRead[dict[str, Any]]:
+def statement_read(statement_id: str) -> LedgerRead[Document]:
     """The statement its file holds (its lines, day lines with their commitments) and the head it was read at;
     LedgerError as for the file."""
     evidence = gateway().evidence
     return read_view(lambda view: statement_file(view, evidence.get, statement_id, chain_label())["statement"])
 
 
-def day_lines_of(statement: dict[str, Any]) -> list[dict[str, Any]]:
+def day_lines_of(statement: Document) -> list[Document]:
     """The statement's day lines, each with its chunk and its commitment to its parts, in statement order."""
     return list(statement_day_lines(statement).values())
 

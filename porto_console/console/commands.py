@@ -17,13 +17,14 @@ step-up proof a new approval carries, and the evidence bytes a new command cites
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from ledger_engine.adapters import command_answers
 from ledger_engine.adapters.command_answers import CONSOLE
 from ledger_engine.adapters.gateway import CommandGateway, Unstored, new_id
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.canonical import sha256_hex
+from ledger_engine.open_json import Unvalidated
 from porto_console.ledger import gateway
 
 
@@ -32,8 +33,8 @@ class CommandRequest:
     """What an action asks the ledger to do; the actor and the IDs come from the console."""
 
     command_type: str
-    payload: dict[str, Any]
-    expected_revisions: list[dict[str, Any]] = field(default_factory=list)
+    payload: Unvalidated
+    expected_revisions: list[Unvalidated] = field(default_factory=list)
     evidence: tuple[bytes, ...] = ()
     """What the payload cites by digest. Stored when the command is submitted, not when it is built, so a
     re-posted form refused as another request leaves nothing behind."""
@@ -47,7 +48,7 @@ class StateMovedOn(Exception):
     """The ledger state a request is built from moved on since the form was shown; ``str`` is what to do."""
 
 
-def cited_note(payload: dict[str, Any], note: str) -> tuple[bytes, ...]:
+def cited_note(payload: Unvalidated, note: str) -> tuple[bytes, ...]:
     """A person's note as the evidence a command cites: ``payload`` gets its digest (``note_digest``), and the
     bytes are what the request stores. No note, nothing cited."""
     if not note:
@@ -66,7 +67,7 @@ journalled_id = CONSOLE.journalled_id
 
 
 def submit(actor_id: str, form_id: str, request: CommandRequest, *,
-           prove: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> CommandOutcome:
+           prove: Callable[[Unvalidated], Unvalidated] | None = None) -> CommandOutcome:
     """Hand the form's command to the ledger once, whatever number of times the form arrives.
 
     The command is journalled under ``journalled_id(actor_id, form_id)`` and answered as any edge's command is
@@ -79,7 +80,7 @@ def submit(actor_id: str, form_id: str, request: CommandRequest, *,
                                   new=lambda command_id: _new(admission, actor_id, command_id, request, prove))
 
 
-def require_same_request(held: dict[str, Any], actor_id: str, request: CommandRequest) -> None:
+def require_same_request(held: Unvalidated, actor_id: str, request: CommandRequest) -> None:
     """Refuse ``request`` where the envelope stored or journalled under its ID asks for something else.
 
     The one check every edge makes (``command_answers.require_same_request``); a console form does not repeat the
@@ -96,7 +97,7 @@ def asked(actor_id: str, request: CommandRequest) -> command_answers.Request:
 
 
 def _new(admission: CommandGateway, actor_id: str, command_id: str, request: CommandRequest,
-         prove: Callable[[dict[str, Any]], dict[str, Any]] | None) -> Unstored:
+         prove: Callable[[Unvalidated], Unvalidated] | None) -> Unstored:
     """A new envelope for the form, admitted, its evidence stored and, for an approval, its payload proved."""
     for data in request.evidence:
         admission.evidence.put(data)

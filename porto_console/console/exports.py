@@ -18,6 +18,7 @@ from django.http import FileResponse, StreamingHttpResponse
 
 from ledger_engine.amounts import parse_amount
 from ledger_engine.domain import chart
+from ledger_engine.open_json import JsonObject, Report
 from ledger_engine.selectors import accounting as selectors
 from ledger_engine.selectors.view import LedgerView
 from porto_console.console.labels import human
@@ -230,14 +231,14 @@ def recipient_of(account: str) -> str:
     return next((account[len(prefix):] for prefix in RECIPIENT_ACCOUNTS if account.startswith(prefix)), "")
 
 
-def journal_lines(view: LedgerView, first: int, last: int, filters: dict[str, Any]) -> Iterator[str]:
+def journal_lines(view: LedgerView, first: int, last: int, filters: JsonObject) -> Iterator[str]:
     """The CSV of the entries ``first`` to ``last`` the journal screen's ``filters`` select, oldest first."""
     rows = (row for summary in journal_summaries(view, first, last, filters)
             for row in journal_cells(summary, selectors.entry_postings(view, summary["sequence"])))
     return lines(JOURNAL_HEADER, rows)
 
 
-def journal_summaries(view: LedgerView, first: int, last: int, filters: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def journal_summaries(view: LedgerView, first: int, last: int, filters: JsonObject) -> Iterator[Report]:
     """Window after window of the screen's own selection, so the file holds just what the screen lists."""
     after = first - 1
     while True:
@@ -248,7 +249,7 @@ def journal_summaries(view: LedgerView, first: int, last: int, filters: dict[str
         after = found.next_cursor
 
 
-def journal_cells(summary: dict[str, Any], postings: list[selectors.Posting]) -> Iterator[list[Any]]:
+def journal_cells(summary: Report, postings: list[selectors.Posting]) -> Iterator[list[Any]]:
     envelope = [summary["sequence"], summary["command_id"], summary["command_type"], summary["actor_id"],
                 iso_time(summary["admitted_at_ms"]), human(summary["outcome"]), summary["code"]]
     hashes = [Number(str(summary["admitted_at_ms"])), summary["delta_hash"], summary["previous_entry_hash"],

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import time
 from functools import lru_cache
-from typing import Any
 
 import django_otp
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -26,6 +25,7 @@ from django_otp.oath import TOTP
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from ledger_engine.domain import step_up
+from ledger_engine.open_json import Unvalidated
 from porto_console.console.roles import actor_id
 from porto_console.ledger import gateway
 
@@ -38,7 +38,7 @@ def has_device(user) -> bool:
     return TOTPDevice.objects.filter(user=user, confirmed=True).exists()
 
 
-def prove(request, token: str | None, *, command_id: str, command_type: str, payload: dict[str, Any]) -> dict[str, Any]:
+def prove(request, token: str | None, *, command_id: str, command_type: str, payload: Unvalidated) -> Unvalidated:
     """``payload`` with a step-up proof for this command, once ``token`` is a fresh code of the user's."""
     if not token:
         raise StepUpFailed(f"{command_type} needs a current code from your authenticator.")

@@ -29,6 +29,7 @@ from ledger_engine.adapters.command_answers import Journalled
 from ledger_engine.adapters.gateway import CommandGateway
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.errors import LedgerError
+from ledger_engine.open_json import Report, Unvalidated
 from porto_console.internal_api import commands, evidence
 from porto_console.internal_api.errors import ApiError, error_body, http_status
 from porto_console.internal_api.models import WorkerCredential
@@ -48,7 +49,7 @@ refuses the whole request (nothing is stored after it and no command is submitte
 most {BatchRequest.MAX_ITEMS}) is submitted as `POST /internal/commands` submits it, and `results` answers each in
 order: `status` 200 with its `outcome`, or the `status` and `error` it alone would have had. A retry sends the
 same batch again: each command is answered by its ID as a single retry would be.""")
-def submit_batch(request: HttpRequest, batch: BatchRequest) -> dict[str, Any]:
+def submit_batch(request: HttpRequest, batch: BatchRequest) -> Report:
     credential = request.auth
     items = [bytes.fromhex(item) for item in batch.evidence]
     if items:
@@ -60,7 +61,7 @@ def submit_batch(request: HttpRequest, batch: BatchRequest) -> dict[str, Any]:
     return {"evidence": digests, "results": _submit_all(credential, submitted)}
 
 
-def _submit_all(credential: WorkerCredential, submitted: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _submit_all(credential: WorkerCredential, submitted: list[Unvalidated]) -> list[Report]:
     """Every command's envelope admitted at one time, then all of them stored side by side, then handed to the ledger
     at once, after every batch admitted earlier. Admitting is work for the interpreter alone, so it is done first,
     in this thread: the stores then reach the disk's sync together and share it, instead of one by one. A command
@@ -82,10 +83,10 @@ def _submit_all(credential: WorkerCredential, submitted: list[dict[str, Any]]) -
 class _Answered:
     """A command's answer, its outcome as the worker sent it."""
 
-    outcome: dict[str, Any]
+    outcome: Report
 
 
-def _answered_or_kept(admission: CommandGateway, command: dict[str, Any], prepared: Any) -> Any:
+def _answered_or_kept(admission: CommandGateway, command: Unvalidated, prepared: Any) -> Any:
     """A refusal as it is; a journalled command's answer; else the envelope stored (or the refusal to store it)."""
     if _refused(prepared):
         return prepared
@@ -94,7 +95,7 @@ def _answered_or_kept(admission: CommandGateway, command: dict[str, Any], prepar
     return _refusal_or(admission.keep, prepared)
 
 
-def _answer(command: dict[str, Any], outcome: CommandOutcome) -> _Answered:
+def _answer(command: Unvalidated, outcome: CommandOutcome) -> _Answered:
     return _Answered(commands.answer(command, outcome))
 
 
@@ -114,7 +115,7 @@ def _refusal_or(step: Callable[..., Any], *arguments: Any) -> Any:
         return refused
 
 
-def _result(answer: _Answered | ApiError | LedgerError) -> dict[str, Any]:
+def _result(answer: _Answered | ApiError | LedgerError) -> Report:
     if isinstance(answer, (ApiError, LedgerError)):
         return {"status": int(http_status(answer.code)), "outcome": None, "error": error_body(answer.code,
                                                                                                answer.detail)}

@@ -28,7 +28,7 @@ are refused before the gateway sees them.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from django.http import HttpRequest
 from ninja import Path, Router
@@ -39,6 +39,7 @@ from ledger_engine.adapters.gateway import CommandGateway, Unstored, require_not
 from ledger_engine.application.transition import CommandOutcome
 from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN
 from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.open_json import Report, Unvalidated
 from ledger_engine.selectors.effect_queries import expected_effect_revision
 from porto_console.effects.transactions import NotATransfer, TransferTerms, decode_transfer
 from porto_console.internal_api.errors import ApiCode, ApiError
@@ -55,7 +56,7 @@ journalled_id = INTERNAL_API.journalled_id
 """``journalled_id(actor_id, command_id)``: the ID the ledger journals a worker's command under."""
 
 
-def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, Any]:
+def submit(credential: WorkerCredential, request: Unvalidated) -> Report:
     """Submit a command request as ``credential``'s actor; returns its journalled outcome."""
     _require_may_submit(credential, request)
     admission = gateway()
@@ -64,8 +65,8 @@ def submit(credential: WorkerCredential, request: dict[str, Any]) -> dict[str, A
     return _as_sent(outcome, request["command_id"])
 
 
-def prepare(credential: WorkerCredential, request: dict[str, Any],
-            admitted_at_ms: int | None = None) -> Journalled | dict[str, Any] | Unstored:
+def prepare(credential: WorkerCredential, request: Unvalidated,
+            admitted_at_ms: int | None = None) -> Journalled | Unvalidated | Unstored:
     """A command request as ``credential``'s actor, journalled already (answered by ``as_journalled``), or the
     envelope to submit for it: the stored one, or the first time a new one admitted (now, or at
     ``admitted_at_ms``) and checked, for ``gateway().keep`` to store; raises what refuses the request before the
@@ -77,24 +78,24 @@ def prepare(credential: WorkerCredential, request: dict[str, Any],
                                    check=_signed_bytes_check(admission))
 
 
-def as_journalled(request: dict[str, Any], journalled: Journalled) -> dict[str, Any]:
+def as_journalled(request: Unvalidated, journalled: Journalled) -> Report:
     """The answer to a request the ledger journalled already, found by its ID: the owner does not see it again."""
     return _as_sent(journalled.outcome, request["command_id"])
 
 
-def answer(request: dict[str, Any], outcome: CommandOutcome) -> dict[str, Any]:
+def answer(request: Unvalidated, outcome: CommandOutcome) -> Report:
     """The outcome of a prepared request's envelope, under the ID the worker sent, unless the ledger journalled
     another envelope under its command ID."""
     return _as_sent(command_answers.answered(gateway(), outcome), request["command_id"])
 
 
-def asked(credential: WorkerCredential, request: dict[str, Any]) -> command_answers.Request:
+def asked(credential: WorkerCredential, request: Unvalidated) -> command_answers.Request:
     """What a command request asks the ledger, as ``credential``'s actor."""
     return command_answers.Request(credential.actor_id, request["command_type"], request["payload"],
                                    request["expected_revisions"], request["evidence_hashes"])
 
 
-def _require_may_submit(credential: WorkerCredential, request: dict[str, Any]) -> None:
+def _require_may_submit(credential: WorkerCredential, request: Unvalidated) -> None:
     """What refuses a request whatever its command ID holds: the ledger's own commands, one outside the credential,
     and one that starts an effect while dispatch is disabled."""
     require_not_owners(request["command_type"], credential.actor_id)
@@ -106,8 +107,8 @@ def _require_may_submit(credential: WorkerCredential, request: dict[str, Any]) -
         _require_dispatch_enabled()
 
 
-def _new(admission: CommandGateway, credential: WorkerCredential, request: dict[str, Any],
-         admitted_at_ms: int | None = None) -> Callable[[str], dict[str, Any] | Unstored]:
+def _new(admission: CommandGateway, credential: WorkerCredential, request: Unvalidated,
+         admitted_at_ms: int | None = None) -> Callable[[str], Unvalidated | Unstored]:
     """A request's new envelope for the command ID it is journalled under, admitted and checked, not stored."""
     return lambda command_id: admission.admitted(
         request["command_type"], request["payload"], actor_id=credential.actor_id, command_id=command_id,
@@ -115,12 +116,12 @@ def _new(admission: CommandGateway, credential: WorkerCredential, request: dict[
         check=_signed_bytes_check(admission), admitted_at_ms=admitted_at_ms)
 
 
-def _signed_bytes_check(admission: CommandGateway) -> Callable[[dict[str, Any]], None]:
+def _signed_bytes_check(admission: CommandGateway) -> Callable[[Unvalidated], None]:
     """The API's own refusal of an envelope, new or stored: ``_require_stated_signed_bytes``."""
     return lambda envelope: _require_stated_signed_bytes(admission, envelope)
 
 
-def _require_stated_signed_bytes(admission: CommandGateway, envelope: dict[str, Any]) -> None:
+def _require_stated_signed_bytes(admission: CommandGateway, envelope: Unvalidated) -> None:
     """An attempt's signed bytes are stored and say what it states; checked before its envelope is stored."""
     attempt = envelope["payload"]
     if "signed_bytes_hash" not in attempt:
@@ -132,7 +133,7 @@ def _require_stated_signed_bytes(admission: CommandGateway, envelope: dict[str, 
     require_signed_bytes_say(attempt, admission.evidence.get(digest))
 
 
-def require_signed_bytes_say(attempt: dict[str, Any], signed_bytes: bytes) -> None:
+def require_signed_bytes_say(attempt: Unvalidated, signed_bytes: bytes) -> None:
     """An attempt (RecordSignedAttempt, RecordLandedAttempt) must state what its signed bytes do.
 
     The ledger cannot read a transaction, so this edge, where the bytes are, decodes them (their signature
@@ -155,7 +156,7 @@ def require_signed_bytes_say(attempt: dict[str, Any], signed_bytes: bytes) -> No
                           f"the signed bytes do not say what the attempt states: {', '.join(differing)}")
 
 
-def _as_sent(outcome: CommandOutcome, command_id: str) -> dict[str, Any]:
+def _as_sent(outcome: CommandOutcome, command_id: str) -> Report:
     """The outcome under the ID the worker sent, which is the one it knows its command by."""
     return {**outcome.as_json(), "command_id": command_id}
 
@@ -182,7 +183,7 @@ A worker's command IDs are its own: the same ID sent by another actor is another
 A command only the ledger's owner submits (`FreezeDayChunk`) is 403 `OWNER_ONLY` and nothing is stored.
 Accepted and rejected outcomes both answer 200. While dispatch is
 disabled, `ClaimEffect` and `RecordSignedAttempt` are 503 `DISPATCH_DISABLED` and nothing is stored.""")
-def submit_command(request: HttpRequest, command: CommandRequest) -> dict[str, Any]:
+def submit_command(request: HttpRequest, command: CommandRequest) -> Report:
     return submit(request.auth, command.model_dump(mode="json"))
 
 
@@ -195,7 +196,7 @@ Submits `ClaimEffect` for one effect as the worker's actor: an exclusive lease u
 Retries work as for any command: send the same body with the same `command_id`. While dispatch is
 disabled the claim is 503 `DISPATCH_DISABLED` and nothing is stored.""")
 def claim_effect(request: HttpRequest, claim: EffectClaimRequest,
-                 effect_id: str = Path(..., pattern=IDENTIFIER_PATTERN)) -> dict[str, Any]:
+                 effect_id: str = Path(..., pattern=IDENTIFIER_PATTERN)) -> Report:
     return submit(request.auth, {
         "command_id": claim.command_id,
         "command_type": "ClaimEffect",
@@ -210,7 +211,7 @@ def claim_effect(request: HttpRequest, claim: EffectClaimRequest,
 The journalled outcome of one of this worker's commands: how a worker that lost a response learns
 what happened. `NOT_FOUND` means the ledger has not journalled it under this worker's actor;
 submitting the same request again executes the stored envelope.""")
-def resolve_command(request: HttpRequest, command_id: str = Path(..., pattern=UUID_PATTERN)) -> dict[str, Any]:
+def resolve_command(request: HttpRequest, command_id: str = Path(..., pattern=UUID_PATTERN)) -> Report:
     ledger = owner()
     outcome = ledger.resolve(journalled_id(request.auth.actor_id, command_id))
     if outcome is None:

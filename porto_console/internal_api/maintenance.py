@@ -6,11 +6,10 @@ may read the live database; the worker only asks for it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import HttpRequest
 from ninja import Router
 
+from ledger_engine.open_json import Report
 from ledger_engine.selectors import account_queries
 from porto_console.effects.backups import take_backup_if_due
 from porto_console.internal_api.errors import ApiCode, ApiError
@@ -39,6 +38,6 @@ and answers once `restic check` passed and the new snapshot, restored, verified 
 otherwise answers with the newest good backup (`taken` false). The worker's actor must hold the
 `maintenance` role, else `COMMAND_NOT_ALLOWED`; a repository restic cannot use answers 502
 `BACKUP_REPOSITORY_FAILED`.""")
-def take_backup_when_due(request: HttpRequest) -> dict[str, Any]:
+def take_backup_when_due(request: HttpRequest) -> Report:
     require_role(request.auth, MAINTENANCE_ROLE)
     return take_backup_if_due(owner(), gateway().evidence.root.parent)

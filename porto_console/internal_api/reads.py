@@ -10,14 +10,13 @@ of a dispatcher, signer, observer or committer.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
-
 from django.http import HttpRequest, HttpResponse
 from ninja import Path, Query, Router
 
 from ledger_engine.domain.registry import registered_types, spec_for
 from ledger_engine.envelope import IDENTIFIER_PATTERN
 from ledger_engine.errors import ErrorCode
+from ledger_engine.open_json import RecordData, Report
 from ledger_engine.selectors import effect_queries, payout_queries
 from porto_console.internal_api.errors import ApiCode, ApiError
 from porto_console.internal_api.schemas import (
@@ -46,7 +45,7 @@ def require_effect_worker(request: HttpRequest) -> None:
 
 
 @router.get("/head", response={200: HeadOut, **ERROR_RESPONSES}, summary="Read the ledger head")
-def read_head(request: HttpRequest) -> dict[str, Any]:
+def read_head(request: HttpRequest) -> Report:
     return owner().head().as_json()
 
 
@@ -56,7 +55,7 @@ def read_head(request: HttpRequest) -> dict[str, Any]:
 The RFC 9162 Merkle root over the hashes of journal entries 1..`size`, at the last durable commit
 (docs/merkle.md). The committer anchors it with every batch commitment; its observation records it,
 and the ledger refuses one naming another root for that size (`CONFLICTING_EVIDENCE`).""")
-def read_journal_tree(request: HttpRequest) -> dict[str, Any]:
+def read_journal_tree(request: HttpRequest) -> Report:
     return owner().journal_tree()
 
 
@@ -65,7 +64,7 @@ def read_journal_tree(request: HttpRequest) -> dict[str, Any]:
 Workers read this before starting any effect and do nothing while it is disabled: paused by a person's
 journalled `PauseDispatch` until two people resume it, or after a restore until the ledger is promoted
 (docs/adr/0091). Meanwhile `ClaimEffect` and `RecordSignedAttempt` are 503 `DISPATCH_DISABLED`.""")
-def read_dispatch(request: HttpRequest) -> dict[str, Any]:
+def read_dispatch(request: HttpRequest) -> Report:
     state = owner().dispatch_state()
     return {"enabled": state["enabled"], "reason": state["reason"]}
 
@@ -79,7 +78,7 @@ def list_effects(request: HttpRequest,
                  status: str = Query("pending", pattern=IDENTIFIER_PATTERN),
                  kind: str | None = Query(None, pattern=IDENTIFIER_PATTERN),
                  cursor: str | None = Query(None, pattern=EFFECT_CURSOR),
-                 limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:
+                 limit: int = Query(50, ge=1, le=200)) -> Report:
     require_effect_worker(request)
     read = read_view(lambda view: effect_queries.effects(view, status, kind, cursor=cursor, limit=limit))
     page, next_cursor = read.data
@@ -88,7 +87,7 @@ def list_effects(request: HttpRequest,
 
 @router.get("/effects/{effect_id}", response={200: EffectOut, **ERROR_RESPONSES}, summary="Read one effect",
             description="One outbox effect with its revision and claim, as the effects list shows it.")
-def read_effect(request: HttpRequest, effect_id: str = Path(..., pattern=IDENTIFIER_PATTERN)) -> dict[str, Any]:
+def read_effect(request: HttpRequest, effect_id: str = Path(..., pattern=IDENTIFIER_PATTERN)) -> RecordData:
     require_effect_worker(request)
     found = read_view(lambda view: effect_queries.effect(view, effect_id)).data
     if found is None:
@@ -98,7 +97,7 @@ def read_effect(request: HttpRequest, effect_id: str = Path(..., pattern=IDENTIF
 
 @router.get("/payments/{payment_id}", response={200: PaymentOut, **ERROR_RESPONSES}, summary="Read one payment",
             description="The payment and its signed attempts, read at one ledger sequence.")
-def read_payment(request: HttpRequest, payment_id: str = Path(..., pattern=IDENTIFIER_PATTERN)) -> dict[str, Any]:
+def read_payment(request: HttpRequest, payment_id: str = Path(..., pattern=IDENTIFIER_PATTERN)) -> Report:
     require_effect_worker(request)
     read = read_view(lambda view: payout_queries.payment_with_attempts(view, payment_id))
     payment, attempts = read.data
@@ -114,7 +113,7 @@ order, read consistently at one ledger sequence. The sweep schedules an observat
 follow-up only delays it. Pass `next_cursor` back as `cursor` for the next page.""")
 def list_in_flight_attempts(request: HttpRequest,
                             cursor: str | None = Query(None, pattern=IDENTIFIER_PATTERN),
-                            limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:
+                            limit: int = Query(50, ge=1, le=200)) -> Report:
     require_effect_worker(request)
     read = read_view(lambda view: payout_queries.in_flight_attempts(view, cursor=cursor, limit=limit))
     attempts, next_cursor = read.data
@@ -128,7 +127,7 @@ with the anchor's transaction hash, in batch ID order, read consistently at one 
 sweep schedules a look at each, so a lost commitment follow-up only delays its observation.""")
 def list_in_flight_batches(request: HttpRequest,
                            cursor: str | None = Query(None, pattern=IDENTIFIER_PATTERN),
-                           limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:
+                           limit: int = Query(50, ge=1, le=200)) -> Report:
     require_effect_worker(request)
     read = read_view(lambda view: payout_queries.in_flight_batches(view, cursor=cursor, limit=limit))
     batches, next_cursor = read.data

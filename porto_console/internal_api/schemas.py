@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from ninja import Schema
 from pydantic import ConfigDict, Field, field_validator
@@ -11,6 +11,7 @@ from ledger_engine.canonical import MAX_SAFE_INTEGER
 from ledger_engine.domain.registry import registered_types
 from ledger_engine.domain.types import Digest
 from ledger_engine.envelope import IDENTIFIER_PATTERN, UUID_PATTERN, ExpectedRevision
+from ledger_engine.open_json import CommandResult, RecordData, Unvalidated
 
 _COMPONENT = IDENTIFIER_PATTERN.removeprefix("^").removesuffix("$")
 EFFECT_CURSOR = f"^{_COMPONENT}/{_COMPONENT}$"  # "<kind>/<effect_id>" of the last effect on a page
@@ -27,7 +28,7 @@ class CommandRequest(Schema):
         "One of the ledger's command types; the worker's credential must allow it."))
     expected_revisions: list[ExpectedRevision] = Field(default_factory=list, description=(
         "Preconditions: each record's current revision, or null for a record that must not exist."))
-    payload: dict[str, Any] = Field(description="The command type's closed payload; unknown fields are refused.")
+    payload: Unvalidated = Field(description="The command type's closed payload; unknown fields are refused.")
     evidence_hashes: list[Digest] = Field(default_factory=list, description=(
         "SHA-256 digests of the evidence the command refers to, stored before it is submitted."))
 
@@ -78,7 +79,7 @@ class OutcomeOut(Schema):
     sequence: int = Field(description="The ledger sequence that journalled the command.")
     outcome: Literal["accepted", "rejected"]
     code: str = Field(description='"OK" when accepted, else the stable rejection code.')
-    result: dict[str, Any]
+    result: CommandResult
     entry_hash: str
     duplicate: bool = Field(description="True when this command ID had already been journalled.")
 
@@ -109,10 +110,10 @@ class EffectOut(Schema):
     kind: str
     status: str
     revision: int = Field(description="The outbox record's revision, for expected_revisions.")
-    payload: dict[str, Any]
-    claim: dict[str, Any] | None
+    payload: RecordData
+    claim: RecordData | None
     attempts: int
-    result: dict[str, Any] | None
+    result: RecordData | None
     command_id: str = Field(description="The command that created the effect.")
     created_sequence: int
 
@@ -135,19 +136,19 @@ class DispatchOut(Schema):
 
 class PaymentOut(Schema):
     sequence: int = Field(description="The ledger sequence the payment and its attempts were read at.")
-    payment: dict[str, Any] = Field(description="The payment record, with its revision.")
-    attempts: list[dict[str, Any]] = Field(description="Its signed attempts, oldest first.")
+    payment: RecordData = Field(description="The payment record, with its revision.")
+    attempts: list[RecordData] = Field(description="Its signed attempts, oldest first.")
 
 
 class AttemptPage(Schema):
     sequence: int = Field(description="The ledger sequence this page was read at.")
-    attempts: list[dict[str, Any]] = Field(description="Attempts whose outcome is pending or submitted.")
+    attempts: list[RecordData] = Field(description="Attempts whose outcome is pending or submitted.")
     next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
 
 
 class BatchPage(Schema):
     sequence: int = Field(description="The ledger sequence this page was read at.")
-    batches: list[dict[str, Any]] = Field(description="Batches whose anchor is submitted or uncertain.")
+    batches: list[RecordData] = Field(description="Batches whose anchor is submitted or uncertain.")
     next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
 
 

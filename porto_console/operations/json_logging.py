@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 import orjson
 
+from ledger_engine.open_json import Report
 from porto_console.operations.log_redaction import redact
 from porto_console.operations.request_id import current_request_id
 
@@ -57,7 +57,7 @@ class RedactOneTimeLinks(logging.Filter):
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        line: dict[str, Any] = {
+        line: Report = {
             "time": _iso_time(record.created),
             "level": record.levelname,
             "logger": record.name,

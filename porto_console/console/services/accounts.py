@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -13,6 +12,7 @@ from ledger_engine.domain.identity import keyed_identity
 from ledger_engine.domain.ruleset import ROLES
 from ledger_engine.domain.schema.money_payouts import Recipient
 from ledger_engine.domain.schema.staff import StaffChange
+from ledger_engine.open_json import Unvalidated
 from ledger_engine.selectors import account_queries, payout_queries, staff_queries
 from ledger_engine.selectors.account_queries import AccountRecord as Account
 from ledger_engine.selectors.view import LedgerView
@@ -60,7 +60,7 @@ def roles_for(kind: str) -> list[str]:
 
 def provision(*, account_id: str, kind: str, identity: str, roles: list[str],
               payout_address: str = "", display_name: str = "") -> CommandRequest:
-    payload: dict[str, Any] = {"account_id": account_id, "kind": kind,
+    payload: Unvalidated = {"account_id": account_id, "kind": kind,
                                "roles": sorted(roles),
                                **keyed_identity(identity_key(), kind, identity)}
     if payout_address:

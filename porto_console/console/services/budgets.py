@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ledger_engine.amounts import checked_sum, parse_amount
 from ledger_engine.domain.invariants import FUNDING_TERMS, HOLDING_TERMS, OPTIONAL_TERMS
+from ledger_engine.open_json import IndexValue, Report
 from ledger_engine.selectors import account_queries, budget_queries
 from ledger_engine.selectors.view import LedgerView
 
 
-def budgets(view: LedgerView, *, balanced: str = "") -> list[dict[str, Any]]:
+def budgets(view: LedgerView, *, balanced: str = "") -> list[Report]:
     """Budgets with both sides of
     ``funded + additions == unallocated + outstanding + paid + refunds_reversals + frozen``;
     ``frozen`` is shown only where a freeze moved something into it. Each carries its period's first UTC day, which
@@ -21,7 +20,7 @@ def budgets(view: LedgerView, *, balanced: str = "") -> list[dict[str, Any]]:
             if not balanced or summary["balanced"] == (balanced == "yes")]
 
 
-def _equation(summary: dict[str, Any]) -> dict[str, Any]:
+def _equation(summary: IndexValue) -> Report:
     terms = {term: summary.get(term, "0") for term in (*FUNDING_TERMS, *HOLDING_TERMS)}
     holding = [term for term in HOLDING_TERMS if term not in OPTIONAL_TERMS or parse_amount(terms[term])]
     return {**summary,
@@ -31,12 +30,12 @@ def _equation(summary: dict[str, Any]) -> dict[str, Any]:
             "holding_total": str(checked_sum(parse_amount(terms[term]) for term in HOLDING_TERMS))}
 
 
-def recipient_balances(view: LedgerView) -> list[dict[str, Any]]:
+def recipient_balances(view: LedgerView) -> list[Report]:
     """Per recipient: allocation lines payable, reserved in approved runs, and paid; by recipient ID."""
     return [{"recipient_id": recipient_id, **{column: str(amount) for column, amount in totals.items()}}
             for recipient_id, totals in budget_queries.recipient_totals(view).items()]
 
 
-def recipient_names(view: LedgerView, balances: list[dict[str, Any]]) -> dict[str, str]:
+def recipient_names(view: LedgerView, balances: list[Report]) -> dict[str, str]:
     """The display name of each recipient of ``balances`` that has one, for the export that names them."""
     return account_queries.display_names(view, {row["recipient_id"] for row in balances})

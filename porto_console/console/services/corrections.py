@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import get_args
 
 from ledger_engine.amounts import U64_MAX, format_amount
 from ledger_engine.domain.allocation_policy import split_by_rights
@@ -23,6 +23,7 @@ from ledger_engine.domain.commands.money.budgets import BUDGET_ASSET
 from ledger_engine.domain.commands.money.corrections import DeclineReason, Reason
 from ledger_engine.domain.ruleset import ASSETS
 from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.open_json import Report, Unvalidated
 from ledger_engine.selectors import budget_queries, correction_choices, correction_queries, payout_queries
 from ledger_engine.selectors.correction_choices import ActiveWork, LineChoice
 from ledger_engine.selectors.view import LedgerView
@@ -38,7 +39,7 @@ def correction_id_for(command_id: str) -> str:
     return f"correction-{command_id}"
 
 
-def correction(view: LedgerView, correction_id: str) -> dict[str, Any] | None:
+def correction(view: LedgerView, correction_id: str) -> Report | None:
     """The request as frozen, and each line it names as it is now."""
     request = correction_queries.request(view, correction_id)
     if request is None:
@@ -47,7 +48,7 @@ def correction(view: LedgerView, correction_id: str) -> dict[str, Any] | None:
 
 
 def request_correction(command_id: str, budget_id: str, reason: str, reverses: list[str],
-                       replacements: list[dict[str, Any]], remainder_to: str, refund_unallocated: str) -> CommandRequest:
+                       replacements: list[Unvalidated], remainder_to: str, refund_unallocated: str) -> CommandRequest:
     correction_id = correction_id_for(command_id)
     numbered = [{**replacement, "line_id": f"{correction_id}-{number}"}
                 for number, replacement in enumerate(replacements, start=1)]
@@ -147,7 +148,7 @@ def usdc(units: int) -> str:
 
 # Replacement rows.
 
-def split_rows(work: ActiveWork, total: int) -> list[dict[str, Any]]:
+def split_rows(work: ActiveWork, total: int) -> list[Unvalidated]:
     """Artist rows that split ``total`` of ``work`` as its current rights version splits it (as allocation and
     the ledger's INVALID_SPLITS check do); recipients whose part is zero get no row."""
     return [{"role": "artist", "recipient_id": recipient_id, "work_id": work.work_id,
@@ -155,7 +156,7 @@ def split_rows(work: ActiveWork, total: int) -> list[dict[str, Any]]:
             for recipient_id, part in split_by_rights(total, work.splits) if part]
 
 
-def replacement(row: dict[str, Any]) -> dict[str, Any]:
+def replacement(row: Unvalidated) -> Unvalidated:
     """A row (amount in minor units) as the command's replacement line, before it is numbered."""
     references = (("recipient_id", "work_id", "rights_version") if row["role"] == "artist"
                   else ("recipient_id", "node_id"))
@@ -173,13 +174,13 @@ class Problem:
     field: str | None = None
 
 
-def in_words(code: str, detail: str, rows: list[dict[str, Any]], works: dict[str, ActiveWork]) -> Problem:
+def in_words(code: str, detail: str, rows: list[Unvalidated], works: dict[str, ActiveWork]) -> Problem:
     """The ledger's refusal of a request (``code`` with its ``detail``) as what to change in the form."""
     problem = _problem(code, detail, rows, works)
     return Problem(f"{problem.message} ({code})", problem.row, problem.field)
 
 
-def _problem(code: str, detail: str, rows: list[dict[str, Any]], works: dict[str, ActiveWork]) -> Problem:
+def _problem(code: str, detail: str, rows: list[Unvalidated], works: dict[str, ActiveWork]) -> Problem:
     row = _row_of(detail)
     if code == ErrorCode.INVALID_AMOUNT:
         if detail.startswith("refund_unallocated"):
@@ -205,7 +206,7 @@ def _row_of(detail: str) -> int | None:
     return int(found[1]) if found else None
 
 
-def _splits_problem(detail: str, rows: list[dict[str, Any]], works: dict[str, ActiveWork]) -> Problem:
+def _splits_problem(detail: str, rows: list[Unvalidated], works: dict[str, ActiveWork]) -> Problem:
     twice = re.search(r"names recipient (\S+) in two replacement lines", detail)
     if twice:
         return Problem(f"Recipient {twice[1]} has two rows for one work: give each recipient one row.",
@@ -220,7 +221,7 @@ def _splits_problem(detail: str, rows: list[dict[str, Any]], works: dict[str, Ac
                    "Use “Split as the current rights version splits” to fill them.")
 
 
-def _expected_splits(rows: list[dict[str, Any]], works: dict[str, ActiveWork]):
+def _expected_splits(rows: list[Unvalidated], works: dict[str, ActiveWork]):
     totals: dict[str, int] = {}
     for row in rows:
         if row["role"] == "artist" and row.get("work_id") in works:
@@ -230,7 +231,7 @@ def _expected_splits(rows: list[dict[str, Any]], works: dict[str, ActiveWork]):
                                split_by_rights(total, works[work_id].splits) if part}
 
 
-def _first_row(rows: list[dict[str, Any]], **matching: str) -> int | None:
+def _first_row(rows: list[Unvalidated], **matching: str) -> int | None:
     return next((number for number, row in enumerate(rows)
                  if all(row.get(name) == value for name, value in matching.items())), None)
 
@@ -250,7 +251,7 @@ def _state_problem(detail: str) -> Problem:
     return Problem(f"The ledger's state does not allow this request now: {detail}")
 
 
-def _reference_problem(detail: str, rows: list[dict[str, Any]]) -> Problem:
+def _reference_problem(detail: str, rows: list[Unvalidated]) -> Problem:
     node = re.match(r"node (\S+) is not operated by (\S+)", detail)
     if node:
         return Problem(f"Node {node[1]} is not operated by {node[2]}: choose the node's operator as recipient.",

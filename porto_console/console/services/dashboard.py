@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
+from ledger_engine.open_json import IndexValue
 from ledger_engine.selectors import overview_queries, staff_queries
 from ledger_engine.selectors.view import LedgerView
 
@@ -14,7 +14,7 @@ CHART_SERIES = overview_queries.DAILY_SERIES
 
 @dataclass(frozen=True)
 class Figures:
-    conservation: dict[str, Any] | None  # the last full check; None before the first one
+    conservation: IndexValue | None  # the last full check; None before the first one
     open_holds: int
     runs_awaiting_approval: int
     runs_never_approvable: int

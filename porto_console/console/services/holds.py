@@ -9,11 +9,12 @@ so a retried bulk form decides nothing twice.
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import get_args
 
 from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.domain.commands.streaming.holds import DecisionReason, HoldReason
 from ledger_engine.errors import ErrorCode
+from ledger_engine.open_json import Unvalidated
 from ledger_engine.selectors import streaming_queries
 from porto_console.console.commands import CommandRequest, cited_note
 
@@ -24,7 +25,7 @@ DECISIONS = {"release": "released", "reject": "rejected"}  # decision -> the hol
 
 
 def decide(hold_id: str, decision: str, reason: str, seen_revision: int, note: str = "") -> CommandRequest:
-    payload: dict[str, Any] = {"hold_id": hold_id, "decision": decision, "reason": reason}
+    payload: Unvalidated = {"hold_id": hold_id, "decision": decision, "reason": reason}
     evidence = cited_note(payload, note)
     return CommandRequest("DecideHold", payload, evidence=evidence,
                           expected_revisions=[streaming_queries.expected_hold_revision(hold_id, seen_revision)])

@@ -13,6 +13,7 @@ import orjson
 from ledger_engine.application.journal import recompute_entry_hash
 from ledger_engine.canonical import ZERO_HASH, canonical_bytes, sha256_hex
 from ledger_engine.errors import ErrorCode, StorageFault
+from ledger_engine.open_json import Document, JournalEvent, Report, Unvalidated
 from ledger_engine.selectors import accounting, journal_queries
 from ledger_engine.selectors.accounting import Posting, TouchedRecord
 from ledger_engine.selectors.view import LedgerView
@@ -27,7 +28,7 @@ CSV_COLUMNS = ("sequence", "command_id", "command_type", "actor_id", "admitted_a
 
 @dataclass(frozen=True)
 class JournalWindow:
-    entries: list[dict[str, Any]]
+    entries: list[Report]
     start: int  # the sequence this window reads from
     first: int  # where the window reads from with no cursor: the span's newest entry, or its oldest
     next_cursor: int | None  # the next window's ``before`` (newest first) or ``after`` (oldest first), if any
@@ -46,7 +47,7 @@ class RangeCheck:
         return not self.problem
 
 
-def summary(entry: dict[str, Any]) -> dict[str, Any]:
+def summary(entry: Document) -> Report:
     envelope = entry["envelope"]
     return {"sequence": entry["sequence"], "command_id": envelope["command_id"],
             "command_type": envelope["command_type"], "actor_id": envelope["actor_id"],
@@ -67,7 +68,7 @@ def window(view: LedgerView, head: int, *, before: int | None = None, after: int
     else:
         first, step = high, -1
         start = min(high, before - 1) if before else high
-    found: list[dict[str, Any]] = []
+    found: list[Report] = []
     sequence = start
     while low <= sequence <= high and len(found) < PAGE_ENTRIES and abs(sequence - start) < SCAN_LIMIT:
         entry = summary(journalled(view, sequence))
@@ -85,7 +86,7 @@ def admitted_span(view: LedgerView, head: int, first_day: date | None, last_day:
     return low, min(high, head)
 
 
-def journalled(view: LedgerView, sequence: int) -> dict[str, Any]:
+def journalled(view: LedgerView, sequence: int) -> Document:
     """The entry at ``sequence``, which the caller read from at or below the head: missing, the store lost it."""
     entry = journal_queries.entry(view, sequence)
     if entry is None:
@@ -98,8 +99,8 @@ class EntryReads:
     """One entry as the auditor reads it: what it emitted, the postings it made, the records it wrote, and whether
     its hash still recomputes and links to its predecessor's."""
 
-    entry: dict[str, Any]
-    events: list[dict[str, Any]]
+    entry: Document
+    events: list[JournalEvent]
     postings: list[Posting]
     touched: list[TouchedRecord]
     recomputed_ok: bool
@@ -114,7 +115,7 @@ def entry_reads(view: LedgerView, sequence: int) -> EntryReads | None:
                       accounting.entry_records(view, sequence), verify_range(view, sequence, sequence).ok)
 
 
-def record_entries(view: LedgerView, kind: str, record_id: str) -> list[tuple[int, dict[str, Any]]]:
+def record_entries(view: LedgerView, kind: str, record_id: str) -> list[tuple[int, Unvalidated]]:
     """The journal entries that wrote one record, oldest first: each sequence with its envelope."""
     return [(sequence, journalled(view, sequence)["envelope"])
             for sequence in accounting.entries_touching(view, kind, record_id)]
@@ -133,7 +134,7 @@ def verify_range(view: LedgerView, first: int, last: int) -> RangeCheck:
     return RangeCheck(first, last, last - first + 1)
 
 
-def entries(view: LedgerView, first: int, last: int) -> Iterator[dict[str, Any]]:
+def entries(view: LedgerView, first: int, last: int) -> Iterator[Document]:
     for sequence in range(first, last + 1):
         yield journalled(view, sequence)
 

@@ -6,8 +6,7 @@ The state index names each payment; the rest is read from the payment record and
 
 from __future__ import annotations
 
-from typing import Any
-
+from ledger_engine.open_json import Report
 from ledger_engine.selectors import account_queries, payout_queries
 from ledger_engine.selectors.payout_queries import PaymentListing, ReconciliationItem
 from ledger_engine.selectors.view import LedgerView
@@ -32,19 +31,19 @@ def states(state: str) -> tuple[str, ...]:
     return PAYMENT_STATES if state == ANY_STATE else (state,)
 
 
-def search(view: LedgerView, state: str, query: ListQuery) -> list[dict[str, Any]]:
+def search(view: LedgerView, state: str, query: ListQuery) -> list[Report]:
     """Every payment in ``state`` (or any) matching ``query``, in its order."""
     rows = payout_queries.payment_search_rows(view, states(state), lambda listing: _cheap_match(listing, query))
     return LISTING.apply(rows, query)
 
 
 def found_and_queue(view: LedgerView, state: str,
-                    query: ListQuery) -> tuple[list[dict[str, Any]], list[ReconciliationItem]]:
+                    query: ListQuery) -> tuple[list[Report], list[ReconciliationItem]]:
     """What the payments screen shows: the payments found, and the payments an observer must still settle."""
     return search(view, state, query), payout_queries.reconciliation_queue(view)
 
 
-def found_and_names(view: LedgerView, state: str, query: ListQuery) -> tuple[list[dict[str, Any]], dict[str, str]]:
+def found_and_names(view: LedgerView, state: str, query: ListQuery) -> tuple[list[Report], dict[str, str]]:
     """What the payments export holds: the payments found, and the display names of the recipients they pay."""
     found = search(view, state, query)
     return found, account_queries.display_names(view, {row["recipient_id"] for row in found})

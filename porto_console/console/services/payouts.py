@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import asdict, replace
-from typing import Any, Iterator
+from typing import Iterator
 
 from ledger_engine.amounts import checked_sum, format_amount
 from ledger_engine.canonical import canonical_bytes, sha256_hex
 from ledger_engine.domain.commands.money.payments import UNSIGNED
 from ledger_engine.domain.commands.money.payout_runs import frozen_run, run_hash
 from ledger_engine.domain.schema.money_payouts import PlannedPayment
+from ledger_engine.open_json import RecordData, Unvalidated
 from ledger_engine.selectors import payout_queries
 from ledger_engine.selectors.payout_queries import Payable, RunListing
 from ledger_engine.selectors.view import LedgerView
@@ -45,7 +46,7 @@ def run_id_for(command_id: str) -> str:
     return f"run-{command_id}"
 
 
-def plan(command_id: str, chosen: list[Payable]) -> dict[str, Any]:
+def plan(command_id: str, chosen: list[Payable]) -> Unvalidated:
     """The PreparePayoutRun payload paying each chosen recipient all its payable lines."""
     run_id = run_id_for(command_id)
     frozen = sorted((_planned(command_id, payable) for payable in chosen), key=lambda payment: payment["payment_id"])
@@ -89,13 +90,13 @@ def approve(run_id: str, seen_hash: str, cited: list[str]) -> CommandRequest:
 
 def cancel(run_id: str, reason: str, seen_revision: int, note: str = "") -> CommandRequest:
     """The note, if any, is cited as evidence; the command carries its digest."""
-    payload: dict[str, Any] = {"run_id": run_id, "reason": reason}
+    payload: Unvalidated = {"run_id": run_id, "reason": reason}
     evidence = cited_note(payload, note)
     return CommandRequest("CancelPayoutRun", payload, evidence=evidence,
                           expected_revisions=[payout_queries.expected_run_revision(run_id, seen_revision)])
 
 
-def cancel_note(run: dict[str, Any]) -> str:
+def cancel_note(run: RecordData) -> str:
     """The canceller's note, read back from evidence; empty when there is none."""
     digest = (run.get("tombstone") or {}).get("note_digest")
     return gateway().evidence.get(digest).decode() if digest else ""

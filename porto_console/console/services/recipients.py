@@ -7,12 +7,13 @@ so a retried form requests nothing twice.
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import get_args
 
 from ledger_engine.canonical import sha256_hex
 from ledger_engine.domain.commands.money.recipient_updates import DeclineUpdate
 from ledger_engine.domain.schema.money_payouts import RecipientUpdate
 from ledger_engine.errors import ErrorCode, LedgerError
+from ledger_engine.open_json import Report
 from ledger_engine.selectors import payout_queries
 from ledger_engine.selectors.view import LedgerView
 from porto_console.console.commands import CommandRequest
@@ -27,7 +28,7 @@ def recipient_ids(view: LedgerView) -> list[str]:
     return sorted(recipient["recipient_id"] for recipient in payout_queries.recipients(view))
 
 
-def update(view: LedgerView, recipient_id: str, update_id: str) -> dict[str, Any] | None:
+def update(view: LedgerView, recipient_id: str, update_id: str) -> Report | None:
     """The update with its evidence bytes (as text) and the recipient as it is now."""
     data = payout_queries.recipient_update(view, recipient_id, update_id)
     if data is None:

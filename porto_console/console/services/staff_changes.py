@@ -13,8 +13,6 @@ crash, say) and finishes it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
@@ -24,6 +22,7 @@ from ledger_engine.adapters.gateway import derived_command_id
 from ledger_engine.domain.actors import role_conflict
 from ledger_engine.domain.commands.staff_changes import CREDENTIAL_RESETS
 from ledger_engine.domain.schema.staff import StaffChange
+from ledger_engine.open_json import Unvalidated
 from ledger_engine.selectors import account_queries, staff_queries
 from porto_console.console import commands, proof_version
 from porto_console.console.commands import CommandRequest
@@ -71,14 +70,14 @@ def change_id_for(command_id: str) -> str:
 
 def request(command_id: str, account_id: str, choice: str) -> CommandRequest:
     kind, _, role = choice.partition(":")
-    change: dict[str, Any] = {"kind": kind, "account_id": account_id}
+    change: Unvalidated = {"kind": kind, "account_id": account_id}
     if role:
         change["role"] = role
     return CommandRequest("RequestStaffChange", {"change_id": change_id_for(command_id), "change": change})
 
 
 def decide(change_id: str, decision: str, reason: str | None = None) -> CommandRequest:
-    payload: dict[str, Any] = {"change_id": change_id, "decision": decision}
+    payload: Unvalidated = {"change_id": change_id, "decision": decision}
     if reason is not None:
         payload["reason"] = reason
     return CommandRequest("DecideStaffChange", payload)

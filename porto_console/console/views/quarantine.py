@@ -8,12 +8,11 @@ it pending or its claim has lapsed, and ``ClaimEffect`` decides who works it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
+from ledger_engine.open_json import Report
 from ledger_engine.selectors import effect_queries
 from ledger_engine.selectors.view import LedgerView
 from porto_console.console.handles import unseal_id
@@ -72,7 +71,7 @@ def retry_many(request):
     return redirect(f"admin:{QUARANTINE.url_name}")
 
 
-def _entries_with_ledger_status(view: LedgerView) -> list[dict[str, Any]]:
+def _entries_with_ledger_status(view: LedgerView) -> list[Report]:
     def status(effect_id: str | None) -> str:
         if effect_id is None:
             return "unknown: the entry names no effect"
