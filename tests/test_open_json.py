@@ -1,5 +1,6 @@
-"""Every JSON object the engine leaves open says why: it takes a name of ``ledger_engine/open_json.py``, never a
-bare ``dict[str, Any]``, and each name there carries its reason on its own line."""
+"""Every JSON object the engine or the console leaves open says why: it takes a name of
+``ledger_engine/open_json.py``, never a bare ``dict[str, Any]``, and each name there carries its reason on its own
+line."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ import re
 import typing
 from pathlib import Path
 
+import pytest
+
 import ledger_engine
+import porto_console
 from ledger_engine import open_json
 
 ENGINE = Path(ledger_engine.__file__).parent
+CONSOLE = Path(porto_console.__file__).parent
 ALIASES = ENGINE / "open_json.py"
 BARE = re.compile(r"\b[Dd]ict\[\s*str\s*,\s*(?:typing\.)?Any\s*\]")
 
@@ -30,8 +35,9 @@ def aliases() -> dict[str, str]:
             and ast.unparse(node.annotation) == "TypeAlias"}
 
 
-def test_no_open_dict_goes_unnamed():
-    assert bare_open_dicts() == []
+@pytest.mark.parametrize("root", [ENGINE, CONSOLE], ids=["ledger_engine", "porto_console"])
+def test_no_open_dict_goes_unnamed(root):
+    assert bare_open_dicts(root) == []
 
 
 def test_the_check_finds_a_bare_open_dict(tmp_path):
