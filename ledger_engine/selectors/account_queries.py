@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from ledger_engine.domain import actors
 from ledger_engine.domain.actors import four_eyes_governance
 from ledger_engine.domain.changes import Changes
 from ledger_engine.domain.schema.staff import Account, StaffCredentials, account_key, actor_key, credentials_key
@@ -74,12 +73,6 @@ def actor_roles(view: LedgerView, actor_id: str) -> list[str]:
     """The roles the ledger checks for this actor (empty unless active)."""
     record = view.record(actor_key(actor_id))
     return record.data["roles"] if record and record.data["status"] == "active" else []
-
-
-def active_admins(view: LedgerView) -> list[str]:
-    """Every actor that may decide a staff change now, accounts and those genesis names alike: the rules' own
-    list, by actor ID."""
-    return actors.active_admins(Changes(base=view.as_rules_read()))
 
 
 def four_eyes(view: LedgerView) -> bool:

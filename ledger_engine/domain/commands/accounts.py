@@ -191,12 +191,11 @@ def _claim_display_name(changes: Changes, p: RegisterAccountPayload, before: Acc
         return
     require(p.display_name == p.account_id or not _is_an_account(changes, p.display_name), ErrorCode.ALREADY_EXISTS,
             f"{p.display_name!r} is another account's ID: a display name never is")
-    holder = changes.get(UNIQUE, display_name_key(p.display_name))
-    require(holder is None, ErrorCode.ALREADY_EXISTS,
-            f"{holder.data['account_id'] if holder else ''} is shown as {p.display_name!r} already: "
-            "each recipient's name tells it apart")
-    changes.claim_unique(display_name_key(p.display_name), {"account_id": p.account_id}, ErrorCode.ALREADY_EXISTS,
-                         "a recipient is shown under this name already")
+    name_key = display_name_key(p.display_name)
+    holder = changes.get(UNIQUE, name_key)
+    changes.claim_unique(name_key, {"account_id": p.account_id}, ErrorCode.ALREADY_EXISTS,
+                         f"{holder.data['account_id'] if holder else ''} is shown as {p.display_name!r} already: "
+                         "each recipient's name tells it apart")
 
 
 def _is_an_account(changes: Changes, text: str) -> bool:

@@ -49,8 +49,7 @@ def recipient(context, recipient_id):
     neighbours; ``Porto`` for a line that pays Porto itself (no recipient)."""
     if not recipient_id:
         return "Porto"
-    names = context.get("display_names")
-    name = names.of(recipient_id) if names is not None else None
+    name = _display_name(context, recipient_id)
     if name is None:
         return format_html('<span class="recipient"><code class="record-id">{}</code></span>', recipient_id)
     return format_html('<span class="recipient"><bdi class="display-name">{}</bdi> '
@@ -60,9 +59,16 @@ def recipient(context, recipient_id):
 @register.simple_tag(takes_context=True)
 def recipient_label(context, recipient_id) -> str:
     """A recipient as plain text, for a label a screen reader reads: ``name (ID)``, or the ID alone."""
+    if not recipient_id:
+        return "Porto"
+    name = _display_name(context, recipient_id)
+    return f"{name} ({recipient_id})" if name else str(recipient_id)
+
+
+def _display_name(context, recipient_id: str) -> str | None:
+    """The recipient's display name, read once a page (``context.DisplayNames``), or None."""
     names = context.get("display_names")
-    name = names.of(recipient_id) if names is not None and recipient_id else None
-    return f"{name} ({recipient_id})" if name else str(recipient_id or "Porto")
+    return names.of(recipient_id) if names is not None else None
 
 
 @register.filter
