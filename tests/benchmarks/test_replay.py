@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks import replay
 from tests.benchmarks.tiny import run_tiny
+
+
+# Eight benchmark children, each importing the engine and replaying or restoring a ledger: a long end-to-end
+# test (docs/adr/0100).
+pytestmark = pytest.mark.slow
 
 
 def test_replay_verify_and_restore_each_reach_the_head_they_are_timed_against(tmp_path, monkeypatch):

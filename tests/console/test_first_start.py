@@ -6,6 +6,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.console.conftest import DEMO_SEED
 from tests.console.test_launcher import ROOT, sign_in, started, with_demo_repository
 from tests.engine.test_cli_init_demo import assert_same_demo_ledger, init_demo_ledger
@@ -15,12 +17,16 @@ def evidence_files(admission: Path) -> set[str]:
     return {str(path.relative_to(admission)) for path in (admission / "evidence").rglob("*") if path.is_file()}
 
 
+# ``porto-ledger init --demo`` journals the whole demo (about two thousand commands); the console then starts
+# as ``make run`` starts it: long end-to-end tests (docs/adr/0100).
+@pytest.mark.slow
 def test_init_demo_makes_the_ledger_the_console_loads_for_the_same_seed(demo_ledger_template, tmp_path):
     init_demo_ledger(tmp_path / "ledger", seed=DEMO_SEED)
     assert_same_demo_ledger(tmp_path / "ledger", demo_ledger_template)
     assert evidence_files(tmp_path / "admission") == evidence_files(demo_ledger_template.parent / "admission")
 
 
+@pytest.mark.slow
 def test_a_console_started_on_an_init_demo_ledger_serves_the_demo_without_loading_it_again(tmp_path,
                                                                                            initialised_repository):
     var_dir = with_demo_repository(tmp_path / "var", initialised_repository)

@@ -29,8 +29,9 @@ from porto_console.internal_api.api import api
 from porto_console.ledger import close_owner, open_owner
 from tests.support.tiers import examples
 
-# The live server answers on its own thread with its own database connection.
-pytestmark = pytest.mark.django_db(transaction=True)
+# The live server answers on its own thread with its own database connection. Schemathesis runs as its own
+# command line for about ten seconds: a long end-to-end test (docs/adr/0100).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 OPERATIONS = {"POST /internal/commands", "GET /internal/commands/{command_id}", "POST /internal/effects/{effect_id}/claim",

@@ -23,6 +23,10 @@ ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / "scripts" / "run_console.py"
 STARTUP_GUARD_S = 300  # a guard against a hung child, not a speed requirement
 
+# Each test starts the console as ``make run`` does, in child processes (migrations, the demo, its sign-ins):
+# seconds a start, so these run with the long end-to-end tests (docs/adr/0100).
+pytestmark = pytest.mark.slow
+
 
 def free_port() -> int:
     with socket.socket() as sock:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ledger_engine.adapters.evidence import EvidenceStore
 from ledger_engine.demo import demo_scenario
 from tests.support.cli import head, init, porto_ledger, succeeded
@@ -24,6 +26,9 @@ def assert_same_demo_ledger(first: Path, second: Path) -> None:
     assert head(first) == head(second)
 
 
+# Each journals the whole demo (about two thousand commands) through the command line: long end-to-end tests
+# (docs/adr/0100). The refusals below change nothing and stay in every tier.
+@pytest.mark.slow
 def test_init_demo_journals_the_scenario_with_the_evidence_beside_it(tmp_path):
     data = tmp_path / "ledger"
     made = init_demo_ledger(data)
@@ -35,6 +40,7 @@ def test_init_demo_journals_the_scenario_with_the_evidence_beside_it(tmp_path):
     assert succeeded(porto_ledger("verify", data=data)).last["ok"] is True
 
 
+@pytest.mark.slow
 def test_two_demo_ledgers_of_one_seed_are_the_same_ledger(tmp_path):
     init_demo_ledger(tmp_path / "first" / "ledger")
     init_demo_ledger(tmp_path / "second" / "ledger")

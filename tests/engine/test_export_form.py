@@ -133,7 +133,7 @@ def test_a_form_check_process_that_gives_no_verdict_is_done_again_in_the_caller(
                                                                                 command):
     """Only a clean answer from the child counts; anything else, and the form is checked here: slower, not skipped."""
     monkeypatch.setattr(form, "PARALLEL_FROM_BYTES", 0)
-    monkeypatch.setattr(form, "CHILD_GRACE_S", 1.0)
+    monkeypatch.setattr(form, "CHILD_GRACE_S", 0.25)  # a child slower than this is only checked again here
     monkeypatch.setattr(form, "_child_command", lambda: command)
     assert verify_export(export)["sequence"] > 0
     item = rewrite_line(export, DELTAS_FILE, last, with_a_float)

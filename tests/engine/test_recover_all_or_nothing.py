@@ -32,19 +32,29 @@ from tests.conftest import EnvelopeFactory
 from tests.support import cli
 
 
-@pytest.fixture
-def staged(tmp_path) -> Path:
-    """One staged backup of a small ledger, with an envelope in its admission stores."""
+@pytest.fixture(scope="module")
+def staged_template(tmp_path_factory) -> Path:
+    """One staged backup of a small ledger, with an envelope in its admission stores, beside the ledger and the
+    admission stores it was taken from: made once for this module; each test works on its own copy."""
+    root = tmp_path_factory.mktemp("staged-template")
     envelopes = EnvelopeFactory()
-    (tmp_path / "admission" / "envelopes").mkdir(parents=True)
-    (tmp_path / "admission" / "envelopes" / "kept.json").write_bytes(b"{}")
-    with LedgerOwner.open(tmp_path / "ledger", genesis=default_genesis()) as owner:
+    (root / "admission" / "envelopes").mkdir(parents=True)
+    (root / "admission" / "envelopes" / "kept.json").write_bytes(b"{}")
+    with LedgerOwner.open(root / "ledger", genesis=default_genesis()) as owner:
         for account in ("alice", "bob"):
             assert owner.submit(envelopes.account(account, kind="worker", roles=["ingest"])).accepted
     for _ in range(3):  # every read-write open raises the writer generation
-        LedgerOwner.open(tmp_path / "ledger", genesis=default_genesis()).close()
-    with LedgerOwner.open(tmp_path / "ledger", genesis=default_genesis()) as owner:
-        stage_backup(owner.checkpoint, owner.store.path, tmp_path / "admission", tmp_path / "staged" / "0001")
+        LedgerOwner.open(root / "ledger", genesis=default_genesis()).close()
+    with LedgerOwner.open(root / "ledger", genesis=default_genesis()) as owner:
+        stage_backup(owner.checkpoint, owner.store.path, root / "admission", root / "staged" / "0001")
+    return root
+
+
+@pytest.fixture
+def staged(staged_template, tmp_path) -> Path:
+    """This test's copy of the staged backup, and of the ledger and admission stores beside it."""
+    for name in ("ledger", "admission", "staged"):
+        shutil.copytree(staged_template / name, tmp_path / name, symlinks=True)
     return tmp_path / "staged"
 
 

@@ -1,7 +1,10 @@
 """A temporary ``sshd`` on a free loopback port, for SFTP backup repositories; nothing in ~/.ssh is read or written.
 
 The server has a generated host key and trusts one generated client key for
-the current user. ``sftp_command`` is what restic's ``sftp.command`` option
+the current user. It serves SFTP itself (``internal-sftp``): an external
+``sftp-server`` is started through the user's login shell, and bash started by
+sshd reads ``~/.bashrc`` even when not interactive, which on a developer's
+machine can cost more than the transfer. ``sftp_command`` is what restic's ``sftp.command`` option
 takes: an ``ssh`` with its own config, key and known-hosts file.
 """
 
@@ -15,7 +18,6 @@ import time
 from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
-SFTP_SERVER = "/usr/lib/openssh/sftp-server"
 START_SECS = 20
 
 
@@ -48,7 +50,7 @@ class SshServer:
             f"Port {self.port}", "ListenAddress 127.0.0.1", f"HostKey {self.root / 'host_key'}",
             f"AuthorizedKeysFile {self.root / 'authorized_keys'}", f"PidFile {self.root / 'sshd.pid'}",
             "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
-            "PermitRootLogin prohibit-password", f"Subsystem sftp {SFTP_SERVER}", "LogLevel ERROR", ""]))
+            "PermitRootLogin prohibit-password", "Subsystem sftp internal-sftp", "LogLevel ERROR", ""]))
         (self.root / "ssh_config").write_text("\n".join([
             "Host *", f"  Port {self.port}", f"  User {self.user}", f"  IdentityFile {self.root / 'client_key'}",
             "  IdentitiesOnly yes", f"  UserKnownHostsFile {self.root / 'known_hosts'}", "  StrictHostKeyChecking yes",
