@@ -7,7 +7,7 @@ discards them all. Rules never choose revisions or sequences: the executor does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from ledger_engine.domain.view import Record, StateView
 from ledger_engine.errors import ErrorCode
@@ -78,9 +78,13 @@ class Changes:
     def put_state(self, key: str, data: Mapping[str, Any]) -> None:
         self.writes[(STATE, key)] = _json_object(data)
 
-    def claim_unique(self, key: str, owner: RecordData, code: ErrorCode, detail: str) -> None:
-        """Take a uniqueness sentinel, rejecting with ``code`` if it is taken."""
-        require(self.get(UNIQUE, key) is None, code, detail)
+    def claim_unique(self, key: str, owner: RecordData, code: ErrorCode,
+                     detail: str | Callable[[RecordData], str]) -> None:
+        """Take a uniqueness sentinel, rejecting with ``code`` if it is taken: ``detail`` says why, or builds
+        that from the data of the sentinel's holder."""
+        holder = self.get(UNIQUE, key)
+        if holder is not None:
+            raise Rejected(code, detail(holder.data) if callable(detail) else detail)
         self.writes[(UNIQUE, key)] = owner
 
     def release_unique(self, key: str) -> None:

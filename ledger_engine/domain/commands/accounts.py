@@ -41,7 +41,7 @@ from ledger_engine.domain.schema.staff import Account, account_key, actor_key
 from ledger_engine.domain.types import ChainAddress, Digest, Identifier, Role
 from ledger_engine.errors import ErrorCode
 from ledger_engine.keys import IDENTIFIER_PATTERN, key
-from ledger_engine.layout import STATE, UNIQUE
+from ledger_engine.layout import STATE
 from ledger_engine.open_json import CommandResult
 
 AccountKind = Literal["staff", "worker", "listener", "artist", "operator"]
@@ -191,11 +191,9 @@ def _claim_display_name(changes: Changes, p: RegisterAccountPayload, before: Acc
         return
     require(p.display_name == p.account_id or not _is_an_account(changes, p.display_name), ErrorCode.ALREADY_EXISTS,
             f"{p.display_name!r} is another account's ID: a display name never is")
-    name_key = display_name_key(p.display_name)
-    holder = changes.get(UNIQUE, name_key)
-    changes.claim_unique(name_key, {"account_id": p.account_id}, ErrorCode.ALREADY_EXISTS,
-                         f"{holder.data['account_id'] if holder else ''} is shown as {p.display_name!r} already: "
-                         "each recipient's name tells it apart")
+    changes.claim_unique(display_name_key(p.display_name), {"account_id": p.account_id}, ErrorCode.ALREADY_EXISTS,
+                         lambda holder: f"{holder['account_id']} is shown as {p.display_name!r} already: "
+                                        "each recipient's name tells it apart")
 
 
 def _is_an_account(changes: Changes, text: str) -> bool:
